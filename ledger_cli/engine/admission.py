@@ -1,0 +1,61 @@
+"""Admit: idempotency-keyed admission with rebase and dependency blocking (§2.2)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ledger_cli.engine import events
+from ledger_cli.engine.core import Core
+from ledger_cli.engine.dependencies import blocking_need, recheck_needs
+from ledger_cli.engine.instant import Instant
+from ledger_cli.engine.record import TaskState
+from ledger_cli.engine.status import Status, is_terminal
+from ledger_cli.errors import ValidationError
+
+
+def admit(
+    core: Core,
+    actor: str,
+    key: str,
+    seq: int,
+    task: Any,
+    now: Instant,
+    needs: tuple[str, ...] | None,
+) -> bool:
+    """Record a task once per key; a duplicate, lower sequence or terminal record is a no-op.
+
+    `needs` is None when the caller named none (it encodes as `null`).
+    """
+    if key == "":
+        raise ValidationError("ledger: idempotency key must not be empty")
+    while True:
+        cur = core.store.load(key)
+        if cur is not None:
+            if is_terminal(cur.status) or not seq > cur.sequence:
+                return False
+            created_by, created_at, fence = cur.created_by, cur.created_at, cur.fence
+        else:
+            created_by, created_at, fence = actor, now, 0
+        blocker = blocking_need(core, needs)
+        nxt = TaskState(
+            key=key,
+            status=Status.BLOCKED.value if blocker is not None else Status.PENDING.value,
+            sequence=seq,
+            fence=fence,
+            needs=needs,
+            blocked_by=blocker or "",
+            task=task,
+            created_by=created_by,
+            created_at=created_at,
+            updated_by=actor,
+            updated_at=now,
+        )
+        nxt.validate()
+        if not core.store.compare_and_swap(key, cur, nxt):
+            continue
+        if blocker is not None:
+            core.emit(events.BLOCKED, key, f"key {key} blocked by {blocker} at admission")
+            return True
+        if not recheck_needs(core, actor, now, key, needs):
+            core.emit(events.ADMITTED, key, f"key {key} admitted at sequence {seq}")
+        return True

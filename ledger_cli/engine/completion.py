@@ -1,0 +1,38 @@
+"""Complete: finish a claimed record; a failure blocks its dependents (§2.7)."""
+
+from __future__ import annotations
+
+from ledger_cli.engine import events
+from ledger_cli.engine.core import Core
+from ledger_cli.engine.dependencies import block_dependents
+from ledger_cli.engine.instant import Instant
+from ledger_cli.engine.status import Status
+from ledger_cli.errors import FencedError, NotClaimedError, UnknownStatusError
+
+_FINAL = {Status.COMPLETED.value: Status.COMPLETED.value, Status.FAILED.value: Status.FAILED.value}
+
+
+def final_status(status: object) -> str:
+    """Exactly "completed" or "failed" (a Status or a plain string); else UnknownStatusError."""
+    if not isinstance(status, str) or status not in _FINAL:
+        raise UnknownStatusError()
+    return _FINAL[status]
+
+
+def complete(
+    core: Core, actor: str, key: str, owner: str, fence: int, status: object, now: Instant
+) -> None:
+    final = final_status(status)
+    while True:
+        cur = core.require(key)
+        if cur.fence != fence:
+            raise FencedError()
+        if cur.status != Status.CLAIMED.value:
+            raise NotClaimedError()
+        nxt = cur.replace(status=final, updated_by=actor, updated_at=now)
+        nxt.validate()
+        if core.store.compare_and_swap(key, cur, nxt):
+            core.emit(events.COMPLETED, key, f"key {key} completed as {final} by {owner}")
+            if final == Status.FAILED.value:
+                block_dependents(core, actor, now, key)
+            return

@@ -1,0 +1,31 @@
+"""What every engine operation works with: the store and the event bus."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+
+from ledger_cli.engine.events import Bus, Event
+from ledger_cli.engine.record import TaskState
+from ledger_cli.engine.store import Store
+from ledger_cli.errors import NoKeyError
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Core:
+    store: Store
+    bus: Bus | None = None
+
+    def emit(self, name: str, key: str, data: str) -> None:
+        """Events fire only after the write they describe; emit failures are ignored."""
+        if self.bus is None:
+            return
+        with contextlib.suppress(Exception):
+            self.bus.emit(Event(name, key, data))
+
+    def require(self, key: str) -> TaskState:
+        """Load a record that must exist (NoKeyError otherwise)."""
+        rec = self.store.load(key)
+        if rec is None:
+            raise NoKeyError()
+        return rec

@@ -1,0 +1,39 @@
+"""Events the ledger emits after each successful write, and the bus protocol."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Protocol
+
+ADMITTED = "ledger.admitted"
+CLAIMED = "ledger.claimed"
+RENEWED = "ledger.renewed"
+RELEASED = "ledger.released"
+TAKEN_OVER = "ledger.taken_over"
+COMPLETED = "ledger.completed"
+BLOCKED = "ledger.blocked"
+
+NAMES: tuple[str, ...] = (ADMITTED, CLAIMED, RENEWED, RELEASED, TAKEN_OVER, COMPLETED, BLOCKED)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Event:
+    """`name` is one of NAMES; `data` the exact Go text (`key K claimed by O`)."""
+
+    name: str
+    key: str
+    data: str
+
+
+class Bus(Protocol):
+    def emit(self, event: Event) -> None: ...
+
+
+class Recorder:
+    """A bus that keeps every event, in order (tests, history)."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+
+    def emit(self, event: Event) -> None:
+        self.events.append(event)

@@ -1,0 +1,128 @@
+"""Claim, Renew, Release and Takeover: time-boxed leases with fencing (§2.3-2.6)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from ledger_cli.engine import events
+from ledger_cli.engine.core import Core
+from ledger_cli.engine.dependencies import block_one, blocking_ancestor
+from ledger_cli.engine.instant import Instant
+from ledger_cli.engine.record import TaskState
+from ledger_cli.engine.status import Status
+from ledger_cli.errors import (
+    EmptyOwnerError,
+    FencedError,
+    InvalidLeaseError,
+    LeaseActiveError,
+    NotClaimedError,
+    NotStaleError,
+)
+
+_ZERO_LEASE = timedelta(0)
+CLAIMED = Status.CLAIMED.value
+
+
+def _check_owner_and_lease(owner: str, lease: timedelta) -> None:
+    if owner == "":
+        raise EmptyOwnerError()
+    if lease <= _ZERO_LEASE:
+        raise InvalidLeaseError()
+
+
+def _refuse_if_ancestor_blocks(
+    core: Core, actor: str, now: Instant, key: str, cur: TaskState
+) -> None:
+    """A failed or blocked ancestor blocks the record (a refusal that writes)."""
+    blocker = blocking_ancestor(core, cur.needs)
+    if blocker is not None:
+        block_one(core, actor, now, key, cur, blocker)
+        raise NotClaimedError()
+
+
+def _grant(
+    core: Core, actor: str, key: str, owner: str, lease: timedelta, now: Instant, cur: TaskState
+) -> int | None:
+    """Write the next fence; None when the CAS lost and the caller must reload."""
+    fence = cur.fence + 1
+    nxt = cur.replace(
+        status=CLAIMED,
+        owner=owner,
+        fence=fence,
+        lease_until=now + lease,
+        updated_by=actor,
+        updated_at=now,
+    )
+    nxt.validate()
+    if core.store.compare_and_swap(key, cur, nxt):
+        return fence
+    return None
+
+
+def claim(core: Core, actor: str, key: str, owner: str, lease: timedelta, now: Instant) -> int:
+    _check_owner_and_lease(owner, lease)
+    while True:
+        cur = core.require(key)
+        if cur.status == CLAIMED:
+            if cur.lease_until > now:
+                raise LeaseActiveError()
+        elif cur.status != Status.PENDING.value:
+            raise NotClaimedError()
+        _refuse_if_ancestor_blocks(core, actor, now, key, cur)
+        fence = _grant(core, actor, key, owner, lease, now, cur)
+        if fence is not None:
+            core.emit(events.CLAIMED, key, f"key {key} claimed by {owner}")
+            return fence
+
+
+def takeover(core: Core, actor: str, key: str, owner: str, lease: timedelta, now: Instant) -> int:
+    _check_owner_and_lease(owner, lease)
+    while True:
+        cur = core.require(key)
+        if cur.status != CLAIMED:
+            raise NotClaimedError()
+        if cur.lease_until > now:
+            raise NotStaleError()
+        _refuse_if_ancestor_blocks(core, actor, now, key, cur)
+        fence = _grant(core, actor, key, owner, lease, now, cur)
+        if fence is not None:
+            core.emit(events.TAKEN_OVER, key, f"key {key} taken over by {owner}")
+            return fence
+
+
+def renew(
+    core: Core, actor: str, key: str, owner: str, fence: int, lease: timedelta, now: Instant
+) -> None:
+    if lease <= _ZERO_LEASE:
+        raise InvalidLeaseError()
+    while True:
+        cur = core.require(key)
+        if cur.status != CLAIMED:
+            raise NotClaimedError()
+        if cur.fence != fence:
+            raise FencedError()
+        nxt = cur.replace(lease_until=now + lease, updated_by=actor, updated_at=now)
+        nxt.validate()
+        if core.store.compare_and_swap(key, cur, nxt):
+            core.emit(events.RENEWED, key, f"key {key} renewed by {owner}")
+            return
+
+
+def release(core: Core, actor: str, key: str, owner: str, fence: int, now: Instant) -> None:
+    while True:
+        cur = core.require(key)
+        if cur.fence != fence:
+            raise FencedError()
+        if cur.status != CLAIMED:
+            raise NotClaimedError()
+        nxt = cur.replace(
+            status=Status.PENDING.value,
+            owner="",
+            lease_until=Instant.ZERO,
+            updated_by=actor,
+            updated_at=now,
+        )
+        nxt.validate()
+        if core.store.compare_and_swap(key, cur, nxt):
+            core.emit(events.RELEASED, key, f"key {key} released by {owner}")
+            return

@@ -1,0 +1,84 @@
+"""Ledger: the public face of the engine. Each method is one Go method."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from ledger_cli.engine import admission, completion, leases
+from ledger_cli.engine.core import Core
+from ledger_cli.engine.events import Bus
+from ledger_cli.engine.instant import Instant
+from ledger_cli.engine.record import TaskState, go_quote
+from ledger_cli.engine.snapshot import Snapshot
+from ledger_cli.engine.status import Status
+from ledger_cli.engine.store import Store
+from ledger_cli.errors import RestoreConflictError
+
+TimeLike = Instant | datetime
+
+
+class Ledger:
+    """Admission, leases with fencing, and dependency blocking over a Store.
+
+    `store=None` means a fresh unbounded MemStore; `bus` is any object with
+    `emit(event)`, or None to disable events.
+    """
+
+    def __init__(self, store: Store | None = None, bus: Bus | None = None) -> None:
+        if store is None:
+            from ledger_cli.stores.memory import MemStore
+
+            store = MemStore()
+        self._core = Core(store, bus)
+
+    @property
+    def store(self) -> Store:
+        return self._core.store
+
+    def admit(self, actor: str, key: str, seq: int, task: Any, now: TimeLike, *needs: str) -> bool:
+        return admission.admit(
+            self._core, actor, key, seq, task, Instant.coerce(now), tuple(needs) or None
+        )
+
+    def claim(self, actor: str, key: str, owner: str, lease: timedelta, now: TimeLike) -> int:
+        return leases.claim(self._core, actor, key, owner, lease, Instant.coerce(now))
+
+    def renew(
+        self, actor: str, key: str, owner: str, fence: int, lease: timedelta, now: TimeLike
+    ) -> None:
+        leases.renew(self._core, actor, key, owner, fence, lease, Instant.coerce(now))
+
+    def release(self, actor: str, key: str, owner: str, fence: int, now: TimeLike) -> None:
+        leases.release(self._core, actor, key, owner, fence, Instant.coerce(now))
+
+    def takeover(self, actor: str, key: str, owner: str, lease: timedelta, now: TimeLike) -> int:
+        return leases.takeover(self._core, actor, key, owner, lease, Instant.coerce(now))
+
+    def complete(
+        self, actor: str, key: str, owner: str, fence: int, status: Status | str, now: TimeLike
+    ) -> None:
+        completion.complete(self._core, actor, key, owner, fence, status, Instant.coerce(now))
+
+    def state(self, key: str) -> TaskState | None:
+        return self._core.store.load(key)
+
+    def blocked(self, key: str) -> str | None:
+        """The BlockedBy key when the record is blocked; None otherwise (or missing)."""
+        rec = self._core.store.load(key)
+        if rec is None or rec.status != Status.BLOCKED.value:
+            return None
+        return rec.blocked_by
+
+    def snapshot(self) -> Snapshot:
+        """Every record, sorted by key; an empty store gives `Snapshot(None)`."""
+        tasks = tuple(self._core.store.range())
+        return Snapshot(tasks or None)
+
+    def restore(self, snapshot: Snapshot) -> None:
+        """Insert every record; stop at the first occupied key (earlier inserts stay)."""
+        for rec in snapshot.tasks or ():
+            if not self._core.store.compare_and_swap(rec.key, None, rec):
+                raise RestoreConflictError(
+                    f"ledger: restore: key {go_quote(rec.key)} already has a record"
+                )

@@ -1,0 +1,103 @@
+"""TaskState, the full record for one idempotency key, and its validation."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from ledger_cli.engine.instant import Instant
+from ledger_cli.engine.status import is_known
+from ledger_cli.errors import ValidationError
+
+_SHORT_ESCAPES = {
+    "\a": "\\a",
+    "\b": "\\b",
+    "\f": "\\f",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\t": "\\t",
+    "\v": "\\v",
+    "\\": "\\\\",
+    '"': '\\"',
+}
+
+
+def go_quote(text: str) -> str:
+    """Go's strconv.Quote (`%q`): printable Unicode kept, the rest escaped."""
+    out = ['"']
+    for ch in text:
+        esc = _SHORT_ESCAPES.get(ch)
+        if esc is not None:
+            out.append(esc)
+            continue
+        code = ord(ch)
+        if 0xD800 <= code <= 0xDFFF:
+            out.append("\\ufffd")
+        elif ch.isprintable():
+            out.append(ch)
+        elif code < 0x80:
+            out.append(f"\\x{code:02x}")
+        elif code < 0x10000:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(f"\\U{code:08x}")
+    out.append('"')
+    return "".join(out)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class TaskState:
+    """One record. Field order is the wire order (spec/engine.md §1.3)."""
+
+    key: str = ""
+    status: str = ""
+    sequence: int = 0
+    owner: str = ""
+    fence: int = 0
+    lease_until: Instant = Instant.ZERO
+    needs: tuple[str, ...] | None = None
+    blocked_by: str = ""
+    task: Any = None
+    rev: int = 0
+    created_by: str = ""
+    created_at: Instant = Instant.ZERO
+    updated_by: str = ""
+    updated_at: Instant = Instant.ZERO
+
+    def replace(self, **changes: Any) -> TaskState:
+        return dataclasses.replace(self, **changes)
+
+    def validate(self) -> None:
+        """Go's TaskState.Validate: the first failing rule wins."""
+        if self.key == "":
+            raise ValidationError("ledger: task key must not be empty")
+        if not is_known(self.status):
+            raise ValidationError(
+                f"ledger: task {go_quote(self.key)} has an unknown status {go_quote(self.status)}"
+            )
+        if self.needs and self.key in self.needs:
+            raise ValidationError(f"ledger: task {go_quote(self.key)} names itself in Needs")
+        if self.status == "blocked" and self.blocked_by == "":
+            raise ValidationError(
+                f"ledger: task {go_quote(self.key)} is blocked but names no BlockedBy"
+            )
+        if self.status != "blocked" and self.blocked_by != "":
+            raise ValidationError(
+                f"ledger: task {go_quote(self.key)} names BlockedBy "
+                f"{go_quote(self.blocked_by)} outside StatusBlocked"
+            )
+        if self.status == "claimed" and self.owner == "":
+            raise ValidationError(f"ledger: claimed task {go_quote(self.key)} has no Owner")
+        if self.status == "claimed" and self.lease_until.is_zero():
+            raise ValidationError(
+                f"ledger: claimed task {go_quote(self.key)} has a zero LeaseUntil"
+            )
+
+    def cas_tuple(self) -> tuple[int, str, int, int]:
+        """What a Store compares: (Sequence, Status, Fence, Rev)."""
+        return (self.sequence, self.status, self.fence, self.rev)
+
+
+def byte_order(key: str) -> bytes:
+    """Sort key matching Go's byte-wise string order."""
+    return key.encode("utf-8", "surrogatepass")

@@ -1,0 +1,42 @@
+"""Snapshot: every record of a ledger, and its Go-compatible wire form (§2.12)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ledger_cli.engine import wire
+from ledger_cli.engine.record import TaskState
+from ledger_cli.errors import ValidationError
+
+__all__ = ["Snapshot"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Snapshot:
+    """`tasks` is None (Go's nil: encodes as `null`) or a tuple (`()` encodes as `[]`)."""
+
+    tasks: tuple[TaskState, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.tasks is not None and not isinstance(self.tasks, tuple):
+            object.__setattr__(self, "tasks", tuple(self.tasks))
+
+    def validate(self) -> None:
+        """TaskState.validate on each entry in order; the first failure wins."""
+        for i, rec in enumerate(self.tasks or ()):
+            try:
+                rec.validate()
+            except ValidationError as exc:
+                raise ValidationError(f"ledger: snapshot entry {i}: {exc}") from None
+
+    def encode(self) -> bytes:
+        """Validate, then Go's compact JSON (no trailing newline), UTF-8."""
+        self.validate()
+        return wire.encode_snapshot(self.tasks)
+
+    @classmethod
+    def decode(cls, data: bytes | str) -> Snapshot:
+        """Go's Decode: unmarshal (DecodeError `ledger: decode: ...`), then validate."""
+        snap = cls(wire.decode_snapshot(data))
+        snap.validate()
+        return snap

@@ -1,0 +1,121 @@
+"""The exception classes of the ledger.
+
+`str(err)` is the exact Go message; every class carries a stable `code`
+(for `--json` error objects) and the command line's exit code (SPEC §4).
+"""
+
+from __future__ import annotations
+
+
+class LedgerError(Exception):
+    """Root of every error the ledger raises on purpose."""
+
+    code: str = "ledger_error"
+    exit_code: int = 70
+    message: str = ""
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(message if message is not None else self.message)
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else self.message
+
+
+class LeaseActiveError(LedgerError):
+    code = "lease_active"
+    exit_code = 4
+    message = "ledger: lease is still active"
+
+
+class FencedError(LedgerError):
+    code = "fenced"
+    exit_code = 5
+    message = "ledger: fence token is stale"
+
+
+class NotStaleError(LedgerError):
+    code = "not_stale"
+    exit_code = 4
+    message = "ledger: lease is not stale"
+
+
+class NotClaimedError(LedgerError):
+    code = "not_claimed"
+    exit_code = 6
+    message = "ledger: record is not claimed"
+
+
+class NoKeyError(LedgerError):
+    code = "no_key"
+    exit_code = 3
+    message = "ledger: key has no record"
+
+
+class UnknownStatusError(LedgerError):
+    code = "unknown_status"
+    exit_code = 2
+    message = "ledger: status must be StatusCompleted or StatusFailed"
+
+
+class EmptyOwnerError(LedgerError):
+    code = "empty_owner"
+    exit_code = 2
+    message = "ledger: owner must not be empty"
+
+
+class InvalidMaxEntriesError(LedgerError):
+    code = "invalid_max_entries"
+    exit_code = 2
+    message = "ledger: MaxEntries must not be negative"
+
+
+class InvalidLeaseError(LedgerError):
+    code = "invalid_lease"
+    exit_code = 2
+    message = "ledger: lease must be positive"
+
+
+class ValidationError(LedgerError):
+    """A record (or an admit) that TaskState.validate rejects."""
+
+    code = "validation"
+    exit_code = 8
+
+
+class DecodeError(LedgerError):
+    """Snapshot.decode could not parse its input (`ledger: decode: ...`)."""
+
+    code = "decode"
+    exit_code = 8
+
+
+class RestoreConflictError(LedgerError):
+    code = "restore_conflict"
+    exit_code = 8
+
+
+class EncodeError(LedgerError):
+    """A value Go's encoding/json cannot marshal (NaN, infinity, odd types)."""
+
+    code = "encode"
+    exit_code = 8
+
+
+class StoreError(LedgerError):
+    """A backend's own failure: I/O, corruption, lock timeout, lost connection."""
+
+    code = "store"
+    exit_code = 9
+
+
+SENTINELS: tuple[type[LedgerError], ...] = (
+    LeaseActiveError,
+    FencedError,
+    NotStaleError,
+    NotClaimedError,
+    NoKeyError,
+    UnknownStatusError,
+    EmptyOwnerError,
+    InvalidMaxEntriesError,
+    InvalidLeaseError,
+)

@@ -1,0 +1,125 @@
+"""MemStore: the in-memory Store, optionally bounded (spec/engine.md §5)."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import threading
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime
+
+from ledger_cli.engine.instant import Instant
+from ledger_cli.engine.record import TaskState, byte_order
+from ledger_cli.engine.status import Status
+from ledger_cli.errors import InvalidMaxEntriesError
+from ledger_cli.stores.history import HistoryEntry
+
+EVICT_SCAN_BUDGET = 8
+"""Rotations one eviction round may spend on exempt heads before giving up."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class MemStoreOptions:
+    """`max_entries` 0 means unbounded; `now` is the clock eviction reads (default: wall clock)."""
+
+    max_entries: int = 0
+    now: Callable[[], Instant | datetime] | None = None
+
+
+class MemStore:
+    """A mutex-guarded dict of records.
+
+    With a positive `max_entries`, every successful write evicts records in
+    insertion order until the count is back at the cap, skipping the key being
+    written and claimed records whose lease is live; a deletion raises the
+    store-wide fence floor, so a re-admitted key never reuses a fence.
+    """
+
+    def __init__(self, options: MemStoreOptions | None = None) -> None:
+        opts = options or MemStoreOptions()
+        if opts.max_entries < 0:
+            raise InvalidMaxEntriesError(
+                "ledger: MemStoreOptions.MaxEntries must not be negative, "
+                f"got {opts.max_entries}: {InvalidMaxEntriesError.message}"
+            )
+        self._max = opts.max_entries
+        self._now = opts.now or Instant.now
+        self._lock = threading.Lock()
+        self._tasks: dict[str, TaskState] = {}
+        self._queue: deque[str] = deque()
+        self._floor = 0
+        self._history: list[HistoryEntry] = []
+
+    @property
+    def fence_floor(self) -> int:
+        return self._floor
+
+    def load(self, key: str) -> TaskState | None:
+        with self._lock:
+            return self._tasks.get(key)
+
+    def compare_and_swap(self, key: str, old: TaskState | None, new: TaskState) -> bool:
+        with self._lock:
+            cur = self._tasks.get(key)
+            if cur is None:
+                if old is not None:
+                    return False
+                if new.fence < self._floor or new.rev != 0:
+                    new = dataclasses.replace(new, fence=max(new.fence, self._floor), rev=0)
+                self._tasks[key] = new
+                self._queue.append(key)
+            else:
+                if old is None or old.cas_tuple() != cur.cas_tuple():
+                    return False
+                self._tasks[key] = dataclasses.replace(new, rev=cur.rev + 1)
+            if self._max > 0:
+                self._evict(key)
+            return True
+
+    def _evict(self, written: str) -> None:
+        rotations = 0
+        while len(self._tasks) > self._max:
+            head = self._queue.popleft()
+            rec = self._tasks[head]
+            if head == written or (
+                rec.status == Status.CLAIMED.value and rec.lease_until > Instant.coerce(self._now())
+            ):
+                self._queue.append(head)
+                rotations += 1
+                if rotations >= EVICT_SCAN_BUDGET:
+                    return
+                continue
+            if rec.fence > self._floor:
+                self._floor = rec.fence
+            del self._tasks[head]
+
+    def range(self) -> Iterator[TaskState]:
+        with self._lock:
+            view = sorted(self._tasks.items(), key=lambda item: byte_order(item[0]))
+        return iter([rec for _, rec in view])
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._tasks)
+
+    def append_history(self, entries: Sequence[HistoryEntry]) -> None:
+        with self._lock:
+            self._history.extend(entries)
+
+    def read_history(self, key: str | None = None) -> Iterator[HistoryEntry]:
+        with self._lock:
+            entries = list(self._history)
+        return iter([e for e in entries if key is None or e.key == key])
+
+    def batch(self) -> contextlib.nullcontext[None]:
+        return contextlib.nullcontext()
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> MemStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
