@@ -7,9 +7,11 @@ start) pays only for what it uses.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing costs start-up time
 if TYPE_CHECKING:
+    from typing import Any
+
     from ledger_cli import errors
     from ledger_cli.engine.events import Event
     from ledger_cli.engine.instant import Instant

@@ -17,7 +17,7 @@ import re
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta, timezone
-from typing import Any, ClassVar
+from typing import Any, ClassVar, overload
 
 __all__ = ["Instant"]
 
@@ -226,7 +226,15 @@ class Instant:
 
     __radd__ = __add__
 
-    def __sub__(self, other: Any) -> Any:
+    @overload
+    def __sub__(self, other: Instant) -> timedelta: ...
+
+    @overload
+    def __sub__(self, other: timedelta) -> Instant: ...
+
+    def __sub__(self, other: Instant | timedelta) -> timedelta | Instant:
+        """`instant - instant` is a timedelta (truncated toward zero to whole
+        microseconds); `instant - timedelta` is an instant in the same offset."""
         if isinstance(other, Instant):
             diff = self._ns - other._ns
             # timedelta holds microseconds: truncate toward zero.
