@@ -40,7 +40,21 @@ _EXPORTS: dict[str, str] = {
     "open_store": "ledger_cli.stores",
 }
 
-__all__ = [*sorted(_EXPORTS), "errors"]
+__all__ = [
+    "Event",
+    "Instant",
+    "JsonFileStore",
+    "Ledger",
+    "MemStore",
+    "MemStoreOptions",
+    "SQLiteStore",
+    "Snapshot",
+    "Status",
+    "Store",
+    "TaskState",
+    "errors",
+    "open_store",
+]
 
 
 def __getattr__(name: str) -> Any:

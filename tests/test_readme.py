@@ -25,3 +25,10 @@ def test_ci_runs_exactly_the_readme_test_command() -> None:
     _, tests = _readme_commands()
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
     assert tests in ci
+
+
+def test_public_names_resolve() -> None:
+    import ledger_cli
+
+    for name in ledger_cli.__all__:
+        assert getattr(ledger_cli, name) is not None, name

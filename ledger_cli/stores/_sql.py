@@ -1,0 +1,295 @@
+"""Row encoding shared by the SQL stores (SQLite and PostgreSQL).
+
+The encodings are the Go `SQLiteStore`'s (spec/engine.md §7):
+- times: RFC3339Nano text in the instant's own offset, `''` for the zero time;
+- `needs`: JSON text; departure 4 (SPEC §2): a nil Needs is stored as `null`
+  (the Go store reads `null` back as nil, so it accepts it) and an empty one as
+  `[]`, so both kinds survive a round trip. Rows written by Go carry `[]` for
+  nil and read back as an empty tuple, exactly as Go reads them;
+- `task`: the bytes Go's `json.Marshal` writes (`null` for nil), read back with
+  the Go-style decoder (integers up to 2^53 stay `int`, SPEC departure 3);
+  an empty or NULL value reads as None.
+
+Nothing here imports a database driver.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from ledger_cli.engine import gojson
+from ledger_cli.engine.instant import Instant
+from ledger_cli.engine.record import TaskState, byte_order
+from ledger_cli.errors import DecodeError, EncodeError, StoreError
+
+UINT64_MAX = 2**64 - 1
+INT64_MAX = 2**63 - 1
+
+TABLE = "ledger_tasks"
+HISTORY_TABLE = "ledger_history"
+CLAIMABLE_INDEX = "ledger_tasks_claimable"
+HISTORY_INDEX = "ledger_history_key"
+
+# Columns in the order every SELECT of this package lists them (TaskState order).
+SELECT_COLUMNS = (
+    "key, status, sequence, owner, fence, lease_until, needs, blocked_by, task, rev, "
+    "created_by, created_at, updated_by, updated_at"
+)
+ALL_COLUMNS: tuple[str, ...] = (
+    "key",
+    "status",
+    "sequence",
+    "owner",
+    "fence",
+    "lease_until",
+    "needs",
+    "blocked_by",
+    "task",
+    "rev",
+    "created_at",
+    "updated_at",
+    "created_by",
+    "updated_by",
+)
+"""Every column of the Go table, in the Go DDL's order."""
+
+MIGRATED_COLUMNS: tuple[str, ...] = ("created_at", "updated_at", "created_by", "updated_by")
+"""The columns the Go store's idempotent migration adds when they are missing."""
+
+HISTORY_COLUMNS = "time, actor, event, key, fence, data"
+
+_MARSHAL_TIME_ERROR = "ledger: encode time: year outside of range [0,9999]"
+
+
+# -- scalars -------------------------------------------------------------------
+
+
+def encode_time(value: Instant) -> str:
+    """RFC3339Nano text; the zero time is `''` (Go's SQLite encoding)."""
+    return _format_time(value.unix_ns, value.offset_seconds)
+
+
+@functools.lru_cache(maxsize=1024)
+def _format_time(unix_ns: int, offset_seconds: int) -> str:
+    # Cached by (instant, offset): one `now` is written several times per write.
+    value = Instant.from_unix_ns(unix_ns, offset_seconds)
+    if value.is_zero():
+        return ""
+    if not 0 <= value.year <= 9999:
+        # Text Go's time.Parse could not read back; Go's marshal refuses it too.
+        raise EncodeError(_MARSHAL_TIME_ERROR)
+    if offset_seconds % 60:
+        # RFC 3339 offsets have no seconds: print such an instant in UTC
+        # rather than write text that parses to another instant.
+        return str(value.utc())
+    return str(value)
+
+
+def decode_time(text: Any, key: str, column: str) -> Instant:
+    """`''` (or NULL) is the zero time; anything else must be RFC 3339."""
+    if text is None or text == "":
+        return Instant.ZERO
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    try:
+        return _parse_time(str(text))
+    except ValueError as exc:
+        raise corrupt(key, column, str(exc)) from None
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_time(text: str) -> Instant:
+    # Instants are immutable, and rows repeat times (created_at == updated_at).
+    return Instant.parse(text)
+
+
+def encode_needs(needs: Sequence[str] | None) -> str:
+    """`null` for None (departure 4), else Go's JSON array of strings."""
+    if needs is None:
+        return "null"
+    if not needs:
+        return "[]"
+    return gojson.encode_value(list(needs))
+
+
+def decode_needs(text: Any, key: str) -> tuple[str, ...] | None:
+    """`null` is None; `[]` (what Go writes for nil) is the empty tuple."""
+    if text is None:
+        return None
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    if text == "[]":
+        return ()
+    if text == "null":
+        return None
+    try:
+        value = gojson.loads(str(text))
+    except DecodeError as exc:
+        raise corrupt(key, "needs", str(exc)) from None
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(k, str) for k in value):
+        raise corrupt(key, "needs", "not a JSON array of strings")
+    return tuple(value)
+
+
+def encode_task(task: Any) -> bytes:
+    """Go's `json.Marshal` bytes of the payload (EncodeError when Go could not)."""
+    try:
+        return gojson.encode_value(task).encode("utf-8")
+    except EncodeError as exc:
+        raise EncodeError(f"ledger: encode task: {exc}") from None
+
+
+def decode_task(blob: Any, key: str) -> Any:
+    """Empty or NULL is None; otherwise Go's generic decode (departure 3 numbers)."""
+    if blob is None:
+        return None
+    if isinstance(blob, memoryview):
+        blob = blob.tobytes()
+    if len(blob) == 0:
+        return None
+    try:
+        return gojson.loads(blob)
+    except DecodeError as exc:
+        raise corrupt(key, "task", str(exc)) from None
+
+
+def check_uint(value: int, field: str, key: str, limit: int = UINT64_MAX) -> int:
+    """A sequence, fence or rev the backend can hold, else StoreError."""
+    if type(value) is not int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise StoreError(f"ledger: {field} of key {key!r} must be an int")
+        value = int(value)
+    if not 0 <= value <= limit:
+        if limit == INT64_MAX and INT64_MAX < value <= UINT64_MAX:
+            raise StoreError(
+                f"ledger: {field} {value} of key {key!r} does not fit SQLite's signed "
+                "64-bit INTEGER (the Go SQLiteStore cannot store it either); "
+                "use a PostgreSQL or JSON store for such values"
+            )
+        raise StoreError(f"ledger: {field} {value} of key {key!r} is outside the uint64 range")
+    return value
+
+
+def read_uint(value: Any, key: str, column: str) -> int:
+    """An integer column as a Python int (PostgreSQL NUMERIC arrives as Decimal)."""
+    if type(value) is int:
+        return value
+    try:
+        number = int(value)
+    except (TypeError, ValueError, ArithmeticError):
+        raise corrupt(key, column, f"{value!r} is not an integer") from None
+    if number != value:
+        raise corrupt(key, column, f"{value!r} is not an integer")
+    return number
+
+
+def read_text(value: Any, key: str, column: str) -> str:
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).decode("utf-8", "replace")
+    raise corrupt(key, column, f"{value!r} is not text")
+
+
+def corrupt(key: str, column: str, detail: str) -> StoreError:
+    return StoreError(
+        f"ledger: stored record {key!r} has an unreadable {column} column ({detail}); "
+        "repair or delete that row"
+    )
+
+
+# -- rows ----------------------------------------------------------------------
+
+
+def row_to_state(row: Sequence[Any]) -> TaskState:
+    """A row in SELECT_COLUMNS order -> TaskState."""
+    key = read_text(row[0], "?", "key")
+    return TaskState(
+        key=key,
+        status=read_text(row[1], key, "status"),
+        sequence=read_uint(row[2], key, "sequence"),
+        owner=read_text(row[3], key, "owner"),
+        fence=read_uint(row[4], key, "fence"),
+        lease_until=decode_time(row[5], key, "lease_until"),
+        needs=decode_needs(row[6], key),
+        blocked_by=read_text(row[7], key, "blocked_by"),
+        task=decode_task(row[8], key),
+        rev=read_uint(row[9], key, "rev"),
+        created_by=read_text(row[10], key, "created_by"),
+        created_at=decode_time(row[11], key, "created_at"),
+        updated_by=read_text(row[12], key, "updated_by"),
+        updated_at=decode_time(row[13], key, "updated_at"),
+    )
+
+
+def _uint(value: int, field: str, key: str, limit: int) -> int:
+    if type(value) is int and 0 <= value <= limit:
+        return value
+    return check_uint(value, field, key, limit)
+
+
+def insert_params(key: str, new: TaskState, limit: int) -> tuple[Any, ...]:
+    """Parameters for INSERT (key, status, sequence, owner, fence, lease_until,
+    needs, blocked_by, task, rev=0, created_at, updated_at, created_by, updated_by)."""
+    return (
+        key,
+        new.status,
+        _uint(new.sequence, "sequence", key, limit),
+        new.owner,
+        _uint(new.fence, "fence", key, limit),
+        _format_time(new.lease_until.unix_ns, new.lease_until.offset_seconds),
+        encode_needs(new.needs),
+        new.blocked_by,
+        encode_task(new.task),
+        _format_time(new.created_at.unix_ns, new.created_at.offset_seconds),
+        _format_time(new.updated_at.unix_ns, new.updated_at.offset_seconds),
+        new.created_by,
+        new.updated_by,
+    )
+
+
+def update_params(key: str, old: TaskState, new: TaskState, limit: int) -> tuple[Any, ...]:
+    """Parameters for the conditional UPDATE: SET status, sequence, owner, fence,
+    lease_until, needs, blocked_by, task, updated_at, updated_by WHERE key,
+    sequence, status, fence, rev."""
+    return (
+        new.status,
+        _uint(new.sequence, "sequence", key, limit),
+        new.owner,
+        _uint(new.fence, "fence", key, limit),
+        _format_time(new.lease_until.unix_ns, new.lease_until.offset_seconds),
+        encode_needs(new.needs),
+        new.blocked_by,
+        encode_task(new.task),
+        _format_time(new.updated_at.unix_ns, new.updated_at.offset_seconds),
+        new.updated_by,
+        key,
+        old.sequence,
+        old.status,
+        old.fence,
+        old.rev,
+    )
+
+
+def tuple_fits(old: TaskState, limit: int) -> bool:
+    """False when `old`'s compare tuple holds a value no row can hold (no match)."""
+    return all(
+        type(v) is int and 0 <= v <= limit for v in (old.sequence, old.fence, old.rev)
+    )
+
+
+def claimable_order(records: Iterable[TaskState]) -> list[TaskState]:
+    """Oldest CreatedAt first, then key in UTF-8 byte order (SPEC §4 "ready")."""
+    return sorted(records, key=lambda r: (r.created_at, byte_order(r.key)))
+
+
+def one_line(exc: BaseException) -> str:
+    """A driver message on one line (PostgreSQL's can carry DETAIL/HINT lines)."""
+    text = " ".join(part.strip() for part in str(exc).splitlines() if part.strip())
+    return text or type(exc).__name__

@@ -1,0 +1,376 @@
+"""PostgresStore: the SQL store for workers on several hosts (SPEC §3.4).
+
+The same table design as the SQLite store (and the Go `SQLiteStore`), on
+PostgreSQL via psycopg 3 (the `postgres` extra):
+- `key` is `text COLLATE "C"`, so the primary-key order is UTF-8 byte order;
+- sequences, fences and revs are `numeric(20,0)` with a check keeping them in
+  0..2^64-1 (`bigint` stops at 2^63-1);
+- times are RFC3339Nano text (`''` for zero): `timestamptz` would drop
+  nanoseconds and the offset;
+- `needs` is JSON text (`null` for nil, departure 4) and `task` the exact bytes
+  Go's `json.Marshal` writes, in a `bytea` (`jsonb` would reorder keys and
+  reformat numbers).
+Compare-and-swap is one statement whose row count decides (`INSERT … ON
+CONFLICT (key) DO NOTHING`, or `UPDATE … WHERE key AND sequence AND status AND
+fence AND rev`); under READ COMMITTED a concurrent update of the same row makes
+the loser re-check the WHERE against the winner's row, so no update is lost.
+
+Connection settings come from the `postgresql://` URL (libpq syntax: host
+lists, `sslmode`, `options=-c search_path=…`, …). PostgreSQL text cannot hold
+NUL, so a key or other text field with one is a StoreError.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ledger_cli.engine.instant import Instant
+from ledger_cli.engine.record import TaskState
+from ledger_cli.errors import StoreError
+from ledger_cli.stores import _sql
+from ledger_cli.stores.history import HistoryEntry
+
+if TYPE_CHECKING:
+    import psycopg
+
+__all__ = ["PostgresStore"]
+
+_UINT = "numeric(20,0) NOT NULL DEFAULT 0 CHECK ({col} BETWEEN 0 AND 18446744073709551615)"
+
+_DDL: tuple[str, ...] = (
+    "CREATE TABLE IF NOT EXISTS ledger_tasks ("
+    ' key text COLLATE "C" PRIMARY KEY,'
+    " status text NOT NULL,"
+    f" sequence {_UINT.format(col='sequence')},"
+    " owner text NOT NULL DEFAULT '',"
+    f" fence {_UINT.format(col='fence')},"
+    " lease_until text NOT NULL DEFAULT '',"
+    " needs text NOT NULL DEFAULT '[]',"
+    " blocked_by text NOT NULL DEFAULT '',"
+    " task bytea,"
+    f" rev {_UINT.format(col='rev')},"
+    " created_at text NOT NULL DEFAULT '',"
+    " updated_at text NOT NULL DEFAULT '',"
+    " created_by text NOT NULL DEFAULT '',"
+    " updated_by text NOT NULL DEFAULT '')",
+    *(
+        f"ALTER TABLE ledger_tasks ADD COLUMN IF NOT EXISTS {col} text NOT NULL DEFAULT ''"
+        for col in _sql.MIGRATED_COLUMNS
+    ),
+    "CREATE INDEX IF NOT EXISTS ledger_tasks_claimable"
+    ' ON ledger_tasks (status, created_at COLLATE "C", key)',
+    "CREATE TABLE IF NOT EXISTS ledger_history ("
+    " id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
+    " time text NOT NULL,"
+    " actor text NOT NULL,"
+    " event text NOT NULL,"
+    ' key text COLLATE "C" NOT NULL,'
+    " fence numeric(20,0) NOT NULL CHECK (fence BETWEEN 0 AND 18446744073709551615),"
+    " data text NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS ledger_history_key ON ledger_history (key, id)",
+)
+
+_SCHEMA_CHECK = """
+SELECT
+  (SELECT count(*) FROM pg_attribute
+    WHERE attrelid = to_regclass(quote_ident(current_schema()) || '.ledger_tasks')
+      AND attnum > 0 AND NOT attisdropped AND attname = ANY(%s)),
+  to_regclass(quote_ident(current_schema()) || '.ledger_tasks_claimable') IS NOT NULL,
+  to_regclass(quote_ident(current_schema()) || '.ledger_history') IS NOT NULL,
+  to_regclass(quote_ident(current_schema()) || '.ledger_history_key') IS NOT NULL
+"""
+
+_SETUP_LOCK = 0x6C6564676572  # pg_advisory_xact_lock key ("ledger"): openers serialise DDL
+
+_LOAD = f"SELECT {_sql.SELECT_COLUMNS} FROM ledger_tasks WHERE key = %s"
+_RANGE = f'SELECT {_sql.SELECT_COLUMNS} FROM ledger_tasks ORDER BY key COLLATE "C"'
+_BY_STATUS = f"SELECT {_sql.SELECT_COLUMNS} FROM ledger_tasks WHERE status = ANY(%s)"
+_INSERT = (
+    "INSERT INTO ledger_tasks (key, status, sequence, owner, fence, lease_until, needs,"
+    " blocked_by, task, rev, created_at, updated_at, created_by, updated_by)"
+    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, 0, %s, %s, %s, %s)"
+    " ON CONFLICT (key) DO NOTHING"
+)
+_UPDATE = (
+    "UPDATE ledger_tasks SET status = %s, sequence = %s, owner = %s, fence = %s,"
+    " lease_until = %s, needs = %s, blocked_by = %s, task = %s, rev = rev + 1,"
+    " updated_at = %s, updated_by = %s"
+    " WHERE key = %s AND sequence = %s AND status = %s AND fence = %s AND rev = %s"
+)
+_HISTORY_INSERT = (
+    f"INSERT INTO ledger_history ({_sql.HISTORY_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s)"
+)
+_HISTORY_PAGE = 1000
+
+_INSTALL_HINT = "pip install 'ledger_cli[postgres]'"
+
+
+def _psycopg() -> Any:
+    try:
+        import psycopg
+    except ImportError:
+        raise StoreError(
+            f"ledger: the PostgreSQL store needs the psycopg driver: {_INSTALL_HINT}"
+        ) from None
+    return psycopg
+
+
+def _no_nul(key: str, **fields: str) -> None:
+    if "\x00" in key:
+        raise StoreError(
+            f"ledger: PostgreSQL cannot store key {key!r}: text cannot contain a NUL character"
+        )
+    for name, value in fields.items():
+        if isinstance(value, str) and "\x00" in value:
+            raise StoreError(
+                f"ledger: PostgreSQL cannot store {name} {value!r} of key {key!r}: "
+                "text cannot contain a NUL character"
+            )
+
+
+def _state_fields(rec: TaskState) -> dict[str, str]:
+    return {
+        "status": rec.status,
+        "owner": rec.owner,
+        "blocked_by": rec.blocked_by,
+        "created_by": rec.created_by,
+        "updated_by": rec.updated_by,
+    }
+
+
+class PostgresStore:
+    """A Store in a PostgreSQL database, for workers on several hosts.
+
+    One connection (autocommit; `batch()` opens a transaction), guarded by a
+    lock so threads may share the store. `now()` reads the server's clock.
+    """
+
+    def __init__(self, url: str, *, connect_timeout: int = 10) -> None:
+        pg = _psycopg()
+        self._psycopg = pg
+        self._lock = threading.RLock()
+        self._depth = 0
+        self._closed = False
+        self._where = "the given URL"
+        kwargs: dict[str, Any] = {}
+        try:
+            params = pg.conninfo.conninfo_to_dict(url)
+        except pg.Error as exc:
+            raise StoreError(
+                f"ledger: bad PostgreSQL URL: {_sql.one_line(exc)}; "
+                "use postgresql://USER:PASSWORD@HOST:PORT/DATABASE"
+            ) from None
+        self._where = self._describe(params)
+        if "connect_timeout" not in params:
+            kwargs["connect_timeout"] = connect_timeout
+        if "application_name" not in params:
+            kwargs["application_name"] = "ledger_cli"
+        try:
+            self._conn: psycopg.Connection[Any] = pg.connect(url, autocommit=True, **kwargs)
+        except pg.Error as exc:
+            raise StoreError(
+                f"ledger: cannot connect to PostgreSQL at {self._where}: {_sql.one_line(exc)}; "
+                "check that the server is running and the URL (host, port, user, password, "
+                "database) is right"
+            ) from None
+        try:
+            self._setup()
+        except BaseException:
+            with contextlib.suppress(Exception):
+                self._conn.close()
+            self._closed = True
+            raise
+
+    @staticmethod
+    def _describe(params: dict[str, Any]) -> str:
+        """user@host:port/dbname of a connection (never the password), for messages."""
+        user = f"{params['user']}@" if params.get("user") else ""
+        host = str(params.get("host") or params.get("hostaddr") or "localhost")
+        port = f":{params['port']}" if params.get("port") else ""
+        dbname = f"/{params['dbname']}" if params.get("dbname") else ""
+        return f"{user}{host}{port}{dbname}"
+
+    # -- set-up ------------------------------------------------------------------
+
+    def _setup(self) -> None:
+        with self._errors("schema"):
+            row = self._conn.execute(_SCHEMA_CHECK, (list(_sql.ALL_COLUMNS),)).fetchone()
+            if row is not None and row[0] == len(_sql.ALL_COLUMNS) and all(row[1:]):
+                return
+            with self._conn.transaction():
+                self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SETUP_LOCK,))
+                for ddl in _DDL:
+                    self._conn.execute(ddl)
+
+    # -- errors ------------------------------------------------------------------
+
+    def _error(self, op: str, exc: BaseException) -> StoreError:
+        psycopg = self._psycopg
+        text = _sql.one_line(exc)
+        if isinstance(exc, UnicodeError):
+            hint = "keys and text must be valid Unicode (no lone surrogates)"
+        elif isinstance(exc, psycopg.errors.DeadlockDetected):
+            hint = "two batches waited for each other; retry"
+        elif isinstance(exc, psycopg.errors.UndefinedTable | psycopg.errors.InvalidSchemaName):
+            hint = "check the database and the search_path in the URL"
+        elif isinstance(exc, psycopg.OperationalError):
+            hint = "the connection to the server failed; check the server and retry"
+        else:
+            hint = "check the server log"
+        return StoreError(f"ledger: postgres {op} ({self._where}): {text}; {hint}")
+
+    @contextlib.contextmanager
+    def _errors(self, op: str) -> Iterator[None]:
+        try:
+            yield
+        except StoreError:
+            raise
+        except (self._psycopg.Error, UnicodeError) as exc:
+            raise self._error(op, exc) from None
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreError(f"ledger: postgres store {self._where} is closed")
+
+    # -- Store -------------------------------------------------------------------
+
+    def load(self, key: str) -> TaskState | None:
+        _no_nul(key)
+        with self._lock:
+            self._check_open()
+            with self._errors("load"):
+                row = self._conn.execute(_LOAD, (key,)).fetchone()
+        return None if row is None else _sql.row_to_state(row)
+
+    def compare_and_swap(self, key: str, old: TaskState | None, new: TaskState) -> bool:
+        _no_nul(key, **_state_fields(new))
+        if old is None:
+            params = _sql.insert_params(key, new, _sql.UINT64_MAX)
+            sql, op = _INSERT, "insert"
+        else:
+            if not _sql.tuple_fits(old, _sql.UINT64_MAX) or "\x00" in old.status:
+                return False
+            params = _sql.update_params(key, old, new, _sql.UINT64_MAX)
+            sql, op = _UPDATE, "update"
+        with self._lock:
+            self._check_open()
+            with self._errors(op):
+                return bool(self._conn.execute(sql, params).rowcount == 1)
+
+    def range(self) -> Iterator[TaskState]:
+        """Every record sorted by key (UTF-8 bytes), read by one statement (one snapshot)."""
+        with self._lock:
+            self._check_open()
+            with self._errors("range"):
+                rows = self._conn.execute(_RANGE).fetchall()
+        return iter([_sql.row_to_state(row) for row in rows])
+
+    def by_status(self, statuses: Iterable[str]) -> list[TaskState]:
+        """Records whose status is one of `statuses`, oldest CreatedAt first, then key.
+
+        Served by the (status, created_at, key) index.
+        """
+        wanted = [s for s in dict.fromkeys(statuses) if "\x00" not in s]
+        if not wanted:
+            return []
+        with self._lock:
+            self._check_open()
+            with self._errors("scan"):
+                rows = self._conn.execute(_BY_STATUS, (wanted,)).fetchall()
+        return _sql.claimable_order(_sql.row_to_state(row) for row in rows)
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """One transaction for the block; nested blocks are savepoints.
+
+        An exception rolls back the block it leaves. Rows written in a batch stay
+        locked until it ends, so keep batches short.
+        """
+        with self._lock:
+            self._check_open()
+            self._depth += 1
+            try:
+                with self._errors("commit"), self._conn.transaction():
+                    yield
+            finally:
+                self._depth -= 1
+
+    def now(self) -> Instant:
+        """The server's `clock_timestamp()` (microseconds), in UTC."""
+        with self._lock:
+            self._check_open()
+            with self._errors("clock"):
+                row = self._conn.execute("SELECT clock_timestamp()").fetchone()
+        if row is None:
+            raise StoreError(f"ledger: postgres clock ({self._where}): no row returned")
+        return Instant.from_datetime(row[0]).utc()
+
+    # -- History -----------------------------------------------------------------
+
+    def append_history(self, entries: Sequence[HistoryEntry]) -> None:
+        if not entries:
+            return
+        params = []
+        for e in entries:
+            _no_nul(e.key, actor=e.actor, event=e.event, data=e.data, time=e.time)
+            fence = _sql.check_uint(e.fence, "fence", e.key)
+            params.append((e.time, e.actor, e.event, e.key, fence, e.data))
+        with self.batch(), self._errors("history insert"), self._conn.cursor() as cur:
+            cur.executemany(_HISTORY_INSERT, params)
+
+    def read_history(self, key: str | None = None) -> Iterator[HistoryEntry]:
+        """Oldest first; read in pages by id, so a long log is never held whole."""
+        if key is not None and "\x00" in key:
+            return
+        last = 0
+        while True:
+            if key is None:
+                sql = (
+                    f"SELECT id, {_sql.HISTORY_COLUMNS} FROM ledger_history"
+                    " WHERE id > %s ORDER BY id LIMIT %s"
+                )
+                args: tuple[Any, ...] = (last, _HISTORY_PAGE)
+            else:
+                sql = (
+                    f"SELECT id, {_sql.HISTORY_COLUMNS} FROM ledger_history"
+                    " WHERE key = %s AND id > %s ORDER BY id LIMIT %s"
+                )
+                args = (key, last, _HISTORY_PAGE)
+            with self._lock:
+                self._check_open()
+                with self._errors("history read"):
+                    rows = self._conn.execute(sql, args).fetchall()
+            for row in rows:
+                yield HistoryEntry(
+                    time=str(row[1]),
+                    actor=str(row[2]),
+                    event=str(row[3]),
+                    key=str(row[4]),
+                    fence=int(row[5]),
+                    data=str(row[6]),
+                )
+            if len(rows) < _HISTORY_PAGE:
+                return
+            last = int(rows[-1][0])
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            with self._errors("close"):
+                self._conn.close()
+
+    def __enter__(self) -> PostgresStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"PostgresStore({self._where!r})"

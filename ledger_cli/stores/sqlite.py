@@ -1,0 +1,390 @@
+"""SQLiteStore: a Store in an SQLite database the Go service can share (SPEC §3.3).
+
+The table is the Go `SQLiteStore`'s `ledger_tasks` (spec/engine.md §7): same
+columns, types, defaults and encodings, same idempotent column migration, WAL
+and a busy timeout. So `ledger --store app.db …` inspects and operates the very
+file a running Go service uses, concurrently with it. What this store adds is
+compatible with the Go store:
+- an index on (status, created_at, key) for the claimable-work scan
+  (`by_status`), and a `ledger_history` table (the Go store ignores both);
+- departure 4: a nil Needs is written as `null`, an empty one as `[]`.
+
+Durability: the Go store runs `synchronous=NORMAL` (in WAL mode a commit may be
+lost on power failure, never corrupted). Ours promises that every write is
+durable before the call returns, so its connections use `synchronous=FULL`:
+each commit fsyncs the WAL. `batch()` makes many writes one transaction, one
+fsync. The setting is per connection; the Go service's connections keep theirs.
+
+Compare-and-swap is one statement whose row count decides: `INSERT … ON
+CONFLICT(key) DO NOTHING` for an insert (rev 0), or `UPDATE … SET …, rev = rev
++ 1 WHERE key=? AND sequence=? AND status=? AND fence=? AND rev=?`, which, as
+the Go store's, never writes created_at/created_by.
+
+Sequences, fences and revs are SQLite INTEGERs (signed 64-bit), as in Go; a
+value above 2^63-1 (which the Go store cannot write either) is a StoreError.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+from ledger_cli.engine.record import TaskState, byte_order
+from ledger_cli.errors import StoreError
+from ledger_cli.stores import _sql
+from ledger_cli.stores.history import HistoryEntry
+
+__all__ = ["GO_DDL", "SQLiteStore"]
+
+GO_DDL = """CREATE TABLE IF NOT EXISTS ledger_tasks (
+    key TEXT PRIMARY KEY,
+    status TEXT NOT NULL,
+    sequence INTEGER NOT NULL,
+    owner TEXT NOT NULL DEFAULT '',
+    fence INTEGER NOT NULL DEFAULT 0,
+    lease_until TEXT NOT NULL DEFAULT '',
+    needs TEXT NOT NULL DEFAULT '[]',
+    blocked_by TEXT NOT NULL DEFAULT '',
+    task BLOB,
+    rev INTEGER NOT NULL DEFAULT 0,
+    created_at TEXT NOT NULL DEFAULT '',
+    updated_at TEXT NOT NULL DEFAULT '',
+    created_by TEXT NOT NULL DEFAULT '',
+    updated_by TEXT NOT NULL DEFAULT ''
+)"""
+"""The Go store's table (spec/engine.md §7), column for column."""
+
+_EXTRA_DDL = (
+    "CREATE INDEX IF NOT EXISTS ledger_tasks_claimable ON ledger_tasks (status, created_at, key)",
+    "CREATE TABLE IF NOT EXISTS ledger_history ("
+    " id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    " time TEXT NOT NULL,"
+    " actor TEXT NOT NULL,"
+    " event TEXT NOT NULL,"
+    " key TEXT NOT NULL,"
+    " fence INTEGER NOT NULL,"
+    " data TEXT NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS ledger_history_key ON ledger_history (key, id)",
+)
+
+_LOAD = f"SELECT {_sql.SELECT_COLUMNS} FROM ledger_tasks WHERE key = ?"
+_RANGE = f"SELECT {_sql.SELECT_COLUMNS} FROM ledger_tasks ORDER BY key"
+_INSERT = (
+    "INSERT INTO ledger_tasks (key, status, sequence, owner, fence, lease_until, needs,"
+    " blocked_by, task, rev, created_at, updated_at, created_by, updated_by)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?) ON CONFLICT(key) DO NOTHING"
+)
+_UPDATE = (
+    "UPDATE ledger_tasks SET status = ?, sequence = ?, owner = ?, fence = ?, lease_until = ?,"
+    " needs = ?, blocked_by = ?, task = ?, rev = rev + 1, updated_at = ?, updated_by = ?"
+    " WHERE key = ? AND sequence = ? AND status = ? AND fence = ? AND rev = ?"
+)
+_HISTORY_INSERT = (
+    f"INSERT INTO ledger_history ({_sql.HISTORY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)"
+)
+_HISTORY_PAGE = 1000
+_DRIVER_ERRORS = (sqlite3.Error, UnicodeError, OverflowError)
+
+
+class SQLiteStore:
+    """A Store over an SQLite file (or `":memory:"`), shareable with the Go service.
+
+    `busy_timeout` (seconds) is how long a write waits for another writer
+    (the Go store uses 5 s) before failing with StoreError. Thread-safe: one
+    connection guarded by a lock; `batch()` holds it for the block.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, busy_timeout: float = 5.0) -> None:
+        self._path = os.fspath(path)
+        self._busy_timeout = busy_timeout
+        self._lock = threading.RLock()
+        self._depth = 0
+        self._closed = False
+        try:
+            self._conn = sqlite3.connect(
+                self._path,
+                timeout=busy_timeout,
+                isolation_level=None,  # autocommit: transactions are explicit
+                check_same_thread=False,
+                cached_statements=64,
+            )
+        except sqlite3.Error as exc:
+            raise self._error("open", exc) from None
+        self._cur = self._conn.cursor()  # reused by the hot paths (load, CAS)
+        try:
+            self._setup()
+        except BaseException:
+            self._conn.close()
+            self._closed = True
+            raise
+
+    @property
+    def path(self) -> str:
+        return self._path
+
+    # -- set-up ------------------------------------------------------------------
+
+    def _setup(self) -> None:
+        conn = self._conn
+        ms = int(self._busy_timeout * 1000)
+        with self._errors("pragma"):
+            # The order and settings of the Go store, except synchronous (see module doc).
+            conn.execute(f"PRAGMA busy_timeout={ms}")
+            mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+            if str(mode).lower() not in ("wal", "memory"):
+                raise StoreError(
+                    f"ledger: sqlite store {self._path}: cannot switch to WAL mode "
+                    f"(journal_mode is {mode}); check that the file and its directory are writable"
+                )
+            conn.execute("PRAGMA synchronous=FULL")
+            conn.execute("PRAGMA foreign_keys=ON")
+            self._utf8 = str(conn.execute("PRAGMA encoding").fetchone()[0]).upper() == "UTF-8"
+        with self._errors("create ledger_tasks table"):
+            if not self._schema_complete():
+                self._migrate()
+
+    def _schema_complete(self) -> bool:
+        cols = {row[1] for row in self._conn.execute("PRAGMA table_info(ledger_tasks)")}
+        if not set(_sql.ALL_COLUMNS) <= cols:
+            return False
+        names = {
+            row[0]
+            for row in self._conn.execute(
+                "SELECT name FROM sqlite_master WHERE name IN (?, ?, ?)",
+                (_sql.CLAIMABLE_INDEX, _sql.HISTORY_TABLE, _sql.HISTORY_INDEX),
+            )
+        }
+        return len(names) == 3
+
+    def _migrate(self) -> None:
+        """The Go store's create-and-migrate, plus our index and history table.
+
+        All in one BEGIN IMMEDIATE transaction, so concurrent openers (and a Go
+        service migrating at the same time) serialise; every step is idempotent.
+        """
+        conn = self._conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute(GO_DDL)
+            cols = {row[1] for row in conn.execute("PRAGMA table_info(ledger_tasks)")}
+            for name in _sql.MIGRATED_COLUMNS:
+                if name not in cols:
+                    conn.execute(
+                        f"ALTER TABLE ledger_tasks ADD COLUMN {name} TEXT NOT NULL DEFAULT ''"
+                    )
+                    cols.add(name)
+            missing = [c for c in _sql.ALL_COLUMNS if c not in cols]
+            if missing:
+                raise StoreError(
+                    f"ledger: sqlite store {self._path}: table ledger_tasks lacks column(s) "
+                    f"{', '.join(missing)}; this is not a ledger database"
+                )
+            for ddl in _EXTRA_DDL:
+                conn.execute(ddl)
+            conn.execute("COMMIT")
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+            raise
+
+    # -- errors ------------------------------------------------------------------
+
+    def _error(self, op: str, exc: BaseException) -> StoreError:
+        text = _sql.one_line(exc)
+        low = text.lower()
+        if isinstance(exc, UnicodeError):
+            hint = "keys and text must be valid Unicode (no lone surrogates)"
+        elif "locked" in low or "busy" in low:
+            hint = (
+                f"another process held the write lock for more than {self._busy_timeout:g}s; "
+                "retry"
+            )
+        elif "unable to open" in low:
+            hint = "check that the directory exists and is writable"
+        elif "malformed" in low or "not a database" in low or "corrupt" in low:
+            hint = "the file is damaged or not an SQLite database; restore it from a backup"
+        elif "readonly" in low or "read-only" in low:
+            hint = "the database (or its directory, for the WAL files) is not writable"
+        elif "disk" in low or "i/o" in low or "full" in low:
+            hint = "check the disk"
+        else:
+            hint = "check the database file"
+        return StoreError(f"ledger: sqlite {op} ({self._path}): {text}; {hint}")
+
+    @contextlib.contextmanager
+    def _errors(self, op: str) -> Iterator[None]:
+        try:
+            yield
+        except _DRIVER_ERRORS as exc:
+            raise self._error(op, exc) from None
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreError(f"ledger: sqlite store {self._path} is closed")
+
+    # -- Store -------------------------------------------------------------------
+
+    def load(self, key: str) -> TaskState | None:
+        with self._lock:
+            if self._closed:
+                self._check_open()
+            try:
+                row = self._cur.execute(_LOAD, (key,)).fetchone()
+            except _DRIVER_ERRORS as exc:
+                raise self._error("load", exc) from None
+        return None if row is None else _sql.row_to_state(row)
+
+    def compare_and_swap(self, key: str, old: TaskState | None, new: TaskState) -> bool:
+        if old is None:
+            params = _sql.insert_params(key, new, _sql.INT64_MAX)
+            sql, op = _INSERT, "insert"
+        else:
+            if not _sql.tuple_fits(old, _sql.INT64_MAX):
+                return False
+            params = _sql.update_params(key, old, new, _sql.INT64_MAX)
+            sql, op = _UPDATE, "update"
+        with self._lock:
+            if self._closed:
+                self._check_open()
+            try:
+                return self._cur.execute(sql, params).rowcount == 1
+            except _DRIVER_ERRORS as exc:
+                raise self._error(op, exc) from None
+
+    def range(self) -> Iterator[TaskState]:
+        """Every record sorted by key (UTF-8 bytes), read in one statement (one snapshot)."""
+        with self._lock:
+            self._check_open()
+            with self._errors("range"):
+                rows = self._conn.execute(_RANGE).fetchall()
+        records = [_sql.row_to_state(row) for row in rows]
+        if not self._utf8:  # BINARY collation compares the database's encoding
+            records.sort(key=lambda r: byte_order(r.key))
+        return iter(records)
+
+    def by_status(self, statuses: Iterable[str]) -> list[TaskState]:
+        """Records whose status is one of `statuses`, oldest CreatedAt first, then key.
+
+        Served by the (status, created_at, key) index, so the claimable-work scan
+        (`by_status(("pending", "claimed"))`) reads live records only.
+        """
+        wanted = list(dict.fromkeys(statuses))
+        if not wanted:
+            return []
+        marks = ", ".join("?" for _ in wanted)
+        sql = f"SELECT {_sql.SELECT_COLUMNS} FROM ledger_tasks WHERE status IN ({marks})"
+        with self._lock:
+            self._check_open()
+            with self._errors("scan"):
+                rows = self._conn.execute(sql, wanted).fetchall()
+        return _sql.claimable_order(_sql.row_to_state(row) for row in rows)
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """One write transaction for the block (BEGIN IMMEDIATE … COMMIT, one fsync).
+
+        Re-entrant: a nested block is a savepoint. An exception rolls back the
+        block it leaves (and, unless caught inside, the outer ones).
+        """
+        with self._lock:
+            self._check_open()
+            depth = self._depth
+            savepoint = f"ledger_batch_{depth}"
+            with self._errors("begin"):
+                self._conn.execute("BEGIN IMMEDIATE" if depth == 0 else f"SAVEPOINT {savepoint}")
+            self._depth = depth + 1
+            try:
+                yield
+            except BaseException:
+                self._depth = depth
+                with contextlib.suppress(sqlite3.Error):
+                    if depth == 0:
+                        self._conn.execute("ROLLBACK")
+                    else:
+                        self._conn.execute(f"ROLLBACK TO {savepoint}")
+                        self._conn.execute(f"RELEASE {savepoint}")
+                raise
+            self._depth = depth
+            try:
+                with self._errors("commit"):
+                    self._conn.execute("COMMIT" if depth == 0 else f"RELEASE {savepoint}")
+            except StoreError:
+                if depth == 0 and self._conn.in_transaction:
+                    with contextlib.suppress(sqlite3.Error):
+                        self._conn.execute("ROLLBACK")
+                raise
+
+    # -- History -----------------------------------------------------------------
+
+    def append_history(self, entries: Sequence[HistoryEntry]) -> None:
+        if not entries:
+            return
+        params = [
+            (
+                e.time,
+                e.actor,
+                e.event,
+                e.key,
+                _sql.check_uint(e.fence, "fence", e.key, _sql.INT64_MAX),
+                e.data,
+            )
+            for e in entries
+        ]
+        with self.batch(), self._errors("history insert"):
+            self._conn.executemany(_HISTORY_INSERT, params)
+
+    def read_history(self, key: str | None = None) -> Iterator[HistoryEntry]:
+        """Oldest first; read in pages by id, so a long log is never held whole."""
+        last = 0
+        while True:
+            if key is None:
+                sql = (
+                    f"SELECT id, {_sql.HISTORY_COLUMNS} FROM ledger_history"
+                    " WHERE id > ? ORDER BY id LIMIT ?"
+                )
+                args: tuple[Any, ...] = (last, _HISTORY_PAGE)
+            else:
+                sql = (
+                    f"SELECT id, {_sql.HISTORY_COLUMNS} FROM ledger_history"
+                    " WHERE key = ? AND id > ? ORDER BY id LIMIT ?"
+                )
+                args = (key, last, _HISTORY_PAGE)
+            with self._lock:
+                self._check_open()
+                with self._errors("history read"):
+                    rows = self._conn.execute(sql, args).fetchall()
+            for row in rows:
+                yield HistoryEntry(
+                    time=str(row[1]),
+                    actor=str(row[2]),
+                    event=str(row[3]),
+                    key=str(row[4]),
+                    fence=int(row[5]),
+                    data=str(row[6]),
+                )
+            if len(rows) < _HISTORY_PAGE:
+                return
+            last = int(rows[-1][0])
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            with self._errors("close"):
+                self._conn.close()
+
+    def __enter__(self) -> SQLiteStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"SQLiteStore({self._path!r})"
