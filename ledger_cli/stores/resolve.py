@@ -1,14 +1,130 @@
-"""`open_store(url)`: resolve a store URL to a backend (SPEC §3)."""
+"""`open_store(url)`: resolve a store URL to a backend (SPEC §3).
+
+| URL                                          | store          |
+|----------------------------------------------|----------------|
+| a plain path, or `json:PATH`                 | JsonFileStore  |
+| `sqlite:PATH`, or a path ending .db/.sqlite  | SQLiteStore    |
+| `postgresql://…` (also `postgres://…`)       | PostgresStore  |
+| `memory:`                                    | MemStore       |
+
+Backends are imported only when chosen: importing this module loads no
+driver, no filelock and no platformdirs.
+"""
 
 from __future__ import annotations
 
-from ledger_cli.engine.store import Store
+import importlib
+import os
+from typing import TYPE_CHECKING
+
 from ledger_cli.errors import StoreError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+
+    from ledger_cli.engine.store import Store
+
+SCHEMES: tuple[str, ...] = ("json", "sqlite", "postgresql", "memory")
+"""Every store kind open_store resolves (the conformance suite must cover each)."""
+
+_SQLITE_SUFFIXES = (".db", ".sqlite")
+_HELP = (
+    "use a directory path or json:PATH, sqlite:PATH (or a path ending .db/.sqlite), "
+    "postgresql://…, or memory:"
+)
+
+
+def default_store_path() -> Path:
+    """Where the JSON store lives when no store is given."""
+    import platformdirs
+
+    return platformdirs.user_data_path("ledger_cli") / "store"
+
+
+def default_store_url() -> str:
+    """The default store URL: the JSON store in the user's data directory."""
+    return f"json:{default_store_path()}"
+
+
+def scheme_of(url: str) -> str:
+    """The store kind a URL names (one of SCHEMES); StoreError for a bad URL."""
+    return _parse(url)[0]
+
+
+def _parse(url: str) -> tuple[str, str]:
+    if not isinstance(url, str) or url.strip() == "":
+        raise StoreError(f"ledger: store URL is empty; {_HELP}")
+    if "\x00" in url:
+        raise StoreError(f"ledger: store URL {url!r} contains a NUL byte; {_HELP}")
+    if url == "memory:":
+        return "memory", ""
+    if url.startswith(("postgresql://", "postgres://")):
+        return "postgresql", url
+    if url.startswith("json:"):
+        return "json", _path_part(url, "json:")
+    if url.startswith("sqlite:"):
+        return "sqlite", _path_part(url, "sqlite:")
+    head, sep, _ = url.partition(":")
+    if sep and head.isascii() and head.isalpha() and len(head) > 1 and "/" not in head:
+        # Looks like `scheme:…` (`memory:x`, `mysql://…`, `file:…`): not a path we guess at.
+        raise StoreError(f"ledger: unknown store URL scheme {head + ':'!r} in {url!r}; {_HELP}")
+    path = os.path.expanduser(url)
+    if path.lower().endswith(_SQLITE_SUFFIXES):
+        return "sqlite", path
+    return "json", path
+
+
+def _path_part(url: str, prefix: str) -> str:
+    path = url[len(prefix) :]
+    if path.startswith("//"):  # json://PATH, sqlite:///abs/path
+        path = path[2:]
+    if path == "":
+        raise StoreError(f"ledger: store URL {url!r} names no path; {_HELP}")
+    return os.path.expanduser(path)
+
+
+def _backend(module: str, name: str, url: str, hint: str) -> Callable[[str], Store]:
+    try:
+        mod = importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        missing = exc.name or ""
+        if missing == module:
+            raise StoreError(
+                f"ledger: store {url!r} needs {name}, which is not available yet; {hint}"
+            ) from None
+        if missing.startswith("psycopg"):
+            raise StoreError(
+                f"ledger: store {url!r} needs the PostgreSQL driver psycopg; "
+                "install it with: pip install 'ledger_cli[postgres]'"
+            ) from None
+        if missing.startswith(("sqlite3", "_sqlite3")):
+            raise StoreError(
+                f"ledger: store {url!r} needs Python's sqlite3 module, which this Python "
+                "lacks; use a JSON store path instead"
+            ) from None
+        raise
+    factory: Callable[[str], Store] = getattr(mod, name)
+    return factory
 
 
 def open_store(url: str) -> Store:
-    if url == "memory:":
+    """Open the store a URL names. A bad URL or a missing backend is a StoreError."""
+    scheme, target = _parse(url)
+    if scheme == "memory":
         from ledger_cli.stores.memory import MemStore
 
         return MemStore()
-    raise StoreError(f"ledger: store URL {url!r} is not available yet")
+    if scheme == "json":
+        from ledger_cli.stores.jsonfile import JsonFileStore
+
+        return JsonFileStore(target)
+    if scheme == "sqlite":
+        sqlite_store = _backend(
+            "ledger_cli.stores.sqlite", "SQLiteStore", url, "use a JSON store path meanwhile"
+        )
+        return sqlite_store(target)
+    postgres_store = _backend(
+        "ledger_cli.stores.postgres", "PostgresStore", url, "use a JSON store path meanwhile"
+    )
+    return postgres_store(target)

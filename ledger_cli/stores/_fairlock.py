@@ -1,0 +1,260 @@
+"""The JSON store's inter-process lock: `filelock.FileLock` behind a FIFO queue.
+
+Mutual exclusion comes from `filelock.FileLock` (flock(2)) on `ledger.lock`,
+a file that is never deleted. filelock waits by polling: a waiter sleeps
+`poll_interval` between attempts while a process that releases and
+re-acquires at once (a worker loop) barges in ahead of it. With its default
+50 ms interval, 8 contending processes starved waiters for seconds; a short
+interval alone still leaves a p99 wait of ~200 ms and burns the CPU that the
+holder needs (each filelock attempt opens the file and runs its machinery).
+
+So waiters queue first, in arrival order (a CLH queue lock made of files):
+- each acquirer creates its own node file `queue/n-<random>` and flocks it
+  (held until it releases the store lock),
+- under a momentary flock on `queue/tail` it swaps its node name into the
+  tail; the previous tail is its predecessor,
+- it waits until it can flock its predecessor's node (one cheap
+  non-blocking flock per 0.5 ms on an open descriptor: no re-opening, no
+  barging, since only the predecessor's release lets it through), unlinks
+  that node, then takes the FileLock, which is free by then.
+A process killed at any point drops its flocks, so its successor goes on;
+leftover node files are removed by their successor or by `sweep()`. The
+queue only orders the waiters: the FileLock alone guarantees exclusion, so
+a confused queue can cost fairness, never safety. Every wait has a deadline
+(the store's lock timeout), after which acquisition fails with StoreError.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import time
+from typing import Any
+
+from ledger_cli.stores import _fsutil
+from ledger_cli.stores._fsutil import fail
+
+LOCK_NAME = "ledger.lock"
+QUEUE_DIR = "queue"
+TAIL_NAME = "tail"
+NODE_PREFIX = "n-"
+_NODE_LEN = len(NODE_PREFIX) + 24
+QUEUE_POLL = 0.0005
+"""Seconds between a queued waiter's checks of its predecessor (one flock call)."""
+FILELOCK_POLL = 0.001
+"""filelock's poll interval once at the head of the queue (normally never used)."""
+_TAIL_POLL = 0.00005
+_STALE_NODE_AGE = 2.0
+_LEAVE_TIMEOUT = 5.0
+
+_O_NOFOLLOW = _fsutil.O_NOFOLLOW
+_O_CLOEXEC = _fsutil.O_CLOEXEC
+
+
+def _flock_nb(fd: int, op: int) -> bool:
+    try:
+        fcntl.flock(fd, op | fcntl.LOCK_NB)
+    except OSError as exc:
+        if exc.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+            return False
+        raise
+    return True
+
+
+class QueueLock:
+    """One process's handle on a store directory's lock. Not re-entrant, not thread-safe
+    (the store serialises its threads and counts re-entry itself)."""
+
+    def __init__(self, root: str, timeout: float, *, fair: bool = True) -> None:
+        self.root = root
+        self.timeout = timeout
+        self.fair = fair
+        self._lock_path = os.path.join(root, LOCK_NAME)
+        self._filelock: Any = None
+        self._pid = os.getpid()
+        self._node_fd: int | None = None
+        self._node_name = ""
+        self._queue_fd: int | None = None
+
+    def _file_lock(self) -> Any:
+        if self._filelock is None or self._pid != os.getpid():
+            import filelock
+
+            kwargs: dict[str, Any] = {"mode": _fsutil.FILE_MODE, "thread_local": False}
+            try:
+                self._filelock = filelock.FileLock(
+                    self._lock_path, preserve_lock_file=True, **kwargs
+                )
+            except TypeError:  # filelock < 4 has no preserve_lock_file (and never unlinks)
+                self._filelock = filelock.FileLock(self._lock_path, **kwargs)
+            self._pid = os.getpid()
+        return self._filelock
+
+    # -- acquire / release --------------------------------------------------------
+
+    def acquire(self, root_fd: int) -> None:
+        deadline = time.monotonic() + self.timeout
+        if self.fair:
+            self._enqueue(root_fd, deadline)
+        try:
+            remaining = max(deadline - time.monotonic(), 0.0)
+            import filelock
+
+            try:
+                self._file_lock().acquire(timeout=remaining, poll_interval=FILELOCK_POLL)
+            except filelock.Timeout:
+                raise self._timeout_error() from None
+            except OSError as exc:
+                raise fail(self._lock_path, "cannot lock", exc) from None
+        except BaseException:
+            self._leave_queue()
+            raise
+
+    def release(self) -> None:
+        try:
+            self._file_lock().release()
+        finally:
+            self._leave_queue()
+
+    def _timeout_error(self) -> Exception:
+        return fail(
+            self._lock_path,
+            f"the store is locked by another process (waited {self.timeout:g}s); "
+            "retry later, or check for a stuck `ledger` process",
+        )
+
+    # -- the queue ------------------------------------------------------------------
+
+    def _enqueue(self, root_fd: int, deadline: float) -> None:
+        qfd = _fsutil.open_subdir(root_fd, QUEUE_DIR, self._shown(QUEUE_DIR), create=True)
+        assert qfd is not None
+        self._queue_fd = qfd
+        name = NODE_PREFIX + os.urandom(12).hex()
+        try:
+            nfd = os.open(
+                name,
+                os.O_RDWR | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC,
+                _fsutil.FILE_MODE,
+                dir_fd=qfd,
+            )
+        except OSError as exc:
+            self._close_queue()
+            raise fail(self._shown(name), "cannot create lock queue node", exc) from None
+        self._node_fd, self._node_name = nfd, name
+        try:
+            fcntl.flock(nfd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a fresh file: never contended
+            pred = self._swap_tail(name, deadline)
+            if pred:
+                self._wait_for(pred, deadline)
+        except BaseException:
+            self._leave_queue()
+            raise
+
+    def _open_tail(self) -> int:
+        assert self._queue_fd is not None
+        try:
+            return os.open(
+                TAIL_NAME,
+                os.O_RDWR | os.O_CREAT | _O_NOFOLLOW | _O_CLOEXEC,
+                _fsutil.FILE_MODE,
+                dir_fd=self._queue_fd,
+            )
+        except OSError as exc:
+            raise fail(self._shown(TAIL_NAME), "cannot open", exc) from None
+
+    def _lock_tail(self, tfd: int, deadline: float | None) -> None:
+        # Held for a few microseconds by each peer; poll so that a stopped peer
+        # cannot make us wait past the deadline.
+        while not _flock_nb(tfd, fcntl.LOCK_EX):
+            if deadline is not None and time.monotonic() >= deadline:
+                raise self._timeout_error()
+            time.sleep(_TAIL_POLL)
+
+    def _swap_tail(self, name: str, deadline: float) -> str:
+        tfd = self._open_tail()
+        try:
+            self._lock_tail(tfd, deadline)
+            pred = os.pread(tfd, 64, 0).decode("ascii", "replace").strip()
+            os.pwrite(tfd, name.encode("ascii"), 0)
+            if os.fstat(tfd).st_size != _NODE_LEN:
+                os.ftruncate(tfd, _NODE_LEN)
+            return pred if len(pred) == _NODE_LEN and pred.startswith(NODE_PREFIX) else ""
+        finally:
+            os.close(tfd)  # closing drops the flock
+
+    def _wait_for(self, pred: str, deadline: float) -> None:
+        assert self._queue_fd is not None
+        try:
+            pfd = os.open(pred, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC, dir_fd=self._queue_fd)
+        except OSError:
+            return  # gone: released (and swept) already
+        try:
+            while not _flock_nb(pfd, fcntl.LOCK_SH):
+                if time.monotonic() >= deadline:
+                    raise self._timeout_error()
+                time.sleep(QUEUE_POLL)
+        finally:
+            # We are its only successor: nobody else will remove it.
+            _fsutil.unlink_quiet(self._queue_fd, pred)
+            os.close(pfd)
+
+    def _leave_queue(self) -> None:
+        nfd, name = self._node_fd, self._node_name
+        self._node_fd, self._node_name = None, ""
+        try:
+            if nfd is not None and self._queue_fd is not None:
+                try:
+                    tfd = self._open_tail()
+                except Exception:
+                    tfd = -1
+                if tfd >= 0:
+                    try:
+                        self._lock_tail(tfd, time.monotonic() + _LEAVE_TIMEOUT)
+                        if os.pread(tfd, 64, 0).decode("ascii", "replace").strip() == name:
+                            os.pwrite(tfd, b" " * _NODE_LEN, 0)  # the queue is empty again
+                            _fsutil.unlink_quiet(self._queue_fd, name)
+                    except Exception:
+                        pass  # our node stays behind: harmless, and swept later
+                    finally:
+                        os.close(tfd)
+        finally:
+            if nfd is not None:
+                os.close(nfd)  # drops our flock: the successor proceeds
+            self._close_queue()
+
+    def _close_queue(self) -> None:
+        if self._queue_fd is not None:
+            os.close(self._queue_fd)
+            self._queue_fd = None
+
+    def _shown(self, name: str) -> str:
+        return os.path.join(self.root, QUEUE_DIR, name)
+
+    # -- maintenance ----------------------------------------------------------------
+
+    def sweep(self, root_fd: int) -> int:
+        """Remove queue nodes left by killed processes; call with the store lock held."""
+        qfd = _fsutil.open_subdir(root_fd, QUEUE_DIR, self._shown(QUEUE_DIR), create=False)
+        if qfd is None:
+            return 0
+        removed = 0
+        try:
+            now = time.time()
+            for name in os.listdir(qfd):
+                if not name.startswith(NODE_PREFIX) or name == self._node_name:
+                    continue
+                try:
+                    fd = os.open(name, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC, dir_fd=qfd)
+                except OSError:
+                    continue
+                try:
+                    if now - os.fstat(fd).st_mtime < _STALE_NODE_AGE:
+                        continue
+                    if _flock_nb(fd, fcntl.LOCK_EX):  # nobody holds it: its owner is gone
+                        removed += _fsutil.unlink_quiet(qfd, name)
+                finally:
+                    os.close(fd)
+        finally:
+            os.close(qfd)
+        return removed
