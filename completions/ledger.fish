@@ -1,0 +1,1 @@
+complete --command ledger --no-files --arguments "(env _LEDGER_COMPLETE=complete_fish _TYPER_COMPLETE_FISH_ACTION=get-args _TYPER_COMPLETE_ARGS=(commandline -cp) ledger)" --condition "env _LEDGER_COMPLETE=complete_fish _TYPER_COMPLETE_FISH_ACTION=is-args _TYPER_COMPLETE_ARGS=(commandline -cp) ledger"

@@ -1,0 +1,1 @@
+"""The `ledger` command line (SPEC §4): `app.main` is the entry point."""

@@ -1,0 +1,183 @@
+"""`ledger admit`: one key, or many from JSON Lines with `--batch`."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from ledger_cli.cli import output
+from ledger_cli.cli.context import Session, Settings
+from ledger_cli.cli.inputs import (
+    InputError,
+    parse_json,
+    parse_uint,
+    validate_key,
+)
+
+_BATCH_FIELDS = ("key", "seq", "task", "needs")
+
+
+def read_source(path: str, what: str) -> bytes:
+    """The bytes of a file argument; `-` is standard input."""
+    if path == "-":
+        return sys.stdin.buffer.read()
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except OSError as exc:
+        raise InputError(
+            f"ledger: cannot read {what} {path}: {exc.strerror or exc}", "bad_file"
+        ) from None
+
+
+def admit(
+    settings: Settings,
+    key: str | None,
+    seq: str | None = None,
+    needs: list[str] | None = None,
+    task: str | None = None,
+    task_file: str | None = None,
+    batch: str | None = None,
+) -> int:
+    if batch is not None:
+        if key is not None or seq is not None or needs or task is not None or task_file:
+            raise InputError(
+                "ledger: admit --batch takes no KEY, --seq, --needs, --task or --task-file"
+            )
+        return admit_batch(settings, batch)
+    if key is None:
+        raise InputError("ledger: admit needs a KEY (or --batch FILE)")
+    validate_key(key)
+    seq_n = parse_uint(seq if seq is not None else "1", "--seq")
+    need_keys = [validate_key(n, "need") for n in needs or ()]
+    if task is not None and task_file is not None:
+        raise InputError("ledger: give --task or --task-file, not both")
+    value: Any = None
+    if task is not None:
+        value = parse_json(task, "ledger: bad --task JSON")
+    elif task_file is not None:
+        value = parse_json(read_source(task_file, "--task-file"), "ledger: bad --task-file JSON")
+    with Session(settings) as s:
+        now = s.now()
+        with s.write(now):
+            admitted = s.ledger.admit(s.actor, key, seq_n, value, now, *need_keys)
+            rec = s.load(key)
+    if settings.json:
+        output.json_line({"key": key, "admitted": admitted, "record": output.record(rec)})
+    else:
+        output.line("admitted" if admitted else "duplicate")
+    return 0
+
+
+def parse_batch_line(number: int, raw: bytes) -> tuple[str, int, Any, tuple[str, ...]]:
+    """One JSON Lines entry: `{"key", "seq"?, "task"?, "needs"?}`."""
+    where = f"line {number}"
+    obj = parse_json(raw, where)
+    if not isinstance(obj, dict):
+        raise InputError(f'{where}: want a JSON object with a "key"', "bad_batch")
+    unknown = [k for k in obj if k not in _BATCH_FIELDS]
+    if unknown:
+        raise InputError(
+            f"{where}: unknown field {output.dumps(unknown[0])} (fields: key, seq, task, needs)",
+            "bad_batch",
+        )
+    key = obj.get("key")
+    if not isinstance(key, str):
+        raise InputError(f'{where}: "key" must be a string', "bad_batch")
+    try:
+        validate_key(key)
+    except InputError as exc:
+        raise InputError(f"{where}: {exc}", exc.code) from None
+    seq = obj.get("seq", 1)
+    if type(seq) is not int or not 0 <= seq < 2**64:
+        raise InputError(f'{where}: "seq" must be a non-negative integer', "bad_batch")
+    needs_raw = obj.get("needs")
+    needs: tuple[str, ...] = ()
+    if needs_raw is not None:
+        if not isinstance(needs_raw, list) or not all(isinstance(n, str) for n in needs_raw):
+            raise InputError(f'{where}: "needs" must be an array of keys', "bad_batch")
+        try:
+            needs = tuple(validate_key(n, "need") for n in needs_raw)
+        except InputError as exc:
+            raise InputError(f"{where}: {exc}", exc.code) from None
+    return key, seq, obj.get("task"), needs
+
+
+def admit_batch(settings: Settings, source: str) -> int:
+    from ledger_cli.errors import ValidationError
+
+    data = read_source(source, "--batch")
+    entries: list[tuple[int, str, int, Any, tuple[str, ...]]] = []
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        if raw.strip():
+            entries.append((number, *parse_batch_line(number, raw)))
+    results: list[dict[str, Any]] = []
+    refused = 0
+    progress = _Progress(len(entries), enabled=not settings.json and sys.stderr.isatty())
+    with Session(settings) as s, progress:
+        now = s.now()
+        with s.write(now):
+            for number, key, seq, task, needs in entries:
+                try:
+                    admitted = s.ledger.admit(s.actor, key, seq, task, now, *needs)
+                except ValidationError as exc:
+                    refused += 1
+                    message = f"line {number}: {output.one_line(str(exc))}"
+                    progress.note(message)
+                    results.append(
+                        {
+                            "line": number,
+                            "key": key,
+                            "error": output.error_object(exc.code, message, exc.exit_code)["error"],
+                        }
+                    )
+                else:
+                    if settings.json:
+                        results.append(
+                            {
+                                "line": number,
+                                "key": key,
+                                "admitted": admitted,
+                                "record": output.record(s.load(key)),
+                            }
+                        )
+                    else:
+                        output.line(f"{'admitted' if admitted else 'duplicate'} {key}")
+                progress.advance()
+    if settings.json:
+        output.json_line(results)
+    return ValidationError.exit_code if refused else 0
+
+
+class _Progress:
+    """A rich progress bar on stderr when it is a terminal; otherwise nothing
+    (and rich is not imported)."""
+
+    def __init__(self, total: int, enabled: bool) -> None:
+        self.total = total
+        self.enabled = enabled and total > 0
+        self._bar: Any = None
+        self._task: Any = None
+
+    def __enter__(self) -> _Progress:
+        if self.enabled:
+            from ledger_cli.cli import render
+
+            self._bar = render.progress_bar()
+            self._bar.__enter__()
+            self._task = self._bar.add_task("admitting", total=self.total)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(None, None, None)
+
+    def advance(self) -> None:
+        if self._bar is not None:
+            self._bar.advance(self._task)
+
+    def note(self, message: str) -> None:
+        if self._bar is not None:
+            self._bar.console.print(message, markup=False, highlight=False)
+        else:
+            output.diag(message)

@@ -1,0 +1,97 @@
+"""The `ledger` entry point: `main()` runs a command and exits with its code.
+
+`admit`, `claim`, `renew`, `release`, `takeover` and `complete` take the fast
+path (`fast.py`: no typer import); everything else, and anything the fast
+path is unsure of, goes to the Typer app in `commands.py`.
+
+Exit codes are SPEC §4's: each error class carries its own (`errors.py`);
+click's usage errors are 2; an unexpected exception is 70 (one line on
+stderr, the traceback only with LEDGER_DEBUG=1).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
+
+from ledger_cli.cli import output
+from ledger_cli.cli.context import Settings
+from ledger_cli.errors import LedgerError
+
+EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141
+
+
+def execute(settings: Settings, fn: Callable[..., int], **kwargs: Any) -> int:
+    """Run one command implementation; errors become the documented exit codes."""
+    try:
+        return fn(settings, **kwargs)
+    except LedgerError as exc:
+        return output.report(exc, settings.json)
+    except KeyboardInterrupt:
+        output.diag("ledger: interrupted")
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        raise
+    except Exception as exc:
+        return output.report_internal(exc, settings.json)
+
+
+def _wants_json(args: Sequence[str]) -> bool:
+    head = args[: args.index("--")] if "--" in args else args
+    return "--json" in head
+
+
+def run_typer(args: Sequence[str]) -> int:
+    import typer
+    from typer import _click
+
+    from ledger_cli.cli.commands import COMPLETE_VAR, build_cli
+
+    cli = build_cli()
+    try:
+        rv = cli.main(
+            args=list(args),
+            prog_name="ledger",
+            complete_var=COMPLETE_VAR,
+            standalone_mode=False,
+        )
+    except _click.exceptions.ClickException as exc:
+        exc.show()
+        if _wants_json(args):
+            message = output.one_line(exc.format_message())
+            output.json_line(output.error_object("usage", message, exc.exit_code))
+        return exc.exit_code
+    except typer.Abort:
+        output.diag("ledger: aborted")
+        return EXIT_INTERRUPTED
+    return rv if isinstance(rv, int) else 0
+
+
+def run(args: Sequence[str]) -> int:
+    from ledger_cli.cli import fast
+
+    parsed = fast.parse(args)
+    if parsed is not None:
+        return execute(fast.settings(parsed), fast.target(parsed), **parsed.kwargs)
+    return run_typer(args)
+
+
+def main(argv: Sequence[str] | None = None) -> NoReturn:
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        code = run(args)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader went away (`ledger list | head`): quiet, as a SIGPIPE'd tool is.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        code = EXIT_BROKEN_PIPE
+    except KeyboardInterrupt:
+        output.diag("ledger: interrupted")
+        code = EXIT_INTERRUPTED
+    except Exception as exc:  # a bug outside any command (argument handling)
+        code = output.report_internal(exc, _wants_json(args))
+    sys.exit(code)

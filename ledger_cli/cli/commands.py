@@ -1,0 +1,372 @@
+"""The Typer app: every command's declaration (SPEC §4).
+
+Declarations only: each command gathers its settings and hands the raw
+strings to its module (`admission`, `leases`, …), imported when the command
+runs. Values (keys, durations, integers, JSON) are parsed there, by
+`inputs`, so the typer path and the fast path of `app.main` share one parser.
+
+The global settings `--store`, `--actor`, `--now` and `--json` are accepted
+before the command (`ledger --json list`) and after it (`ledger list --json`):
+`build_cli` adds them to the group and to every command; the value given
+after the command wins.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Any
+
+import typer
+from typer import _click
+from typer.core import TyperCommand, TyperGroup, TyperOption
+
+from ledger_cli.cli.context import ENV_ACTOR, ENV_NOW, ENV_STORE, Settings
+
+SETTINGS_KEY = "ledger.settings"
+COMPLETE_VAR = "_LEDGER_COMPLETE"
+
+# -- global settings ---------------------------------------------------------------
+
+
+def _remember(ctx: _click.Context, param: _click.Parameter, value: Any) -> Any:
+    """Keep a global setting given on the command line (the later one wins)."""
+    if value is None or value is False or param.name is None:
+        return value
+    if ctx.get_parameter_source(param.name) != _click.core.ParameterSource.COMMANDLINE:
+        return value
+    ctx.find_root().meta.setdefault(SETTINGS_KEY, {})[param.name] = value
+    return value
+
+
+def global_params() -> list[_click.Parameter]:
+    return [
+        TyperOption(
+            param_decls=["--store"],
+            metavar="URL",
+            help=f"Store URL or path [env: {ENV_STORE}; default: the user data dir].",
+            expose_value=False,
+            callback=_remember,
+        ),
+        TyperOption(
+            param_decls=["--actor"],
+            metavar="NAME",
+            help=f"Who is writing, for the records and the log [env: {ENV_ACTOR}; "
+            "default: user@host].",
+            expose_value=False,
+            callback=_remember,
+        ),
+        TyperOption(
+            param_decls=["--now"],
+            metavar="TIME",
+            help=f"Use this RFC 3339 instant as the clock [env: {ENV_NOW}].",
+            expose_value=False,
+            callback=_remember,
+        ),
+        TyperOption(
+            param_decls=["--json"],
+            is_flag=True,
+            default=False,
+            help="Machine-readable JSON output (errors included).",
+            expose_value=False,
+            callback=_remember,
+        ),
+    ]
+
+
+class LedgerGroup(TyperGroup):
+    """The app's group: puts the global settings on itself and on every command."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.params[:0] = global_params()
+        for command in self.commands.values():
+            command.params.extend(global_params())
+
+
+app = typer.Typer(
+    name="ledger",
+    help=(
+        "A durable task-admission ledger for the shell: idempotent admission, "
+        "fenced leases, dependency blocking."
+    ),
+    cls=LedgerGroup,
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def build_cli() -> _click.Command:
+    """The click group of `app` (what `typer.testing.CliRunner` runs too)."""
+    return typer.main.get_command(app)
+
+
+def settings_of(ctx: typer.Context) -> Settings:
+    given = ctx.find_root().meta.get(SETTINGS_KEY, {})
+    return Settings.from_env(**given)
+
+
+def dispatch(ctx: typer.Context, fn: Callable[..., int], **kwargs: Any) -> None:
+    from ledger_cli.cli.app import execute
+
+    code = execute(settings_of(ctx), fn, **kwargs)
+    if code:
+        raise typer.Exit(code)
+
+
+# -- option types ------------------------------------------------------------------
+
+Key = Annotated[str, typer.Argument(metavar="KEY", help="The task's key.", show_default=False)]
+OptKey = Annotated[str | None, typer.Argument(metavar="[KEY]", show_default=False)]
+Owner = Annotated[str, typer.Option("--owner", metavar="O", help="Who holds the lease.")]
+Lease = Annotated[
+    str, typer.Option("--lease", metavar="D", help="Lease length: 90s, 5m, 1h30m, 2d, seconds.")
+]
+Fence = Annotated[str, typer.Option("--fence", metavar="F", help="The fence from the claim.")]
+Next = Annotated[bool, typer.Option("--next", help="Claim the oldest ready task.")]
+Wait = Annotated[
+    str | None,
+    typer.Option("--wait", metavar="D", help="With --next: poll up to D for a ready task."),
+]
+JsonLines = Annotated[bool, typer.Option("--jsonl", help="One JSON object per line.")]
+
+
+# -- admission -----------------------------------------------------------------------
+
+
+@app.command()
+def admit(
+    ctx: typer.Context,
+    key: OptKey = None,
+    seq: Annotated[
+        str | None, typer.Option("--seq", metavar="N", help="Sequence (default 1).")
+    ] = None,
+    needs: Annotated[
+        list[str] | None,
+        typer.Option("--needs", metavar="K", help="A key this task needs (repeatable)."),
+    ] = None,
+    task: Annotated[
+        str | None, typer.Option("--task", metavar="JSON", help="The task payload (JSON).")
+    ] = None,
+    task_file: Annotated[
+        str | None,
+        typer.Option("--task-file", metavar="F", help="Read the payload from F (- for stdin)."),
+    ] = None,
+    batch: Annotated[
+        str | None,
+        typer.Option("--batch", metavar="F", help="Admit many from JSON Lines in F (- for stdin)."),
+    ] = None,
+) -> None:
+    """Admit a task: prints `admitted` or `duplicate`."""
+    from ledger_cli.cli import admission
+
+    dispatch(
+        ctx,
+        admission.admit,
+        key=key,
+        seq=seq,
+        needs=needs,
+        task=task,
+        task_file=task_file,
+        batch=batch,
+    )
+
+
+# -- leases ------------------------------------------------------------------------------
+
+
+@app.command()
+def claim(
+    ctx: typer.Context,
+    owner: Owner,
+    lease: Lease,
+    key: OptKey = None,
+    next_: Next = False,
+    wait: Wait = None,
+) -> None:
+    """Claim KEY (prints the fence), or the oldest ready task with --next (prints KEY FENCE)."""
+    from ledger_cli.cli import leases
+
+    dispatch(ctx, leases.claim, key=key, owner=owner, lease=lease, next_=next_, wait=wait)
+
+
+@app.command()
+def renew(ctx: typer.Context, key: Key, owner: Owner, fence: Fence, lease: Lease) -> None:
+    """Extend a lease you hold."""
+    from ledger_cli.cli import leases
+
+    dispatch(ctx, leases.renew, key=key, owner=owner, fence=fence, lease=lease)
+
+
+@app.command()
+def release(ctx: typer.Context, key: Key, owner: Owner, fence: Fence) -> None:
+    """Give a claim back: the task is pending again."""
+    from ledger_cli.cli import leases
+
+    dispatch(ctx, leases.release, key=key, owner=owner, fence=fence)
+
+
+@app.command()
+def takeover(ctx: typer.Context, key: Key, owner: Owner, lease: Lease) -> None:
+    """Take over a stale lease; prints the new fence."""
+    from ledger_cli.cli import leases
+
+    dispatch(ctx, leases.takeover, key=key, owner=owner, lease=lease)
+
+
+@app.command()
+def complete(
+    ctx: typer.Context,
+    key: Key,
+    owner: Owner,
+    fence: Fence,
+    failed: Annotated[bool, typer.Option("--failed", help="Complete as failed.")] = False,
+) -> None:
+    """Finish a claimed task as completed (or failed)."""
+    from ledger_cli.cli import completion
+
+    dispatch(ctx, completion.complete, key=key, owner=owner, fence=fence, failed=failed)
+
+
+# -- inspection -------------------------------------------------------------------------
+
+
+@app.command()
+def state(ctx: typer.Context, key: Key) -> None:
+    """Show one record."""
+    from ledger_cli.cli import inspect
+
+    dispatch(ctx, inspect.state, key=key)
+
+
+@app.command()
+def blocked(ctx: typer.Context, key: Key) -> None:
+    """Print the blocking key and exit 0 when blocked; exit 1 when not."""
+    from ledger_cli.cli import inspect
+
+    dispatch(ctx, inspect.blocked, key=key)
+
+
+@app.command("list")
+def list_(
+    ctx: typer.Context,
+    status: Annotated[
+        list[str] | None,
+        typer.Option("--status", metavar="S", help="Only this status (repeatable)."),
+    ] = None,
+    owner: Annotated[
+        str | None, typer.Option("--owner", metavar="O", help="Only this owner.")
+    ] = None,
+    limit: Annotated[
+        str | None, typer.Option("--limit", metavar="N", help="At most N records.")
+    ] = None,
+    jsonl: JsonLines = False,
+) -> None:
+    """List records as a table (--json: an array, --jsonl: one per line)."""
+    from ledger_cli.cli import inspect
+
+    dispatch(ctx, inspect.list_records, statuses=status, owner=owner, limit=limit, jsonl=jsonl)
+
+
+@app.command()
+def tree(ctx: typer.Context, key: OptKey = None) -> None:
+    """Why is it stuck: failures and what they block, or KEY's chain of needs."""
+    from ledger_cli.cli import inspect
+
+    dispatch(ctx, inspect.tree, key=key)
+
+
+@app.command()
+def log(ctx: typer.Context, key: OptKey = None, jsonl: JsonLines = False) -> None:
+    """The history of writes, oldest first."""
+    from ledger_cli.cli import inspect
+
+    dispatch(ctx, inspect.log, key=key, jsonl=jsonl)
+
+
+# -- run -------------------------------------------------------------------------------------
+
+
+class RunCommand(TyperCommand):
+    """`run … -- CMD…`: everything after the first `--` is the command, untouched."""
+
+    def parse_args(self, ctx: _click.Context, args: list[str]) -> list[str]:
+        if "--" in args:
+            cut = args.index("--")
+            ctx.meta["ledger.command"] = args[cut + 1 :]
+            args = args[:cut]
+        return super().parse_args(ctx, args)
+
+
+@app.command(cls=RunCommand)
+def run(
+    ctx: typer.Context,
+    owner: Owner,
+    lease: Lease,
+    key: OptKey = None,
+    next_: Next = False,
+    wait: Wait = None,
+) -> None:
+    """Claim, run `-- CMD…` under the lease (renewed), complete by its exit status."""
+    from ledger_cli.cli import run as run_module
+
+    dispatch(
+        ctx,
+        run_module.run,
+        key=key,
+        owner=owner,
+        lease=lease,
+        command=list(ctx.meta.get("ledger.command", [])),
+        next_=next_,
+        wait=wait,
+    )
+
+
+# -- wire, doctor, demo ---------------------------------------------------------------------
+
+
+@app.command()
+def snapshot(
+    ctx: typer.Context,
+    out: Annotated[
+        str | None, typer.Option("-o", "--output", metavar="F", help="Write to F.")
+    ] = None,
+) -> None:
+    """Write every record in the Go-compatible wire format."""
+    from ledger_cli.cli import wire
+
+    dispatch(ctx, wire.snapshot, out=out)
+
+
+@app.command()
+def restore(
+    ctx: typer.Context,
+    source: Annotated[str, typer.Argument(metavar="F|-", help="A snapshot file, - for stdin.")],
+) -> None:
+    """Insert every record of a snapshot (nothing when a key is taken)."""
+    from ledger_cli.cli import wire
+
+    dispatch(ctx, wire.restore, source=source)
+
+
+@app.command()
+def doctor(
+    ctx: typer.Context,
+    fix: Annotated[bool, typer.Option("--fix", help="Remove stray temporary files.")] = False,
+) -> None:
+    """Check the store: problems exit 9, notes exit 0."""
+    from ledger_cli.cli import doctor as doctor_module
+
+    dispatch(ctx, doctor_module.doctor, fix=fix)
+
+
+@app.command()
+def demo(
+    ctx: typer.Context,
+    workers: Annotated[int, typer.Option("--workers", min=1, max=8, help="Worker processes.")] = 3,
+) -> None:
+    """Run a small real workflow on a temporary store and show the result."""
+    from ledger_cli.cli import demo as demo_module
+
+    dispatch(ctx, demo_module.demo, workers=workers)

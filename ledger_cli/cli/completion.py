@@ -1,0 +1,24 @@
+"""`ledger complete`: finish a claimed task as completed or failed."""
+
+from __future__ import annotations
+
+from ledger_cli.cli import output
+from ledger_cli.cli.context import Session, Settings
+from ledger_cli.cli.inputs import parse_uint, validate_key, validate_text
+
+
+def complete(settings: Settings, key: str, owner: str, fence: str, failed: bool = False) -> int:
+    validate_key(key)
+    owner = validate_text(owner, "owner")
+    fence_n = parse_uint(fence, "--fence")
+    status = "failed" if failed else "completed"
+    with Session(settings) as s:
+        now = s.now()
+        with s.write(now):
+            s.ledger.complete(s.actor, key, owner, fence_n, status, now)
+            rec = s.load(key)
+    if settings.json:
+        output.json_line({"key": key, "record": output.record(rec)})
+    else:
+        output.line(f"{status} {key}")
+    return 0

@@ -1,0 +1,193 @@
+"""Global settings and the per-command session: the store, the ledger, the
+clock, and the history that every write through the command line leaves.
+
+No typer and no rich here: the hot commands (admit, claim, renew, complete)
+import this module and the engine, nothing more.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from ledger_cli.cli.inputs import parse_now, validate_text
+
+if TYPE_CHECKING:
+    from ledger_cli.engine.events import Event, Recorder
+    from ledger_cli.engine.instant import Instant
+    from ledger_cli.engine.ledger import Ledger
+    from ledger_cli.engine.record import TaskState
+    from ledger_cli.engine.store import Store
+
+ENV_STORE = "LEDGER_STORE"
+ENV_ACTOR = "LEDGER_ACTOR"
+ENV_NOW = "LEDGER_NOW"
+
+
+def env(name: str) -> str | None:
+    """An environment setting; empty counts as unset (as click treats envvars)."""
+    return os.environ.get(name) or None
+
+
+class Settings:
+    """The global settings every command takes (SPEC §4).
+
+    `None` means "not given": the store falls back to the default store, the
+    actor to user@host, now to the store's clock or the system clock.
+    """
+
+    __slots__ = ("actor", "json", "now", "store")
+
+    def __init__(
+        self,
+        store: str | None = None,
+        actor: str | None = None,
+        now: str | None = None,
+        json: bool = False,
+    ) -> None:
+        self.store = store
+        self.actor = actor
+        self.now = now
+        self.json = json
+
+    def __repr__(self) -> str:
+        return (
+            f"Settings(store={self.store!r}, actor={self.actor!r}, now={self.now!r}, "
+            f"json={self.json!r})"
+        )
+
+    @classmethod
+    def from_env(cls, **given: Any) -> Settings:
+        """Command-line values where given, else LEDGER_* variables."""
+        return cls(
+            store=given.get("store") or env(ENV_STORE),
+            actor=given.get("actor") if given.get("actor") is not None else env(ENV_ACTOR),
+            now=given.get("now") or env(ENV_NOW),
+            json=bool(given.get("json")),
+        )
+
+
+def default_actor() -> str:
+    user = os.environ.get("USER") or os.environ.get("LOGNAME")
+    if not user:
+        try:
+            import pwd
+
+            user = pwd.getpwuid(os.getuid()).pw_name
+        except (ImportError, KeyError):
+            user = str(os.getuid())
+    return f"{user}@{os.uname().nodename}"
+
+
+def store_url(settings: Settings) -> str:
+    if settings.store:
+        return settings.store
+    from ledger_cli.stores.resolve import default_store_url
+
+    return default_store_url()
+
+
+class Session:
+    """One command's view of the ledger: an open store, a Ledger over it with a
+    recording bus, the actor, and the clock. A context manager (closes the store).
+    """
+
+    def __init__(self, settings: Settings, store: Store | None = None) -> None:
+        from ledger_cli.engine.events import Recorder
+        from ledger_cli.engine.ledger import Ledger
+
+        self.settings = settings
+        self.actor = validate_text(
+            settings.actor if settings.actor is not None else default_actor(), "actor"
+        )
+        self.fixed_now: Instant | None = parse_now(settings.now) if settings.now else None
+        if store is None:
+            store = open_store(store_url(settings))
+        self.store: Store = store
+        self.recorder: Recorder = Recorder()
+        self.ledger: Ledger = Ledger(self.store, self.recorder)
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.store.close()
+
+    def now(self) -> Instant:
+        """--now when given; else the store's clock when it has one (PostgreSQL:
+        every host judges leases by one clock); else the system clock."""
+        if self.fixed_now is not None:
+            return self.fixed_now
+        store_now: Callable[[], Instant] | None = getattr(self.store, "now", None)
+        if store_now is not None:
+            return store_now()
+        from ledger_cli.engine.instant import Instant
+
+        return Instant.now()
+
+    @contextlib.contextmanager
+    def write(self, now: Instant) -> Iterator[None]:
+        """One locked unit: the engine calls in the block and their history.
+
+        Runs the block inside `store.batch()`; every event the ledger emitted in
+        it (each one a write that landed) becomes a history entry, appended in
+        the same batch. When the engine refuses after writing (a Claim refused
+        because an ancestor failed first marks the record blocked, as Go's
+        does), its writes and their history are committed and the refusal is
+        raised after the batch; a store failure discards the batch.
+        """
+        from ledger_cli.errors import LedgerError, StoreError
+
+        refusal: LedgerError | None = None
+        with self.store.batch():
+            start = len(self.recorder.events)
+            try:
+                yield
+            except StoreError:
+                raise
+            except LedgerError as exc:
+                refusal = exc
+            finally:
+                events = self.recorder.events[start:]
+                if events:
+                    self._append_history(events, now)
+        if refusal is not None:
+            raise refusal
+
+    def _append_history(self, events: list[Event], now: Instant) -> None:
+        from ledger_cli.stores.history import HistoryEntry
+
+        append = getattr(self.store, "append_history", None)
+        if append is None:
+            return
+        fences: dict[str, int] = {}
+        for event in events:
+            if event.key not in fences:
+                rec = self.store.load(event.key)
+                fences[event.key] = rec.fence if rec is not None else 0
+        when = str(now)
+        append(
+            [
+                HistoryEntry(
+                    time=when,
+                    actor=self.actor,
+                    event=event.name,
+                    key=event.key,
+                    fence=fences[event.key],
+                    data=event.data,
+                )
+                for event in events
+            ]
+        )
+
+    def load(self, key: str) -> TaskState | None:
+        return self.store.load(key)
+
+
+def open_store(url: str) -> Store:
+    """The store behind a URL (a seam tests may replace)."""
+    from ledger_cli.stores.resolve import open_store as resolve
+
+    return resolve(url)

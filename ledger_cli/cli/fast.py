@@ -1,0 +1,191 @@
+"""The fast path: `admit`, `claim`, `renew`, `release`, `takeover` and
+`complete` without importing typer.
+
+Cron jobs and shell loops start a process per operation, and importing typer
+(with its vendored click, inspect, shutil, …) costs several times the
+interpreter's own start-up. These commands' arguments are simple, so `parse`
+tokenizes them the way click does for the declarations in `commands.py`, and
+*declines* (returns None) on anything it is not sure about: `--help`, a
+`--`, an unknown or short option, a missing value or required option, too
+many arguments, the completion variable. The typer app then handles the
+command, errors included, so usage errors are always click's. Values are
+parsed by `inputs` on both paths; `tests/test_cli_fast.py` checks that this
+table matches the click commands and that both paths behave the same.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ledger_cli.cli.context import Settings
+
+
+# Plain classes, not dataclasses: creating a dataclass costs a few ms at import.
+class Opt:
+    __slots__ = ("dest", "flag", "multiple", "required")
+
+    def __init__(
+        self, dest: str, flag: bool = False, multiple: bool = False, required: bool = False
+    ) -> None:
+        self.dest = dest
+        self.flag = flag
+        self.multiple = multiple
+        self.required = required
+
+
+class Spec:
+    __slots__ = ("options", "positionals", "target")
+
+    def __init__(
+        self, positionals: tuple[tuple[str, bool], ...], options: dict[str, Opt], target: str
+    ) -> None:
+        self.positionals = positionals  # (dest, required)
+        self.options = options
+        self.target = target  # "module:function"
+
+
+GLOBAL: dict[str, Opt] = {
+    "--store": Opt("store"),
+    "--actor": Opt("actor"),
+    "--now": Opt("now"),
+    "--json": Opt("json", flag=True),
+}
+
+_OWNER = Opt("owner", required=True)
+_LEASE = Opt("lease", required=True)
+_FENCE = Opt("fence", required=True)
+
+COMMANDS: dict[str, Spec] = {
+    "admit": Spec(
+        (("key", False),),
+        {
+            "--seq": Opt("seq"),
+            "--needs": Opt("needs", multiple=True),
+            "--task": Opt("task"),
+            "--task-file": Opt("task_file"),
+            "--batch": Opt("batch"),
+        },
+        "admission:admit",
+    ),
+    "claim": Spec(
+        (("key", False),),
+        {
+            "--owner": _OWNER,
+            "--lease": _LEASE,
+            "--next": Opt("next_", flag=True),
+            "--wait": Opt("wait"),
+        },
+        "leases:claim",
+    ),
+    "renew": Spec(
+        (("key", True),),
+        {"--owner": _OWNER, "--fence": _FENCE, "--lease": _LEASE},
+        "leases:renew",
+    ),
+    "release": Spec((("key", True),), {"--owner": _OWNER, "--fence": _FENCE}, "leases:release"),
+    "takeover": Spec((("key", True),), {"--owner": _OWNER, "--lease": _LEASE}, "leases:takeover"),
+    "complete": Spec(
+        (("key", True),),
+        {"--owner": _OWNER, "--fence": _FENCE, "--failed": Opt("failed", flag=True)},
+        "completion:complete",
+    ),
+}
+
+
+class Parsed:
+    __slots__ = ("command", "kwargs", "settings")
+
+    def __init__(self, command: str, settings: dict[str, Any], kwargs: dict[str, Any]) -> None:
+        self.command = command
+        self.settings = settings
+        self.kwargs = kwargs
+
+
+def _take(args: Sequence[str], i: int, table: dict[str, Opt], into: dict[str, Any]) -> int | None:
+    """Consume the option at args[i] (and its value); the next index, or None."""
+    name, eq, value = args[i].partition("=")
+    opt = table.get(name)
+    if opt is None:
+        return None
+    if opt.flag:
+        if eq:
+            return None
+        into[opt.dest] = True
+        return i + 1
+    if not eq:
+        if i + 1 >= len(args):
+            return None
+        value = args[i + 1]
+        i += 1
+    if opt.multiple:
+        into.setdefault(opt.dest, []).append(value)
+    else:
+        into[opt.dest] = value
+    return i + 1
+
+
+def parse(args: Sequence[str]) -> Parsed | None:
+    """Tokenize like click, or None to let the typer app handle it."""
+    if os.environ.get("_LEDGER_COMPLETE"):
+        return None
+    settings: dict[str, Any] = {}
+    i = 0
+    while i < len(args) and args[i].startswith("-"):
+        nxt = _take(args, i, GLOBAL, settings)
+        if nxt is None:
+            return None
+        i = nxt
+    if i >= len(args) or args[i] not in COMMANDS:
+        return None
+    command = args[i]
+    spec = COMMANDS[command]
+    kwargs: dict[str, Any] = {}
+    positionals: list[str] = []
+    i += 1
+    while i < len(args):
+        arg = args[i]
+        if arg.startswith("-") and len(arg) > 1:
+            if arg == "--" or not arg.startswith("--"):
+                return None
+            nxt = _take(args, i, spec.options, kwargs)
+            if nxt is None:
+                nxt = _take(args, i, GLOBAL, settings)
+            if nxt is None:
+                return None
+            i = nxt
+        else:
+            positionals.append(arg)
+            i += 1
+    if len(positionals) > len(spec.positionals):
+        return None
+    for n, (dest, required) in enumerate(spec.positionals):
+        if n < len(positionals):
+            kwargs[dest] = positionals[n]
+        elif required:
+            return None
+        else:
+            kwargs[dest] = None
+    for opt in spec.options.values():
+        if opt.dest not in kwargs:
+            if opt.required:
+                return None
+            if opt.flag:
+                kwargs[opt.dest] = False
+            elif not opt.multiple:
+                kwargs[opt.dest] = None
+    return Parsed(command, settings, kwargs)
+
+
+def target(parsed: Parsed) -> Callable[..., int]:
+    module_name, _, name = COMMANDS[parsed.command].target.partition(":")
+    import importlib
+
+    module = importlib.import_module(f"ledger_cli.cli.{module_name}")
+    fn: Callable[..., int] = getattr(module, name)
+    return fn
+
+
+def settings(parsed: Parsed) -> Settings:
+    return Settings.from_env(**parsed.settings)

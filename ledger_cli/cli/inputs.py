@@ -1,0 +1,321 @@
+"""Parsing and validation of command-line input (SPEC §4, §5).
+
+Every function here raises `InputError` (exit 2) with a one-line message, or
+an engine error class where SPEC §4 names one; never anything else. Nothing
+here imports more than the standard library and the engine's JSON helpers.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import timedelta
+from typing import Any
+
+from ledger_cli.engine.record import go_quote
+from ledger_cli.errors import LedgerError, UnknownStatusError
+
+__all__ = [
+    "MAX_JSON_DEPTH",
+    "MAX_KEY_BYTES",
+    "InputError",
+    "parse_duration",
+    "parse_json",
+    "parse_now",
+    "parse_status",
+    "parse_uint",
+    "validate_key",
+    "validate_text",
+]
+
+MAX_KEY_BYTES = 1024
+MAX_JSON_DEPTH = 512
+UINT64_MAX = 2**64 - 1
+STATUSES = ("pending", "claimed", "completed", "failed", "blocked")
+
+
+class InputError(LedgerError):
+    """Bad input on the command line or in a JSON document: exit 2."""
+
+    code = "usage"
+    exit_code = 2
+
+    def __init__(self, message: str, code: str = "usage") -> None:
+        super().__init__(message)
+        self.code = code
+
+
+# -- text and keys -------------------------------------------------------------
+
+
+# No regular expressions on the hot path: compiling one costs ~1 ms at start-up.
+_CONTROLS: dict[int, None] = dict.fromkeys([*range(0x20), *range(0x7F, 0xA0)])
+
+
+def _has_control(value: str) -> bool:
+    """C0, DEL or C1 anywhere in `value`."""
+    return len(value.translate(_CONTROLS)) != len(value)
+
+
+def _utf8_len(value: str, what: str) -> int:
+    """UTF-8 byte length; invalid UTF-8 (surrogates from argv) is an InputError."""
+    try:
+        return len(value.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise InputError(
+            f"ledger: {what} {go_quote(value)} is not valid UTF-8", "bad_key"
+        ) from None
+
+
+def validate_key(value: str, what: str = "key") -> str:
+    """Keys: 1-1024 bytes of UTF-8, no control characters (C0, DEL, C1)."""
+    n = _utf8_len(value, what)
+    if n == 0:
+        raise InputError(f"ledger: {what} must not be empty", "bad_key")
+    if n > MAX_KEY_BYTES:
+        raise InputError(
+            f"ledger: {what} is {n} bytes long; the limit is {MAX_KEY_BYTES} bytes of UTF-8",
+            "bad_key",
+        )
+    if _has_control(value):
+        raise InputError(
+            f"ledger: {what} {go_quote(value)} contains a control character", "bad_key"
+        )
+    return value
+
+
+def validate_text(value: str, what: str) -> str:
+    """Owners, actors: valid UTF-8 without control characters (may be empty)."""
+    n = _utf8_len(value, what)
+    if n > MAX_KEY_BYTES:
+        raise InputError(f"ledger: {what} is {n} bytes long; the limit is {MAX_KEY_BYTES}")
+    if _has_control(value):
+        raise InputError(f"ledger: {what} {go_quote(value)} contains a control character")
+    return value
+
+
+# -- numbers, statuses, times ------------------------------------------------------
+
+
+def parse_uint(text: str, what: str, limit: int = UINT64_MAX) -> int:
+    """A plain non-negative decimal integer that fits `limit` (default: uint64)."""
+    if not (text.isascii() and text.isdigit()):
+        raise InputError(
+            f"ledger: {what} must be a non-negative integer, got {go_quote(text)}", "bad_number"
+        )
+    value = int(text)
+    if value > limit:
+        raise InputError(f"ledger: {what} {text} is out of range (at most {limit})", "bad_number")
+    return value
+
+
+def parse_status(text: str) -> str:
+    if text not in STATUSES:
+        raise UnknownStatusError(
+            f"ledger: unknown status {go_quote(text)} (want one of {', '.join(STATUSES)})"
+        )
+    return text
+
+
+def parse_now(text: str) -> Any:
+    """An RFC 3339 instant for --now / LEDGER_NOW."""
+    from ledger_cli.engine.instant import Instant
+
+    try:
+        return Instant.parse(text)
+    except (ValueError, TypeError):
+        raise InputError(
+            f"ledger: --now {go_quote(text)} is not an RFC 3339 time (e.g. 2026-01-02T15:04:05Z)",
+            "bad_time",
+        ) from None
+
+
+# -- durations ---------------------------------------------------------------------
+
+_UNIT_NS = {"d": 86_400 * 10**9, "h": 3_600 * 10**9, "m": 60 * 10**9, "s": 10**9, "ms": 10**6}
+_DIGITS = frozenset("0123456789")
+_MAX_DURATION_NS = (timedelta.max.days + 1) * 86_400 * 10**9 - 1
+
+
+def _duration_parts(text: str) -> list[tuple[str, str, str]] | None:
+    """`1h30m` -> [("1", "", "h"), ("30", "", "m")]; plain `1.5` -> [("1", "5", "s")].
+
+    Each part is digits, an optional `.digits`, and a unit (d, h, m, s, ms);
+    only a lone number may omit the unit. None when `text` is not of that form.
+    """
+    parts: list[tuple[str, str, str]] = []
+    i, n = 0, len(text)
+    while i < n:
+        j = i
+        while j < n and text[j] in _DIGITS:
+            j += 1
+        if j == i:
+            return None
+        whole, frac = text[i:j], ""
+        if j < n and text[j] == ".":
+            k = j + 1
+            while k < n and text[k] in _DIGITS:
+                k += 1
+            if k == j + 1:
+                return None
+            frac, j = text[j + 1 : k], k
+        if text.startswith("ms", j):
+            unit, j = "ms", j + 2
+        elif j < n and text[j] in "dhms":
+            unit, j = text[j], j + 1
+        elif j == n and not parts:
+            unit = "s"  # plain seconds
+        else:
+            return None
+        parts.append((whole, frac, unit))
+        i = j
+    return parts or None
+
+
+def parse_duration(text: str, what: str = "duration") -> timedelta:
+    """`90s`, `5m`, `1h30m`, `2d`, `250ms` or plain (decimal) seconds."""
+    parts = _duration_parts(text)
+    if parts is None:
+        raise InputError(
+            f"ledger: bad {what} {go_quote(text)}: write it as 90s, 5m, 1h30m, 2d or plain seconds",
+            "bad_duration",
+        )
+    total = 0
+    for whole, frac, unit in parts:
+        unit_ns = _UNIT_NS[unit]
+        if len(whole) > 30:
+            total = _MAX_DURATION_NS + 1
+            break
+        total += int(whole) * unit_ns
+        if frac:
+            frac = frac[:18]
+            total += int(frac) * unit_ns // 10 ** len(frac)
+    if total > _MAX_DURATION_NS:
+        raise InputError(f"ledger: {what} {go_quote(text)} is too large", "bad_duration")
+    return timedelta(microseconds=total // 1000)
+
+
+# -- strict JSON -----------------------------------------------------------------
+
+_STRING_PATTERN = r'"(?:[^"\\]|\\.)*"'
+_TWO_53 = 2**53
+
+
+class _Reject(ValueError):
+    """Raised from a decoder hook; carries the final message."""
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in obj:
+            raise _Reject(f"duplicate key {go_quote(key)} in one object")
+        obj[key] = value
+    return obj
+
+
+def _constant(name: str) -> Any:
+    raise _Reject(f"{name} is not a JSON number")
+
+
+def _number(literal: str) -> int | float:
+    """SPEC §2 departure 3: an integer literal up to 2**53 is an int, else a float."""
+    digits = len(literal) - literal.startswith("-")
+    if digits <= 16 and "." not in literal and "e" not in literal and "E" not in literal:
+        value = int(literal)
+        if value == 0 and literal.startswith("-"):
+            return -0.0
+        if -_TWO_53 <= value <= _TWO_53:
+            return value
+    f = float(literal)
+    if math.isinf(f):
+        raise _Reject(f"number {literal} is out of float64 range")
+    return f
+
+
+_decoder: Any = None
+
+
+def _json_decoder() -> Any:
+    global _decoder
+    if _decoder is None:
+        import json
+
+        _decoder = json.JSONDecoder(
+            object_pairs_hook=_no_duplicates,
+            parse_int=_number,
+            parse_float=_number,
+            parse_constant=_constant,
+        )
+    return _decoder
+
+
+def _depth(text: str) -> int:
+    """Deepest nesting of arrays/objects (strings stripped first)."""
+    deepest = depth = 0
+    import re  # only for JSON input (json imports it anyway)
+
+    for m in re.finditer(r"[\[\]{}]", re.sub(_STRING_PATTERN, "", text, flags=re.DOTALL)):
+        if m.group() in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        else:
+            depth -= 1
+    return deepest
+
+
+def _check_strings(value: Any) -> None:
+    """Every string (keys included) must be encodable: no lone surrogates."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            node.encode("utf-8")
+        elif isinstance(node, dict):
+            for k, v in node.items():
+                k.encode("utf-8")
+                stack.append(v)
+        elif isinstance(node, list):
+            stack.extend(node)
+
+
+def parse_json(data: bytes | str, what: str = "bad JSON") -> Any:
+    """A strict JSON document: valid UTF-8, no duplicate keys, no NaN/Infinity,
+    numbers inside float64 range, nesting at most 512 levels, no lone surrogates.
+
+    Numbers follow SPEC §2 departure 3. Raises InputError("{what}: {reason}");
+    `what` names the input (`ledger: bad --task JSON`, `line 3`).
+    """
+
+    def fail(reason: str) -> InputError:
+        return InputError(f"{what}: {reason}", "bad_json")
+
+    if isinstance(data, bytes):
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise fail(f"invalid UTF-8 at byte {exc.start}") from None
+    else:
+        text = data
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise fail(f"invalid UTF-8 at character {exc.start}") from None
+    if text.startswith("\ufeff"):
+        raise fail("a byte order mark is not allowed")
+    if _depth(text) > MAX_JSON_DEPTH:
+        raise fail(f"nesting deeper than {MAX_JSON_DEPTH} levels")
+    import json
+
+    try:
+        value = _json_decoder().decode(text)
+    except _Reject as exc:
+        raise fail(str(exc)) from None
+    except json.JSONDecodeError as exc:
+        raise fail(f"{exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    except RecursionError:
+        raise fail(f"nesting deeper than {MAX_JSON_DEPTH} levels") from None
+    try:
+        _check_strings(value)
+    except UnicodeEncodeError:
+        raise fail("a string holds a lone UTF-16 surrogate escape") from None
+    return value

@@ -1,0 +1,169 @@
+"""`ledger claim` (by key and `--next`), `renew`, `release`, `takeover`."""
+
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+from ledger_cli.cli import output
+from ledger_cli.cli.context import Session, Settings
+from ledger_cli.cli.inputs import (
+    InputError,
+    parse_duration,
+    parse_uint,
+    validate_key,
+    validate_text,
+)
+from ledger_cli.errors import LedgerError
+
+if TYPE_CHECKING:
+    from ledger_cli.engine.record import TaskState
+
+
+class NothingReadyError(LedgerError):
+    """`claim --next` / `run --next` found no ready task (exit 7)."""
+
+    code = "nothing_ready"
+    exit_code = 7
+    message = "ledger: nothing is ready to claim"
+
+
+def _owner_lease(owner: str, lease: str) -> tuple[str, timedelta]:
+    return validate_text(owner, "owner"), parse_duration(lease, "lease")
+
+
+def claim(
+    settings: Settings,
+    key: str | None,
+    owner: str,
+    lease: str,
+    next_: bool = False,
+    wait: str | None = None,
+) -> int:
+    if next_:
+        if key is not None:
+            raise InputError("ledger: claim takes a KEY or --next, not both")
+        with Session(settings) as s:
+            got, fence = claim_next(s, owner, lease, wait)
+        if settings.json:
+            output.json_line(
+                {
+                    "key": got.key,
+                    "fence": fence,
+                    "record": output.record(got),
+                    "task": output.Raw(output.dumps(got.task)),
+                }
+            )
+        else:
+            output.line(f"{got.key} {fence}")
+        return 0
+    if key is None:
+        raise InputError("ledger: claim needs a KEY (or --next)")
+    if wait is not None:
+        raise InputError("ledger: --wait goes with --next")
+    validate_key(key)
+    owner, lease_td = _owner_lease(owner, lease)
+    with Session(settings) as s:
+        now = s.now()
+        with s.write(now):
+            fence = s.ledger.claim(s.actor, key, owner, lease_td, now)
+            rec = s.load(key)
+    _print_fence(settings, key, fence, rec)
+    return 0
+
+
+def _print_fence(settings: Settings, key: str, fence: int, rec: TaskState | None) -> None:
+    if settings.json:
+        output.json_line({"key": key, "fence": fence, "record": output.record(rec)})
+    else:
+        output.line(str(fence))
+
+
+def claim_next(s: Session, owner: str, lease: str, wait: str | None) -> tuple[TaskState, int]:
+    """Claim the oldest ready record (ledger.ready), polling up to `wait`.
+
+    Each candidate is re-checked and claimed inside one `store.batch()`; one
+    lost to a concurrent claimer is skipped, not an error.
+    """
+    from ledger_cli.cli import ready
+    from ledger_cli.errors import (
+        EmptyOwnerError,
+        InvalidLeaseError,
+        LeaseActiveError,
+        NoKeyError,
+        NotClaimedError,
+    )
+
+    owner, lease_td = _owner_lease(owner, lease)
+    # The engine would say so at the first claim; say it even when nothing is ready.
+    if owner == "":
+        raise EmptyOwnerError()
+    if lease_td <= timedelta(0):
+        raise InvalidLeaseError()
+    wait_s = parse_duration(wait, "--wait").total_seconds() if wait is not None else 0.0
+    deadline = time.monotonic() + wait_s
+    pause = 0.05
+    while True:
+        now = s.now()
+        for cand in ready.ready_records(ready.candidates(s.store), s.load, now):
+            with s.write(now):
+                fresh = s.load(cand.key)
+                if fresh is None or not ready.is_ready(fresh, s.load, now):
+                    continue
+                try:
+                    fence = s.ledger.claim(s.actor, cand.key, owner, lease_td, now)
+                except (LeaseActiveError, NotClaimedError, NoKeyError):
+                    continue  # lost to a concurrent claimer (or blocked meanwhile)
+                rec = s.load(cand.key)
+            return (rec if rec is not None else fresh), fence
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise NothingReadyError()
+        time.sleep(min(pause, left))
+        pause = min(pause * 2, 1.0)
+
+
+def renew(settings: Settings, key: str, owner: str, fence: str, lease: str) -> int:
+    validate_key(key)
+    owner, lease_td = _owner_lease(owner, lease)
+    fence_n = parse_uint(fence, "--fence")
+    with Session(settings) as s:
+        now = s.now()
+        with s.write(now):
+            s.ledger.renew(s.actor, key, owner, fence_n, lease_td, now)
+            rec = s.load(key)
+    if settings.json:
+        output.json_line({"key": key, "record": output.record(rec)})
+    else:
+        until = str(rec.lease_until) if rec is not None else "?"
+        output.line(f"renewed {key} until {until}")
+    return 0
+
+
+def release(settings: Settings, key: str, owner: str, fence: str) -> int:
+    validate_key(key)
+    owner = validate_text(owner, "owner")
+    fence_n = parse_uint(fence, "--fence")
+    with Session(settings) as s:
+        now = s.now()
+        with s.write(now):
+            s.ledger.release(s.actor, key, owner, fence_n, now)
+            rec = s.load(key)
+    if settings.json:
+        output.json_line({"key": key, "record": output.record(rec)})
+    else:
+        output.line(f"released {key}")
+    return 0
+
+
+def takeover(settings: Settings, key: str, owner: str, lease: str) -> int:
+    validate_key(key)
+    owner, lease_td = _owner_lease(owner, lease)
+    with Session(settings) as s:
+        now = s.now()
+        with s.write(now):
+            fence = s.ledger.takeover(s.actor, key, owner, lease_td, now)
+            rec = s.load(key)
+    _print_fence(settings, key, fence, rec)
+    return 0

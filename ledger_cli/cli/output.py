@@ -1,0 +1,105 @@
+"""Plain output for scripts: stdout lines, JSON documents, one-line errors.
+
+JSON records always go through `engine.wire.record_to_json`, the one codec of
+the wire, the stores and the command line. Wrapper objects keep the key
+order SPEC §4 documents (`{"key", "fence", "record"}`). No rich here.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ledger_cli.engine.record import TaskState
+    from ledger_cli.errors import LedgerError
+
+INTERNAL_EXIT = 70
+
+
+class Raw(str):
+    """JSON text to be inserted as is (a wire record)."""
+
+    __slots__ = ()
+
+
+def record(rec: TaskState | None) -> Raw:
+    if rec is None:
+        return Raw("null")
+    from ledger_cli.engine.wire import record_to_json
+
+    return Raw(record_to_json(rec))
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON; dicts keep their order; `Raw` is spliced in; everything
+    else is written as Go's encoder writes it (gojson)."""
+    from ledger_cli.engine import gojson
+
+    if isinstance(value, Raw):
+        return str(value)
+    if isinstance(value, Mapping):
+        return (
+            "{"
+            + ",".join(gojson.encode_string(str(k)) + ":" + dumps(v) for k, v in value.items())
+            + "}"
+        )
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(dumps(v) for v in value) + "]"
+    return gojson.encode_value(value)
+
+
+def line(text: str = "") -> None:
+    sys.stdout.write(text + "\n")
+
+
+def json_line(value: Any) -> None:
+    line(dumps(value))
+
+
+def jsonl(values: Iterable[Any]) -> None:
+    for value in values:
+        line(dumps(value))
+
+
+def diag(text: str) -> None:
+    """A diagnostic on stderr."""
+    sys.stderr.write(text + "\n")
+    sys.stderr.flush()
+
+
+def one_line(text: str) -> str:
+    return " ".join(part.strip() for part in text.splitlines() if part.strip())
+
+
+def error_object(code: str, message: str, exit_code: int) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message, "exit": exit_code}}
+
+
+def report(exc: LedgerError, json_mode: bool) -> int:
+    """Print an error the SPEC §4 way; return its exit code."""
+    message = one_line(str(exc)) or f"ledger: {exc.code}"
+    code = exc.code
+    exit_code = exc.exit_code
+    diag(message)
+    if json_mode:
+        json_line(error_object(code, message, exit_code))
+    return exit_code
+
+
+def report_internal(exc: BaseException, json_mode: bool) -> int:
+    """An unexpected exception: exit 70, one line; the traceback only with LEDGER_DEBUG=1."""
+    if os.environ.get("LEDGER_DEBUG") == "1":
+        import traceback
+
+        traceback.print_exception(exc, file=sys.stderr)
+    detail = one_line(str(exc))
+    message = f"ledger: internal error: {type(exc).__name__}" + (f": {detail}" if detail else "")
+    if os.environ.get("LEDGER_DEBUG") != "1":
+        message += " (set LEDGER_DEBUG=1 for a traceback)"
+    diag(message)
+    if json_mode:
+        json_line(error_object("internal", message, INTERNAL_EXIT))
+    return INTERNAL_EXIT

@@ -1,0 +1,82 @@
+"""The Ready rule of `claim --next` and `run --next` (SPEC §4, CLI-level).
+
+A record is ready when it is pending, or claimed with an expired lease; no key
+in its transitive needs is failed or blocked; and every need it names is
+completed (a need not yet admitted means "not yet"). Oldest first by
+CreatedAt, then key. The engine's own `claim KEY` keeps Go's rule (needs block
+only on failure); this ordering is what users of `after`/`afterok`
+dependencies expect from `--next`.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ledger_cli.engine.instant import Instant
+    from ledger_cli.engine.record import TaskState
+
+Loader = Callable[[str], "TaskState | None"]
+
+_CLAIMABLE = ("pending", "claimed")
+
+
+def claimable(rec: TaskState, now: Instant) -> bool:
+    """Pending, or claimed with a lease that has run out (LeaseUntil <= now)."""
+    if rec.status == "pending":
+        return True
+    return rec.status == "claimed" and rec.lease_until <= now
+
+
+def needs_satisfied(rec: TaskState, load: Loader) -> bool:
+    """Every direct need completed, and nothing failed or blocked in the closure."""
+    needs = rec.needs or ()
+    for need in needs:
+        dep = load(need)
+        if dep is None or dep.status != "completed":
+            return False
+    seen = set(needs)
+    queue = deque(needs)
+    while queue:
+        dep = load(queue.popleft())
+        if dep is None:
+            continue
+        if dep.status in ("failed", "blocked"):
+            return False
+        for key in dep.needs or ():
+            if key not in seen:
+                seen.add(key)
+                queue.append(key)
+    return True
+
+
+def is_ready(rec: TaskState, load: Loader, now: Instant) -> bool:
+    return claimable(rec, now) and needs_satisfied(rec, load)
+
+
+def order_key(rec: TaskState) -> tuple[int, bytes]:
+    return (rec.created_at.unix_ns, rec.key.encode("utf-8", "surrogatepass"))
+
+
+def ready_records(candidates: Iterable[TaskState], load: Loader, now: Instant) -> list[TaskState]:
+    """The ready records among `candidates`, oldest first (CreatedAt, then key)."""
+    cache: dict[str, TaskState | None] = {}
+
+    def cached(key: str) -> TaskState | None:
+        if key not in cache:
+            cache[key] = load(key)
+        return cache[key]
+
+    pool = sorted((r for r in candidates if claimable(r, now)), key=order_key)
+    return [r for r in pool if needs_satisfied(r, cached)]
+
+
+def candidates(store: object) -> list[TaskState]:
+    """Pending and claimed records: the store's `by_status` scan when it has one."""
+    by_status: Callable[[Iterable[str]], list[TaskState]] | None = getattr(store, "by_status", None)
+    if by_status is not None:
+        return list(by_status(_CLAIMABLE))
+    rng: Callable[[], Iterable[TaskState]] = store.range  # type: ignore[attr-defined]
+    return [r for r in rng() if r.status in _CLAIMABLE]

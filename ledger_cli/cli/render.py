@@ -1,0 +1,264 @@
+"""Every piece of rich output: the list table, the state panel, the trees, the
+progress bar. The only module that imports rich, and only the commands that
+render import it.
+
+Colour follows the terminal: rich drops ANSI codes when stdout is not a
+terminal and honours NO_COLOR; in a pipe the output is plain text.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import IO
+
+from rich import box
+from rich.console import Console
+from rich.panel import Panel
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+from rich.table import Table
+from rich.text import Text
+from rich.tree import Tree
+
+from ledger_cli.engine.instant import Instant
+from ledger_cli.engine.record import TaskState
+
+STATUS_STYLE: dict[str, str] = {
+    "pending": "cyan",
+    "claimed": "yellow",
+    "completed": "green",
+    "failed": "bold red",
+    "blocked": "magenta",
+}
+MISSING_STYLE = "bold red"
+
+
+PIPE_WIDTH = 4096
+"""Width when the output is not a terminal: tables are never squeezed or cut."""
+
+
+def console(file: IO[str] | None = None, width: int | None = None) -> Console:
+    """A console for data output (stdout unless given). On a terminal it fits
+    the window; into a pipe or file it is as wide as the content."""
+    stream = file or sys.stdout
+    if width is None and not stream.isatty():
+        width = PIPE_WIDTH
+    return Console(file=stream, highlight=False, width=width)
+
+
+def progress_bar() -> Progress:
+    """A progress bar on stderr (callers check that stderr is a terminal)."""
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        console=Console(file=sys.stderr, highlight=False),
+        transient=True,
+        # Result lines go to stdout; keep them there when stdout is a file or pipe.
+        redirect_stdout=sys.stdout.isatty(),
+        redirect_stderr=False,
+    )
+
+
+def status_text(status: str) -> Text:
+    return Text(status, style=STATUS_STYLE.get(status, ""))
+
+
+def duration(seconds: float) -> str:
+    """A compact duration: 45s, 4m05s, 2h03m, 3d04h."""
+    s = int(seconds)
+    if s < 60:
+        return f"{s}s"
+    m, s = divmod(s, 60)
+    if m < 60:
+        return f"{m}m{s:02d}s"
+    h, m = divmod(m, 60)
+    if h < 24:
+        return f"{h}h{m:02d}m"
+    d, h = divmod(h, 24)
+    return f"{d}d{h:02d}h"
+
+
+def lease_left(rec: TaskState, now: Instant) -> Text:
+    if rec.status != "claimed":
+        return Text("")
+    left = (rec.lease_until - now).total_seconds()
+    if left <= 0:
+        return Text("expired", style="bold red")
+    return Text(duration(left))
+
+
+def when(instant: Instant) -> str:
+    """An instant to the second, in UTC (RFC 3339)."""
+    if instant.is_zero():
+        return ""
+    text = str(instant.utc())
+    head, dot, _ = text.partition(".")
+    return head + "Z" if dot else text
+
+
+def needs_text(needs: Sequence[str] | None) -> str:
+    return ", ".join(needs) if needs else ""
+
+
+def record_table(records: Iterable[TaskState], now: Instant) -> Table:
+    table = Table(
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        padding=(0, 1),
+        collapse_padding=True,
+        header_style="bold",
+    )
+    for name, justify in (
+        ("key", "left"),
+        ("status", "left"),
+        ("seq", "right"),
+        ("owner", "left"),
+        ("fence", "right"),
+        ("lease left", "right"),
+        ("needs", "left"),
+        ("blocked by", "left"),
+        ("updated", "left"),
+    ):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for rec in records:
+        table.add_row(
+            Text(rec.key),
+            status_text(rec.status),
+            str(rec.sequence),
+            Text(rec.owner),
+            str(rec.fence),
+            lease_left(rec, now),
+            Text(needs_text(rec.needs)),
+            Text(rec.blocked_by),
+            when(rec.updated_at),
+        )
+    return table
+
+
+def state_panel(
+    rec: TaskState, now: Instant, need_status: Mapping[str, str | None], task_json: str
+) -> Panel:
+    """One record as a panel; each need shows its own status (or "never admitted")."""
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold")
+    grid.add_column()
+    grid.add_row("status", status_text(rec.status))
+    grid.add_row("sequence", str(rec.sequence))
+    if rec.owner or rec.status == "claimed":
+        grid.add_row("owner", Text(rec.owner))
+    grid.add_row("fence", str(rec.fence))
+    if not rec.lease_until.is_zero():
+        lease = Text(str(rec.lease_until))
+        left = lease_left(rec, now)
+        if left.plain:
+            lease.append(" (")
+            lease.append_text(left)
+            lease.append(" left)" if left.plain != "expired" else ")")
+        grid.add_row("lease until", lease)
+    if rec.needs is not None:
+        needs = Text()
+        for i, need in enumerate(rec.needs):
+            if i:
+                needs.append("\n")
+            needs.append(need)
+            status = need_status.get(need)
+            needs.append(" ")
+            if status is None:
+                needs.append("never admitted", style=MISSING_STYLE)
+            else:
+                needs.append_text(status_text(status))
+        grid.add_row("needs", needs if rec.needs else Text("[]"))
+    if rec.blocked_by:
+        grid.add_row("blocked by", Text(rec.blocked_by))
+    grid.add_row("task", Text(task_json))
+    grid.add_row("rev", str(rec.rev))
+    grid.add_row("created", _stamp(rec.created_at, rec.created_by))
+    grid.add_row("updated", _stamp(rec.updated_at, rec.updated_by))
+    return Panel(grid, title=Text(rec.key), title_align="left", expand=False)
+
+
+def _stamp(at: Instant, by: str) -> Text:
+    return Text(f"{at} by {by}" if by else str(at))
+
+
+def _label(key: str, rec: TaskState | None) -> Text:
+    text = Text(key)
+    text.append("  ")
+    if rec is None:
+        text.append("never admitted", style=MISSING_STYLE)
+        return text
+    text.append_text(status_text(rec.status))
+    if rec.status == "blocked" and rec.blocked_by:
+        text.append(f" by {rec.blocked_by}", style=STATUS_STYLE["blocked"])
+    return text
+
+
+def _grow(
+    root: Tree,
+    start: str,
+    children: Callable[[str], Iterable[str]],
+    label: Callable[[str], Text],
+) -> None:
+    """Add the graph below `start` to `root`, depth first, in order; a key met
+    a second time is shown once more as "(see above)" and not expanded."""
+    shown = {start}
+    stack: list[tuple[Tree, Iterator[str]]] = [(root, iter(children(start)))]
+    while stack:
+        node, pending = stack[-1]
+        child = next(pending, None)
+        if child is None:
+            stack.pop()
+            continue
+        if child in shown:
+            node.add(Text(f"{child}  (see above)", style="dim"))
+            continue
+        shown.add(child)
+        stack.append((node.add(label(child)), iter(children(child))))
+
+
+def failure_trees(records: Mapping[str, TaskState]) -> list[Tree]:
+    """Each failed record with everything that depends on it (not completed)."""
+    dependents: dict[str, list[str]] = {}
+    for rec in records.values():
+        for need in dict.fromkeys(rec.needs or ()):
+            dependents.setdefault(need, []).append(rec.key)
+
+    def children(key: str) -> list[str]:
+        return sorted(k for k in dependents.get(key, ()) if records[k].status != "completed")
+
+    def label(key: str) -> Text:
+        return _label(key, records.get(key))
+
+    trees = []
+    for key in sorted(k for k, r in records.items() if r.status == "failed"):
+        root = Tree(label(key))
+        _grow(root, key, children, label)
+        trees.append(root)
+    return trees
+
+
+def needs_tree(key: str, records: Mapping[str, TaskState]) -> Tree:
+    """From `key` down its needs to whatever holds it: failures, blocked
+    records, needs never admitted. Completed needs are leaves."""
+
+    def children(k: str) -> list[str]:
+        rec = records.get(k)
+        if rec is None or rec.status in ("completed", "failed"):
+            return []
+        return list(dict.fromkeys(rec.needs or ()))
+
+    def label(k: str) -> Text:
+        return _label(k, records.get(k))
+
+    root = Tree(label(key))
+    _grow(root, key, children, label)
+    return root
+
+
+def print_trees(con: Console, trees: Sequence[Tree], empty: str) -> None:
+    if not trees:
+        con.print(empty)
+    for tree in trees:
+        con.print(tree)

@@ -1,0 +1,128 @@
+"""Helpers for the command-line tests.
+
+`Cli` runs the real entry point (`ledger_cli.cli.app.run`: the fast path and
+the Typer app) inside typer's `CliRunner` isolation, against one shared
+in-process store, so a test can chain commands. `T0` is the fixed clock.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from ledger_cli.cli import app, context
+from ledger_cli.engine.store import Store
+from ledger_cli.stores.memory import MemStore
+
+T0 = "2026-01-02T03:04:05Z"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclasses.dataclass
+class Outcome:
+    code: int
+    stdout: str
+    stderr: str
+
+    def json(self) -> Any:
+        return json.loads(self.stdout)
+
+
+class _Unclosable:
+    """A store proxy whose close() does nothing, so one MemStore outlives commands."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    def close(self) -> None:
+        pass
+
+
+class Cli:
+    def __init__(self, store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.store = store
+        self.runner = CliRunner()
+        monkeypatch.setattr(context, "open_store", lambda url: _Unclosable(store))
+        for var in ("LEDGER_STORE", "LEDGER_ACTOR", "LEDGER_NOW", "NO_COLOR", "LEDGER_DEBUG"):
+            monkeypatch.delenv(var, raising=False)
+
+    def __call__(
+        self,
+        *args: str,
+        input: str | bytes | None = None,
+        now: str | None = T0,
+        env: Mapping[str, str | None] | None = None,
+    ) -> Outcome:
+        argv = ["--store", "memory:", "--actor", "tester"]
+        if now is not None:
+            argv += ["--now", now]
+        argv += list(args)
+        with self.runner.isolation(input=input, env=env) as (out, err, _):
+            try:
+                code = app.run(argv)
+            except SystemExit as exc:  # --show-completion and friends
+                code = int(exc.code or 0)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            return Outcome(code, out.getvalue().decode(), err.getvalue().decode())
+
+    def ok(self, *args: str, **kw: Any) -> Outcome:
+        res = self(*args, **kw)
+        assert res.code == 0, (res.code, res.stdout, res.stderr)
+        return res
+
+    def dump(self) -> list[tuple[str, str, int]]:
+        return [(r.key, r.status, r.fence) for r in self.store.range()]
+
+
+def make_cli(monkeypatch: pytest.MonkeyPatch) -> Cli:
+    return Cli(MemStore(), monkeypatch)
+
+
+def ledger_cmd() -> list[str]:
+    return [sys.executable, "-m", "ledger_cli"]
+
+
+def subprocess_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_")}
+    env.pop("NO_COLOR", None)
+    env["PYTHONPATH"] = str(ROOT)
+    env.update(extra)
+    return env
+
+
+def run_ledger(
+    store: str | Path, *args: str, input: bytes | None = None, timeout: float = 60, **env: str
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*ledger_cmd(), "--store", str(store), *args],
+        input=input.decode() if input is not None else None,
+        capture_output=True,
+        text=True,
+        env=subprocess_env(**env),
+        timeout=timeout,
+        check=False,
+    )
+
+
+def lines(text: str) -> list[str]:
+    return [ln for ln in text.splitlines() if ln]
+
+
+def args_of(*parts: str | Sequence[str]) -> list[str]:
+    out: list[str] = []
+    for p in parts:
+        out.extend([p] if isinstance(p, str) else p)
+    return out

@@ -1,0 +1,82 @@
+"""`ledger doctor` on a real JSON store: problems exit 9, notes exit 0."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from tests.cli_support import run_ledger
+
+
+def _store(tmp_path: Path) -> Path:
+    store = tmp_path / "store"
+    assert run_ledger(store, "admit", "a").returncode == 0
+    assert run_ledger(store, "admit", "b", "--needs", "a", "--needs", "ghost").returncode == 0
+    return store
+
+
+def _record_files(store: Path) -> list[Path]:
+    return sorted((store / "records").glob("*/*.json"))
+
+
+def test_healthy_store_with_a_note(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    res = run_ledger(store, "doctor")
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines() == [
+        f"store {store}: 2 records",
+        "note: b: needs ghost, which was never admitted",
+    ]
+    doc = json.loads(run_ledger(store, "doctor", "--json").stdout)
+    assert doc["problems"] == [] and doc["records"] == 2 and len(doc["notes"]) == 1
+
+
+def test_stray_temp_file_is_a_note_and_fix_removes_it(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    shard = _record_files(store)[0].parent
+    stray = shard / ".leftover.123.abcd.tmp"
+    stray.write_bytes(b"half a record")
+    os.chmod(stray, 0o600)
+    res = run_ledger(store, "doctor")
+    assert res.returncode == 0
+    assert f"note: {stray}: a temporary file left by a crash (--fix removes it)" in res.stdout
+    fixed = run_ledger(store, "doctor", "--fix")
+    assert fixed.returncode == 0 and f"fixed: removed {stray}" in fixed.stdout
+    assert not stray.exists()
+
+
+def test_wide_modes_are_problems(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    victim = _record_files(store)[0]
+    os.chmod(victim, 0o644)
+    os.chmod(store / "records", 0o755)
+    res = run_ledger(store, "doctor")
+    assert res.returncode == 9
+    assert f"problem: {victim}: file mode 0644 is wider than 0600" in res.stdout
+    assert f"problem: {store / 'records'}: directory mode 0755 is wider than 0700" in res.stdout
+
+
+def test_corrupt_and_invalid_records_are_each_named(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    first, second = _record_files(store)
+    first.write_bytes(b'{"Key": "a", "Status": ')
+    rec = json.loads(second.read_text())
+    rec["Status"] = "nonsense"
+    second.write_text(json.dumps(rec))
+    res = run_ledger(store, "--json", "doctor")
+    assert res.returncode == 9
+    problems = json.loads(res.stdout)["problems"]
+    assert any(p.startswith(f"{first}: bad record: ledger: decode:") for p in problems)
+    assert any(p.startswith(f"{second}: bad record:") and "unknown status" in p for p in problems)
+
+
+def test_unknown_format_version_is_a_problem(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    meta = store / "ledger-store.json"
+    doc = json.loads(meta.read_text())
+    doc["version"] = 99
+    meta.write_text(json.dumps(doc))
+    res = run_ledger(store, "doctor")
+    assert res.returncode == 9
+    assert "unknown store format version 99" in res.stdout + res.stderr

@@ -1,0 +1,182 @@
+"""The fast path (no typer import) agrees with the Typer app: same option
+table, same behaviour; it declines whatever it is unsure of; and the hot
+commands import neither typer nor rich."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ledger_cli.cli import fast
+from ledger_cli.cli.commands import build_cli
+from tests.cli_support import Cli, Outcome, make_cli, subprocess_env
+
+
+def _click_table(
+    name: str,
+) -> tuple[dict[str, tuple[str, bool, bool, bool]], list[tuple[str, bool]]]:
+    group = build_cli()
+    command = group.commands[name]  # type: ignore[attr-defined]
+    options: dict[str, tuple[str, bool, bool, bool]] = {}
+    positionals: list[tuple[str, bool]] = []
+    for param in command.params:
+        if param.param_type_name == "argument":
+            positionals.append((param.name, param.required))
+            continue
+        for opt in param.opts:
+            if opt in ("--help", "-h") or opt in fast.GLOBAL:
+                continue
+            options[opt] = (param.name, bool(param.is_flag), param.multiple, param.required)
+    return options, positionals
+
+
+@pytest.mark.parametrize("name", sorted(fast.COMMANDS))
+def test_fast_table_matches_the_click_command(name: str) -> None:
+    spec = fast.COMMANDS[name]
+    options, positionals = _click_table(name)
+    mine = {o: (opt.dest, opt.flag, opt.multiple, opt.required) for o, opt in spec.options.items()}
+    assert mine == options
+    assert list(spec.positionals) == positionals
+
+
+def test_global_options_match_the_group() -> None:
+    group = build_cli()
+    names = {o for p in group.params for o in p.opts if o.startswith("--")}
+    assert set(fast.GLOBAL) <= names
+    for command in group.commands.values():  # type: ignore[attr-defined]
+        opts = {o for p in command.params for o in p.opts}
+        assert set(fast.GLOBAL) <= opts, command.name
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--help"],
+        ["admit", "--help"],
+        ["admit", "-h"],
+        ["claim", "k", "--owner", "o"],  # --lease missing
+        ["claim", "k", "--owner"],  # value missing
+        ["claim", "k", "--bogus", "x", "--owner", "o", "--lease", "1m"],
+        ["renew", "k", "--owner", "o", "--fence", "1"],
+        ["complete", "k", "--owner", "o", "--fence", "1", "--failed=yes"],
+        ["admit", "a", "b"],
+        ["admit", "--", "a"],
+        ["admit", "-x"],
+        ["list"],
+        ["--bogus", "admit", "a"],
+        ["run", "k", "--owner", "o", "--lease", "1m", "--", "true"],
+    ],
+)
+def test_fast_path_declines(args: list[str]) -> None:
+    assert fast.parse(args) is None
+
+
+def test_fast_path_takes_global_options_anywhere() -> None:
+    parsed = fast.parse(
+        ["--json", "--store=x", "claim", "--owner", "o", "k", "--lease", "1m", "--actor", "me"]
+    )
+    assert parsed is not None
+    assert parsed.settings == {"json": True, "store": "x", "actor": "me"}
+    assert parsed.kwargs == {"key": "k", "owner": "o", "lease": "1m", "next_": False, "wait": None}
+
+
+SCRIPT: list[list[str]] = [
+    ["admit", "a", "--task", '{"n": 1}'],
+    ["admit", "a"],
+    ["admit", "b", "--needs", "a", "--needs=c", "--seq", "3", "--json"],
+    ["admit", "bad", "--seq", "x"],
+    ["admit", "bad", "--task", "[1,]"],
+    ["admit", "--batch", "-"],
+    ["claim", "a", "--owner", "w", "--lease", "5m"],
+    ["claim", "a", "--owner", "w", "--lease", "5m"],
+    ["--json", "claim", "--owner", "w", "--lease", "5m", "--next"],
+    ["claim", "--next", "--owner", "w", "--lease", "5m", "--wait", "0s"],
+    ["renew", "a", "--owner", "w", "--fence", "1", "--lease", "1h", "--json"],
+    ["renew", "a", "--owner", "w", "--fence", "7", "--lease", "1h"],
+    ["release", "a", "--owner", "w", "--fence", "1"],
+    ["claim", "a", "--owner", "w", "--lease", "1s"],
+    ["takeover", "a", "--owner", "v", "--lease", "1m", "--now", "2027-01-01T00:00:00Z"],
+    ["complete", "a", "--owner", "v", "--fence", "3", "--failed"],
+    ["complete", "a", "--owner", "v", "--fence", "3"],
+    ["complete", "", "--owner", "v", "--fence", "3", "--json"],
+]
+
+
+def test_fast_path_and_typer_path_behave_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+    fast_cli = make_cli(monkeypatch)
+    results: dict[str, list[Outcome]] = {"fast": [], "typer": []}
+    for args in SCRIPT:
+        assert fast.parse(["--now", "t", *args]) is not None, args
+        results["fast"].append(fast_cli(*args, input='{"key":"z"}\n'))
+    fast_dump = fast_cli.dump()
+    typer_cli: Cli = make_cli(monkeypatch)
+    monkeypatch.setattr(fast, "parse", lambda args: None)
+    for args in SCRIPT:
+        results["typer"].append(typer_cli(*args, input='{"key":"z"}\n'))
+    assert results["fast"] == results["typer"]
+    assert fast_dump == typer_cli.dump()
+    assert [r.code for r in results["fast"]] == [
+        0,
+        0,
+        0,
+        2,
+        2,
+        0,
+        0,
+        4,
+        0,
+        7,
+        0,
+        5,
+        0,
+        0,
+        0,
+        0,
+        6,
+        2,
+    ]
+
+
+HOT = [
+    ["admit", "a"],
+    ["admit", "b", "--task", '{"x": [1, 2]}', "--needs", "a"],
+    ["claim", "a", "--owner", "w", "--lease", "1m"],
+    ["renew", "a", "--owner", "w", "--fence", "1", "--lease", "1m"],
+    ["release", "a", "--owner", "w", "--fence", "1"],
+    ["claim", "--next", "--owner", "w", "--lease", "1m"],
+    ["complete", "a", "--owner", "w", "--fence", "2"],
+    ["--json", "claim", "b", "--owner", "w", "--lease", "1m"],
+    ["takeover", "b", "--owner", "v", "--lease", "1m", "--now", "2099-01-01T00:00:00Z"],
+    ["complete", "b", "--owner", "v", "--fence", "2", "--failed", "--json"],
+]
+
+PROBE = """
+import io, json, sys
+from ledger_cli.cli import app
+codes = []
+for args in json.loads(sys.argv[1]):
+    out, sys.stdout = sys.stdout, io.StringIO()
+    try:
+        codes.append(app.run(["--store", sys.argv[2], *args]))
+    finally:
+        sys.stdout = out
+heavy = sorted({m.split(".")[0] for m in sys.modules} & {"typer", "rich", "click", "platformdirs"})
+print(json.dumps({"codes": codes, "heavy": heavy}))
+"""
+
+
+def test_hot_commands_import_neither_typer_nor_rich(tmp_path: Path) -> None:
+    res = subprocess.run(
+        [sys.executable, "-c", PROBE, json.dumps(HOT), str(tmp_path / "store")],
+        capture_output=True,
+        text=True,
+        env=subprocess_env(),
+        check=True,
+    )
+    doc = json.loads(res.stdout)
+    assert doc["codes"] == [0] * len(HOT), res.stderr
+    assert doc["heavy"] == []

@@ -1,0 +1,256 @@
+"""The command line as real processes on the JSON store: concurrent
+`claim --next`, `run` (renewals, a takeover, signals) and `demo`."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.cli_support import ledger_cmd, run_ledger, subprocess_env
+
+WORKER = r"""
+import os, subprocess, sys, time
+store, name, log, total = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+ledger = [sys.executable, "-m", "ledger_cli", "--store", store, "--actor", name]
+
+def note(text):
+    fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    os.write(fd, (text + "\n").encode())
+    os.close(fd)
+
+def done():
+    with open(log) as fh:
+        return sum(1 for ln in fh if ln.startswith("done "))
+
+while True:
+    p = subprocess.run(ledger + ["claim", "--next", "--owner", name, "--lease", "2m"],
+                       capture_output=True, text=True)
+    if p.returncode == 7:
+        if done() >= total:
+            break
+        time.sleep(0.05)
+        continue
+    if p.returncode != 0:
+        note(f"error {name} {p.returncode} {p.stderr.strip()}")
+        break
+    key, fence = p.stdout.split()
+    note(f"claimed {key} {name}")
+    c = subprocess.run(ledger + ["complete", key, "--owner", name, "--fence", fence],
+                       capture_output=True, text=True)
+    if c.returncode != 0:
+        note(f"error {name} complete {key} {c.returncode} {c.stderr.strip()}")
+        break
+    note(f"done {key} {name}")
+"""
+
+
+def test_four_concurrent_claimers_run_each_task_once_in_dependency_order(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    rng = random.Random(5)
+    n = 50
+    needs: dict[str, list[str]] = {}
+    lines = []
+    for i in range(n):
+        key = f"task-{i:02d}"
+        deps = sorted({f"task-{j:02d}" for j in rng.sample(range(i), min(i, rng.randint(0, 3)))})
+        needs[key] = deps
+        lines.append(json.dumps({"key": key, "needs": deps}))
+    rng.shuffle(lines)  # admission order is not dependency order
+    res = run_ledger(store, "admit", "--batch", "-", input=("\n".join(lines) + "\n").encode())
+    assert res.returncode == 0, res.stderr
+    log = tmp_path / "log"
+    log.touch()
+    script = tmp_path / "worker.py"
+    script.write_text(WORKER)
+    workers = [
+        subprocess.Popen(
+            [sys.executable, str(script), str(store), f"w{i}", str(log), str(n)],
+            env=subprocess_env(),
+        )
+        for i in range(4)
+    ]
+    for w in workers:
+        assert w.wait(timeout=300) == 0
+    events = log.read_text().splitlines()
+    assert not [e for e in events if e.startswith("error")], events
+    claimed = [e.split()[1] for e in events if e.startswith("claimed ")]
+    assert sorted(claimed) == sorted(needs), "each task claimed exactly once"
+    position = {e: i for i, e in enumerate(events)}
+    done_at = {e.split()[1]: position[e] for e in events if e.startswith("done ")}
+    claimed_at = {e.split()[1]: position[e] for e in events if e.startswith("claimed ")}
+    for key, deps in needs.items():
+        for dep in deps:
+            assert done_at[dep] < claimed_at[key], f"{key} claimed before {dep} was done"
+    assert len({e.split()[2] for e in events if e.startswith("claimed ")}) > 1
+    listing = json.loads(run_ledger(store, "list", "--json").stdout)
+    assert {r["Status"] for r in listing} == {"completed"} and len(listing) == n
+    assert all(r["Fence"] == 1 for r in listing)
+
+
+def _wait_for(path: Path, timeout: float = 20) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_text().strip():
+            return path.read_text().strip()
+        time.sleep(0.02)
+    raise AssertionError(f"{path} never appeared")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_run_keeps_a_short_lease_alive_and_completes(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    assert run_ledger(store, "admit", "job", "--task", '{"n": 7}').returncode == 0
+    out = tmp_path / "env"
+    job = (
+        "import os, time; time.sleep(5); "
+        f"open({str(out)!r}, 'w').write(os.environ['LEDGER_KEY'] + ' ' + "
+        "os.environ['LEDGER_FENCE'] + ' ' + os.environ['LEDGER_TASK'])"
+    )
+    run = subprocess.Popen(
+        [*ledger_cmd(), "--store", str(store), "run", "job", "--owner", "w", "--lease", "2s",
+         "--", sys.executable, "-c", job],
+        env=subprocess_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    refusals = 0
+    time.sleep(0.5)
+    while run.poll() is None:
+        # Well past the first lease: a rival still finds the lease live.
+        rival = run_ledger(store, "claim", "job", "--owner", "rival", "--lease", "1m")
+        if run.poll() is None:
+            assert rival.returncode == 4, rival.stderr
+            refusals += 1
+        time.sleep(0.3)
+    assert run.returncode == 0, run.stderr.read()  # type: ignore[union-attr]
+    assert refusals >= 3
+    assert out.read_text() == 'job 1 {"n":7}'
+    state = json.loads(run_ledger(store, "state", "job", "--json").stdout)
+    assert state["Status"] == "completed" and state["Owner"] == "w"
+    events = [e["event"] for e in json.loads(run_ledger(store, "log", "job", "--json").stdout)]
+    assert events[:2] == ["ledger.admitted", "ledger.claimed"]
+    assert events.count("ledger.renewed") >= 5 and events[-1] == "ledger.completed"
+
+
+def test_run_takeover_stops_the_child_and_exits_5(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    assert run_ledger(store, "admit", "job").returncode == 0
+    pidfile = tmp_path / "pid"
+    run = subprocess.Popen(
+        [*ledger_cmd(), "--store", str(store), "run", "job", "--owner", "w", "--lease", "1s",
+         "--", "sh", "-c", f"echo $$ > {pidfile}; exec sleep 60"],
+        env=subprocess_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    child = int(_wait_for(pidfile))
+    assert _alive(child)
+    # A rival whose clock is past the lease takes the task over.
+    future = "2099-01-01T00:00:00Z"
+    took = run_ledger(
+        store, "takeover", "job", "--owner", "thief", "--lease", "1m", LEDGER_NOW=future
+    )
+    assert took.returncode == 0 and took.stdout == "2\n", took.stderr
+    _, err = run.communicate(timeout=30)
+    assert run.returncode == 5
+    assert err.splitlines()[-1].startswith("ledger: fence token is stale")
+    assert not _alive(child)
+    state = json.loads(run_ledger(store, "state", "job", "--json").stdout)
+    assert state["Status"] == "claimed" and state["Owner"] == "thief" and state["Fence"] == 2
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_run_signal_stops_the_child_and_releases(tmp_path: Path, sig: signal.Signals) -> None:
+    store = tmp_path / "store"
+    assert run_ledger(store, "admit", "job").returncode == 0
+    pidfile = tmp_path / "pid"
+    run = subprocess.Popen(
+        [*ledger_cmd(), "--store", str(store), "run", "job", "--owner", "w", "--lease", "1m",
+         "--", "sh", "-c", f"echo $$ > {pidfile}; exec sleep 60"],
+        env=subprocess_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    child = int(_wait_for(pidfile))
+    run.send_signal(sig)
+    assert run.wait(timeout=30) == 128 + sig
+    assert not _alive(child)
+    state = json.loads(run_ledger(store, "state", "job", "--json").stdout)
+    assert state["Status"] == "pending" and state["Owner"] == ""
+
+
+def test_run_next_passes_the_exit_status_and_fails_the_task(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    assert run_ledger(store, "admit", "a").returncode == 0
+    assert run_ledger(store, "admit", "b", "--needs", "a").returncode == 0
+    res = run_ledger(
+        store, "--json", "run", "--next", "--owner", "w", "--lease", "1m", "--",
+        sys.executable, "-c", "import sys; sys.exit(3)",
+    )  # fmt: skip
+    assert res.returncode == 3
+    doc = json.loads(res.stdout.splitlines()[-1])
+    assert doc["key"] == "a" and doc["status"] == "failed" and doc["exit"] == 3
+    assert run_ledger(store, "blocked", "b").stdout == "a\n"
+    nothing = run_ledger(store, "run", "--next", "--owner", "w", "--lease", "1m", "--", "true")
+    assert nothing.returncode == 7
+
+
+def test_demo(tmp_path: Path) -> None:
+    res = subprocess.run(
+        [*ledger_cmd(), "demo"],
+        capture_output=True, text=True, env=subprocess_env(TMPDIR=str(tmp_path)), timeout=300,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    out = res.stdout
+    assert "\x1b[" not in out
+    assert "integration-tests  failed" in out
+    assert "└── package  blocked by integration-tests" in out
+    store = out.split("The store is kept at ")[1].split(";")[0]
+    assert store.startswith(str(tmp_path))
+    listing = json.loads(run_ledger(store, "list", "--json").stdout)
+    statuses = {r["Key"]: r["Status"] for r in listing}
+    assert statuses["integration-tests"] == "failed"
+    assert statuses["announce"] == statuses["deploy"] == statuses["package"] == "blocked"
+    assert [k for k, s in statuses.items() if s not in ("completed", "failed", "blocked")] == []
+    owners = {r["Owner"] for r in listing if r["Status"] == "completed"}
+    assert len(owners) >= 2  # several workers did the work
+
+
+def test_demo_json(tmp_path: Path) -> None:
+    res = subprocess.run(
+        [*ledger_cmd(), "--json", "demo", "--workers", "2"],
+        capture_output=True, text=True, env=subprocess_env(TMPDIR=str(tmp_path)), timeout=300,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    assert Path(doc["store"]).is_dir()
+    assert {r["worker"] for r in doc["runs"]} <= {"worker-1", "worker-2"}
+    assert sorted(r["key"] for r in doc["runs"]) == sorted(
+        r["Key"] for r in doc["records"] if r["Status"] in ("completed", "failed")
+    )
+
+
+def test_a_claim_refused_by_a_failed_ancestor_keeps_its_block(tmp_path: Path) -> None:
+    """Go's Claim blocks the record before refusing; on the JSON store too."""
+    store = tmp_path / "store"
+    assert run_ledger(store, "admit", "root").returncode == 0
+    assert run_ledger(store, "claim", "root", "--owner", "w", "--lease", "1m").returncode == 0
+    done = run_ledger(store, "complete", "root", "--owner", "w", "--fence", "1", "--failed")
+    assert done.returncode == 0
+    assert run_ledger(store, "admit", "child", "--needs", "mid").returncode == 0  # mid: not yet
+    assert run_ledger(store, "admit", "mid", "--needs", "root").returncode == 0  # blocked at once
+    assert run_ledger(store, "blocked", "child").returncode == 1  # an escapee, still pending
+    refused = run_ledger(store, "claim", "child", "--owner", "w", "--lease", "1m")
+    assert refused.returncode == 6 and refused.stderr == "ledger: record is not claimed\n"
+    assert run_ledger(store, "blocked", "child").stdout == "mid\n"
+    events = json.loads(run_ledger(store, "log", "child", "--json").stdout)
+    assert [e["event"] for e in events] == ["ledger.admitted", "ledger.blocked"]
