@@ -11,11 +11,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import shutil
-import tempfile
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -85,21 +82,6 @@ def fresh_schema(prefix: str = "ledger_t", durable: bool = True) -> Iterator[str
     finally:
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-
-
-@contextlib.contextmanager
-def fast_dir() -> Iterator[Path]:
-    """A temporary directory on tmpfs when there is one (fsync is free there).
-
-    For tests whose subject is the SQL, not the disk: trace replays run
-    thousands of committed writes.
-    """
-    base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
-    path = Path(tempfile.mkdtemp(prefix="ledger-sql-", dir=base))
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 HOSTILE_TEXTS: tuple[str, ...] = (

@@ -1,7 +1,8 @@
 """PostgresStore against a real PostgreSQL server (skipped with the reason when
 none is reachable, failing instead when CI is set): schema and types, the CAS
 contract, uint64 range, NUL keys, batches, the server clock, history,
-injection-proofness, errors, and the replay of every unbounded trace."""
+injection-proofness, errors. (The replay of every
+unbounded trace on this store is in tests/test_store_conformance.py.)"""
 
 from __future__ import annotations
 
@@ -21,7 +22,6 @@ from ledger_cli.engine.ledger import Ledger
 from ledger_cli.engine.record import TaskState, byte_order
 from ledger_cli.stores.history import HistoryEntry
 from ledger_cli.stores.postgres import PostgresStore
-from tests.conformance import load_trace, replay, trace_names
 from tests.sql_support import HOSTILE_TEXTS, fresh_schema, require_postgres
 
 T0 = Instant.parse("2024-01-01T00:00:00Z")
@@ -421,24 +421,3 @@ def test_reopen_keeps_everything(conninfo: str) -> None:
         before = list(store.range())
     with PostgresStore(conninfo) as store:
         assert list(store.range()) == before
-
-
-# -- the recorded traces ----------------------------------------------------------------
-
-UNBOUNDED = [name for name in trace_names() if load_trace(name)["max_entries"] == 0]
-
-
-@pytest.fixture(scope="module")
-def trace_store() -> Iterator[PostgresStore]:
-    # Commits need not reach the disk here: the subject is the SQL, not fsync.
-    with fresh_schema("ledger_trace", durable=False) as info, PostgresStore(info) as store:
-        yield store
-
-
-@pytest.mark.parametrize("name", UNBOUNDED)
-def test_trace_replays_exactly_on_postgres(name: str, trace_store: PostgresStore) -> None:
-    # A fresh table per trace: one schema for the module, emptied before each
-    # (DELETE: TRUNCATE costs ~10 ms a time, 300 times).
-    trace_store._conn.execute("DELETE FROM ledger_tasks")
-    trace_store._conn.execute("DELETE FROM ledger_history")
-    replay(load_trace(name), lambda _clock: trace_store)

@@ -1,5 +1,6 @@
 """SQLiteStore: Go schema compatibility, the CAS contract, batches, history,
-injection-proofness, errors, and the replay of every unbounded trace."""
+injection-proofness, errors. (The replay of every
+unbounded trace on this store is in tests/test_store_conformance.py.)"""
 
 from __future__ import annotations
 
@@ -22,8 +23,7 @@ from ledger_cli.engine.ledger import Ledger
 from ledger_cli.engine.record import TaskState, byte_order
 from ledger_cli.stores.history import HistoryEntry
 from ledger_cli.stores.sqlite import SQLiteStore
-from tests.conformance import load_trace, replay, trace_names
-from tests.sql_support import HOSTILE_TEXTS, fast_dir
+from tests.sql_support import HOSTILE_TEXTS
 
 T0 = Instant.parse("2024-01-01T00:00:00Z")
 HOUR = timedelta(hours=1)
@@ -778,36 +778,3 @@ def test_reopen_keeps_everything(db: Path) -> None:
         before = list(store.range())
     with SQLiteStore(db) as store:
         assert list(store.range()) == before
-
-
-# -- the recorded traces -------------------------------------------------------------
-
-UNBOUNDED = [name for name in trace_names() if load_trace(name)["max_entries"] == 0]
-
-
-def test_every_unbounded_trace_is_collected() -> None:
-    assert len(UNBOUNDED) == 311
-
-
-@pytest.fixture(scope="module")
-def trace_dir() -> Iterator[Path]:
-    with fast_dir() as path:
-        yield path
-
-
-@pytest.mark.parametrize("name", UNBOUNDED)
-def test_trace_replays_exactly_on_sqlite(name: str, trace_dir: Path) -> None:
-    path = trace_dir / f"{name}.db"
-    stores: list[SQLiteStore] = []
-
-    def make(_clock: object) -> SQLiteStore:
-        stores.append(SQLiteStore(path))
-        return stores[-1]
-
-    try:
-        replay(load_trace(name), make)
-    finally:
-        for s in stores:
-            s.close()
-        for suffix in ("", "-wal", "-shm"):
-            Path(f"{path}{suffix}").unlink(missing_ok=True)
