@@ -104,6 +104,10 @@ def format_float(f: float) -> str:
         return "-0" if math.copysign(1.0, f) < 0 else "0"
     sign = "-" if f < 0 else ""
     a = -f if f < 0 else f
+    if 1e-4 <= a < 1e16:
+        # Python's repr is already the shortest round-trip digits, in plain form here.
+        text = repr(f)
+        return text[:-2] if text.endswith(".0") else text
     digits, point = _shortest_digits(a)
     if a < 1e-6 or a >= 1e21:
         exp = point - 1
@@ -178,6 +182,10 @@ def encode_value(v: object) -> str:
     s = _scalar(v)
     if s is not None:
         return s
+    if type(v) is dict:
+        flat = _flat_object(v)
+        if flat is not None:
+            return flat
     out: list[str] = []
     active: set[int] = set()
     stack: list[object] = [v]
@@ -229,6 +237,20 @@ def encode_value(v: object) -> str:
 
 
 _COMMA = _Text(",")
+
+
+def _flat_object(v: dict[Any, Any]) -> str | None:
+    """The common task payload, an object of scalars, without the general walk."""
+    parts: list[str] = []
+    for key in v:
+        if type(key) is not str:
+            return None
+    for key in sorted(v):
+        text = _scalar(v[key])
+        if text is None:
+            return None
+        parts.append(encode_string(key) + ":" + text)
+    return "{" + ",".join(parts) + "}"
 
 # ---------------------------------------------------------------------------
 # Decoding: JSON text -> raw tree

@@ -93,13 +93,14 @@ class Instant:
     `Instant("2026-01-01T00:00:00.5+01:00")` parses like `Instant.parse`.
     """
 
-    __slots__ = ("_ns", "_offset")
+    __slots__ = ("_ns", "_offset", "_text")
 
     ZERO: ClassVar[Instant]
     """Go's zero time, 0001-01-01T00:00:00Z ("unset")."""
 
     _ns: int
     _offset: int
+    _text: str  # the formatted text, set on first str()
 
     def __init__(self, text: str) -> None:
         ns, offset = _parse(text)
@@ -282,7 +283,15 @@ class Instant:
     # -- text ------------------------------------------------------------------
 
     def __str__(self) -> str:
-        """Go's RFC3339Nano in the instant's own offset."""
+        """Go's RFC3339Nano in the instant's own offset (formatted once, then cached)."""
+        try:
+            return self._text
+        except AttributeError:
+            text = self._format()
+            _SET_TEXT(self, text)
+            return text
+
+    def _format(self) -> str:
         offset = self._offset
         secs, frac = divmod(self._ns + offset * _NS_PER_SECOND, _NS_PER_SECOND)
         days, sod = divmod(secs, 86_400)
@@ -356,6 +365,7 @@ def _parse(text: str) -> tuple[int, int]:
 # object.__setattr__, and instants are made by the hundred thousand.
 _SET_NS: Callable[[Instant, int], None] = Instant.__dict__["_ns"].__set__
 _SET_OFFSET: Callable[[Instant, int], None] = Instant.__dict__["_offset"].__set__
+_SET_TEXT: Callable[[Instant, str], None] = Instant.__dict__["_text"].__set__
 _new = object.__new__
 
 

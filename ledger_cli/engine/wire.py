@@ -93,9 +93,11 @@ def _enc_time(value: object, field: str) -> str:
             value = Instant.coerce(value)  # type: ignore[arg-type]
         except (TypeError, ValueError) as exc:
             raise EncodeError(f"ledger: {field}: {exc}") from None
-    if not 0 <= value.year <= 9999:
+    text = str(value)  # cached on the Instant
+    # Years 0..9999 print as exactly four digits; others as "-0001", "10000".
+    if text[4] != "-" or text[0] == "-":
         raise EncodeError(_MARSHAL_TIME_ERROR)
-    return '"' + str(value) + '"'
+    return '"' + text + '"'
 
 
 def _enc_needs(value: object) -> str:
