@@ -357,6 +357,16 @@ def test_history_appends_and_reads_oldest_first(store: Store) -> None:
     assert list(h.read_history("nobody")) == []
 
 
+def test_a_long_history_reads_back_whole_and_in_order(store: Store) -> None:
+    # Longer than one page of the SQL stores' paged reader (1,000 rows).
+    h = _history(store)
+    entries = [_entry("ab"[i % 2], i) for i in range(2_345)]
+    with store.batch():
+        h.append_history(entries)
+    assert list(h.read_history()) == entries
+    assert [e.fence for e in h.read_history("b")] == list(range(1, 2_345, 2))
+
+
 # -- batch --------------------------------------------------------------------------------------
 
 

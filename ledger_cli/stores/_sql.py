@@ -16,13 +16,14 @@ Nothing here imports a database driver.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from ledger_cli.engine import gojson
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState, byte_order
 from ledger_cli.errors import DecodeError, EncodeError, StoreError
+from ledger_cli.stores.history import HistoryEntry
 
 UINT64_MAX = 2**64 - 1
 INT64_MAX = 2**63 - 1
@@ -59,6 +60,41 @@ MIGRATED_COLUMNS: tuple[str, ...] = ("created_at", "updated_at", "created_by", "
 """The columns the Go store's idempotent migration adds when they are missing."""
 
 HISTORY_COLUMNS = "time, actor, event, key, fence, data"
+HISTORY_PAGE = 1000
+
+
+def read_history_pages(
+    fetch: Callable[[str, tuple[Any, ...]], Sequence[Sequence[Any]]],
+    mark: str,
+    key: str | None,
+) -> Iterator[HistoryEntry]:
+    """History oldest first, read in pages by id so a long log is never held whole.
+
+    `fetch(sql, args)` runs one query (with the store's lock and error mapping);
+    `mark` is the driver's placeholder (`?` or `%s`).
+    """
+    last = 0
+    where = "" if key is None else f"key = {mark} AND "
+    sql = (
+        f"SELECT id, {HISTORY_COLUMNS} FROM ledger_history"
+        f" WHERE {where}id > {mark} ORDER BY id LIMIT {mark}"
+    )
+    while True:
+        args = (last, HISTORY_PAGE) if key is None else (key, last, HISTORY_PAGE)
+        rows = fetch(sql, args)
+        for row in rows:
+            yield HistoryEntry(
+                time=str(row[1]),
+                actor=str(row[2]),
+                event=str(row[3]),
+                key=str(row[4]),
+                fence=int(row[5]),
+                data=str(row[6]),
+            )
+        if len(rows) < HISTORY_PAGE:
+            return
+        last = int(rows[-1][0])
+
 
 _MARSHAL_TIME_ERROR = "ledger: encode time: year outside of range [0,9999]"
 
@@ -279,9 +315,7 @@ def update_params(key: str, old: TaskState, new: TaskState, limit: int) -> tuple
 
 def tuple_fits(old: TaskState, limit: int) -> bool:
     """False when `old`'s compare tuple holds a value no row can hold (no match)."""
-    return all(
-        type(v) is int and 0 <= v <= limit for v in (old.sequence, old.fence, old.rev)
-    )
+    return all(type(v) is int and 0 <= v <= limit for v in (old.sequence, old.fence, old.rev))
 
 
 def claimable_order(records: Iterable[TaskState]) -> list[TaskState]:

@@ -103,7 +103,6 @@ _UPDATE = (
 _HISTORY_INSERT = (
     f"INSERT INTO ledger_history ({_sql.HISTORY_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s)"
 )
-_HISTORY_PAGE = 1000
 
 _INSTALL_HINT = "pip install 'ledger_cli[postgres]'"
 
@@ -325,36 +324,14 @@ class PostgresStore:
         """Oldest first; read in pages by id, so a long log is never held whole."""
         if key is not None and "\x00" in key:
             return
-        last = 0
-        while True:
-            if key is None:
-                sql = (
-                    f"SELECT id, {_sql.HISTORY_COLUMNS} FROM ledger_history"
-                    " WHERE id > %s ORDER BY id LIMIT %s"
-                )
-                args: tuple[Any, ...] = (last, _HISTORY_PAGE)
-            else:
-                sql = (
-                    f"SELECT id, {_sql.HISTORY_COLUMNS} FROM ledger_history"
-                    " WHERE key = %s AND id > %s ORDER BY id LIMIT %s"
-                )
-                args = (key, last, _HISTORY_PAGE)
+
+        def fetch(sql: str, args: tuple[Any, ...]) -> list[Any]:
             with self._lock:
                 self._check_open()
                 with self._errors("history read"):
-                    rows = self._conn.execute(sql, args).fetchall()
-            for row in rows:
-                yield HistoryEntry(
-                    time=str(row[1]),
-                    actor=str(row[2]),
-                    event=str(row[3]),
-                    key=str(row[4]),
-                    fence=int(row[5]),
-                    data=str(row[6]),
-                )
-            if len(rows) < _HISTORY_PAGE:
-                return
-            last = int(rows[-1][0])
+                    return list(self._conn.execute(sql, args).fetchall())
+
+        yield from _sql.read_history_pages(fetch, "%s", key)
 
     # -- lifecycle ---------------------------------------------------------------
 

@@ -83,10 +83,7 @@ _UPDATE = (
     " needs = ?, blocked_by = ?, task = ?, rev = rev + 1, updated_at = ?, updated_by = ?"
     " WHERE key = ? AND sequence = ? AND status = ? AND fence = ? AND rev = ?"
 )
-_HISTORY_INSERT = (
-    f"INSERT INTO ledger_history ({_sql.HISTORY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)"
-)
-_HISTORY_PAGE = 1000
+_HISTORY_INSERT = f"INSERT INTO ledger_history ({_sql.HISTORY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)"
 _DRIVER_ERRORS = (sqlite3.Error, UnicodeError, OverflowError)
 
 
@@ -200,8 +197,7 @@ class SQLiteStore:
             hint = "keys and text must be valid Unicode (no lone surrogates)"
         elif "locked" in low or "busy" in low:
             hint = (
-                f"another process held the write lock for more than {self._busy_timeout:g}s; "
-                "retry"
+                f"another process held the write lock for more than {self._busy_timeout:g}s; retry"
             )
         elif "unable to open" in low:
             hint = "check that the directory exists and is writable"
@@ -339,36 +335,14 @@ class SQLiteStore:
 
     def read_history(self, key: str | None = None) -> Iterator[HistoryEntry]:
         """Oldest first; read in pages by id, so a long log is never held whole."""
-        last = 0
-        while True:
-            if key is None:
-                sql = (
-                    f"SELECT id, {_sql.HISTORY_COLUMNS} FROM ledger_history"
-                    " WHERE id > ? ORDER BY id LIMIT ?"
-                )
-                args: tuple[Any, ...] = (last, _HISTORY_PAGE)
-            else:
-                sql = (
-                    f"SELECT id, {_sql.HISTORY_COLUMNS} FROM ledger_history"
-                    " WHERE key = ? AND id > ? ORDER BY id LIMIT ?"
-                )
-                args = (key, last, _HISTORY_PAGE)
+
+        def fetch(sql: str, args: tuple[Any, ...]) -> list[Any]:
             with self._lock:
                 self._check_open()
                 with self._errors("history read"):
-                    rows = self._conn.execute(sql, args).fetchall()
-            for row in rows:
-                yield HistoryEntry(
-                    time=str(row[1]),
-                    actor=str(row[2]),
-                    event=str(row[3]),
-                    key=str(row[4]),
-                    fence=int(row[5]),
-                    data=str(row[6]),
-                )
-            if len(rows) < _HISTORY_PAGE:
-                return
-            last = int(rows[-1][0])
+                    return list(self._conn.execute(sql, args).fetchall())
+
+        yield from _sql.read_history_pages(fetch, "?", key)
 
     # -- lifecycle ---------------------------------------------------------------
 
