@@ -10,9 +10,10 @@ dependencies expect from `--next`.
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
+
+from ledger_cli.engine.dependencies import nearest_blocking
 
 if TYPE_CHECKING:
     from ledger_cli.engine.instant import Instant
@@ -32,24 +33,11 @@ def claimable(rec: TaskState, now: Instant) -> bool:
 
 def needs_satisfied(rec: TaskState, load: Loader) -> bool:
     """Every direct need completed, and nothing failed or blocked in the closure."""
-    needs = rec.needs or ()
-    for need in needs:
+    for need in rec.needs or ():
         dep = load(need)
         if dep is None or dep.status != "completed":
             return False
-    seen = set(needs)
-    queue = deque(needs)
-    while queue:
-        dep = load(queue.popleft())
-        if dep is None:
-            continue
-        if dep.status in ("failed", "blocked"):
-            return False
-        for key in dep.needs or ():
-            if key not in seen:
-                seen.add(key)
-                queue.append(key)
-    return True
+    return nearest_blocking(load, rec.needs) is None
 
 
 def is_ready(rec: TaskState, load: Loader, now: Instant) -> bool:

@@ -4,7 +4,7 @@ blockDependents (spec/engine.md §3)."""
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from ledger_cli.engine import events
 from ledger_cli.engine.core import Core
@@ -29,6 +29,13 @@ def blocking_ancestor(core: Core, needs: Iterable[str] | None) -> str | None:
 
     Missing keys are skipped and not expanded; completed ones are walked through.
     """
+    return nearest_blocking(core.store.load, needs)
+
+
+def nearest_blocking(
+    load: Callable[[str], TaskState | None], needs: Iterable[str] | None
+) -> str | None:
+    """blocking_ancestor's walk over any loader (the CLI's Ready rule uses it too)."""
     seen: set[str] = set()
     queue: deque[str] = deque()
     for need in needs or ():
@@ -37,7 +44,7 @@ def blocking_ancestor(core: Core, needs: Iterable[str] | None) -> str | None:
             queue.append(need)
     while queue:
         key = queue.popleft()
-        rec = core.store.load(key)
+        rec = load(key)
         if rec is None:
             continue
         if rec.status in _BLOCKING:
