@@ -4,6 +4,7 @@ tests/test_store_conformance.py; processes and SIGKILL in test_jsonfile_multipro
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import stat
@@ -19,7 +20,7 @@ import pytest
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.ledger import Ledger
 from ledger_cli.engine.record import TaskState
-from ledger_cli.engine.wire import record_to_json
+from ledger_cli.engine.wire import record_from_json, record_to_json
 from ledger_cli.errors import StoreError
 from ledger_cli.stores import _fsutil, jsonfile
 from ledger_cli.stores.history import HistoryEntry
@@ -82,10 +83,14 @@ def test_a_record_file_is_the_wire_record_under_a_hashed_name(
     r = rec("backup/db-1", task={"cmd": "pg_dump <db>"})
     assert store.compare_and_swap("backup/db-1", None, r)
     path = record_path(root, "backup/db-1")
-    assert path.read_text("utf-8") == record_to_json(r) + "\n"
+    # The wire record, with its SHA-256 as a last member (readers ignore it).
+    body = record_to_json(r).encode("utf-8")
+    sha = hashlib.sha256(body).hexdigest().encode()
+    assert path.read_bytes() == body[:-1] + b',"Sum":"' + sha + b'"}\n'
     assert json.loads(path.read_text("utf-8"))["Key"] == "backup/db-1"
+    assert record_from_json(path.read_bytes()) == r
     meta = json.loads((root / "ledger-store.json").read_text())
-    assert meta == {"format": "ledger_cli.jsonfile", "version": 1, "fence_floor": 0}
+    assert meta == {"format": "ledger_cli.jsonfile", "version": 2, "fence_floor": 0}
     assert (root / "ledger.lock").exists()
     assert (root / "live" / path.stem).exists()  # pending: indexed for the ready scan
 
@@ -221,7 +226,7 @@ def test_a_corrupt_record_file_is_refused_and_left_alone(
 @pytest.mark.parametrize(
     "meta",
     [
-        b'{"format": "ledger_cli.jsonfile", "version": 2, "fence_floor": 0}\n',
+        b'{"format": "ledger_cli.jsonfile", "version": 3, "fence_floor": 0}\n',
         b'{"format": "ledger_cli.jsonfile", "version": "1", "fence_floor": 0}\n',
         b'{"format": "something-else", "version": 1}\n',
         b'{"format": "ledger_cli.jsonfile", "version": 1, "fence_floor": -3}\n',
@@ -344,12 +349,12 @@ def test_a_batch_interrupted_after_its_commit_point_is_replayed_on_open(
     calls = {"n": 0}
     real = _fsutil.replace_file
 
-    def dying_replace(dir_fd: int, name: str, data: bytes, shown: str, *, sync: bool) -> None:
+    def dying_replace(dir_fd: int, name: str, data: bytes, shown: str, **kw: Any) -> None:
         if name.endswith(".json") and len(name) == 69:
             calls["n"] += 1
             if calls["n"] == 3:  # the journal is durable; two of five records applied
                 raise Crash()
-        real(dir_fd, name, data, shown, sync=sync)
+        real(dir_fd, name, data, shown, **kw)
 
     monkeypatch.setattr(_fsutil, "replace_file", dying_replace)
     with pytest.raises(Crash), s.batch():
@@ -569,7 +574,7 @@ def test_the_module_does_not_import_filelock_until_locking(tmp_path: Path) -> No
         "    assert m not in sys.modules, m\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parent.parent)
-    assert jsonfile.FORMAT_VERSION == 1
+    assert jsonfile.FORMAT_VERSION == 2
 
 
 def test_the_live_index_of_a_large_batch_is_one_file_per_shard(

@@ -34,6 +34,19 @@ class Findings:
         self.fixed: list[str] = []
 
 
+def _read_regular(path: str) -> bytes:
+    """A file's bytes, never through a symlink nor blocking on a FIFO swapped in."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    fd = os.open(path, flags)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(0, "not a regular file")
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            return fh.read()
+    finally:
+        os.close(fd)
+
+
 def _walk(root: str, found: Findings) -> tuple[list[str], list[tuple[str, bytes]]]:
     """Modes, symlinks, temp files; returns (temp files, record files' bytes)."""
     temps: list[str] = []
@@ -51,6 +64,8 @@ def _walk(root: str, found: Findings) -> tuple[list[str], list[tuple[str, bytes]
             elif stat.S_ISDIR(st.st_mode):
                 if mode & ~0o700:
                     found.problems.append(f"{path}: directory mode {mode:04o} is wider than 0700")
+            elif not stat.S_ISREG(st.st_mode):
+                found.problems.append(f"{path}: not a regular file (a FIFO, socket or device)")
             else:
                 if mode & ~0o600:
                     found.problems.append(f"{path}: file mode {mode:04o} is wider than 0600")
@@ -60,8 +75,7 @@ def _walk(root: str, found: Findings) -> tuple[list[str], list[tuple[str, bytes]
                     ".json"
                 ):
                     try:
-                        with open(path, "rb") as fh:
-                            records.append((path, fh.read()))
+                        records.append((path, _read_regular(path)))
                     except OSError as exc:
                         found.problems.append(f"{path}: unreadable: {exc.strerror or exc}")
     st = os.stat(root)
@@ -72,21 +86,19 @@ def _walk(root: str, found: Findings) -> tuple[list[str], list[tuple[str, bytes]
     return temps, records
 
 
-def _check_record_files(files: list[tuple[str, bytes]], found: Findings) -> list[TaskState]:
-    """Decode and validate every record file; the good records."""
-    from ledger_cli.engine.wire import record_from_json
-
+def _check_record_files(
+    store: Any, files: list[tuple[str, bytes]], found: Findings
+) -> list[TaskState]:
+    """Check every record file as the store reads it (checksum, wire record,
+    validation, filed under its key's name); the good records."""
     good: list[TaskState] = []
     for path, data in files:
+        digest = os.path.basename(path).removesuffix(".json")
         try:
-            rec = record_from_json(data.decode("utf-8"))
-            rec.validate()
-        except UnicodeDecodeError:
-            found.problems.append(f"{path}: corrupt record: not valid UTF-8")
+            good.append(store.check_record_file(data, path, digest))
         except LedgerError as exc:
-            found.problems.append(f"{path}: bad record: {output.one_line(str(exc))}")
-        else:
-            good.append(rec)
+            detail = output.one_line(str(exc)).removeprefix(f"ledger: store: {path}: ")
+            found.problems.append(f"{path}: {detail}")
     return good
 
 
@@ -105,13 +117,13 @@ def doctor(settings: Settings, fix: bool = False) -> int:
         root: str | None = getattr(s.store, "path", None)
         temps: list[str] = []
         records: list[TaskState] = []
-        walked = root is not None and os.path.isdir(root)
+        walked = root is not None and os.path.isdir(root) and hasattr(s.store, "check_record_file")
         if walked:
             assert root is not None
             # File by file, and without range(): the JSON store's scan would
             # sweep the temporary files this command only reports.
             temps, files = _walk(root, found)
-            records = _check_record_files(files, found)
+            records = _check_record_files(s.store, files, found)
         if temps and fix:
             # Under the store lock no writer is active: every .tmp is a crash's leftover.
             with s.store.batch():

@@ -50,6 +50,8 @@ _LEAVE_TIMEOUT = 5.0
 
 _O_NOFOLLOW = _fsutil.O_NOFOLLOW
 _O_CLOEXEC = _fsutil.O_CLOEXEC
+_O_NONBLOCK = _fsutil.O_NONBLOCK
+_NO_ROOM = (errno.ENOSPC, errno.EDQUOT)
 
 
 def _flock_nb(fd: int, op: int) -> bool:
@@ -95,6 +97,7 @@ class QueueLock:
 
     def acquire(self, root_fd: int) -> None:
         deadline = time.monotonic() + self.timeout
+        self._check_lock_file(root_fd)
         if self.fair:
             self._enqueue(root_fd, deadline)
         try:
@@ -110,6 +113,20 @@ class QueueLock:
         except BaseException:
             self._leave_queue()
             raise
+
+    def _check_lock_file(self, root_fd: int) -> None:
+        """Refuse a symlink or a non-regular file planted as the lock file, which
+        filelock would otherwise open (older filelocks follow symlinks)."""
+        try:
+            fd = os.open(
+                LOCK_NAME, os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC, dir_fd=root_fd
+            )
+        except FileNotFoundError:
+            return  # filelock creates it
+        except OSError as exc:
+            raise _fsutil.open_failed(self._lock_path, exc) from None
+        _fsutil.require_regular(fd, self._lock_path)
+        os.close(fd)
 
     def release(self) -> None:
         try:
@@ -140,6 +157,10 @@ class QueueLock:
             )
         except OSError as exc:
             self._close_queue()
+            if exc.errno in _NO_ROOM:
+                # A full disk (no inode for the node): wait unqueued. Fairness is lost,
+                # not exclusion (the FileLock alone excludes), and readers still read.
+                return
             raise fail(self._shown(name), "cannot create lock queue node", exc) from None
         self._node_fd, self._node_name = nfd, name
         try:
@@ -153,15 +174,18 @@ class QueueLock:
 
     def _open_tail(self) -> int:
         assert self._queue_fd is not None
+        shown = self._shown(TAIL_NAME)
         try:
-            return os.open(
+            fd = os.open(
                 TAIL_NAME,
-                os.O_RDWR | os.O_CREAT | _O_NOFOLLOW | _O_CLOEXEC,
+                os.O_RDWR | os.O_CREAT | _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC,
                 _fsutil.FILE_MODE,
                 dir_fd=self._queue_fd,
             )
         except OSError as exc:
-            raise fail(self._shown(TAIL_NAME), "cannot open", exc) from None
+            raise _fsutil.open_failed(shown, exc) from None
+        _fsutil.require_regular(fd, shown)
+        return fd
 
     def _lock_tail(self, tfd: int, deadline: float | None) -> None:
         # Held for a few microseconds by each peer; poll so that a stopped peer
@@ -186,7 +210,9 @@ class QueueLock:
     def _wait_for(self, pred: str, deadline: float) -> None:
         assert self._queue_fd is not None
         try:
-            pfd = os.open(pred, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC, dir_fd=self._queue_fd)
+            pfd = os.open(
+                pred, os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC, dir_fd=self._queue_fd
+            )
         except OSError:
             return  # gone: released (and swept) already
         try:
@@ -219,9 +245,11 @@ class QueueLock:
                     finally:
                         os.close(tfd)
         finally:
-            if nfd is not None:
-                os.close(nfd)  # drops our flock: the successor proceeds
-            self._close_queue()
+            try:
+                if nfd is not None:
+                    os.close(nfd)  # drops our flock: the successor proceeds
+            finally:
+                self._close_queue()
 
     def _close_queue(self) -> None:
         if self._queue_fd is not None:
@@ -245,7 +273,9 @@ class QueueLock:
                 if not name.startswith(NODE_PREFIX) or name == self._node_name:
                     continue
                 try:
-                    fd = os.open(name, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC, dir_fd=qfd)
+                    fd = os.open(
+                        name, os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC, dir_fd=qfd
+                    )
                 except OSError:
                     continue
                 try:

@@ -6,10 +6,12 @@ redirect a write: names are resolved relative to a directory we opened
 ourselves, temporary files are created with `O_CREAT | O_EXCL | O_NOFOLLOW`,
 and `rename` replaces a directory entry without following it.
 
-A durable replace is: write a temporary file in the target's directory, fsync
-it, rename it over the target, fsync the directory. Temporary files end in
-`.tmp`; they exist only while a writer holds the store lock, so a `.tmp` file
-seen under the lock was left by a crash and may be removed.
+A durable replace is: write a temporary file, fsync it, rename it over the
+target, fsync the target's directory. The JSON store makes every temporary
+file in its root directory (rename(2) moves it into its shard), so that the
+next lock holder finds a crash's leftovers with one cheap listing. Temporary
+files end in `.tmp`; they exist only while a writer holds the store lock, so a
+`.tmp` file seen under the lock was left by a crash and may be removed.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import errno
 import os
 import stat
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from ledger_cli.errors import StoreError
 
@@ -30,8 +32,12 @@ TEMP_SUFFIX = ".tmp"
 O_NOFOLLOW: int = getattr(os, "O_NOFOLLOW", 0)
 O_DIRECTORY: int = getattr(os, "O_DIRECTORY", 0)
 O_CLOEXEC: int = getattr(os, "O_CLOEXEC", 0)
+O_NONBLOCK: int = getattr(os, "O_NONBLOCK", 0)
+"""Opening a FIFO planted where a file should be would block until a writer came;
+with O_NONBLOCK it returns at once (and the type check refuses it). Regular
+files ignore the flag."""
 _DIR_FLAGS = os.O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC
-_READ_FLAGS = os.O_RDONLY | O_NOFOLLOW | O_CLOEXEC
+_READ_FLAGS = os.O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC
 _CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW | O_CLOEXEC
 
 
@@ -95,6 +101,26 @@ def _refusal(shown: str, exc: OSError) -> StoreError:
     return fail(shown, "cannot open", exc)
 
 
+def open_failed(shown: str, exc: OSError) -> StoreError:
+    """The StoreError for a failed open: a symlink (O_NOFOLLOW's ELOOP) is named so."""
+    if exc.errno == errno.ELOOP:
+        return fail(shown, "is a symlink; refusing to follow it")
+    return fail(shown, "cannot open", exc)
+
+
+def require_regular(fd: int, shown: str) -> os.stat_result:
+    """fstat `fd`; StoreError (and `fd` closed) unless it is a regular file."""
+    try:
+        st = os.fstat(fd)
+    except OSError as exc:
+        os.close(fd)
+        raise fail(shown, "cannot stat", exc) from None
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise fail(shown, "is not a regular file (a FIFO, socket or device?); refusing to use it")
+    return st
+
+
 def read_file(dir_fd: int, name: str, shown: str) -> bytes | None:
     """The whole content of regular file `name`, or None when it does not exist."""
     try:
@@ -102,13 +128,9 @@ def read_file(dir_fd: int, name: str, shown: str) -> bytes | None:
     except FileNotFoundError:
         return None
     except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise fail(shown, "is a symlink; refusing to read it") from None
-        raise fail(shown, "cannot open", exc) from None
+        raise open_failed(shown, exc) from None
+    st = require_regular(fd, shown)
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise fail(shown, "is not a regular file")
         chunks: list[bytes] = []
         while True:
             chunk = os.read(fd, max(st.st_size + 1, 4096))
@@ -162,19 +184,24 @@ def _needs_fchmod() -> bool:
     return not _umask_allows_owner_rw
 
 
-def replace_file(dir_fd: int, name: str, data: bytes, shown: str, *, sync: bool) -> None:
+def replace_file(
+    dir_fd: int, name: str, data: bytes, shown: str, *, sync: bool, tmp_dir_fd: int | None = None
+) -> None:
     """Atomically replace `name` in `dir_fd` with `data` (mode 0600).
 
-    With `sync` the new bytes are fsynced before the rename; the caller
-    fsyncs the directory (once for many files) to make the rename durable.
+    The temporary file is made in `tmp_dir_fd` (default: `dir_fd`; the same file
+    system) and renamed into place. With `sync` the new bytes are fsynced before
+    the rename; the caller fsyncs `dir_fd` (once for many files) to make the
+    rename durable.
     """
+    tdir = dir_fd if tmp_dir_fd is None else tmp_dir_fd
     tmp = temp_name(name)
     try:
         try:
-            fd = os.open(tmp, _CREATE_FLAGS, FILE_MODE, dir_fd=dir_fd)
+            fd = os.open(tmp, _CREATE_FLAGS, FILE_MODE, dir_fd=tdir)
         except FileExistsError:  # a leftover under the same name: draw a random one
             tmp = f".{name}.{os.urandom(8).hex()}{TEMP_SUFFIX}"
-            fd = os.open(tmp, _CREATE_FLAGS, FILE_MODE, dir_fd=dir_fd)
+            fd = os.open(tmp, _CREATE_FLAGS, FILE_MODE, dir_fd=tdir)
     except OSError as exc:
         raise fail(shown, "cannot create a temporary file", exc) from None
     try:
@@ -186,13 +213,28 @@ def replace_file(dir_fd: int, name: str, data: bytes, shown: str, *, sync: bool)
                 os.fsync(fd)
         finally:
             os.close(fd)
-        os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        os.replace(tmp, name, src_dir_fd=tdir, dst_dir_fd=dir_fd)
     except BaseException as exc:
         with contextlib.suppress(OSError):
-            os.unlink(tmp, dir_fd=dir_fd)
+            os.unlink(tmp, dir_fd=tdir)
         if isinstance(exc, OSError):
             raise fail(shown, "cannot write", exc) from None
         raise
+
+
+def close_all(fds: Iterable[int | None]) -> None:
+    """Close every descriptor, even when closing one fails (Linux frees a descriptor
+    whatever close(2) reports); then raise the first failure."""
+    error: OSError | None = None
+    for fd in fds:
+        if fd is None:
+            continue
+        try:
+            os.close(fd)
+        except OSError as exc:
+            error = error or exc
+    if error is not None:
+        raise error
 
 
 def fsync_fd(fd: int, shown: str) -> None:
@@ -244,3 +286,66 @@ def sync_filesystem(fd: int, shown: str) -> None:
 
         err = ctypes.get_errno()
         raise fail(shown, "syncfs failed", OSError(err, os.strerror(err)))
+
+
+# -- network file systems ---------------------------------------------------------------
+
+MOUNTINFO = "/proc/self/mountinfo"
+"""The mount table read by network_filesystem() (tests point it at a fake one)."""
+ENV_ALLOW_NETWORK_FS = "LEDGER_ALLOW_NETWORK_FS"
+NETWORK_FS_TYPES = frozenset(
+    {
+        "nfs", "nfs4", "cifs", "smb3", "smb2", "smbfs", "9p", "afs", "ceph", "glusterfs",
+        "lustre", "gpfs", "beegfs", "orangefs", "pvfs2", "ncpfs", "coda", "davfs", "fuse",
+    }
+)  # fmt: skip
+"""File systems whose locks may not exclude other hosts (plus every `fuse.*`: sshfs,
+s3fs, gcsfuse…; `fuseblk`, a local disk through FUSE, is not one of them)."""
+
+
+def _unescape(field: str) -> str:
+    """The mount table's octal escapes (`\\040` for a space) undone."""
+    if "\\" not in field:
+        return field
+    out: list[str] = []
+    i = 0
+    while i < len(field):
+        code = field[i + 1 : i + 4]
+        if field[i] == "\\" and len(code) == 3 and all(c in "01234567" for c in code):
+            out.append(chr(int(code, 8)))
+            i += 4
+        else:
+            out.append(field[i])
+            i += 1
+    return "".join(out)
+
+
+def is_network_fs(fstype: str) -> bool:
+    return fstype in NETWORK_FS_TYPES or fstype.startswith("fuse.")
+
+
+def network_filesystem(path: str) -> tuple[str, str] | None:
+    """(type, mount point) when `path` — or the directory that will hold it — is on a
+    network file system according to the mount table; None when it is local, or
+    when there is no mount table to read (not Linux)."""
+    try:
+        with open(MOUNTINFO, "rb") as fh:
+            table = fh.read()
+    except OSError:
+        return None
+    probe = os.path.realpath(path)  # symlinks of the existing part resolved
+    best: tuple[str, str] | None = None
+    for line in table.split(b"\n"):
+        fields = line.split(b" ", 5)  # id, parent, dev, root, mount point, the rest
+        if len(fields) < 6:
+            continue
+        mount = _unescape(os.fsdecode(fields[4]))
+        inside = mount == "/" or probe == mount or probe.startswith(mount.rstrip("/") + "/")
+        # The longest mount point holding the path; on a tie the later mount shadows.
+        if inside and (best is None or len(mount) >= len(best[1])):
+            tail = fields[5].split(b" - ", 1)  # options and optional fields - type …
+            if len(tail) == 2:
+                best = (os.fsdecode(tail[1].split(b" ", 1)[0]), mount)
+    if best is not None and is_network_fs(best[0]):
+        return best
+    return None

@@ -6,7 +6,8 @@ Layout of a store directory (mode 0700; every file 0600):
     ledger.lock           the filelock lock file; never deleted
     queue/                the FIFO queue in front of the lock (see _fairlock)
     records/ab/<sha256 of the UTF-8 key>.json
-                          one file per key: the wire record object + "\\n"
+                          one file per key: the wire record object with a
+                          checksum member last, `,"Sum":"<sha256>"}` + "\\n"
     live/<sha256>         the index of pending and claimed records: an empty
     live/ab.idx           marker per record a single write made live, and per
                           shard a list of the records a batch made live. The
@@ -37,17 +38,26 @@ a JSON record, fails validation or sits under the wrong name, a history line
 that is corrupt (except a torn last line, the trace of a crash, which is
 ignored), a journal that does not parse, or an unknown format version raise
 StoreError naming the file, and nothing is overwritten.
+
+Checksums: a flipped bit inside a string (an owner, a task payload) still
+parses as a valid record, so each record file ends with a `"Sum"` member: the
+SHA-256 of the record's wire JSON (the file without that member and without
+the final newline). Readers ignore unknown members, so the file stays a wire
+record for Go and `jq`; the store verifies the sum on every read and refuses a
+file whose sum is missing or wrong. Format version 2 requires it; the stores
+of version 1 (no sums) are still read, their sums checked where present.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import re
 import threading
-from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, ParamSpec, TypeVar
 
 from ledger_cli.engine.record import TaskState, byte_order
 from ledger_cli.errors import DecodeError, StoreError, ValidationError
@@ -67,7 +77,10 @@ except ImportError:  # pragma: no cover - other Pythons
 __all__ = ["FORMAT", "FORMAT_VERSION", "JsonFileStore"]
 
 FORMAT = "ledger_cli.jsonfile"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+"""Version 2: every record file carries its checksum. Version 1 (without) is read too."""
+READABLE_VERSIONS = (1, 2)
+JOURNAL_VERSION = 1
 META_NAME = "ledger-store.json"
 RECORDS_DIR = "records"
 LIVE_DIR = "live"
@@ -97,6 +110,31 @@ def key_digest(key: str) -> str | None:
         return None
     digest: str = _sha256(raw).hexdigest()
     return digest
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+@contextlib.contextmanager
+def _io_errors(root: str) -> Iterator[None]:
+    """An OSError escaping the store's own code is a StoreError naming the store
+    (the store fails with StoreError, exit 9, whatever the failed call was)."""
+    try:
+        yield
+    except OSError as exc:
+        raise fail(root, "I/O error", exc) from None
+
+
+def _store_method(method: Callable[_P, _R]) -> Callable[_P, _R]:
+    @functools.wraps(method)
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return method(*args, **kwargs)
+        except OSError as exc:
+            raise fail(getattr(args[0], "_root", "(store)"), "I/O error", exc) from None
+
+    return wrapper
 
 
 class _Batch:
@@ -140,16 +178,25 @@ class JsonFileStore:
 
     `lock_timeout` bounds the wait for the store lock (StoreError after it).
     `fair_lock=False` drops the FIFO queue in front of filelock (benchmarks).
+    A directory on a network file system (NFS, SMB, 9p, FUSE…) is refused —
+    advisory locks there do not exclude other hosts — unless `allow_network_fs`
+    (default: the environment variable LEDGER_ALLOW_NETWORK_FS=1) says so.
     """
 
+    @_store_method
     def __init__(
         self,
         path: str | os.PathLike[str],
         *,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
         fair_lock: bool = True,
+        allow_network_fs: bool | None = None,
     ) -> None:
         self._root = os.path.abspath(os.fspath(path))
+        if allow_network_fs is None:
+            allow_network_fs = os.environ.get(_fsutil.ENV_ALLOW_NETWORK_FS) == "1"
+        if not allow_network_fs:
+            _refuse_network_fs(self._root)
         self._mutex = threading.RLock()
         self._lock = QueueLock(self._root, lock_timeout, fair=fair_lock)
         self._depth = 0
@@ -159,6 +206,7 @@ class JsonFileStore:
         self._floor = 0
         self._batch: _Batch | None = None
         self._meta_seen = False
+        self._checksummed = True  # set from the metadata before any record is read
         self._closed = False
         # Refuse early (unknown version, records without metadata) and finish a
         # batch that a crash interrupted, before anyone reads.
@@ -178,6 +226,7 @@ class JsonFileStore:
         return self._root
 
     @property
+    @_store_method
     def fence_floor(self) -> int:
         """The store-wide fence floor kept in the metadata file (0 for a new store)."""
         root_fd = _fsutil.open_root(self._root)
@@ -189,6 +238,13 @@ class JsonFileStore:
             os.close(root_fd)
         return 0 if meta is None else int(meta["fence_floor"])
 
+    @_store_method
+    def check_record_file(self, data: bytes, shown: str, digest: str) -> TaskState:
+        """Decode a record file's bytes as the store reads them (`ledger doctor`):
+        checksum, wire record, validation, and the file name (`digest`) of its key."""
+        return decode_record_file(data, shown, checksummed=self._checksummed, digest=digest)
+
+    @_store_method
     def load(self, key: str) -> TaskState | None:
         self._check_open()
         digest = key_digest(key)
@@ -207,6 +263,7 @@ class JsonFileStore:
         finally:
             os.close(root_fd)
 
+    @_store_method
     def compare_and_swap(self, key: str, old: TaskState | None, new: TaskState) -> bool:
         self._check_open()
         digest = key_digest(key)
@@ -239,6 +296,7 @@ class JsonFileStore:
                 self._write_records(root_fd, {digest: (new, data)}, [], None)
             return True
 
+    @_store_method
     def range(self) -> Iterator[TaskState]:
         """Every record, sorted by key (UTF-8 byte order), read under the lock."""
         self._check_open()
@@ -254,6 +312,7 @@ class JsonFileStore:
                     found[digest] = rec
         return iter(sorted(found.values(), key=lambda rec: byte_order(rec.key)))
 
+    @_store_method
     def by_status(self, statuses: Iterable[str]) -> list[TaskState]:
         """Records whose status is one of `statuses`, oldest CreatedAt first, then key.
 
@@ -303,19 +362,23 @@ class JsonFileStore:
             batch = _Batch()
             # Lock now if the store exists; otherwise the first write inside the
             # batch creates it and takes the lock (reads alone create nothing).
-            if self._enter(create=False):
-                batch.owns_lock = True
+            with _io_errors(self._root):
+                if self._enter(create=False):
+                    batch.owns_lock = True
             self._batch = batch
             try:
                 yield
                 if batch.records or batch.history:
                     assert self._root_fd is not None
-                    self._commit(self._root_fd, batch)
+                    with _io_errors(self._root):
+                        self._commit(self._root_fd, batch)
             finally:
                 self._batch = None
                 if batch.owns_lock:
-                    self._exit()
+                    with _io_errors(self._root):
+                        self._exit()
 
+    @_store_method
     def append_history(self, entries: Sequence[HistoryEntry]) -> None:
         self._check_open()
         if not entries:
@@ -336,6 +399,7 @@ class JsonFileStore:
                 one_call.history = lines
                 self._commit(root_fd, one_call)  # all lines or none
 
+    @_store_method
     def read_history(self, key: str | None = None) -> Iterator[HistoryEntry]:
         """History entries oldest first (a torn last line, left by a crash, is skipped)."""
         self._check_open()
@@ -419,6 +483,9 @@ class JsonFileStore:
         self._depth = 1
         self._owner = threading.get_ident()
         try:
+            # Every temporary file is made in the root directory while the lock is
+            # held: any found now was left by a crash (cheap: the root holds ~8 names).
+            self._sweep_root(root_fd)
             meta = self._read_meta(root_fd)
             if meta is None:
                 meta = self._initialize(root_fd)
@@ -434,14 +501,16 @@ class JsonFileStore:
     def _exit(self) -> None:
         self._depth -= 1
         if self._depth == 0:
-            self._drop_dirs()
             root_fd, self._root_fd = self._root_fd, None
             self._owner = 0
             try:
-                self._lock.release()
+                self._drop_dirs()
             finally:
-                if root_fd is not None:
-                    os.close(root_fd)
+                try:
+                    self._lock.release()  # whatever failed before: never keep the lock
+                finally:
+                    if root_fd is not None:
+                        os.close(root_fd)
 
     def _open_root(self, create: bool) -> int | None:
         root_fd = _fsutil.open_root(self._root)
@@ -504,16 +573,18 @@ class JsonFileStore:
         if not isinstance(meta, dict) or meta.get("format") != FORMAT:
             raise fail(shown, f"not a ledger_cli JSON store metadata file (format {FORMAT!r})")
         version = meta.get("version")
-        if version != FORMAT_VERSION:
+        if type(version) is not int or version not in READABLE_VERSIONS:
             raise fail(
                 shown,
-                f"unknown store format version {version!r} (this ledger_cli reads version "
-                f"{FORMAT_VERSION}); use the ledger_cli release that wrote it",
+                f"unknown store format version {version!r} (this ledger_cli reads versions "
+                f"{' and '.join(map(str, READABLE_VERSIONS))}); use the ledger_cli release "
+                "that wrote it",
             )
         floor = meta.get("fence_floor", 0)
         if type(floor) is not int or floor < 0:
             raise fail(shown, f"bad fence_floor {floor!r}")
         meta["fence_floor"] = floor
+        self._checksummed = version >= 2
         self._meta_seen = True
         return meta
 
@@ -607,11 +678,10 @@ class JsonFileStore:
                         data = _fsutil.read_file(sfd, fname, shown)
                         if data is None:
                             continue
-                        rec = _decode(data, shown)
                         digest = fname[:-5]
-                        if key_digest(rec.key) != digest or shard != digest[:2]:
-                            raise fail(shown, f"holds key {rec.key!r}, which belongs elsewhere")
-                        found[digest] = rec
+                        found[digest] = decode_record_file(
+                            data, shown, checksummed=self._checksummed, digest=digest
+                        )
                 finally:
                     os.close(sfd)
         except OSError as exc:
@@ -651,7 +721,7 @@ class JsonFileStore:
             for shard, digests in indexed.items():
                 keep = {d for d in digests if verdict[d]}
                 if keep != digests:
-                    self._write_shard_index(lfd, shard, keep)
+                    self._write_shard_index(root_fd, lfd, shard, keep)
         except OSError as exc:
             raise fail(self._shown(LIVE_DIR), "cannot list", exc) from None
         finally:
@@ -669,14 +739,16 @@ class JsonFileStore:
             raise fail(self._shown(LIVE_DIR, name), f"corrupt index entry {bad[:70]!r}")
         return digests
 
-    def _write_shard_index(self, lfd: int, shard: str, digests: set[str]) -> None:
+    def _write_shard_index(self, root_fd: int, lfd: int, shard: str, digests: set[str]) -> None:
         """Replace a shard's index file (not fsynced: the caller syncs, or it is a removal)."""
         name = shard + ".idx"
         if not digests:
             _fsutil.unlink_quiet(lfd, name)
             return
         data = "".join(d + "\n" for d in sorted(digests)).encode("ascii")
-        _fsutil.replace_file(lfd, name, data, self._shown(LIVE_DIR, name), sync=False)
+        _fsutil.replace_file(
+            lfd, name, data, self._shown(LIVE_DIR, name), sync=False, tmp_dir_fd=root_fd
+        )
 
     def _cached_dir(self, parent_fd: int, name: str, key: str) -> int | None:
         """A directory fd kept open while this thread holds the store lock (closed
@@ -689,9 +761,7 @@ class JsonFileStore:
 
     def _drop_dirs(self) -> None:
         dirs, self._dirs = self._dirs, {}
-        for fd in dirs.values():
-            if fd is not None:
-                os.close(fd)
+        _fsutil.close_all(dirs.values())
 
     def _read_digest(self, root_fd: int, digest: str) -> TaskState | None:
         """The record stored under `digest` (checked to belong there), or None."""
@@ -721,10 +791,7 @@ class JsonFileStore:
                 os.close(rfd)
         if data is None:
             return None
-        rec = _decode(data, shown)
-        if key_digest(rec.key) != digest:
-            raise fail(shown, f"holds key {rec.key!r}, which belongs elsewhere")
-        return rec
+        return decode_record_file(data, shown, checksummed=self._checksummed, digest=digest)
 
     def _sweep_root(self, root_fd: int) -> None:
         try:
@@ -739,13 +806,13 @@ class JsonFileStore:
     def _history_fd(self, root_fd: int) -> tuple[int, int]:
         """Open history.jsonl for appending; cut a torn last line (a crash's). (fd, size)."""
         shown = self._shown(HISTORY_NAME)
-        flags = os.O_RDWR | os.O_CREAT | _fsutil.O_NOFOLLOW | _fsutil.O_CLOEXEC
+        flags = os.O_RDWR | os.O_CREAT | _fsutil.O_NOFOLLOW | _fsutil.O_NONBLOCK | _fsutil.O_CLOEXEC
         try:
             fd = os.open(HISTORY_NAME, flags, _fsutil.FILE_MODE, dir_fd=root_fd)
         except OSError as exc:
-            raise fail(shown, "cannot open", exc) from None
+            raise _fsutil.open_failed(shown, exc) from None
+        size = _fsutil.require_regular(fd, shown).st_size
         try:
-            size = os.fstat(fd).st_size
             if size == 0:
                 os.fchmod(fd, _fsutil.FILE_MODE)
             elif os.pread(fd, 1, size - 1) != b"\n":
@@ -793,7 +860,7 @@ class JsonFileStore:
                     # Many records: one index file per shard rather than a marker
                     # each (the syncfs below makes them durable with the records;
                     # the journal covers a crash in between).
-                    self._index_batch(lfd, records)
+                    self._index_batch(root_fd, lfd, records)
                 else:
                     created = False
                     for digest, (rec, _) in records.items():
@@ -810,7 +877,7 @@ class JsonFileStore:
                         assert sfd is not None
                         shard_fds[shard] = sfd
                 items = [(shard_fds[d[:2]], d, data) for d, (_, data) in records.items()]
-                self._replace_all(items, sync)
+                self._replace_all(root_fd, items, sync)
             if history:
                 self._append_history_lines(root_fd, history, history_at, sync=not use_syncfs)
             if use_syncfs:
@@ -823,20 +890,17 @@ class JsonFileStore:
                     if rec.status not in LIVE_STATUSES:
                         _fsutil.unlink_quiet(lfd, digest)  # a leftover is harmless
         finally:
-            for sfd in shard_fds.values():
-                os.close(sfd)
-            if rfd is not None:
-                os.close(rfd)
-            if lfd is not None:
-                os.close(lfd)
+            _fsutil.close_all([*shard_fds.values(), rfd, lfd])
 
-    def _replace_all(self, items: list[tuple[int, str, bytes]], sync: bool) -> None:
+    def _replace_all(self, root_fd: int, items: list[tuple[int, str, bytes]], sync: bool) -> None:
         for sfd, digest, data in items:
             fname = digest + ".json"
             shown = self._shown(RECORDS_DIR, digest[:2], fname)
-            _fsutil.replace_file(sfd, fname, data, shown, sync=sync)
+            _fsutil.replace_file(sfd, fname, data, shown, sync=sync, tmp_dir_fd=root_fd)
 
-    def _index_batch(self, lfd: int, records: dict[str, tuple[TaskState, bytes]]) -> None:
+    def _index_batch(
+        self, root_fd: int, lfd: int, records: dict[str, tuple[TaskState, bytes]]
+    ) -> None:
         by_shard: dict[str, tuple[set[str], set[str]]] = {}
         for digest, (rec, _) in records.items():
             adds, drops = by_shard.setdefault(digest[:2], (set(), set()))
@@ -847,7 +911,7 @@ class JsonFileStore:
             current = self._read_shard_index(lfd, shard)
             wanted = (current | adds) - drops
             if wanted != current:
-                self._write_shard_index(lfd, shard, wanted)
+                self._write_shard_index(root_fd, lfd, shard, wanted)
 
     def _mark_live(self, lfd: int, digest: str) -> bool:
         """Create the live/ marker of `digest`; True if it was not there yet."""
@@ -900,7 +964,7 @@ class JsonFileStore:
             os.close(fd)
         header = {
             "format": JOURNAL_FORMAT,
-            "version": FORMAT_VERSION,
+            "version": JOURNAL_VERSION,
             "records": len(records),
             "history": len(batch.history),
             "history_at": history_at,
@@ -932,7 +996,7 @@ class JsonFileStore:
             history_at = header["history_at"]
             ok = (
                 header["format"] == JOURNAL_FORMAT
-                and header["version"] == FORMAT_VERSION
+                and header["version"] == JOURNAL_VERSION
                 and type(n_records) is int
                 and type(n_history) is int
                 and len(lines) == 1 + n_records + n_history
@@ -944,7 +1008,7 @@ class JsonFileStore:
             raise fail(shown, "corrupt journal header; refusing to replay")
         records: dict[str, tuple[TaskState, bytes]] = {}
         for line in lines[1 : 1 + n_records]:
-            rec = _decode(line, shown)
+            rec = decode_record_file(line + b"\n", shown, checksummed=self._checksummed)
             digest = key_digest(rec.key)
             assert digest is not None
             records[digest] = (rec, line + b"\n")
@@ -955,10 +1019,52 @@ class JsonFileStore:
         _fsutil.fsync_fd(root_fd, self._root)
 
 
+def _refuse_network_fs(root: str) -> None:
+    found = _fsutil.network_filesystem(root)
+    if found is not None:
+        fstype, mount = found
+        raise fail(
+            root,
+            f"is on a network file system ({fstype} mounted at {mount}); its file locks do "
+            "not exclude processes on other hosts, so two hosts could both be granted a "
+            "lease or lose an update. Use a local directory (or PostgreSQL for several "
+            f"hosts), or set {_fsutil.ENV_ALLOW_NETWORK_FS}=1 if only this host uses the store",
+        )
+
+
+_SUM_HEAD = b',"Sum":"'
+_SUM_TAIL = b'"}\n'
+_SUM_LEN = len(_SUM_HEAD) + 64 + len(_SUM_TAIL)
+
+
 def _encode(rec: TaskState) -> bytes:
+    """The record file: the wire record with `,"Sum":"<sha256 of the wire record>"` last."""
     from ledger_cli.engine.wire import record_to_json
 
-    return (record_to_json(rec) + "\n").encode("utf-8")
+    body = record_to_json(rec).encode("utf-8")
+    return b"".join((body[:-1], _SUM_HEAD, _sha256(body).hexdigest().encode(), _SUM_TAIL))
+
+
+def decode_record_file(
+    data: bytes, shown: str, *, checksummed: bool, digest: str | None = None
+) -> TaskState:
+    """A record file's record: checksum verified (required when `checksummed`),
+    decoded, validated, and (given the file's `digest` name) filed under its key.
+    StoreError naming `shown` otherwise."""
+    summed: bool | None = None  # None: no checksum member
+    tail = len(data) - _SUM_LEN
+    if tail > 0 and data[tail : tail + len(_SUM_HEAD)] == _SUM_HEAD and data.endswith(_SUM_TAIL):
+        body = data[:tail] + b"}"
+        summed = _sha256(body).hexdigest().encode() == data[tail + len(_SUM_HEAD) : -len(_SUM_TAIL)]
+        data = body
+    rec = _decode(data, shown)  # a decoding error says more than a bad checksum
+    if summed is False:
+        raise fail(shown, "corrupt record: checksum mismatch (the file was damaged or edited)")
+    if summed is None and checksummed:
+        raise fail(shown, "corrupt record: its checksum is missing (the file is damaged)")
+    if digest is not None and key_digest(rec.key) != digest:
+        raise fail(shown, f"holds key {rec.key!r}, which belongs elsewhere")
+    return rec
 
 
 def _decode(data: bytes, shown: str) -> TaskState:

@@ -1,0 +1,198 @@
+"""Crash at each named step of the write path (issue 6, item 3).
+
+A child process runs a fixed sequence of writes — command-line writes (each a
+journalled batch: record + history), a library compare-and-swap (one file, no
+journal), a batch big enough for syncfs(2), a restore — acknowledging each,
+and SIGKILLs itself at the n-th occurrence of one step of the write path:
+
+    temp-created   a temporary file was just created
+    mid-write      a write(2) is half done (half the bytes are in the file)
+    file-fsynced   a regular file (a temporary file, the history) was fsynced
+    renamed        a rename(2) over the target landed
+    dir-fsynced    a directory was fsynced (what makes a rename durable)
+    syncfs         syncfs(2) returned (large batches)
+
+for every n the sequence reaches. Then: the store opens; every record file
+validates (checksum, wire record, name); the state equals the state after a
+prefix of the writes — all the acknowledged ones, plus perhaps the one in
+flight; and the next writer leaves no temporary file behind.
+
+Random-moment kills (100+ in CI, `LEDGER_KILLS=1000` on demand) are in
+tests/test_jsonfile_multiprocess.py.
+"""
+
+from __future__ import annotations
+
+import collections
+import multiprocessing
+import os
+import shutil
+import signal
+import uuid
+from collections.abc import Callable, Iterator
+from datetime import timedelta
+from multiprocessing.connection import Connection
+from pathlib import Path
+
+import pytest
+
+from ledger_cli.engine.instant import Instant
+from ledger_cli.engine.ledger import Ledger
+from ledger_cli.engine.record import TaskState
+from ledger_cli.stores import jsonfile
+from ledger_cli.stores.jsonfile import JsonFileStore
+from tests.faults_support import STEPS, T0, OsFaults, State, invoke, logical_state, temps
+
+FORK = multiprocessing.get_context("fork")
+NOW = Instant.parse(T0)
+PROBE = "~probe"
+BATCH = b"".join(
+    b'{"key":"bulk-%02d","task":{"n":%d}}\n' % (i, i) for i in range(jsonfile.SYNC_EACH_MAX + 1)
+)
+
+
+def _snapshot_bytes() -> bytes:
+    return (
+        b'{"Tasks":[{"Key":"restored","Status":"pending","Sequence":3,"Owner":"","Fence":4,'
+        b'"LeaseUntil":"0001-01-01T00:00:00Z","Needs":null,"BlockedBy":"","Task":{"r":1},'
+        b'"Rev":0,"CreatedBy":"a","CreatedAt":"2026-01-02T03:04:05Z","UpdatedBy":"a",'
+        b'"UpdatedAt":"2026-01-02T03:04:05Z"}]}'
+    )
+
+
+def _cli(*argv: str, data: bytes | None = None) -> Callable[[Path], None]:
+    def op(root: Path) -> None:
+        res = invoke(root, *argv, input=data)
+        assert res.code == 0, (argv, res.stderr)
+
+    op.__name__ = " ".join(argv[:2])
+    return op
+
+
+def _library_renew(root: Path) -> None:
+    """The library path: one compare-and-swap, durable on its own (no journal)."""
+    Ledger(JsonFileStore(root)).renew("lib", "a", "w", 1, timedelta(hours=2), NOW)
+
+
+def _library_history(root: Path) -> None:
+    """One history line appended alone (the single-file path)."""
+    from ledger_cli.stores.history import HistoryEntry
+
+    JsonFileStore(root).append_history([HistoryEntry(T0, "lib", "ledger.note", "a", 1, "note")])
+
+
+OPS: list[Callable[[Path], None]] = [
+    _cli("admit", "a", "--task", '{"cmd":"make"}'),  # creates the store
+    _cli("admit", "b", "--needs", "a"),
+    _cli("claim", "a", "--owner", "w", "--lease", "1h"),
+    _library_renew,
+    _library_history,
+    _cli("complete", "a", "--owner", "w", "--fence", "1", "--failed"),  # blocks b too
+    _cli("admit", "--batch", "-", data=BATCH),  # syncfs(2)
+    _cli("restore", "-", data=_snapshot_bytes()),
+]
+
+
+def _child(root: str, kill_at: tuple[str, int], ack: Connection) -> None:
+    faults = OsFaults(kill_at=kill_at)
+    for i, op in enumerate(OPS):
+        with faults:
+            op(Path(root))
+        ack.send_bytes(bytes([i + 1]))  # acknowledged: op i+1 returned, its write is durable
+    ack.close()
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[State], dict[str, int]]:
+    """The state after each prefix of OPS, and how often the whole run meets each step."""
+    root = tmp_path_factory.mktemp("reference") / "store"
+    states = [logical_state(root)]
+    counting = OsFaults()
+    for op in OPS:
+        with counting:
+            op(root)
+        states.append(logical_state(root))
+    assert len(set(states)) == len(states)  # every op changes the state
+    return states, dict(counting.steps)
+
+
+@pytest.fixture
+def scratch(tmp_path: Path) -> Iterator[Path]:
+    shm = Path("/dev/shm")
+    if shm.is_dir() and os.access(shm, os.W_OK):
+        base = shm / f"ledger-crash-{uuid.uuid4().hex[:12]}"
+        base.mkdir(mode=0o700)
+        try:
+            yield base
+        finally:
+            shutil.rmtree(base, ignore_errors=True)
+    else:
+        yield tmp_path
+
+
+def _without_probe(state: State) -> State:
+    records, history = state
+    return tuple(r for r in records if f'"Key":"{PROBE}"' not in r), history
+
+
+def _probe_write(root: Path) -> None:
+    """The next writer: one compare-and-swap of a key outside the sequence."""
+    store = JsonFileStore(root)
+    rec = TaskState(key=PROBE, status="pending", sequence=1, created_at=NOW, updated_at=NOW)
+    assert store.compare_and_swap(PROBE, None, rec)
+
+
+def _every_record_file_validates(root: Path) -> int:
+    store = JsonFileStore(root)
+    n = 0
+    for path in sorted((root / "records").glob("*/*.json")) if (root / "records").exists() else []:
+        store.check_record_file(path.read_bytes(), str(path), path.stem)
+        n += 1
+    return n
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_a_crash_at_each_step_of_the_write_path(
+    reference: tuple[list[State], dict[str, int]], scratch: Path, step: str
+) -> None:
+    states, occurrences = reference
+    total = occurrences.get(step, 0)
+    assert total > 0, f"the sequence never reaches {step}"
+    outcomes: collections.Counter[str] = collections.Counter()
+    for n in range(1, total + 1):
+        root = scratch / f"{step}-{n}"
+        recv, send = FORK.Pipe(duplex=False)
+        proc = FORK.Process(target=_child, args=(str(root), (step, n), send))
+        proc.start()
+        send.close()
+        acked = 0
+        while True:
+            try:
+                acked = recv.recv_bytes()[0]
+            except EOFError:
+                break
+        proc.join(60)
+        recv.close()
+        where = f"{step} #{n} (after {acked} acknowledged writes)"
+        assert proc.exitcode == -signal.SIGKILL, f"{where}: exit {proc.exitcode}"
+        left = temps(root)
+        outcomes["temp files left"] += len(left)
+        outcomes["journals left"] += (root / "journal.json").exists()
+        # The store opens (replaying a journal), every record validates...
+        JsonFileStore(root)
+        outcomes["record files checked"] += _every_record_file_validates(root)
+        # ...the next writer sweeps the temporary files...
+        _probe_write(root)
+        assert temps(root) == [], f"{where}: the next writer left {temps(root)} (was {left})"
+        # ...and the state is a prefix of the writes: the acknowledged ones, maybe one more.
+        state = _without_probe(logical_state(root))
+        if state == states[acked]:
+            outcomes["in-flight write lost"] += acked < len(OPS)
+        elif acked < len(OPS) and state == states[acked + 1]:
+            outcomes["in-flight write landed"] += 1
+        else:
+            raise AssertionError(f"{where}: the store holds no prefix of the writes")
+        outcomes["kills"] += 1
+        shutil.rmtree(root, ignore_errors=True)
+    print(f"\n{step}: {dict(outcomes)}")
+    assert outcomes["kills"] == total
