@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
-from typing import Any
+from typing import IO, Any
 
 from ledger_cli.cli import output
 from ledger_cli.cli.context import Session, Settings
 from ledger_cli.cli.inputs import (
+    MAX_INPUT_BYTES,
+    MAX_TASK_BYTES,
     InputError,
     parse_json,
     parse_uint,
@@ -17,17 +21,37 @@ from ledger_cli.cli.inputs import (
 _BATCH_FIELDS = ("key", "seq", "task", "needs")
 
 
-def read_source(path: str, what: str) -> bytes:
-    """The bytes of a file argument; `-` is standard input."""
-    if path == "-":
-        return sys.stdin.buffer.read()
+def read_source(path: str, what: str, limit: int, advice: str) -> bytes:
+    """The bytes of a file argument (`-` is standard input), refused with InputError
+    when longer than `limit`: a regular file by its size, unread; anything else
+    after reading at most `limit` + 1 bytes, so memory stays bounded."""
+    shown = "(standard input)" if path == "-" else path
     try:
+        if path == "-":
+            return _read_capped(sys.stdin.buffer, what, shown, limit, advice)
         with open(path, "rb") as fh:
-            return fh.read()
+            return _read_capped(fh, what, shown, limit, advice)
     except OSError as exc:
         raise InputError(
-            f"ledger: cannot read {what} {path}: {exc.strerror or exc}", "bad_file"
+            f"ledger: cannot read {what} {shown}: {exc.strerror or exc}", "bad_file"
         ) from None
+
+
+def _read_capped(fh: IO[bytes], what: str, shown: str, limit: int, advice: str) -> bytes:
+    def too_large() -> InputError:
+        mib = limit >> 20
+        return InputError(f"ledger: {what} {shown} is larger than {mib} MiB; {advice}", "too_large")
+
+    try:
+        st: os.stat_result | None = os.fstat(fh.fileno())
+    except (OSError, ValueError, AttributeError):  # no descriptor (an in-memory stream)
+        st = None
+    if st is not None and stat.S_ISREG(st.st_mode) and st.st_size > limit:
+        raise too_large()
+    data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise too_large()
+    return data
 
 
 def admit(
@@ -54,9 +78,12 @@ def admit(
         raise InputError("ledger: give --task or --task-file, not both")
     value: Any = None
     if task is not None:
-        value = parse_json(task, "ledger: bad --task JSON")
+        value = parse_json(task, "ledger: bad --task JSON", MAX_TASK_BYTES)
     elif task_file is not None:
-        value = parse_json(read_source(task_file, "--task-file"), "ledger: bad --task-file JSON")
+        raw = read_source(
+            task_file, "--task-file", MAX_TASK_BYTES, "that is the limit for a task payload"
+        )
+        value = parse_json(raw, "ledger: bad --task-file JSON")
     with Session(settings) as s:
         now = s.now()
         with s.write(now):
@@ -72,7 +99,7 @@ def admit(
 def parse_batch_line(number: int, raw: bytes) -> tuple[str, int, Any, tuple[str, ...]]:
     """One JSON Lines entry: `{"key", "seq"?, "task"?, "needs"?}`."""
     where = f"line {number}"
-    obj = parse_json(raw, where)
+    obj = parse_json(raw, where, MAX_TASK_BYTES)
     if not isinstance(obj, dict):
         raise InputError(f'{where}: want a JSON object with a "key"', "bad_batch")
     unknown = [k for k in obj if k not in _BATCH_FIELDS]
@@ -106,7 +133,9 @@ def parse_batch_line(number: int, raw: bytes) -> tuple[str, int, Any, tuple[str,
 def admit_batch(settings: Settings, source: str) -> int:
     from ledger_cli.errors import ValidationError
 
-    data = read_source(source, "--batch")
+    data = read_source(
+        source, "--batch", MAX_INPUT_BYTES, "split it into several batches of at most that size"
+    )
     entries: list[tuple[int, str, int, Any, tuple[str, ...]]] = []
     for number, raw in enumerate(data.split(b"\n"), start=1):
         if raw.strip():
@@ -122,7 +151,7 @@ def admit_batch(settings: Settings, source: str) -> int:
                     admitted = s.ledger.admit(s.actor, key, seq, task, now, *needs)
                 except ValidationError as exc:
                     refused += 1
-                    message = f"line {number}: {output.one_line(str(exc))}"
+                    message = output.clip(f"line {number}: {output.one_line(str(exc))}")
                     progress.note(message)
                     results.append(
                         {

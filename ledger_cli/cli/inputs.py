@@ -15,8 +15,10 @@ from ledger_cli.engine.record import go_quote
 from ledger_cli.errors import LedgerError, UnknownStatusError
 
 __all__ = [
+    "MAX_INPUT_BYTES",
     "MAX_JSON_DEPTH",
     "MAX_KEY_BYTES",
+    "MAX_TASK_BYTES",
     "InputError",
     "parse_duration",
     "parse_json",
@@ -29,6 +31,11 @@ __all__ = [
 
 MAX_KEY_BYTES = 1024
 MAX_JSON_DEPTH = 512
+MAX_TASK_BYTES = 1 << 20
+"""Largest task payload: `--task`, `--task-file`, one line of `admit --batch` (1 MiB)."""
+MAX_INPUT_BYTES = 64 << 20
+"""Largest `admit --batch` or `restore` input (64 MiB): each is one transaction held
+in memory (~16 bytes of memory per input byte), so bigger inputs are split."""
 UINT64_MAX = 2**64 - 1
 STATUSES = ("pending", "claimed", "completed", "failed", "blocked")
 
@@ -102,7 +109,9 @@ def parse_uint(text: str, what: str, limit: int = UINT64_MAX) -> int:
         raise InputError(
             f"ledger: {what} must be a non-negative integer, got {go_quote(text)}", "bad_number"
         )
-    value = int(text)
+    digits = text.lstrip("0") or "0"
+    # Never convert thousands of digits (slow, and Python refuses past 4300).
+    value = int(digits) if len(digits) <= len(str(limit)) else limit + 1
     if value > limit:
         raise InputError(f"ledger: {what} {text} is out of range (at most {limit})", "bad_number")
     return value
@@ -194,6 +203,10 @@ def parse_duration(text: str, what: str = "duration") -> timedelta:
     return timedelta(microseconds=total // 1000)
 
 
+def _size(n: int) -> str:
+    return f"{n >> 20} MiB" if n >= 1 << 20 and n % (1 << 20) == 0 else f"{n} bytes"
+
+
 # -- strict JSON -----------------------------------------------------------------
 
 _STRING_PATTERN = r'"(?:[^"\\]|\\.)*"'
@@ -278,9 +291,10 @@ def _check_strings(value: Any) -> None:
             stack.extend(node)
 
 
-def parse_json(data: bytes | str, what: str = "bad JSON") -> Any:
+def parse_json(data: bytes | str, what: str = "bad JSON", max_bytes: int | None = None) -> Any:
     """A strict JSON document: valid UTF-8, no duplicate keys, no NaN/Infinity,
-    numbers inside float64 range, nesting at most 512 levels, no lone surrogates.
+    numbers inside float64 range, nesting at most 512 levels, no lone surrogates,
+    and (with `max_bytes`) at most that many bytes long.
 
     Numbers follow SPEC §2 departure 3. Raises InputError("{what}: {reason}");
     `what` names the input (`ledger: bad --task JSON`, `line 3`).
@@ -288,6 +302,13 @@ def parse_json(data: bytes | str, what: str = "bad JSON") -> Any:
 
     def fail(reason: str) -> InputError:
         return InputError(f"{what}: {reason}", "bad_json")
+
+    if max_bytes is not None and len(data) > max_bytes // 4:  # else surely small enough
+        too_long = len(data) > max_bytes or (
+            isinstance(data, str) and len(data.encode("utf-8", "surrogatepass")) > max_bytes
+        )
+        if too_long:
+            raise fail(f"larger than the limit of {_size(max_bytes)}")
 
     if isinstance(data, bytes):
         try:

@@ -74,13 +74,27 @@ def one_line(text: str) -> str:
     return " ".join(part.strip() for part in text.splitlines() if part.strip())
 
 
+MAX_MESSAGE = 1000
+"""Longest error line printed: a hostile input (a 5,000-digit number, a huge key)
+is never echoed back in full."""
+
+
+def clip(text: str, limit: int = MAX_MESSAGE) -> str:
+    """`text`, its middle elided when longer than `limit` characters."""
+    if len(text) <= limit:
+        return text
+    head = limit * 2 // 3
+    tail = limit - head - 40
+    return f"{text[:head]}…({len(text) - head - tail} characters elided)…{text[-tail:]}"
+
+
 def error_object(code: str, message: str, exit_code: int) -> dict[str, Any]:
     return {"error": {"code": code, "message": message, "exit": exit_code}}
 
 
 def report(exc: LedgerError, json_mode: bool) -> int:
     """Print an error the SPEC §4 way; return its exit code."""
-    message = one_line(str(exc)) or f"ledger: {exc.code}"
+    message = clip(one_line(str(exc))) or f"ledger: {exc.code}"
     code = exc.code
     exit_code = exc.exit_code
     diag(message)
@@ -95,7 +109,7 @@ def report_internal(exc: BaseException, json_mode: bool) -> int:
         import traceback
 
         traceback.print_exception(exc, file=sys.stderr)
-    detail = one_line(str(exc))
+    detail = clip(one_line(str(exc)))
     message = f"ledger: internal error: {type(exc).__name__}" + (f": {detail}" if detail else "")
     if os.environ.get("LEDGER_DEBUG") != "1":
         message += " (set LEDGER_DEBUG=1 for a traceback)"

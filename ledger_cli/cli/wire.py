@@ -5,11 +5,15 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from ledger_cli.cli import output
 from ledger_cli.cli.admission import read_source
 from ledger_cli.cli.context import Session, Settings
 from ledger_cli.cli.inputs import InputError
+
+if TYPE_CHECKING:
+    from ledger_cli.engine.record import TaskState
 
 
 def snapshot(settings: Settings, out: str | None = None) -> int:
@@ -41,16 +45,39 @@ def snapshot(settings: Settings, out: str | None = None) -> int:
     return 0
 
 
+def _check_keys(tasks: tuple[TaskState, ...]) -> None:
+    """Every key a restored record names (its own, its needs, its blocker) must be one
+    the command line can address (SPEC §5): ValidationError (exit 8) otherwise."""
+    from ledger_cli.cli.inputs import validate_key
+    from ledger_cli.errors import ValidationError
+
+    for i, rec in enumerate(tasks):
+        named = [("key", rec.key), *(("need", n) for n in rec.needs or ())]
+        if rec.blocked_by:
+            named.append(("blocked-by key", rec.blocked_by))
+        for what, key in named:
+            try:
+                validate_key(key, what)
+            except InputError as exc:
+                detail = str(exc).removeprefix("ledger: ")
+                raise ValidationError(f"ledger: snapshot entry {i}: {detail}") from None
+
+
 def restore(settings: Settings, source: str) -> int:
     """Insert every record of a snapshot; refuse before writing anything when a
     key is already taken (the engine's Restore would stop halfway)."""
+    from ledger_cli.cli.inputs import MAX_INPUT_BYTES
     from ledger_cli.engine.record import go_quote
     from ledger_cli.engine.snapshot import Snapshot
     from ledger_cli.errors import RestoreConflictError
     from ledger_cli.stores.history import HistoryEntry
 
-    snap = Snapshot.decode(read_source(source, "snapshot"))
+    data = read_source(
+        source, "snapshot", MAX_INPUT_BYTES, "restore it in parts (split its Tasks array)"
+    )
+    snap = Snapshot.decode(data)
     tasks = snap.tasks or ()
+    _check_keys(tasks)
     with Session(settings) as s:
         now = s.now()
         with s.store.batch():
