@@ -16,6 +16,8 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -24,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from ledger_cli.cli import inputs
-from tests.cli_support import ledger_cmd, subprocess_env
+from tests.cli_support import subprocess_env
 from tests.faults_support import Outcome, files, invoke
 
 MAX_SECONDS = 10.0
@@ -446,21 +448,41 @@ def big_inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return out
 
 
+# The peak RSS of the `ledger` process itself. Not ru_maxrss from wait4: the
+# kernel folds the pre-exec RSS into it, and a child forked (or vforked) from
+# a pytest process that has grown to hundreds of MB reports that size. The
+# exec'd image's own high-water mark (VmHWM) is written out at exit.
+_PEAK_PROBE = """
+import atexit, runpy, sys
+out = sys.argv.pop(1)
+def _peak():
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                with open(out, "w") as fh:
+                    fh.write(line.split()[1])
+atexit.register(_peak)
+sys.argv[0] = "ledger"
+runpy.run_module("ledger_cli", run_name="__main__")
+"""
+
+
 def _measured(args: list[str], stdin: object) -> tuple[int, str, float, float]:
-    """Run `ledger ARGS`; (exit code, stderr, seconds, peak RSS in MB) via os.wait4."""
-    start = time.monotonic()
-    proc = subprocess.Popen(
-        [*ledger_cmd(), *args],
-        stdin=stdin,  # type: ignore[arg-type]
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env=subprocess_env(),
-    )
-    assert proc.stderr is not None
-    err = proc.stderr.read().decode("utf-8", "replace")
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return proc.returncode, err, time.monotonic() - start, usage.ru_maxrss / 1024
+    """Run `ledger ARGS`; (exit code, stderr, seconds, peak RSS in MB)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        peak_file = Path(tmp) / "peak"
+        start = time.monotonic()
+        proc = subprocess.run(
+            [sys.executable, "-c", _PEAK_PROBE, str(peak_file), *args],
+            stdin=stdin,  # type: ignore[arg-type]
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env=subprocess_env(),
+            check=False,
+        )
+        seconds = time.monotonic() - start
+        peak_kb = int(peak_file.read_text())
+    return proc.returncode, proc.stderr.decode("utf-8", "replace"), seconds, peak_kb / 1024
 
 
 def _pipe_from(path: Path) -> Iterator[int]:
