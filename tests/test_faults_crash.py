@@ -25,11 +25,9 @@ from __future__ import annotations
 
 import collections
 import multiprocessing
-import os
 import shutil
 import signal
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import timedelta
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -114,20 +112,6 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[State], di
         states.append(logical_state(root))
     assert len(set(states)) == len(states)  # every op changes the state
     return states, dict(counting.steps)
-
-
-@pytest.fixture
-def scratch(tmp_path: Path) -> Iterator[Path]:
-    shm = Path("/dev/shm")
-    if shm.is_dir() and os.access(shm, os.W_OK):
-        base = shm / f"ledger-crash-{uuid.uuid4().hex[:12]}"
-        base.mkdir(mode=0o700)
-        try:
-            yield base
-        finally:
-            shutil.rmtree(base, ignore_errors=True)
-    else:
-        yield tmp_path
 
 
 def _without_probe(state: State) -> State:
