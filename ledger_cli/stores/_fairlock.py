@@ -19,9 +19,19 @@ So waiters queue first, in arrival order (a CLH queue lock made of files):
   that node, then takes the FileLock, which is free by then.
 A process killed at any point drops its flocks, so its successor goes on;
 leftover node files are removed by their successor or by `sweep()`. The
-queue only orders the waiters: the FileLock alone guarantees exclusion, so
-a confused queue can cost fairness, never safety. Every wait has a deadline
-(the store's lock timeout), after which acquisition fails with StoreError.
+queue only orders the waiters: the lock file's flock alone guarantees
+exclusion, so a confused queue can cost fairness, never safety. Every wait
+has a deadline (the store's lock timeout), after which acquisition fails
+with StoreError.
+
+At the head of the queue the lock is normally free, and importing filelock
+costs about twice the interpreter's own start-up. So the head first takes
+the very same kernel lock itself: `flock(LOCK_EX | LOCK_NB)` on its own
+descriptor of `ledger.lock`, the call filelock makes (SPEC §3.2). Only when
+that fails (a holder outside the queue: `fair=False`, a full disk, another
+program using filelock on the file) is filelock imported, to wait. flock(2)
+locks belong to open file descriptions, so a raw holder and a filelock
+holder exclude each other, in one process or in two.
 """
 
 from __future__ import annotations
@@ -30,10 +40,13 @@ import errno
 import fcntl
 import os
 import time
-from typing import Any
 
 from ledger_cli.stores import _fsutil
 from ledger_cli.stores._fsutil import fail
+
+TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
+if TYPE_CHECKING:
+    from typing import Any
 
 LOCK_NAME = "ledger.lock"
 QUEUE_DIR = "queue"
@@ -75,6 +88,11 @@ class QueueLock:
         self._lock_path = os.path.join(root, LOCK_NAME)
         self._filelock: Any = None
         self._pid = os.getpid()
+        self._raw_fd: int | None = None
+        """Our own descriptor of the lock file while we hold its flock directly."""
+        self._raw_pid = 0
+        self.held_by = ""
+        """How the held lock was taken: "flock" (directly) or "filelock"; "" when free."""
         self._node_fd: int | None = None
         self._node_name = ""
         self._queue_fd: int | None = None
@@ -97,40 +115,88 @@ class QueueLock:
 
     def acquire(self, root_fd: int) -> None:
         deadline = time.monotonic() + self.timeout
-        self._check_lock_file(root_fd)
-        if self.fair:
-            self._enqueue(root_fd, deadline)
+        fd = self._open_lock_file(root_fd)
         try:
-            remaining = max(deadline - time.monotonic(), 0.0)
-            import filelock
-
-            try:
-                self._file_lock().acquire(timeout=remaining, poll_interval=FILELOCK_POLL)
-            except filelock.Timeout:
-                raise self._timeout_error() from None
-            except OSError as exc:
-                raise fail(self._lock_path, "cannot lock", exc) from None
+            if self.fair:
+                self._enqueue(root_fd, deadline)
+        except BaseException:
+            os.close(fd)
+            raise
+        try:
+            self._take(fd, root_fd, deadline)
         except BaseException:
             self._leave_queue()
             raise
 
-    def _check_lock_file(self, root_fd: int) -> None:
-        """Refuse a symlink or a non-regular file planted as the lock file, which
-        filelock would otherwise open (older filelocks follow symlinks)."""
+    def _take(self, fd: int, root_fd: int, deadline: float) -> None:
+        """Take the lock: directly when it is free, else by waiting with filelock.
+        Consumes `fd` (kept open as the holder's descriptor, or closed)."""
         try:
-            fd = os.open(
-                LOCK_NAME, os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC, dir_fd=root_fd
-            )
-        except FileNotFoundError:
-            return  # filelock creates it
-        except OSError as exc:
-            raise _fsutil.open_failed(self._lock_path, exc) from None
-        _fsutil.require_regular(fd, self._lock_path)
+            while _flock_nb(fd, fcntl.LOCK_EX):
+                if os.fstat(fd).st_nlink > 0:
+                    self._raw_fd, self._raw_pid, self.held_by = fd, os.getpid(), "flock"
+                    return
+                # ledger.lock was deleted after we opened it: lock the file there now.
+                os.close(fd)
+                fd = -1
+                fd = self._open_lock_file(root_fd)
+        except BaseException:
+            if fd >= 0:
+                os.close(fd)
+            raise
         os.close(fd)
+        remaining = max(deadline - time.monotonic(), 0.0)
+        import filelock  # only to wait: the lock is held outside our queue
+
+        try:
+            self._file_lock().acquire(timeout=remaining, poll_interval=FILELOCK_POLL)
+        except filelock.Timeout:
+            raise self._timeout_error() from None
+        except OSError as exc:
+            raise fail(self._lock_path, "cannot lock", exc) from None
+        self.held_by = "filelock"
+
+    def _open_lock_file(self, root_fd: int) -> int:
+        """Our own descriptor of the lock file, created (0600) when missing. A symlink or
+        a non-regular file planted there is refused (older filelocks follow symlinks)."""
+        flags = os.O_RDWR | _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC
+        while True:
+            try:
+                fd = os.open(LOCK_NAME, flags, dir_fd=root_fd)
+                break
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                raise _fsutil.open_failed(self._lock_path, exc) from None
+            try:
+                fd = os.open(
+                    LOCK_NAME, flags | os.O_CREAT | os.O_EXCL, _fsutil.FILE_MODE, dir_fd=root_fd
+                )
+            except FileExistsError:
+                continue  # a concurrent creator won: open theirs
+            except OSError as exc:
+                raise fail(self._lock_path, "cannot create the lock file", exc) from None
+            try:
+                os.fchmod(fd, _fsutil.FILE_MODE)  # O_CREAT's mode went through the umask
+            except OSError as exc:
+                os.close(fd)
+                raise fail(self._lock_path, "cannot set up the lock file", exc) from None
+            break
+        _fsutil.require_regular(fd, self._lock_path)
+        return fd
 
     def release(self) -> None:
+        fd, self._raw_fd = self._raw_fd, None
+        held_by, self.held_by = self.held_by, ""
         try:
-            self._file_lock().release()
+            if fd is not None:
+                try:
+                    if self._raw_pid == os.getpid():  # a forked child must not unlock its parent's
+                        fcntl.flock(fd, fcntl.LOCK_UN)
+                finally:
+                    os.close(fd)
+            elif held_by == "filelock":
+                self._file_lock().release()
         finally:
             self._leave_queue()
 
