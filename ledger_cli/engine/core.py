@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 
-from ledger_cli.engine.events import Bus, Event
-from ledger_cli.engine.record import TaskState
-from ledger_cli.engine.store import Store
+from ledger_cli.engine.events import Event
 from ledger_cli.errors import NoKeyError
 
+TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
+if TYPE_CHECKING:
+    from ledger_cli.engine.events import Bus
+    from ledger_cli.engine.record import TaskState
+    from ledger_cli.engine.store import Store
 
-@dataclasses.dataclass(frozen=True, slots=True)
+
 class Core:
-    store: Store
-    bus: Bus | None = None
+    __slots__ = ("bus", "store")
+
+    def __init__(self, store: Store, bus: Bus | None = None) -> None:
+        self.store = store
+        self.bus = bus
 
     def emit(self, name: str, key: str, data: str) -> None:
         """Events fire only after the write they describe; emit failures are ignored."""

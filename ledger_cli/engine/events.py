@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Protocol
+from ledger_cli.engine._frozen import Frozen
+
+TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
+if TYPE_CHECKING:
+    from typing import Protocol
 
 ADMITTED = "ledger.admitted"
 CLAIMED = "ledger.claimed"
@@ -16,17 +19,42 @@ BLOCKED = "ledger.blocked"
 NAMES: tuple[str, ...] = (ADMITTED, CLAIMED, RENEWED, RELEASED, TAKEN_OVER, COMPLETED, BLOCKED)
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class Event:
-    """`name` is one of NAMES; `data` the exact Go text (`key K claimed by O`)."""
+class Event(Frozen):
+    """`name` is one of NAMES; `data` the exact Go text (`key K claimed by O`).
+    A frozen dataclass (written out, see `_frozen`)."""
+
+    __match_args__ = ("name", "key", "data")
+    __slots__ = __match_args__
 
     name: str
     key: str
     data: str
 
+    def __init__(self, name: str, key: str, data: str) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "key", key)
+        object.__setattr__(self, "data", data)
 
-class Bus(Protocol):
-    def emit(self, event: Event) -> None: ...
+
+if TYPE_CHECKING:
+
+    class Bus(Protocol):
+        def emit(self, event: Event) -> None: ...
+
+else:
+
+    def __getattr__(name: str) -> type:
+        """`Bus`, a typing.Protocol, is built on first use: the hot commands never import
+        typing."""
+        if name != "Bus":
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        from typing import Protocol
+
+        class Bus(Protocol):
+            def emit(self, event: Event) -> None: ...
+
+        globals()["Bus"] = Bus
+        return Bus
 
 
 class Recorder:

@@ -7,15 +7,22 @@ appends one entry per event inside the same `store.batch()` as the write.
 
 from __future__ import annotations
 
-import dataclasses
 import json
-from collections.abc import Iterator, Sequence
-from typing import Any, Protocol, runtime_checkable
+
+from ledger_cli.engine._frozen import Frozen
+
+TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
+    from typing import Any, Protocol
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class HistoryEntry:
-    """One accepted write: when, who, which event, which key, at which fence."""
+class HistoryEntry(Frozen):
+    """One accepted write: when, who, which event, which key, at which fence.
+    A frozen dataclass (written out, see `ledger_cli.engine._frozen`)."""
+
+    __match_args__ = ("time", "actor", "event", "key", "fence", "data")
+    __slots__ = __match_args__
 
     time: str  # RFC3339Nano, the `now` of the write
     actor: str
@@ -24,8 +31,17 @@ class HistoryEntry:
     fence: int
     data: str  # the event's exact text
 
+    def __init__(self, time: str, actor: str, event: str, key: str, fence: int, data: str) -> None:
+        setattr = object.__setattr__
+        setattr(self, "time", time)
+        setattr(self, "actor", actor)
+        setattr(self, "event", event)
+        setattr(self, "key", key)
+        setattr(self, "fence", fence)
+        setattr(self, "data", data)
+
     def to_obj(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return {name: getattr(self, name) for name in self.__match_args__}
 
     def to_json(self) -> str:
         return json.dumps(self.to_obj(), ensure_ascii=False, separators=(",", ":"))
@@ -42,8 +58,27 @@ class HistoryEntry:
         )
 
 
-@runtime_checkable
-class History(Protocol):
-    def append_history(self, entries: Sequence[HistoryEntry]) -> None: ...
+if TYPE_CHECKING:
 
-    def read_history(self, key: str | None = None) -> Iterator[HistoryEntry]: ...
+    class History(Protocol):
+        def append_history(self, entries: Sequence[HistoryEntry]) -> None: ...
+
+        def read_history(self, key: str | None = None) -> Iterator[HistoryEntry]: ...
+
+else:
+
+    def __getattr__(name: str) -> type:
+        """`History`, a runtime-checkable typing.Protocol, is built on first use: the hot
+        commands never import typing."""
+        if name != "History":
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        from typing import Protocol, runtime_checkable
+
+        @runtime_checkable
+        class History(Protocol):
+            def append_history(self, entries: Sequence[HistoryEntry]) -> None: ...
+
+            def read_history(self, key: str | None = None) -> Iterator[HistoryEntry]: ...
+
+        globals()["History"] = History
+        return History

@@ -1,0 +1,148 @@
+"""TaskState, Event and HistoryEntry are frozen dataclasses written out by hand
+(`ledger_cli.engine._frozen`: importing `dataclasses` costs start-up time).
+They must behave exactly as `@dataclass(frozen=True, slots=True)` would."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ledger_cli.engine.events import Event
+from ledger_cli.engine.instant import Instant
+from ledger_cli.engine.record import TaskState
+from ledger_cli.stores.history import HistoryEntry
+
+T = Instant.parse("2024-01-02T03:04:05.123456789+01:00")
+
+SAMPLES: list[Any] = [
+    TaskState(),
+    TaskState(
+        key="k",
+        status="claimed",
+        sequence=3,
+        owner="w",
+        fence=2,
+        lease_until=T,
+        needs=("a", "b"),
+        task={"x": [1, 2.5, None]},
+        rev=7,
+        created_by="me",
+        created_at=T,
+        updated_by="you",
+        updated_at=T,
+    ),
+    Event("ledger.admitted", "k", "key k admitted"),
+    HistoryEntry(time=str(T), actor="a", event="ledger.claimed", key="k", fence=1, data="d"),
+]
+
+FIELDS = {
+    TaskState: [
+        "key",
+        "status",
+        "sequence",
+        "owner",
+        "fence",
+        "lease_until",
+        "needs",
+        "blocked_by",
+        "task",
+        "rev",
+        "created_by",
+        "created_at",
+        "updated_by",
+        "updated_at",
+    ],
+    Event: ["name", "key", "data"],
+    HistoryEntry: ["time", "actor", "event", "key", "fence", "data"],
+}
+
+
+def _twin(cls: type) -> Any:
+    """The class `@dataclass(frozen=True, slots=True)` makes from the same fields."""
+    return dataclasses.make_dataclass(
+        cls.__name__,
+        [
+            (f.name, f.type, dataclasses.field(default=f.default))
+            if f.default is not dataclasses.MISSING
+            else (f.name, f.type)
+            for f in dataclasses.fields(cls)
+        ],
+        frozen=True,
+        slots=True,
+    )
+
+
+@pytest.mark.parametrize("cls", list(FIELDS))
+def test_they_are_frozen_dataclasses_with_the_documented_fields(cls: type) -> None:
+    assert dataclasses.is_dataclass(cls)
+    assert [f.name for f in dataclasses.fields(cls)] == FIELDS[cls]
+    params = cls.__dataclass_params__  # type: ignore[attr-defined]
+    assert params.frozen and params.eq
+
+
+def test_taskstate_defaults_are_the_go_zero_values() -> None:
+    defaults = {f.name: f.default for f in dataclasses.fields(TaskState)}
+    assert defaults == {name: getattr(TaskState(), name) for name in FIELDS[TaskState]}
+    assert defaults["needs"] is None and defaults["lease_until"] == Instant.ZERO
+
+
+@pytest.mark.parametrize("obj", SAMPLES, ids=lambda o: type(o).__name__)
+def test_they_behave_as_their_dataclass_twins(obj: Any) -> None:
+    twin_cls = _twin(type(obj))
+    values = dataclasses.astuple(obj)
+    twin = twin_cls(*values)
+    assert repr(obj) == repr(twin)
+    try:
+        assert hash(obj) == hash(twin)
+    except TypeError:  # a dict payload: unhashable for both
+        with pytest.raises(TypeError):
+            hash(twin)
+    assert dataclasses.asdict(obj) == dataclasses.asdict(twin)
+    assert type(obj)(*values) == obj
+    assert obj != twin  # another class, as between two dataclasses
+    assert pickle.loads(pickle.dumps(obj)) == obj
+    assert copy.deepcopy(obj) == obj and copy.copy(obj) == obj
+    field = FIELDS[type(obj)][0]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setattr(obj, field, "x")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        delattr(obj, field)
+    with pytest.raises(AttributeError):
+        obj.not_a_field = 1
+    changed = dataclasses.replace(obj, **{field: "other"})
+    assert getattr(changed, field) == "other" and changed != obj
+    assert obj.replace(**{field: "other"}) == changed
+    with pytest.raises(TypeError):
+        dataclasses.replace(obj, not_a_field=1)
+    match obj:
+        case TaskState(key, status):
+            assert (key, status) == (obj.key, obj.status)
+        case Event(name, key, data) | HistoryEntry(_, _, name, key, _, data):
+            assert (name, key, data) == (
+                obj.event if isinstance(obj, HistoryEntry) else obj.name,
+                obj.key,
+                obj.data,
+            )
+
+
+def test_hot_modules_do_not_import_dataclasses(tmp_path: Path) -> None:
+    code = (
+        "import sys\n"
+        "from ledger_cli.engine.record import TaskState\n"
+        "from ledger_cli.engine.events import Event\n"
+        "from ledger_cli.stores.history import HistoryEntry\n"
+        "t = TaskState(key='k')\n"
+        "assert t.replace(rev=1).rev == 1 and t == TaskState(key='k')\n"
+        "assert 'dataclasses' not in sys.modules\n"
+        "import dataclasses\n"
+        "assert dataclasses.is_dataclass(t)\n"
+    )
+    root = Path(__file__).parent.parent
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=root, timeout=60)
