@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import stat
 import sys
-from typing import IO, Any
 
 from ledger_cli.cli import output
 from ledger_cli.cli.context import Session, Settings
@@ -17,6 +16,10 @@ from ledger_cli.cli.inputs import (
     parse_uint,
     validate_key,
 )
+
+TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
+if TYPE_CHECKING:
+    from typing import IO, Any
 
 _BATCH_FIELDS = ("key", "seq", "task", "needs")
 

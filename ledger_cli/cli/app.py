@@ -14,11 +14,14 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, NoReturn
 
 from ledger_cli.cli import output
 from ledger_cli.cli.context import Settings
 from ledger_cli.errors import LedgerError
+
+TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
 
 EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141

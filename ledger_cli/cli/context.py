@@ -10,11 +10,13 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
 
 from ledger_cli.cli.inputs import parse_now, validate_text
 
+TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
+    from typing import Any
+
     from ledger_cli.engine.events import Event, Recorder
     from ledger_cli.engine.instant import Instant
     from ledger_cli.engine.ledger import Ledger

@@ -17,9 +17,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from typing import Any
 
+from ledger_cli import _load
 from ledger_cli.cli.context import Settings
+
+TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
+if TYPE_CHECKING:
+    from typing import Any
 
 
 # Plain classes, not dataclasses: creating a dataclass costs a few ms at import.
@@ -180,9 +184,7 @@ def parse(args: Sequence[str]) -> Parsed | None:
 
 def target(parsed: Parsed) -> Callable[..., int]:
     module_name, _, name = COMMANDS[parsed.command].target.partition(":")
-    import importlib
-
-    module = importlib.import_module(f"ledger_cli.cli.{module_name}")
+    module = _load(f"ledger_cli.cli.{module_name}")
     fn: Callable[..., int] = getattr(module, name)
     return fn
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 from datetime import timedelta
-from typing import TYPE_CHECKING
 
 from ledger_cli.cli import output
 from ledger_cli.cli.context import Session, Settings
@@ -17,6 +16,7 @@ from ledger_cli.cli.inputs import (
 )
 from ledger_cli.errors import LedgerError
 
+TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from ledger_cli.engine.record import TaskState
 

@@ -10,9 +10,11 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
+    from typing import Any
+
     from ledger_cli.engine.record import TaskState
     from ledger_cli.errors import LedgerError
 

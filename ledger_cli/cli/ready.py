@@ -11,10 +11,10 @@ dependencies expect from `--next`.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
 
 from ledger_cli.engine.dependencies import nearest_blocking
 
+TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from ledger_cli.engine.instant import Instant
     from ledger_cli.engine.record import TaskState

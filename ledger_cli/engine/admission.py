@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from ledger_cli.engine import events
 from ledger_cli.engine.core import Core
 from ledger_cli.engine.dependencies import blocking_need, recheck_needs
@@ -11,6 +9,10 @@ from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
 from ledger_cli.engine.status import Status, is_terminal
 from ledger_cli.errors import ValidationError
+
+TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def admit(

@@ -23,9 +23,12 @@ import json
 import math
 import re
 from operator import itemgetter
-from typing import Any
 
 from ledger_cli.errors import DecodeError, EncodeError
+
+TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "MAX_DEPTH",

@@ -17,7 +17,11 @@ import re
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta, timezone
-from typing import Any, ClassVar, overload
+
+TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
+if TYPE_CHECKING:
+    from typing import Any, ClassVar, overload
+
 
 __all__ = ["Instant"]
 
@@ -227,11 +231,13 @@ class Instant:
 
     __radd__ = __add__
 
-    @overload
-    def __sub__(self, other: Instant) -> timedelta: ...
+    if TYPE_CHECKING:  # typing.overload, seen by type checkers only
 
-    @overload
-    def __sub__(self, other: timedelta) -> Instant: ...
+        @overload
+        def __sub__(self, other: Instant) -> timedelta: ...
+
+        @overload
+        def __sub__(self, other: timedelta) -> Instant: ...
 
     def __sub__(self, other: Instant | timedelta) -> timedelta | Instant:
         """`instant - instant` is a timedelta (truncated toward zero to whole

@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any
 
 from ledger_cli.engine import admission, completion, leases
 from ledger_cli.engine.core import Core
-from ledger_cli.engine.events import Bus
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState, go_quote
-from ledger_cli.engine.snapshot import Snapshot
 from ledger_cli.engine.status import Status
-from ledger_cli.engine.store import Store
 from ledger_cli.errors import RestoreConflictError
+
+TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ledger_cli.engine.events import Bus
+    from ledger_cli.engine.snapshot import Snapshot
+    from ledger_cli.engine.store import Store
 
 TimeLike = Instant | datetime
 
@@ -72,6 +76,8 @@ class Ledger:
 
     def snapshot(self) -> Snapshot:
         """Every record, sorted by key; an empty store gives `Snapshot(None)`."""
+        from ledger_cli.engine.snapshot import Snapshot
+
         tasks = tuple(self._core.store.range())
         return Snapshot(tasks or None)
 

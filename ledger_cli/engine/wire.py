@@ -24,13 +24,16 @@ validates records; `Snapshot.decode` does.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from ledger_cli.engine import gojson
 from ledger_cli.engine.gojson import EscapedStr, Number, RawObject, encode_string
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState, go_quote
 from ledger_cli.errors import DecodeError, EncodeError
+
+TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "FIELD_NAMES",

@@ -50,14 +50,13 @@ of version 1 (no sums) are still read, their sums checked where present.
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import functools
 import json
 import os
 import re
-import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, ParamSpec, TypeVar
 
 from ledger_cli.engine.record import TaskState, byte_order
 from ledger_cli.errors import DecodeError, StoreError, ValidationError
@@ -112,8 +111,12 @@ def key_digest(key: str) -> str | None:
     return digest
 
 
-_P = ParamSpec("_P")
-_R = TypeVar("_R")
+TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
+if TYPE_CHECKING:
+    from typing import Any, ParamSpec, TypeVar
+
+    _P = ParamSpec("_P")
+    _R = TypeVar("_R")
 
 
 @contextlib.contextmanager
@@ -150,7 +153,7 @@ class _Batch:
     def __init__(self) -> None:
         self.records: dict[str, tuple[TaskState, bytes]] = {}
         self.history: list[bytes] = []
-        self.thread = threading.get_ident()
+        self.thread = _thread.get_ident()
         self.owns_lock = False
         self.undo: list[tuple[str, tuple[TaskState, bytes] | None]] = []
         self.marks: list[tuple[int, int]] = []
@@ -197,7 +200,7 @@ class JsonFileStore:
             allow_network_fs = os.environ.get(_fsutil.ENV_ALLOW_NETWORK_FS) == "1"
         if not allow_network_fs:
             _refuse_network_fs(self._root)
-        self._mutex = threading.RLock()
+        self._mutex = _thread.RLock()
         self._lock = QueueLock(self._root, lock_timeout, fair=fair_lock)
         self._depth = 0
         self._owner = 0
@@ -307,7 +310,7 @@ class JsonFileStore:
             self._sweep_root(root_fd)
             self._lock.sweep(root_fd)
             batch = self._batch
-            if batch is not None and batch.thread == threading.get_ident():
+            if batch is not None and batch.thread == _thread.get_ident():
                 for digest, (rec, _) in batch.records.items():
                     found[digest] = rec
         return iter(sorted(found.values(), key=lambda rec: byte_order(rec.key)))
@@ -332,7 +335,7 @@ class JsonFileStore:
                     return []
                 found = self._scan_live(root_fd)
                 batch = self._batch
-                if batch is not None and batch.thread == threading.get_ident():
+                if batch is not None and batch.thread == _thread.get_ident():
                     for digest, (rec, _) in batch.records.items():
                         found[digest] = rec
             records = (r for r in found.values() if r.status in wanted)
@@ -409,7 +412,7 @@ class JsonFileStore:
             data = _fsutil.read_file(root_fd, HISTORY_NAME, self._shown(HISTORY_NAME)) or b""
             pending: list[bytes] = []
             batch = self._batch
-            if batch is not None and batch.thread == threading.get_ident():
+            if batch is not None and batch.thread == _thread.get_ident():
                 pending = batch.history
         entries = _parse_history(data, self._shown(HISTORY_NAME))
         entries.extend(_parse_history(b"".join(pending), "(pending batch)"))
@@ -435,7 +438,7 @@ class JsonFileStore:
 
     def _holding(self) -> bool:
         """True in the thread that holds the store lock."""
-        return self._depth > 0 and self._owner == threading.get_ident()
+        return self._depth > 0 and self._owner == _thread.get_ident()
 
     @contextlib.contextmanager
     def _locked(self, *, create: bool) -> Iterator[int | None]:
@@ -481,7 +484,7 @@ class JsonFileStore:
             raise
         self._root_fd = root_fd
         self._depth = 1
-        self._owner = threading.get_ident()
+        self._owner = _thread.get_ident()
         try:
             # Every temporary file is made in the root directory while the lock is
             # held: any found now was left by a crash (cheap: the root holds ~8 names).

@@ -13,12 +13,11 @@ driver, no filelock and no platformdirs.
 
 from __future__ import annotations
 
-import importlib
 import os
-from typing import TYPE_CHECKING
 
 from ledger_cli.errors import StoreError
 
+TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path
@@ -85,6 +84,8 @@ def _path_part(url: str, prefix: str) -> str:
 
 
 def _backend(module: str, name: str, url: str, hint: str) -> Callable[[str], Store]:
+    import importlib
+
     try:
         mod = importlib.import_module(module)
     except ModuleNotFoundError as exc:
