@@ -49,9 +49,9 @@ def _wants_json(args: Sequence[str]) -> bool:
 
 def run_typer(args: Sequence[str]) -> int:
     import typer
-    from typer import _click
 
     from ledger_cli.cli.commands import COMPLETE_VAR, build_cli
+    from ledger_cli.cli.typer_compat import ClickException
 
     cli = build_cli()
     try:
@@ -61,7 +61,7 @@ def run_typer(args: Sequence[str]) -> int:
             complete_var=COMPLETE_VAR,
             standalone_mode=False,
         )
-    except _click.exceptions.ClickException as exc:
+    except ClickException as exc:
         exc.show()
         if _wants_json(args):
             message = output.one_line(exc.format_message())

@@ -17,10 +17,10 @@ from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
-from typer import _click
-from typer.core import TyperCommand, TyperGroup, TyperOption
 
+from ledger_cli.cli import typer_compat as compat
 from ledger_cli.cli.context import ENV_ACTOR, ENV_NOW, ENV_STORE, Settings
+from ledger_cli.cli.typer_compat import TyperCommand, TyperGroup
 
 SETTINGS_KEY = "ledger.settings"
 COMPLETE_VAR = "_LEDGER_COMPLETE"
@@ -28,49 +28,69 @@ COMPLETE_VAR = "_LEDGER_COMPLETE"
 # -- global settings ---------------------------------------------------------------
 
 
-def _remember(ctx: _click.Context, param: _click.Parameter, value: Any) -> Any:
+def _remember(ctx: typer.Context, param: typer.CallbackParam, value: Any) -> Any:
     """Keep a global setting given on the command line (the later one wins)."""
     if value is None or value is False or param.name is None:
         return value
-    if ctx.get_parameter_source(param.name) != _click.core.ParameterSource.COMMANDLINE:
+    if ctx.get_parameter_source(param.name) != compat.ParameterSource.COMMANDLINE:
         return value
     ctx.find_root().meta.setdefault(SETTINGS_KEY, {})[param.name] = value
     return value
 
 
-def global_params() -> list[_click.Parameter]:
-    return [
-        TyperOption(
-            param_decls=["--store"],
+def _setting(*decls: str, metavar: str | None = None, help: str) -> Any:
+    return typer.Option(
+        *decls,
+        metavar=metavar,
+        help=help,
+        expose_value=False,
+        callback=_remember,
+        show_default=False,
+    )
+
+
+def _global_settings(
+    store: Annotated[
+        str | None,
+        _setting(
+            "--store",
             metavar="URL",
             help=f"Store URL or path [env: {ENV_STORE}; default: the user data dir].",
-            expose_value=False,
-            callback=_remember,
         ),
-        TyperOption(
-            param_decls=["--actor"],
+    ] = None,
+    actor: Annotated[
+        str | None,
+        _setting(
+            "--actor",
             metavar="NAME",
             help=f"Who is writing, for the records and the log [env: {ENV_ACTOR}; "
             "default: user@host].",
-            expose_value=False,
-            callback=_remember,
         ),
-        TyperOption(
-            param_decls=["--now"],
+    ] = None,
+    now: Annotated[
+        str | None,
+        _setting(
+            "--now",
             metavar="TIME",
             help=f"Use this RFC 3339 instant as the clock [env: {ENV_NOW}].",
-            expose_value=False,
-            callback=_remember,
         ),
-        TyperOption(
-            param_decls=["--json"],
-            is_flag=True,
-            default=False,
-            help="Machine-readable JSON output (errors included).",
-            expose_value=False,
-            callback=_remember,
-        ),
-    ]
+    ] = None,
+    json: Annotated[
+        bool, _setting("--json", help="Machine-readable JSON output (errors included).")
+    ] = False,
+) -> None:
+    """The global settings' declarations: never run, only turned into parameters."""
+
+
+def global_params() -> list[compat.Parameter]:
+    """Fresh click parameters for the global settings, built by typer itself from
+    `_global_settings` (so every typer line builds them its own way)."""
+    holder = typer.Typer()
+    holder.command()(_global_settings)
+    return [p for p in compat.get_command(holder).params if p.name in _GLOBAL_NAMES]
+
+
+_GLOBAL_NAMES = ("store", "actor", "now", "json")
 
 
 class LedgerGroup(TyperGroup):
@@ -97,9 +117,9 @@ app = typer.Typer(
 )
 
 
-def build_cli() -> _click.Command:
+def build_cli() -> compat.Command:
     """The click group of `app` (what `typer.testing.CliRunner` runs too)."""
-    return typer.main.get_command(app)
+    return compat.get_command(app)
 
 
 def settings_of(ctx: typer.Context) -> Settings:
@@ -291,7 +311,7 @@ def log(ctx: typer.Context, key: OptKey = None, jsonl: JsonLines = False) -> Non
 class RunCommand(TyperCommand):
     """`run … -- CMD…`: everything after the first `--` is the command, untouched."""
 
-    def parse_args(self, ctx: _click.Context, args: list[str]) -> list[str]:
+    def parse_args(self, ctx: compat.Context, args: list[str]) -> list[str]:
         if "--" in args:
             cut = args.index("--")
             ctx.meta["ledger.command"] = args[cut + 1 :]

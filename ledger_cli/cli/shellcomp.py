@@ -17,9 +17,8 @@ FILES: dict[str, str] = {"bash": "ledger.bash", "zsh": "_ledger", "fish": "ledge
 def script(shell: str) -> str:
     """What `ledger --show-completion SHELL` prints, for this app's program
     name and completion variable (no shell detection involved)."""
-    from typer._completion_shared import get_completion_script
-
     from ledger_cli.cli.commands import COMPLETE_VAR
+    from ledger_cli.cli.typer_compat import get_completion_script
 
     return get_completion_script(prog_name="ledger", complete_var=COMPLETE_VAR, shell=shell) + "\n"
 

@@ -1,0 +1,42 @@
+"""Every name the CLI takes from typer beyond its documented top level, in one place.
+
+typer vendors click as `typer._click` (0.28 and 0.29 alike) and keeps the
+completion script templates in `typer._completion_shared`: private modules
+that a typer release may move without notice. The rest of the package imports
+them from here only, so a move breaks one module, and
+`tests/test_typer_compat.py` checks every name below against the installed
+typer with an error that names what moved.
+
+Supported: typer 0.28 and 0.29 (pyproject pins `typer>=0.28,<0.30`; CI runs
+the CLI tests against both lines). Importing this module imports typer: only
+the typer path of `app.py` and the declarations in `commands.py` do.
+"""
+
+from __future__ import annotations
+
+from typer import _click
+from typer._completion_shared import get_completion_script
+from typer.core import TyperCommand, TyperGroup
+from typer.main import get_command
+
+ClickException = _click.exceptions.ClickException
+Context = _click.Context
+Parameter = _click.Parameter
+Command = _click.Command
+ParameterSource = _click.core.ParameterSource
+
+SUPPORTED = ((0, 28), (0, 29))
+"""The typer lines this module is known to work with (major, minor)."""
+
+__all__ = [
+    "SUPPORTED",
+    "ClickException",
+    "Command",
+    "Context",
+    "Parameter",
+    "ParameterSource",
+    "TyperCommand",
+    "TyperGroup",
+    "get_command",
+    "get_completion_script",
+]
