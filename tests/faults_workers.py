@@ -6,6 +6,11 @@ keeps going with a lease it lost now and then (so that its stale writes must be
 refused). Each logs every command it ran, with its exit code, as JSON lines in
 its own file; the test checks those logs against the store's history.
 
+Workers run until the test creates the stop file (it waits for enough stalls,
+takeovers and refused stale writes, not for a time). Every pause is a fraction
+or a multiple of LEASE, and a `run` worker stops a `ledger run` only once it has
+claimed and started its command.
+
 Kinds:
 - `cli`:  the real command line (`ledger_cli.cli.app.run`) called in this
           process — a command costs milliseconds, so thousands run;
@@ -37,11 +42,11 @@ STALE_WRITE_CHANCE = 0.6
 
 
 class Worker:
-    def __init__(self, kind: str, store: str, name: str, until: float, log: str) -> None:
+    def __init__(self, kind: str, store: str, name: str, stop_file: str, log: str) -> None:
         self.kind = kind
         self.store = store
         self.name = name
-        self.until = until
+        self.stop_file = stop_file
         self.rng = random.Random(f"{name}-{os.getpid()}")
         self.log = open(log, "a", encoding="utf-8")  # noqa: SIM115 - closed at exit
         self.known: list[str] = [f"task-{i:02d}" for i in range(12)]  # the test's tasks
@@ -89,7 +94,7 @@ class Worker:
         if code != 0:
             self.note("claim-next", None, None, code, err=err.strip()[:200])
             if code == 7:
-                time.sleep(0.05)
+                time.sleep(LEASE / 10)
             return None
         key, fence_text = out.split()
         self.note("claim-next", key, int(fence_text), code)
@@ -151,8 +156,12 @@ class Worker:
         code, _, err = self.ledger("admit", key)
         self.note("admit", key, None, code, err=err.strip()[:200])
 
+    def running(self) -> bool:
+        """Until the test, having seen enough, creates the stop file."""
+        return not os.path.exists(self.stop_file)
+
     def loop(self) -> None:
-        while time.time() < self.until:
+        while self.running():
             got = self.acquire()
             if got is not None:
                 self.hold(*got)
@@ -160,7 +169,7 @@ class Worker:
     # -- the run worker ------------------------------------------------------------------
 
     def run_loop(self) -> None:
-        while time.time() < self.until:
+        while self.running():
             seconds = self.rng.uniform(0.1, 0.8)
             proc = subprocess.Popen(
                 [sys.executable, "-m", "ledger_cli", "--store", self.store, "--actor", self.name,
@@ -169,8 +178,8 @@ class Worker:
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             )  # fmt: skip
             stopped = False
-            if self.rng.random() < 0.6:
-                time.sleep(self.rng.uniform(0.25, 0.5))  # past start-up and the claim
+            if self.rng.random() < 0.6 and self.command_started(proc):
+                time.sleep(self.rng.uniform(0.0, 0.5) * LEASE)
                 if proc.poll() is None:
                     os.kill(proc.pid, signal.SIGSTOP)  # the renewer stalls with it
                     stopped = True
@@ -188,12 +197,26 @@ class Worker:
             if proc.returncode == 0:
                 self.refill()  # a task finished: another comes in
             elif proc.returncode == 7:
-                time.sleep(0.1)
+                time.sleep(LEASE / 5)
+
+    @staticmethod
+    def command_started(proc: subprocess.Popen[str]) -> bool:
+        """Wait until `ledger run` has claimed and started its command (it has a child
+        process), whatever the machine's speed; False when it exited first."""
+        while proc.poll() is None:
+            try:
+                with open(f"/proc/{proc.pid}/task/{proc.pid}/children") as fh:
+                    if fh.read().split():
+                        return True
+            except FileNotFoundError:
+                return False
+            time.sleep(0.005)
+        return False
 
 
 def main(argv: list[str]) -> None:
-    kind, store, name, seconds, log = argv
-    worker = Worker(kind, store, name, time.time() + float(seconds), log)
+    kind, store, name, stop_file, log = argv
+    worker = Worker(kind, store, name, stop_file, log)
     if kind == "run":
         worker.run_loop()
     else:

@@ -18,7 +18,9 @@ history (time, actor, event, key, fence, data):
 - the records agree with the history's last word on each task;
 - fencing was exercised: stale writes were refused with exit 5.
 
-`LEDGER_CONTENTION_SECONDS=N` runs the workers N seconds (default 8).
+`LEDGER_CONTENTION_SECONDS=N` runs the workers at least N seconds (default 8),
+and on until a takeover and a refused stale write have happened (a state, not
+a time: on a slow machine that takes longer).
 """
 
 from __future__ import annotations
@@ -42,6 +44,13 @@ from ledger_cli.stores.history import HistoryEntry
 from ledger_cli.stores.jsonfile import JsonFileStore, key_digest
 from tests.cli_support import ledger_cmd, run_ledger, subprocess_env
 from tests.faults_workers import LEASE
+from tests.timing_support import (
+    HANG,
+    stop_outside_store_lock,
+    wait_past_lease,
+    wait_stopped,
+    wait_until,
+)
 
 SECONDS = float(os.environ.get("LEDGER_CONTENTION_SECONDS", "8"))
 WORKERS = [("cli", 5), ("proc", 1), ("run", 2)]
@@ -111,6 +120,15 @@ def check_history(entries: list[HistoryEntry], lease: timedelta) -> collections.
     return seen
 
 
+def _complete_lines(logs: Path) -> list[str]:
+    """The complete lines the workers have logged so far."""
+    lines: list[str] = []
+    for f in sorted(logs.iterdir()):
+        text = f.read_text()
+        lines += text[: text.rfind("\n") + 1].splitlines()
+    return lines
+
+
 def _history_key(e: HistoryEntry) -> tuple[str, str, str, int]:
     op = {
         events.CLAIMED: "grant",
@@ -135,11 +153,12 @@ def test_lease_safety_under_contention(tmp_path: Path) -> None:
     assert run_ledger(store, "admit", "--batch", "-", input=batch.encode()).returncode == 0
     logs = tmp_path / "logs"
     logs.mkdir()
+    stop = tmp_path / "stop"
     procs = []
     for kind, count in WORKERS:
         for i in range(count):
             name = f"{kind}{i}"
-            argv = [kind, str(store), name, str(SECONDS), str(logs / f"{name}.jsonl")]
+            argv = [kind, str(store), name, str(stop), str(logs / f"{name}.jsonl")]
             procs.append(
                 subprocess.Popen(
                     [sys.executable, "-m", "tests.faults_workers", *argv],
@@ -148,9 +167,27 @@ def test_lease_safety_under_contention(tmp_path: Path) -> None:
                     text=True,
                 )
             )
+    started = time.monotonic()
+
+    def seen_enough() -> bool:
+        """SECONDS of contention, and in them a takeover and a refused stale write."""
+        if any(p.poll() is not None for p in procs):
+            return True  # a worker died: stop the others, the checks below will say why
+        if time.monotonic() - started < SECONDS:
+            return False
+        entries = [json.loads(line) for line in _complete_lines(logs)]
+        return any(e["exit"] == 5 for e in entries) and any(
+            e["op"] == "takeover" and e["exit"] == 0 for e in entries
+        )
+
+    try:
+        wait_until(seen_enough, "a takeover and a refused stale write", timeout=SECONDS + HANG)
+    finally:
+        stop.touch()
     for p in procs:
-        _, err = p.communicate(timeout=SECONDS + 120)
+        _, err = p.communicate(timeout=HANG)
         assert p.returncode == 0, err
+    elapsed = time.monotonic() - started
     log = [json.loads(line) for f in sorted(logs.iterdir()) for line in f.read_text().splitlines()]
     codes = collections.Counter((e["op"], e["exit"]) for e in log)
     # Only documented outcomes: 0, 3 (a takeover of a task not yet known), 4 (live lease),
@@ -200,7 +237,7 @@ def test_lease_safety_under_contention(tmp_path: Path) -> None:
     stale_completes = sum(n for (op, code), n in codes.items() if code == 5 and op == "complete")
     runs_lost = codes[("run", 5)]
     print(
-        f"\n{len(procs)} workers x {SECONDS:g}s: {len(log)} commands, {len(entries)} history "
+        f"\n{len(procs)} workers x {elapsed:.1f}s: {len(log)} commands, {len(entries)} history "
         f"entries; checker: {dict(seen)}; refused with exit 5: {refused} "
         f"(stale completes {stale_completes}, runs that lost their lease {runs_lost}); "
         f"outcomes: {dict(sorted(codes.items()))}"
@@ -267,18 +304,6 @@ for op in (["renew", key, "--owner", "w1", "--fence", fence, "--lease", "1m"],
 """
 
 
-def _state_letter(pid: int) -> str:
-    with open(f"/proc/{pid}/stat") as fh:
-        return fh.read().rsplit(")", 1)[1].split()[0]
-
-
-def _wait_stopped(pid: int, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while _state_letter(pid) != "T":
-        assert time.monotonic() < deadline, "the worker never stopped"
-        time.sleep(0.01)
-
-
 def _record_bytes(store: Path, key: str) -> bytes:
     digest = key_digest(key)
     assert digest is not None
@@ -295,8 +320,8 @@ def test_a_paused_holder_is_fenced_off(tmp_path: Path) -> None:
     assert worker.stdout is not None
     fence = worker.stdout.readline().strip()
     assert fence == "1"
-    _wait_stopped(worker.pid)
-    time.sleep(LEASE + 0.3)  # past the paused holder's lease
+    wait_stopped(worker.pid)
+    wait_past_lease(store, "job")  # the paused holder's lease, as recorded, has run out
     took = run_ledger(store, "takeover", "job", "--owner", "w2", "--lease", "1m")
     assert took.returncode == 0 and took.stdout == "2\n", took.stderr
     record = _record_bytes(store, "job")
@@ -325,14 +350,14 @@ def test_a_paused_ledger_run_loses_its_lease_and_writes_nothing(tmp_path: Path) 
          "--lease", "2s", "--", "sh", "-c", f"echo $$ > {pidfile}; exec sleep 60"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=subprocess_env(),
     )  # fmt: skip
-    deadline = time.monotonic() + 30
-    while not (pidfile.exists() and pidfile.read_text().strip()):
-        assert time.monotonic() < deadline and run.poll() is None
-        time.sleep(0.01)
+    wait_until(
+        lambda: run.poll() is not None or (pidfile.exists() and pidfile.read_text().strip()),
+        "the command to start",
+    )
+    assert run.poll() is None
     child = int(pidfile.read_text())
-    os.kill(run.pid, signal.SIGSTOP)  # the supervisor and its renewer stall
-    _wait_stopped(run.pid)
-    time.sleep(2.0 + 0.5)  # past the lease: no renewal came
+    stop_outside_store_lock(run.pid, store)  # the supervisor and its renewer stall
+    wait_past_lease(store, "job")  # past the lease as last renewed: no renewal came
     took = run_ledger(store, "takeover", "job", "--owner", "w2", "--lease", "1m")
     assert took.returncode == 0 and took.stdout == "2\n", took.stderr
     record = _record_bytes(store, "job")
