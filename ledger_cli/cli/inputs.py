@@ -231,7 +231,7 @@ def _constant(name: str) -> Any:
 
 
 def _integer(literal: str) -> int | float:
-    """SPEC §2 departure 3: an integer literal within 64 bits (−2^63 … 2^64−1) is
+    """SPEC §2 departure 3: an integer literal within 64 bits (-2^63 .. 2^64-1) is
     an exact int (`-0` is -0.0); a longer one is a float64, as in Go."""
     # At most 20 digits: never convert thousands of them (Python refuses past 4300).
     if len(literal) <= 21:
