@@ -1,4 +1,4 @@
-"""Fixtures shared by several test files."""
+"""Fixtures shared by several test files, and the one-line PostgreSQL skip summary."""
 
 from __future__ import annotations
 
@@ -25,3 +25,28 @@ def scratch(tmp_path: Path) -> Iterator[Path]:
             shutil.rmtree(base, ignore_errors=True)
     else:
         yield tmp_path
+
+
+def _skip_message(report: pytest.TestReport) -> str:
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        return str(longrepr[2]).removeprefix("Skipped: ")
+    return str(longrepr)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Without a PostgreSQL server hundreds of tests skip for one reason: say it once,
+    with how to start the server (`-rs` lists every skipped test as usual)."""
+    skipped = terminalreporter.stats.get("skipped", [])
+    if not skipped:
+        return
+    from tests.sql_support import postgres_skip_reason
+
+    reason = postgres_skip_reason()
+    if reason is None:
+        return
+    count = sum(1 for report in skipped if _skip_message(report) == reason)
+    if count:
+        terminalreporter.write_line(
+            f"{count} PostgreSQL tests skipped: {reason}; `-rs` lists them", yellow=True
+        )

@@ -43,14 +43,22 @@ def _postgres_problem() -> str | None:
     return None
 
 
+POSTGRES_HINT = "start it with `bash .ci/postgres.sh`, or set LEDGER_TEST_POSTGRES_URL"
+
+
+def postgres_skip_reason() -> str | None:
+    """Why the PostgreSQL tests skip (the problem and how to fix it); None when they run."""
+    problem = _postgres_problem()
+    return None if problem is None else f"{problem} ({POSTGRES_HINT})"
+
+
 def require_postgres() -> str:
     """The test server's URL; skip (or, under CI, fail) when it is not reachable."""
-    problem = _postgres_problem()
-    if problem is not None:
-        hint = " (start it with .ci/postgres.sh, or set LEDGER_TEST_POSTGRES_URL)"
+    reason = postgres_skip_reason()
+    if reason is not None:
         if in_ci():
-            pytest.fail(f"CI is set and {problem}{hint}", pytrace=False)
-        pytest.skip(problem + hint)
+            pytest.fail(f"CI is set and {reason}", pytrace=False)
+        pytest.skip(reason)
     return postgres_url()
 
 
