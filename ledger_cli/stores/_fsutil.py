@@ -173,9 +173,9 @@ def _needs_fchmod() -> bool:
     if _umask_allows_owner_rw is None:
         allowed = False
         try:
-            with open("/proc/self/status", encoding="ascii", errors="replace") as fh:
+            with open("/proc/self/status", "rb") as fh:  # bytes: no codec to import
                 for line in fh:
-                    if line.startswith("Umask:"):
+                    if line.startswith(b"Umask:"):
                         allowed = int(line.split()[1], 8) & 0o600 == 0
                         break
         except (OSError, ValueError, IndexError):
