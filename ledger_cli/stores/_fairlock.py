@@ -140,9 +140,11 @@ class QueueLock:
                 os.close(fd)
                 fd = -1
                 fd = self._open_lock_file(root_fd)
-        except BaseException:
+        except BaseException as exc:
             if fd >= 0:
                 os.close(fd)
+            if isinstance(exc, OSError):
+                raise fail(self._lock_path, "cannot lock", exc) from None
             raise
         os.close(fd)
         remaining = max(deadline - time.monotonic(), 0.0)
