@@ -85,12 +85,15 @@ def test_four_concurrent_claimers_run_each_task_once_in_dependency_order(tmp_pat
     assert not [e for e in events if e.startswith("error")], events
     claimed = [e.split()[1] for e in events if e.startswith("claimed ")]
     assert sorted(claimed) == sorted(needs), "each task claimed exactly once"
-    position = {e: i for i, e in enumerate(events)}
-    done_at = {e.split()[1]: position[e] for e in events if e.startswith("done ")}
-    claimed_at = {e.split()[1]: position[e] for e in events if e.startswith("claimed ")}
+    # The order of truth is the store's history (written under its lock): the workers'
+    # own log lines may land late (a worker descheduled between a command and its note).
+    history = json.loads(run_ledger(store, "log", "--json").stdout)
+    position = {(h["event"], h["key"]): i for i, h in enumerate(history)}
+    assert sum(h["event"] == "ledger.claimed" for h in history) == n
     for key, deps in needs.items():
         for dep in deps:
-            assert done_at[dep] < claimed_at[key], f"{key} claimed before {dep} was done"
+            done_at = position[("ledger.completed", dep)]
+            assert done_at < position[("ledger.claimed", key)], f"{key} claimed before {dep}"
     assert len({e.split()[2] for e in events if e.startswith("claimed ")}) > 1
     listing = json.loads(run_ledger(store, "list", "--json").stdout)
     assert {r["Status"] for r in listing} == {"completed"} and len(listing) == n
