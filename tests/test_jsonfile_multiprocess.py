@@ -11,6 +11,7 @@ import random
 import signal
 import struct
 import time
+from collections.abc import Callable
 from datetime import timedelta
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -43,16 +44,25 @@ def _rec(key: str, sequence: int, task: Any = None) -> TaskState:
     )
 
 
-def _run(procs: list[Any], timeout: float = 120) -> None:
+def _run(
+    procs: list[Any], progress: Callable[[], object] = lambda: None, stall: float = 120
+) -> None:
+    """Run the workers to the end. A hang is `stall` seconds without progress (what
+    `progress()` returns stays the same), not a total time: a loaded machine is slow."""
     for p in procs:
         p.start()
-    deadline = time.monotonic() + timeout
+    seen, since = progress(), time.monotonic()
+    while any(p.is_alive() for p in procs):
+        for p in procs:
+            p.join(0.2)
+        now = progress()
+        if now != seen:
+            seen, since = now, time.monotonic()
+        elif time.monotonic() - since > stall:
+            for p in procs:
+                p.kill()
+            pytest.fail(f"no progress for {stall:g}s: a worker process hung")
     for p in procs:
-        p.join(max(deadline - time.monotonic(), 0.1))
-    for p in procs:
-        if p.is_alive():
-            p.kill()
-            pytest.fail("a worker process hung")
         assert p.exitcode == 0, f"worker exited with {p.exitcode}"
 
 
@@ -85,7 +95,11 @@ def test_concurrent_compare_and_swap_loses_no_update(tmp_path: Path) -> None:
     for key in KEYS:
         assert store.compare_and_swap(key, None, _rec(key, 0))
     results = FORK.Queue()
-    _run([FORK.Process(target=_hammer, args=(root, i, results)) for i in range(PROCS)])
+
+    def revs() -> list[int]:
+        return [rec.rev if (rec := store.load(key)) is not None else -1 for key in KEYS]
+
+    _run([FORK.Process(target=_hammer, args=(root, i, results)) for i in range(PROCS)], revs)
     retries = sum(results.get(timeout=5) for _ in range(PROCS))
     for key in KEYS:
         cur = store.load(key)
