@@ -112,7 +112,9 @@ def _check_needs(records: list[TaskState], found: Findings) -> None:
 
 def doctor(settings: Settings, fix: bool = False) -> int:
     found = Findings()
-    url = store_url(settings)
+    from ledger_cli.stores.resolve import redact_url
+
+    url = redact_url(store_url(settings))  # never print a password
     with Session(settings) as s:
         root: str | None = getattr(s.store, "path", None)
         temps: list[str] = []

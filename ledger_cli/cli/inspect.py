@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from ledger_cli.cli import output
 from ledger_cli.cli.context import Session, Settings
-from ledger_cli.cli.inputs import InputError, parse_status, parse_uint, validate_key, validate_text
+from ledger_cli.cli.inputs import InputError, parse_status, parse_uint, validate_text
 from ledger_cli.errors import NoKeyError
 
 if TYPE_CHECKING:
@@ -14,7 +14,6 @@ if TYPE_CHECKING:
 
 
 def state(settings: Settings, key: str) -> int:
-    validate_key(key)
     with Session(settings) as s:
         rec = s.ledger.state(key)
         if rec is None:
@@ -35,7 +34,6 @@ def state(settings: Settings, key: str) -> int:
 
 def blocked(settings: Settings, key: str) -> int:
     """Exit 0 and print the blocking key when blocked; exit 1 (silent) when not."""
-    validate_key(key)
     with Session(settings) as s:
         if s.ledger.state(key) is None:
             raise NoKeyError()
@@ -84,8 +82,6 @@ def list_records(
 
 
 def tree(settings: Settings, key: str | None = None) -> int:
-    if key is not None:
-        validate_key(key)
     with Session(settings) as s:
         records = {rec.key: rec for rec in s.store.range()}
     if key is not None and key not in records:
@@ -152,8 +148,6 @@ def _closure(start: str, records: dict[str, TaskState], down: bool) -> list[str]
 
 
 def log(settings: Settings, key: str | None = None, jsonl: bool = False) -> int:
-    if key is not None:
-        validate_key(key)
     if jsonl and settings.json:
         raise InputError("ledger: give --json or --jsonl, not both")
     with Session(settings) as s:

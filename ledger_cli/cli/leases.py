@@ -12,7 +12,6 @@ from ledger_cli.cli.inputs import (
     InputError,
     parse_duration,
     parse_uint,
-    validate_key,
     validate_text,
 )
 from ledger_cli.errors import LedgerError
@@ -62,7 +61,6 @@ def claim(
         raise InputError("ledger: claim needs a KEY (or --next)")
     if wait is not None:
         raise InputError("ledger: --wait goes with --next")
-    validate_key(key)
     owner, lease_td = _owner_lease(owner, lease)
     with Session(settings) as s:
         now = s.now()
@@ -125,7 +123,6 @@ def claim_next(s: Session, owner: str, lease: str, wait: str | None) -> tuple[Ta
 
 
 def renew(settings: Settings, key: str, owner: str, fence: str, lease: str) -> int:
-    validate_key(key)
     owner, lease_td = _owner_lease(owner, lease)
     fence_n = parse_uint(fence, "--fence")
     with Session(settings) as s:
@@ -142,7 +139,6 @@ def renew(settings: Settings, key: str, owner: str, fence: str, lease: str) -> i
 
 
 def release(settings: Settings, key: str, owner: str, fence: str) -> int:
-    validate_key(key)
     owner = validate_text(owner, "owner")
     fence_n = parse_uint(fence, "--fence")
     with Session(settings) as s:
@@ -158,7 +154,6 @@ def release(settings: Settings, key: str, owner: str, fence: str) -> int:
 
 
 def takeover(settings: Settings, key: str, owner: str, lease: str) -> int:
-    validate_key(key)
     owner, lease_td = _owner_lease(owner, lease)
     with Session(settings) as s:
         now = s.now()
