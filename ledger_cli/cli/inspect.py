@@ -100,16 +100,23 @@ def tree(settings: Settings, key: str | None = None) -> int:
 
 
 def _tree_json(key: str | None, records: dict[str, TaskState]) -> object:
-    """--json for `tree`: the failed records and what each blocks, or the
-    transitive needs of KEY with their statuses (null: never admitted)."""
+    """--json for `tree`: the failed records and what each blocks (`escaped`:
+    the escaped blocks whose nearest failure it is), or the transitive needs of
+    KEY with their statuses (null: never admitted)."""
     if key is None:
+        from ledger_cli.engine.invariants import find_escaped_blocks
+
+        escaped = find_escaped_blocks(records.values())
         out = []
         for failed in sorted(k for k, r in records.items() if r.status == "failed"):
             blocked = sorted(
                 k for k, r in records.items() if r.status == "blocked" and r.blocked_by == failed
             )
             dependents = _closure(failed, records, down=True)
-            out.append({"key": failed, "blocked": blocked, "dependents": dependents})
+            below = [e.key for e in escaped if e.failure == failed]
+            out.append(
+                {"key": failed, "blocked": blocked, "dependents": dependents, "escaped": below}
+            )
         return {"failed": out}
     needs = _closure(key, records, down=False)
     return {

@@ -78,6 +78,19 @@ def _print_fence(settings: Settings, key: str, fence: int, rec: TaskState | None
         output.line(str(fence))
 
 
+def _nameable(key: str) -> bool:
+    """A key `--next` can print so that a worker can name it back: valid UTF-8.
+    (A key the Go service wrote with invalid bytes is read with lone
+    surrogates; `doctor` reports it, and `claim KEY` takes its exact bytes.)"""
+    if key.isascii():
+        return True
+    try:
+        key.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def claim_next(s: Session, owner: str, lease: str, wait: str | None) -> tuple[TaskState, int]:
     """Claim the oldest ready record (ledger.ready), polling up to `wait`.
 
@@ -105,6 +118,8 @@ def claim_next(s: Session, owner: str, lease: str, wait: str | None) -> tuple[Ta
     while True:
         now = s.now()
         for cand in ready.ready_records(ready.candidates(s.store), s.load, now):
+            if not _nameable(cand.key):
+                continue  # invalid UTF-8 (another writer's bytes): no output could name it
             with s.write(now):
                 fresh = s.load(cand.key)
                 if fresh is None or not ready.is_ready(fresh, s.load, now):
