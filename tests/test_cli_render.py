@@ -110,7 +110,7 @@ def test_failure_tree() -> None:
 
 def test_needs_tree_down_to_the_failure() -> None:
     assert show(render.needs_tree("notify", RECORDS)) == (
-        "notify  pending\n"
+        "notify  pending  escaped block (ledger doctor --fix blocks it)\n"
         "└── deploy  blocked by test\n"
         "    ├── test  failed\n"
         "    └── ghost  never admitted\n"
