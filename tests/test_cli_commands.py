@@ -189,7 +189,12 @@ def test_tree_and_log(cli: Cli) -> None:
     doc = cli.ok("tree", "--json").json()
     assert doc == {
         "failed": [
-            {"key": "root", "blocked": ["leaf", "mid"], "dependents": ["mid", "leaf"], "escaped": []}
+            {
+                "key": "root",
+                "blocked": ["leaf", "mid"],
+                "dependents": ["mid", "leaf"],
+                "escaped": [],
+            }
         ]
     }
     log = cli.ok("log").stdout.splitlines()
