@@ -55,10 +55,11 @@ def dumps(value: Any) -> str:
 _SHOWN_ERRORS = "ledger.fffd"
 
 
-def _fffd(exc: UnicodeError) -> tuple[str, int]:
+def _fffd(exc: UnicodeError) -> tuple[str | bytes, int]:
     if not isinstance(exc, UnicodeEncodeError):
         raise exc
-    return "\ufffd" * (exc.end - exc.start), exc.end
+    # Bytes: the UTF-8 encoder takes a replacement str only when it is ASCII.
+    return "\ufffd".encode() * (exc.end - exc.start), exc.end
 
 
 def show_invalid_text_as_fffd() -> None:

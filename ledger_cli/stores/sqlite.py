@@ -248,30 +248,36 @@ class SQLiteStore:
         A stored value that is not valid UTF-8 switches this connection to
         lossless decoding for good (the driver's str decoding is faster, so it
         stays on until needed); a str that holds such bytes (a lone surrogate)
-        is bound as those bytes. Nothing ran when either failure was raised.
+        is bound as those bytes. Nothing was written when either failure was
+        raised (binding fails before the statement runs; decoding fails in a
+        read), so running it again is safe. Each remedy is applied once.
         """
-        if isinstance(exc, sqlite3.OperationalError) and _UNDECODABLE in str(exc).lower():
-            self._conn.text_factory = _sql.lossless_text
-        elif isinstance(exc, UnicodeEncodeError):
+        remedies = {"decode", "bind"}
+        while True:
+            if (
+                "decode" in remedies
+                and isinstance(exc, sqlite3.OperationalError)
+                and _UNDECODABLE in str(exc).lower()
+            ):
+                remedies.discard("decode")
+                self._conn.text_factory = _sql.lossless_text
+            elif "bind" in remedies and isinstance(exc, UnicodeEncodeError):
+                remedies.discard("bind")
+                try:
+                    sql, params = _sql.raw_binding(sql, params)
+                except UnicodeEncodeError as bad:  # a surrogate that stands for no byte
+                    raise self._error(op, bad) from None
+            else:
+                raise self._error(op, exc) from None
             try:
-                sql, params = _sql.raw_binding(sql, params)
-            except UnicodeEncodeError as bad:  # a surrogate that stands for no byte
-                raise self._error(op, bad) from None
-        else:
-            raise self._error(op, exc) from None
-        try:
-            cur = self._cur.execute(sql, params)
-            if one:
-                return cur.fetchone()
-            if many:
-                return cur.fetchall()
-            return None
-        except UnicodeEncodeError as again:
-            if isinstance(exc, UnicodeEncodeError):
-                raise self._error(op, again) from None
-            return self._retry(op, again, sql, params, one=one, many=many)
-        except _DRIVER_ERRORS as again:
-            raise self._error(op, again) from None
+                cur = self._cur.execute(sql, params)
+                if one:
+                    return cur.fetchone()
+                if many:
+                    return cur.fetchall()
+                return None
+            except _DRIVER_ERRORS as again:
+                exc = again
 
     def _check_open(self) -> None:
         if self._closed:
