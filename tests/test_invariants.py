@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from datetime import timedelta
 import subprocess
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
