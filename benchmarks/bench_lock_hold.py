@@ -18,9 +18,9 @@ held by someone else:
 - JSON: a second `JsonFileStore` loops an empty `batch()`, which takes the
   store's lock, and records the longest wait;
 - PostgreSQL: row locks do not block writers of other rows, so the probe
-  polls `pg_stat_activity` every 10 ms for the age of the command's open
-  transaction (application_name ledger_cli): the longest age seen is the
-  longest hold of its row locks.
+  polls `pg_stat_activity` every few ms for the age of the command's open
+  transaction (found by an application_name unique to the run): the longest
+  age seen is the longest hold of its row locks.
 The probe's own hold is nothing (it commits at once). Prints, per store and
 command: wall time, longest hold, and the ratio of the one-batch hold to the
 chunked one. Target: every chunked hold under 1 s.
@@ -106,6 +106,11 @@ def json_probe(path: Path) -> Callable[[], float]:
     return once
 
 
+APP = f"ledger_hold_{uuid.uuid4().hex[:8]}"
+"""The application_name of this run's ledger connections (set in their URL), so
+the probe never counts another program's transactions on a shared server."""
+
+
 def postgres_probe(url: str) -> Callable[[], float]:
     import psycopg
 
@@ -114,8 +119,9 @@ def postgres_probe(url: str) -> Callable[[], float]:
     def once() -> float:
         row = conn.execute(
             "SELECT coalesce(max(extract(epoch FROM clock_timestamp() - xact_start)), 0)"
-            " FROM pg_stat_activity WHERE application_name = 'ledger_cli'"
-            " AND xact_start IS NOT NULL AND state <> 'idle'"
+            " FROM pg_stat_activity WHERE application_name = %s"
+            " AND xact_start IS NOT NULL AND state <> 'idle'",
+            (APP,),
         ).fetchone()
         return float(row[0]) if row else 0.0
 
@@ -222,7 +228,7 @@ def postgres_places(url: str) -> Iterator[Callable[[str], str] | None]:
         admin.execute(f'CREATE SCHEMA "{schema}"')
         made.append(schema)
         sep = "&" if "?" in url else "?"
-        return f"{url}{sep}options={quote(f'-c search_path={schema}')}"
+        return f"{url}{sep}options={quote(f'-c search_path={schema}')}&application_name={APP}"
 
     try:
         yield place

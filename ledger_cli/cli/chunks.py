@@ -8,11 +8,13 @@ stay held. `chunked` instead runs the work in consecutive blocks, each
 committed before the next begins, each holding the lock for at most about
 `TARGET_HOLD` seconds.
 
-A block's length is bounded by time, not by a count, so it adapts to the
-store and the machine: the work of a block stops after a budget, and the
-budget of the next block shrinks when the previous block's commit (the JSON
-store writes its files at commit, so commit time grows with the block) made
-the whole hold longer than the target. Between blocks the lock stays free
+A block's size adapts to the store and the machine: the holds of the last
+blocks (work and commit; the JSON store writes its files at commit, so its
+commit has a fixed part, a sync, and a part growing with the block) give a
+cost per item and a fixed cost, which size the next block to the target,
+growing at most twofold per block; a block's work stops at the target in
+any case. Where the fixed part alone exceeds the target (a slow sync on a
+busy disk), the blocks add at most half the target to it. Between blocks the lock stays free
 for `GAP` seconds, so writers that poll for it (SQLite's busy handler) get
 in. It works above the store, the same for JSON, SQLite and PostgreSQL.
 
@@ -34,11 +36,12 @@ T = TypeVar("T")
 TARGET_HOLD = 0.4
 """Seconds a block may hold the write lock, commit included (SPEC §5: about 1 s)."""
 
-FIRST_BUDGET = 0.05
-"""Seconds of work in the first block, before its commit time is known."""
+FIRST_ITEMS = 256
+"""Items in the first block, before the store's cost per item is known."""
 
-MIN_BUDGET = 0.01
-"""The smallest work budget: even on a very slow disk a block makes progress."""
+MIN_ITEMS = 128
+"""The smallest block: on a store whose every commit is slow (a loaded disk),
+blocks stay big enough to finish a long batch in reasonable time."""
 
 GAP = 0.12
 """Seconds between two blocks with the lock released. SQLite has no queue of
@@ -78,27 +81,55 @@ def chunked(
     blocks committed before it stay.
     """
     holds = Holds()
-    it = iter(items)
-    budget = min(FIRST_BUDGET, target / 2)
-    pending = _Peek(it)
+    pending = _Peek(iter(items))
+    cap = FIRST_ITEMS  # items in the next block
+    cost = _Cost()
     while pending.has_more():
+        n = 0
         with block():
             entered = clock()
             for item in pending:
                 work(item)
-                holds.items += 1
-                if clock() - entered >= budget:
+                n += 1
+                if n >= cap or clock() - entered >= target:
                     break
-            worked = clock() - entered
         hold = clock() - entered
         holds.blocks += 1
+        holds.items += n
         holds.longest = max(holds.longest, hold)
-        # Scale the next block's work so that work + commit stays near the target.
-        overhead = max(hold / worked, 1.0) if worked > 0 else 1.0
-        budget = max(MIN_BUDGET, min(target / overhead, target) * 0.8)
+        cost.add(n, hold)
+        cap = cost.next_size(n, target)
         if gap > 0 and pending.has_more():
             sleep(gap)  # let writers waiting for the lock in
     return holds
+
+
+class _Cost:
+    """A block's hold as `fixed + per_item * n`, fitted on the last two blocks
+    of different sizes (a commit has a fixed part, a sync, and a part growing
+    with the block, the files it writes)."""
+
+    def __init__(self) -> None:
+        self._points: list[tuple[int, float]] = []
+
+    def add(self, n: int, hold: float) -> None:
+        self._points = [*[p for p in self._points if p[0] != n][-1:], (n, hold)]
+
+    def next_size(self, n: int, target: float) -> int:
+        """Items for the next block: its hold near `target`; when the fixed part
+        alone passes the target (a slow sync), a block's items add at most half
+        the target to it. At most twice this block, never below MIN_ITEMS."""
+        (n2, h2) = self._points[-1]
+        fixed, per_item = 0.0, h2 / n2
+        if len(self._points) == 2:
+            (n1, h1) = self._points[0]
+            slope = (h2 - h1) / (n2 - n1)
+            if slope > 0:
+                per_item = slope
+                fixed = max(0.0, h2 - slope * n2)
+        room = max(target - fixed, target / 2)
+        fits = int(room / per_item) if per_item > 0 else 2 * n
+        return max(MIN_ITEMS, min(fits, 2 * n))
 
 
 class _Peek(Iterator[T]):
