@@ -69,10 +69,14 @@ def invalid_text(records: Iterable[TaskState], found: Found) -> None:
             continue
         columns = ", ".join(dict.fromkeys(col for col, _ in bad))
         detail = "; ".join(f"{col} bytes '{hex_bytes(value)}'" for col, value in bad[:3])
+        where = (
+            f"name it by its exact bytes (ledger state $'{hex_bytes(rec.key)}')"
+            if not is_utf8(rec.key)
+            else "operations on it keep those bytes"
+        )
         found.problems.append(
             f"record {shown(rec.key)}: {columns} not valid UTF-8 ({detail}), shown with "
-            "U+FFFD; written by another program (the Go service?); address it by its "
-            f"exact bytes (ledger state $'{hex_bytes(rec.key)}') or repair the row"
+            f"U+FFFD; written by another program (the Go service?); {where}, or repair the row"
         )
 
 
