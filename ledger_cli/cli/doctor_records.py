@@ -72,7 +72,7 @@ def invalid_text(records: Iterable[TaskState], found: Found) -> None:
         where = (
             f"name it by its exact bytes (ledger state $'{hex_bytes(rec.key)}')"
             if not is_utf8(rec.key)
-            else "operations on it keep those bytes"
+            else "an operation on it keeps those bytes unless it sets that column"
         )
         found.problems.append(
             f"record {shown(rec.key)}: {columns} not valid UTF-8 ({detail}), shown with "
