@@ -12,7 +12,14 @@ from ledger_cli.errors import StoreError
 from ledger_cli.stores import _fsutil
 from ledger_cli.stores._fsutil import fail
 from ledger_cli.stores.history import HistoryEntry
-from ledger_cli.stores.jsonfile import apply, historyfile, journal, layout, liveindex
+from ledger_cli.stores.jsonfile import (
+    apply,
+    historyfile,
+    journal,
+    layout,
+    liveindex,
+    readyindex,
+)
 from ledger_cli.stores.jsonfile.batch import PendingBatch
 from ledger_cli.stores.jsonfile.layout import (
     HISTORY_NAME,
@@ -194,6 +201,119 @@ class JsonFileStore(LockedDirectory):
             records = (r for r in found.values() if r.status in wanted)
         return sorted(records, key=lambda r: (r.created_at, byte_order(r.key)))
 
+    def ready_candidates(self) -> Iterator[TaskState]:
+        """Pending and claimed records whose direct needs are all completed, oldest
+        CreatedAt first, then key, read through the ready/ index (the caller
+        applies the rest of the Ready rule: lease expiry, the transitive walk).
+        Stale index entries met on the way are dropped. Each step holds the
+        lock; writes of the caller's own open batch are not in the index."""
+        self._check_open()
+        after: readyindex.Entry | None = None
+        while True:
+            with io_errors(self._root), self._locked(create=False) as root_fd:
+                if root_fd is None:
+                    return
+                page, after = self._ready_page(root_fd, after)
+            if after is None:
+                yield from page
+                return
+            yield from page
+
+    def _ready_page(
+        self, root_fd: int, after: readyindex.Entry | None
+    ) -> tuple[list[TaskState], readyindex.Entry | None]:
+        """The live candidates of the chunk holding the first entry past `after`,
+        and the last entry looked at (None: the index ends there)."""
+        rfd = readyindex.open_dir(self._root, root_fd, create=False)
+        chunks = None if rfd is None else readyindex.load_chunks(self._root, root_fd, rfd)
+        if chunks is None:
+            if rfd is not None:
+                os.close(rfd)
+            self._rebuild_ready(root_fd)
+            rfd = readyindex.open_dir(self._root, root_fd, create=False)
+            assert rfd is not None
+            chunks = readyindex.load_chunks(self._root, root_fd, rfd)
+            assert chunks is not None
+        try:
+
+            def load(key: str) -> TaskState | None:
+                digest = key_digest(key)
+                return None if digest is None else self._current(root_fd, key, digest)
+
+            pos = 0 if after is None else chunks.locate(after)
+            while pos < len(chunks.ids):
+                entries = [e for e in chunks.chunk(pos) if after is None or e > after]
+                if entries:
+                    break
+                pos += 1
+            else:
+                return [], None
+            found: list[TaskState] = []
+            stale: list[readyindex.Entry] = []
+            for entry in entries:
+                key = readyindex.key_of(entry)
+                rec = load(key)
+                if (
+                    rec is None
+                    or readyindex.entry_of(rec) != entry
+                    or not readyindex.is_candidate(rec, load)
+                ):
+                    stale.append(entry)
+                else:
+                    found.append(rec)
+            if stale:
+                chunks.remove(stale)
+            return found, entries[-1]
+        finally:
+            _fsutil.close_all([rfd])
+
+    @store_method
+    def check_ready_index(self) -> list[str]:
+        """Problems of the ready/ index against the records (`ledger doctor`): a
+        candidate it misses, a waiting record its reverse-needs index misses."""
+        self._check_open()
+        with self._locked(create=False) as root_fd:
+            if root_fd is None:
+                return []
+            found = scan_records(self._root, root_fd, checksummed=self._checksummed, sweep=False)
+            by_key = {rec.key: rec for rec in found.values()}
+            rfd = readyindex.open_dir(self._root, root_fd, create=False)
+            chunks = None if rfd is None else readyindex.load_chunks(self._root, root_fd, rfd)
+            try:
+                if chunks is None:
+                    if any(r.status in LIVE_STATUSES for r in by_key.values()):
+                        return [f"{self._shown(readyindex.READY_DIR)}: the ready index is missing"]
+                    return []
+                assert rfd is not None
+                indexed = set(chunks.entries())
+                problems = []
+                for digest, rec in sorted(found.items(), key=lambda item: item[1].key):
+                    if rec.status not in LIVE_STATUSES:
+                        continue
+                    unmet = readyindex.unmet_needs(rec, by_key.get)
+                    if not unmet and readyindex.entry_of(rec) not in indexed:
+                        problems.append(f"ready index: ready candidate {rec.key!r} is missing")
+                    for need in unmet:
+                        need_digest = key_digest(need)
+                        if need_digest is None:
+                            continue
+                        if digest not in readyindex.waiters(self._root, rfd, need_digest):
+                            problems.append(
+                                f"ready index: {rec.key!r} is missing from the waiters of {need!r}"
+                            )
+                return problems
+            finally:
+                if rfd is not None:
+                    os.close(rfd)
+
+    @store_method
+    def rebuild_ready_index(self) -> None:
+        """Rebuild the ready/ index from the records (`ledger doctor --fix`)."""
+        self._check_open()
+        with self._locked(create=False) as root_fd:
+            if root_fd is not None:
+                self._rebuild_ready(root_fd)
+
     @contextlib.contextmanager
     def batch(self) -> Iterator[None]:
         """Group commit: writes inside are durable together when the outermost batch
@@ -296,9 +416,23 @@ class JsonFileStore(LockedDirectory):
         history: list[bytes],
         history_at: int | None,
     ) -> None:
-        assert self._root_fd is not None
+        root_fd = self._root_fd
+        assert root_fd is not None
         self._drop_dirs()  # this may create directories a cached lookup found missing
-        apply.write_records(self._root, self._root_fd, records, history, history_at)
+        apply.write_records(
+            self._root,
+            root_fd,
+            records,
+            history,
+            history_at,
+            lambda digest: self._read_digest(root_fd, digest),
+            lambda: self._rebuild_ready(root_fd),
+        )
+
+    def _rebuild_ready(self, root_fd: int) -> None:
+        """Rebuild ready/ from the record files (not the open batch's writes)."""
+        found = scan_records(self._root, root_fd, checksummed=self._checksummed, sweep=False)
+        readyindex.rebuild(self._root, root_fd, found.values(), key_digest)
 
     def _current(self, root_fd: int, key: str, digest: str) -> TaskState | None:
         """The record as this lock holder sees it (its batch's writes included)."""
