@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
 from ledger_cli.errors import StoreError
-from ledger_cli.stores import _sql
+from ledger_cli.stores import _readysql, _sql
 from ledger_cli.stores.history import HistoryEntry
 
 if TYPE_CHECKING:
@@ -197,12 +197,23 @@ class PostgresStore:
     def _setup(self) -> None:
         with self._errors("schema"):
             row = self._conn.execute(_SCHEMA_CHECK, (list(_sql.ALL_COLUMNS),)).fetchone()
-            if row is not None and row[0] == len(_sql.ALL_COLUMNS) and all(row[1:]):
+            complete = row is not None and row[0] == len(_sql.ALL_COLUMNS) and all(row[1:])
+            if complete and self._ready_installed():
                 return
             with self._conn.transaction():
                 self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SETUP_LOCK,))
                 for ddl in _DDL:
                     self._conn.execute(ddl)
+                if not self._ready_installed():  # the ready index (SPEC §6.1), built once
+                    for ddl in (*_readysql.PG_DDL, *_readysql.PG_REBUILD):
+                        self._conn.execute(ddl)
+
+    def _ready_installed(self) -> bool:
+        row = self._conn.execute(
+            "SELECT count(*) FROM pg_trigger WHERE tgname = 'ledger_ready_sync'"
+            " AND tgrelid = to_regclass(quote_ident(current_schema()) || '.ledger_tasks')"
+        ).fetchone()
+        return row is not None and row[0] == 1
 
     # -- errors ------------------------------------------------------------------
 
@@ -280,6 +291,44 @@ class PostgresStore:
             with self._errors("scan"):
                 rows = self._conn.execute(_BY_STATUS, (wanted,)).fetchall()
         return _sql.claimable_order(_sql.row_to_state(row) for row in rows)
+
+    def ready_candidates(self) -> Iterator[TaskState]:
+        """Pending and claimed records whose direct needs are all completed, in
+        Ready order, through the trigger-kept `ledger_ready` table.
+
+        Inside a batch (a transaction: `claim --next`) each candidate is read
+        with FOR UPDATE SKIP LOCKED, one row at a time: the row stays locked
+        until the batch ends, and concurrent claimers skip it rather than pile
+        onto it. The claim itself is still the engine's fenced compare-and-swap.
+        """
+        locking = self._depth > 0
+        sql = _readysql.page_sql(_sql.SELECT_COLUMNS, "%s", lock=locking)
+
+        def fetch(created: str, key: str, limit: int) -> list[Any]:
+            with self._lock:
+                self._check_open()
+                with self._errors("ready scan"):
+                    return list(self._conn.execute(sql, (created, key, limit)).fetchall())
+
+        return _readysql.candidates(fetch, 1 if locking else 16)
+
+    def check_ready_index(self) -> list[str]:
+        """Problems of the ready index against `ledger_tasks` (`ledger doctor`)."""
+        with self._lock:
+            self._check_open()
+            with self._errors("ready index check"):
+                return [
+                    f"ready index: {what}: {row[0]!r}"
+                    for what, sql in _readysql.PG_CHECKS
+                    for row in self._conn.execute(sql + " LIMIT 20").fetchall()
+                ]
+
+    def rebuild_ready_index(self) -> None:
+        """Rebuild the ready index from `ledger_tasks` (`ledger doctor --fix`)."""
+        with self.batch(), self._errors("ready index rebuild"):
+            self._conn.execute("LOCK TABLE ledger_tasks IN SHARE ROW EXCLUSIVE MODE")
+            for ddl in (*_readysql.PG_DDL, *_readysql.PG_REBUILD):
+                self._conn.execute(ddl)
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[None]:

@@ -35,7 +35,7 @@ from typing import Any
 
 from ledger_cli.engine.record import TaskState, byte_order
 from ledger_cli.errors import StoreError
-from ledger_cli.stores import _sql
+from ledger_cli.stores import _readysql, _sql
 from ledger_cli.stores.history import HistoryEntry
 
 __all__ = ["GO_DDL", "SQLiteStore"]
@@ -155,7 +155,14 @@ class SQLiteStore:
                 (_sql.CLAIMABLE_INDEX, _sql.HISTORY_TABLE, _sql.HISTORY_INDEX),
             )
         }
-        return len(names) == 3
+        return len(names) == 3 and self._ready_installed()
+
+    def _ready_installed(self) -> bool:
+        marks = ", ".join("?" for _ in _readysql.SQLITE_OBJECTS)
+        found = self._conn.execute(
+            f"SELECT count(*) FROM sqlite_master WHERE name IN ({marks})", _readysql.SQLITE_OBJECTS
+        ).fetchone()[0]
+        return bool(found == len(_readysql.SQLITE_OBJECTS))
 
     def _migrate(self) -> None:
         """The Go store's create-and-migrate, plus our index and history table.
@@ -182,6 +189,11 @@ class SQLiteStore:
                 )
             for ddl in _EXTRA_DDL:
                 conn.execute(ddl)
+            if not self._ready_installed():  # the ready index (SPEC §6.1), built once
+                for ddl in (*_readysql.SQLITE_TABLES, *_readysql.SQLITE_TRIGGERS):
+                    conn.execute(ddl)
+                for sql in _readysql.SQLITE_REBUILD:
+                    conn.execute(sql)
             conn.execute("COMMIT")
         except BaseException:
             with contextlib.suppress(sqlite3.Error):
@@ -278,6 +290,38 @@ class SQLiteStore:
             with self._errors("scan"):
                 rows = self._conn.execute(sql, wanted).fetchall()
         return _sql.claimable_order(_sql.row_to_state(row) for row in rows)
+
+    def ready_candidates(self) -> Iterator[TaskState]:
+        """Pending and claimed records whose direct needs are all completed, in
+        Ready order, read through the trigger-kept `ledger_ready` table."""
+        sql = _readysql.page_sql(_sql.SELECT_COLUMNS, "?", lock=False)
+
+        def fetch(created: str, key: str, limit: int) -> list[Any]:
+            with self._lock:
+                self._check_open()
+                with self._errors("ready scan"):
+                    return list(self._conn.execute(sql, (created, key, limit)).fetchall())
+
+        return _readysql.candidates(fetch, 16)
+
+    def check_ready_index(self) -> list[str]:
+        """Problems of the ready index against `ledger_tasks` (`ledger doctor`)."""
+        with self._lock:
+            self._check_open()
+            with self._errors("ready index check"):
+                return [
+                    f"ready index: {what}: {row[0]!r}"
+                    for what, sql in _readysql.SQLITE_CHECKS
+                    for row in self._conn.execute(sql + " LIMIT 20").fetchall()
+                ]
+
+    def rebuild_ready_index(self) -> None:
+        """Rebuild the ready index from `ledger_tasks` (`ledger doctor --fix`)."""
+        with self.batch(), self._errors("ready index rebuild"):
+            for ddl in (*_readysql.SQLITE_TABLES, *_readysql.SQLITE_TRIGGERS):
+                self._conn.execute(ddl)
+            for sql in _readysql.SQLITE_REBUILD:
+                self._conn.execute(sql)
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[None]:
