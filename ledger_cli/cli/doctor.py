@@ -154,6 +154,9 @@ def doctor(settings: Settings, fix: bool = False) -> int:
             except StoreError as exc:
                 found.problems.append(output.one_line(str(exc)))
         _check_needs(records, found)
+        from ledger_cli.cli.readycheck import check_ready_index
+
+        check_ready_index(s.store, found, fix)
     problems = list(dict.fromkeys(found.problems))
     code = StoreError.exit_code if problems else 0
     if settings.json:

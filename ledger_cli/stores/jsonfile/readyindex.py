@@ -274,7 +274,9 @@ def add_waiters(root: str, rfd: int, waits: dict[str, set[str]], *, sync: bool) 
                 except OSError as exc:
                     raise _fsutil.open_failed(path, exc) from None
                 try:
-                    _fsutil.write_all(fd, "".join(d + "\n" for d in sorted(deps)).encode("ascii"))
+                    # A leading newline ends a line a crash may have torn (then ignored).
+                    data = "".join("\n" + d for d in sorted(deps)) + "\n"
+                    _fsutil.write_all(fd, data.encode("ascii"))
                     if sync:
                         os.fsync(fd)
                 except OSError as exc:

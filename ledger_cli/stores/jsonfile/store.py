@@ -281,9 +281,7 @@ class JsonFileStore(LockedDirectory):
             chunks = None if rfd is None else readyindex.load_chunks(self._root, root_fd, rfd)
             try:
                 if chunks is None:
-                    if any(r.status in LIVE_STATUSES for r in by_key.values()):
-                        return [f"{self._shown(readyindex.READY_DIR)}: the ready index is missing"]
-                    return []
+                    return []  # not built yet (an older store): the next writer builds it
                 assert rfd is not None
                 indexed = set(chunks.entries())
                 problems = []
