@@ -148,9 +148,7 @@ def _ready_index_agrees(root: Path, where: str) -> None:
     assert store.check_ready_index() == [], where
     records = {r.key: r for r in store.range()}
     brute = [
-        r.key
-        for r in sorted(records.values(), key=order_key)
-        if is_ready(r, records.get, NOW)
+        r.key for r in sorted(records.values(), key=order_key) if is_ready(r, records.get, NOW)
     ]
     assert [r.key for r in ready_iter(store, store.load, NOW)] == brute, where
 
