@@ -27,9 +27,14 @@ def state(settings: Settings, key: str) -> int:
             dep = s.load(need)
             need_status[need] = dep.status if dep is not None else None
         now = s.now()
+        from ledger_cli.engine.prune import is_pruned
+
+        pruned = is_pruned(s.store, key)
     from ledger_cli.cli import render
 
     render.console().print(render.state_panel(rec, now, need_status, output.dumps(rec.task)))
+    if pruned:
+        output.line("pruned: its task, needs and history were removed; the key stays admitted")
     return 0
 
 
@@ -53,7 +58,10 @@ def list_records(
     owner: str | None = None,
     limit: str | None = None,
     jsonl: bool = False,
+    pruned: bool = False,
 ) -> int:
+    from ledger_cli.engine import prune
+
     wanted = {parse_status(st) for st in statuses or ()}
     if owner is not None:
         validate_text(owner, "owner")
@@ -62,7 +70,8 @@ def list_records(
         raise InputError("ledger: give --json or --jsonl, not both")
     records: list[TaskState] = []
     with Session(settings) as s:
-        for rec in s.store.range():
+        source = prune.pruned(s.store) if pruned else prune.visible(s.store)
+        for rec in source:
             if max_n is not None and len(records) >= max_n:
                 break
             if wanted and rec.status not in wanted:
@@ -87,7 +96,9 @@ def tree(settings: Settings, key: str | None = None) -> int:
     if key is not None:
         validate_key(key)
     with Session(settings) as s:
-        records = {rec.key: rec for rec in s.store.range()}
+        from ledger_cli.engine.prune import visible
+
+        records = {rec.key: rec for rec in visible(s.store)}
     if key is not None and key not in records:
         raise NoKeyError()
     if settings.json:

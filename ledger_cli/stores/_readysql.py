@@ -63,6 +63,7 @@ def _sqlite_unmet(k: str) -> str:
 
 
 SQLITE_OBJECTS = (
+    "ledger_pruned",
     "ledger_needs",
     "ledger_needs_need",
     "ledger_ready",
@@ -80,6 +81,9 @@ _SQ_PROMOTE = (
 )
 
 SQLITE_TABLES = (
+    # The keys `ledger prune` pruned (SPEC §6.4): a side table, so the mark
+    # survives whatever the Go service does to ledger_tasks.
+    "CREATE TABLE IF NOT EXISTS ledger_pruned (key TEXT PRIMARY KEY) WITHOUT ROWID",
     "CREATE TABLE IF NOT EXISTS ledger_needs (key TEXT NOT NULL, need TEXT NOT NULL,"
     " PRIMARY KEY (key, need)) WITHOUT ROWID",
     "CREATE INDEX IF NOT EXISTS ledger_needs_need ON ledger_needs (need)",
@@ -174,6 +178,7 @@ def page_sql(columns: str, mark: str, *, lock: bool) -> str:
 PG_OBJECTS = ("ledger_needs", "ledger_ready", "ledger_ready_order", "ledger_needs_need")
 
 PG_DDL = (
+    'CREATE TABLE IF NOT EXISTS ledger_pruned (key text COLLATE "C" PRIMARY KEY)',
     'CREATE TABLE IF NOT EXISTS ledger_needs (key text COLLATE "C" NOT NULL,'
     ' need text COLLATE "C" NOT NULL, PRIMARY KEY (key, need))',
     "CREATE INDEX IF NOT EXISTS ledger_needs_need ON ledger_needs (need)",
@@ -302,3 +307,18 @@ def candidates(fetch: Fetch, page: int) -> Iterator[TaskState]:
         if len(rows) < page:
             return
         after = (str(rows[-1][-1]), str(rows[-1][0]))
+
+
+# -- prune (SPEC §6.4) ---------------------------------------------------------
+
+
+def visible_sql(columns: str) -> str:
+    return (
+        f"SELECT {columns} FROM ledger_tasks t WHERE NOT EXISTS"
+        " (SELECT 1 FROM ledger_pruned p WHERE p.key = t.key) ORDER BY t.key"
+    )
+
+
+def pruned_sql(columns: str) -> str:
+    cols = ", ".join(f"t.{c.strip()}" for c in columns.split(","))
+    return f"SELECT {cols} FROM ledger_tasks t JOIN ledger_pruned p ON p.key = t.key ORDER BY t.key"

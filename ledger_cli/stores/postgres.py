@@ -312,6 +312,60 @@ class PostgresStore:
 
         return _readysql.candidates(fetch, 1 if locking else 16)
 
+    # -- prune (SPEC §6.4; engine/prune.py): pruned keys in ledger_pruned ----------
+
+    def prune_records(self, pairs: Sequence[tuple[TaskState, TaskState]]) -> int:
+        """Store each pruned record (a compare-and-swap), mark it, drop its history;
+        one transaction per CHUNK records."""
+        from ledger_cli.engine.prune import CHUNK
+
+        done = 0
+        for at in range(0, len(pairs), CHUNK):
+            with self.batch():
+                for old, new in pairs[at : at + CHUNK]:
+                    if self.compare_and_swap(old.key, old, new):
+                        with self._errors("prune"):
+                            self._conn.execute(
+                                "INSERT INTO ledger_pruned (key) VALUES (%s)"
+                                " ON CONFLICT DO NOTHING",
+                                (old.key,),
+                            )
+                            self._conn.execute(
+                                "DELETE FROM ledger_history WHERE key = %s", (old.key,)
+                            )
+                        done += 1
+        return done
+
+    def _records(self, sql: str, args: tuple[Any, ...] = ()) -> list[TaskState]:
+        with self._lock:
+            self._check_open()
+            with self._errors("scan"):
+                rows = self._conn.execute(sql, args).fetchall()
+        records = [_sql.row_to_state(row) for row in rows]
+        return records
+
+    def visible_range(self) -> Iterator[TaskState]:
+        """Every record but the pruned ones, sorted by key."""
+        return iter(self._records(_readysql.visible_sql(_sql.SELECT_COLUMNS)))
+
+    def pruned_range(self) -> Iterator[TaskState]:
+        """The pruned records, sorted by key."""
+        return iter(self._records(_readysql.pruned_sql(_sql.SELECT_COLUMNS)))
+
+    def is_pruned(self, key: str) -> bool:
+        with self._lock:
+            self._check_open()
+            with self._errors("load"):
+                sql = "SELECT 1 FROM ledger_pruned WHERE key = %s"
+                return self._conn.execute(sql, (key,)).fetchone() is not None
+
+    def count_pruned(self) -> int:
+        with self._lock:
+            self._check_open()
+            with self._errors("count"):
+                row = self._conn.execute("SELECT count(*) FROM ledger_pruned").fetchone()
+        return int(row[0]) if row is not None else 0
+
     def check_ready_index(self) -> list[str]:
         """Problems of the ready index against `ledger_tasks` (`ledger doctor`)."""
         with self._lock:

@@ -29,6 +29,7 @@ def write_records(
     history_at: int | None,
     read_digest: Callable[[str], TaskState | None],
     rebuild_ready: Callable[[], None],
+    read_key: Callable[[str, str], TaskState | None] | None = None,
 ) -> None:
     """Write records, their live/ markers, ready/ entries and history lines;
     durable on return.
@@ -49,7 +50,7 @@ def write_records(
     ready: _ReadyWork | None = None
     try:
         if records:
-            ready = _ReadyWork(root, root_fd, records, read_digest, rebuild_ready)
+            ready = _ReadyWork(root, root_fd, records, read_digest, rebuild_ready, read_key)
             ready.before(sync=not use_syncfs)
             sync = not use_syncfs
             rfd = _fsutil.open_subdir(
@@ -117,9 +118,11 @@ class _ReadyWork:
         records: dict[str, tuple[TaskState, bytes]],
         read_digest: Callable[[str], TaskState | None],
         rebuild_ready: Callable[[], None],
+        read_key: Callable[[str, str], TaskState | None] | None,
     ) -> None:
         self.root, self.root_fd, self.records = root, root_fd, records
         self.read_digest = read_digest
+        self.read_key = read_key
         self.rfd: int | None = None
         if not self._has_manifest():
             rebuild_ready()  # from the records as they are on disk, before this write
@@ -139,7 +142,11 @@ class _ReadyWork:
         if digest is None:
             return None
         pending = self.records.get(digest)
-        return pending[0] if pending is not None else self.read_digest(digest)
+        if pending is not None:
+            return pending[0]
+        if self.read_key is not None:  # a pruned need is read from pruned/
+            return self.read_key(key, digest)
+        return self.read_digest(digest)
 
     def before(self, *, sync: bool) -> None:
         assert self.rfd is not None

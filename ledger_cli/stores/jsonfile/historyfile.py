@@ -90,3 +90,21 @@ def parse_history(data: bytes, shown: str) -> list[HistoryEntry]:
         except (KeyError, TypeError, UnicodeDecodeError, ValueError):
             raise fail(shown, f"line {number}: corrupt history entry") from None
     return out
+
+
+def drop_keys(root: str, root_fd: int, keys: set[str]) -> None:
+    """Rewrite history.jsonl without the lines of `keys` (pruned), durably."""
+    path = shown(root, HISTORY_NAME)
+    data = _fsutil.read_file(root_fd, HISTORY_NAME, path)
+    if not data:
+        return
+    kept = []
+    for line in data.split(b"\n")[:-1]:  # a torn last line goes too
+        try:
+            key = json.loads(line.decode("utf-8"))["key"]
+        except (KeyError, TypeError, UnicodeDecodeError, ValueError):
+            raise fail(path, "corrupt history entry; refusing to rewrite it") from None
+        if key not in keys:
+            kept.append(line + b"\n")
+    _fsutil.replace_file(root_fd, HISTORY_NAME, b"".join(kept), path, sync=True)
+    _fsutil.fsync_fd(root_fd, root)

@@ -18,6 +18,7 @@ from ledger_cli.stores.jsonfile import (
     journal,
     layout,
     liveindex,
+    prunedfile,
     readyindex,
 )
 from ledger_cli.stores.jsonfile.batch import PendingBatch
@@ -159,19 +160,132 @@ class JsonFileStore(LockedDirectory):
 
     @store_method
     def range(self) -> Iterator[TaskState]:
-        """Every record, sorted by key (UTF-8 byte order), read under the lock."""
+        """Every record, pruned ones included, sorted by key (UTF-8 byte order),
+        read under the lock."""
+        return self._range(pruned=True)
+
+    @store_method
+    def visible_range(self) -> Iterator[TaskState]:
+        """Every record but the pruned ones (`list`, `tree`): pruned/ is not read."""
+        return self._range(pruned=False)
+
+    def _range(self, *, pruned: bool) -> Iterator[TaskState]:
         self._check_open()
         with self._locked(create=False) as root_fd:
             if root_fd is None:
                 return iter(())
             found = scan_records(self._root, root_fd, checksummed=self._checksummed, sweep=True)
+            if pruned:
+                seen = {rec.key for rec in found.values()}
+                extra = [r for r in prunedfile.read_all(self._root, root_fd) if r.key not in seen]
             layout.sweep_root(self._root, root_fd)
             self._lock.sweep(root_fd)
             batch = self._batch
             if batch is not None and batch.mine():
                 for digest, (rec, _) in batch.records.items():
                     found[digest] = rec
-        return iter(sorted(found.values(), key=lambda rec: byte_order(rec.key)))
+        records = list(found.values())
+        if pruned:
+            records += [r for r in extra if key_digest(r.key) not in found]
+        return iter(sorted(records, key=lambda rec: byte_order(rec.key)))
+
+    # -- prune (SPEC §6.4; engine/prune.py, prunedfile.py) ----------------------------
+
+    @store_method
+    def prune_records(self, pairs: Sequence[tuple[TaskState, TaskState]]) -> int:
+        """Move each record (a compare-and-swap) into pruned/ in its pruned form, then
+        drop the history lines of the pruned keys. CHUNK records per lock hold."""
+        from ledger_cli.engine.prune import CHUNK
+
+        self._check_open()
+        done: set[str] = set()
+        for at in range(0, len(pairs), CHUNK):
+            with self._locked(create=False) as root_fd:
+                if root_fd is None:
+                    return 0
+                if self._batch is not None:
+                    raise StoreError("ledger: store: prune cannot run inside a batch")
+                moved: list[tuple[str, TaskState]] = []
+                for old, new in pairs[at : at + CHUNK]:
+                    digest = key_digest(old.key)
+                    if digest is None:
+                        continue
+                    cur = self._read_digest(root_fd, digest)
+                    if cur is None or cur.cas_tuple() != old.cas_tuple():
+                        continue
+                    moved.append((digest, new.replace(rev=cur.rev + 1)))
+                if not moved:
+                    continue
+                prunedfile.append(self._root, root_fd, moved)  # durable before the files go
+                self._drop_dirs()
+                shards: set[str] = set()
+                rfd = _fsutil.open_subdir(
+                    root_fd, RECORDS_DIR, self._shown(RECORDS_DIR), create=False
+                )
+                if rfd is not None:
+                    try:
+                        for digest, _ in moved:
+                            sfd = _fsutil.open_subdir(
+                                rfd, digest[:2], self._shown(RECORDS_DIR, digest[:2]), create=False
+                            )
+                            if sfd is not None:
+                                try:
+                                    _fsutil.unlink_quiet(sfd, digest + ".json")
+                                    shards.add(digest[:2])
+                                    if len(moved) <= apply.SYNC_EACH_MAX:
+                                        _fsutil.fsync_fd(sfd, self._shown(RECORDS_DIR, digest[:2]))
+                                finally:
+                                    os.close(sfd)
+                    finally:
+                        os.close(rfd)
+                if len(moved) > apply.SYNC_EACH_MAX and _fsutil.sync_filesystem_available():
+                    _fsutil.sync_filesystem(root_fd, self._root)
+                prunedfile.add_count(self._root, root_fd, len(moved))
+                done.update(rec.key for _, rec in moved)
+        if done:
+            with self._locked(create=False) as root_fd:
+                assert root_fd is not None
+                historyfile.drop_keys(self._root, root_fd, done)
+        return len(done)
+
+    @store_method
+    def pruned_range(self) -> Iterator[TaskState]:
+        """The pruned records, sorted by key."""
+        self._check_open()
+        with self._locked(create=False) as root_fd:
+            if root_fd is None:
+                return iter(())
+            found = [
+                r
+                for r in prunedfile.read_all(self._root, root_fd)
+                if self._read_digest(root_fd, str(key_digest(r.key))) is None
+            ]
+        return iter(sorted(found, key=lambda rec: byte_order(rec.key)))
+
+    @store_method
+    def is_pruned(self, key: str) -> bool:
+        self._check_open()
+        digest = key_digest(key)
+        root_fd = _fsutil.open_root(self._root)
+        if digest is None or root_fd is None:
+            return False
+        try:
+            if self._read_digest(root_fd, digest) is not None:
+                return False
+            return prunedfile.find(self._root, root_fd, key, digest) is not None
+        finally:
+            os.close(root_fd)
+
+    @store_method
+    def count_pruned(self) -> int:
+        self._check_open()
+        root_fd = _fsutil.open_root(self._root)
+        if root_fd is None:
+            return 0
+        try:
+            return prunedfile.count(self._root, root_fd)
+        finally:
+            os.close(root_fd)
 
     @store_method
     def by_status(self, statuses: Iterable[str]) -> list[TaskState]:
@@ -186,7 +300,7 @@ class JsonFileStore(LockedDirectory):
         if not wanted:
             return []
         if not wanted <= LIVE_STATUSES:
-            records: Iterable[TaskState] = (r for r in self.range() if r.status in wanted)
+            records: Iterable[TaskState] = (r for r in self.visible_range() if r.status in wanted)
         else:
             with self._locked(create=False) as root_fd:
                 if root_fd is None:
@@ -425,6 +539,7 @@ class JsonFileStore(LockedDirectory):
             history_at,
             lambda digest: self._read_digest(root_fd, digest),
             lambda: self._rebuild_ready(root_fd),
+            lambda key, digest: self._read_record(root_fd, key, digest),
         )
 
     def _rebuild_ready(self, root_fd: int) -> None:
@@ -448,6 +563,8 @@ class JsonFileStore(LockedDirectory):
 
     def _read_record(self, root_fd: int, key: str, digest: str) -> TaskState | None:
         rec = self._read_digest(root_fd, digest)
+        if rec is None:
+            return prunedfile.find(self._root, root_fd, key, digest)
         if rec is not None and rec.key != key:  # unreachable short of a SHA-256 collision
             raise fail(
                 self._shown(RECORDS_DIR, digest[:2], digest + ".json"),
