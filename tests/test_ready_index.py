@@ -1,6 +1,6 @@
 """The ready index on every store (SPEC §6.1): what `claim --next` finds through
 it must be what a brute-force evaluation of the Ready rule over `range()`
-finds, after admits, completions, failures, takeovers, releases and restores;
+finds, after admits, completions, failures, takeovers, releases, prunes and restores;
 rows the Go service writes with plain SQL are indexed too; `doctor` checks the
 index and `doctor --fix` rebuilds it.
 """
@@ -20,6 +20,7 @@ from ledger_cli.cli.leases import claim_next
 from ledger_cli.cli.ready import is_ready, order_key, ready_iter
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.ledger import Ledger
+from ledger_cli.engine.prune import count_pruned
 from ledger_cli.engine.store import Store
 from ledger_cli.errors import LedgerError
 from tests.cli_support import run_ledger
@@ -74,7 +75,7 @@ def test_claim_next_agrees_with_the_ready_rule(kind: StoreKind, places: tuple[st
     keys = [f"t{i:02d}" for i in range(36)]
     admitted: list[str] = []
     fences: dict[str, int] = {}
-    seen = {"ready": 0, "claimed next": 0, "completed": 0, "waiting": 0}
+    seen = {"ready": 0, "claimed next": 0, "completed": 0, "waiting": 0, "pruned": 0}
     now = T0
     for step in range(160):
         now = _at(step * 0.5)
@@ -101,6 +102,8 @@ def test_claim_next_agrees_with_the_ready_rule(kind: StoreKind, places: tuple[st
             elif op < 0.85 and admitted:
                 key = rng.choice(admitted)
                 fences[key] = ledger.takeover("t", key, "w2", timedelta(seconds=30), now)
+            elif op < 0.88:
+                ledger.prune(timedelta(seconds=rng.choice([0, 5])), now)
             elif op < 0.92 and fences:
                 key = rng.choice(sorted(fences))
                 ledger.release("t", key, "w", fences.pop(key), now)
@@ -124,6 +127,7 @@ def test_claim_next_agrees_with_the_ready_rule(kind: StoreKind, places: tuple[st
         seen["ready"] += _agree(store, now, f"step {step}") > 0
     records = list(store.range())
     seen["completed"] = sum(r.status == "completed" for r in records)
+    seen["pruned"] = count_pruned(store)
     seen["waiting"] = sum(
         r.status == "pending" and not is_ready(r, store.load, now) for r in records
     )

@@ -390,7 +390,8 @@ class JsonFileStore(LockedDirectory):
             if root_fd is None:
                 return []
             found = scan_records(self._root, root_fd, checksummed=self._checksummed, sweep=False)
-            by_key = {rec.key: rec for rec in found.values()}
+            by_key = {rec.key: rec for rec in prunedfile.read_all(self._root, root_fd)}
+            by_key.update((rec.key, rec) for rec in found.values())
             rfd = readyindex.open_dir(self._root, root_fd, create=False)
             chunks = None if rfd is None else readyindex.load_chunks(self._root, root_fd, rfd)
             try:
@@ -545,7 +546,10 @@ class JsonFileStore(LockedDirectory):
     def _rebuild_ready(self, root_fd: int) -> None:
         """Rebuild ready/ from the record files (not the open batch's writes)."""
         found = scan_records(self._root, root_fd, checksummed=self._checksummed, sweep=False)
-        readyindex.rebuild(self._root, root_fd, found.values(), key_digest)
+        pruned = [
+            r for r in prunedfile.read_all(self._root, root_fd) if key_digest(r.key) not in found
+        ]
+        readyindex.rebuild(self._root, root_fd, [*pruned, *found.values()], key_digest)
 
     def _current(self, root_fd: int, key: str, digest: str) -> TaskState | None:
         """The record as this lock holder sees it (its batch's writes included)."""
