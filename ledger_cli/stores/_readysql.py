@@ -322,3 +322,11 @@ def visible_sql(columns: str) -> str:
 def pruned_sql(columns: str) -> str:
     cols = ", ".join(f"t.{c.strip()}" for c in columns.split(","))
     return f"SELECT {cols} FROM ledger_tasks t JOIN ledger_pruned p ON p.key = t.key ORDER BY t.key"
+
+
+def visible_page_sql(columns: str, mark: str) -> str:
+    """The next page of unpruned records after a key, in key order."""
+    return (
+        f"SELECT {columns} FROM ledger_tasks t WHERE t.key > {mark} AND NOT EXISTS"
+        f" (SELECT 1 FROM ledger_pruned p WHERE p.key = t.key) ORDER BY t.key LIMIT {mark}"
+    )

@@ -169,6 +169,50 @@ class JsonFileStore(LockedDirectory):
         """Every record but the pruned ones (`list`, `tree`): pruned/ is not read."""
         return self._range(pruned=False)
 
+    def scan_visible(self) -> Iterator[TaskState]:
+        """Every record but the pruned ones, streamed in storage order (shard by
+        shard, not key order) without the lock: `list --jsonl` prints each row as
+        it is read, in constant memory. A record file is replaced atomically, so
+        each one read is whole; records written meanwhile may or may not appear."""
+        self._check_open()
+        with io_errors(self._root):
+            root_fd = _fsutil.open_root(self._root)
+            if root_fd is None:
+                return
+            try:
+                if not self._meta_seen and not self._initialized(root_fd):
+                    return
+                rfd = _fsutil.open_subdir(
+                    root_fd, RECORDS_DIR, self._shown(RECORDS_DIR), create=False
+                )
+            finally:
+                os.close(root_fd)
+            if rfd is None:
+                return
+            try:
+                for shard in sorted(os.listdir(rfd)):
+                    if not layout.SHARD.fullmatch(shard):
+                        continue
+                    path = self._shown(RECORDS_DIR, shard)
+                    sfd = _fsutil.open_subdir(rfd, shard, path, create=False)
+                    if sfd is None:
+                        continue
+                    try:
+                        names = sorted(os.listdir(sfd))
+                        for fname in names:
+                            if not layout.RECORD_FILE.fullmatch(fname):
+                                continue
+                            shown = self._shown(RECORDS_DIR, shard, fname)
+                            data = _fsutil.read_file(sfd, fname, shown)
+                            if data is not None:
+                                yield decode_record_file(
+                                    data, shown, checksummed=self._checksummed, digest=fname[:-5]
+                                )
+                    finally:
+                        os.close(sfd)
+            finally:
+                os.close(rfd)
+
     def _range(self, *, pruned: bool) -> Iterator[TaskState]:
         self._check_open()
         with self._locked(create=False) as root_fd:
