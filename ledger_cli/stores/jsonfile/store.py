@@ -42,6 +42,10 @@ from ledger_cli.stores.jsonfile.records import (
 )
 
 
+_READY_PAGE = 8
+"""Ready-index entries examined per lock hold by `ready_candidates`."""
+
+
 class JsonFileStore(LockedDirectory):
     """A directory of JSON records; safe under many concurrent processes.
 
@@ -408,6 +412,8 @@ class JsonFileStore(LockedDirectory):
                 return [], None
             found: list[TaskState] = []
             stale: list[readyindex.Entry] = []
+            # A few live candidates per lock hold (claim --next needs the first).
+            entries = entries[:_READY_PAGE]
             for entry in entries:
                 key = readyindex.key_of(entry)
                 rec = load(key)
