@@ -9,9 +9,11 @@ user runs it (a fresh process each time, bytecode caching allowed):
 
 - `claim --next` (median of K claims, each a new process) on a store with
   100 ready tasks (the baseline), with N ready tasks, with N pending tasks
-  that wait on an unfinished need plus 100 ready, and with N finished
-  (completed) records plus 100 ready. Printed as ratios to the baseline;
-  the targets: <= 1.5 on JSON and SQLite, <= 2 on PostgreSQL.
+  that wait on an unfinished need plus 100 ready, with N finished
+  (completed) records plus 100 ready, and with those N records pruned
+  (`Ledger.prune`). Printed as ratios to the baseline; the targets: <= 1.5
+  on JSON and SQLite, <= 2 on PostgreSQL. On the JSON store, the disk a
+  pruned key costs: `du -sk STORE/pruned` / N (target: <= 256 bytes).
 - drain throughput: 8 concurrent worker loops of `ledger run --next … --
   true` over a store of --drain tasks (default 400): tasks/s, checking that
   every task ran exactly once (each run appends its key to a log).
@@ -218,6 +220,17 @@ def bench_kind(kind: str, n: int, k: int, drain_n: int, base: Path, pg: str) -> 
         out[f"claim {n:,} ready / {BASE}"] = claim_cost(big, k) / base_t
         out[f"claim {n:,} waiting / {BASE}"] = claim_cost(waiting, k) / base_t
         out[f"claim {n:,} finished / {BASE}"] = claim_cost(finished, k) / base_t
+        say(f"pruning {n:,} finished records")
+        store = open_store(finished)
+        pruned = Ledger(store).prune(timedelta(0), Instant.now())
+        store.close()
+        if pruned != n:
+            raise SystemExit(f"prune pruned {pruned} records, not {n}")
+        out[f"claim {n:,} pruned / {BASE}"] = claim_cost(finished, k) / base_t
+        if kind == "json":
+            path = finished.removeprefix("json:") + "/pruned"
+            du = subprocess.run(["du", "-sk", path], capture_output=True, text=True, check=True)
+            out["du bytes per pruned key"] = int(du.stdout.split()[0]) * 1024 / n
         say("list --jsonl")
         first, rate = list_cost(big)
         out[f"list first row at {n:,} (s)"] = first
@@ -261,7 +274,10 @@ def main() -> None:
         cells = []
         for k in kinds:
             v = results[k].get(row)
-            cells.append(f"{v:>14.3f}" if isinstance(v, float) and v < 100 else f"{v:>14,.0f}")
+            if v is None:
+                cells.append(f"{'-':>14}")
+            else:
+                cells.append(f"{v:>14.3f}" if v < 100 else f"{v:>14,.0f}")
         print(f"{row:38}" + "".join(cells))
     if "sqlite" in results and "postgresql" in results:
         key = "drain 8 workers (tasks/s)"
