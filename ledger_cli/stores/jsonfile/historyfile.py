@@ -80,8 +80,13 @@ def _last_newline(fd: int, size: int) -> int:
 def parse_history(data: bytes, shown: str) -> list[HistoryEntry]:
     lines = data.split(b"\n")
     lines.pop()  # b"" after a final newline; else a line torn by a crash: ignored
+    return parse_lines(lines, shown, 0)
+
+
+def parse_lines(lines: list[bytes], shown: str, before: int) -> list[HistoryEntry]:
+    """Complete history lines (numbered from `before` + 1 in messages) as entries."""
     out: list[HistoryEntry] = []
-    for number, line in enumerate(lines, 1):
+    for number, line in enumerate(lines, before + 1):
         try:
             obj = json.loads(line.decode("utf-8"))
             if not isinstance(obj, dict):

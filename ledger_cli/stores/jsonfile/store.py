@@ -41,7 +41,6 @@ from ledger_cli.stores.jsonfile.records import (
     scan_records,
 )
 
-
 _READY_PAGE = 8
 """Ready-index entries examined per lock hold by `ready_candidates`."""
 
@@ -540,19 +539,49 @@ class JsonFileStore(LockedDirectory):
 
     @store_method
     def read_history(self, key: str | None = None) -> Iterator[HistoryEntry]:
-        """History entries oldest first (a torn last line, left by a crash, is skipped)."""
+        """History entries oldest first, streamed (a torn last line, left by a crash
+        or an append in progress, is skipped): `log` prints each as it is read."""
         self._check_open()
-        with self._locked(create=False) as root_fd:
-            if root_fd is None:
-                return iter(())
-            data = _fsutil.read_file(root_fd, HISTORY_NAME, self._shown(HISTORY_NAME)) or b""
-            pending: list[bytes] = []
-            batch = self._batch
-            if batch is not None and batch.mine():
-                pending = batch.history
-        entries = historyfile.parse_history(data, self._shown(HISTORY_NAME))
-        entries.extend(historyfile.parse_history(b"".join(pending), "(pending batch)"))
-        return iter([e for e in entries if key is None or e.key == key])
+        batch = self._batch
+        pending = list(batch.history) if batch is not None and batch.mine() else []
+        return self._stream_history(key, pending)
+
+    def _stream_history(self, key: str | None, pending: list[bytes]) -> Iterator[HistoryEntry]:
+        path = self._shown(HISTORY_NAME)
+        with io_errors(self._root):
+            fd = None
+            root_fd = _fsutil.open_root(self._root)
+            if root_fd is not None:
+                try:
+                    flags = (
+                        os.O_RDONLY | _fsutil.O_NOFOLLOW | _fsutil.O_NONBLOCK | _fsutil.O_CLOEXEC
+                    )
+                    fd = os.open(HISTORY_NAME, flags, dir_fd=root_fd)
+                except FileNotFoundError:
+                    fd = None
+                except OSError as exc:
+                    raise _fsutil.open_failed(path, exc) from None
+                finally:
+                    os.close(root_fd)
+            number = 0
+            if fd is not None:
+                try:
+                    _fsutil.require_regular(fd, path)
+                    rest = b""
+                    while chunk := os.read(fd, 1 << 20):
+                        lines = (rest + chunk).split(b"\n")
+                        rest = lines.pop()  # an incomplete (maybe torn) line, for now
+                        for entry in historyfile.parse_lines(lines, path, number):
+                            if key is None or entry.key == key:
+                                yield entry
+                        number += len(lines)
+                finally:
+                    os.close(fd)
+            for entry in historyfile.parse_lines(
+                b"".join(pending).split(b"\n")[:-1], "(pending batch)", 0
+            ):
+                if key is None or entry.key == key:
+                    yield entry
 
     def close(self) -> None:
         self._closed = True
