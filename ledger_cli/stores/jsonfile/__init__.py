@@ -9,12 +9,17 @@ Layout of a store directory (mode 0700; every file 0600):
                           one file per key: the wire record object with a
                           checksum member last                          (records.py)
     live/                 the index of pending and claimed records      (liveindex.py)
+    ready/                the ready index of `claim --next`             (readyindex.py,
+                                                                         readyview.py)
+    pruned/               pruned records, many keys a file              (prunedfile.py,
+                                                                         pruning.py)
     history.jsonl         the history of writes, one JSON object a line (historyfile.py)
     journal.json          only while a batch commits (or after a crash in it)
                                                                         (journal.py)
 
 How writes reach the disk durably is apply.py; the writes of an open batch
-wait in batch.py; store.py is the public face tying the parts together.
+wait in batch.py; reading.py reads records; store.py is the public face tying
+the parts together.
 
 The store refuses, never resets: a record file that is not valid UTF-8, not
 a JSON record, fails validation or sits under the wrong name, a history line
