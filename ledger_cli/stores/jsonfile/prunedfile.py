@@ -29,7 +29,7 @@ from ledger_cli.stores.jsonfile.layout import SHARD, shown
 
 PRUNED_DIR = "pruned"
 COUNT_NAME = "count"
-_APPEND = os.O_RDWR | os.O_CREAT | _fsutil.O_NOFOLLOW | _fsutil.O_CLOEXEC
+_APPEND = os.O_RDWR | os.O_CREAT | _fsutil.O_NOFOLLOW | _fsutil.O_NONBLOCK | _fsutil.O_CLOEXEC
 
 
 def encode(rec: TaskState) -> bytes:
@@ -141,8 +141,8 @@ def append(root: str, root_fd: int, records: Iterable[tuple[str, TaskState]]) ->
                 fd = os.open(name, _APPEND, _fsutil.FILE_MODE, dir_fd=pfd)
             except OSError as exc:
                 raise _fsutil.open_failed(path, exc) from None
+            size = _fsutil.require_regular(fd, path).st_size  # closes fd when it refuses
             try:
-                size = _fsutil.require_regular(fd, path).st_size
                 if size and os.pread(fd, 1, size - 1) != b"\n":  # cut a torn last line
                     data = os.pread(fd, size, 0)
                     size = data.rfind(b"\n") + 1

@@ -47,7 +47,14 @@ Entry = tuple[int, str]
 Load = Callable[[str], "TaskState | None"]
 """A record by key, or None."""
 
-_APPEND_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | _fsutil.O_NOFOLLOW | _fsutil.O_CLOEXEC
+_APPEND_FLAGS = (
+    os.O_WRONLY
+    | os.O_APPEND
+    | os.O_CREAT
+    | _fsutil.O_NOFOLLOW
+    | _fsutil.O_NONBLOCK
+    | _fsutil.O_CLOEXEC
+)
 
 
 def entry_of(rec: TaskState) -> Entry | None:
@@ -273,6 +280,7 @@ def add_waiters(root: str, rfd: int, waits: dict[str, set[str]], *, sync: bool) 
                     fd = os.open(need, _APPEND_FLAGS, _fsutil.FILE_MODE, dir_fd=sfd)
                 except OSError as exc:
                     raise _fsutil.open_failed(path, exc) from None
+                _fsutil.require_regular(fd, path)  # closes fd when it refuses
                 try:
                     # A leading newline ends a line a crash may have torn (then ignored).
                     data = "".join("\n" + d for d in sorted(deps)) + "\n"

@@ -271,8 +271,8 @@ class JsonFileStore(ReadyMethods, PruneMethods):
                     os.close(root_fd)
             number = 0
             if fd is not None:
+                _fsutil.require_regular(fd, path)  # closes fd when it refuses
                 try:
-                    _fsutil.require_regular(fd, path)
                     rest = b""
                     while chunk := os.read(fd, 1 << 20):
                         lines = (rest + chunk).split(b"\n")
