@@ -282,3 +282,24 @@ def test_eight_workers_drain_a_dag(scheme: str, tmp_path: Path) -> None:
         final = kind.open(location, lambda: T0)
         assert {r.status for r in final.range()} == {"completed"}
         final.close()
+
+
+def test_postgres_claimers_skip_a_locked_candidate(tmp_path: Path) -> None:
+    """While one claimer holds the oldest candidate (FOR UPDATE, in its claim's
+    transaction), another `claim --next` takes the next one at once instead of
+    waiting on the same row."""
+    kind = KINDS["postgresql"]
+    with kind.place(tmp_path) as location:
+        store = kind.open(location, lambda: T0)
+        ledger = Ledger(store)
+        ledger.admit("t", "first", 1, None, _at(0))
+        ledger.admit("t", "second", 1, None, _at(1))
+        with store.batch():
+            held = next(iter(store.ready_candidates()))  # type: ignore[attr-defined]
+            assert held.key == "first"
+            other = run_ledger(
+                kind.url(location), "claim", "--next", "--owner", "b", "--lease", "1m", timeout=60
+            )
+            assert other.returncode == 0, other.stderr
+            assert other.stdout.split()[0] == "second"
+        store.close()
