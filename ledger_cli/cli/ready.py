@@ -73,8 +73,9 @@ def candidates(store: object) -> list[TaskState]:
 def ready_iter(store: object, load: Loader, now: Instant) -> Iterator[TaskState]:
     """The ready records, oldest first, found lazily.
 
-    Through the store's ready index (`ready_candidates()`: live records whose
-    direct needs are completed, in order) when it has one, so the first ready
+    Through the store's ready index (`ready_candidates(now)`: live records whose
+    direct needs are completed, in order; a store may leave out claimed ones
+    whose lease runs past `now`) when it has one, so the first ready
     record costs the same however long the backlog; else by a scan.
     """
     cache: dict[str, TaskState | None] = {}
@@ -84,10 +85,12 @@ def ready_iter(store: object, load: Loader, now: Instant) -> Iterator[TaskState]
             cache[key] = load(key)
         return cache[key]
 
-    source: Callable[[], Iterable[TaskState]] | None = getattr(store, "ready_candidates", None)
+    source: Callable[[Instant], Iterable[TaskState]] | None = getattr(
+        store, "ready_candidates", None
+    )
     if source is None:
         yield from ready_records(candidates(store), load, now)
         return
-    for rec in source():
+    for rec in source(now):
         if is_ready(rec, cached, now):
             yield rec

@@ -21,8 +21,10 @@ lease, the transitive walk) to those few rows only. The tables are derived:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
 
 Fetch = Callable[[str, str, int], Sequence[Sequence[Any]]]
@@ -162,15 +164,34 @@ SQLITE_CHECKS = (
 )
 
 
-def page_sql(columns: str, mark: str, *, lock: bool) -> str:
-    """The next candidates after (created, key), in order; `lock`: PostgreSQL's
-    FOR UPDATE SKIP LOCKED (one row, held to the end of the transaction)."""
+def page_sql(columns: str, mark: str, lease: str, *, lock: bool) -> str:
+    """The next candidates after (created, key), in order, leaving out claimed
+    rows whose lease (`lease`: the sortable lease_until expression) runs past
+    `now`; `lock`: PostgreSQL's FOR UPDATE SKIP LOCKED (one row, held to the end
+    of the transaction). Parameters: created, key, now (`sortable`), limit."""
     cols = ", ".join(f"t.{c.strip()}" for c in columns.split(","))
     sql = (
         f"SELECT {cols}, r.created FROM ledger_ready r JOIN ledger_tasks t ON t.key = r.key"
-        f" WHERE (r.created, r.key) > ({mark}, {mark}) ORDER BY r.created, r.key LIMIT {mark}"
+        f" WHERE (r.created, r.key) > ({mark}, {mark})"
+        f" AND (t.status = 'pending' OR {lease} <= {mark})"
+        f" ORDER BY r.created, r.key LIMIT {mark}"
     )
     return sql + " FOR UPDATE OF t SKIP LOCKED" if lock else sql
+
+
+SQLITE_LEASE = _sqlite_sortkey("t.lease_until")
+PG_LEASE = "ledger_sortkey(t.lease_until)"
+NEVER = "9999-12-31T23:59:59.999999999"
+
+
+def sortable(now: Instant | None) -> str:
+    """`now` as the sortable UTC text the index compares (NEVER for None: every
+    claimed candidate counts)."""
+    if now is None:
+        return NEVER
+    secs, ns = divmod(now.unix_ns, 1_000_000_000)
+    when = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(seconds=secs)
+    return f"{when.year:04d}-{when:%m-%dT%H:%M:%S}.{ns:09d}"
 
 
 # -- PostgreSQL ------------------------------------------------------------------

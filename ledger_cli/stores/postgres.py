@@ -292,7 +292,7 @@ class PostgresStore:
                 rows = self._conn.execute(_BY_STATUS, (wanted,)).fetchall()
         return _sql.claimable_order(_sql.row_to_state(row) for row in rows)
 
-    def ready_candidates(self) -> Iterator[TaskState]:
+    def ready_candidates(self, now: Instant | None = None) -> Iterator[TaskState]:
         """Pending and claimed records whose direct needs are all completed, in
         Ready order, through the trigger-kept `ledger_ready` table.
 
@@ -302,13 +302,16 @@ class PostgresStore:
         onto it. The claim itself is still the engine's fenced compare-and-swap.
         """
         locking = self._depth > 0
-        sql = _readysql.page_sql(_sql.SELECT_COLUMNS, "%s", lock=locking)
+        sql = _readysql.page_sql(_sql.SELECT_COLUMNS, "%s", _readysql.PG_LEASE, lock=locking)
+
+        at = _readysql.sortable(now)
 
         def fetch(created: str, key: str, limit: int) -> list[Any]:
             with self._lock:
                 self._check_open()
                 with self._errors("ready scan"):
-                    return list(self._conn.execute(sql, (created, key, limit)).fetchall())
+                    args = (created, key, at, limit)
+                    return list(self._conn.execute(sql, args).fetchall())
 
         return _readysql.candidates(fetch, 1 if locking else 16)
 

@@ -33,6 +33,7 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
+from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState, byte_order
 from ledger_cli.errors import StoreError
 from ledger_cli.stores import _readysql, _sql
@@ -291,16 +292,19 @@ class SQLiteStore:
                 rows = self._conn.execute(sql, wanted).fetchall()
         return _sql.claimable_order(_sql.row_to_state(row) for row in rows)
 
-    def ready_candidates(self) -> Iterator[TaskState]:
+    def ready_candidates(self, now: Instant | None = None) -> Iterator[TaskState]:
         """Pending and claimed records whose direct needs are all completed, in
         Ready order, read through the trigger-kept `ledger_ready` table."""
-        sql = _readysql.page_sql(_sql.SELECT_COLUMNS, "?", lock=False)
+        sql = _readysql.page_sql(_sql.SELECT_COLUMNS, "?", _readysql.SQLITE_LEASE, lock=False)
+
+        at = _readysql.sortable(now)
 
         def fetch(created: str, key: str, limit: int) -> list[Any]:
             with self._lock:
                 self._check_open()
                 with self._errors("ready scan"):
-                    return list(self._conn.execute(sql, (created, key, limit)).fetchall())
+                    args = (created, key, at, limit)
+                    return list(self._conn.execute(sql, args).fetchall())
 
         return _readysql.candidates(fetch, 16)
 

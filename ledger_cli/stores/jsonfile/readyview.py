@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
+from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
 from ledger_cli.stores import _fsutil
 from ledger_cli.stores.jsonfile import prunedfile, readyindex
@@ -19,7 +20,7 @@ _READY_PAGE = 8
 
 
 class ReadyMethods(RecordReader):
-    def ready_candidates(self) -> Iterator[TaskState]:
+    def ready_candidates(self, now: Instant | None = None) -> Iterator[TaskState]:
         """Pending and claimed records whose direct needs are all completed, oldest
         CreatedAt first, then key, read through the ready/ index (the caller
         applies the rest of the Ready rule: lease expiry, the transitive walk).
