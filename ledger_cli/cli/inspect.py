@@ -35,7 +35,7 @@ def state(settings: Settings, key: str) -> int:
         pruned = is_pruned(s.store, key)
     from ledger_cli.cli import render
 
-    render.console().print(render.state_panel(rec, now, need_status, output.dumps(rec.task)))
+    render.console().print(render.state_panel(rec, now, need_status, output.task(rec.task)))
     if pruned:
         output.line("pruned: its task, needs and history were removed; the key stays admitted")
     return 0

@@ -104,7 +104,7 @@ class Supervisor:
         env = dict(os.environ)
         env["LEDGER_KEY"] = self.key
         env["LEDGER_FENCE"] = str(self.fence)
-        env["LEDGER_TASK"] = output.dumps(self.rec.task)
+        env["LEDGER_TASK"] = str(output.task(self.rec.task))
         return env
 
     def _signal_child(self, signum: int) -> None:
