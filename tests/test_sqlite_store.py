@@ -762,8 +762,9 @@ def test_corrupt_row_is_a_store_error_naming_the_key(store: SQLiteStore, db: Pat
 
 
 def test_unencodable_key_is_a_store_error(store: SQLiteStore) -> None:
+    # U+D800 stands for no byte; "\udcff" is the byte 0xFF (test_go_text.py).
     with pytest.raises(errors.StoreError):
-        store.compare_and_swap("\udcff", None, TaskState(key="\udcff", status="pending"))
+        store.compare_and_swap("\ud800", None, TaskState(key="\ud800", status="pending"))
 
 
 def test_closed_store_refuses(db: Path) -> None:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from ledger_cli.cli import output
 from ledger_cli.cli.context import Session, Settings
-from ledger_cli.cli.inputs import InputError, parse_status, parse_uint, validate_key, validate_text
+from ledger_cli.cli.inputs import InputError, parse_status, parse_uint, validate_text
 from ledger_cli.errors import NoKeyError
 
 if TYPE_CHECKING:
@@ -17,7 +17,6 @@ if TYPE_CHECKING:
 
 
 def state(settings: Settings, key: str) -> int:
-    validate_key(key)
     with Session(settings) as s:
         rec = s.ledger.state(key)
         if rec is None:
@@ -43,7 +42,6 @@ def state(settings: Settings, key: str) -> int:
 
 def blocked(settings: Settings, key: str) -> int:
     """Exit 0 and print the blocking key when blocked; exit 1 (silent) when not."""
-    validate_key(key)
     with Session(settings) as s:
         if s.ledger.state(key) is None:
             raise NoKeyError()
@@ -122,8 +120,6 @@ def _source(store: Store, wanted: set[str], pruned: bool, stream: bool) -> Itera
 
 
 def tree(settings: Settings, key: str | None = None) -> int:
-    if key is not None:
-        validate_key(key)
     with Session(settings) as s:
         from ledger_cli.engine.prune import visible
 
@@ -144,16 +140,23 @@ def tree(settings: Settings, key: str | None = None) -> int:
 
 
 def _tree_json(key: str | None, records: dict[str, TaskState]) -> object:
-    """--json for `tree`: the failed records and what each blocks, or the
-    transitive needs of KEY with their statuses (null: never admitted)."""
+    """--json for `tree`: the failed records and what each blocks (`escaped`:
+    the escaped blocks whose nearest failure it is), or the transitive needs of
+    KEY with their statuses (null: never admitted)."""
     if key is None:
+        from ledger_cli.engine.invariants import find_escaped_blocks
+
+        escaped = find_escaped_blocks(records.values())
         out = []
         for failed in sorted(k for k, r in records.items() if r.status == "failed"):
             blocked = sorted(
                 k for k, r in records.items() if r.status == "blocked" and r.blocked_by == failed
             )
             dependents = _closure(failed, records, down=True)
-            out.append({"key": failed, "blocked": blocked, "dependents": dependents})
+            below = [e.key for e in escaped if e.failure == failed]
+            out.append(
+                {"key": failed, "blocked": blocked, "dependents": dependents, "escaped": below}
+            )
         return {"failed": out}
     needs = _closure(key, records, down=False)
     return {
@@ -192,8 +195,6 @@ def _closure(start: str, records: dict[str, TaskState], down: bool) -> list[str]
 
 
 def log(settings: Settings, key: str | None = None, jsonl: bool = False) -> int:
-    if key is not None:
-        validate_key(key)
     if jsonl and settings.json:
         raise InputError("ledger: give --json or --jsonl, not both")
     with Session(settings) as s:

@@ -12,7 +12,6 @@ from ledger_cli.cli.inputs import (
     InputError,
     parse_duration,
     parse_uint,
-    validate_key,
     validate_text,
 )
 from ledger_cli.errors import LedgerError
@@ -62,7 +61,6 @@ def claim(
         raise InputError("ledger: claim needs a KEY (or --next)")
     if wait is not None:
         raise InputError("ledger: --wait goes with --next")
-    validate_key(key)
     owner, lease_td = _owner_lease(owner, lease)
     with Session(settings) as s:
         now = s.now()
@@ -78,6 +76,19 @@ def _print_fence(settings: Settings, key: str, fence: int, rec: TaskState | None
         output.json_line({"key": key, "fence": fence, "record": output.record(rec)})
     else:
         output.line(str(fence))
+
+
+def _nameable(key: str) -> bool:
+    """A key `--next` can print so that a worker can name it back: valid UTF-8.
+    (A key the Go service wrote with invalid bytes is read with lone
+    surrogates; `doctor` reports it, and `claim KEY` takes its exact bytes.)"""
+    if key.isascii():
+        return True
+    try:
+        key.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def claim_next(s: Session, owner: str, lease: str, wait: str | None) -> tuple[TaskState, int]:
@@ -113,6 +124,8 @@ def claim_next(s: Session, owner: str, lease: str, wait: str | None) -> tuple[Ta
         # concurrent claimers spread over the queue instead of piling onto one.
         with s.write(now):
             for cand in ready.ready_iter(s.store, s.load, now):
+                if not _nameable(cand.key):
+                    continue  # invalid UTF-8 (another writer's bytes): no output could name it
                 try:
                     fence = s.ledger.claim(s.actor, cand.key, owner, lease_td, now)
                 except (LeaseActiveError, NotClaimedError, NoKeyError):
@@ -130,7 +143,6 @@ def claim_next(s: Session, owner: str, lease: str, wait: str | None) -> tuple[Ta
 
 
 def renew(settings: Settings, key: str, owner: str, fence: str, lease: str) -> int:
-    validate_key(key)
     owner, lease_td = _owner_lease(owner, lease)
     fence_n = parse_uint(fence, "--fence")
     with Session(settings) as s:
@@ -147,7 +159,6 @@ def renew(settings: Settings, key: str, owner: str, fence: str, lease: str) -> i
 
 
 def release(settings: Settings, key: str, owner: str, fence: str) -> int:
-    validate_key(key)
     owner = validate_text(owner, "owner")
     fence_n = parse_uint(fence, "--fence")
     with Session(settings) as s:
@@ -163,7 +174,6 @@ def release(settings: Settings, key: str, owner: str, fence: str) -> int:
 
 
 def takeover(settings: Settings, key: str, owner: str, lease: str) -> int:
-    validate_key(key)
     owner, lease_td = _owner_lease(owner, lease)
     with Session(settings) as s:
         now = s.now()

@@ -17,7 +17,11 @@ the loser re-check the WHERE against the winner's row, so no update is lost.
 
 Connection settings come from the `postgresql://` URL (libpq syntax: host
 lists, `sslmode`, `options=-c search_path=…`, …). PostgreSQL text cannot hold
-NUL, so a key or other text field with one is a StoreError.
+NUL, so a key or other text field with one is a StoreError. Nor can it hold
+text that is not valid UTF-8 (the server refuses it in a UTF8 database), so the
+"invalid bytes from the Go service" case of the SQLite store cannot arise here:
+a key given with such bytes has no record (load returns None) and writing such
+text is a StoreError.
 """
 
 from __future__ import annotations
@@ -118,6 +122,10 @@ def _psycopg() -> Any:
 
 
 def _no_nul(key: str, **fields: str) -> None:
+    if not _sql.is_utf8(key):
+        raise StoreError(
+            f"ledger: PostgreSQL cannot store key {_sql.hex_bytes(key)!r}: text must be valid UTF-8"
+        )
     if "\x00" in key:
         raise StoreError(
             f"ledger: PostgreSQL cannot store key {key!r}: text cannot contain a NUL character"
@@ -248,6 +256,8 @@ class PostgresStore:
     # -- Store -------------------------------------------------------------------
 
     def load(self, key: str) -> TaskState | None:
+        if not _sql.is_utf8(key):
+            return None  # PostgreSQL text holds valid UTF-8 only: no such row exists
         _no_nul(key)
         with self._lock:
             self._check_open()
