@@ -256,6 +256,7 @@ JSON_CASES: dict[str, list[list[str]]] = {
     "snapshot": [["snapshot"]],
     "restore": [["restore", "-"]],
     "doctor": [["doctor"]],
+    "prune": [["prune", "--older-than", "0s"], ["prune", "--older-than", "1d", "--dry-run"]],
     "demo": [],  # a real multi-process run: tests/test_cli_processes.py
 }  # fmt: skip
 

@@ -25,6 +25,7 @@ from ledger_cli.errors import StoreError
 from ledger_cli.stores import _fsutil, jsonfile
 from ledger_cli.stores.history import HistoryEntry
 from ledger_cli.stores.jsonfile import JsonFileStore, key_digest
+from ledger_cli.stores.jsonfile.locking import DEFAULT_LOCK_TIMEOUT
 
 T0 = Instant.parse("2024-01-01T00:00:00Z")
 
@@ -523,7 +524,7 @@ def test_a_lock_held_too_long_is_a_store_error(root: Path) -> None:
         assert waiter.load("k") is not None  # reads never wait
     # It waited its own timeout, not the default one (no upper bound tighter than that:
     # a loaded machine may be slow to wake the waiter).
-    assert 0.3 <= waited < jsonfile.DEFAULT_LOCK_TIMEOUT
+    assert 0.3 <= waited < DEFAULT_LOCK_TIMEOUT
     assert waiter.compare_and_swap("j", None, rec("j"))  # and the queue is usable again
 
 

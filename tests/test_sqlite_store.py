@@ -228,6 +228,16 @@ def test_created_schema_is_the_go_schema(db: Path, tmp_path: Path) -> None:
         ("index", "ledger_tasks_claimable"),
         ("table", "ledger_history"),
         ("index", "ledger_history_key"),
+        # The ready index (SPEC §6.1): side tables kept by triggers, all ledger_*;
+        # the keys `ledger prune` pruned (SPEC §6.4).
+        ("table", "ledger_pruned"),
+        ("table", "ledger_needs"),
+        ("index", "ledger_needs_need"),
+        ("table", "ledger_ready"),
+        ("index", "ledger_ready_order"),
+        ("trigger", "ledger_ready_insert"),
+        ("trigger", "ledger_ready_update"),
+        ("trigger", "ledger_ready_delete"),
     }
     assert "ledger_tasks_claimable" in plan
 

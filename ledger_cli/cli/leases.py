@@ -94,8 +94,9 @@ def _nameable(key: str) -> bool:
 def claim_next(s: Session, owner: str, lease: str, wait: str | None) -> tuple[TaskState, int]:
     """Claim the oldest ready record (ledger.ready), polling up to `wait`.
 
-    Each candidate is re-checked and claimed inside one `store.batch()`; one
-    lost to a concurrent claimer is skipped, not an error.
+    The scan (through the store's ready index) and the claim happen inside one
+    `store.batch()`; a candidate lost to a concurrent claimer is skipped, not an
+    error.
     """
     from ledger_cli.cli import ready
     from ledger_cli.errors import (
@@ -117,19 +118,23 @@ def claim_next(s: Session, owner: str, lease: str, wait: str | None) -> tuple[Ta
     pause = 0.05
     while True:
         now = s.now()
-        for cand in ready.ready_records(ready.candidates(s.store), s.load, now):
-            if not _nameable(cand.key):
-                continue  # invalid UTF-8 (another writer's bytes): no output could name it
-            with s.write(now):
-                fresh = s.load(cand.key)
-                if fresh is None or not ready.is_ready(fresh, s.load, now):
-                    continue
+        claimed: tuple[TaskState, int] | None = None
+        # One lock hold (a transaction on SQL stores) for the scan and the claim:
+        # on PostgreSQL the scan locks its candidate (FOR UPDATE SKIP LOCKED), so
+        # concurrent claimers spread over the queue instead of piling onto one.
+        with s.write(now):
+            for cand in ready.ready_iter(s.store, s.load, now):
+                if not _nameable(cand.key):
+                    continue  # invalid UTF-8 (another writer's bytes): no output could name it
                 try:
                     fence = s.ledger.claim(s.actor, cand.key, owner, lease_td, now)
                 except (LeaseActiveError, NotClaimedError, NoKeyError):
                     continue  # lost to a concurrent claimer (or blocked meanwhile)
                 rec = s.load(cand.key)
-            return (rec if rec is not None else fresh), fence
+                claimed = (rec if rec is not None else cand), fence
+                break
+        if claimed is not None:
+            return claimed
         left = deadline - time.monotonic()
         if left <= 0:
             raise NothingReadyError()

@@ -40,9 +40,10 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
+from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState, byte_order
 from ledger_cli.errors import StoreError
-from ledger_cli.stores import _sql
+from ledger_cli.stores import _readysql, _sql
 from ledger_cli.stores.history import HistoryEntry
 
 __all__ = ["GO_DDL", "SQLiteStore"]
@@ -163,7 +164,14 @@ class SQLiteStore:
                 (_sql.CLAIMABLE_INDEX, _sql.HISTORY_TABLE, _sql.HISTORY_INDEX),
             )
         }
-        return len(names) == 3
+        return len(names) == 3 and self._ready_installed()
+
+    def _ready_installed(self) -> bool:
+        marks = ", ".join("?" for _ in _readysql.SQLITE_OBJECTS)
+        found = self._conn.execute(
+            f"SELECT count(*) FROM sqlite_master WHERE name IN ({marks})", _readysql.SQLITE_OBJECTS
+        ).fetchone()[0]
+        return bool(found == len(_readysql.SQLITE_OBJECTS))
 
     def _migrate(self) -> None:
         """The Go store's create-and-migrate, plus our index and history table.
@@ -190,6 +198,11 @@ class SQLiteStore:
                 )
             for ddl in _EXTRA_DDL:
                 conn.execute(ddl)
+            if not self._ready_installed():  # the ready index (SPEC §6.1), built once
+                for ddl in (*_readysql.SQLITE_TABLES, *_readysql.SQLITE_TRIGGERS):
+                    conn.execute(ddl)
+                for sql in _readysql.SQLITE_REBUILD:
+                    conn.execute(sql)
             conn.execute("COMMIT")
         except BaseException:
             with contextlib.suppress(sqlite3.Error):
@@ -338,6 +351,106 @@ class SQLiteStore:
             self._check_open()
             rows = self._fetchall("scan", sql, tuple(wanted))
         return _sql.claimable_order(_sql.row_to_state(row) for row in rows)
+
+    def ready_candidates(self, now: Instant | None = None) -> Iterator[TaskState]:
+        """Pending and claimed records whose direct needs are all completed, in
+        Ready order, read through the trigger-kept `ledger_ready` table."""
+        sql = _readysql.page_sql(_sql.SELECT_COLUMNS, "?", _readysql.SQLITE_LEASE, lock=False)
+
+        at = _readysql.sortable(now)
+
+        def fetch(created: str, key: str, limit: int) -> list[Any]:
+            with self._lock:
+                self._check_open()
+                with self._errors("ready scan"):
+                    args = (created, key, at, limit)
+                    return list(self._conn.execute(sql, args).fetchall())
+
+        return _readysql.candidates(fetch, 16)
+
+    # -- prune (SPEC §6.4; engine/prune.py): pruned keys in ledger_pruned ----------
+
+    def prune_records(self, pairs: Sequence[tuple[TaskState, TaskState]]) -> int:
+        """Store each pruned record (a compare-and-swap), mark it, drop its history;
+        one transaction per CHUNK records."""
+        from ledger_cli.engine.prune import CHUNK
+
+        done = 0
+        for at in range(0, len(pairs), CHUNK):
+            with self.batch():
+                for old, new in pairs[at : at + CHUNK]:
+                    if self.compare_and_swap(old.key, old, new):
+                        with self._errors("prune"):
+                            self._conn.execute(
+                                "INSERT OR IGNORE INTO ledger_pruned (key) VALUES (?)", (old.key,)
+                            )
+                            self._conn.execute(
+                                "DELETE FROM ledger_history WHERE key = ?", (old.key,)
+                            )
+                        done += 1
+        return done
+
+    def _records(self, sql: str, args: tuple[Any, ...] = ()) -> list[TaskState]:
+        with self._lock:
+            self._check_open()
+            with self._errors("scan"):
+                rows = self._conn.execute(sql, args).fetchall()
+        records = [_sql.row_to_state(row) for row in rows]
+        if not self._utf8:
+            records.sort(key=lambda r: byte_order(r.key))
+        return records
+
+    def visible_range(self) -> Iterator[TaskState]:
+        """Every record but the pruned ones, sorted by key, read in pages of 1000
+        (keyset): `list` prints its first rows at once, in constant memory."""
+        if not self._utf8:  # key order is not byte order: one sorted read
+            yield from self._records(_readysql.visible_sql(_sql.SELECT_COLUMNS))
+            return
+        sql = _readysql.visible_page_sql(_sql.SELECT_COLUMNS, "?")
+        after = ""
+        while True:
+            page = self._records(sql, (after, 1000))
+            yield from page
+            if len(page) < 1000:
+                return
+            after = page[-1].key
+
+    def pruned_range(self) -> Iterator[TaskState]:
+        """The pruned records, sorted by key."""
+        return iter(self._records(_readysql.pruned_sql(_sql.SELECT_COLUMNS)))
+
+    def is_pruned(self, key: str) -> bool:
+        with self._lock:
+            self._check_open()
+            with self._errors("load"):
+                sql = "SELECT 1 FROM ledger_pruned WHERE key = ?"
+                return self._conn.execute(sql, (key,)).fetchone() is not None
+
+    def count_pruned(self) -> int:
+        with self._lock:
+            self._check_open()
+            with self._errors("count"):
+                row = self._conn.execute("SELECT count(*) FROM ledger_pruned").fetchone()
+        return int(row[0]) if row is not None else 0
+
+    def check_ready_index(self) -> list[str]:
+        """Problems of the ready index against `ledger_tasks` (`ledger doctor`)."""
+        with self._lock:
+            self._check_open()
+            with self._errors("ready index check"):
+                return [
+                    f"ready index: {what}: {row[0]!r}"
+                    for what, sql in _readysql.SQLITE_CHECKS
+                    for row in self._conn.execute(sql + " LIMIT 20").fetchall()
+                ]
+
+    def rebuild_ready_index(self) -> None:
+        """Rebuild the ready index from `ledger_tasks` (`ledger doctor --fix`)."""
+        with self.batch(), self._errors("ready index rebuild"):
+            for ddl in (*_readysql.SQLITE_TABLES, *_readysql.SQLITE_TRIGGERS):
+                self._conn.execute(ddl)
+            for sql in _readysql.SQLITE_REBUILD:
+                self._conn.execute(sql)
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[None]:
