@@ -370,3 +370,8 @@ def demo(
     from ledger_cli.cli import demo as demo_module
 
     dispatch(ctx, demo_module.demo, workers=workers)
+
+
+# -- operating commands (retry, cancel, stats, watch) live in their own module ------------
+
+from ledger_cli.cli import operate_commands as _operate_commands  # noqa: E402,F401

@@ -1,0 +1,34 @@
+"""Declarations of the operating commands (SPEC §6.2, §6.3, §6.5, §6.6).
+
+Registered on the one Typer app of `commands.py` (imported at its end), kept
+apart so that the declarations of the Go operations stay as they are.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ledger_cli.cli.commands import Key, app, dispatch
+
+Reason = Annotated[
+    str | None,
+    typer.Option("--reason", metavar="TEXT", help="Why: kept in the history (ledger log)."),
+]
+
+
+@app.command()
+def retry(ctx: typer.Context, key: Key, reason: Reason = None) -> None:
+    """Reopen a failed task and un-block what its failure blocked."""
+    from ledger_cli.cli import remedies
+
+    dispatch(ctx, remedies.retry, key=key, reason=reason)
+
+
+@app.command()
+def cancel(ctx: typer.Context, key: Key, reason: Reason = None) -> None:
+    """Fail a pending, claimed or blocked task without its lease (the holder is fenced off)."""
+    from ledger_cli.cli import remedies
+
+    dispatch(ctx, remedies.cancel, key=key, reason=reason)

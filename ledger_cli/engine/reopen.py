@@ -1,0 +1,213 @@
+"""Un-blocking: the walk that follows a reopened record (SPEC §6.2).
+
+An extension beyond the Go package. In Go a failed or blocked record never
+changes again, so a block, once written, stays true. `retry` breaks that: it
+turns a failed record back into a pending one, and every record blocked
+because of it must be re-examined, including records that other processes
+block on it *while* the retry runs. The invariant kept: once every operation
+has returned, no record is blocked while nothing failed is in its transitive
+needs (an *orphaned block*).
+
+The argument is Go's own Admit/recheck argument (spec/engine.md §3.4), run in
+the mirror direction. Two parties race:
+
+- a *blocker* writes X blocked by B (W1) after reading B failed or blocked;
+- a *reopener* writes B not-blocking (W2: a retry, or an un-block).
+
+Each does a write and then a read: the blocker re-reads B after W1
+(`confirm_block`), and the reopener scans the store after W2 (`settle`, which
+keeps scanning until a scan finds nothing to change, so its last scan comes
+after its last write). Every store linearizes single operations (a CAS, a
+load, a range), so either the blocker's re-read sees W2 (and it repairs X
+itself, with `settle`) or the reopener's scan sees W1 (and repairs X). The
+stores whose `batch()` is a long transaction (JSON and SQLite) hold an
+exclusive write lock for it, so a batch is one step in this order.
+
+The same care runs the other way for un-blocking: after writing X pending,
+X's needs are walked again, and a failure that landed meanwhile blocks X
+again (Go's recheckNeeds), so an un-block does not open a new escape window.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterable
+
+from ledger_cli.engine import events
+from ledger_cli.engine.core import Core
+from ledger_cli.engine.dependencies import block_one
+from ledger_cli.engine.instant import Instant
+from ledger_cli.engine.record import TaskState, byte_order
+from ledger_cli.engine.status import Status
+
+_BLOCKING = frozenset({Status.FAILED.value, Status.BLOCKED.value})
+
+
+def still_blocking(core: Core, key: str) -> bool:
+    """Whether `key` is failed or blocked now. A missing key counts as blocking:
+    a bounded MemStore evicts terminal records, and Go keeps such a block."""
+    rec = core.store.load(key)
+    return rec is None or rec.status in _BLOCKING
+
+
+def confirm_block(core: Core, actor: str, now: Instant, key: str, blocker: str) -> None:
+    """After writing `key` blocked by `blocker`: re-read the blocker (the read
+    that follows the write). If it was reopened meanwhile, the block may be
+    stale: settle `key`. In a store no retry touched this is one load, and
+    nothing changes (Go's behaviour is kept exactly)."""
+    if still_blocking(core, blocker):
+        return
+    settle(core, actor, now, [key], note="")
+
+
+def dependents_of(records: Iterable[TaskState], roots: Iterable[str]) -> list[TaskState]:
+    """The records that transitively need any of `roots` (status not consulted),
+    ordered so that a record's needs come before it (cycles: byte order)."""
+    recs = list(records)
+    bad = set(roots)
+    found: dict[str, TaskState] = {}
+    changed = True
+    while changed:
+        changed = False
+        for rec in recs:
+            if rec.key in found or not rec.needs:
+                continue
+            if any(need in bad for need in rec.needs):
+                found[rec.key] = rec
+                bad.add(rec.key)
+                changed = True
+    # Kahn's order inside the found set: needs first.
+    waiting = {
+        key: {n for n in (rec.needs or ()) if n in found and n != key} for key, rec in found.items()
+    }
+    ordered: list[TaskState] = []
+    ready = sorted((k for k, w in waiting.items() if not w), key=byte_order)
+    done: set[str] = set()
+    while ready or len(done) < len(found):
+        if not ready:  # a cycle: take the smallest remaining key
+            ready = [min((k for k in found if k not in done), key=byte_order)]
+        key = ready.pop(0)
+        if key in done:
+            continue
+        done.add(key)
+        ordered.append(found[key])
+        freed = []
+        for other, needs in waiting.items():
+            if other not in done and key in needs:
+                needs.discard(key)
+                if not needs:
+                    freed.append(other)
+        ready = sorted(set(ready) | set(freed), key=byte_order)
+    return ordered
+
+
+def nearest_failed(
+    load: Callable[[str], TaskState | None], needs: Iterable[str] | None
+) -> str | None:
+    """Breadth-first over the transitive needs, walking through every status:
+    the nearest failed key, or None. A blocked record is justified exactly
+    when this finds one (a blocked need is walked through, not trusted: it
+    may itself be a block that is being undone)."""
+    seen: set[str] = set()
+    queue: deque[str] = deque()
+    for need in needs or ():
+        if need not in seen:
+            seen.add(need)
+            queue.append(need)
+    while queue:
+        key = queue.popleft()
+        rec = load(key)
+        if rec is None:
+            continue
+        if rec.status == Status.FAILED.value:
+            return key
+        for need in rec.needs or ():
+            if need not in seen:
+                seen.add(need)
+                queue.append(need)
+    return None
+
+
+def reexamine(core: Core, actor: str, now: Instant, cur: TaskState, note: str) -> tuple[bool, bool]:
+    """Re-examine one blocked record.
+
+    With a failed record in its transitive needs it stays blocked (its
+    BlockedBy is kept while that is still failed or blocked, else it names
+    the nearest failure). With none, it becomes pending (Owner "", LeaseUntil
+    zero; Fence kept, so the next claim hands out Fence+1). Returns
+    (wrote, unblocked).
+    """
+    key = cur.key
+    load = core.store.load
+    while True:
+        if cur.status != Status.BLOCKED.value:
+            return False, False
+        failure = nearest_failed(load, cur.needs)
+        if failure is not None:
+            if still_blocking(core, cur.blocked_by):
+                return False, False
+            nxt = cur.replace(blocked_by=failure, updated_by=actor, updated_at=now)
+        else:
+            nxt = cur.replace(
+                status=Status.PENDING.value,
+                blocked_by="",
+                owner="",
+                lease_until=Instant.ZERO,
+                updated_by=actor,
+                updated_at=now,
+            )
+        nxt.validate()
+        if not core.store.compare_and_swap(key, cur, nxt):
+            fresh = load(key)
+            if fresh is None:
+                return False, False
+            cur = fresh
+            continue
+        if failure is not None:
+            core.emit(events.BLOCKED, key, f"key {key} blocked by {failure}")
+            return True, False
+        core.emit(events.UNBLOCKED, key, f"key {key} unblocked{note}")
+        # The read after the write (Go's recheckNeeds): a failure that landed
+        # meanwhile blocks the record again, so an un-block opens no escape.
+        again = nearest_failed(load, cur.needs)
+        if again is not None:
+            fresh = load(key)
+            if fresh is not None and fresh.status in (Status.PENDING.value, Status.CLAIMED.value):
+                block_one(core, actor, now, key, fresh, again)
+                return True, False
+        return True, True
+
+
+def settle(core: Core, actor: str, now: Instant, roots: Iterable[str], note: str) -> list[str]:
+    """Re-examine every blocked record among `roots` and their transitive
+    dependents until a full scan changes nothing; the keys un-blocked (sorted).
+
+    Scanning again after every pass that wrote is what closes the race with a
+    concurrent blocker (module docstring): the last scan follows the last write.
+    """
+    roots = list(roots)
+    unblocked: set[str] = set()
+    while True:
+        records = list(core.store.range())
+        by_key = {rec.key: rec for rec in records}
+        candidates = [by_key[k] for k in roots if k in by_key]
+        candidates += dependents_of(records, roots)
+        wrote_any = False
+        seen: set[str] = set()
+        for rec in candidates:
+            if rec.key in seen or rec.status != Status.BLOCKED.value:
+                continue
+            seen.add(rec.key)
+            wrote, freed = reexamine(core, actor, now, rec, note)
+            wrote_any = wrote_any or wrote
+            if freed:
+                unblocked.add(rec.key)
+        if not wrote_any:
+            break
+    # A record un-blocked and then blocked again by a later failure is not "un-blocked".
+    final = []
+    for key in unblocked:
+        now_rec = core.store.load(key)
+        if now_rec is not None and now_rec.status != Status.BLOCKED.value:
+            final.append(key)
+    return sorted(final, key=byte_order)
