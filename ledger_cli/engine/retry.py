@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ledger_cli.engine import events
 from ledger_cli.engine.core import Core
-from ledger_cli.engine.dependencies import blocking_need, recheck_needs
+from ledger_cli.engine.dependencies import block_one, blocking_need
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
 from ledger_cli.engine.reopen import confirm_block, nearest_failed, settle
@@ -37,11 +37,27 @@ def failure_root(core: Core, rec: TaskState) -> str:
     return nearest_failed(core.store.load, rec.needs) or rec.blocked_by
 
 
+def _blocker(core: Core, key: str, needs: tuple[str, ...] | None) -> str | None:
+    """What blocks a reopened `key`: None unless a failed record other than
+    `key` itself is in its transitive needs (a blocked need that only `key`'s
+    own failure justified is about to be un-blocked; trusting it would block
+    a dependency cycle on itself). Then the first failed or blocked direct
+    need, as Admit names it; or the failure, when no direct need shows it."""
+
+    def load(k: str) -> TaskState | None:
+        return None if k == key else core.store.load(k)
+
+    failure = nearest_failed(load, needs)
+    if failure is None:
+        return None
+    return blocking_need(core, [n for n in needs or () if n != key]) or failure
+
+
 def retry(core: Core, actor: str, key: str, now: Instant, reason: str | None = None) -> list[str]:
     """Reopen failed `key`; return the keys it un-blocked, sorted.
 
-    If one of the record's own needs is failed or blocked by now, the record
-    becomes blocked by it instead (and un-blocks nothing).
+    If a failure is in the record's needs by now, the record becomes blocked
+    by its failed or blocked need instead (and un-blocks nothing).
     """
     note = reason_note(reason)
     while True:
@@ -51,7 +67,7 @@ def retry(core: Core, actor: str, key: str, now: Instant, reason: str | None = N
             raise NotFailedError(f"ledger: {key} is blocked by {root}; retry {root}")
         if cur.status != Status.FAILED.value:
             raise NotFailedError(f"ledger: {key} is not failed (it is {cur.status})")
-        blocker = blocking_need(core, cur.needs)
+        blocker = _blocker(core, key, cur.needs)
         nxt = cur.replace(
             status=Status.BLOCKED.value if blocker is not None else Status.PENDING.value,
             owner="",
@@ -68,7 +84,12 @@ def retry(core: Core, actor: str, key: str, now: Instant, reason: str | None = N
         core.emit(events.BLOCKED, key, f"key {key} blocked by {blocker}")
         confirm_block(core, actor, now, key, blocker)
         return []
-    # A need that failed while we wrote: blocked again, as Admit's recheck does.
-    if recheck_needs(core, actor, now, key, cur.needs):
-        return []
+    # The read after the write (as Admit's recheck): a failure that landed in
+    # the needs meanwhile blocks the record again.
+    late = _blocker(core, key, cur.needs)
+    if late is not None:
+        fresh = core.store.load(key)
+        if fresh is not None and fresh.status == Status.PENDING.value:
+            block_one(core, actor, now, key, fresh, late)
+            return []
     return settle(core, actor, now, [key], note=f" by retry of {key}{note}")
