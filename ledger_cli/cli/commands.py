@@ -307,6 +307,14 @@ def run(
     key: OptKey = None,
     next_: Next = False,
     wait: Wait = None,
+    retries: Annotated[
+        str | None,
+        typer.Option("--retries", metavar="N", help="Run the command up to N more times."),
+    ] = None,
+    backoff: Annotated[
+        str | None,
+        typer.Option("--backoff", metavar="D", help="Wait D, 2D, 4D… between attempts (1s)."),
+    ] = None,
 ) -> None:
     """Claim, run `-- CMD…` under the lease (renewed), complete by its exit status."""
     from ledger_cli.cli import run as run_module
@@ -320,6 +328,8 @@ def run(
         command=list(ctx.meta.get("ledger.command", [])),
         next_=next_,
         wait=wait,
+        retries=retries,
+        backoff=backoff,
     )
 
 
