@@ -32,3 +32,20 @@ def cancel(ctx: typer.Context, key: Key, reason: Reason = None) -> None:
     from ledger_cli.cli import remedies
 
     dispatch(ctx, remedies.cancel, key=key, reason=reason)
+
+
+@app.command()
+def stats(
+    ctx: typer.Context,
+    prometheus: Annotated[
+        bool, typer.Option("--prometheus", help="The Prometheus text exposition format.")
+    ] = False,
+    out: Annotated[
+        str | None,
+        typer.Option("-o", "--output", metavar="FILE", help="Write to FILE atomically."),
+    ] = None,
+) -> None:
+    """Counts by status, ready tasks, expired leases, the oldest ready task's age."""
+    from ledger_cli.cli import stats as stats_module
+
+    dispatch(ctx, stats_module.stats, prometheus=prometheus, out=out)
