@@ -49,3 +49,21 @@ def stats(
     from ledger_cli.cli import stats as stats_module
 
     dispatch(ctx, stats_module.stats, prometheus=prometheus, out=out)
+
+
+@app.command()
+def watch(
+    ctx: typer.Context,
+    interval: Annotated[
+        str | None,
+        typer.Option("--interval", metavar="D", help="Refresh every D (default 2s)."),
+    ] = None,
+    status: Annotated[
+        list[str] | None,
+        typer.Option("--status", metavar="S", help="Only this status (repeatable)."),
+    ] = None,
+) -> None:
+    """A live view of the stats and the unfinished tasks (q or Ctrl-C to leave)."""
+    from ledger_cli.cli import watch as watch_module
+
+    dispatch(ctx, watch_module.watch, interval=interval, statuses=status)
