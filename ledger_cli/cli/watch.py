@@ -38,9 +38,7 @@ def unfinished(records: list[TaskState], statuses: set[str] | None) -> list[Task
     """Pending, claimed and blocked records, and the failed ones something is blocked by."""
     blocking = {r.blocked_by for r in records if r.status == "blocked"}
     rows = [
-        r
-        for r in records
-        if r.status in UNFINISHED or (r.status == "failed" and r.key in blocking)
+        r for r in records if r.status in UNFINISHED or (r.status == "failed" and r.key in blocking)
     ]
     if statuses:
         rows = [r for r in rows if r.status in statuses]
@@ -96,7 +94,9 @@ def wait_for_quit(fd: int, seconds: float) -> bool:
     return data == b"" or b"q" in data or b"Q" in data
 
 
-def watch(settings: Settings, interval: str | None = None, statuses: list[str] | None = None) -> int:
+def watch(
+    settings: Settings, interval: str | None = None, statuses: list[str] | None = None
+) -> int:
     wanted = {parse_status(s) for s in statuses} if statuses else None
     interval_text = interval or DEFAULT_INTERVAL
     seconds = parse_duration(interval_text, "--interval").total_seconds()
@@ -112,9 +112,10 @@ def watch(settings: Settings, interval: str | None = None, statuses: list[str] |
     with Session(settings) as s:
         con = render.console()
         try:
-            with keys_unbuffered(fd), Live(
-                console=con, screen=True, auto_refresh=False, transient=True
-            ) as live:
+            with (
+                keys_unbuffered(fd),
+                Live(console=con, screen=True, auto_refresh=False, transient=True) as live,
+            ):
                 while True:
                     live.update(view(s.store, s.now(), wanted, interval_text), refresh=True)
                     if wait_for_quit(fd, seconds):
