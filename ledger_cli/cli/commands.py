@@ -117,8 +117,29 @@ def dispatch(ctx: typer.Context, fn: Callable[..., int], **kwargs: Any) -> None:
 
 # -- option types ------------------------------------------------------------------
 
-Key = Annotated[str, typer.Argument(metavar="KEY", help="The task's key.", show_default=False)]
-OptKey = Annotated[str | None, typer.Argument(metavar="[KEY]", show_default=False)]
+
+def complete_key(ctx: typer.Context, incomplete: str) -> list[str]:
+    """Keys from the store on the line being completed (keycomp.py)."""
+    from ledger_cli.cli import keycomp
+
+    return keycomp.complete_key(ctx, incomplete)
+
+
+def complete_status(incomplete: str) -> list[str]:
+    from ledger_cli.cli import keycomp
+
+    return keycomp.complete_status(incomplete)
+
+
+Key = Annotated[
+    str,
+    typer.Argument(
+        metavar="KEY", help="The task's key.", show_default=False, autocompletion=complete_key
+    ),
+]
+OptKey = Annotated[
+    str | None, typer.Argument(metavar="[KEY]", show_default=False, autocompletion=complete_key)
+]
 Owner = Annotated[str, typer.Option("--owner", metavar="O", help="Who holds the lease.")]
 Lease = Annotated[
     str, typer.Option("--lease", metavar="D", help="Lease length: 90s, 5m, 1h30m, 2d, seconds.")
@@ -144,7 +165,12 @@ def admit(
     ] = None,
     needs: Annotated[
         list[str] | None,
-        typer.Option("--needs", metavar="K", help="A key this task needs (repeatable)."),
+        typer.Option(
+            "--needs",
+            metavar="K",
+            help="A key this task needs (repeatable).",
+            autocompletion=complete_key,
+        ),
     ] = None,
     task: Annotated[
         str | None, typer.Option("--task", metavar="JSON", help="The task payload (JSON).")
@@ -253,7 +279,12 @@ def list_(
     ctx: typer.Context,
     status: Annotated[
         list[str] | None,
-        typer.Option("--status", metavar="S", help="Only this status (repeatable)."),
+        typer.Option(
+            "--status",
+            metavar="S",
+            help="Only this status (repeatable).",
+            autocompletion=complete_status,
+        ),
     ] = None,
     owner: Annotated[
         str | None, typer.Option("--owner", metavar="O", help="Only this owner.")

@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from ledger_cli.cli.commands import Key, app, dispatch
+from ledger_cli.cli.commands import Key, app, complete_status, dispatch
 
 Reason = Annotated[
     str | None,
@@ -60,7 +60,12 @@ def watch(
     ] = None,
     status: Annotated[
         list[str] | None,
-        typer.Option("--status", metavar="S", help="Only this status (repeatable)."),
+        typer.Option(
+            "--status",
+            metavar="S",
+            help="Only this status (repeatable).",
+            autocompletion=complete_status,
+        ),
     ] = None,
 ) -> None:
     """A live view of the stats and the unfinished tasks (q or Ctrl-C to leave)."""
