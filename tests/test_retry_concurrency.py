@@ -46,7 +46,7 @@ TIMEOUT = 120.0
 Spec = tuple[str, str]
 
 
-@pytest.fixture(params=["json", "sqlite"])
+@pytest.fixture(params=["json", "sqlite", "postgresql"])
 def spec(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Spec]:
     kind = KINDS[request.param]
     with kind.place(tmp_path) as location:
@@ -97,6 +97,47 @@ def test_checker_finds_an_orphan() -> None:
     cur = records["root"]
     assert store.compare_and_swap("root", cur, cur.replace(status="pending"))  # not a retry
     assert orphaned_blocks({r.key: r for r in store.range()}) == ["dep"]
+
+
+class Interleaved:
+    """A MemStore whose next compare-and-swap of one key first runs `before`
+    (another process's whole operation, slotted between a read and a write)."""
+
+    def __init__(self) -> None:
+        from ledger_cli.stores.memory import MemStore
+
+        self.inner = MemStore()
+        self.hook: tuple[str, Any] | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def compare_and_swap(self, key: str, old: TaskState | None, new: TaskState) -> bool:
+        if self.hook is not None and self.hook[0] == key:
+            _, before = self.hook
+            self.hook = None
+            before()
+        return self.inner.compare_and_swap(key, old, new)
+
+
+def test_two_retries_of_a_failed_cycle_do_not_vouch_for_each_other() -> None:
+    """x needs y, y needs x, both failed. Retry x reads y failed, then (before
+    x is written) a retry of y reads x failed and blocks y by x; x is then
+    written blocked by y. Each block names the other and no failure is left:
+    the read after x's write walks the cycle, finds no failure, and repairs."""
+    store = Interleaved()
+    ledger = Ledger(store)  # type: ignore[arg-type]
+    ledger.admit("t", "x", 1, None, T0, "y")
+    ledger.admit("t", "y", 1, None, T0, "x")
+    for key in ("x", "y"):
+        ledger.cancel("t", key, T0)
+    records = {r.key: r for r in store.range()}
+    assert [records[k].status for k in ("x", "y")] == ["failed", "failed"]
+    store.hook = ("x", lambda: ledger.retry("t", "y", T0))
+    ledger.retry("t", "x", T0)
+    records = {r.key: r for r in store.range()}
+    assert orphaned_blocks(records) == []
+    assert [records[k].status for k in ("x", "y")] == ["pending", "pending"]
 
 
 # -- workers ------------------------------------------------------------------------------
@@ -199,15 +240,14 @@ def test_retry_never_leaves_an_orphaned_block(spec: Spec) -> None:
             statuses.update(
                 rec.status for rec in records.values() if rec.key.startswith(f"r{r:02d}/")
             )
-            orphans = orphaned_blocks(records)
-            if orphans:
+            orphans = [k for k in orphaned_blocks(records) if k.startswith(f"r{r:02d}/")]
+            if orphans:  # reported once, for its round; the workers go on
                 detail = [
                     (rec.key, rec.status, rec.needs, rec.blocked_by)
                     for rec in records.values()
                     if rec.key.startswith(f"r{r:02d}/")
                 ]
                 problems.append(f"round {r}: orphaned blocks {orphans} in {detail}")
-                break
         out: dict[int, dict[str, Any]] = {}
         for _ in procs:
             n, status, payload = results.get(timeout=TIMEOUT)

@@ -20,8 +20,21 @@ keeps scanning until a scan finds nothing to change, so its last scan comes
 after its last write). Every store linearizes single operations (a CAS, a
 load, a range), so either the blocker's re-read sees W2 (and it repairs X
 itself, with `settle`) or the reopener's scan sees W1 (and repairs X). The
-stores whose `batch()` is a long transaction (JSON and SQLite) hold an
-exclusive write lock for it, so a batch is one step in this order.
+JSON and SQLite stores hold an exclusive write lock for a whole `batch()`, so
+a batch is one step in this order. A PostgreSQL batch is a READ COMMITTED
+transaction that excludes nobody: there `retry` first takes a table lock that
+waits for every writing transaction and holds new writers off until it
+commits (`PostgresStore.serialize_reopen`). Left open on PostgreSQL: a block
+written inside one open transaction whose blocker another open transaction
+un-blocks by repair (both sides in batches, at once); `ledger doctor` reports
+such an orphan and `--fix` repairs it.
+
+What "still failed or blocked" means needs care in a dependency cycle:
+blocked records there can vouch for each other with no failure left (two
+retries of a failed cycle, each reading the other still failed). So a block
+whose blocker is blocked is confirmed by a walk that must find a real failure
+when it comes back round to the record itself (`failure_behind`); outside a
+cycle the blocker's own block is confirmed the same way, by induction.
 
 The same care runs the other way for un-blocking: after writing X pending,
 X's needs are walked again, and a failure that landed meanwhile blocks X
@@ -51,13 +64,66 @@ def still_blocking(core: Core, key: str) -> bool:
 
 
 def confirm_block(core: Core, actor: str, now: Instant, key: str, blocker: str) -> None:
-    """After writing `key` blocked by `blocker`: re-read the blocker (the read
-    that follows the write). If it was reopened meanwhile, the block may be
-    stale: settle `key`. In a store no retry touched this is one load, and
-    nothing changes (Go's behaviour is kept exactly)."""
-    if still_blocking(core, blocker):
+    """After writing `key` blocked by `blocker`: the read that follows the write.
+
+    - The blocker failed (or gone: a bounded MemStore evicts, and Go keeps
+      such a block): the block stands. One load; a store no retry touched
+      always ends here or below, and nothing changes (Go's behaviour exactly).
+    - The blocker blocked: it stands while a failure is reachable through the
+      needs. In a dependency cycle blocked records can otherwise vouch for
+      each other (two retries of a failed cycle, each reading the other still
+      failed), so there the walk must find a real failure; without a cycle
+      the blocker's own block is vouched for the same way, by induction.
+    - Anything else (the blocker was reopened meanwhile): settle `key`.
+    """
+    rec = core.store.load(blocker)
+    if rec is None or rec.status == Status.FAILED.value:
         return
+    if rec.status == Status.BLOCKED.value:
+        if forgets(core.store):  # Go keeps blocks whose failure was evicted
+            return
+        failure, cyclic = failure_behind(core.store.load, key)
+        if failure is not None or not cyclic:
+            return
     settle(core, actor, now, [key], note="")
+
+
+def forgets(store: object) -> bool:
+    """A store whose records can disappear (a bounded MemStore)."""
+    hook = getattr(store, "forgets", None)
+    return bool(hook()) if callable(hook) else False
+
+
+def failure_behind(load: Callable[[str], TaskState | None], key: str) -> tuple[str | None, bool]:
+    """What vouches for `key`'s block: the nearest failed key in its transitive
+    needs, or a blocked one whose BlockedBy is gone (a bounded MemStore evicted
+    the failure; Go keeps such blocks); and whether the walk came back to `key`
+    (a dependency cycle)."""
+    start = load(key)
+    if start is None:
+        return None, False
+    cyclic = False
+    seen: set[str] = set()
+    queue: deque[str] = deque()
+    for need in start.needs or ():
+        if need not in seen:
+            seen.add(need)
+            queue.append(need)
+    while queue:
+        k = queue.popleft()
+        cyclic = cyclic or k == key
+        rec = load(k)
+        if rec is None:
+            continue
+        if rec.status == Status.FAILED.value:
+            return k, cyclic
+        if rec.status == Status.BLOCKED.value and load(rec.blocked_by) is None:
+            return rec.blocked_by, cyclic
+        for need in rec.needs or ():
+            if need not in seen:
+                seen.add(need)
+                queue.append(need)
+    return None, cyclic
 
 
 def dependents_of(records: Iterable[TaskState], roots: Iterable[str]) -> list[TaskState]:

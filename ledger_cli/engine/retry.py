@@ -8,6 +8,8 @@ holder stays fenced off. The concurrency argument is in `reopen`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ledger_cli.engine import events
 from ledger_cli.engine.core import Core
 from ledger_cli.engine.dependencies import block_one, blocking_need
@@ -60,6 +62,11 @@ def retry(core: Core, actor: str, key: str, now: Instant, reason: str | None = N
     by its failed or blocked need instead (and un-blocks nothing).
     """
     note = reason_note(reason)
+    # A store whose batch is a transaction that does not exclude other writers
+    # (PostgreSQL) offers a hook that makes this one exclusive (reopen.py).
+    serialize: Callable[[], None] | None = getattr(core.store, "serialize_reopen", None)
+    if serialize is not None:
+        serialize()
     while True:
         cur = core.require(key)
         if cur.status == Status.BLOCKED.value:

@@ -333,6 +333,22 @@ class PostgresStore:
 
         yield from _sql.read_history_pages(fetch, "%s", key)
 
+    # -- retry (SPEC §6.2; engine/reopen.py) ---------------------------------------
+
+    def serialize_reopen(self) -> None:
+        """Called by `retry` before its first write. Inside a batch (a READ
+        COMMITTED transaction) it waits for every writing transaction to end
+        and holds new writers off until this one commits (SHARE ROW EXCLUSIVE
+        conflicts with a writer's ROW EXCLUSIVE), so the retry's scans see
+        every block committed before it and every later block sees the retry.
+        Outside a batch each statement commits alone and nothing is needed."""
+        with self._lock:
+            self._check_open()
+            if self._depth == 0:
+                return
+            with self._errors("lock"):
+                self._conn.execute("LOCK TABLE ledger_tasks IN SHARE ROW EXCLUSIVE MODE")
+
     # -- lifecycle ---------------------------------------------------------------
 
     def close(self) -> None:
