@@ -83,7 +83,12 @@ def test_unknown_status_is_the_engine_error() -> None:
     ("text", "value"),
     [
         ('{"a": [1, 2.5, "x", null, true]}', {"a": [1, 2.5, "x", None, True]}),
-        ("9007199254740993", 9007199254740992.0),
+        ("9007199254740993", 9007199254740993),
+        ("1234567890123456789", 1234567890123456789),
+        ("18446744073709551615", 2**64 - 1),
+        ("-9223372036854775808", -(2**63)),
+        ("18446744073709551616", 2.0**64),
+        ("123456789012345678901234567890", 1.2345678901234568e29),
         ("-0", -0.0),
         ("100000000000000000000000", 1e23),
         ('"\\ud83d\\udd11"', "🔑"),
@@ -96,6 +101,7 @@ def test_json_accepts(text: str, value: object) -> None:
     assert got == value
     if isinstance(value, float) and value == 0:
         assert math.copysign(1, got) == -1
+    assert type(got) is type(value)
 
 
 @pytest.mark.parametrize(

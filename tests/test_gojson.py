@@ -100,15 +100,25 @@ def test_go_example_array() -> None:
     assert encode_value([1.0, 1e21, 1e-7, 123456789.0]) == "[1,1e+21,1e-7,123456789]"
 
 
-def test_ints_encode_as_their_float64() -> None:
+def test_ints_within_64_bits_encode_with_every_digit() -> None:
     assert encode_value(2**53) == "9007199254740992"
-    assert encode_value(2**53 + 1) == "9007199254740992"
-    assert encode_value(-(2**53) - 1) == "-9007199254740992"
-    assert encode_value(100000000000000000000000) == "1e+23"
-    assert encode_value(10**21) == "1e+21"
-    assert encode_value(10**20) == "100000000000000000000"
+    assert encode_value(2**53 + 1) == "9007199254740993"
+    assert encode_value(1234567890123456789) == "1234567890123456789"
+    assert encode_value(2**64 - 1) == "18446744073709551615"
+    assert encode_value(-(2**63)) == "-9223372036854775808"
+    assert encode_value(10**19) == "10000000000000000000"
     assert encode_value(0) == "0"
     assert encode_value(-7) == "-7"
+    assert encode_value({"id": 1234567890123456789}) == '{"id":1234567890123456789}'
+    assert encode_value([[2**64 - 1]]) == "[[18446744073709551615]]"
+
+
+def test_ints_beyond_64_bits_encode_as_their_float64() -> None:
+    assert encode_value(2**64) == "18446744073709552000"
+    assert encode_value(-(2**63) - 1) == "-9223372036854776000"
+    assert encode_value(100000000000000000000000) == "1e+23"
+    assert encode_value(10**21) == "1e+21"
+    assert encode_value(123456789012345678901234567890) == "1.2345678901234568e+29"
     with pytest.raises(EncodeError):
         encode_value(10**400)
 
@@ -227,7 +237,13 @@ def test_deep_values_encode_without_recursion_error() -> None:
         ("-17", -17, int),
         ("9007199254740992", 2**53, int),
         ("-9007199254740992", -(2**53), int),
-        ("9007199254740993", 9007199254740992.0, float),
+        ("9007199254740993", 2**53 + 1, int),
+        ("1234567890123456789", 1234567890123456789, int),
+        ("18446744073709551615", 2**64 - 1, int),
+        ("-9223372036854775808", -(2**63), int),
+        ("18446744073709551616", 2.0**64, float),
+        ("-9223372036854775809", -(2.0**63), float),
+        ("123456789012345678901234567890", 1.2345678901234568e29, float),
         ("100000000000000000000000", 1e23, float),
         ("1e3", 1000.0, float),
         ("2.50", 2.5, float),
@@ -267,6 +283,30 @@ def test_huge_integer_literal_does_not_hit_pythons_int_limit() -> None:
 def test_decoded_task_numbers_reencode_like_go() -> None:
     task = loads("[1e3,2.50,-0,100000000000000000000000,0.0000001]")
     assert encode_value(task) == "[1000,2.5,-0,1e+23,1e-7]"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "1234567890123456789",
+        "18446744073709551615",
+        "-9223372036854775808",
+        "9007199254740993",
+        '{"hash":[18446744073709551615,-9223372036854775808],"tweet_id":1234567890123456789}',
+    ],
+)
+def test_64_bit_integers_round_trip_byte_for_byte(text: str) -> None:
+    assert encode_value(loads(text)) == text
+    assert encode_value(loads(text.encode("utf-8"))) == text
+
+
+def test_64_bit_integers_survive_the_slow_parser() -> None:
+    # An escape of "+" sends the input through the pure-Python parser.
+    text = '{"k":"a\\u002bb","id":1234567890123456789,"x":[18446744073709551616,-0]}'
+    assert loads(text) == {"k": "a+b", "id": 1234567890123456789, "x": [2.0**64, -0.0]}
+    assert encode_value(loads(text)) == (
+        '{"id":1234567890123456789,"k":"a+b","x":[18446744073709552000,-0]}'
+    )
 
 
 # -- decoding: structure ------------------------------------------------------------------

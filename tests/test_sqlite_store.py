@@ -290,13 +290,13 @@ def test_go_database_opens_reads_and_updates(tmp_path: Path) -> None:
             status="pending",
             sequence=1,
             needs=(),  # Go writes nil Needs as [] and reads it back as an empty list
-            task={"n": 1, "s": "x<y", "f": 1.5, "big": 9007199254740992.0},
+            task={"n": 1, "s": "x<y", "f": 1.5, "big": 9007199254740993},
             created_by="go-service",
             created_at=Instant.parse("2024-01-01T00:00:00.123456789Z"),
             updated_by="go-service",
             updated_at=Instant.parse("2024-01-01T00:00:00.123456789Z"),
         )
-        assert type(a.task["n"]) is int and type(a.task["big"]) is float
+        assert type(a.task["n"]) is int and type(a.task["big"]) is int
         assert str(a.created_at) == "2024-01-01T01:00:00.123456789+01:00"  # offset kept
         b = store.load("b")
         assert b is not None
@@ -329,7 +329,7 @@ def test_go_database_opens_reads_and_updates(tmp_path: Path) -> None:
         assert after[key]["created_by"] == before[key]["created_by"]
     assert after["a"]["rev"] == 2 and after["a"]["status"] == "completed"
     assert after["a"]["needs"] == "[]"  # a Go row's [] stays []
-    assert after["a"]["task"] == b'{"big":9007199254740992,"f":1.5,"n":1,"s":"x\\u003cy"}'
+    assert after["a"]["task"] == b'{"big":9007199254740993,"f":1.5,"n":1,"s":"x\\u003cy"}'
     assert after["a"]["updated_at"] == "2024-06-01T12:00:00.5Z"
     assert after["a"]["lease_until"] == "2024-06-01T13:00:00.5Z"
     assert after["b"]["rev"] == 6 and after["b"]["fence"] == 8

@@ -548,11 +548,41 @@ def test_time_errors_abort_before_saved_type_errors() -> None:
 
 def test_task_values_are_generic() -> None:
     rec = decode_one(
-        '{"Tasks":[{"Task":{"b":[1,2.5,"s",null,true],"a":{"x":-0},"a":{"y":9007199254740993}}}]}'
+        '{"Tasks":[{"Task":{"b":[1,2.5,"s",null,true],"a":{"x":-0},'
+        '"a":{"y":9007199254740993,"z":18446744073709551616}}}]}'
     )
-    assert rec.task == {"b": [1, 2.5, "s", None, True], "a": {"y": 9007199254740992.0}}
+    assert rec.task == {
+        "b": [1, 2.5, "s", None, True],
+        "a": {"y": 9007199254740993, "z": 18446744073709551616.0},
+    }
     assert type(rec.task["b"][0]) is int
-    assert type(rec.task["a"]["y"]) is float
+    assert type(rec.task["a"]["y"]) is int
+    assert type(rec.task["a"]["z"]) is float
+
+
+@pytest.mark.parametrize(
+    ("literal", "encoded"),
+    [
+        ("1234567890123456789", "1234567890123456789"),
+        ("18446744073709551615", "18446744073709551615"),
+        ("-9223372036854775808", "-9223372036854775808"),
+        ("123456789012345678901234567890", "1.2345678901234568e+29"),
+        ("100000000000000000000000", "1e+23"),
+        ("-0", "-0"),
+    ],
+)
+def test_task_numbers_in_a_snapshot_round_trip(literal: str, encoded: str) -> None:
+    body = (
+        '{"Key":"k","Status":"pending","Sequence":1,"Owner":"","Fence":0,'
+        '"LeaseUntil":"0001-01-01T00:00:00Z","Needs":null,"BlockedBy":"",'
+        '"Task":{"id":%s},"Rev":0,"CreatedBy":"a","CreatedAt":"2026-01-01T00:00:00Z",'
+        '"UpdatedBy":"a","UpdatedAt":"2026-01-01T00:00:00Z"}'
+    )
+    text = '{"Tasks":[' + body % literal + "]}"
+    snap = Snapshot.decode(text)
+    assert snap.encode() == ('{"Tasks":[' + body % encoded + "]}").encode()
+    assert wire.record_to_json(snap.tasks[0]) == body % encoded
+    assert wire.record_from_json(body % literal).task == snap.tasks[0].task
 
 
 def test_strings_are_cleaned_like_go() -> None:

@@ -210,7 +210,7 @@ def _size(n: int) -> str:
 # -- strict JSON -----------------------------------------------------------------
 
 _STRING_PATTERN = r'"(?:[^"\\]|\\.)*"'
-_TWO_53 = 2**53
+INT64_MIN = -(2**63)
 
 
 class _Reject(ValueError):
@@ -230,15 +230,20 @@ def _constant(name: str) -> Any:
     raise _Reject(f"{name} is not a JSON number")
 
 
-def _number(literal: str) -> int | float:
-    """SPEC §2 departure 3: an integer literal up to 2**53 is an int, else a float."""
-    digits = len(literal) - literal.startswith("-")
-    if digits <= 16 and "." not in literal and "e" not in literal and "E" not in literal:
+def _integer(literal: str) -> int | float:
+    """SPEC §2 departure 3: an integer literal within 64 bits (-2^63 .. 2^64-1) is
+    an exact int (`-0` is -0.0); a longer one is a float64, as in Go."""
+    # At most 20 digits: never convert thousands of them (Python refuses past 4300).
+    if len(literal) <= 21:
         value = int(literal)
-        if value == 0 and literal.startswith("-"):
-            return -0.0
-        if -_TWO_53 <= value <= _TWO_53:
+        if INT64_MIN <= value <= UINT64_MAX:
+            if value == 0 and literal[0] == "-":
+                return -0.0
             return value
+    return _float(literal)
+
+
+def _float(literal: str) -> float:
     f = float(literal)
     if math.isinf(f):
         raise _Reject(f"number {literal} is out of float64 range")
@@ -255,8 +260,8 @@ def _json_decoder() -> Any:
 
         _decoder = json.JSONDecoder(
             object_pairs_hook=_no_duplicates,
-            parse_int=_number,
-            parse_float=_number,
+            parse_int=_integer,
+            parse_float=_float,
             parse_constant=_constant,
         )
     return _decoder

@@ -29,7 +29,7 @@ def state(settings: Settings, key: str) -> int:
         now = s.now()
     from ledger_cli.cli import render
 
-    render.console().print(render.state_panel(rec, now, need_status, output.dumps(rec.task)))
+    render.console().print(render.state_panel(rec, now, need_status, output.task(rec.task)))
     return 0
 
 

@@ -52,7 +52,7 @@ def claim(
                     "key": got.key,
                     "fence": fence,
                     "record": output.record(got),
-                    "task": output.Raw(output.dumps(got.task)),
+                    "task": output.task(got.task),
                 }
             )
         else:

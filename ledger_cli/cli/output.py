@@ -33,6 +33,14 @@ def record(rec: TaskState | None) -> Raw:
     return Raw(record_to_json(rec))
 
 
+def task(value: Any) -> Raw:
+    """A task payload as the records carry it (Go's encoding: keys sorted,
+    integers within 64 bits with every digit), for `--json` and `LEDGER_TASK`."""
+    from ledger_cli.engine import gojson
+
+    return Raw(gojson.encode_value(value))
+
+
 def dumps(value: Any) -> str:
     """Compact JSON; dicts keep their order; `Raw` is spliced in; everything
     else is written as Go's encoder writes it (gojson)."""

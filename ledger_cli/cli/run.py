@@ -133,7 +133,7 @@ class Supervisor:
         env = dict(os.environ)
         env["LEDGER_KEY"] = self.key
         env["LEDGER_FENCE"] = str(self.fence)
-        env["LEDGER_TASK"] = output.dumps(self.rec.task)
+        env["LEDGER_TASK"] = str(output.task(self.rec.task))
         env["LEDGER_ATTEMPT"] = str(self.attempt)
         return env
 

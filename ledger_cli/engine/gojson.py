@@ -3,14 +3,18 @@
 Encoding: `encode_string`, `format_float`, `encode_value` write exactly what
 Go's `json.Marshal` writes for a generic value (`nil`, bool, float64, string,
 `[]any`, `map[string]any`): HTML-safe string escaping, float64 formatting,
-sorted object keys, compact.
+sorted object keys, compact. Departure 3: an integer within 64 bits
+(`INT64_MIN`..`UINT64_MAX`) is written with every digit, where Go, holding a
+float64, would round it; a larger one is written as its float64.
 
 Decoding: `parse` reads JSON text into a *raw tree* that keeps what Go's
 decoder needs and Python's would lose: numbers stay literal text (`Number`),
 objects stay ordered lists of pairs with duplicates (`RawObject`), and strings
 that contained escape sequences can be told apart (`EscapedStr`, only where
 that matters, see `parse`). `to_task_value` turns a raw tree into the port's
-generic value (Go's `any`, with departure 3 for numbers). `loads` does both.
+generic value (Go's `any`, with departure 3 for numbers: an integer literal
+within 64 bits is an exact `int`, every other number a float64). `loads`
+does both.
 
 Depth: Go's scanner accepts nesting up to 10000 levels; so does `parse`, and
 every walk here is iterative, so no RecursionError escapes.
@@ -44,7 +48,9 @@ __all__ = [
 MAX_DEPTH = 10_000
 """Go's encoding/json scanner refuses nesting deeper than this."""
 
-_TWO_53 = 2**53
+INT64_MIN = -(2**63)
+UINT64_MAX = 2**64 - 1
+"""Departure 3: integers in [INT64_MIN, UINT64_MAX] are kept exactly, both ways."""
 
 # ---------------------------------------------------------------------------
 # Encoding
@@ -128,7 +134,8 @@ def _go_float_name(f: float) -> str:
 
 
 def _encode_int(v: int) -> str:
-    if -_TWO_53 <= v <= _TWO_53:
+    """Every digit within 64 bits (departure 3); beyond, the float64 Go would hold."""
+    if INT64_MIN <= v <= UINT64_MAX:
         return str(v)
     try:
         f = float(v)
@@ -176,7 +183,8 @@ class _Text:
 def encode_value(v: object) -> str:
     """Compact Go `json.Marshal` of a generic value.
 
-    None, bool, int (as its float64), float, str, list/tuple, dict with str
+    None, bool, int (exact within 64 bits, else as its float64), float, str,
+    list/tuple, dict with str
     keys (sorted). Anything else, NaN/infinity, or a cycle: EncodeError.
     """
     s = _scalar(v)
@@ -631,19 +639,18 @@ class NumberRangeError(DecodeError):
 
 
 def number_value(num: Number) -> int | float:
-    """Departure 3: an integer literal of magnitude <= 2**53 is an int, else a float.
-
-    `-0` is -0.0; out of float64 range: DecodeError.
+    """Departure 3: an integer literal within 64 bits (INT64_MIN..UINT64_MAX) is an
+    exact int; every other number is a float64 (`-0` is -0.0). Out of float64
+    range: DecodeError.
     """
     lit = num.literal
-    if num.is_integer_literal():
-        digits = len(lit) - (1 if lit[0] == "-" else 0)
-        if digits <= 16:
-            i = int(lit)
+    # At most 20 digits: never convert thousands of them (Python refuses past 4300).
+    if len(lit) <= 21 and "." not in lit and "e" not in lit and "E" not in lit:
+        i = int(lit)
+        if INT64_MIN <= i <= UINT64_MAX:
             if i == 0 and lit[0] == "-":
                 return -0.0
-            if -_TWO_53 <= i <= _TWO_53:
-                return i
+            return i
     f = float(lit)
     if math.isinf(f):
         raise NumberRangeError(lit)

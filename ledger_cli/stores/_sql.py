@@ -7,7 +7,8 @@ The encodings are the Go `SQLiteStore`'s (spec/engine.md §7):
   `[]`, so both kinds survive a round trip. Rows written by Go carry `[]` for
   nil and read back as an empty tuple, exactly as Go reads them;
 - `task`: the bytes Go's `json.Marshal` writes (`null` for nil), read back with
-  the Go-style decoder (integers up to 2^53 stay `int`, SPEC departure 3);
+  the Go-style decoder (integers within 64 bits stay exact `int`s, SPEC
+  departure 3);
   an empty or NULL value reads as None.
 
 Nothing here imports a database driver.
