@@ -43,6 +43,7 @@ again (Go's recheckNeeds), so an un-block does not open a new escape window.
 
 from __future__ import annotations
 
+import heapq
 from collections import deque
 from collections.abc import Callable, Iterable
 
@@ -128,42 +129,45 @@ def failure_behind(load: Callable[[str], TaskState | None], key: str) -> tuple[s
 
 def dependents_of(records: Iterable[TaskState], roots: Iterable[str]) -> list[TaskState]:
     """The records that transitively need any of `roots` (status not consulted),
-    ordered so that a record's needs come before it (cycles: byte order)."""
-    recs = list(records)
-    bad = set(roots)
+    ordered so that a record's needs come before it (cycles: byte order).
+    Linear in records and needs (one reverse index, one breadth-first walk)."""
+    by_key: dict[str, TaskState] = {}
+    needed_by: dict[str, list[str]] = {}
+    for rec in records:
+        by_key[rec.key] = rec
+        for need in rec.needs or ():
+            needed_by.setdefault(need, []).append(rec.key)
     found: dict[str, TaskState] = {}
-    changed = True
-    while changed:
-        changed = False
-        for rec in recs:
-            if rec.key in found or not rec.needs:
-                continue
-            if any(need in bad for need in rec.needs):
-                found[rec.key] = rec
-                bad.add(rec.key)
-                changed = True
-    # Kahn's order inside the found set: needs first.
-    waiting = {
-        key: {n for n in (rec.needs or ()) if n in found and n != key} for key, rec in found.items()
-    }
-    ordered: list[TaskState] = []
-    ready = sorted((k for k, w in waiting.items() if not w), key=byte_order)
+    queue: deque[str] = deque(roots)
+    while queue:
+        for dep in needed_by.get(queue.popleft(), ()):
+            if dep not in found:
+                found[dep] = by_key[dep]
+                queue.append(dep)
+    # Kahn's order inside the found set: needs first; a cycle yields its smallest key.
+    waiting = {k: {n for n in (r.needs or ()) if n in found and n != k} for k, r in found.items()}
+    dependents: dict[str, list[str]] = {}
+    for k, needs in waiting.items():
+        for n in needs:
+            dependents.setdefault(n, []).append(k)
+    heap = [(byte_order(k), k) for k, w in waiting.items() if not w]
+    heapq.heapify(heap)
     done: set[str] = set()
-    while ready or len(done) < len(found):
-        if not ready:  # a cycle: take the smallest remaining key
-            ready = [min((k for k in found if k not in done), key=byte_order)]
-        key = ready.pop(0)
-        if key in done:
-            continue
+    ordered: list[TaskState] = []
+    while len(done) < len(found):
+        if not heap:
+            key = min((k for k in found if k not in done), key=byte_order)
+        else:
+            key = heapq.heappop(heap)[1]
+            if key in done:
+                continue
         done.add(key)
         ordered.append(found[key])
-        freed = []
-        for other, needs in waiting.items():
-            if other not in done and key in needs:
-                needs.discard(key)
-                if not needs:
-                    freed.append(other)
-        ready = sorted(set(ready) | set(freed), key=byte_order)
+        for other in dependents.get(key, ()):
+            needs = waiting[other]
+            needs.discard(key)
+            if not needs and other not in done:
+                heapq.heappush(heap, (byte_order(other), other))
     return ordered
 
 
