@@ -158,3 +158,21 @@ def test_bad_retries_are_usage_errors_and_claim_nothing(tmp_path: Path) -> None:
         assert res.returncode == 2, (args, res.stderr)
         assert len(res.stderr.strip().splitlines()) == 1
     assert json.loads(run_ledger(store, "state", "job", "--json").stdout)["Status"] == "pending"
+
+
+def test_a_signal_during_a_backoff_wait_releases_the_task(tmp_path: Path) -> None:
+    import signal
+
+    store = tmp_path / "store"
+    assert run_ledger(store, "admit", "job").returncode == 0
+    run = _start_run(
+        store, "job", "--owner", "w", "--lease", "1m", "--retries", "5", "--backoff", "1h",
+        "--", "sh", "-c", "exit 1",
+    )  # fmt: skip
+    while not any(e["event"] == "ledger.attempt_failed" for e in _events(store, "job")):
+        assert run.poll() is None
+        time.sleep(0.05)
+    run.send_signal(signal.SIGTERM)
+    assert run.wait(timeout=EXIT_TIMEOUT) == 128 + signal.SIGTERM
+    state = json.loads(run_ledger(store, "state", "job", "--json").stdout)
+    assert (state["Status"], state["Owner"]) == ("pending", "")
