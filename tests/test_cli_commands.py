@@ -188,7 +188,14 @@ def test_tree_and_log(cli: Cli) -> None:
     assert "ghost  never admitted" in chain and "root  failed" in chain
     doc = cli.ok("tree", "--json").json()
     assert doc == {
-        "failed": [{"key": "root", "blocked": ["leaf", "mid"], "dependents": ["mid", "leaf"]}]
+        "failed": [
+            {
+                "key": "root",
+                "blocked": ["leaf", "mid"],
+                "dependents": ["mid", "leaf"],
+                "escaped": [],
+            }
+        ]
     }
     log = cli.ok("log").stdout.splitlines()
     assert log[0] == f"{T0} tester ledger.admitted root 0 key root admitted at sequence 1"
@@ -249,6 +256,7 @@ JSON_CASES: dict[str, list[list[str]]] = {
     "snapshot": [["snapshot"]],
     "restore": [["restore", "-"]],
     "doctor": [["doctor"]],
+    "prune": [["prune", "--older-than", "0s"], ["prune", "--older-than", "1d", "--dry-run"]],
     "demo": [],  # a real multi-process run: tests/test_cli_processes.py
     "retry": [["retry", "p"], ["retry", "nope"]],
     "cancel": [["cancel", "p"], ["cancel", "c", "--reason", "r"]],

@@ -83,9 +83,14 @@ def test_four_concurrent_claimers_run_each_task_once_in_dependency_order(tmp_pat
     assert not [e for e in events if e.startswith("error")], events
     claimed = [e.split()[1] for e in events if e.startswith("claimed ")]
     assert sorted(claimed) == sorted(needs), "each task claimed exactly once"
-    position = {e: i for i, e in enumerate(events)}
-    done_at = {e.split()[1]: position[e] for e in events if e.startswith("done ")}
-    claimed_at = {e.split()[1]: position[e] for e in events if e.startswith("claimed ")}
+    # The order of the writes is the history's (appended under the store lock with
+    # each write); the workers' own log may note a "done" after another worker
+    # has already claimed a dependent.
+    history = [
+        json.loads(line) for line in run_ledger(store, "log", "--jsonl").stdout.splitlines()
+    ]
+    done_at = {e["key"]: i for i, e in enumerate(history) if e["event"] == "ledger.completed"}
+    claimed_at = {e["key"]: i for i, e in enumerate(history) if e["event"] == "ledger.claimed"}
     for key, deps in needs.items():
         for dep in deps:
             assert done_at[dep] < claimed_at[key], f"{key} claimed before {dep} was done"

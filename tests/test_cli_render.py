@@ -104,13 +104,13 @@ def test_failure_tree() -> None:
     assert show(tree) == (
         "test  failed\n"
         "└── deploy  blocked by test\n"
-        "    └── notify  pending\n"
-    )  # fmt: skip
+        "    └── notify  pending  escaped block (ledger doctor --fix blocks it)\n"
+    )  # fmt: skip  (pending below a failure: an escaped block, spec/engine.md §3.7)
 
 
 def test_needs_tree_down_to_the_failure() -> None:
     assert show(render.needs_tree("notify", RECORDS)) == (
-        "notify  pending\n"
+        "notify  pending  escaped block (ledger doctor --fix blocks it)\n"
         "└── deploy  blocked by test\n"
         "    ├── test  failed\n"
         "    └── ghost  never admitted\n"

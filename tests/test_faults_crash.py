@@ -88,6 +88,12 @@ OPS: list[Callable[[Path], None]] = [
     _cli("complete", "a", "--owner", "w", "--fence", "1", "--failed"),  # blocks b too
     _cli("admit", "--batch", "-", data=BATCH),  # syncfs(2)
     _cli("restore", "-", data=_snapshot_bytes()),
+    # The ready index: a waiter (reverse-needs entry), then its need completing
+    # (the waiter promoted to a candidate).
+    _cli("admit", "c", "--needs", "d"),
+    _cli("admit", "d"),
+    _cli("claim", "d", "--owner", "w", "--lease", "1h"),
+    _cli("complete", "d", "--owner", "w", "--fence", "1"),
 ]
 
 
@@ -135,6 +141,18 @@ def _every_record_file_validates(root: Path) -> int:
     return n
 
 
+def _ready_index_agrees(root: Path, where: str) -> None:
+    from ledger_cli.cli.ready import is_ready, order_key, ready_iter
+
+    store = JsonFileStore(root)
+    assert store.check_ready_index() == [], where
+    records = {r.key: r for r in store.range()}
+    brute = [
+        r.key for r in sorted(records.values(), key=order_key) if is_ready(r, records.get, NOW)
+    ]
+    assert [r.key for r in ready_iter(store, store.load, NOW)] == brute, where
+
+
 @pytest.mark.parametrize("step", STEPS)
 def test_a_crash_at_each_step_of_the_write_path(
     reference: tuple[list[State], dict[str, int]], scratch: Path, step: str
@@ -168,6 +186,8 @@ def test_a_crash_at_each_step_of_the_write_path(
         # ...the next writer sweeps the temporary files...
         _probe_write(root)
         assert temps(root) == [], f"{where}: the next writer left {temps(root)} (was {left})"
+        # ...the ready index agrees with the records (a superset, or rebuilt)...
+        _ready_index_agrees(root, where)
         # ...and the state is a prefix of the writes: the acknowledged ones, maybe one more.
         state = _without_probe(logical_state(root))
         if state == states[acked]:

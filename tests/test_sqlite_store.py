@@ -228,6 +228,16 @@ def test_created_schema_is_the_go_schema(db: Path, tmp_path: Path) -> None:
         ("index", "ledger_tasks_claimable"),
         ("table", "ledger_history"),
         ("index", "ledger_history_key"),
+        # The ready index (SPEC §6.1): side tables kept by triggers, all ledger_*;
+        # the keys `ledger prune` pruned (SPEC §6.4).
+        ("table", "ledger_pruned"),
+        ("table", "ledger_needs"),
+        ("index", "ledger_needs_need"),
+        ("table", "ledger_ready"),
+        ("index", "ledger_ready_order"),
+        ("trigger", "ledger_ready_insert"),
+        ("trigger", "ledger_ready_update"),
+        ("trigger", "ledger_ready_delete"),
     }
     assert "ledger_tasks_claimable" in plan
 
@@ -752,8 +762,9 @@ def test_corrupt_row_is_a_store_error_naming_the_key(store: SQLiteStore, db: Pat
 
 
 def test_unencodable_key_is_a_store_error(store: SQLiteStore) -> None:
+    # U+D800 stands for no byte; "\udcff" is the byte 0xFF (test_go_text.py).
     with pytest.raises(errors.StoreError):
-        store.compare_and_swap("\udcff", None, TaskState(key="\udcff", status="pending"))
+        store.compare_and_swap("\ud800", None, TaskState(key="\ud800", status="pending"))
 
 
 def test_closed_store_refuses(db: Path) -> None:

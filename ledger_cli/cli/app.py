@@ -73,6 +73,8 @@ def run_typer(args: Sequence[str]) -> int:
 def run(args: Sequence[str]) -> int:
     from ledger_cli.cli import fast
 
+    output.show_invalid_text_as_fffd()
+
     parsed = fast.parse(args)
     if parsed is not None:
         return execute(fast.settings(parsed), fast.target(parsed), **parsed.kwargs)

@@ -293,11 +293,41 @@ def list_(
         str | None, typer.Option("--limit", metavar="N", help="At most N records.")
     ] = None,
     jsonl: JsonLines = False,
+    pruned: Annotated[bool, typer.Option("--pruned", help="List the pruned records only.")] = False,
 ) -> None:
     """List records as a table (--json: an array, --jsonl: one per line)."""
     from ledger_cli.cli import inspect
 
-    dispatch(ctx, inspect.list_records, statuses=status, owner=owner, limit=limit, jsonl=jsonl)
+    dispatch(
+        ctx,
+        inspect.list_records,
+        statuses=status,
+        owner=owner,
+        limit=limit,
+        jsonl=jsonl,
+        pruned=pruned,
+    )
+
+
+@app.command()
+def prune(
+    ctx: typer.Context,
+    older_than: Annotated[
+        str,
+        typer.Option("--older-than", metavar="D", help="Only records last updated at least D ago."),
+    ],
+    status: Annotated[
+        list[str] | None,
+        typer.Option("--status", metavar="S", help="completed or failed (default both)."),
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Count what would be pruned; change nothing.")
+    ] = False,
+) -> None:
+    """Prune finished records: keep their keys (admit stays idempotent), drop the rest."""
+    from ledger_cli.cli import retention
+
+    dispatch(ctx, retention.prune, older_than=older_than, statuses=status, dry_run=dry_run)
 
 
 @app.command()

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from ledger_cli.cli import output
 from ledger_cli.cli.context import Session, Settings
-from ledger_cli.cli.inputs import parse_uint, validate_key, validate_text
+from ledger_cli.cli.inputs import parse_uint, validate_text
 
 
 def complete(settings: Settings, key: str, owner: str, fence: str, failed: bool = False) -> int:
-    validate_key(key)
     owner = validate_text(owner, "owner")
     fence_n = parse_uint(fence, "--fence")
     status = "failed" if failed else "completed"

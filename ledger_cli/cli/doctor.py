@@ -5,6 +5,8 @@ wider than 0600 (directories: 0700), a symlink inside the store, an unknown
 format version, anything else the store itself refuses to read.
 Notes (exit 0): needs naming keys never admitted; stray temporary files left
 by a crash (`--fix` removes them, holding the store lock).
+The record-level checks (invalid UTF-8 from another writer, escaped and
+orphaned blocks, writes without a history line) are `doctor_records`'.
 
 For a JSON store the directory is walked file by file, so every bad record
 is named, not just the first; other stores are checked through their API.
@@ -18,10 +20,12 @@ from typing import TYPE_CHECKING, Any
 
 from ledger_cli.cli import output
 from ledger_cli.cli.context import Session, Settings, store_url
+from ledger_cli.cli.doctor_records import check_records
 from ledger_cli.errors import LedgerError, StoreError
 
 if TYPE_CHECKING:
     from ledger_cli.engine.record import TaskState
+    from ledger_cli.stores.history import HistoryEntry
 
 TEMP_SUFFIX = ".tmp"
 RECORDS_DIR = "records"
@@ -112,7 +116,9 @@ def _check_needs(records: list[TaskState], found: Findings) -> None:
 
 def doctor(settings: Settings, fix: bool = False) -> int:
     found = Findings()
-    url = store_url(settings)
+    from ledger_cli.stores.resolve import redact_url
+
+    url = redact_url(store_url(settings))  # never print a password
     with Session(settings) as s:
         root: str | None = getattr(s.store, "path", None)
         temps: list[str] = []
@@ -148,12 +154,17 @@ def doctor(settings: Settings, fix: bool = False) -> int:
                 except LedgerError as exc:
                     found.problems.append(f"record {rec.key}: {output.one_line(str(exc))}")
         read_history = getattr(s.store, "read_history", None)
+        history: list[HistoryEntry] | None = None
         if read_history is not None:
             try:
-                list(read_history())
+                history = list(read_history())
             except StoreError as exc:
                 found.problems.append(output.one_line(str(exc)))
         _check_needs(records, found)
+        check_records(s, records, found, fix, history)
+        from ledger_cli.cli.readycheck import check_ready_index
+
+        check_ready_index(s.store, found, fix)
     problems = list(dict.fromkeys(found.problems))
     code = StoreError.exit_code if problems else 0
     if settings.json:

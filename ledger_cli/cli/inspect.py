@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from ledger_cli.cli import output
 from ledger_cli.cli.context import Session, Settings
-from ledger_cli.cli.inputs import InputError, parse_status, parse_uint, validate_key, validate_text
+from ledger_cli.cli.inputs import InputError, parse_status, parse_uint, validate_text
 from ledger_cli.errors import NoKeyError
 
 if TYPE_CHECKING:
     from ledger_cli.engine.record import TaskState
+    from ledger_cli.engine.store import Store
 
 
 def state(settings: Settings, key: str) -> int:
-    validate_key(key)
     with Session(settings) as s:
         rec = s.ledger.state(key)
         if rec is None:
@@ -27,15 +29,19 @@ def state(settings: Settings, key: str) -> int:
             dep = s.load(need)
             need_status[need] = dep.status if dep is not None else None
         now = s.now()
+        from ledger_cli.engine.prune import is_pruned
+
+        pruned = is_pruned(s.store, key)
     from ledger_cli.cli import render
 
     render.console().print(render.state_panel(rec, now, need_status, output.task(rec.task)))
+    if pruned:
+        output.line("pruned: its task, needs and history were removed; the key stays admitted")
     return 0
 
 
 def blocked(settings: Settings, key: str) -> int:
     """Exit 0 and print the blocking key when blocked; exit 1 (silent) when not."""
-    validate_key(key)
     with Session(settings) as s:
         if s.ledger.state(key) is None:
             raise NoKeyError()
@@ -53,6 +59,7 @@ def list_records(
     owner: str | None = None,
     limit: str | None = None,
     jsonl: bool = False,
+    pruned: bool = False,
 ) -> int:
     wanted = {parse_status(st) for st in statuses or ()}
     if owner is not None:
@@ -61,33 +68,62 @@ def list_records(
     if jsonl and settings.json:
         raise InputError("ledger: give --json or --jsonl, not both")
     records: list[TaskState] = []
+    shown = 0
+    more = 0
     with Session(settings) as s:
-        for rec in s.store.range():
-            if max_n is not None and len(records) >= max_n:
+        source = _source(s.store, wanted, pruned, stream=jsonl)
+        for rec in source:
+            if max_n is not None and shown >= max_n:
                 break
             if wanted and rec.status not in wanted:
                 continue
             if owner is not None and rec.owner != owner:
                 continue
-            records.append(rec)
+            shown += 1
+            if jsonl:  # streamed: printed as read, nothing kept
+                output.line(output.record(rec))
+            elif settings.json or len(records) < TABLE_MAX or not sys.stdout.isatty():
+                records.append(rec)
+            else:
+                more += 1  # on a terminal the table stays readable: "N more" below it
         now = s.now()
     if settings.json:
         output.line("[" + ",".join(output.record(r) for r in records) + "]")
-    elif jsonl:
-        for rec in records:
-            output.line(output.record(rec))
-    else:
+    elif not jsonl:
         from ledger_cli.cli import render
 
         render.console().print(render.record_table(records, now))
+        if more:
+            output.line(f"… {more} more (narrow with --status/--owner/--limit, or use --jsonl)")
     return 0
 
 
+TABLE_MAX = 500
+"""Rows of the table `list` prints on a terminal; the rest is counted."""
+
+
+def _source(store: Store, wanted: set[str], pruned: bool, stream: bool) -> Iterable[TaskState]:
+    """What `list` reads: pruned records only, or the visible ones; a status filter
+    within pending/claimed reads the store's live-record index (by_status) only;
+    `stream` (--jsonl) takes the store's streaming scan when it has one (the JSON
+    store: storage order, each row printed as it is read)."""
+    from ledger_cli.engine import prune
+    from ledger_cli.engine.record import byte_order
+
+    if pruned:
+        return prune.pruned(store)
+    by_status = getattr(store, "by_status", None)
+    if wanted and wanted <= {"pending", "claimed"} and by_status is not None:
+        return sorted(by_status(sorted(wanted)), key=lambda r: byte_order(r.key))
+    scan = getattr(store, "scan_visible", None) if stream else None
+    return scan() if scan is not None else prune.visible(store)
+
+
 def tree(settings: Settings, key: str | None = None) -> int:
-    if key is not None:
-        validate_key(key)
     with Session(settings) as s:
-        records = {rec.key: rec for rec in s.store.range()}
+        from ledger_cli.engine.prune import visible
+
+        records = {rec.key: rec for rec in visible(s.store)}
     if key is not None and key not in records:
         raise NoKeyError()
     if settings.json:
@@ -104,16 +140,23 @@ def tree(settings: Settings, key: str | None = None) -> int:
 
 
 def _tree_json(key: str | None, records: dict[str, TaskState]) -> object:
-    """--json for `tree`: the failed records and what each blocks, or the
-    transitive needs of KEY with their statuses (null: never admitted)."""
+    """--json for `tree`: the failed records and what each blocks (`escaped`:
+    the escaped blocks whose nearest failure it is), or the transitive needs of
+    KEY with their statuses (null: never admitted)."""
     if key is None:
+        from ledger_cli.engine.invariants import find_escaped_blocks
+
+        escaped = find_escaped_blocks(records.values())
         out = []
         for failed in sorted(k for k, r in records.items() if r.status == "failed"):
             blocked = sorted(
                 k for k, r in records.items() if r.status == "blocked" and r.blocked_by == failed
             )
             dependents = _closure(failed, records, down=True)
-            out.append({"key": failed, "blocked": blocked, "dependents": dependents})
+            below = [e.key for e in escaped if e.failure == failed]
+            out.append(
+                {"key": failed, "blocked": blocked, "dependents": dependents, "escaped": below}
+            )
         return {"failed": out}
     needs = _closure(key, records, down=False)
     return {
@@ -152,8 +195,6 @@ def _closure(start: str, records: dict[str, TaskState], down: bool) -> list[str]
 
 
 def log(settings: Settings, key: str | None = None, jsonl: bool = False) -> int:
-    if key is not None:
-        validate_key(key)
     if jsonl and settings.json:
         raise InputError("ledger: give --json or --jsonl, not both")
     with Session(settings) as s:

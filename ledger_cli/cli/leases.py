@@ -12,7 +12,6 @@ from ledger_cli.cli.inputs import (
     InputError,
     parse_duration,
     parse_uint,
-    validate_key,
     validate_text,
 )
 from ledger_cli.errors import LedgerError
@@ -62,7 +61,6 @@ def claim(
         raise InputError("ledger: claim needs a KEY (or --next)")
     if wait is not None:
         raise InputError("ledger: --wait goes with --next")
-    validate_key(key)
     owner, lease_td = _owner_lease(owner, lease)
     with Session(settings) as s:
         now = s.now()
@@ -80,11 +78,25 @@ def _print_fence(settings: Settings, key: str, fence: int, rec: TaskState | None
         output.line(str(fence))
 
 
+def _nameable(key: str) -> bool:
+    """A key `--next` can print so that a worker can name it back: valid UTF-8.
+    (A key the Go service wrote with invalid bytes is read with lone
+    surrogates; `doctor` reports it, and `claim KEY` takes its exact bytes.)"""
+    if key.isascii():
+        return True
+    try:
+        key.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def claim_next(s: Session, owner: str, lease: str, wait: str | None) -> tuple[TaskState, int]:
     """Claim the oldest ready record (ledger.ready), polling up to `wait`.
 
-    Each candidate is re-checked and claimed inside one `store.batch()`; one
-    lost to a concurrent claimer is skipped, not an error.
+    The scan (through the store's ready index) and the claim happen inside one
+    `store.batch()`; a candidate lost to a concurrent claimer is skipped, not an
+    error.
     """
     from ledger_cli.cli import ready
     from ledger_cli.errors import (
@@ -106,17 +118,23 @@ def claim_next(s: Session, owner: str, lease: str, wait: str | None) -> tuple[Ta
     pause = 0.05
     while True:
         now = s.now()
-        for cand in ready.ready_records(ready.candidates(s.store), s.load, now):
-            with s.write(now):
-                fresh = s.load(cand.key)
-                if fresh is None or not ready.is_ready(fresh, s.load, now):
-                    continue
+        claimed: tuple[TaskState, int] | None = None
+        # One lock hold (a transaction on SQL stores) for the scan and the claim:
+        # on PostgreSQL the scan locks its candidate (FOR UPDATE SKIP LOCKED), so
+        # concurrent claimers spread over the queue instead of piling onto one.
+        with s.write(now):
+            for cand in ready.ready_iter(s.store, s.load, now):
+                if not _nameable(cand.key):
+                    continue  # invalid UTF-8 (another writer's bytes): no output could name it
                 try:
                     fence = s.ledger.claim(s.actor, cand.key, owner, lease_td, now)
                 except (LeaseActiveError, NotClaimedError, NoKeyError):
                     continue  # lost to a concurrent claimer (or blocked meanwhile)
                 rec = s.load(cand.key)
-            return (rec if rec is not None else fresh), fence
+                claimed = (rec if rec is not None else cand), fence
+                break
+        if claimed is not None:
+            return claimed
         left = deadline - time.monotonic()
         if left <= 0:
             raise NothingReadyError()
@@ -125,7 +143,6 @@ def claim_next(s: Session, owner: str, lease: str, wait: str | None) -> tuple[Ta
 
 
 def renew(settings: Settings, key: str, owner: str, fence: str, lease: str) -> int:
-    validate_key(key)
     owner, lease_td = _owner_lease(owner, lease)
     fence_n = parse_uint(fence, "--fence")
     with Session(settings) as s:
@@ -142,7 +159,6 @@ def renew(settings: Settings, key: str, owner: str, fence: str, lease: str) -> i
 
 
 def release(settings: Settings, key: str, owner: str, fence: str) -> int:
-    validate_key(key)
     owner = validate_text(owner, "owner")
     fence_n = parse_uint(fence, "--fence")
     with Session(settings) as s:
@@ -158,7 +174,6 @@ def release(settings: Settings, key: str, owner: str, fence: str) -> int:
 
 
 def takeover(settings: Settings, key: str, owner: str, lease: str) -> int:
-    validate_key(key)
     owner, lease_td = _owner_lease(owner, lease)
     with Session(settings) as s:
         now = s.now()

@@ -7,6 +7,7 @@ order SPEC §4 documents (`{"key", "fence", "record"}`). No rich here.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Iterable, Mapping
@@ -57,6 +58,32 @@ def dumps(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         return "[" + ",".join(dumps(v) for v in value) + "]"
     return gojson.encode_value(value)
+
+
+_SHOWN_ERRORS = "ledger.fffd"
+
+
+def _fffd(exc: UnicodeError) -> tuple[str | bytes, int]:
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    # Bytes: the UTF-8 encoder takes a replacement str only when it is ASCII.
+    return "\ufffd".encode() * (exc.end - exc.start), exc.end
+
+
+def show_invalid_text_as_fffd() -> None:
+    """Print text holding invalid bytes (lone surrogates: a Go-written key or
+    owner read losslessly, or a non-UTF-8 argument) with U+FFFD in their place,
+    as Go's encoder shows them, instead of failing on them. Applies to stdout
+    and stderr, rich's output included (it writes to them)."""
+    import codecs
+
+    codecs.register_error(_SHOWN_ERRORS, _fffd)
+    for stream in (sys.stdout, sys.stderr):
+        encoding = str(getattr(stream, "encoding", "") or "").lower().replace("-", "")
+        reconfigure = getattr(stream, "reconfigure", None)
+        if encoding == "utf8" and reconfigure is not None:
+            with contextlib.suppress(ValueError, OSError):  # a closed stream: leave it
+                reconfigure(errors=_SHOWN_ERRORS)
 
 
 def line(text: str = "") -> None:

@@ -10,7 +10,7 @@ dependencies expect from `--next`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from ledger_cli.engine.dependencies import nearest_blocking
@@ -68,3 +68,29 @@ def candidates(store: object) -> list[TaskState]:
         return list(by_status(_CLAIMABLE))
     rng: Callable[[], Iterable[TaskState]] = store.range  # type: ignore[attr-defined]
     return [r for r in rng() if r.status in _CLAIMABLE]
+
+
+def ready_iter(store: object, load: Loader, now: Instant) -> Iterator[TaskState]:
+    """The ready records, oldest first, found lazily.
+
+    Through the store's ready index (`ready_candidates(now)`: live records whose
+    direct needs are completed, in order; a store may leave out claimed ones
+    whose lease runs past `now`) when it has one, so the first ready
+    record costs the same however long the backlog; else by a scan.
+    """
+    cache: dict[str, TaskState | None] = {}
+
+    def cached(key: str) -> TaskState | None:
+        if key not in cache:
+            cache[key] = load(key)
+        return cache[key]
+
+    source: Callable[[Instant], Iterable[TaskState]] | None = getattr(
+        store, "ready_candidates", None
+    )
+    if source is None:
+        yield from ready_records(candidates(store), load, now)
+        return
+    for rec in source(now):
+        if is_ready(rec, cached, now):
+            yield rec

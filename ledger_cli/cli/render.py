@@ -9,7 +9,7 @@ terminal and honours NO_COLOR; in a pipe the output is plain text.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import IO
 
 from rich import box
@@ -183,7 +183,7 @@ def _stamp(at: Instant, by: str) -> Text:
     return Text(f"{at} by {by}" if by else str(at))
 
 
-def _label(key: str, rec: TaskState | None) -> Text:
+def _label(key: str, rec: TaskState | None, escaped: Collection[str] = ()) -> Text:
     text = Text(key)
     text.append("  ")
     if rec is None:
@@ -192,7 +192,16 @@ def _label(key: str, rec: TaskState | None) -> Text:
     text.append_text(status_text(rec.status))
     if rec.status == "blocked" and rec.blocked_by:
         text.append(f" by {rec.blocked_by}", style=STATUS_STYLE["blocked"])
+    if key in escaped:
+        text.append("  escaped block (ledger doctor --fix blocks it)", style=STATUS_STYLE["failed"])
     return text
+
+
+def _escaped(records: Mapping[str, TaskState]) -> frozenset[str]:
+    """Keys of the escaped blocks (engine.invariants): pending or claimed below a failure."""
+    from ledger_cli.engine.invariants import find_escaped_blocks
+
+    return frozenset(e.key for e in find_escaped_blocks(records.values()))
 
 
 def _grow(
@@ -228,8 +237,10 @@ def failure_trees(records: Mapping[str, TaskState]) -> list[Tree]:
     def children(key: str) -> list[str]:
         return sorted(k for k in dependents.get(key, ()) if records[k].status != "completed")
 
+    escaped = _escaped(records)
+
     def label(key: str) -> Text:
-        return _label(key, records.get(key))
+        return _label(key, records.get(key), escaped)
 
     trees = []
     for key in sorted(k for k, r in records.items() if r.status == "failed"):
@@ -249,8 +260,10 @@ def needs_tree(key: str, records: Mapping[str, TaskState]) -> Tree:
             return []
         return list(dict.fromkeys(rec.needs or ()))
 
+    escaped = _escaped(records)
+
     def label(k: str) -> Text:
-        return _label(k, records.get(k))
+        return _label(k, records.get(k), escaped)
 
     root = Tree(label(key))
     _grow(root, key, children, label)

@@ -32,13 +32,7 @@ from typing import TYPE_CHECKING
 
 from ledger_cli.cli import output
 from ledger_cli.cli.context import Session, Settings
-from ledger_cli.cli.inputs import (
-    InputError,
-    parse_duration,
-    parse_uint,
-    validate_key,
-    validate_text,
-)
+from ledger_cli.cli.inputs import InputError, parse_duration, parse_uint, validate_text
 from ledger_cli.cli.leases import claim_next
 from ledger_cli.errors import FencedError, LedgerError, NoKeyError, NotClaimedError
 
@@ -85,7 +79,6 @@ def run(
             rec, fence = claim_next(s, owner, lease, wait)
         else:
             assert key is not None
-            validate_key(key)
             now = s.now()
             with s.write(now):
                 fence = s.ledger.claim(s.actor, key, owner, lease_td, now)

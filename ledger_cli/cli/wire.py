@@ -13,6 +13,9 @@ from ledger_cli.cli.context import Session, Settings
 from ledger_cli.cli.inputs import InputError
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from ledger_cli.engine.instant import Instant
     from ledger_cli.engine.record import TaskState
 
 
@@ -64,13 +67,19 @@ def _check_keys(tasks: tuple[TaskState, ...]) -> None:
 
 
 def restore(settings: Settings, source: str) -> int:
-    """Insert every record of a snapshot; refuse before writing anything when a
-    key is already taken (the engine's Restore would stop halfway)."""
+    """Insert every record of a snapshot.
+
+    Every key is checked first, and the restore is refused before writing
+    anything when one is taken (the engine's Restore would stop halfway).
+    Then the records are inserted in snapshot order in short blocks (SPEC §5
+    "Short lock holds"), each key checked again inside its block; a key that
+    another writer took in between stops the restore with exit 8, and the
+    message says exactly what landed: the snapshot's first N records.
+    """
+    from ledger_cli.cli.chunks import chunked
     from ledger_cli.cli.inputs import MAX_INPUT_BYTES
-    from ledger_cli.engine.record import go_quote
     from ledger_cli.engine.snapshot import Snapshot
     from ledger_cli.errors import RestoreConflictError
-    from ledger_cli.stores.history import HistoryEntry
 
     data = read_source(
         source, "snapshot", MAX_INPUT_BYTES, "restore it in parts (split its Tasks array)"
@@ -80,32 +89,74 @@ def restore(settings: Settings, source: str) -> int:
     _check_keys(tasks)
     with Session(settings) as s:
         now = s.now()
-        with s.store.batch():
-            seen: set[str] = set()
-            for rec in tasks:
-                if rec.key in seen or s.load(rec.key) is not None:
-                    raise RestoreConflictError(
-                        f"ledger: restore: key {go_quote(rec.key)} already has a record"
-                    )
-                seen.add(rec.key)
-            s.ledger.restore(snap)
-            append = getattr(s.store, "append_history", None)
-            if append is not None and tasks:
-                append(
-                    [
-                        HistoryEntry(
-                            time=str(now),
-                            actor=s.actor,
-                            event="ledger.restored",
-                            key=rec.key,
-                            fence=(cur.fence if (cur := s.load(rec.key)) else rec.fence),
-                            data=f"key {rec.key} restored from a snapshot",
-                        )
-                        for rec in tasks
-                    ]
-                )
+        seen: set[str] = set()
+        for rec in tasks:
+            if rec.key in seen or s.load(rec.key) is not None:
+                raise RestoreConflictError(_taken(rec.key))
+            seen.add(rec.key)
+        landed = 0
+        block_records: list[TaskState] = []
+
+        @contextlib.contextmanager
+        def block() -> Iterator[None]:
+            nonlocal landed
+            block_records.clear()
+            with s.store.batch():
+                yield
+                _append_restored(s, now, block_records)
+            landed += len(block_records)
+
+        def insert(rec: TaskState) -> None:
+            # Go's Restore step (an insert-if-absent), after a re-check under the lock.
+            if s.load(rec.key) is not None or not s.store.compare_and_swap(rec.key, None, rec):
+                raise RestoreConflictError(_landed(rec.key, landed, tasks))
+            block_records.append(rec)
+
+        chunked(tasks, block, insert)
     if settings.json:
         output.json_line({"restored": len(tasks)})
     else:
         output.line(f"restored {len(tasks)} records")
     return 0
+
+
+def _taken(key: str) -> str:
+    from ledger_cli.engine.record import go_quote
+
+    return f"ledger: restore: key {go_quote(key)} already has a record"
+
+
+def _landed(key: str, landed: int, tasks: tuple[TaskState, ...]) -> str:
+    """The refusal when another writer took `key` during the restore: what landed."""
+    from ledger_cli.engine.record import go_quote
+
+    head = f"{_taken(key)} (another writer took it during the restore); "
+    if landed == 0:
+        return head + f"nothing was restored (0 of {len(tasks)} records)"
+    first, last = go_quote(tasks[0].key), go_quote(tasks[landed - 1].key)
+    return head + (
+        f"restored {landed} of {len(tasks)} records: the snapshot's first {landed}, "
+        f"keys {first} through {last}; none after them was written"
+    )
+
+
+def _append_restored(s: Session, now: Instant, records: list[TaskState]) -> None:
+    from ledger_cli.stores.history import HistoryEntry
+
+    append = getattr(s.store, "append_history", None)
+    if append is None or not records:
+        return
+    when = str(now)
+    append(
+        [
+            HistoryEntry(
+                time=when,
+                actor=s.actor,
+                event="ledger.restored",
+                key=rec.key,
+                fence=rec.fence,
+                data=f"key {rec.key} restored from a snapshot",
+            )
+            for rec in records
+        ]
+    )

@@ -260,6 +260,7 @@ def _flat_object(v: dict[Any, Any]) -> str | None:
         parts.append(encode_string(key) + ":" + text)
     return "{" + ",".join(parts) + "}"
 
+
 # ---------------------------------------------------------------------------
 # Decoding: JSON text -> raw tree
 # ---------------------------------------------------------------------------

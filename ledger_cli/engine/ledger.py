@@ -106,3 +106,16 @@ class Ledger:
                 raise RestoreConflictError(
                     f"ledger: restore: key {go_quote(rec.key)} already has a record"
                 )
+
+    def prune(
+        self,
+        older_than: timedelta,
+        now: TimeLike,
+        statuses: tuple[str, ...] = (),
+        dry_run: bool = False,
+    ) -> int:
+        """Prune finished records last updated at least `older_than` before `now`
+        (SPEC §6.4; engine/prune.py); the number pruned (or, `dry_run`, that would be)."""
+        from ledger_cli.engine import prune
+
+        return prune.prune(self._core.store, older_than, statuses, Instant.coerce(now), dry_run)

@@ -148,7 +148,27 @@ def encode_needs(needs: Sequence[str] | None) -> str:
         return "null"
     if not needs:
         return "[]"
-    return gojson.encode_value(list(needs))
+    if all(is_utf8(n) for n in needs):
+        return gojson.encode_value(list(needs))
+    return "[" + ",".join(_encode_lossless(n) for n in needs) + "]"
+
+
+def _encode_lossless(text: str) -> str:
+    """A JSON string literal keeping lone surrogates (a need's invalid bytes, read
+    with `lossless_text`) as they are, so the column is written back byte-exactly."""
+    out: list[str] = []
+    run: list[str] = []
+    for c in text:
+        if 0xDC80 <= ord(c) <= 0xDCFF:
+            if run:
+                out.append(gojson.encode_string("".join(run))[1:-1])
+                run = []
+            out.append(c)
+        else:
+            run.append(c)
+    if run:
+        out.append(gojson.encode_string("".join(run))[1:-1])
+    return '"' + "".join(out) + '"'
 
 
 def decode_needs(text: Any, key: str) -> tuple[str, ...] | None:
@@ -156,14 +176,22 @@ def decode_needs(text: Any, key: str) -> tuple[str, ...] | None:
     if text is None:
         return None
     if isinstance(text, bytes):
-        text = text.decode("utf-8", "replace")
+        text = lossless_text(text)
     if text == "[]":
         return ()
     if text == "null":
         return None
+    text = str(text)
     try:
-        value = gojson.loads(str(text))
-    except DecodeError as exc:
+        if is_utf8(text):
+            value = gojson.loads(text)
+        else:
+            # Invalid bytes (read as lone surrogates) name a key byte-exactly; Go's
+            # decoder would turn them into U+FFFD and name another key.
+            import json
+
+            value = json.loads(text)
+    except (DecodeError, ValueError) as exc:
         raise corrupt(key, "needs", str(exc)) from None
     if value is None:
         return None
@@ -230,13 +258,75 @@ def read_text(value: Any, key: str, column: str) -> str:
     if value is None:
         return ""
     if isinstance(value, (bytes, bytearray, memoryview)):
-        return bytes(value).decode("utf-8", "replace")
+        return lossless_text(bytes(value))
     raise corrupt(key, column, f"{value!r} is not text")
+
+
+# -- text that is not valid UTF-8 ----------------------------------------------
+#
+# Go strings are bytes: the Go service can write a key, owner or actor that is
+# not valid UTF-8. Such text is read with `surrogateescape` (each bad byte
+# becomes one lone surrogate U+DC80..U+DCFF), so the str maps back to the
+# exact bytes: an operation on that row addresses it byte-exactly and writes
+# its other columns back unchanged. Every encoder of this package shows such a
+# surrogate as U+FFFD, as Go's encoder shows the bad byte.
+
+
+def lossless_text(raw: bytes) -> str:
+    """A text column's bytes as str: UTF-8, each invalid byte a lone surrogate."""
+    return raw.decode("utf-8", "surrogateescape")
+
+
+def is_utf8(text: str) -> bool:
+    """False when `text` holds a lone surrogate (an invalid byte, or bad input)."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def shown(text: str) -> str:
+    """`text` as Go's encoder shows it: each lone surrogate becomes U+FFFD."""
+    if is_utf8(text):
+        return text
+    return "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in text)
+
+
+def hex_bytes(text: str) -> str:
+    """The exact bytes of a text value read with `lossless_text`, for messages:
+    printable ASCII as is, every other byte `\\xNN` (a shell's `$'…'` form)."""
+    try:
+        raw = text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a surrogate no byte maps to (bad input, not a row)
+        raw = text.encode("utf-8", "surrogatepass")
+    return "".join(chr(b) if 0x20 <= b < 0x7F and b != 0x5C else f"\\x{b:02x}" for b in raw)
+
+
+def raw_binding(sql: str, params: Sequence[Any]) -> tuple[str, tuple[Any, ...]]:
+    """`sql`/`params` with every str that is not valid UTF-8 bound as its exact
+    bytes, cast back to TEXT (`CAST(? AS TEXT)`), so the row holds the very
+    bytes it was read with. `sql` uses `?` placeholders and no `?` in literals."""
+    parts = sql.split("?")
+    if len(parts) != len(params) + 1:
+        raise ValueError("placeholder count does not match the parameters")
+    out_sql = [parts[0]]
+    out: list[Any] = []
+    for value, rest in zip(params, parts[1:], strict=True):
+        if isinstance(value, str) and not is_utf8(value):
+            out.append(value.encode("utf-8", "surrogateescape"))
+            out_sql.append("CAST(? AS TEXT)" + rest)
+        else:
+            out.append(value)
+            out_sql.append("?" + rest)
+    return "".join(out_sql), tuple(out)
 
 
 def corrupt(key: str, column: str, detail: str) -> StoreError:
     return StoreError(
-        f"ledger: stored record {key!r} has an unreadable {column} column ({detail}); "
+        f"ledger: stored record {shown(key)!r} has an unreadable {column} column ({detail}); "
         "repair or delete that row"
     )
 

@@ -50,6 +50,7 @@ class MemStore:
         self._queue: deque[str] = deque()
         self._floor = 0
         self._history: list[HistoryEntry] = []
+        self._pruned: set[str] = set()
 
     def forgets(self) -> bool:
         """Whether records can disappear (a bounded store evicts). `retry`'s
@@ -98,11 +99,43 @@ class MemStore:
             if rec.fence > self._floor:
                 self._floor = rec.fence
             del self._tasks[head]
+            self._pruned.discard(head)
 
     def range(self) -> Iterator[TaskState]:
         with self._lock:
             view = sorted(self._tasks.items(), key=lambda item: byte_order(item[0]))
         return iter([rec for _, rec in view])
+
+    # -- prune (SPEC §6.4; engine/prune.py) ---------------------------------------
+
+    def prune_records(self, pairs: Sequence[tuple[TaskState, TaskState]]) -> int:
+        """Store each pruned record (a compare-and-swap), mark it, drop its history."""
+        done: set[str] = set()
+        for old, new in pairs:
+            if self.compare_and_swap(old.key, old, new):
+                done.add(old.key)
+        with self._lock:
+            self._pruned |= done & self._tasks.keys()
+            self._history = [e for e in self._history if e.key not in done]
+        return len(done)
+
+    def visible_range(self) -> Iterator[TaskState]:
+        with self._lock:
+            pruned = set(self._pruned)
+        return iter([r for r in self.range() if r.key not in pruned])
+
+    def pruned_range(self) -> Iterator[TaskState]:
+        with self._lock:
+            pruned = set(self._pruned)
+        return iter([r for r in self.range() if r.key in pruned])
+
+    def is_pruned(self, key: str) -> bool:
+        with self._lock:
+            return key in self._pruned
+
+    def count_pruned(self) -> int:
+        with self._lock:
+            return len(self._pruned)
 
     def __len__(self) -> int:
         with self._lock:

@@ -17,7 +17,11 @@ the loser re-check the WHERE against the winner's row, so no update is lost.
 
 Connection settings come from the `postgresql://` URL (libpq syntax: host
 lists, `sslmode`, `options=-c search_path=…`, …). PostgreSQL text cannot hold
-NUL, so a key or other text field with one is a StoreError.
+NUL, so a key or other text field with one is a StoreError. Nor can it hold
+text that is not valid UTF-8 (the server refuses it in a UTF8 database), so the
+"invalid bytes from the Go service" case of the SQLite store cannot arise here:
+a key given with such bytes has no record (load returns None) and writing such
+text is a StoreError.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
 from ledger_cli.errors import StoreError
-from ledger_cli.stores import _sql
+from ledger_cli.stores import _readysql, _sql
 from ledger_cli.stores.history import HistoryEntry
 
 if TYPE_CHECKING:
@@ -118,6 +122,10 @@ def _psycopg() -> Any:
 
 
 def _no_nul(key: str, **fields: str) -> None:
+    if not _sql.is_utf8(key):
+        raise StoreError(
+            f"ledger: PostgreSQL cannot store key {_sql.hex_bytes(key)!r}: text must be valid UTF-8"
+        )
     if "\x00" in key:
         raise StoreError(
             f"ledger: PostgreSQL cannot store key {key!r}: text cannot contain a NUL character"
@@ -197,12 +205,23 @@ class PostgresStore:
     def _setup(self) -> None:
         with self._errors("schema"):
             row = self._conn.execute(_SCHEMA_CHECK, (list(_sql.ALL_COLUMNS),)).fetchone()
-            if row is not None and row[0] == len(_sql.ALL_COLUMNS) and all(row[1:]):
+            complete = row is not None and row[0] == len(_sql.ALL_COLUMNS) and all(row[1:])
+            if complete and self._ready_installed():
                 return
             with self._conn.transaction():
                 self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SETUP_LOCK,))
                 for ddl in _DDL:
                     self._conn.execute(ddl)
+                if not self._ready_installed():  # the ready index (SPEC §6.1), built once
+                    for ddl in (*_readysql.PG_DDL, *_readysql.PG_REBUILD):
+                        self._conn.execute(ddl)
+
+    def _ready_installed(self) -> bool:
+        row = self._conn.execute(
+            "SELECT count(*) FROM pg_trigger WHERE tgname = 'ledger_ready_sync'"
+            " AND tgrelid = to_regclass(quote_ident(current_schema()) || '.ledger_tasks')"
+        ).fetchone()
+        return row is not None and row[0] == 1
 
     # -- errors ------------------------------------------------------------------
 
@@ -237,6 +256,8 @@ class PostgresStore:
     # -- Store -------------------------------------------------------------------
 
     def load(self, key: str) -> TaskState | None:
+        if not _sql.is_utf8(key):
+            return None  # PostgreSQL text holds valid UTF-8 only: no such row exists
         _no_nul(key)
         with self._lock:
             self._check_open()
@@ -280,6 +301,109 @@ class PostgresStore:
             with self._errors("scan"):
                 rows = self._conn.execute(_BY_STATUS, (wanted,)).fetchall()
         return _sql.claimable_order(_sql.row_to_state(row) for row in rows)
+
+    def ready_candidates(self, now: Instant | None = None) -> Iterator[TaskState]:
+        """Pending and claimed records whose direct needs are all completed, in
+        Ready order, through the trigger-kept `ledger_ready` table.
+
+        Inside a batch (a transaction: `claim --next`) each candidate is read
+        with FOR UPDATE SKIP LOCKED, one row at a time: the row stays locked
+        until the batch ends, and concurrent claimers skip it rather than pile
+        onto it. The claim itself is still the engine's fenced compare-and-swap.
+        """
+        locking = self._depth > 0
+        sql = _readysql.page_sql(_sql.SELECT_COLUMNS, "%s", _readysql.PG_LEASE, lock=locking)
+
+        at = _readysql.sortable(now)
+
+        def fetch(created: str, key: str, limit: int) -> list[Any]:
+            with self._lock:
+                self._check_open()
+                with self._errors("ready scan"):
+                    args = (created, key, at, limit)
+                    return list(self._conn.execute(sql, args).fetchall())
+
+        return _readysql.candidates(fetch, 1 if locking else 16)
+
+    # -- prune (SPEC §6.4; engine/prune.py): pruned keys in ledger_pruned ----------
+
+    def prune_records(self, pairs: Sequence[tuple[TaskState, TaskState]]) -> int:
+        """Store each pruned record (a compare-and-swap), mark it, drop its history;
+        one transaction per CHUNK records."""
+        from ledger_cli.engine.prune import CHUNK
+
+        done = 0
+        for at in range(0, len(pairs), CHUNK):
+            with self.batch():
+                for old, new in pairs[at : at + CHUNK]:
+                    if self.compare_and_swap(old.key, old, new):
+                        with self._errors("prune"):
+                            self._conn.execute(
+                                "INSERT INTO ledger_pruned (key) VALUES (%s)"
+                                " ON CONFLICT DO NOTHING",
+                                (old.key,),
+                            )
+                            self._conn.execute(
+                                "DELETE FROM ledger_history WHERE key = %s", (old.key,)
+                            )
+                        done += 1
+        return done
+
+    def _records(self, sql: str, args: tuple[Any, ...] = ()) -> list[TaskState]:
+        with self._lock:
+            self._check_open()
+            with self._errors("scan"):
+                rows = self._conn.execute(sql, args).fetchall()
+        records = [_sql.row_to_state(row) for row in rows]
+        return records
+
+    def visible_range(self) -> Iterator[TaskState]:
+        """Every record but the pruned ones, sorted by key, read in pages of 1000
+        (keyset): `list` prints its first rows at once, in constant memory."""
+        sql = _readysql.visible_page_sql(_sql.SELECT_COLUMNS, "%s")
+        after = ""
+        while True:
+            page = self._records(sql, (after, 1000))
+            yield from page
+            if len(page) < 1000:
+                return
+            after = page[-1].key
+
+    def pruned_range(self) -> Iterator[TaskState]:
+        """The pruned records, sorted by key."""
+        return iter(self._records(_readysql.pruned_sql(_sql.SELECT_COLUMNS)))
+
+    def is_pruned(self, key: str) -> bool:
+        with self._lock:
+            self._check_open()
+            with self._errors("load"):
+                sql = "SELECT 1 FROM ledger_pruned WHERE key = %s"
+                return self._conn.execute(sql, (key,)).fetchone() is not None
+
+    def count_pruned(self) -> int:
+        with self._lock:
+            self._check_open()
+            with self._errors("count"):
+                row = self._conn.execute("SELECT count(*) FROM ledger_pruned").fetchone()
+        return int(row[0]) if row is not None else 0
+
+    def check_ready_index(self) -> list[str]:
+        """Problems of the ready index against `ledger_tasks` (`ledger doctor`)."""
+        with self._lock:
+            self._check_open()
+            with self._errors("ready index check"):
+                return [
+                    f"ready index: {what}: {row[0]!r}"
+                    for what, sql in _readysql.PG_CHECKS
+                    for row in self._conn.execute(sql + " LIMIT 20").fetchall()
+                ]
+
+    def rebuild_ready_index(self) -> None:
+        """Rebuild the ready index from `ledger_tasks` (`ledger doctor --fix`)."""
+        with self.batch(), self._errors("ready index rebuild"):
+            self._conn.execute("LOCK TABLE ledger_tasks IN SHARE ROW EXCLUSIVE MODE")
+            for ddl in (*_readysql.PG_DDL, *_readysql.PG_REBUILD):
+                self._conn.execute(ddl)
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[None]:

@@ -47,6 +47,38 @@ def default_store_url() -> str:
     return f"json:{default_store_path()}"
 
 
+def redact_url(url: str) -> str:
+    """`url` with any password replaced by `***`, for printing (never print a secret).
+
+    Covers the userinfo of `scheme://user:password@host…` (every host of a
+    libpq host list) and a `password=` query parameter, as libpq's tools and
+    kubectl show them. Paths and other URLs come back unchanged.
+    """
+    if not isinstance(url, str) or "://" not in url:
+        return url
+    scheme, _, rest = url.partition("://")
+    end = len(rest)
+    for stop in "/?#":
+        at = rest.find(stop)
+        if at != -1:
+            end = min(end, at)
+    authority, tail = rest[:end], rest[end:]
+    user, sep, hosts = authority.rpartition("@")
+    if sep and ":" in user:
+        authority = f"{user.partition(':')[0]}:***@{hosts}"
+    if "?" in tail:
+        path, _, query = tail.partition("?")
+        fragment = ""
+        if "#" in query:
+            query, _, fragment = query.partition("#")
+            fragment = "#" + fragment
+        parts = [
+            "password=***" if p.lower().startswith("password=") else p for p in query.split("&")
+        ]
+        tail = f"{path}?{'&'.join(parts)}{fragment}"
+    return f"{scheme}://{authority}{tail}"
+
+
 def scheme_of(url: str) -> str:
     """The store kind a URL names (one of SCHEMES); StoreError for a bad URL."""
     return _parse(url)[0]
@@ -56,7 +88,7 @@ def _parse(url: str) -> tuple[str, str]:
     if not isinstance(url, str) or url.strip() == "":
         raise StoreError(f"ledger: store URL is empty; {_HELP}")
     if "\x00" in url:
-        raise StoreError(f"ledger: store URL {url!r} contains a NUL byte; {_HELP}")
+        raise StoreError(f"ledger: store URL {redact_url(url)!r} contains a NUL byte; {_HELP}")
     if url == "memory:":
         return "memory", ""
     if url.startswith(("postgresql://", "postgres://")):
@@ -68,7 +100,9 @@ def _parse(url: str) -> tuple[str, str]:
     head, sep, _ = url.partition(":")
     if sep and head.isascii() and head.isalpha() and len(head) > 1 and "/" not in head:
         # Looks like `scheme:…` (`memory:x`, `mysql://…`, `file:…`): not a path we guess at.
-        raise StoreError(f"ledger: unknown store URL scheme {head + ':'!r} in {url!r}; {_HELP}")
+        raise StoreError(
+            f"ledger: unknown store URL scheme {head + ':'!r} in {redact_url(url)!r}; {_HELP}"
+        )
     path = os.path.expanduser(url)
     if path.lower().endswith(_SQLITE_SUFFIXES):
         return "sqlite", path
@@ -85,6 +119,7 @@ def _path_part(url: str, prefix: str) -> str:
 
 
 def _backend(module: str, name: str, url: str, hint: str) -> Callable[[str], Store]:
+    url = redact_url(url)  # only ever printed here
     try:
         mod = importlib.import_module(module)
     except ModuleNotFoundError as exc:

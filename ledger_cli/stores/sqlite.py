@@ -20,6 +20,13 @@ CONFLICT(key) DO NOTHING` for an insert (rev 0), or `UPDATE … SET …, rev = r
 + 1 WHERE key=? AND sequence=? AND status=? AND fence=? AND rev=?`, which, as
 the Go store's, never writes created_at/created_by.
 
+Text that is not valid UTF-8 (the Go service writes Go strings, which are bytes)
+affects only its own row: reads use the driver's fast str decoding until a
+value fails to decode, then switch this connection to `_sql.lossless_text`
+(each invalid byte a lone surrogate, shown as U+FFFD as Go's encoder shows
+it); a value holding such bytes is bound back as those exact bytes
+(`CAST(? AS TEXT)`), so an operation on that row is byte-exact.
+
 Sequences, fences and revs are SQLite INTEGERs (signed 64-bit), as in Go; a
 value above 2^63-1 (which the Go store cannot write either) is a StoreError.
 """
@@ -33,9 +40,10 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
+from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState, byte_order
 from ledger_cli.errors import StoreError
-from ledger_cli.stores import _sql
+from ledger_cli.stores import _readysql, _sql
 from ledger_cli.stores.history import HistoryEntry
 
 __all__ = ["GO_DDL", "SQLiteStore"]
@@ -85,6 +93,7 @@ _UPDATE = (
 )
 _HISTORY_INSERT = f"INSERT INTO ledger_history ({_sql.HISTORY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)"
 _DRIVER_ERRORS = (sqlite3.Error, UnicodeError, OverflowError)
+_UNDECODABLE = "could not decode to utf-8"
 
 
 class SQLiteStore:
@@ -155,7 +164,14 @@ class SQLiteStore:
                 (_sql.CLAIMABLE_INDEX, _sql.HISTORY_TABLE, _sql.HISTORY_INDEX),
             )
         }
-        return len(names) == 3
+        return len(names) == 3 and self._ready_installed()
+
+    def _ready_installed(self) -> bool:
+        marks = ", ".join("?" for _ in _readysql.SQLITE_OBJECTS)
+        found = self._conn.execute(
+            f"SELECT count(*) FROM sqlite_master WHERE name IN ({marks})", _readysql.SQLITE_OBJECTS
+        ).fetchone()[0]
+        return bool(found == len(_readysql.SQLITE_OBJECTS))
 
     def _migrate(self) -> None:
         """The Go store's create-and-migrate, plus our index and history table.
@@ -182,6 +198,11 @@ class SQLiteStore:
                 )
             for ddl in _EXTRA_DDL:
                 conn.execute(ddl)
+            if not self._ready_installed():  # the ready index (SPEC §6.1), built once
+                for ddl in (*_readysql.SQLITE_TABLES, *_readysql.SQLITE_TRIGGERS):
+                    conn.execute(ddl)
+                for sql in _readysql.SQLITE_REBUILD:
+                    conn.execute(sql)
             conn.execute("COMMIT")
         except BaseException:
             with contextlib.suppress(sqlite3.Error):
@@ -218,6 +239,59 @@ class SQLiteStore:
         except _DRIVER_ERRORS as exc:
             raise self._error(op, exc) from None
 
+    def _fetchall(self, op: str, sql: str, params: tuple[Any, ...]) -> list[Any]:
+        try:
+            return self._conn.execute(sql, params).fetchall()
+        except _DRIVER_ERRORS as exc:
+            rows: list[Any] = self._retry(op, exc, sql, params, many=True)
+            return rows
+
+    def _retry(
+        self,
+        op: str,
+        exc: BaseException,
+        sql: str,
+        params: Sequence[Any],
+        *,
+        one: bool = False,
+        many: bool = False,
+    ) -> Any:
+        """Run a statement again after a text failure, else raise StoreError.
+
+        A stored value that is not valid UTF-8 switches this connection to
+        lossless decoding for good (the driver's str decoding is faster, so it
+        stays on until needed); a str that holds such bytes (a lone surrogate)
+        is bound as those bytes. Nothing was written when either failure was
+        raised (binding fails before the statement runs; decoding fails in a
+        read), so running it again is safe. Each remedy is applied once.
+        """
+        remedies = {"decode", "bind"}
+        while True:
+            if (
+                "decode" in remedies
+                and isinstance(exc, sqlite3.OperationalError)
+                and _UNDECODABLE in str(exc).lower()
+            ):
+                remedies.discard("decode")
+                self._conn.text_factory = _sql.lossless_text
+            elif "bind" in remedies and isinstance(exc, UnicodeEncodeError):
+                remedies.discard("bind")
+                try:
+                    sql, params = _sql.raw_binding(sql, params)
+                except UnicodeEncodeError as bad:  # a surrogate that stands for no byte
+                    raise self._error(op, bad) from None
+            else:
+                raise self._error(op, exc) from None
+            try:
+                cur = self._cur.execute(sql, params)
+                if one:
+                    return cur.fetchone()
+                if many:
+                    return cur.fetchall()
+                return None
+            except _DRIVER_ERRORS as again:
+                exc = again
+
     def _check_open(self) -> None:
         if self._closed:
             raise StoreError(f"ledger: sqlite store {self._path} is closed")
@@ -231,7 +305,7 @@ class SQLiteStore:
             try:
                 row = self._cur.execute(_LOAD, (key,)).fetchone()
             except _DRIVER_ERRORS as exc:
-                raise self._error("load", exc) from None
+                row = self._retry("load", exc, _LOAD, (key,), one=True)
         return None if row is None else _sql.row_to_state(row)
 
     def compare_and_swap(self, key: str, old: TaskState | None, new: TaskState) -> bool:
@@ -249,14 +323,14 @@ class SQLiteStore:
             try:
                 return self._cur.execute(sql, params).rowcount == 1
             except _DRIVER_ERRORS as exc:
-                raise self._error(op, exc) from None
+                self._retry(op, exc, sql, params)
+                return self._cur.rowcount == 1
 
     def range(self) -> Iterator[TaskState]:
         """Every record sorted by key (UTF-8 bytes), read in one statement (one snapshot)."""
         with self._lock:
             self._check_open()
-            with self._errors("range"):
-                rows = self._conn.execute(_RANGE).fetchall()
+            rows = self._fetchall("range", _RANGE, ())
         records = [_sql.row_to_state(row) for row in rows]
         if not self._utf8:  # BINARY collation compares the database's encoding
             records.sort(key=lambda r: byte_order(r.key))
@@ -275,9 +349,108 @@ class SQLiteStore:
         sql = f"SELECT {_sql.SELECT_COLUMNS} FROM ledger_tasks WHERE status IN ({marks})"
         with self._lock:
             self._check_open()
-            with self._errors("scan"):
-                rows = self._conn.execute(sql, wanted).fetchall()
+            rows = self._fetchall("scan", sql, tuple(wanted))
         return _sql.claimable_order(_sql.row_to_state(row) for row in rows)
+
+    def ready_candidates(self, now: Instant | None = None) -> Iterator[TaskState]:
+        """Pending and claimed records whose direct needs are all completed, in
+        Ready order, read through the trigger-kept `ledger_ready` table."""
+        sql = _readysql.page_sql(_sql.SELECT_COLUMNS, "?", _readysql.SQLITE_LEASE, lock=False)
+
+        at = _readysql.sortable(now)
+
+        def fetch(created: str, key: str, limit: int) -> list[Any]:
+            with self._lock:
+                self._check_open()
+                with self._errors("ready scan"):
+                    args = (created, key, at, limit)
+                    return list(self._conn.execute(sql, args).fetchall())
+
+        return _readysql.candidates(fetch, 16)
+
+    # -- prune (SPEC §6.4; engine/prune.py): pruned keys in ledger_pruned ----------
+
+    def prune_records(self, pairs: Sequence[tuple[TaskState, TaskState]]) -> int:
+        """Store each pruned record (a compare-and-swap), mark it, drop its history;
+        one transaction per CHUNK records."""
+        from ledger_cli.engine.prune import CHUNK
+
+        done = 0
+        for at in range(0, len(pairs), CHUNK):
+            with self.batch():
+                for old, new in pairs[at : at + CHUNK]:
+                    if self.compare_and_swap(old.key, old, new):
+                        with self._errors("prune"):
+                            self._conn.execute(
+                                "INSERT OR IGNORE INTO ledger_pruned (key) VALUES (?)", (old.key,)
+                            )
+                            self._conn.execute(
+                                "DELETE FROM ledger_history WHERE key = ?", (old.key,)
+                            )
+                        done += 1
+        return done
+
+    def _records(self, sql: str, args: tuple[Any, ...] = ()) -> list[TaskState]:
+        with self._lock:
+            self._check_open()
+            with self._errors("scan"):
+                rows = self._conn.execute(sql, args).fetchall()
+        records = [_sql.row_to_state(row) for row in rows]
+        if not self._utf8:
+            records.sort(key=lambda r: byte_order(r.key))
+        return records
+
+    def visible_range(self) -> Iterator[TaskState]:
+        """Every record but the pruned ones, sorted by key, read in pages of 1000
+        (keyset): `list` prints its first rows at once, in constant memory."""
+        if not self._utf8:  # key order is not byte order: one sorted read
+            yield from self._records(_readysql.visible_sql(_sql.SELECT_COLUMNS))
+            return
+        sql = _readysql.visible_page_sql(_sql.SELECT_COLUMNS, "?")
+        after = ""
+        while True:
+            page = self._records(sql, (after, 1000))
+            yield from page
+            if len(page) < 1000:
+                return
+            after = page[-1].key
+
+    def pruned_range(self) -> Iterator[TaskState]:
+        """The pruned records, sorted by key."""
+        return iter(self._records(_readysql.pruned_sql(_sql.SELECT_COLUMNS)))
+
+    def is_pruned(self, key: str) -> bool:
+        with self._lock:
+            self._check_open()
+            with self._errors("load"):
+                sql = "SELECT 1 FROM ledger_pruned WHERE key = ?"
+                return self._conn.execute(sql, (key,)).fetchone() is not None
+
+    def count_pruned(self) -> int:
+        with self._lock:
+            self._check_open()
+            with self._errors("count"):
+                row = self._conn.execute("SELECT count(*) FROM ledger_pruned").fetchone()
+        return int(row[0]) if row is not None else 0
+
+    def check_ready_index(self) -> list[str]:
+        """Problems of the ready index against `ledger_tasks` (`ledger doctor`)."""
+        with self._lock:
+            self._check_open()
+            with self._errors("ready index check"):
+                return [
+                    f"ready index: {what}: {row[0]!r}"
+                    for what, sql in _readysql.SQLITE_CHECKS
+                    for row in self._conn.execute(sql + " LIMIT 20").fetchall()
+                ]
+
+    def rebuild_ready_index(self) -> None:
+        """Rebuild the ready index from `ledger_tasks` (`ledger doctor --fix`)."""
+        with self.batch(), self._errors("ready index rebuild"):
+            for ddl in (*_readysql.SQLITE_TABLES, *_readysql.SQLITE_TRIGGERS):
+                self._conn.execute(ddl)
+            for sql in _readysql.SQLITE_REBUILD:
+                self._conn.execute(sql)
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[None]:
@@ -330,8 +503,16 @@ class SQLiteStore:
             )
             for e in entries
         ]
-        with self.batch(), self._errors("history insert"):
-            self._conn.executemany(_HISTORY_INSERT, params)
+        with self.batch():
+            try:
+                self._conn.executemany(_HISTORY_INSERT, params)
+            except UnicodeEncodeError:
+                # A key or text holding invalid bytes: bind those rows as bytes.
+                with self._errors("history insert"):
+                    for row in params:
+                        self._conn.execute(*_sql.raw_binding(_HISTORY_INSERT, row))
+            except _DRIVER_ERRORS as exc:
+                raise self._error("history insert", exc) from None
 
     def read_history(self, key: str | None = None) -> Iterator[HistoryEntry]:
         """Oldest first; read in pages by id, so a long log is never held whole."""
@@ -339,8 +520,7 @@ class SQLiteStore:
         def fetch(sql: str, args: tuple[Any, ...]) -> list[Any]:
             with self._lock:
                 self._check_open()
-                with self._errors("history read"):
-                    return list(self._conn.execute(sql, args).fetchall())
+                return self._fetchall("history read", sql, args)
 
         yield from _sql.read_history_pages(fetch, "?", key)
 

@@ -1,0 +1,334 @@
+"""The longest write-lock hold of `ledger admit --batch` and `ledger restore`,
+on the JSON, SQLite and PostgreSQL stores (SPEC §5 "Short lock holds").
+
+    .venv/bin/python benchmarks/bench_lock_hold.py [--tasks N] [--dir DIR]
+        [--postgres-url URL] [--stores json,sqlite,postgresql]
+
+For each store: `ledger admit --batch FILE` of N lines (default 200,000) into
+an empty store, then `ledger restore` of that store's N-record snapshot into
+another empty store, each a real `ledger` process. Side by side, the same N
+admits in ONE `store.batch()` through the library (what `admit --batch` did
+before it committed in blocks) shows what the blocks buy.
+
+While a command runs, a probe measures how long the store's write lock stays
+held by someone else:
+- SQLite: a second connection loops `BEGIN IMMEDIATE` (a write lock) on a
+  probe table with a long busy timeout and records the longest wait: a writer
+  that arrives just after the lock was taken waits one whole hold;
+- JSON: a second `JsonFileStore` loops an empty `batch()`, which takes the
+  store's lock, and records the longest wait;
+- PostgreSQL: row locks do not block writers of other rows, so the probe
+  polls `pg_stat_activity` every few ms for the age of the command's open
+  transaction (found by an application_name unique to the run): the longest
+  age seen is the longest hold of its row locks.
+The probe's own hold is nothing (it commits at once). Prints, per store and
+command: wall time, longest hold, and the ratio of the one-batch hold to the
+chunked one. Target: every chunked hold under 1 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+DEFAULT_POSTGRES_URL = "postgresql://ledger:ledger@127.0.0.1:5432/ledger_test"
+TARGET = 1.0
+
+
+class Probe:
+    """Runs `wait_once()` in a loop on a thread; keeps the longest result."""
+
+    def __init__(self, wait_once: Callable[[], float], pause: float = 0.002) -> None:
+        self._wait_once = wait_once
+        self._pause = pause
+        self._stop = threading.Event()
+        self.longest = 0.0
+        self.samples = 0
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            self.longest = max(self.longest, self._wait_once())
+            self.samples += 1
+            time.sleep(self._pause)
+
+    def __enter__(self) -> Probe:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def sqlite_probe(path: Path) -> Callable[[], float]:
+    conn = sqlite3.connect(path, timeout=120, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA busy_timeout=120000")
+    conn.execute("CREATE TABLE IF NOT EXISTS bench_probe (n INTEGER)")
+
+    def once() -> float:
+        started = time.perf_counter()
+        conn.execute("BEGIN IMMEDIATE")
+        waited = time.perf_counter() - started
+        conn.execute("COMMIT")
+        return waited
+
+    return once
+
+
+def json_probe(path: Path) -> Callable[[], float]:
+    from ledger_cli.stores.jsonfile import JsonFileStore
+
+    store = JsonFileStore(path)
+
+    def once() -> float:
+        started = time.perf_counter()
+        with store.batch():
+            waited = time.perf_counter() - started
+        return waited
+
+    return once
+
+
+APP = f"ledger_hold_{uuid.uuid4().hex[:8]}"
+"""The application_name of this run's ledger connections (set in their URL), so
+the probe never counts another program's transactions on a shared server."""
+
+
+def postgres_probe(url: str) -> Callable[[], float]:
+    import psycopg
+
+    conn = psycopg.connect(url, autocommit=True)
+
+    def once() -> float:
+        row = conn.execute(
+            "SELECT coalesce(max(extract(epoch FROM clock_timestamp() - xact_start)), 0)"
+            " FROM pg_stat_activity WHERE application_name = %s"
+            " AND xact_start IS NOT NULL AND state <> 'idle'",
+            (APP,),
+        ).fetchone()
+        return float(row[0]) if row else 0.0
+
+    return once
+
+
+def ledger(store: str, *args: str, stdin: bytes | None = None) -> float:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_")}
+    env["PYTHONPATH"] = str(ROOT)
+    started = time.perf_counter()
+    res = subprocess.run(
+        [sys.executable, "-m", "ledger_cli", "--store", store, "--actor", "bench", *args],
+        input=stdin,
+        capture_output=True,
+        env=env,
+        check=False,
+    )
+    if res.returncode != 0:
+        raise SystemExit(
+            f"ledger {' '.join(args)} on {store}: exit {res.returncode}: "
+            f"{res.stderr.decode(errors='replace')[:500]}"
+        )
+    return time.perf_counter() - started
+
+
+def one_batch(open_store: Callable[[], Any], tasks: int) -> float:
+    """What `admit --batch` did before: every admit in one store.batch()."""
+    from ledger_cli.engine.instant import Instant
+    from ledger_cli.engine.ledger import Ledger
+
+    store = open_store()
+    try:
+        led = Ledger(store)
+        now = Instant.now()
+        started = time.perf_counter()
+        with store.batch():
+            for i in range(tasks):
+                led.admit("bench", f"one-{i:07d}", 1, {"n": i}, now)
+        return time.perf_counter() - started
+    finally:
+        store.close()
+
+
+class Kind:
+    def __init__(
+        self,
+        name: str,
+        url: Callable[[str], str],
+        probe: Callable[[str], Callable[[], float]],
+        opener: Callable[[str], Any],
+        prepare: Callable[[str], None] = lambda _: None,
+    ) -> None:
+        self.name = name
+        self.url = url
+        self.probe = probe
+        self.opener = opener
+        self.prepare = prepare
+
+
+def measure(kind: Kind, place: Callable[[str], str], batch: Path, tasks: int) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    # admit --batch, chunked
+    a = place("admit")
+    kind.prepare(a)
+    with Probe(kind.probe(a)) as probe:
+        out["admit_wall"] = ledger(kind.url(a), "admit", "--batch", str(batch))
+    out["admit_hold"] = probe.longest
+    # restore of that store's snapshot, chunked
+    snap = batch.with_name(f"{kind.name}-snapshot.json")
+    ledger(kind.url(a), "snapshot", "-o", str(snap))
+    r = place("restore")
+    kind.prepare(r)
+    with Probe(kind.probe(r)) as probe:
+        out["restore_wall"] = ledger(kind.url(r), "restore", str(snap))
+    out["restore_hold"] = probe.longest
+    # the same admits in one batch (the old way), side by side
+    o = place("one")
+    kind.prepare(o)
+    with Probe(kind.probe(o)) as probe:
+        out["one_wall"] = one_batch(lambda: kind.opener(o), tasks)
+    out["one_hold"] = probe.longest
+    return out
+
+
+@contextlib.contextmanager
+def postgres_places(url: str) -> Iterator[Callable[[str], str] | None]:
+    try:
+        import psycopg
+    except ImportError:
+        yield None
+        return
+    try:
+        admin = psycopg.connect(url, autocommit=True, connect_timeout=3)
+    except psycopg.Error:
+        yield None
+        return
+    from urllib.parse import quote
+
+    prefix = f"ledger_hold_{uuid.uuid4().hex[:8]}"
+    made: list[str] = []
+
+    def place(name: str) -> str:
+        schema = f"{prefix}_{name}"
+        admin.execute(f'CREATE SCHEMA "{schema}"')
+        made.append(schema)
+        sep = "&" if "?" in url else "?"
+        return f"{url}{sep}options={quote(f'-c search_path={schema}')}&application_name={APP}"
+
+    try:
+        yield place
+    finally:
+        for schema in made:
+            admin.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        admin.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", type=int, default=200_000)
+    parser.add_argument("--dir", type=Path, default=None)
+    parser.add_argument(
+        "--postgres-url", default=os.environ.get("LEDGER_TEST_POSTGRES_URL", DEFAULT_POSTGRES_URL)
+    )
+    parser.add_argument("--stores", default="json,sqlite,postgresql")
+    args = parser.parse_args(argv)
+    wanted = args.stores.split(",")
+
+    base = Path(tempfile.mkdtemp(prefix="ledger-hold-", dir=args.dir))
+    batch = base / "batch.jsonl"
+    with open(batch, "w", encoding="utf-8") as fh:
+        for i in range(args.tasks):
+            fh.write(json.dumps({"key": f"task-{i:07d}", "task": {"n": i}}) + "\n")
+    size = batch.stat().st_size
+    print(f"{args.tasks} lines ({size / 1e6:.1f} MB) per command; files in {base}")
+
+    from ledger_cli.stores.jsonfile import JsonFileStore
+    from ledger_cli.stores.sqlite import SQLiteStore
+
+    results: dict[str, dict[str, Any]] = {}
+    skipped: dict[str, str] = {}
+    try:
+        with contextlib.ExitStack() as stack:
+            if "json" in wanted:
+                kind = Kind(
+                    "json",
+                    lambda p: f"json:{p}",
+                    lambda p: json_probe(Path(p)),
+                    JsonFileStore,
+                    prepare=lambda p: JsonFileStore(p).close(),
+                )
+                results["json"] = measure(
+                    kind, lambda n: str(base / f"json-{n}"), batch, args.tasks
+                )
+                print(f"  json done: {results['json']}", flush=True)
+            if "sqlite" in wanted:
+                kind = Kind(
+                    "sqlite",
+                    lambda p: f"sqlite:{p}",
+                    lambda p: sqlite_probe(Path(p)),
+                    SQLiteStore,
+                    prepare=lambda p: SQLiteStore(p).close(),
+                )
+                results["sqlite"] = measure(
+                    kind, lambda n: str(base / f"sqlite-{n}.db"), batch, args.tasks
+                )
+                print(f"  sqlite done: {results['sqlite']}", flush=True)
+            if "postgresql" in wanted:
+                place = stack.enter_context(postgres_places(args.postgres_url))
+                if place is None:
+                    skipped["postgresql"] = f"not reachable at {args.postgres_url}"
+                else:
+                    from ledger_cli.stores.postgres import PostgresStore
+
+                    kind = Kind(
+                        "postgresql",
+                        lambda p: p,
+                        lambda p: postgres_probe(args.postgres_url),
+                        PostgresStore,
+                        prepare=lambda p: PostgresStore(p).close(),
+                    )
+                    results["postgresql"] = measure(kind, place, batch, args.tasks)
+                    print(f"  postgresql done: {results['postgresql']}", flush=True)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+    print()
+    print(
+        f"{'store':<12}{'command':<22}{'wall s':>9}{'longest hold s':>16}{'one batch / this':>18}"
+    )
+    worst = 0.0
+    for name, r in results.items():
+        for label, wall, hold in (
+            ("admit --batch", r["admit_wall"], r["admit_hold"]),
+            ("restore", r["restore_wall"], r["restore_hold"]),
+            ("one batch (before)", r["one_wall"], r["one_hold"]),
+        ):
+            ratio = r["one_hold"] / hold if hold > 0 else float("inf")
+            shown = "" if label.startswith("one") else f"{ratio:>17.1f}x"
+            print(f"{name:<12}{label:<22}{wall:>9.2f}{hold:>16.3f}{shown:>18}")
+            if not label.startswith("one"):
+                worst = max(worst, hold)
+    for name, reason in skipped.items():
+        print(f"{name:<12}skipped: {reason}")
+    verdict = "ok" if worst < TARGET else "OVER"
+    print(f"longest chunked hold {worst:.3f} s (target < {TARGET:g} s): {verdict}")
+    return 0 if worst < TARGET else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,291 @@
+"""A queue that stays fast at 100,000 tasks: JSON, SQLite and PostgreSQL side by side.
+
+    .venv/bin/python benchmarks/bench_queue.py [--quick] [--tasks N] [--claims K]
+        [--drain N] [--dir DIR] [--postgres-url URL] [--stores json,sqlite,postgresql]
+
+For each store kind, stores are built through the library (batched admits,
+10,000 per `store.batch()`), then measured with the `ledger` command as a
+user runs it (a fresh process each time, bytecode caching allowed):
+
+- `claim --next` (median of K claims, each a new process) on a store with
+  100 ready tasks (the baseline), with N ready tasks, with N pending tasks
+  that wait on an unfinished need plus 100 ready, with N finished
+  (completed) records plus 100 ready, and with those N records pruned
+  (`Ledger.prune`). Printed as ratios to the baseline; the targets: <= 1.5
+  on JSON and SQLite, <= 2 on PostgreSQL. On the JSON store, the disk a
+  pruned key costs: `du -sk STORE/pruned` / N (target: <= 256 bytes).
+- drain throughput: 8 concurrent worker loops of `ledger run --next … --
+  true` over a store of --drain tasks (default 400): tasks/s, checking that
+  every task ran exactly once (each run appends its key to a log).
+- `ledger list --jsonl` on the store of N ready tasks: the time to the
+  first row and rows/s (target: the first row within 0.2 s).
+
+N is 100,000 (`--quick`: 10,000). PostgreSQL is the server at
+--postgres-url (default $LEDGER_TEST_POSTGRES_URL or the local test server),
+in fresh schemas dropped afterwards; skipped with the reason when unreachable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from ledger_cli.engine.instant import Instant  # noqa: E402
+from ledger_cli.engine.ledger import Ledger  # noqa: E402
+from ledger_cli.stores.resolve import open_store  # noqa: E402
+
+T0 = Instant.parse("2026-01-01T00:00:00Z")
+BASE = 100
+CHUNK = 10_000
+DEFAULT_PG = "postgresql://ledger:ledger@127.0.0.1:5432/ledger_test"
+
+
+def env() -> dict[str, str]:
+    out = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_")}
+    out.pop("PYTHONDONTWRITEBYTECODE", None)  # time start-up as users see it
+    out["PYTHONPATH"] = str(ROOT)
+    return out
+
+
+def ledger(url: str, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    res = subprocess.run(
+        [sys.executable, "-m", "ledger_cli", "--store", url, *args],
+        capture_output=True,
+        text=True,
+        env=env(),
+        check=False,
+    )
+    if check and res.returncode != 0:
+        raise SystemExit(f"ledger {' '.join(args)} failed ({res.returncode}): {res.stderr}")
+    return res
+
+
+def admit_many(url: str, keys: list[str], *needs: str, start_s: int = 0) -> None:
+    """Admit keys in batches through the library, CreatedAt increasing by 1 µs."""
+    store = open_store(url)
+    led = Ledger(store)
+    try:
+        for at in range(0, len(keys), CHUNK):
+            with store.batch():
+                for i, key in enumerate(keys[at : at + CHUNK], at):
+                    now = Instant.from_unix_ns(T0.unix_ns + (start_s * 10**9) + i * 1000, 0)
+                    led.admit("bench", key, 1, {"i": i}, now, *needs)
+    finally:
+        store.close()
+
+
+def finish_many(url: str, keys: list[str]) -> None:
+    store = open_store(url)
+    led = Ledger(store)
+    try:
+        for at in range(0, len(keys), CHUNK):
+            with store.batch():
+                for key in keys[at : at + CHUNK]:
+                    fence = led.claim("bench", key, "f", timedelta(hours=1), T0)
+                    led.complete("bench", key, "f", fence, "completed", T0)
+    finally:
+        store.close()
+
+
+def claim_cost(url: str, k: int) -> float:
+    times = []
+    for _ in range(k):
+        t = time.perf_counter()
+        ledger(url, "claim", "--next", "--owner", "bench", "--lease", "1h")
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def drain(url: str, n: int, log: Path) -> float:
+    admit_many(url, [f"d{i:05d}" for i in range(n)])
+    log.write_text("")
+    worker = (
+        "import os,subprocess,sys\n"
+        "url,log=sys.argv[1],sys.argv[2]\n"
+        "while True:\n"
+        "    rc=subprocess.run([sys.executable,'-m','ledger_cli','--store',url,'run','--next',"
+        "'--owner',str(os.getpid()),'--lease','1m','--','sh','-c',"
+        "'echo $LEDGER_KEY >> '+log]).returncode\n"
+        "    if rc==7: break\n"
+        "    if rc!=0: sys.exit(rc)\n"
+    )
+    t = time.perf_counter()
+    procs = [
+        subprocess.Popen([sys.executable, "-c", worker, url, str(log)], env=env()) for _ in range(8)
+    ]
+    for p in procs:
+        if p.wait() != 0:
+            raise SystemExit(f"a drain worker failed with {p.returncode}")
+    took = time.perf_counter() - t
+    ran = log.read_text().split()
+    if sorted(ran) != [f"d{i:05d}" for i in range(n)]:
+        raise SystemExit(f"drain: {len(ran)} runs for {n} tasks, {len(set(ran))} distinct")
+    return n / took
+
+
+def list_cost(url: str) -> tuple[float, float]:
+    t = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ledger_cli", "--store", url, "list", "--jsonl"],
+        stdout=subprocess.PIPE,
+        env=env(),
+    )
+    assert proc.stdout is not None
+    proc.stdout.readline()
+    first = time.perf_counter() - t
+    rows = 1 + sum(1 for _ in proc.stdout)
+    proc.wait()
+    return first, rows / (time.perf_counter() - t)
+
+
+@contextlib.contextmanager
+def places(kind: str, base: Path, pg_url: str) -> Iterator[Callable[[str], str]]:
+    """A factory of fresh store URLs of one kind."""
+    schemas: list[str] = []
+    if kind == "json":
+        yield lambda name: f"json:{base / name}"
+    elif kind == "sqlite":
+        yield lambda name: f"sqlite:{base / (name + '.db')}"
+    else:
+        from urllib.parse import quote
+
+        import psycopg
+
+        def make(name: str) -> str:
+            schema = f"bench_queue_{name}_{uuid.uuid4().hex[:8]}"
+            with psycopg.connect(pg_url, autocommit=True) as conn:
+                conn.execute(f'CREATE SCHEMA "{schema}"')
+            schemas.append(schema)
+            sep = "&" if "?" in pg_url else "?"
+            return f"{pg_url}{sep}options={quote(f'-c search_path={schema}')}"
+
+        try:
+            yield make
+        finally:
+            with psycopg.connect(pg_url, autocommit=True) as conn:
+                for schema in schemas:
+                    conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def pg_problem(url: str) -> str | None:
+    try:
+        import psycopg
+
+        with psycopg.connect(url, connect_timeout=3):
+            return None
+    except Exception as exc:  # any failure is a reason to skip
+        return " ".join(str(exc).split())[:120] or type(exc).__name__
+
+
+def bench_kind(kind: str, n: int, k: int, drain_n: int, base: Path, pg: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    with places(kind, base, pg) as place:
+        say = lambda what: print(f"  [{kind}] {what}", file=sys.stderr, flush=True)  # noqa: E731
+        say(f"building stores of {n:,} tasks")
+        small = place("base")
+        admit_many(small, [f"r{i:06d}" for i in range(BASE + k)])
+        big = place("ready")
+        admit_many(big, [f"r{i:06d}" for i in range(n)])
+        waiting = place("waiting")
+        admit_many(waiting, ["gate"])
+        store = open_store(waiting)
+        Ledger(store).claim("bench", "gate", "holder", timedelta(days=3650), T0)
+        store.close()
+        admit_many(waiting, [f"w{i:06d}" for i in range(n)], "gate", start_s=-100)
+        admit_many(waiting, [f"r{i:06d}" for i in range(BASE + k)], start_s=100)
+        finished = place("finished")
+        done = [f"f{i:06d}" for i in range(n)]
+        admit_many(finished, done, start_s=-100)
+        finish_many(finished, done)
+        admit_many(finished, [f"r{i:06d}" for i in range(BASE + k)], start_s=100)
+        say("timing claim --next")
+        ledger(small, "state", "r000000", check=False)  # warm-up: bytecode caches written
+        base_t = claim_cost(small, k)
+        out["claim base (s)"] = base_t
+        out[f"claim {n:,} ready / {BASE}"] = claim_cost(big, k) / base_t
+        out[f"claim {n:,} waiting / {BASE}"] = claim_cost(waiting, k) / base_t
+        out[f"claim {n:,} finished / {BASE}"] = claim_cost(finished, k) / base_t
+        say(f"pruning {n:,} finished records")
+        store = open_store(finished)
+        pruned = Ledger(store).prune(timedelta(0), Instant.now())
+        store.close()
+        if pruned != n:
+            raise SystemExit(f"prune pruned {pruned} records, not {n}")
+        out[f"claim {n:,} pruned / {BASE}"] = claim_cost(finished, k) / base_t
+        if kind == "json":
+            path = finished.removeprefix("json:") + "/pruned"
+            du = subprocess.run(["du", "-sk", path], capture_output=True, text=True, check=True)
+            out["du bytes per pruned key"] = int(du.stdout.split()[0]) * 1024 / n
+        say("list --jsonl")
+        first, rate = list_cost(big)
+        out[f"list first row at {n:,} (s)"] = first
+        out["list rows/s"] = rate
+        say(f"draining {drain_n} tasks with 8 workers")
+        out["drain 8 workers (tasks/s)"] = drain(place("drain"), drain_n, base / f"{kind}.log")
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="10,000 tasks instead of 100,000")
+    parser.add_argument("--tasks", type=int, default=None)
+    parser.add_argument("--claims", type=int, default=7)
+    parser.add_argument("--drain", type=int, default=400)
+    parser.add_argument("--dir", default=None)
+    parser.add_argument(
+        "--postgres-url", default=os.environ.get("LEDGER_TEST_POSTGRES_URL") or DEFAULT_PG
+    )
+    parser.add_argument("--stores", default="json,sqlite,postgresql")
+    args = parser.parse_args()
+    n = args.tasks or (10_000 if args.quick else 100_000)
+    base = Path(tempfile.mkdtemp(prefix="bench_queue_", dir=args.dir))
+    results: dict[str, dict[str, Any]] = {}
+    skipped: dict[str, str] = {}
+    try:
+        for kind in args.stores.split(","):
+            if kind == "postgresql":
+                problem = pg_problem(args.postgres_url)
+                if problem is not None:
+                    skipped[kind] = f"no PostgreSQL server reachable ({problem})"
+                    continue
+            results[kind] = bench_kind(kind, n, args.claims, args.drain, base, args.postgres_url)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    rows = list(dict.fromkeys(r for res in results.values() for r in res))
+    kinds = list(results)
+    print(f"bench_queue: N = {n:,}, {args.claims} claims per median, drain of {args.drain} tasks")
+    print(f"{'':38}" + "".join(f"{k:>14}" for k in kinds))
+    for row in rows:
+        cells = []
+        for k in kinds:
+            v = results[k].get(row)
+            if v is None:
+                cells.append(f"{'-':>14}")
+            else:
+                cells.append(f"{v:>14.3f}" if v < 100 else f"{v:>14,.0f}")
+        print(f"{row:38}" + "".join(cells))
+    if "sqlite" in results and "postgresql" in results:
+        key = "drain 8 workers (tasks/s)"
+        ratio = results["postgresql"][key] / results["sqlite"][key]
+        print(f"{'drain PostgreSQL / SQLite':38}{ratio:>14.2f}")
+    for kind, why in skipped.items():
+        print(f"{kind}: skipped: {why}")
+
+
+if __name__ == "__main__":
+    main()

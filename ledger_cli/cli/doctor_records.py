@@ -1,0 +1,153 @@
+"""`ledger doctor`'s checks of the records themselves (any store).
+
+Problems (exit 9):
+- text that is not valid UTF-8 (another writer, such as the Go service,
+  wrote bytes): the row is named with its exact bytes, so an operator can
+  address it (`ledger state $'key-\\xff'`);
+- an escaped block and an orphaned block (`engine.invariants`); `--fix`
+  blocks the first with the engine's walk and un-blocks the second, each a
+  history line like any write through the command line.
+Notes (exit 0):
+- records whose latest write left no history line: the Go service (or any
+  other writer) keeps no history, so `ledger log` is incomplete for them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Protocol
+
+from ledger_cli.stores._sql import hex_bytes, is_utf8, shown
+
+if TYPE_CHECKING:
+    from ledger_cli.cli.context import Session
+    from ledger_cli.engine.record import TaskState
+    from ledger_cli.stores.history import HistoryEntry
+
+MAX_NAMED = 10
+"""A note about many records names this many of them, then counts the rest."""
+
+
+class Found(Protocol):
+    """Where the checks put what they find (doctor's Findings has these lists)."""
+
+    problems: list[str]
+    notes: list[str]
+    fixed: list[str]
+
+
+def check_records(
+    s: Session,
+    records: Sequence[TaskState],
+    found: Found,
+    fix: bool,
+    history: Sequence[HistoryEntry] | None,
+) -> None:
+    """Every record check, in the order doctor prints them."""
+    invalid_text(records, found)
+    dependency_invariants(s, records, found, fix)
+    if history is not None:
+        history_coverage(records, history, found)
+
+
+def _text_fields(rec: TaskState) -> Iterable[tuple[str, str]]:
+    yield "key", rec.key
+    yield "status", rec.status
+    yield "owner", rec.owner
+    yield "blocked_by", rec.blocked_by
+    yield "created_by", rec.created_by
+    yield "updated_by", rec.updated_by
+    for need in rec.needs or ():
+        yield "needs", need
+
+
+def invalid_text(records: Iterable[TaskState], found: Found) -> None:
+    """A problem per record with a text column that is not valid UTF-8."""
+    for rec in records:
+        bad = [(col, value) for col, value in _text_fields(rec) if not is_utf8(value)]
+        if not bad:
+            continue
+        columns = ", ".join(dict.fromkeys(col for col, _ in bad))
+        detail = "; ".join(f"{col} bytes '{hex_bytes(value)}'" for col, value in bad[:3])
+        where = (
+            f"name it by its exact bytes (ledger state $'{hex_bytes(rec.key)}')"
+            if not is_utf8(rec.key)
+            else "an operation on it keeps those bytes unless it sets that column"
+        )
+        found.problems.append(
+            f"record {shown(rec.key)}: {columns} not valid UTF-8 ({detail}), shown with "
+            f"U+FFFD; written by another program (the Go service?); {where}, or repair the row"
+        )
+
+
+def dependency_invariants(
+    s: Session, records: Sequence[TaskState], found: Found, fix: bool
+) -> None:
+    """Escaped and orphaned blocks: problems, or repaired with --fix."""
+    from ledger_cli.engine import invariants
+
+    escaped = invariants.find_escaped_blocks(records)
+    orphaned = invariants.find_orphaned_blocks(records)
+    if not escaped and not orphaned:
+        return
+    if not fix:
+        for e in escaped:
+            found.problems.append(
+                f"record {shown(e.key)}: escaped block: {e.status} while {shown(e.failure)} "
+                "in its transitive needs failed (--fix blocks it)"
+            )
+        for o in orphaned:
+            found.problems.append(
+                f"record {shown(o.key)}: orphaned block: blocked by {shown(o.blocked_by)} while "
+                "nothing in its transitive needs failed (--fix un-blocks it)"
+            )
+        return
+    from ledger_cli.engine.core import Core
+
+    core = Core(s.store, s.recorder)  # the engine's walks, events into this session's history
+    now = s.now()
+    for e in escaped:
+        with s.write(now):
+            done = invariants.fix_escaped_block(core, s.actor, now, e)
+            rec = s.load(e.key)
+        if done and rec is not None:
+            found.fixed.append(f"blocked {shown(e.key)} by {shown(rec.blocked_by)}")
+    for o in orphaned:
+        with s.write(now):
+            done = invariants.fix_orphaned_block(core, s.actor, now, o)
+        if done:
+            found.fixed.append(f"un-blocked {shown(o.key)}")
+
+
+def history_coverage(
+    records: Iterable[TaskState], history: Iterable[HistoryEntry], found: Found
+) -> None:
+    """A note naming the records whose latest write has no history line at or
+    after it (written by the Go service or another program)."""
+    from ledger_cli.engine.instant import Instant
+
+    parsed: dict[str, Instant | None] = {}
+    latest: dict[str, Instant] = {}
+    for entry in history:
+        if entry.time not in parsed:
+            try:
+                parsed[entry.time] = Instant.parse(entry.time)
+            except ValueError:
+                parsed[entry.time] = None
+        at = parsed[entry.time]
+        if at is not None and (entry.key not in latest or latest[entry.key] < at):
+            latest[entry.key] = at
+    missing: list[str] = []
+    for rec in records:
+        at = latest.get(rec.key)
+        if at is None or at < rec.updated_at:
+            missing.append(rec.key)
+    if not missing:
+        return
+    named = ", ".join(shown(k) for k in missing[:MAX_NAMED])
+    more = f" and {len(missing) - MAX_NAMED} more" if len(missing) > MAX_NAMED else ""
+    found.notes.append(
+        f"{len(missing)} record(s) whose latest write has no history line: {named}{more} "
+        "(written by another program, such as the Go service, which keeps no history; "
+        "ledger log is incomplete for them)"
+    )

@@ -1,0 +1,102 @@
+"""Prune (SPEC §6.4): retention that keeps idempotency forever.
+
+Selects the records in the given statuses (completed and failed by default)
+last updated at least `older_than` before `now` — except a failed record that
+some blocked record still names in BlockedBy — and replaces each by its
+pruned form: Key, Status, Sequence, Owner, Fence, CreatedBy/At and
+UpdatedBy/At kept, Task and Needs null (LeaseUntil zero, BlockedBy empty).
+The store then marks the key pruned (so listings leave it out) and drops its
+history lines. A pruned record is still the terminal record it was: `admit`
+says duplicate, fence operations are refused, a task that needs it sees its
+status.
+
+A store prunes through its optional `prune_records(pairs)` (the pairs of
+current and pruned records; each a compare-and-swap, so a record that changed
+meanwhile is left alone; CHUNK records per lock hold or transaction);
+`visible_range()` and `pruned_range()` serve the listings. Every store of this package has them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import timedelta
+
+from ledger_cli.engine.instant import Instant
+from ledger_cli.engine.record import TaskState
+from ledger_cli.engine.store import Store
+from ledger_cli.errors import StoreError, UnknownStatusError
+
+PRUNABLE = ("completed", "failed")
+CHUNK = 500
+"""Records a store prunes per lock hold or transaction (SPEC §5: short lock holds)."""
+
+
+def pruned_form(rec: TaskState) -> TaskState:
+    return rec.replace(task=None, needs=None, lease_until=Instant.ZERO, blocked_by="")
+
+
+def visible(store: Store) -> Iterator[TaskState]:
+    """Every record but the pruned ones, sorted by key."""
+    view: Callable[[], Iterable[TaskState]] | None = getattr(store, "visible_range", None)
+    return iter(view() if view is not None else store.range())
+
+
+def pruned(store: Store) -> Iterator[TaskState]:
+    """The pruned records only, sorted by key."""
+    view: Callable[[], Iterable[TaskState]] | None = getattr(store, "pruned_range", None)
+    return iter(view() if view is not None else ())
+
+
+def is_pruned(store: Store, key: str) -> bool:
+    check: Callable[[str], bool] | None = getattr(store, "is_pruned", None)
+    return check is not None and check(key)
+
+
+def count_pruned(store: Store) -> int:
+    count: Callable[[], int] | None = getattr(store, "count_pruned", None)
+    return count() if count is not None else 0
+
+
+def select(
+    store: Store, older_than: timedelta, statuses: Sequence[str], now: Instant
+) -> list[TaskState]:
+    """The records a prune would take, in key order."""
+    wanted = frozenset(statuses or PRUNABLE)
+    for status in wanted:
+        if status not in PRUNABLE:
+            raise UnknownStatusError(
+                f"ledger: prune takes --status completed or failed, not {status!r}"
+            )
+    cutoff = Instant.from_unix_ns(now.unix_ns - _ns(older_than), 0)
+    records = list(visible(store))
+    named = {r.blocked_by for r in records if r.status == "blocked"}
+    return [
+        r
+        for r in records
+        if r.status in wanted
+        and r.updated_at.unix_ns <= cutoff.unix_ns
+        and not (r.status == "failed" and r.key in named)
+    ]
+
+
+def prune(
+    store: Store,
+    older_than: timedelta,
+    statuses: Sequence[str],
+    now: Instant,
+    dry_run: bool = False,
+) -> int:
+    """Prune what `select` finds (nothing with `dry_run`); the number of records."""
+    chosen = select(store, older_than, statuses, now)
+    if dry_run or not chosen:
+        return len(chosen)
+    prune_records: Callable[[Sequence[tuple[TaskState, TaskState]]], int] | None = getattr(
+        store, "prune_records", None
+    )
+    if prune_records is None:
+        raise StoreError(f"ledger: prune: {type(store).__name__} cannot prune records")
+    return prune_records([(r, pruned_form(r)) for r in chosen])
+
+
+def _ns(delta: timedelta) -> int:
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1000

@@ -1,0 +1,45 @@
+"""JsonFileStore: the durable, concurrent, embedded default store (SPEC §3.2).
+
+Layout of a store directory (mode 0700; every file 0600):
+
+    ledger-store.json     format marker and version, the fence floor  (layout.py)
+    ledger.lock           the filelock lock file; never deleted        (locking.py,
+    queue/                the FIFO queue in front of the lock           _fairlock.py)
+    records/ab/<sha256 of the UTF-8 key>.json
+                          one file per key: the wire record object with a
+                          checksum member last                          (records.py)
+    live/                 the index of pending and claimed records      (liveindex.py)
+    ready/                the ready index of `claim --next`             (readyindex.py,
+                                                                         readyview.py)
+    pruned/               pruned records, many keys a file              (prunedfile.py,
+                                                                         pruning.py)
+    history.jsonl         the history of writes, one JSON object a line (historyfile.py)
+    journal.json          only while a batch commits (or after a crash in it)
+                                                                        (journal.py)
+
+How writes reach the disk durably is apply.py; the writes of an open batch
+wait in batch.py; reading.py reads records; store.py is the public face tying
+the parts together.
+
+The store refuses, never resets: a record file that is not valid UTF-8, not
+a JSON record, fails validation or sits under the wrong name, a history line
+that is corrupt (except a torn last line, the trace of a crash, which is
+ignored), a journal that does not parse, or an unknown format version raise
+StoreError naming the file, and nothing is overwritten.
+"""
+
+from __future__ import annotations
+
+from ledger_cli.stores.jsonfile.apply import SYNC_EACH_MAX
+from ledger_cli.stores.jsonfile.layout import FORMAT, FORMAT_VERSION
+from ledger_cli.stores.jsonfile.records import decode_record_file, key_digest
+from ledger_cli.stores.jsonfile.store import JsonFileStore
+
+__all__ = [
+    "FORMAT",
+    "FORMAT_VERSION",
+    "SYNC_EACH_MAX",
+    "JsonFileStore",
+    "decode_record_file",
+    "key_digest",
+]

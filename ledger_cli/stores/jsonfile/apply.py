@@ -1,0 +1,192 @@
+"""Applying writes: record files, their live/ entries and history lines, made durable.
+
+A write outside `batch()` is durable before it returns: the new bytes go to a
+temporary file that is fsynced and renamed over the record, then the
+directory is fsynced. Large batches are made durable with one syncfs(2)
+instead (the journal covers a crash before it).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+from ledger_cli.engine.record import TaskState
+from ledger_cli.stores import _fsutil
+from ledger_cli.stores.jsonfile import historyfile, liveindex, readyindex
+from ledger_cli.stores.jsonfile.layout import LIVE_DIR, LIVE_STATUSES, RECORDS_DIR, shown
+from ledger_cli.stores.jsonfile.records import key_digest
+
+SYNC_EACH_MAX = 16
+"""Batches writing more files than this are made durable with one syncfs(2)."""
+
+
+def write_records(
+    root: str,
+    root_fd: int,
+    records: dict[str, tuple[TaskState, bytes]],
+    history: list[bytes],
+    history_at: int | None,
+    read_digest: Callable[[str], TaskState | None],
+    rebuild_ready: Callable[[], None],
+    read_key: Callable[[str, str], TaskState | None] | None = None,
+) -> None:
+    """Write records, their live/ markers, ready/ entries and history lines;
+    durable on return.
+
+    Markers of records that become pending/claimed are created (and made
+    durable) before the records are written, markers of the others removed
+    after: the markers are always a superset of the live records. The same
+    holds for the ready/ index (readyindex.py). `read_digest` reads a record
+    as it is on disk; `rebuild_ready` rebuilds a missing ready/ index.
+    `history_at`: the size history.jsonl must have before the lines go in
+    (a journal replay cuts what a crashed apply appended); None = the end.
+    """
+    use_syncfs = len(records) + (1 if history else 0) > SYNC_EACH_MAX
+    if use_syncfs and not _fsutil.sync_filesystem_available():
+        use_syncfs = False
+    rfd = lfd = None
+    shard_fds: dict[str, int] = {}
+    ready: _ReadyWork | None = None
+    try:
+        if records:
+            ready = _ReadyWork(root, root_fd, records, read_digest, rebuild_ready, read_key)
+            ready.before(sync=not use_syncfs)
+            sync = not use_syncfs
+            rfd = _fsutil.open_subdir(
+                root_fd, RECORDS_DIR, shown(root, RECORDS_DIR), create=True, sync=sync
+            )
+            lfd = _fsutil.open_subdir(
+                root_fd, LIVE_DIR, shown(root, LIVE_DIR), create=True, sync=sync
+            )
+            assert rfd is not None and lfd is not None
+            if use_syncfs:
+                # Many records: one index file per shard rather than a marker
+                # each (the syncfs below makes them durable with the records;
+                # the journal covers a crash in between).
+                liveindex.index_batch(root, root_fd, lfd, records)
+            else:
+                created = False
+                for digest, (rec, _) in records.items():
+                    if rec.status in LIVE_STATUSES:
+                        created |= liveindex.mark_live(root, lfd, digest)
+                if created:
+                    _fsutil.fsync_fd(lfd, shown(root, LIVE_DIR))
+            for digest in records:
+                shard = digest[:2]
+                if shard not in shard_fds:
+                    sfd = _fsutil.open_subdir(
+                        rfd, shard, shown(root, RECORDS_DIR, shard), create=True, sync=sync
+                    )
+                    assert sfd is not None
+                    shard_fds[shard] = sfd
+            for digest, (_, data) in records.items():
+                fname = digest + ".json"
+                _fsutil.replace_file(
+                    shard_fds[digest[:2]],
+                    fname,
+                    data,
+                    shown(root, RECORDS_DIR, digest[:2], fname),
+                    sync=sync,
+                    tmp_dir_fd=root_fd,
+                )
+        if history:
+            historyfile.append_lines(root, root_fd, history, history_at, sync=not use_syncfs)
+        if use_syncfs:
+            _fsutil.sync_filesystem(root_fd, root)
+        else:
+            for shard, sfd in shard_fds.items():
+                _fsutil.fsync_fd(sfd, shown(root, RECORDS_DIR, shard))
+        if lfd is not None:
+            for digest, (rec, _) in records.items():
+                if rec.status not in LIVE_STATUSES:
+                    _fsutil.unlink_quiet(lfd, digest)  # a leftover is harmless
+        if ready is not None:
+            ready.after()
+    finally:
+        _fsutil.close_all([*shard_fds.values(), rfd, lfd, ready.rfd if ready else None])
+
+
+class _ReadyWork:
+    """The ready/ index changes of one write: entries added (durably) before the
+    records are written, stale ones dropped after."""
+
+    def __init__(
+        self,
+        root: str,
+        root_fd: int,
+        records: dict[str, tuple[TaskState, bytes]],
+        read_digest: Callable[[str], TaskState | None],
+        rebuild_ready: Callable[[], None],
+        read_key: Callable[[str, str], TaskState | None] | None,
+    ) -> None:
+        self.root, self.root_fd, self.records = root, root_fd, records
+        self.read_digest = read_digest
+        self.read_key = read_key
+        self.rfd: int | None = None
+        if not self._has_manifest():
+            rebuild_ready()  # from the records as they are on disk, before this write
+        self.rfd = readyindex.open_dir(root, root_fd, create=True)
+
+    def _has_manifest(self) -> bool:
+        rfd = readyindex.open_dir(self.root, self.root_fd, create=False)
+        if rfd is None:
+            return False
+        try:
+            return readyindex.load_chunks(self.root, self.root_fd, rfd) is not None
+        finally:
+            os.close(rfd)
+
+    def load(self, key: str) -> TaskState | None:
+        digest = key_digest(key)
+        if digest is None:
+            return None
+        pending = self.records.get(digest)
+        if pending is not None:
+            return pending[0]
+        if self.read_key is not None:  # a pruned need is read from pruned/
+            return self.read_key(key, digest)
+        return self.read_digest(digest)
+
+    def before(self, *, sync: bool) -> None:
+        assert self.rfd is not None
+        adds: set[readyindex.Entry] = set()
+        waits: dict[str, set[str]] = {}
+        for digest, (rec, _) in self.records.items():
+            if rec.status in LIVE_STATUSES:
+                unmet = readyindex.unmet_needs(rec, self.load)
+                entry = readyindex.entry_of(rec)
+                if not unmet and entry is not None:
+                    adds.add(entry)
+                for need in unmet:
+                    need_digest = key_digest(need)
+                    if need_digest is not None:
+                        waits.setdefault(need_digest, set()).add(digest)
+            elif rec.status == "completed":
+                for waiter in readyindex.waiters(self.root, self.rfd, digest):
+                    pending = self.records.get(waiter)
+                    dep = pending[0] if pending is not None else self.read_digest(waiter)
+                    if dep is not None and readyindex.is_candidate(dep, self.load):
+                        entry = readyindex.entry_of(dep)
+                        if entry is not None:
+                            adds.add(entry)
+        if waits:
+            readyindex.add_waiters(self.root, self.rfd, waits, sync=sync)
+        if adds:
+            chunks = readyindex.load_chunks(self.root, self.root_fd, self.rfd)
+            assert chunks is not None
+            chunks.add(adds, sync=sync)
+
+    def after(self) -> None:
+        assert self.rfd is not None
+        drops = [
+            entry
+            for rec, _ in self.records.values()
+            if rec.status not in LIVE_STATUSES and (entry := readyindex.entry_of(rec)) is not None
+        ]
+        if drops:
+            chunks = readyindex.load_chunks(self.root, self.root_fd, self.rfd)
+            if chunks is not None:
+                chunks.remove(drops)
+        done = [d for d, (rec, _) in self.records.items() if rec.status == "completed"]
+        readyindex.forget_waiters(self.root, self.rfd, done)

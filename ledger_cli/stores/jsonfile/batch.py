@@ -1,0 +1,47 @@
+"""The writes of an open `batch()`, held in memory until the outermost batch commits."""
+
+from __future__ import annotations
+
+import threading
+
+from ledger_cli.engine.record import TaskState
+
+
+class PendingBatch:
+    """Writes of an open batch, in memory until the outermost batch commits.
+
+    A nested batch is a savepoint: while one is open, every write logs the
+    value it replaced, so an exception leaving the nested block undoes its
+    writes only.
+    """
+
+    __slots__ = ("cache", "history", "marks", "owns_lock", "records", "thread", "undo")
+
+    def __init__(self) -> None:
+        self.records: dict[str, tuple[TaskState, bytes]] = {}
+        self.history: list[bytes] = []
+        self.thread = threading.get_ident()
+        self.owns_lock = False
+        self.undo: list[tuple[str, tuple[TaskState, bytes] | None]] = []
+        self.marks: list[tuple[int, int]] = []
+        self.cache: dict[str, TaskState | None] = {}
+        """Records read while the batch holds the lock: nobody else can change them."""
+
+    def put(self, digest: str, rec: TaskState, data: bytes) -> None:
+        if self.marks:
+            self.undo.append((digest, self.records.get(digest)))
+        self.records[digest] = (rec, data)
+
+    def rollback(self, mark: tuple[int, int]) -> None:
+        undo_at, history_at = mark
+        for digest, previous in reversed(self.undo[undo_at:]):
+            if previous is None:
+                del self.records[digest]
+            else:
+                self.records[digest] = previous
+        del self.undo[undo_at:]
+        del self.history[history_at:]
+
+    def mine(self) -> bool:
+        """True in the thread that opened the batch."""
+        return self.thread == threading.get_ident()

@@ -1,0 +1,95 @@
+"""journal.json: the commit point of a batch.
+
+When the outermost batch exits, the journal (all records and history lines)
+is written, fsynced and renamed into place — the commit point — then applied
+to the record files, made durable, and removed. A journal found later (a
+crash during apply) is replayed first thing under the lock. A journal that
+does not parse is refused: nothing is overwritten.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+
+from ledger_cli.engine.record import TaskState
+from ledger_cli.stores import _fsutil
+from ledger_cli.stores._fsutil import fail
+from ledger_cli.stores.jsonfile import historyfile
+from ledger_cli.stores.jsonfile.batch import PendingBatch
+from ledger_cli.stores.jsonfile.layout import JOURNAL_NAME, shown
+from ledger_cli.stores.jsonfile.records import decode_record_file, key_digest
+
+JOURNAL_VERSION = 1
+JOURNAL_FORMAT = "ledger_cli.journal"
+
+WriteRecords = Callable[[dict[str, tuple[TaskState, bytes]], list[bytes], "int | None"], None]
+"""Apply (records, history lines, history size before them), durably."""
+
+
+def commit(root: str, root_fd: int, batch: PendingBatch, write: WriteRecords) -> None:
+    records = batch.records
+    if len(records) + len(batch.history) <= 1:
+        # One file: atomic by itself (a torn history append is cut on the next one).
+        write(records, batch.history, None)
+        return
+    history_at = None
+    if batch.history:
+        fd, history_at = historyfile.open_for_append(root, root_fd)  # also cuts a torn tail
+        os.close(fd)
+    header = {
+        "format": JOURNAL_FORMAT,
+        "version": JOURNAL_VERSION,
+        "records": len(records),
+        "history": len(batch.history),
+        "history_at": history_at,
+    }
+    journal = b"".join(
+        [
+            (json.dumps(header) + "\n").encode("utf-8"),
+            *(data for _, data in records.values()),
+            *batch.history,
+        ]
+    )
+    _fsutil.replace_file(root_fd, JOURNAL_NAME, journal, shown(root, JOURNAL_NAME), sync=True)
+    _fsutil.fsync_fd(root_fd, root)  # the commit point
+    write(records, batch.history, history_at)
+    _fsutil.unlink_quiet(root_fd, JOURNAL_NAME)
+    _fsutil.fsync_fd(root_fd, root)
+
+
+def replay(root: str, root_fd: int, journal: bytes, checksummed: bool, write: WriteRecords) -> None:
+    """Finish a batch that a crash interrupted after its commit point."""
+    path = shown(root, JOURNAL_NAME)
+    lines = journal.split(b"\n")
+    if lines[-1] != b"":
+        raise fail(path, "corrupt journal (no final newline); refusing to replay")
+    lines.pop()
+    try:
+        header = json.loads(lines[0].decode("utf-8"))
+        n_records, n_history = header["records"], header["history"]
+        history_at = header["history_at"]
+        ok = (
+            header["format"] == JOURNAL_FORMAT
+            and header["version"] == JOURNAL_VERSION
+            and type(n_records) is int
+            and type(n_history) is int
+            and len(lines) == 1 + n_records + n_history
+            and (history_at is None or type(history_at) is int)
+        )
+    except (IndexError, KeyError, TypeError, UnicodeDecodeError, ValueError):
+        ok = False
+    if not ok:
+        raise fail(path, "corrupt journal header; refusing to replay")
+    records: dict[str, tuple[TaskState, bytes]] = {}
+    for line in lines[1 : 1 + n_records]:
+        rec = decode_record_file(line + b"\n", path, checksummed=checksummed)
+        digest = key_digest(rec.key)
+        assert digest is not None
+        records[digest] = (rec, line + b"\n")
+    history = [line + b"\n" for line in lines[1 + n_records :]]
+    historyfile.parse_history(b"".join(history), path)  # refuse a corrupt journal before writing
+    write(records, history, history_at)
+    _fsutil.unlink_quiet(root_fd, JOURNAL_NAME)
+    _fsutil.fsync_fd(root_fd, root)

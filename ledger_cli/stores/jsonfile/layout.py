@@ -1,0 +1,161 @@
+"""The store directory: its names, its metadata file, and the checks that keep
+a directory that is no store (or a network mount) from being written to."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from typing import Any
+
+from ledger_cli.stores import _fsutil
+from ledger_cli.stores._fairlock import LOCK_NAME, QUEUE_DIR
+from ledger_cli.stores._fsutil import fail
+
+FORMAT = "ledger_cli.jsonfile"
+FORMAT_VERSION = 2
+"""Version 2: every record file carries its checksum. Version 1 (without) is read too."""
+READABLE_VERSIONS = (1, 2)
+META_NAME = "ledger-store.json"
+RECORDS_DIR = "records"
+LIVE_DIR = "live"
+LIVE_STATUSES = frozenset({"pending", "claimed"})
+"""Statuses indexed under live/ (the claimable ones; every other status is terminal)."""
+HISTORY_NAME = "history.jsonl"
+JOURNAL_NAME = "journal.json"
+
+RECORD_FILE = re.compile(r"[0-9a-f]{64}\.json")
+DIGEST = re.compile(r"[0-9a-f]{64}")
+SHARD_INDEX = re.compile(r"[0-9a-f]{2}\.idx")
+SHARD = re.compile(r"[0-9a-f]{2}")
+
+
+def shown(root: str, *parts: str) -> str:
+    """The path of a store file as error messages name it."""
+    return os.path.join(root, *parts)
+
+
+def exists(root: str, dir_fd: int, name: str) -> bool:
+    try:
+        os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise fail(shown(root, name), "cannot stat", exc) from None
+    return True
+
+
+def read_meta(root: str, root_fd: int) -> dict[str, Any] | None:
+    """The metadata file (format, version, fence floor); None for a directory that
+    holds no store yet. StoreError for anything this release cannot read."""
+    path = shown(root, META_NAME)
+    data = _fsutil.read_file(root_fd, META_NAME, path)
+    if data is None:
+        if exists(root, root_fd, RECORDS_DIR):
+            raise fail(
+                path,
+                "missing, but the directory holds records; refusing to guess their "
+                "format (restore the file from a backup)",
+            )
+        return None
+    try:
+        meta = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise fail(path, "corrupt store metadata (not a JSON object)") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise fail(path, f"not a ledger_cli JSON store metadata file (format {FORMAT!r})")
+    version = meta.get("version")
+    if type(version) is not int or version not in READABLE_VERSIONS:
+        raise fail(
+            path,
+            f"unknown store format version {version!r} (this ledger_cli reads versions "
+            f"{' and '.join(map(str, READABLE_VERSIONS))}); use the ledger_cli release "
+            "that wrote it",
+        )
+    floor = meta.get("fence_floor", 0)
+    if type(floor) is not int or floor < 0:
+        raise fail(path, f"bad fence_floor {floor!r}")
+    meta["fence_floor"] = floor
+    return meta
+
+
+def refuse_foreign(root: str, root_fd: int) -> None:
+    """StoreError unless the directory is empty (but for our lock files and temps)."""
+    try:
+        names = os.listdir(root_fd)
+    except OSError as exc:
+        raise fail(root, "cannot list", exc) from None
+    foreign = [
+        n for n in names if n not in (LOCK_NAME, QUEUE_DIR) and not n.endswith(_fsutil.TEMP_SUFFIX)
+    ]
+    if foreign:
+        raise fail(
+            root,
+            f"is not empty and is not a ledger store (it holds {sorted(foreign)[0]!r}); "
+            "choose an empty or new directory",
+        )
+
+
+def initialize(root: str, root_fd: int) -> dict[str, Any]:
+    """Write the metadata file into an empty directory (under the lock)."""
+    refuse_foreign(root, root_fd)
+    meta: dict[str, Any] = {"format": FORMAT, "version": FORMAT_VERSION, "fence_floor": 0}
+    data = (json.dumps(meta) + "\n").encode("utf-8")
+    try:
+        os.fchmod(root_fd, _fsutil.DIR_MODE)
+    except OSError as exc:
+        raise fail(root, "cannot set mode 0700", exc) from None
+    _fsutil.replace_file(root_fd, META_NAME, data, shown(root, META_NAME), sync=True)
+    _fsutil.fsync_fd(root_fd, root)
+    return meta
+
+
+def sweep_root(root: str, root_fd: int) -> None:
+    """Remove temporary files from the root (under the lock: their writers are gone)."""
+    try:
+        for name in os.listdir(root_fd):
+            if name.endswith(_fsutil.TEMP_SUFFIX):
+                _fsutil.unlink_quiet(root_fd, name)
+    except OSError as exc:
+        raise fail(root, "cannot sweep temporary files", exc) from None
+
+
+def open_root_creating(root: str) -> int:
+    """Open the store directory, creating it (and its parents) first; fsynced."""
+    parent = os.path.dirname(root)
+    try:
+        os.makedirs(parent, exist_ok=True)
+    except OSError as exc:
+        raise fail(parent, "cannot create the parent directory", exc) from None
+    try:
+        os.mkdir(root, _fsutil.DIR_MODE)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise fail(root, "cannot create the store directory", exc) from None
+    root_fd = _fsutil.open_root(root)
+    if root_fd is None:
+        raise fail(root, "the store directory vanished while being created")
+    try:
+        parent_fd = os.open(parent, os.O_RDONLY)
+        try:
+            os.fsync(parent_fd)
+        finally:
+            os.close(parent_fd)
+    except OSError as exc:
+        os.close(root_fd)
+        raise fail(parent, "fsync failed", exc) from None
+    return root_fd
+
+
+def refuse_network_fs(root: str) -> None:
+    found = _fsutil.network_filesystem(root)
+    if found is not None:
+        fstype, mount = found
+        raise fail(
+            root,
+            f"is on a network file system ({fstype} mounted at {mount}); its file locks do "
+            "not exclude processes on other hosts, so two hosts could both be granted a "
+            "lease or lose an update. Use a local directory (or PostgreSQL for several "
+            f"hosts), or set {_fsutil.ENV_ALLOW_NETWORK_FS}=1 if only this host uses the store",
+        )

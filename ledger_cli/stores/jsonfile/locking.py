@@ -1,0 +1,182 @@
+"""The store lock as the store uses it: re-entrant per thread, created on the
+first write, and the recovery done first thing by every new holder (temporary
+files swept, metadata read, an interrupted batch's journal replayed).
+
+Reads (`load`) take no lock: every record file is replaced atomically, so a
+reader sees the old or the new bytes. Writes, `range()` and history reads
+take the store lock; the compare of a compare-and-swap happens under it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any, ParamSpec, TypeVar
+
+from ledger_cli.errors import StoreError
+from ledger_cli.stores import _fsutil
+from ledger_cli.stores._fairlock import QueueLock
+from ledger_cli.stores._fsutil import fail
+from ledger_cli.stores.jsonfile import layout
+from ledger_cli.stores.jsonfile.batch import PendingBatch
+
+DEFAULT_LOCK_TIMEOUT = 60.0
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+@contextlib.contextmanager
+def io_errors(root: str) -> Iterator[None]:
+    """An OSError escaping the store's own code is a StoreError naming the store
+    (the store fails with StoreError, exit 9, whatever the failed call was)."""
+    try:
+        yield
+    except OSError as exc:
+        raise fail(root, "I/O error", exc) from None
+
+
+def store_method(method: Callable[_P, _R]) -> Callable[_P, _R]:
+    @functools.wraps(method)
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return method(*args, **kwargs)
+        except OSError as exc:
+            raise fail(getattr(args[0], "_root", "(store)"), "I/O error", exc) from None
+
+    return wrapper
+
+
+class LockedDirectory:
+    """The lock, the open root directory while it is held, and what a holder
+    may cache meanwhile (directory fds, the fence floor, the open batch)."""
+
+    def __init__(self, root: str, lock_timeout: float, fair_lock: bool) -> None:
+        self._root = root
+        self._mutex = threading.RLock()
+        self._lock = QueueLock(self._root, lock_timeout, fair=fair_lock)
+        self._depth = 0
+        self._owner = 0
+        self._dirs: dict[str, int | None] = {}
+        self._root_fd: int | None = None
+        self._floor = 0
+        self._batch: PendingBatch | None = None
+        self._meta_seen = False
+        self._checksummed = True  # set from the metadata before any record is read
+        self._closed = False
+
+    def _recover(self, root_fd: int) -> None:
+        """Finish what a crashed holder left (the journal); the subclass's part."""
+        raise NotImplementedError
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreError(f"ledger: store: {self._root}: the store is closed")
+
+    def _holding(self) -> bool:
+        """True in the thread that holds the store lock."""
+        return self._depth > 0 and self._owner == threading.get_ident()
+
+    def _shown(self, *parts: str) -> str:
+        return layout.shown(self._root, *parts)
+
+    def _read_meta(self, root_fd: int) -> dict[str, Any] | None:
+        meta = layout.read_meta(self._root, root_fd)
+        if meta is not None:
+            self._checksummed = meta["version"] >= 2
+            self._meta_seen = True
+        return meta
+
+    def _initialized(self, root_fd: int) -> bool:
+        return self._read_meta(root_fd) is not None
+
+    @contextlib.contextmanager
+    def _locked(self, *, create: bool) -> Iterator[int | None]:
+        """Hold the store lock for the block (re-entrant). Yields the root directory fd,
+        or None when the store does not exist and `create` is false."""
+        with self._mutex:
+            if not self._enter(create=create):
+                yield None
+                return
+            batch = self._batch
+            if batch is not None and not batch.owns_lock:
+                batch.owns_lock = True  # first write of a batch: hold to its end
+                yield self._root_fd
+                return
+            try:
+                yield self._root_fd
+            finally:
+                self._exit()
+
+    def _enter(self, *, create: bool) -> bool:
+        """Take (or re-enter) the store lock; False when the store does not exist
+        and `create` is false. The caller holds self._mutex."""
+        if self._depth > 0:
+            self._depth += 1
+            return True
+        root_fd = _fsutil.open_root(self._root)
+        if root_fd is None and create:
+            root_fd = layout.open_root_creating(self._root)
+        if root_fd is None:
+            return False
+        try:
+            initialized = self._initialized(root_fd)
+            if not initialized and create:
+                layout.refuse_foreign(self._root, root_fd)  # before the lock file goes in
+        except BaseException:
+            os.close(root_fd)
+            raise
+        if not initialized and not create:  # create nothing in a directory that is no store
+            os.close(root_fd)
+            return False
+        try:
+            self._lock.acquire(root_fd)
+        except BaseException:
+            os.close(root_fd)
+            raise
+        self._root_fd = root_fd
+        self._depth = 1
+        self._owner = threading.get_ident()
+        try:
+            # Every temporary file is made in the root directory while the lock is
+            # held: any found now was left by a crash (cheap: the root holds ~8 names).
+            layout.sweep_root(self._root, root_fd)
+            meta = self._read_meta(root_fd)
+            if meta is None:
+                meta = layout.initialize(self._root, root_fd)
+            self._floor = int(meta["fence_floor"])
+            self._recover(root_fd)
+        except BaseException:
+            self._exit()
+            raise
+        return True
+
+    def _exit(self) -> None:
+        self._depth -= 1
+        if self._depth == 0:
+            root_fd, self._root_fd = self._root_fd, None
+            self._owner = 0
+            try:
+                self._drop_dirs()
+            finally:
+                try:
+                    self._lock.release()  # whatever failed before: never keep the lock
+                finally:
+                    if root_fd is not None:
+                        os.close(root_fd)
+
+    def _cached_dir(self, parent_fd: int, name: str, key: str) -> int | None:
+        """A directory fd kept open while this thread holds the store lock (closed
+        on release; dropped before any write creates directories)."""
+        if key in self._dirs:
+            return self._dirs[key]
+        fd = _fsutil.open_subdir(parent_fd, name, self._shown(*key.split("/")), create=False)
+        self._dirs[key] = fd
+        return fd
+
+    def _drop_dirs(self) -> None:
+        dirs, self._dirs = self._dirs, {}
+        _fsutil.close_all(dirs.values())

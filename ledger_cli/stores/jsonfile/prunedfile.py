@@ -1,0 +1,198 @@
+"""pruned/: the records `ledger prune` pruned (SPEC §6.4), many keys per file.
+
+A pruned record keeps only Key, Status, Sequence, Owner, Fence, Rev,
+CreatedBy/At and UpdatedBy/At, so it is one compact JSON array a line,
+
+    ["<key>","<status>",<sequence>,"<owner>",<fence>,<rev>,"<created by>",
+     "<created at>","<updated by>","<updated at>"]
+
+in `pruned/<ab>.jsonl` (ab: the shard of the key's digest, as for records),
+and its record file is removed: a pruned key costs a line (about 120 bytes
+plus the key), not a 4 KiB file block. Lines are appended (durably) before
+the record files go, so a crash in between leaves the record in both places,
+and the record file wins; the last line of a key wins over earlier ones. A
+torn last line (a crash in an append) is ignored and cut by the next append.
+`pruned/count` holds the number of pruned keys (for `stats`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Iterator
+
+from ledger_cli.engine.instant import Instant
+from ledger_cli.engine.record import TaskState
+from ledger_cli.stores import _fsutil
+from ledger_cli.stores._fsutil import fail
+from ledger_cli.stores.jsonfile.layout import SHARD, shown
+
+PRUNED_DIR = "pruned"
+COUNT_NAME = "count"
+_APPEND = os.O_RDWR | os.O_CREAT | _fsutil.O_NOFOLLOW | _fsutil.O_NONBLOCK | _fsutil.O_CLOEXEC
+
+
+def encode(rec: TaskState) -> bytes:
+    fields = [
+        rec.key,
+        rec.status,
+        rec.sequence,
+        rec.owner,
+        rec.fence,
+        rec.rev,
+        rec.created_by,
+        str(rec.created_at),
+        rec.updated_by,
+        str(rec.updated_at),
+    ]
+    return (json.dumps(fields, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+
+
+def decode(line: bytes, path: str) -> TaskState:
+    try:
+        key, status, seq, owner, fence, rev, cby, cat, uby, uat = json.loads(line.decode("utf-8"))
+        rec = TaskState(
+            key=str(key),
+            status=str(status),
+            sequence=int(seq),
+            owner=str(owner),
+            fence=int(fence),
+            rev=int(rev),
+            created_by=str(cby),
+            created_at=Instant.parse(str(cat)),
+            updated_by=str(uby),
+            updated_at=Instant.parse(str(uat)),
+        )
+        rec.validate()
+    except Exception:  # any damage: refuse, naming the file
+        raise fail(path, f"corrupt pruned record line {line[:70]!r}") from None
+    return rec
+
+
+def _dir(root: str, root_fd: int, create: bool) -> int | None:
+    return _fsutil.open_subdir(root_fd, PRUNED_DIR, shown(root, PRUNED_DIR), create=create)
+
+
+def _lines(data: bytes) -> list[bytes]:
+    lines = data.split(b"\n")
+    lines.pop()  # b"" after a final newline; else a line torn by a crash: ignored
+    return lines
+
+
+def find(root: str, root_fd: int, key: str, digest: str) -> TaskState | None:
+    """The pruned record of `key` (the last line naming it), or None."""
+    pfd = _dir(root, root_fd, False)
+    if pfd is None:
+        return None
+    name = digest[:2] + ".jsonl"
+    path = shown(root, PRUNED_DIR, name)
+    try:
+        data = _fsutil.read_file(pfd, name, path)
+    finally:
+        os.close(pfd)
+    if not data:
+        return None
+    head = b"[" + json.dumps(key, ensure_ascii=False).encode("utf-8") + b","
+    at = data.rfind(head)
+    while at >= 0:
+        if at == 0 or data[at - 1 : at] == b"\n":
+            end = data.find(b"\n", at)
+            if end < 0:
+                return None  # a torn last line
+            rec = decode(data[at:end], path)
+            if rec.key == key:
+                return rec
+        at = data.rfind(head, 0, at)
+    return None
+
+
+def read_all(root: str, root_fd: int) -> Iterator[TaskState]:
+    """Every pruned record (a key's last line), in no particular order."""
+    pfd = _dir(root, root_fd, False)
+    if pfd is None:
+        return
+    try:
+        for name in sorted(os.listdir(pfd)):
+            if not (name.endswith(".jsonl") and SHARD.fullmatch(name[:-6])):
+                continue
+            path = shown(root, PRUNED_DIR, name)
+            data = _fsutil.read_file(pfd, name, path) or b""
+            found: dict[str, TaskState] = {}
+            for line in _lines(data):
+                rec = decode(line, path)
+                found[rec.key] = rec
+            yield from found.values()
+    finally:
+        os.close(pfd)
+
+
+def append(root: str, root_fd: int, records: Iterable[tuple[str, TaskState]]) -> None:
+    """Append the pruned records (digest, record) to their shard files, durably."""
+    by_shard: dict[str, list[bytes]] = {}
+    for digest, rec in records:
+        by_shard.setdefault(digest[:2], []).append(encode(rec))
+    pfd = _dir(root, root_fd, True)
+    assert pfd is not None
+    try:
+        for shard, lines in by_shard.items():
+            name = shard + ".jsonl"
+            path = shown(root, PRUNED_DIR, name)
+            try:
+                fd = os.open(name, _APPEND, _fsutil.FILE_MODE, dir_fd=pfd)
+            except OSError as exc:
+                raise _fsutil.open_failed(path, exc) from None
+            size = _fsutil.require_regular(fd, path).st_size  # closes fd when it refuses
+            try:
+                if size and os.pread(fd, 1, size - 1) != b"\n":  # cut a torn last line
+                    data = os.pread(fd, size, 0)
+                    size = data.rfind(b"\n") + 1
+                    os.ftruncate(fd, size)
+                os.lseek(fd, size, os.SEEK_SET)
+                _fsutil.write_all(fd, b"".join(lines))
+            except OSError as exc:
+                raise fail(path, "cannot append", exc) from None
+            finally:
+                os.close(fd)
+        if _fsutil.sync_filesystem_available():
+            _fsutil.sync_filesystem(root_fd, root)
+        else:
+            _sync_each(root, pfd, by_shard)
+    finally:
+        os.close(pfd)
+
+
+def _sync_each(root: str, pfd: int, shards: Iterable[str]) -> None:
+    for shard in shards:
+        name = shard + ".jsonl"
+        fd = os.open(name, os.O_RDONLY | _fsutil.O_NOFOLLOW | _fsutil.O_CLOEXEC, dir_fd=pfd)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    _fsutil.fsync_fd(pfd, shown(root, PRUNED_DIR))
+
+
+def count(root: str, root_fd: int) -> int:
+    pfd = _dir(root, root_fd, False)
+    if pfd is None:
+        return 0
+    try:
+        data = _fsutil.read_file(pfd, COUNT_NAME, shown(root, PRUNED_DIR, COUNT_NAME))
+    finally:
+        os.close(pfd)
+    try:
+        return int(data or b"0")
+    except ValueError:
+        return 0
+
+
+def add_count(root: str, root_fd: int, n: int) -> None:
+    total = count(root, root_fd) + n
+    pfd = _dir(root, root_fd, True)
+    assert pfd is not None
+    try:
+        path = shown(root, PRUNED_DIR, COUNT_NAME)
+        data = f"{total}\n".encode("ascii")
+        _fsutil.replace_file(pfd, COUNT_NAME, data, path, sync=True, tmp_dir_fd=root_fd)
+    finally:
+        os.close(pfd)

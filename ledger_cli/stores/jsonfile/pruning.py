@@ -1,0 +1,115 @@
+"""The JSON store's side of `ledger prune` (SPEC §6.4; engine/prune.py, prunedfile.py)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+
+from ledger_cli.engine.record import TaskState, byte_order
+from ledger_cli.errors import StoreError
+from ledger_cli.stores import _fsutil
+from ledger_cli.stores.jsonfile import apply, historyfile, prunedfile
+from ledger_cli.stores.jsonfile.layout import RECORDS_DIR
+from ledger_cli.stores.jsonfile.locking import store_method
+from ledger_cli.stores.jsonfile.reading import RecordReader
+from ledger_cli.stores.jsonfile.records import key_digest
+
+
+class PruneMethods(RecordReader):
+    # -- prune (SPEC §6.4; engine/prune.py, prunedfile.py) ----------------------------
+
+    @store_method
+    def prune_records(self, pairs: Sequence[tuple[TaskState, TaskState]]) -> int:
+        """Move each record (a compare-and-swap) into pruned/ in its pruned form, then
+        drop the history lines of the pruned keys. CHUNK records per lock hold."""
+        from ledger_cli.engine.prune import CHUNK
+
+        self._check_open()
+        done: set[str] = set()
+        for at in range(0, len(pairs), CHUNK):
+            with self._locked(create=False) as root_fd:
+                if root_fd is None:
+                    return 0
+                if self._batch is not None:
+                    raise StoreError("ledger: store: prune cannot run inside a batch")
+                moved: list[tuple[str, TaskState]] = []
+                for old, new in pairs[at : at + CHUNK]:
+                    digest = key_digest(old.key)
+                    if digest is None:
+                        continue
+                    cur = self._read_digest(root_fd, digest)
+                    if cur is None or cur.cas_tuple() != old.cas_tuple():
+                        continue
+                    moved.append((digest, new.replace(rev=cur.rev + 1)))
+                if not moved:
+                    continue
+                prunedfile.append(self._root, root_fd, moved)  # durable before the files go
+                self._drop_dirs()
+                shards: set[str] = set()
+                rfd = _fsutil.open_subdir(
+                    root_fd, RECORDS_DIR, self._shown(RECORDS_DIR), create=False
+                )
+                if rfd is not None:
+                    try:
+                        for digest, _ in moved:
+                            sfd = _fsutil.open_subdir(
+                                rfd, digest[:2], self._shown(RECORDS_DIR, digest[:2]), create=False
+                            )
+                            if sfd is not None:
+                                try:
+                                    _fsutil.unlink_quiet(sfd, digest + ".json")
+                                    shards.add(digest[:2])
+                                    if len(moved) <= apply.SYNC_EACH_MAX:
+                                        _fsutil.fsync_fd(sfd, self._shown(RECORDS_DIR, digest[:2]))
+                                finally:
+                                    os.close(sfd)
+                    finally:
+                        os.close(rfd)
+                if len(moved) > apply.SYNC_EACH_MAX and _fsutil.sync_filesystem_available():
+                    _fsutil.sync_filesystem(root_fd, self._root)
+                prunedfile.add_count(self._root, root_fd, len(moved))
+                done.update(rec.key for _, rec in moved)
+        if done:
+            with self._locked(create=False) as root_fd:
+                assert root_fd is not None
+                historyfile.drop_keys(self._root, root_fd, done)
+        return len(done)
+
+    @store_method
+    def pruned_range(self) -> Iterator[TaskState]:
+        """The pruned records, sorted by key."""
+        self._check_open()
+        with self._locked(create=False) as root_fd:
+            if root_fd is None:
+                return iter(())
+            found = [
+                r
+                for r in prunedfile.read_all(self._root, root_fd)
+                if self._read_digest(root_fd, str(key_digest(r.key))) is None
+            ]
+        return iter(sorted(found, key=lambda rec: byte_order(rec.key)))
+
+    @store_method
+    def is_pruned(self, key: str) -> bool:
+        self._check_open()
+        digest = key_digest(key)
+        root_fd = _fsutil.open_root(self._root)
+        if digest is None or root_fd is None:
+            return False
+        try:
+            if self._read_digest(root_fd, digest) is not None:
+                return False
+            return prunedfile.find(self._root, root_fd, key, digest) is not None
+        finally:
+            os.close(root_fd)
+
+    @store_method
+    def count_pruned(self) -> int:
+        self._check_open()
+        root_fd = _fsutil.open_root(self._root)
+        if root_fd is None:
+            return 0
+        try:
+            return prunedfile.count(self._root, root_fd)
+        finally:
+            os.close(root_fd)

@@ -1,0 +1,147 @@
+"""Reading records: one by key (record file, else pruned/), all of them
+(`range`, `visible_range`), or streamed (`scan_visible`)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+from ledger_cli.engine.record import TaskState, byte_order
+from ledger_cli.stores import _fsutil
+from ledger_cli.stores._fsutil import fail
+from ledger_cli.stores.jsonfile import layout, prunedfile
+from ledger_cli.stores.jsonfile.layout import RECORDS_DIR
+from ledger_cli.stores.jsonfile.locking import LockedDirectory, io_errors, store_method
+from ledger_cli.stores.jsonfile.records import decode_record_file, key_digest, scan_records
+
+
+class RecordReader(LockedDirectory):
+    @store_method
+    def range(self) -> Iterator[TaskState]:
+        """Every record, pruned ones included, sorted by key (UTF-8 byte order),
+        read under the lock."""
+        return self._range(pruned=True)
+
+    @store_method
+    def visible_range(self) -> Iterator[TaskState]:
+        """Every record but the pruned ones (`list`, `tree`): pruned/ is not read."""
+        return self._range(pruned=False)
+
+    def scan_visible(self) -> Iterator[TaskState]:
+        """Every record but the pruned ones, streamed in storage order (shard by
+        shard, not key order) without the lock: `list --jsonl` prints each row as
+        it is read, in constant memory. A record file is replaced atomically, so
+        each one read is whole; records written meanwhile may or may not appear."""
+        self._check_open()
+        with io_errors(self._root):
+            root_fd = _fsutil.open_root(self._root)
+            if root_fd is None:
+                return
+            try:
+                if not self._meta_seen and not self._initialized(root_fd):
+                    return
+                rfd = _fsutil.open_subdir(
+                    root_fd, RECORDS_DIR, self._shown(RECORDS_DIR), create=False
+                )
+            finally:
+                os.close(root_fd)
+            if rfd is None:
+                return
+            try:
+                for shard in sorted(os.listdir(rfd)):
+                    if not layout.SHARD.fullmatch(shard):
+                        continue
+                    path = self._shown(RECORDS_DIR, shard)
+                    sfd = _fsutil.open_subdir(rfd, shard, path, create=False)
+                    if sfd is None:
+                        continue
+                    try:
+                        names = sorted(os.listdir(sfd))
+                        for fname in names:
+                            if not layout.RECORD_FILE.fullmatch(fname):
+                                continue
+                            shown = self._shown(RECORDS_DIR, shard, fname)
+                            data = _fsutil.read_file(sfd, fname, shown)
+                            if data is not None:
+                                yield decode_record_file(
+                                    data, shown, checksummed=self._checksummed, digest=fname[:-5]
+                                )
+                    finally:
+                        os.close(sfd)
+            finally:
+                os.close(rfd)
+
+    def _range(self, *, pruned: bool) -> Iterator[TaskState]:
+        self._check_open()
+        with self._locked(create=False) as root_fd:
+            if root_fd is None:
+                return iter(())
+            found = scan_records(self._root, root_fd, checksummed=self._checksummed, sweep=True)
+            if pruned:
+                seen = {rec.key for rec in found.values()}
+                extra = [r for r in prunedfile.read_all(self._root, root_fd) if r.key not in seen]
+            layout.sweep_root(self._root, root_fd)
+            self._lock.sweep(root_fd)
+            batch = self._batch
+            if batch is not None and batch.mine():
+                for digest, (rec, _) in batch.records.items():
+                    found[digest] = rec
+        records = list(found.values())
+        if pruned:
+            records += [r for r in extra if key_digest(r.key) not in found]
+        return iter(sorted(records, key=lambda rec: byte_order(rec.key)))
+
+    def _current(self, root_fd: int, key: str, digest: str) -> TaskState | None:
+        """The record as this lock holder sees it (its batch's writes included)."""
+        batch = self._batch
+        if batch is None:
+            return self._read_record(root_fd, key, digest)
+        pending = batch.records.get(digest)
+        if pending is not None:
+            return pending[0]
+        if digest in batch.cache:
+            return batch.cache[digest]
+        rec = self._read_record(root_fd, key, digest)
+        batch.cache[digest] = rec
+        return rec
+
+    def _read_record(self, root_fd: int, key: str, digest: str) -> TaskState | None:
+        rec = self._read_digest(root_fd, digest)
+        if rec is None:
+            return prunedfile.find(self._root, root_fd, key, digest)
+        if rec is not None and rec.key != key:  # unreachable short of a SHA-256 collision
+            raise fail(
+                self._shown(RECORDS_DIR, digest[:2], digest + ".json"),
+                f"holds the record of key {rec.key!r}, not of {key!r}",
+            )
+        return rec
+
+    def _read_digest(self, root_fd: int, digest: str) -> TaskState | None:
+        """The record stored under `digest` (checked to belong there), or None."""
+        shard, fname = digest[:2], digest + ".json"
+        shown = self._shown(RECORDS_DIR, shard, fname)
+        if self._holding() and root_fd == self._root_fd:
+            rfd = self._cached_dir(root_fd, RECORDS_DIR, RECORDS_DIR)
+            if rfd is None:
+                return None
+            sfd = self._cached_dir(rfd, shard, f"{RECORDS_DIR}/{shard}")
+            if sfd is None:
+                return None
+            data = _fsutil.read_file(sfd, fname, shown)
+        else:
+            rfd = _fsutil.open_subdir(root_fd, RECORDS_DIR, self._shown(RECORDS_DIR), create=False)
+            if rfd is None:
+                return None
+            try:
+                sfd = _fsutil.open_subdir(rfd, shard, self._shown(RECORDS_DIR, shard), create=False)
+                if sfd is None:
+                    return None
+                try:
+                    data = _fsutil.read_file(sfd, fname, shown)
+                finally:
+                    os.close(sfd)
+            finally:
+                os.close(rfd)
+        if data is None:
+            return None
+        return decode_record_file(data, shown, checksummed=self._checksummed, digest=digest)

@@ -1,0 +1,403 @@
+"""ready/: the index that makes `claim --next` an index lookup (SPEC §6.1).
+
+Two derived structures, both supersets of the truth (an entry is added
+durably before the record that needs it is written; a stale entry is
+harmless, it is dropped when found):
+
+    ready/manifest        the ordered candidate index: a header line, then one
+                          line per chunk, `<id> <ns> <keyhex>`, the smallest
+                          entry the chunk may hold (chunk i holds the entries
+                          from its bound up to the next chunk's bound)
+    ready/c<id>           a chunk: sorted lines `<CreatedAt unix ns> <key hex>`
+                          (at most CHUNK_MAX), one per *candidate*: a pending or
+                          claimed record whose direct needs are all completed
+    ready/needs/ab/<digest of a need>
+                          the reverse-needs index: appended lines, the digests
+                          of live records that wait on that need; when the need
+                          completes they are re-examined (and promoted)
+
+The next ready record is the first candidate in (CreatedAt, key) order that
+passes the full Ready rule: reading it costs one manifest and one chunk,
+whatever the number of ready, waiting, finished or pruned records. A chunk
+split writes the new chunk, then the manifest, then the shrunk old chunk
+(each durable), so every entry stays reachable at every crash point. A
+missing manifest (a store older than the index, or a rebuild a crash cut
+short) means "rebuild from the records": the next holder of the lock does.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+from collections.abc import Callable, Iterable, Iterator
+
+from ledger_cli.engine.record import TaskState
+from ledger_cli.stores import _fsutil
+from ledger_cli.stores._fsutil import fail
+from ledger_cli.stores.jsonfile.layout import DIGEST, LIVE_STATUSES, shown
+
+READY_DIR = "ready"
+NEEDS_DIR = "needs"
+MANIFEST = "manifest"
+MANIFEST_HEADER = "ledger_cli.ready 1"
+CHUNK_MAX = 512
+
+Entry = tuple[int, str]
+"""(CreatedAt in unix ns, the key's UTF-8 bytes in hex): sorts as the Ready order."""
+Load = Callable[[str], "TaskState | None"]
+"""A record by key, or None."""
+
+_APPEND_FLAGS = (
+    os.O_WRONLY
+    | os.O_APPEND
+    | os.O_CREAT
+    | _fsutil.O_NOFOLLOW
+    | _fsutil.O_NONBLOCK
+    | _fsutil.O_CLOEXEC
+)
+
+
+def entry_of(rec: TaskState) -> Entry | None:
+    """The index entry of a record (None for a key no file can name: a lone surrogate)."""
+    try:
+        raw = rec.key.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+    return (rec.created_at.unix_ns, raw.hex())
+
+
+def key_of(entry: Entry) -> str:
+    return bytes.fromhex(entry[1]).decode("utf-8")
+
+
+def is_candidate(rec: TaskState, load: Load) -> bool:
+    """Pending or claimed, and every direct need completed (the index's rule)."""
+    if rec.status not in LIVE_STATUSES:
+        return False
+    for need in rec.needs or ():
+        dep = load(need)
+        if dep is None or dep.status != "completed":
+            return False
+    return True
+
+
+def unmet_needs(rec: TaskState, load: Load) -> list[str]:
+    out = []
+    for need in rec.needs or ():
+        dep = load(need)
+        if dep is None or dep.status != "completed":
+            out.append(need)
+    return out
+
+
+class Chunks:
+    """The manifest and its chunks, read and written under the store lock."""
+
+    def __init__(
+        self, root: str, root_fd: int, rfd: int, next_id: int, ids: list[int], bounds: list[Entry]
+    ) -> None:
+        self._root = root
+        self._root_fd = root_fd
+        self._rfd = rfd
+        self.next_id = next_id
+        self.ids = ids
+        self.bounds = bounds
+
+    def _path(self, *parts: str) -> str:
+        return shown(self._root, READY_DIR, *parts)
+
+    # -- reading ------------------------------------------------------------------
+
+    def chunk(self, pos: int) -> list[Entry]:
+        """The entries chunk `pos` holds within its range, sorted."""
+        name = f"c{self.ids[pos]}"
+        data = _fsutil.read_file(self._rfd, name, self._path(name)) or b""
+        entries: set[Entry] = set()
+        for line in data.decode("ascii", "replace").splitlines():
+            parts = line.split()
+            if len(parts) != 2:
+                continue  # cannot happen short of damage: the file is replaced whole
+            try:
+                entries.add((int(parts[0]), parts[1]))
+            except ValueError:
+                continue
+        low = self.bounds[pos] if pos > 0 else None
+        high = self.bounds[pos + 1] if pos + 1 < len(self.ids) else None
+        return sorted(
+            e for e in entries if (low is None or e >= low) and (high is None or e < high)
+        )
+
+    def entries(self) -> Iterator[Entry]:
+        for pos in range(len(self.ids)):
+            yield from self.chunk(pos)
+
+    def locate(self, entry: Entry) -> int:
+        return max(0, bisect.bisect_right(self.bounds, entry, lo=1) - 1)
+
+    # -- writing ------------------------------------------------------------------
+
+    def _write_chunk(self, cid: int, entries: list[Entry], sync: bool) -> None:
+        name = f"c{cid}"
+        data = "".join(f"{ns} {hexkey}\n" for ns, hexkey in entries).encode("ascii")
+        _fsutil.replace_file(
+            self._rfd, name, data, self._path(name), sync=sync, tmp_dir_fd=self._root_fd
+        )
+
+    def _write_manifest(self, sync: bool) -> None:
+        lines = [f"{MANIFEST_HEADER} {self.next_id}\n"]
+        lines += [
+            f"{cid} {ns} {hexkey or '-'}\n"
+            for cid, (ns, hexkey) in zip(self.ids, self.bounds, strict=True)
+        ]
+        _fsutil.replace_file(
+            self._rfd,
+            MANIFEST,
+            "".join(lines).encode("ascii"),
+            self._path(MANIFEST),
+            sync=sync,
+            tmp_dir_fd=self._root_fd,
+        )
+        if sync:
+            _fsutil.fsync_fd(self._rfd, self._path())
+
+    def add(self, entries: Iterable[Entry], *, sync: bool) -> None:
+        """Insert entries (durably with `sync`; else the caller's syncfs does)."""
+        by_pos: dict[int, set[Entry]] = {}
+        for entry in entries:
+            by_pos.setdefault(self.locate(entry), set()).add(entry)
+        changed = False
+        # Highest position first: a split inserts chunks after `pos` only.
+        for pos in sorted(by_pos, reverse=True):
+            current = self.chunk(pos)
+            merged = sorted(set(current) | by_pos[pos])
+            if len(merged) == len(current):
+                continue
+            changed = True
+            if len(merged) <= CHUNK_MAX:
+                self._write_chunk(self.ids[pos], merged, sync)
+                continue
+            # Split: new chunks first (durable), then the manifest, then the old one shrunk.
+            half = CHUNK_MAX // 2
+            pieces = [merged[i : i + half] for i in range(0, len(merged), half)]
+            new_ids = list(range(self.next_id, self.next_id + len(pieces) - 1))
+            for cid, piece in zip(new_ids, pieces[1:], strict=True):
+                self._write_chunk(cid, piece, True)
+            _fsutil.fsync_fd(self._rfd, self._path())
+            self.next_id += len(new_ids)
+            self.ids[pos + 1 : pos + 1] = new_ids
+            self.bounds[pos + 1 : pos + 1] = [piece[0] for piece in pieces[1:]]
+            self._write_manifest(True)
+            self._write_chunk(self.ids[pos], pieces[0], True)
+        if changed and sync:
+            _fsutil.fsync_fd(self._rfd, self._path())
+
+    def remove(self, entries: Iterable[Entry]) -> None:
+        """Drop entries (not made durable: a stale entry is harmless)."""
+        by_pos: dict[int, set[Entry]] = {}
+        for entry in entries:
+            by_pos.setdefault(self.locate(entry), set()).add(entry)
+        emptied: list[int] = []
+        for pos, drop in by_pos.items():
+            current = self.chunk(pos)
+            kept = [e for e in current if e not in drop]
+            if len(kept) != len(current):
+                self._write_chunk(self.ids[pos], kept, False)
+            if not kept and len(self.ids) > 1:
+                emptied.append(pos)
+        if emptied:
+            dropped = [self.ids[pos] for pos in emptied]
+            for pos in sorted(emptied, reverse=True):
+                if len(self.ids) > 1:
+                    del self.ids[pos]
+                    del self.bounds[pos]
+            self._write_manifest(False)
+            for cid in dropped:
+                if cid not in self.ids:
+                    _fsutil.unlink_quiet(self._rfd, f"c{cid}")
+
+
+def open_dir(root: str, root_fd: int, *, create: bool, sync: bool = True) -> int | None:
+    return _fsutil.open_subdir(root_fd, READY_DIR, shown(root, READY_DIR), create=create, sync=sync)
+
+
+def load_chunks(root: str, root_fd: int, rfd: int) -> Chunks | None:
+    """The candidate index, or None when it has to be rebuilt (no manifest)."""
+    path = shown(root, READY_DIR, MANIFEST)
+    data = _fsutil.read_file(rfd, MANIFEST, path)
+    if data is None:
+        return None
+    lines = data.decode("ascii", "replace").splitlines()
+    head = lines[0].split() if lines else []
+    if len(head) != 3 or " ".join(head[:2]) != MANIFEST_HEADER or not head[2].isdigit():
+        raise fail(path, "corrupt ready index manifest header (ledger doctor --fix rebuilds it)")
+    ids: list[int] = []
+    bounds: list[Entry] = []
+    for line in lines[1:]:
+        parts = line.split()
+        try:
+            cid, ns, hexkey = int(parts[0]), int(parts[1]), parts[2].strip("-")
+            bytes.fromhex(hexkey)
+        except (IndexError, ValueError):
+            raise fail(
+                path, f"corrupt ready index line {line[:70]!r} (ledger doctor --fix rebuilds it)"
+            ) from None
+        ids.append(cid)
+        bounds.append((ns, hexkey))
+    if not ids:
+        raise fail(path, "corrupt ready index manifest: no chunk (ledger doctor --fix rebuilds it)")
+    return Chunks(root, root_fd, rfd, int(head[2]), ids, bounds)
+
+
+# -- the reverse-needs index -----------------------------------------------------------------
+
+
+def _needs_dir(root: str, rfd: int, shard: str, create: bool, sync: bool) -> int | None:
+    nfd = _fsutil.open_subdir(
+        rfd, NEEDS_DIR, shown(root, READY_DIR, NEEDS_DIR), create=create, sync=sync
+    )
+    if nfd is None:
+        return None
+    try:
+        return _fsutil.open_subdir(
+            nfd, shard, shown(root, READY_DIR, NEEDS_DIR, shard), create=create, sync=sync
+        )
+    finally:
+        os.close(nfd)
+
+
+def add_waiters(root: str, rfd: int, waits: dict[str, set[str]], *, sync: bool) -> None:
+    """Append `waits[need digest]` (dependent digests) to the needs' files."""
+    by_shard: dict[str, list[tuple[str, set[str]]]] = {}
+    for need, deps in waits.items():
+        by_shard.setdefault(need[:2], []).append((need, deps))
+    for shard, items in by_shard.items():
+        sfd = _needs_dir(root, rfd, shard, True, sync)
+        assert sfd is not None
+        try:
+            for need, deps in items:
+                path = shown(root, READY_DIR, NEEDS_DIR, shard, need)
+                try:
+                    fd = os.open(need, _APPEND_FLAGS, _fsutil.FILE_MODE, dir_fd=sfd)
+                except OSError as exc:
+                    raise _fsutil.open_failed(path, exc) from None
+                _fsutil.require_regular(fd, path)  # closes fd when it refuses
+                try:
+                    # A leading newline ends a line a crash may have torn (then ignored).
+                    data = "".join("\n" + d for d in sorted(deps)) + "\n"
+                    _fsutil.write_all(fd, data.encode("ascii"))
+                    if sync:
+                        os.fsync(fd)
+                except OSError as exc:
+                    raise fail(path, "cannot append", exc) from None
+                finally:
+                    os.close(fd)
+            if sync:
+                _fsutil.fsync_fd(sfd, shown(root, READY_DIR, NEEDS_DIR, shard))
+        finally:
+            os.close(sfd)
+
+
+def waiters(root: str, rfd: int, need: str) -> set[str]:
+    """The digests of records that were waiting on the need with digest `need`."""
+    sfd = _needs_dir(root, rfd, need[:2], False, False)
+    if sfd is None:
+        return set()
+    try:
+        data = _fsutil.read_file(sfd, need, shown(root, READY_DIR, NEEDS_DIR, need[:2], need))
+    finally:
+        os.close(sfd)
+    if data is None:
+        return set()
+    return {d for d in data.decode("ascii", "replace").split() if DIGEST.fullmatch(d)}
+
+
+def forget_waiters(root: str, rfd: int, needs: Iterable[str]) -> None:
+    """Remove the waiter files of completed needs (their waiters were re-examined)."""
+    for need in needs:
+        sfd = _needs_dir(root, rfd, need[:2], False, False)
+        if sfd is not None:
+            try:
+                _fsutil.unlink_quiet(sfd, need)
+            finally:
+                os.close(sfd)
+
+
+# -- rebuilding ------------------------------------------------------------------------------
+
+
+def rebuild(
+    root: str, root_fd: int, records: Iterable[TaskState], digest_of: Callable[[str], str | None]
+) -> None:
+    """Write the whole index afresh from `records` (every record of the store), durably.
+
+    The manifest goes last: a crash in between leaves no manifest, which means
+    "rebuild" to the next holder of the lock.
+    """
+    by_key = {rec.key: rec for rec in records}
+
+    def load(key: str) -> TaskState | None:
+        return by_key.get(key)
+
+    rfd = open_dir(root, root_fd, create=True)
+    assert rfd is not None
+    try:
+        _fsutil.unlink_quiet(rfd, MANIFEST)
+        _fsutil.fsync_fd(rfd, shown(root, READY_DIR))
+        _clear(root, rfd)
+        candidates: list[Entry] = []
+        waits: dict[str, set[str]] = {}
+        for rec in by_key.values():
+            if rec.status not in LIVE_STATUSES:
+                continue
+            entry = entry_of(rec)
+            mine = digest_of(rec.key)
+            if entry is None or mine is None:
+                continue
+            unmet = unmet_needs(rec, load)
+            if not unmet:
+                candidates.append(entry)
+            for need in unmet:
+                need_digest = digest_of(need)
+                if need_digest is not None:
+                    waits.setdefault(need_digest, set()).add(mine)
+        candidates.sort()
+        half = CHUNK_MAX // 2
+        pieces = [candidates[i : i + half] for i in range(0, len(candidates), half)] or [[]]
+        chunks = Chunks(root, root_fd, rfd, 0, [], [])
+        for cid, piece in enumerate(pieces):
+            chunks._write_chunk(cid, piece, True)
+            chunks.ids.append(cid)
+            chunks.bounds.append(piece[0] if piece else (0, ""))
+        chunks.next_id = len(pieces)
+        add_waiters(root, rfd, waits, sync=True)
+        _fsutil.fsync_fd(rfd, shown(root, READY_DIR))
+        chunks._write_manifest(True)
+    finally:
+        os.close(rfd)
+
+
+def _clear(root: str, rfd: int) -> None:
+    """Remove every chunk and waiter file (the manifest is gone already)."""
+    for name in os.listdir(rfd):
+        if name == NEEDS_DIR:
+            nfd = _fsutil.open_subdir(
+                rfd, NEEDS_DIR, shown(root, READY_DIR, NEEDS_DIR), create=False
+            )
+            if nfd is None:
+                continue
+            try:
+                for shard in os.listdir(nfd):
+                    sfd = _fsutil.open_subdir(
+                        nfd, shard, shown(root, READY_DIR, NEEDS_DIR, shard), create=False
+                    )
+                    if sfd is None:
+                        continue
+                    try:
+                        for need in os.listdir(sfd):
+                            _fsutil.unlink_quiet(sfd, need)
+                    finally:
+                        os.close(sfd)
+            finally:
+                os.close(nfd)
+        elif name != MANIFEST:
+            _fsutil.unlink_quiet(rfd, name)

@@ -1,0 +1,143 @@
+"""The JSON store's side of the ready index: `ready_candidates` for `claim --next`,
+the check and rebuild for `ledger doctor` (readyindex.py holds the files)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+from ledger_cli.engine.instant import Instant
+from ledger_cli.engine.record import TaskState
+from ledger_cli.stores import _fsutil
+from ledger_cli.stores.jsonfile import prunedfile, readyindex
+from ledger_cli.stores.jsonfile.layout import LIVE_STATUSES
+from ledger_cli.stores.jsonfile.locking import io_errors, store_method
+from ledger_cli.stores.jsonfile.reading import RecordReader
+from ledger_cli.stores.jsonfile.records import key_digest, scan_records
+
+_READY_PAGE = 8
+"""Ready-index entries examined per lock hold by `ready_candidates`."""
+
+
+class ReadyMethods(RecordReader):
+    def ready_candidates(self, now: Instant | None = None) -> Iterator[TaskState]:
+        """Pending and claimed records whose direct needs are all completed, oldest
+        CreatedAt first, then key, read through the ready/ index (the caller
+        applies the rest of the Ready rule: lease expiry, the transitive walk).
+        Stale index entries met on the way are dropped. Each step holds the
+        lock; writes of the caller's own open batch are not in the index."""
+        self._check_open()
+        after: readyindex.Entry | None = None
+        while True:
+            with io_errors(self._root), self._locked(create=False) as root_fd:
+                if root_fd is None:
+                    return
+                page, after = self._ready_page(root_fd, after)
+            if after is None:
+                yield from page
+                return
+            yield from page
+
+    def _ready_page(
+        self, root_fd: int, after: readyindex.Entry | None
+    ) -> tuple[list[TaskState], readyindex.Entry | None]:
+        """The live candidates of the chunk holding the first entry past `after`,
+        and the last entry looked at (None: the index ends there)."""
+        rfd = readyindex.open_dir(self._root, root_fd, create=False)
+        chunks = None if rfd is None else readyindex.load_chunks(self._root, root_fd, rfd)
+        if chunks is None:
+            if rfd is not None:
+                os.close(rfd)
+            self._rebuild_ready(root_fd)
+            rfd = readyindex.open_dir(self._root, root_fd, create=False)
+            assert rfd is not None
+            chunks = readyindex.load_chunks(self._root, root_fd, rfd)
+            assert chunks is not None
+        try:
+
+            def load(key: str) -> TaskState | None:
+                digest = key_digest(key)
+                return None if digest is None else self._current(root_fd, key, digest)
+
+            pos = 0 if after is None else chunks.locate(after)
+            while pos < len(chunks.ids):
+                entries = [e for e in chunks.chunk(pos) if after is None or e > after]
+                if entries:
+                    break
+                pos += 1
+            else:
+                return [], None
+            found: list[TaskState] = []
+            stale: list[readyindex.Entry] = []
+            # A few live candidates per lock hold (claim --next needs the first).
+            entries = entries[:_READY_PAGE]
+            for entry in entries:
+                key = readyindex.key_of(entry)
+                rec = load(key)
+                if (
+                    rec is None
+                    or readyindex.entry_of(rec) != entry
+                    or not readyindex.is_candidate(rec, load)
+                ):
+                    stale.append(entry)
+                else:
+                    found.append(rec)
+            if stale:
+                chunks.remove(stale)
+            return found, entries[-1]
+        finally:
+            _fsutil.close_all([rfd])
+
+    @store_method
+    def check_ready_index(self) -> list[str]:
+        """Problems of the ready/ index against the records (`ledger doctor`): a
+        candidate it misses, a waiting record its reverse-needs index misses."""
+        self._check_open()
+        with self._locked(create=False) as root_fd:
+            if root_fd is None:
+                return []
+            found = scan_records(self._root, root_fd, checksummed=self._checksummed, sweep=False)
+            by_key = {rec.key: rec for rec in prunedfile.read_all(self._root, root_fd)}
+            by_key.update((rec.key, rec) for rec in found.values())
+            rfd = readyindex.open_dir(self._root, root_fd, create=False)
+            chunks = None if rfd is None else readyindex.load_chunks(self._root, root_fd, rfd)
+            try:
+                if chunks is None:
+                    return []  # not built yet (an older store): the next writer builds it
+                assert rfd is not None
+                indexed = set(chunks.entries())
+                problems = []
+                for digest, rec in sorted(found.items(), key=lambda item: item[1].key):
+                    if rec.status not in LIVE_STATUSES:
+                        continue
+                    unmet = readyindex.unmet_needs(rec, by_key.get)
+                    if not unmet and readyindex.entry_of(rec) not in indexed:
+                        problems.append(f"ready index: ready candidate {rec.key!r} is missing")
+                    for need in unmet:
+                        need_digest = key_digest(need)
+                        if need_digest is None:
+                            continue
+                        if digest not in readyindex.waiters(self._root, rfd, need_digest):
+                            problems.append(
+                                f"ready index: {rec.key!r} is missing from the waiters of {need!r}"
+                            )
+                return problems
+            finally:
+                if rfd is not None:
+                    os.close(rfd)
+
+    @store_method
+    def rebuild_ready_index(self) -> None:
+        """Rebuild the ready/ index from the records (`ledger doctor --fix`)."""
+        self._check_open()
+        with self._locked(create=False) as root_fd:
+            if root_fd is not None:
+                self._rebuild_ready(root_fd)
+
+    def _rebuild_ready(self, root_fd: int) -> None:
+        """Rebuild ready/ from the record files (not the open batch's writes)."""
+        found = scan_records(self._root, root_fd, checksummed=self._checksummed, sweep=False)
+        pruned = [
+            r for r in prunedfile.read_all(self._root, root_fd) if key_digest(r.key) not in found
+        ]
+        readyindex.rebuild(self._root, root_fd, [*pruned, *found.values()], key_digest)

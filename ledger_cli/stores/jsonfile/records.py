@@ -1,0 +1,140 @@
+"""Record files: `records/ab/<sha256 of the UTF-8 key>.json`, each the wire record
+object with a checksum member last, `,"Sum":"<sha256>"}` + "\\n".
+
+Checksums: a flipped bit inside a string (an owner, a task payload) still
+parses as a valid record, so each record file ends with a `"Sum"` member: the
+SHA-256 of the record's wire JSON (the file without that member and without
+the final newline). Readers ignore unknown members, so the file stays a wire
+record for Go and `jq`; the store verifies the sum on every read and refuses a
+file whose sum is missing or wrong. Format version 2 requires it; the stores
+of version 1 (no sums) are still read, their sums checked where present.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ledger_cli.engine.record import TaskState
+from ledger_cli.errors import DecodeError, ValidationError
+from ledger_cli.stores import _fsutil
+from ledger_cli.stores._fsutil import fail
+from ledger_cli.stores.jsonfile.layout import RECORD_FILE, RECORDS_DIR, SHARD, shown
+
+try:  # CPython's built-in SHA-256: importing hashlib would load OpenSSL (~5 ms per start)
+    from _sha256 import sha256 as _sha256  # type: ignore[import-not-found]  # 3.11
+except ImportError:  # pragma: no cover - other Pythons
+    try:
+        from _sha2 import sha256 as _sha256  # type: ignore[import-not-found]  # 3.12+
+    except ImportError:
+        from hashlib import sha256 as _sha256
+
+
+def key_digest(key: str) -> str | None:
+    """The file-name digest of a key; None for a key that is not valid Unicode
+    (a lone surrogate), which no JSON file can hold."""
+    try:
+        raw = key.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+    digest: str = _sha256(raw).hexdigest()
+    return digest
+
+
+def record_path(root: str, digest: str) -> str:
+    return shown(root, RECORDS_DIR, digest[:2], digest + ".json")
+
+
+_SUM_HEAD = b',"Sum":"'
+_SUM_TAIL = b'"}\n'
+_SUM_LEN = len(_SUM_HEAD) + 64 + len(_SUM_TAIL)
+
+
+def encode_record(rec: TaskState) -> bytes:
+    """The record file: the wire record with `,"Sum":"<sha256 of the wire record>"` last."""
+    from ledger_cli.engine.wire import record_to_json
+
+    body = record_to_json(rec).encode("utf-8")
+    return b"".join((body[:-1], _SUM_HEAD, _sha256(body).hexdigest().encode(), _SUM_TAIL))
+
+
+def decode_record_file(
+    data: bytes, shown: str, *, checksummed: bool, digest: str | None = None
+) -> TaskState:
+    """A record file's record: checksum verified (required when `checksummed`),
+    decoded, validated, and (given the file's `digest` name) filed under its key.
+    StoreError naming `shown` otherwise."""
+    summed: bool | None = None  # None: no checksum member
+    tail = len(data) - _SUM_LEN
+    if tail > 0 and data[tail : tail + len(_SUM_HEAD)] == _SUM_HEAD and data.endswith(_SUM_TAIL):
+        body = data[:tail] + b"}"
+        summed = _sha256(body).hexdigest().encode() == data[tail + len(_SUM_HEAD) : -len(_SUM_TAIL)]
+        data = body
+    rec = _decode(data, shown)  # a decoding error says more than a bad checksum
+    if summed is False:
+        raise fail(shown, "corrupt record: checksum mismatch (the file was damaged or edited)")
+    if summed is None and checksummed:
+        raise fail(shown, "corrupt record: its checksum is missing (the file is damaged)")
+    if digest is not None and key_digest(rec.key) != digest:
+        raise fail(shown, f"holds key {rec.key!r}, which belongs elsewhere")
+    return rec
+
+
+def _decode(data: bytes, shown: str) -> TaskState:
+    from ledger_cli.engine.wire import record_from_json
+
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise fail(shown, "corrupt record: not valid UTF-8") from None
+    try:
+        rec = record_from_json(text)
+    except DecodeError as exc:
+        raise fail(shown, f"corrupt record: {exc}") from None
+    try:
+        rec.validate()
+    except ValidationError as exc:
+        raise fail(shown, f"invalid record: {exc}") from None
+    return rec
+
+
+def scan_records(
+    root: str, root_fd: int, *, checksummed: bool, sweep: bool
+) -> dict[str, TaskState]:
+    """Every record file's record by digest (`sweep`: remove temporary files, under the lock)."""
+    found: dict[str, TaskState] = {}
+    rdir = shown(root, RECORDS_DIR)
+    rfd = _fsutil.open_subdir(root_fd, RECORDS_DIR, rdir, create=False)
+    if rfd is None:
+        return found
+    try:
+        for shard in sorted(os.listdir(rfd)):
+            if not SHARD.fullmatch(shard):
+                if sweep and shard.endswith(_fsutil.TEMP_SUFFIX):
+                    _fsutil.unlink_quiet(rfd, shard)
+                continue
+            sfd = _fsutil.open_subdir(rfd, shard, shown(root, RECORDS_DIR, shard), create=False)
+            if sfd is None:
+                continue
+            try:
+                for fname in os.listdir(sfd):
+                    if fname.endswith(_fsutil.TEMP_SUFFIX):
+                        if sweep:  # under the lock: its writer is gone
+                            _fsutil.unlink_quiet(sfd, fname)
+                        continue
+                    if not RECORD_FILE.fullmatch(fname):
+                        continue
+                    path = shown(root, RECORDS_DIR, shard, fname)
+                    data = _fsutil.read_file(sfd, fname, path)
+                    if data is None:
+                        continue
+                    digest = fname[:-5]
+                    found[digest] = decode_record_file(
+                        data, path, checksummed=checksummed, digest=digest
+                    )
+            finally:
+                os.close(sfd)
+    except OSError as exc:
+        raise fail(rdir, "cannot list", exc) from None
+    finally:
+        os.close(rfd)
+    return found

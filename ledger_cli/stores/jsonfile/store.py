@@ -1,0 +1,329 @@
+"""JsonFileStore: the public face of the JSON store (the Store protocol, batches,
+history, the claimable-work scan); the parts live in the sibling modules."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterable, Iterator, Sequence
+
+from ledger_cli.engine.record import TaskState, byte_order
+from ledger_cli.errors import StoreError
+from ledger_cli.stores import _fsutil
+from ledger_cli.stores.history import HistoryEntry
+from ledger_cli.stores.jsonfile import (
+    apply,
+    historyfile,
+    journal,
+    layout,
+    liveindex,
+)
+from ledger_cli.stores.jsonfile.batch import PendingBatch
+from ledger_cli.stores.jsonfile.layout import (
+    HISTORY_NAME,
+    JOURNAL_NAME,
+    LIVE_STATUSES,
+)
+from ledger_cli.stores.jsonfile.locking import (
+    DEFAULT_LOCK_TIMEOUT,
+    io_errors,
+    store_method,
+)
+from ledger_cli.stores.jsonfile.pruning import PruneMethods
+from ledger_cli.stores.jsonfile.readyview import ReadyMethods
+from ledger_cli.stores.jsonfile.records import (
+    decode_record_file,
+    encode_record,
+    key_digest,
+)
+
+
+class JsonFileStore(ReadyMethods, PruneMethods):
+    """A directory of JSON records; safe under many concurrent processes.
+
+    `lock_timeout` bounds the wait for the store lock (StoreError after it).
+    `fair_lock=False` drops the FIFO queue in front of filelock (benchmarks).
+    A directory on a network file system (NFS, SMB, 9p, FUSE…) is refused —
+    advisory locks there do not exclude other hosts — unless `allow_network_fs`
+    (default: the environment variable LEDGER_ALLOW_NETWORK_FS=1) says so.
+    """
+
+    @store_method
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+        fair_lock: bool = True,
+        allow_network_fs: bool | None = None,
+    ) -> None:
+        root = os.path.abspath(os.fspath(path))
+        self._root = root
+        if allow_network_fs is None:
+            allow_network_fs = os.environ.get(_fsutil.ENV_ALLOW_NETWORK_FS) == "1"
+        if not allow_network_fs:
+            layout.refuse_network_fs(root)
+        super().__init__(root, lock_timeout, fair_lock)
+        # Refuse early (unknown version, records without metadata) and finish a
+        # batch that a crash interrupted, before anyone reads.
+        root_fd = _fsutil.open_root(self._root)
+        if root_fd is not None:
+            try:
+                if self._read_meta(root_fd) is not None and layout.exists(
+                    self._root, root_fd, JOURNAL_NAME
+                ):
+                    with self._locked(create=False):
+                        pass  # acquiring the lock replays the journal
+            finally:
+                os.close(root_fd)
+
+    # -- public API ------------------------------------------------------------------
+
+    @property
+    def path(self) -> str:
+        return self._root
+
+    @property
+    @store_method
+    def fence_floor(self) -> int:
+        """The store-wide fence floor kept in the metadata file (0 for a new store)."""
+        root_fd = _fsutil.open_root(self._root)
+        if root_fd is None:
+            return 0
+        try:
+            meta = self._read_meta(root_fd)
+        finally:
+            os.close(root_fd)
+        return 0 if meta is None else int(meta["fence_floor"])
+
+    @store_method
+    def check_record_file(self, data: bytes, shown: str, digest: str) -> TaskState:
+        """Decode a record file's bytes as the store reads them (`ledger doctor`):
+        checksum, wire record, validation, and the file name (`digest`) of its key."""
+        return decode_record_file(data, shown, checksummed=self._checksummed, digest=digest)
+
+    @store_method
+    def load(self, key: str) -> TaskState | None:
+        self._check_open()
+        digest = key_digest(key)
+        if digest is None:
+            return None
+        if self._holding():
+            assert self._root_fd is not None
+            return self._current(self._root_fd, key, digest)
+        root_fd = _fsutil.open_root(self._root)
+        if root_fd is None:
+            return None
+        try:
+            if not self._meta_seen and not self._initialized(root_fd):
+                return None
+            return self._read_record(root_fd, key, digest)
+        finally:
+            os.close(root_fd)
+
+    @store_method
+    def compare_and_swap(self, key: str, old: TaskState | None, new: TaskState) -> bool:
+        self._check_open()
+        digest = key_digest(key)
+        if digest is None:
+            raise StoreError(
+                f"ledger: store: key {key!r} is not valid Unicode; a JSON file store cannot hold it"
+            )
+        if new.key != key:
+            raise StoreError(
+                f"ledger: store: record key {new.key!r} does not match the store key {key!r}"
+            )
+        new.validate()  # never write what load() would refuse
+        with self._locked(create=True) as root_fd:
+            assert root_fd is not None
+            cur = self._current(root_fd, key, digest)
+            if cur is None:
+                if old is not None:
+                    return False
+                if new.rev != 0 or new.fence < self._floor:
+                    new = new.replace(rev=0, fence=max(new.fence, self._floor))
+            else:
+                if old is None or old.cas_tuple() != cur.cas_tuple():
+                    return False
+                new = new.replace(rev=cur.rev + 1)
+            data = encode_record(new)
+            batch = self._batch
+            if batch is not None:
+                batch.put(digest, new, data)
+            else:
+                self._write_records({digest: (new, data)}, [], None)
+            return True
+
+    @store_method
+    def by_status(self, statuses: Iterable[str]) -> list[TaskState]:
+        """Records whose status is one of `statuses`, oldest CreatedAt first, then key.
+
+        For pending/claimed (the claimable-work scan) only the records indexed
+        under live/ are read, so finished records cost nothing; other statuses
+        need a full scan.
+        """
+        self._check_open()
+        wanted = frozenset(str(s) for s in statuses)
+        if not wanted:
+            return []
+        if not wanted <= LIVE_STATUSES:
+            records: Iterable[TaskState] = (r for r in self.visible_range() if r.status in wanted)
+        else:
+            with self._locked(create=False) as root_fd:
+                if root_fd is None:
+                    return []
+                found = liveindex.scan_live(
+                    self._root, root_fd, lambda digest: self._read_digest(root_fd, digest)
+                )
+                batch = self._batch
+                if batch is not None and batch.mine():
+                    for digest, (rec, _) in batch.records.items():
+                        found[digest] = rec
+            records = (r for r in found.values() if r.status in wanted)
+        return sorted(records, key=lambda r: (r.created_at, byte_order(r.key)))
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """Group commit: writes inside are durable together when the outermost batch
+        exits (one lock hold, one journal, one sync). Re-entrant. An exception
+        leaving the outermost batch discards its writes (nothing is written)."""
+        self._check_open()
+        with self._mutex:
+            if self._batch is not None:  # nested: a savepoint; the outermost batch commits
+                outer = self._batch
+                mark = (len(outer.undo), len(outer.history))
+                outer.marks.append(mark)
+                try:
+                    yield
+                except BaseException:
+                    outer.rollback(mark)
+                    raise
+                finally:
+                    outer.marks.pop()
+                    if not outer.marks:
+                        outer.undo.clear()
+                return
+            batch = PendingBatch()
+            # Lock now if the store exists; otherwise the first write inside the
+            # batch creates it and takes the lock (reads alone create nothing).
+            with io_errors(self._root):
+                if self._enter(create=False):
+                    batch.owns_lock = True
+            self._batch = batch
+            try:
+                yield
+                if batch.records or batch.history:
+                    assert self._root_fd is not None
+                    with io_errors(self._root):
+                        journal.commit(self._root, self._root_fd, batch, self._write_records)
+            finally:
+                self._batch = None
+                if batch.owns_lock:
+                    with io_errors(self._root):
+                        self._exit()
+
+    @store_method
+    def append_history(self, entries: Sequence[HistoryEntry]) -> None:
+        self._check_open()
+        if not entries:
+            return
+        try:
+            lines = [(entry.to_json() + "\n").encode("utf-8") for entry in entries]
+        except UnicodeEncodeError:
+            raise StoreError(
+                "ledger: store: a history entry is not valid Unicode (a lone surrogate)"
+            ) from None
+        with self._locked(create=True) as root_fd:
+            assert root_fd is not None
+            batch = self._batch
+            if batch is not None:
+                batch.history.extend(lines)
+            else:
+                one_call = PendingBatch()
+                one_call.history = lines
+                journal.commit(self._root, root_fd, one_call, self._write_records)  # all or none
+
+    @store_method
+    def read_history(self, key: str | None = None) -> Iterator[HistoryEntry]:
+        """History entries oldest first, streamed (a torn last line, left by a crash
+        or an append in progress, is skipped): `log` prints each as it is read."""
+        self._check_open()
+        batch = self._batch
+        pending = list(batch.history) if batch is not None and batch.mine() else []
+        return self._stream_history(key, pending)
+
+    def _stream_history(self, key: str | None, pending: list[bytes]) -> Iterator[HistoryEntry]:
+        path = self._shown(HISTORY_NAME)
+        with io_errors(self._root):
+            fd = None
+            root_fd = _fsutil.open_root(self._root)
+            if root_fd is not None:
+                try:
+                    flags = (
+                        os.O_RDONLY | _fsutil.O_NOFOLLOW | _fsutil.O_NONBLOCK | _fsutil.O_CLOEXEC
+                    )
+                    fd = os.open(HISTORY_NAME, flags, dir_fd=root_fd)
+                except FileNotFoundError:
+                    fd = None
+                except OSError as exc:
+                    raise _fsutil.open_failed(path, exc) from None
+                finally:
+                    os.close(root_fd)
+            number = 0
+            if fd is not None:
+                _fsutil.require_regular(fd, path)  # closes fd when it refuses
+                try:
+                    rest = b""
+                    while chunk := os.read(fd, 1 << 20):
+                        lines = (rest + chunk).split(b"\n")
+                        rest = lines.pop()  # an incomplete (maybe torn) line, for now
+                        for entry in historyfile.parse_lines(lines, path, number):
+                            if key is None or entry.key == key:
+                                yield entry
+                        number += len(lines)
+                finally:
+                    os.close(fd)
+            for entry in historyfile.parse_lines(
+                b"".join(pending).split(b"\n")[:-1], "(pending batch)", 0
+            ):
+                if key is None or entry.key == key:
+                    yield entry
+
+    def close(self) -> None:
+        self._closed = True
+
+    def __enter__(self) -> JsonFileStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"JsonFileStore({self._root!r})"
+
+    # -- under the lock --------------------------------------------------------------
+
+    def _recover(self, root_fd: int) -> None:
+        data = _fsutil.read_file(root_fd, JOURNAL_NAME, self._shown(JOURNAL_NAME))
+        if data is not None:
+            journal.replay(self._root, root_fd, data, self._checksummed, self._write_records)
+
+    def _write_records(
+        self,
+        records: dict[str, tuple[TaskState, bytes]],
+        history: list[bytes],
+        history_at: int | None,
+    ) -> None:
+        root_fd = self._root_fd
+        assert root_fd is not None
+        self._drop_dirs()  # this may create directories a cached lookup found missing
+        apply.write_records(
+            self._root,
+            root_fd,
+            records,
+            history,
+            history_at,
+            lambda digest: self._read_digest(root_fd, digest),
+            lambda: self._rebuild_ready(root_fd),
+            lambda key, digest: self._read_record(root_fd, key, digest),
+        )
