@@ -165,6 +165,23 @@ def test_retry_refusals_write_nothing(store: Store) -> None:
     assert ledger.snapshot() == before
 
 
+def test_a_pruned_failure_is_not_retried(store: Store) -> None:
+    # Prune keeps every failure that still blocks something, and a pruned
+    # record has lost its task and needs: there is nothing to reopen.
+    ledger = Ledger(store)
+    ledger.admit("a", "gone", 1, {"n": 1}, T0)
+    fail(ledger, "gone")
+    assert ledger.prune(timedelta(0), T1) == 1
+    before = ledger.snapshot()
+    with pytest.raises(errors.NotFailedError) as info:
+        ledger.retry("ops", "gone", T1)
+    assert str(info.value) == "ledger: gone is pruned (its task is gone); admit a new key"
+    assert info.value.exit_code == 6
+    with pytest.raises(errors.AlreadyFinishedError):
+        ledger.cancel("ops", "gone", T1)
+    assert ledger.snapshot() == before
+
+
 # -- cancel (library) ----------------------------------------------------------------------
 
 

@@ -14,6 +14,7 @@ from ledger_cli.engine import events
 from ledger_cli.engine.core import Core
 from ledger_cli.engine.dependencies import block_one, blocking_need
 from ledger_cli.engine.instant import Instant
+from ledger_cli.engine.prune import is_pruned
 from ledger_cli.engine.record import TaskState
 from ledger_cli.engine.reopen import confirm_block, nearest_failed, settle
 from ledger_cli.engine.status import Status
@@ -74,6 +75,10 @@ def retry(core: Core, actor: str, key: str, now: Instant, reason: str | None = N
             raise NotFailedError(f"ledger: {key} is blocked by {root}; retry {root}")
         if cur.status != Status.FAILED.value:
             raise NotFailedError(f"ledger: {key} is not failed (it is {cur.status})")
+        if is_pruned(core.store, key):
+            # Its task and needs are gone, and prune keeps every failure that
+            # still blocks something (SPEC §6.4): nothing to reopen or un-block.
+            raise NotFailedError(f"ledger: {key} is pruned (its task is gone); admit a new key")
         blocker = _blocker(core, key, cur.needs)
         nxt = cur.replace(
             status=Status.BLOCKED.value if blocker is not None else Status.PENDING.value,
