@@ -67,6 +67,19 @@ def test_json_figures(cli: Cli) -> None:
     assert (empty["ready"], empty["oldest_ready_age_seconds"]) == (0, None)
 
 
+
+def test_pruned_records_are_counted_apart(cli: Cli) -> None:
+    # SPEC §6.4: pruned records leave the status counts and show as `pruned`.
+    workload(cli)
+    fence = cli.ok("claim", "c", "--owner", "w", "--lease", "1m").stdout.strip()
+    cli.ok("complete", "c", "--owner", "w", "--fence", fence)
+    before = cli.ok("stats", "--json", now=LATER).json()
+    assert before["counts"]["completed"] == 1 and before["pruned"] == 0
+    cli.ok("prune", "--older-than", "1h", now=LATER)  # c; f still blocks g
+    after = cli.ok("stats", "--json", now=LATER).json()
+    assert after["counts"] == {**before["counts"], "completed": 0}
+    assert (after["pruned"], after["ready"]) == (1, before["ready"])
+
 def test_prometheus_text_parses(cli: Cli) -> None:
     workload(cli)
     text = cli.ok("stats", "--prometheus", now=T90).stdout

@@ -22,7 +22,10 @@ from ledger_cli.cli.context import Session, Settings
 from ledger_cli.cli.inputs import InputError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+
     from ledger_cli.engine.instant import Instant
+    from ledger_cli.engine.record import TaskState
     from ledger_cli.engine.store import Store
 
 STATUSES = ("pending", "claimed", "completed", "failed", "blocked")
@@ -47,31 +50,60 @@ class Stats:
 
 
 def pruned_count(store: Store) -> int:
-    """How many records `ledger prune` has pruned: 0 until a store can prune.
+    """How many records `ledger prune` has pruned (the store's own count)."""
+    from ledger_cli.engine.prune import count_pruned
 
-    The hook for SPEC §6.4: a store that prunes offers `pruned_count()`.
+    return count_pruned(store)
+
+
+def status_figures(store: Store, now: Instant) -> tuple[dict[str, int], int]:
+    """Unpruned records by status, and claimed ones whose lease has run out.
+
+    Without a full read where the store can avoid one: a SQL store counts by
+    status in the database (`status_counts()`) and its status index serves
+    the claimed records; otherwise one pass over the unpruned records (on the
+    JSON store pruned keys are never read).
     """
-    count = getattr(store, "pruned_count", None)
-    return int(count()) if callable(count) else 0
-
-
-def collect(store: Store, now: Instant) -> Stats:
-    """Every figure of `ledger stats` at `now`."""
-    from ledger_cli.cli import ready
+    from ledger_cli.engine.prune import visible
 
     counts = dict.fromkeys(STATUSES, 0)
+    counter: Callable[[], dict[str, int]] | None = getattr(store, "status_counts", None)
+    by_status: Callable[[Iterable[str]], list[TaskState]] | None = getattr(
+        store, "by_status", None
+    )
+    if counter is not None and by_status is not None:
+        for status, n in counter().items():
+            if status in counts:
+                counts[status] = n
+        expired = sum(r.lease_until <= now for r in by_status(("claimed",)))
+        return counts, expired
     expired = 0
-    for rec in store.range():
+    for rec in visible(store):
         if rec.status in counts:
             counts[rec.status] += 1
         if rec.status == "claimed" and rec.lease_until <= now:
             expired += 1
-    ready_now = ready.ready_records(ready.candidates(store), store.load, now)
+    return counts, expired
+
+
+def collect(store: Store, now: Instant) -> Stats:
+    """Every figure of `ledger stats` at `now`.
+
+    Ready tasks come from the store's ready index when it has one (the same
+    walk as `claim --next`, `ready.ready_iter`), so they cost what the ready
+    candidates cost, not what the whole store costs. Pruned records are left
+    out of every count but `pruned` (SPEC §6.4).
+    """
+    from ledger_cli.cli import ready
+
+    counts, expired = status_figures(store, now)
+    ready_count = 0
     oldest: float | None = None
-    if ready_now:
-        age_ns = now.unix_ns - ready_now[0].created_at.unix_ns
-        oldest = max(age_ns, 0) / 1e9
-    return Stats(counts, pruned_count(store), len(ready_now), expired, oldest)
+    for rec in ready.ready_iter(store, store.load, now):
+        if ready_count == 0:  # oldest first
+            oldest = max(now.unix_ns - rec.created_at.unix_ns, 0) / 1e9
+        ready_count += 1
+    return Stats(counts, pruned_count(store), ready_count, expired, oldest)
 
 
 def prometheus_text(stats: Stats) -> str:

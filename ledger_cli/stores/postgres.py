@@ -387,6 +387,14 @@ class PostgresStore:
                 row = self._conn.execute("SELECT count(*) FROM ledger_pruned").fetchone()
         return int(row[0]) if row is not None else 0
 
+    def status_counts(self) -> dict[str, int]:
+        """Unpruned records by status, counted in SQL (`ledger stats`)."""
+        with self._lock:
+            self._check_open()
+            with self._errors("count"):
+                rows = self._conn.execute(_readysql.STATUS_COUNTS_SQL).fetchall()
+        return {str(status): int(n) for status, n in rows}
+
     def check_ready_index(self) -> list[str]:
         """Problems of the ready index against `ledger_tasks` (`ledger doctor`)."""
         with self._lock:
