@@ -14,11 +14,12 @@ import contextlib
 import os
 import select
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from ledger_cli.cli.context import Session, Settings
 from ledger_cli.cli.inputs import InputError, parse_duration, parse_status
+from ledger_cli.engine.record import byte_order
 
 if TYPE_CHECKING:
     from rich.console import Group
@@ -34,15 +35,31 @@ MAX_ROWS = 200
 """Rows drawn at most (a terminal shows fewer; the stats line counts them all)."""
 
 
-def unfinished(records: list[TaskState], statuses: set[str] | None) -> list[TaskState]:
-    """Pending, claimed and blocked records, and the failed ones something is blocked by."""
-    blocking = {r.blocked_by for r in records if r.status == "blocked"}
-    rows = [
-        r for r in records if r.status in UNFINISHED or (r.status == "failed" and r.key in blocking)
-    ]
+def unfinished(store: Store, statuses: set[str] | None) -> list[TaskState]:
+    """Pending, claimed and blocked records, and the failed ones something is
+    blocked by, sorted by key; pruned records never (they are finished).
+
+    Through the store's status index (`by_status`) where it has one, and a
+    load per failure named by a block, instead of reading every record.
+    """
+    from ledger_cli.engine.prune import visible
+
+    by_status: Callable[[Iterable[str]], list[TaskState]] | None = getattr(
+        store, "by_status", None
+    )
+    live = (
+        list(by_status(UNFINISHED))
+        if by_status is not None
+        else [r for r in visible(store) if r.status in UNFINISHED]
+    )
+    rows = list(live)
+    for key in sorted({r.blocked_by for r in live if r.status == "blocked"}):
+        rec = store.load(key)
+        if rec is not None and rec.status == "failed":
+            rows.append(rec)
     if statuses:
         rows = [r for r in rows if r.status in statuses]
-    return rows
+    return sorted(rows, key=lambda r: byte_order(r.key))
 
 
 def view(store: Store, now: Instant, statuses: set[str] | None, interval: str) -> Group:
@@ -60,7 +77,7 @@ def view(store: Store, now: Instant, statuses: set[str] | None, interval: str) -
     line.append(f"ready {figures.ready}  expired leases {figures.expired_leases}")
     if figures.oldest_ready_age_seconds is not None:
         line.append(f"  oldest ready {render.duration(figures.oldest_ready_age_seconds)}")
-    rows = unfinished(list(store.range()), statuses)
+    rows = unfinished(store, statuses)
     header = Text(f"ledger watch · every {interval} · q to quit · {now}", style="dim")
     shown = rows[:MAX_ROWS]
     parts: list[object] = [header, line, Text(""), render.record_table(shown, now)]
