@@ -101,3 +101,20 @@ def test_a_corrupt_store_completes_nothing_and_writes_nothing(tmp_path: Path) ->
     got, err = bash_complete(f"ledger --store {bad} state ")
     assert got == [] and err == "" and bad.read_bytes() == before
     assert not (tmp_path / "store").exists()
+
+
+@pytest.mark.parametrize("name", ["store", "ledger.db"])
+def test_pruned_keys_are_not_offered(name: str, tmp_path: Path) -> None:
+    # As `list` leaves them out: a pruned key is finished, its task gone.
+    if shutil.which("ledger", path=str(Path(sys.executable).parent)) is None:
+        pytest.skip("the ledger console script is not installed next to this Python")
+    store = tmp_path / name
+    for key in ("old-done", "old-live"):
+        assert run_ledger(store, "admit", key).returncode == 0
+    claim = run_ledger(store, "claim", "old-done", "--owner", "w", "--lease", "1m")
+    fence = claim.stdout.strip()
+    done = run_ledger(store, "complete", "old-done", "--owner", "w", "--fence", fence)
+    assert done.returncode == 0
+    assert run_ledger(store, "prune", "--older-than", "0s").returncode == 0
+    got, _ = bash_complete(f"ledger --store {store} state old")
+    assert got == ["old-live"]

@@ -13,7 +13,11 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ledger_cli.engine.record import TaskState
 
 MAX_KEYS = 1000
 STATUSES = ("pending", "claimed", "completed", "failed", "blocked")
@@ -50,16 +54,22 @@ def keys_from(url: str | None, prefix: str, limit: int = MAX_KEYS) -> list[str]:
     fast = _sqlite_keys(target, prefix, limit)
     if fast is not None:
         return fast
+    from ledger_cli.engine.prune import visible
+    from ledger_cli.engine.record import byte_order
     from ledger_cli.stores.resolve import open_store
 
     out: list[str] = []
     with open_store(target) as store:
-        for rec in store.range():
+        # The JSON store streams its record files without taking the lock
+        # (`scan_visible`, storage order), so the scan stops at `limit`
+        # matches; other stores page through unpruned records in key order.
+        scan: Callable[[], Iterator[TaskState]] | None = getattr(store, "scan_visible", None)
+        for rec in scan() if scan is not None else visible(store):
             if rec.key.startswith(prefix):
                 out.append(rec.key)
                 if len(out) >= limit:
                     break
-    return out
+    return sorted(out, key=byte_order)
 
 
 def _sqlite_keys(url: str, prefix: str, limit: int) -> list[str] | None:
@@ -77,10 +87,18 @@ def _sqlite_keys(url: str, prefix: str, limit: int) -> list[str] | None:
         return []
     conn = sqlite3.connect(f"file:{quote(path)}?mode=ro", uri=True, timeout=1.0)
     try:
-        rows = conn.execute(
-            "SELECT key FROM ledger_tasks WHERE substr(key, 1, ?) = ? ORDER BY key LIMIT ?",
-            (len(prefix), prefix, limit),
-        ).fetchall()
+        where = "substr(t.key, 1, ?) = ?"
+        args = (len(prefix), prefix, limit)
+        try:  # pruned keys left out, as `list` leaves them out
+            rows = conn.execute(
+                f"SELECT t.key FROM ledger_tasks t WHERE {where} AND NOT EXISTS"
+                " (SELECT 1 FROM ledger_pruned p WHERE p.key = t.key) ORDER BY t.key LIMIT ?",
+                args,
+            ).fetchall()
+        except sqlite3.OperationalError:  # a store no `ledger` has opened: the Go schema only
+            rows = conn.execute(
+                f"SELECT t.key FROM ledger_tasks t WHERE {where} ORDER BY t.key LIMIT ?", args
+            ).fetchall()
     finally:
         conn.close()
     return [str(row[0]) for row in rows]
