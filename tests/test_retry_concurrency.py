@@ -7,7 +7,9 @@ need may be admitted later, or never), claim and complete as completed or
 failed, retry (inside `store.batch()`, as the command line does, or not),
 cancel. After each round every process stops at a barrier and the test checks
 the whole store: no record is blocked unless a failed record is in its
-transitive needs. The check is written here, independently of the engine.
+transitive needs. The check is `ledger doctor`'s own (`engine/invariants.py`,
+`find_orphaned_blocks`: one whole-store walk, not the engine's per-key walks
+that retry uses), and `test_checker_finds_an_orphan` shows it can fail.
 
 The figures (rounds, processes, operations, records checked, and how often the
 repair paths ran) are printed (`pytest -s`).
@@ -19,7 +21,7 @@ import multiprocessing
 import queue
 import random
 import traceback
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -30,6 +32,7 @@ import pytest
 from ledger_cli import errors
 from ledger_cli.engine.events import Event
 from ledger_cli.engine.instant import Instant
+from ledger_cli.engine.invariants import find_orphaned_blocks
 from ledger_cli.engine.ledger import Ledger
 from ledger_cli.engine.record import TaskState
 from ledger_cli.engine.store import Store
@@ -58,30 +61,12 @@ def open_spec(spec: Spec) -> Store:
     return KINDS[kind].open(location, lambda: T0)
 
 
-# -- the invariant, checked independently of the engine ---------------------------------
-
-
-def failed_in_needs(records: dict[str, TaskState], rec: TaskState) -> bool:
-    seen: set[str] = set()
-    todo = deque(rec.needs or ())
-    while todo:
-        key = todo.popleft()
-        if key in seen:
-            continue
-        seen.add(key)
-        dep = records.get(key)
-        if dep is None:
-            continue
-        if dep.status == "failed":
-            return True
-        todo.extend(dep.needs or ())
-    return False
+# -- the invariant: doctor's checker (engine/invariants.py), one for both ---------------
 
 
 def orphaned_blocks(records: dict[str, TaskState]) -> list[str]:
-    return sorted(
-        r.key for r in records.values() if r.status == "blocked" and not failed_in_needs(records, r)
-    )
+    """The keys `ledger doctor` would report as orphaned blocks."""
+    return [o.key for o in find_orphaned_blocks(records.values())]
 
 
 def test_checker_finds_an_orphan() -> None:
