@@ -119,3 +119,25 @@ SENTINELS: tuple[type[LedgerError], ...] = (
     InvalidMaxEntriesError,
     InvalidLeaseError,
 )
+
+
+class NotFailedError(LedgerError):
+    """`retry` of a record that is not failed (exit 6, as NotClaimedError).
+
+    An extension beyond the Go package (SPEC §6.2).
+    """
+
+    code = "not_failed"
+    exit_code = 6
+    message = "ledger: record is not failed"
+
+
+class AlreadyFinishedError(LedgerError):
+    """`cancel` of a record that is already completed or failed (exit 6).
+
+    An extension beyond the Go package (SPEC §6.3).
+    """
+
+    code = "finished"
+    exit_code = 6
+    message = "ledger: record is already finished"

@@ -258,6 +258,10 @@ JSON_CASES: dict[str, list[list[str]]] = {
     "doctor": [["doctor"]],
     "prune": [["prune", "--older-than", "0s"], ["prune", "--older-than", "1d", "--dry-run"]],
     "demo": [],  # a real multi-process run: tests/test_cli_processes.py
+    "retry": [["retry", "p"], ["retry", "nope"]],
+    "cancel": [["cancel", "p"], ["cancel", "c", "--reason", "r"]],
+    "stats": [["stats"], ["stats", "--prometheus"]],
+    "watch": [["watch"]],  # not a terminal here: the JSON error
 }  # fmt: skip
 
 

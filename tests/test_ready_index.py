@@ -1,6 +1,7 @@
 """The ready index on every store (SPEC §6.1): what `claim --next` finds through
 it must be what a brute-force evaluation of the Ready rule over `range()`
-finds, after admits, completions, failures, takeovers, releases, prunes and restores;
+finds, after admits, completions, failures, takeovers, releases, retries,
+cancels, prunes and restores;
 rows the Go service writes with plain SQL are indexed too; `doctor` checks the
 index and `doctor --fix` rebuilds it.
 """
@@ -76,6 +77,7 @@ def test_claim_next_agrees_with_the_ready_rule(kind: StoreKind, places: tuple[st
     admitted: list[str] = []
     fences: dict[str, int] = {}
     seen = {"ready": 0, "claimed next": 0, "completed": 0, "waiting": 0, "pruned": 0}
+    seen |= {"retried": 0, "cancelled": 0}
     now = T0
     for step in range(160):
         now = _at(step * 0.5)
@@ -107,6 +109,19 @@ def test_claim_next_agrees_with_the_ready_rule(kind: StoreKind, places: tuple[st
             elif op < 0.92 and fences:
                 key = rng.choice(sorted(fences))
                 ledger.release("t", key, "w", fences.pop(key), now)
+            elif op < 0.95 and (failed := [r.key for r in store.range() if r.status == "failed"]):
+                # retry: a failed record reopened, its dependents un-blocked
+                key = rng.choice(failed)
+                with store.batch():
+                    ledger.retry("t", key, now, "again")
+                seen["retried"] += 1
+            elif op < 0.97 and admitted:
+                # cancel: a live record failed without its lease, dependents blocked
+                key = rng.choice(admitted)
+                with store.batch():
+                    ledger.cancel("t", key, now)
+                fences.pop(key, None)
+                seen["cancelled"] += 1
             else:
                 # claim --next itself: the head of the index, claimed
                 with Session(Settings(actor="t"), store=store) as s:

@@ -137,8 +137,29 @@ def dispatch(ctx: typer.Context, fn: Callable[..., int], **kwargs: Any) -> None:
 
 # -- option types ------------------------------------------------------------------
 
-Key = Annotated[str, typer.Argument(metavar="KEY", help="The task's key.", show_default=False)]
-OptKey = Annotated[str | None, typer.Argument(metavar="[KEY]", show_default=False)]
+
+def complete_key(ctx: typer.Context, incomplete: str) -> list[str]:
+    """Keys from the store on the line being completed (keycomp.py)."""
+    from ledger_cli.cli import keycomp
+
+    return keycomp.complete_key(ctx, incomplete)
+
+
+def complete_status(incomplete: str) -> list[str]:
+    from ledger_cli.cli import keycomp
+
+    return keycomp.complete_status(incomplete)
+
+
+Key = Annotated[
+    str,
+    typer.Argument(
+        metavar="KEY", help="The task's key.", show_default=False, autocompletion=complete_key
+    ),
+]
+OptKey = Annotated[
+    str | None, typer.Argument(metavar="[KEY]", show_default=False, autocompletion=complete_key)
+]
 Owner = Annotated[str, typer.Option("--owner", metavar="O", help="Who holds the lease.")]
 Lease = Annotated[
     str, typer.Option("--lease", metavar="D", help="Lease length: 90s, 5m, 1h30m, 2d, seconds.")
@@ -164,7 +185,12 @@ def admit(
     ] = None,
     needs: Annotated[
         list[str] | None,
-        typer.Option("--needs", metavar="K", help="A key this task needs (repeatable)."),
+        typer.Option(
+            "--needs",
+            metavar="K",
+            help="A key this task needs (repeatable).",
+            autocompletion=complete_key,
+        ),
     ] = None,
     task: Annotated[
         str | None, typer.Option("--task", metavar="JSON", help="The task payload (JSON).")
@@ -273,7 +299,12 @@ def list_(
     ctx: typer.Context,
     status: Annotated[
         list[str] | None,
-        typer.Option("--status", metavar="S", help="Only this status (repeatable)."),
+        typer.Option(
+            "--status",
+            metavar="S",
+            help="Only this status (repeatable).",
+            autocompletion=complete_status,
+        ),
     ] = None,
     owner: Annotated[
         str | None, typer.Option("--owner", metavar="O", help="Only this owner.")
@@ -357,6 +388,14 @@ def run(
     key: OptKey = None,
     next_: Next = False,
     wait: Wait = None,
+    retries: Annotated[
+        str | None,
+        typer.Option("--retries", metavar="N", help="Run the command up to N more times."),
+    ] = None,
+    backoff: Annotated[
+        str | None,
+        typer.Option("--backoff", metavar="D", help="Wait D, 2D, 4D… between attempts (1s)."),
+    ] = None,
 ) -> None:
     """Claim, run `-- CMD…` under the lease (renewed), complete by its exit status."""
     from ledger_cli.cli import run as run_module
@@ -370,6 +409,8 @@ def run(
         command=list(ctx.meta.get("ledger.command", [])),
         next_=next_,
         wait=wait,
+        retries=retries,
+        backoff=backoff,
     )
 
 
@@ -420,3 +461,8 @@ def demo(
     from ledger_cli.cli import demo as demo_module
 
     dispatch(ctx, demo_module.demo, workers=workers)
+
+
+# -- operating commands (retry, cancel, stats, watch) live in their own module ------------
+
+from ledger_cli.cli import operate_commands as _operate_commands  # noqa: E402,F401

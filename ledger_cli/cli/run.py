@@ -10,6 +10,12 @@ background, complete by the command's exit status.
   claim is released; exit 128+signal.
 - Otherwise the record is completed (exit status 0) or failed (anything else)
   and `run` exits with the command's status (128+N when a signal N killed it).
+- `--retries N --backoff D` (SPEC §6.7): up to N+1 attempts under the one
+  lease, renewed throughout (waits included), waiting D, 2D, 4D… between them;
+  LEDGER_ATTEMPT (1, 2, …) in the command's environment; each failed attempt
+  but the last leaves a history line `ledger.attempt_failed` with its exit
+  status; the task is failed only when the last attempt fails. A lost lease
+  during an attempt or a wait stops everything (exit 5).
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from typing import TYPE_CHECKING
 
 from ledger_cli.cli import output
 from ledger_cli.cli.context import Session, Settings
-from ledger_cli.cli.inputs import InputError, parse_duration, validate_text
+from ledger_cli.cli.inputs import InputError, parse_duration, parse_uint, validate_text
 from ledger_cli.cli.leases import claim_next
 from ledger_cli.errors import FencedError, LedgerError, NoKeyError, NotClaimedError
 
@@ -35,6 +41,10 @@ if TYPE_CHECKING:
 
 STOP_GRACE = 5.0
 """Seconds the command gets to exit after SIGTERM before SIGKILL."""
+
+DEFAULT_BACKOFF = timedelta(seconds=1)
+MAX_RETRIES = 1000
+"""`--retries` is at most this (the waits double: 1000 is already forever)."""
 
 
 class LeaseLostError(FencedError):
@@ -49,6 +59,8 @@ def run(
     command: list[str],
     next_: bool = False,
     wait: str | None = None,
+    retries: str | None = None,
+    backoff: str | None = None,
 ) -> int:
     if not command:
         raise InputError("ledger: run needs a command after --, e.g. ledger run K ... -- ./job.sh")
@@ -60,6 +72,8 @@ def run(
         raise InputError("ledger: --wait goes with --next")
     owner = validate_text(owner, "owner")
     lease_td = parse_duration(lease, "lease")
+    attempts = parse_uint(retries, "--retries", MAX_RETRIES) + 1 if retries is not None else 1
+    backoff_td = parse_duration(backoff, "--backoff") if backoff is not None else DEFAULT_BACKOFF
     with Session(settings) as s:
         if next_:
             rec, fence = claim_next(s, owner, lease, wait)
@@ -72,7 +86,9 @@ def run(
             if claimed is None:
                 raise NoKeyError()
             rec = claimed
-        return Supervisor(s, rec, fence, owner, lease_td, command).run()
+        sup = Supervisor(s, rec, fence, owner, lease_td, command)
+        sup.attempts, sup.backoff = attempts, backoff_td
+        return sup.run()
 
 
 class Supervisor:
@@ -96,6 +112,13 @@ class Supervisor:
         self.stop = threading.Event()
         self.lost: LedgerError | None = None
         self.signum: int | None = None
+        self.attempts = 1
+        self.attempt = 0
+        self.backoff = DEFAULT_BACKOFF
+        self.wake = threading.Event()
+        """Set when the lease is lost or a signal arrives: cuts a backoff wait short."""
+        self.writing = threading.Lock()
+        """One write at a time on the session (the renewer runs beside the attempts)."""
 
     # -- the child -------------------------------------------------------------
 
@@ -104,6 +127,7 @@ class Supervisor:
         env["LEDGER_KEY"] = self.key
         env["LEDGER_FENCE"] = str(self.fence)
         env["LEDGER_TASK"] = str(output.task(self.rec.task))
+        env["LEDGER_ATTEMPT"] = str(self.attempt)
         return env
 
     def _signal_child(self, signum: int) -> None:
@@ -132,14 +156,17 @@ class Supervisor:
     def _renew_loop(self) -> None:
         interval = max(self.lease.total_seconds() / 3, 0.01)
         while not self.stop.wait(interval):
-            now = self.s.now()
             try:
-                with self.s.write(now):
-                    self.s.ledger.renew(
-                        self.s.actor, self.key, self.owner, self.fence, self.lease, now
-                    )
+                with self.writing:
+                    now = self.s.now()
+                    with self.s.write(now):
+                        self.s.ledger.renew(
+                            self.s.actor, self.key, self.owner, self.fence, self.lease, now
+                        )
             except (FencedError, NotClaimedError, NoKeyError) as exc:
+                # Refused (exit 5 or 6: taken over, cancelled, rebased): the lease is lost.
                 self.lost = exc
+                self.wake.set()
                 if self.proc is not None:
                     self._signal_child(signal.SIGTERM)
                 return
@@ -151,6 +178,7 @@ class Supervisor:
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         if self.signum is None:
             self.signum = signum
+        self.wake.set()
         self._signal_child(signum)
 
     def run(self) -> int:
@@ -163,15 +191,10 @@ class Supervisor:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
 
-    def _run(self) -> int:
-        try:
-            self.proc = subprocess.Popen(self.command, env=self._env(), process_group=0)
-        except OSError as exc:
-            self._release()
-            output.diag(f"ledger: cannot run {self.command[0]}: {exc.strerror or exc}")
-            return 126 if isinstance(exc, PermissionError) else 127
-        renewer = threading.Thread(target=self._renew_loop, name="ledger-renew", daemon=True)
-        renewer.start()
+    def _attempt(self) -> int | None:
+        """Run the command once; its exit status (None: a signal or a lost lease
+        stopped it). Raises OSError when it cannot be started."""
+        self.proc = subprocess.Popen(self.command, env=self._env(), process_group=0)
         rc: int | None = None
         signalled_at: float | None = None
         while rc is None:
@@ -186,10 +209,51 @@ class Supervisor:
                         self._signal_child(signal.SIGKILL)
                 elif self.lost is not None:
                     rc = self._stop_child()
-        self.stop.set()
-        renewer.join()
         if self.lost is not None or self.signum is not None:
             self._signal_child(signal.SIGKILL)  # stragglers in the group
+            return None
+        return rc
+
+    def _attempt_failed(self, rc: int) -> None:
+        """A history line for a failed attempt that will be retried."""
+        from ledger_cli.engine.events import ATTEMPT_FAILED, Event
+
+        with self.writing:
+            now = self.s.now()
+            with self.s.write(now):
+                self.s.recorder.emit(
+                    Event(
+                        ATTEMPT_FAILED,
+                        self.key,
+                        f"key {self.key} attempt {self.attempt} of {self.attempts} "
+                        f"failed with exit status {exit_code(rc)}",
+                    )
+                )
+
+    def _run(self) -> int:
+        renewer = threading.Thread(target=self._renew_loop, name="ledger-renew", daemon=True)
+        renewer.start()
+        try:
+            rc: int | None = None
+            while True:
+                self.attempt += 1
+                try:
+                    rc = self._attempt()
+                except OSError as exc:
+                    self.stop.set()
+                    renewer.join()
+                    self._release()
+                    output.diag(f"ledger: cannot run {self.command[0]}: {exc.strerror or exc}")
+                    return 126 if isinstance(exc, PermissionError) else 127
+                if rc is None or rc == 0 or self.attempt >= self.attempts:
+                    break
+                self._attempt_failed(rc)
+                pause = self.backoff.total_seconds() * 2 ** (self.attempt - 1)
+                if self.wake.wait(pause):  # the lease was lost, or a signal came
+                    break
+        finally:
+            self.stop.set()
+            renewer.join()
         if self.lost is not None:
             raise LeaseLostError(
                 f"{output.one_line(str(self.lost))} (lost the lease on {self.key}; "
@@ -198,12 +262,13 @@ class Supervisor:
         if self.signum is not None:
             self._release()
             return 128 + self.signum
+        assert rc is not None
         status = "completed" if rc == 0 else "failed"
         now = self.s.now()
         with self.s.write(now):
             self.s.ledger.complete(self.s.actor, self.key, self.owner, self.fence, status, now)
             rec = self.s.load(self.key)
-        code = rc if rc >= 0 else 128 - rc
+        code = exit_code(rc)
         if self.s.settings.json:
             output.json_line(
                 {
@@ -211,6 +276,7 @@ class Supervisor:
                     "fence": self.fence,
                     "status": status,
                     "exit": code,
+                    "attempts": self.attempt,
                     "record": output.record(rec),
                 }
             )
@@ -223,3 +289,8 @@ class Supervisor:
                 self.s.ledger.release(self.s.actor, self.key, self.owner, self.fence, now)
         except LedgerError as exc:
             output.diag(f"ledger: releasing {self.key}: {output.one_line(str(exc))}")
+
+
+def exit_code(rc: int) -> int:
+    """A child's exit status as a shell reports it (128+N when signal N killed it)."""
+    return rc if rc >= 0 else 128 - rc

@@ -57,6 +57,11 @@ def admit(
             continue
         if blocker is not None:
             core.emit(events.BLOCKED, key, f"key {key} blocked by {blocker} at admission")
+            # Extension (SPEC §6.2): the read after the write, so that a
+            # concurrent retry of the blocker cannot leave this block orphaned.
+            from ledger_cli.engine.reopen import confirm_block
+
+            confirm_block(core, actor, now, key, blocker)
             return True
         if not recheck_needs(core, actor, now, key, needs):
             core.emit(events.ADMITTED, key, f"key {key} admitted at sequence {seq}")

@@ -56,8 +56,14 @@ def nearest_blocking(
     return None
 
 
-def block_one(core: Core, actor: str, now: Instant, key: str, cur: TaskState, blocker: str) -> None:
-    """Move `cur` to blocked by `blocker`; give up silently if it went terminal."""
+def block_one(core: Core, actor: str, now: Instant, key: str, cur: TaskState, blocker: str) -> bool:
+    """Move `cur` to blocked by `blocker`; give up silently if it went terminal.
+
+    Returns whether it wrote. Extension (SPEC §6.2): after the write, the
+    blocker is read again (`reopen.confirm_block`), so that a concurrent
+    `retry` cannot leave this block orphaned; without retries that read
+    always finds the blocker still failed or blocked and changes nothing.
+    """
     while True:
         nxt = cur.replace(
             status=Status.BLOCKED.value, blocked_by=blocker, updated_by=actor, updated_at=now
@@ -65,10 +71,13 @@ def block_one(core: Core, actor: str, now: Instant, key: str, cur: TaskState, bl
         nxt.validate()
         if core.store.compare_and_swap(key, cur, nxt):
             core.emit(events.BLOCKED, key, f"key {key} blocked by {blocker}")
-            return
+            from ledger_cli.engine.reopen import confirm_block
+
+            confirm_block(core, actor, now, key, blocker)
+            return True
         fresh = core.store.load(key)
         if fresh is None or is_terminal(fresh.status):
-            return
+            return False
         cur = fresh
 
 

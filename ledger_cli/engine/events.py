@@ -17,6 +17,15 @@ COMPLETED = "ledger.completed"
 BLOCKED = "ledger.blocked"
 
 NAMES: tuple[str, ...] = (ADMITTED, CLAIMED, RENEWED, RELEASED, TAKEN_OVER, COMPLETED, BLOCKED)
+"""The seven Go event names."""
+
+# Extensions beyond the Go package (SPEC §6): operator remedies and `run --retries`.
+RETRIED = "ledger.retried"
+UNBLOCKED = "ledger.unblocked"
+CANCELLED = "ledger.cancelled"
+ATTEMPT_FAILED = "ledger.attempt_failed"
+
+EXTENSION_NAMES: tuple[str, ...] = (RETRIED, UNBLOCKED, CANCELLED, ATTEMPT_FAILED)
 
 
 class Event(Frozen):

@@ -34,6 +34,7 @@ import dataclasses
 from collections import deque
 from collections.abc import Iterable
 
+from ledger_cli.engine import events
 from ledger_cli.engine.core import Core
 from ledger_cli.engine.dependencies import block_one, nearest_blocking
 from ledger_cli.engine.instant import Instant
@@ -51,8 +52,9 @@ __all__ = [
     "fix_orphaned_block",
 ]
 
-UNBLOCKED = "ledger.unblocked"
-"""The event (and history line) of an orphaned block's repair (SPEC §6.2's name)."""
+UNBLOCKED = events.UNBLOCKED
+"""The event (and history line) of an orphaned block's repair (SPEC §6.2's name),
+the same as `retry`'s un-blocking walk writes."""
 
 _LIVE = frozenset({Status.PENDING.value, Status.CLAIMED.value})
 
@@ -146,41 +148,18 @@ def fix_escaped_block(core: Core, actor: str, now: Instant, found: EscapedBlock)
 
 def fix_orphaned_block(core: Core, actor: str, now: Instant, found: OrphanedBlock) -> bool:
     """Un-block the record (pending, BlockedBy ""); False when it is no longer
-    blocked or a failure is back in its needs (nothing written then)."""
-    while True:
-        cur = core.store.load(found.key)
-        if cur is None or cur.status != Status.BLOCKED.value:
-            return False
-        everything = _closure_records(core, cur)
-        if any(r.status == Status.FAILED.value for r in everything):
-            return False
-        nxt = cur.replace(
-            status=Status.PENDING.value,
-            blocked_by="",
-            owner="",
-            lease_until=Instant.ZERO,
-            updated_by=actor,
-            updated_at=now,
-        )
-        nxt.validate()
-        if core.store.compare_and_swap(found.key, cur, nxt):
-            core.emit(UNBLOCKED, found.key, f"key {found.key} unblocked")
-            return True
+    blocked or a failure is back in its needs (then at most its BlockedBy is
+    re-pointed at that failure).
 
+    The same step as `retry`'s un-blocking walk (`reopen.reexamine`), so it
+    reads the needs again after the write, as Go's recheckNeeds does: a
+    failure that lands meanwhile blocks the record again, and the repair
+    opens no escape window.
+    """
+    from ledger_cli.engine.reopen import reexamine
 
-def _closure_records(core: Core, rec: TaskState) -> list[TaskState]:
-    """The records in `rec`'s transitive needs (through every status)."""
-    seen: set[str] = set()
-    out: list[TaskState] = []
-    queue: deque[str] = deque(rec.needs or ())
-    while queue:
-        key = queue.popleft()
-        if key in seen:
-            continue
-        seen.add(key)
-        dep = core.store.load(key)
-        if dep is None:
-            continue
-        out.append(dep)
-        queue.extend(dep.needs or ())
-    return out
+    cur = core.store.load(found.key)
+    if cur is None or cur.status != Status.BLOCKED.value:
+        return False
+    _, unblocked = reexamine(core, actor, now, cur, note="")
+    return unblocked

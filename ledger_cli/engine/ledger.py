@@ -64,6 +64,30 @@ class Ledger:
     ) -> None:
         completion.complete(self._core, actor, key, owner, fence, status, Instant.coerce(now))
 
+    # -- extensions beyond the Go package (SPEC §6) ---------------------------------
+
+    def retry(self, actor: str, key: str, now: TimeLike, reason: str | None = None) -> list[str]:
+        """Reopen a failed task; return the keys it un-blocked (sorted).
+
+        An extension beyond the Go package (SPEC §6.2): `NoKeyError` without a
+        record, `NotFailedError` unless it is failed. Run it inside
+        `store.batch()` to make its writes durable together.
+        """
+        from ledger_cli.engine import retry
+
+        return retry.retry(self._core, actor, key, Instant.coerce(now), reason)
+
+    def cancel(self, actor: str, key: str, now: TimeLike, reason: str | None = None) -> list[str]:
+        """Fail a pending, claimed or blocked task without its lease (Fence+1);
+        return the keys it blocked (sorted).
+
+        An extension beyond the Go package (SPEC §6.3): `NoKeyError` without a
+        record, `AlreadyFinishedError` when it is completed or failed.
+        """
+        from ledger_cli.engine import cancel
+
+        return cancel.cancel(self._core, actor, key, Instant.coerce(now), reason)
+
     def state(self, key: str) -> TaskState | None:
         return self._core.store.load(key)
 

@@ -333,6 +333,13 @@ def candidates(fetch: Fetch, page: int) -> Iterator[TaskState]:
 # -- prune (SPEC §6.4) ---------------------------------------------------------
 
 
+STATUS_COUNTS_SQL = (
+    "SELECT t.status, count(*) FROM ledger_tasks t WHERE NOT EXISTS"
+    " (SELECT 1 FROM ledger_pruned p WHERE p.key = t.key) GROUP BY t.status"
+)
+"""Unpruned records by status (`ledger stats`), counted by the database."""
+
+
 def visible_sql(columns: str) -> str:
     return (
         f"SELECT {columns} FROM ledger_tasks t WHERE NOT EXISTS"

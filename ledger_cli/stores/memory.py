@@ -52,6 +52,11 @@ class MemStore:
         self._history: list[HistoryEntry] = []
         self._pruned: set[str] = set()
 
+    def forgets(self) -> bool:
+        """Whether records can disappear (a bounded store evicts). `retry`'s
+        repairs (engine/reopen.py) then keep every block Go would keep."""
+        return self._max > 0
+
     @property
     def fence_floor(self) -> int:
         return self._floor

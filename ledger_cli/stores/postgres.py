@@ -387,6 +387,14 @@ class PostgresStore:
                 row = self._conn.execute("SELECT count(*) FROM ledger_pruned").fetchone()
         return int(row[0]) if row is not None else 0
 
+    def status_counts(self) -> dict[str, int]:
+        """Unpruned records by status, counted in SQL (`ledger stats`)."""
+        with self._lock:
+            self._check_open()
+            with self._errors("count"):
+                rows = self._conn.execute(_readysql.STATUS_COUNTS_SQL).fetchall()
+        return {str(status): int(n) for status, n in rows}
+
     def check_ready_index(self) -> list[str]:
         """Problems of the ready index against `ledger_tasks` (`ledger doctor`)."""
         with self._lock:
@@ -456,6 +464,22 @@ class PostgresStore:
                     return list(self._conn.execute(sql, args).fetchall())
 
         yield from _sql.read_history_pages(fetch, "%s", key)
+
+    # -- retry (SPEC §6.2; engine/reopen.py) ---------------------------------------
+
+    def serialize_reopen(self) -> None:
+        """Called by `retry` before its first write. Inside a batch (a READ
+        COMMITTED transaction) it waits for every writing transaction to end
+        and holds new writers off until this one commits (SHARE ROW EXCLUSIVE
+        conflicts with a writer's ROW EXCLUSIVE), so the retry's scans see
+        every block committed before it and every later block sees the retry.
+        Outside a batch each statement commits alone and nothing is needed."""
+        with self._lock:
+            self._check_open()
+            if self._depth == 0:
+                return
+            with self._errors("lock"):
+                self._conn.execute("LOCK TABLE ledger_tasks IN SHARE ROW EXCLUSIVE MODE")
 
     # -- lifecycle ---------------------------------------------------------------
 

@@ -362,9 +362,7 @@ class SQLiteStore:
         def fetch(created: str, key: str, limit: int) -> list[Any]:
             with self._lock:
                 self._check_open()
-                with self._errors("ready scan"):
-                    args = (created, key, at, limit)
-                    return list(self._conn.execute(sql, args).fetchall())
+                return list(self._fetchall("ready scan", sql, (created, key, at, limit)))
 
         return _readysql.candidates(fetch, 16)
 
@@ -393,8 +391,7 @@ class SQLiteStore:
     def _records(self, sql: str, args: tuple[Any, ...] = ()) -> list[TaskState]:
         with self._lock:
             self._check_open()
-            with self._errors("scan"):
-                rows = self._conn.execute(sql, args).fetchall()
+            rows = self._fetchall("scan", sql, args)  # lossless text on a bad value
         records = [_sql.row_to_state(row) for row in rows]
         if not self._utf8:
             records.sort(key=lambda r: byte_order(r.key))
@@ -422,9 +419,12 @@ class SQLiteStore:
     def is_pruned(self, key: str) -> bool:
         with self._lock:
             self._check_open()
-            with self._errors("load"):
-                sql = "SELECT 1 FROM ledger_pruned WHERE key = ?"
-                return self._conn.execute(sql, (key,)).fetchone() is not None
+            sql = "SELECT 1 FROM ledger_pruned WHERE key = ?"
+            try:
+                row = self._cur.execute(sql, (key,)).fetchone()
+            except _DRIVER_ERRORS as exc:  # a key holding bytes that are not UTF-8
+                row = self._retry("load", exc, sql, (key,), one=True)
+            return row is not None
 
     def count_pruned(self) -> int:
         with self._lock:
@@ -432,6 +432,13 @@ class SQLiteStore:
             with self._errors("count"):
                 row = self._conn.execute("SELECT count(*) FROM ledger_pruned").fetchone()
         return int(row[0]) if row is not None else 0
+
+    def status_counts(self) -> dict[str, int]:
+        """Unpruned records by status, counted in SQL (`ledger stats`)."""
+        with self._lock:
+            self._check_open()
+            rows = self._fetchall("count", _readysql.STATUS_COUNTS_SQL, ())
+        return {str(status): int(n) for status, n in rows}
 
     def check_ready_index(self) -> list[str]:
         """Problems of the ready index against `ledger_tasks` (`ledger doctor`)."""

@@ -1,0 +1,104 @@
+"""Shell completion of keys and statuses (SPEC §6.8).
+
+Wired through typer's public `autocompletion=` parameter (see `commands.py`
+and `operate_commands.py`). KEY arguments complete from the store named on
+the line being completed (`--store`, before or after the command) or in
+LEDGER_STORE, else the default store; at most MAX_KEYS candidates; nothing,
+silently, when the store cannot be read (completion must never print an
+error into the user's prompt). `--status` completes the five statuses.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ledger_cli.engine.record import TaskState
+
+MAX_KEYS = 1000
+STATUSES = ("pending", "claimed", "completed", "failed", "blocked")
+
+
+def complete_status(incomplete: str) -> list[str]:
+    return [s for s in STATUSES if s.startswith(incomplete)]
+
+
+def store_on_line(ctx: Any) -> str | None:
+    """`--store` as given on the line being completed (the later one wins)."""
+    from ledger_cli.cli.commands import SETTINGS_KEY
+
+    given = ctx.find_root().meta.get(SETTINGS_KEY, {})
+    url = given.get("store")
+    return str(url) if url else None
+
+
+def complete_key(ctx: Any, incomplete: str) -> list[str]:
+    """Keys of the store that start with `incomplete` (at most MAX_KEYS); [] on any error."""
+    try:
+        # Nothing may reach the terminal: not a warning, not a driver's notice.
+        with contextlib.redirect_stderr(io.StringIO()):
+            url = store_on_line(ctx) or os.environ.get("LEDGER_STORE") or None
+            return keys_from(url, incomplete)
+    except Exception:
+        return []
+
+
+def keys_from(url: str | None, prefix: str, limit: int = MAX_KEYS) -> list[str]:
+    from ledger_cli.cli.context import Settings, store_url
+
+    target = store_url(Settings(store=url))
+    fast = _sqlite_keys(target, prefix, limit)
+    if fast is not None:
+        return fast
+    from ledger_cli.engine.prune import visible
+    from ledger_cli.engine.record import byte_order
+    from ledger_cli.stores.resolve import open_store
+
+    out: list[str] = []
+    with open_store(target) as store:
+        # The JSON store streams its record files without taking the lock
+        # (`scan_visible`, storage order), so the scan stops at `limit`
+        # matches; other stores page through unpruned records in key order.
+        scan: Callable[[], Iterator[TaskState]] | None = getattr(store, "scan_visible", None)
+        for rec in scan() if scan is not None else visible(store):
+            if rec.key.startswith(prefix):
+                out.append(rec.key)
+                if len(out) >= limit:
+                    break
+    return sorted(out, key=byte_order)
+
+
+def _sqlite_keys(url: str, prefix: str, limit: int) -> list[str] | None:
+    """SQLite: one read-only indexed query on the Go schema's table (no writes,
+    no migration, no lock held); None for any other store."""
+    from ledger_cli.stores import resolve
+
+    kind, path = resolve._parse(url)  # the one reading of store URLs
+    if kind != "sqlite":
+        return None
+    import sqlite3
+    from urllib.parse import quote
+
+    if not os.path.exists(path):
+        return []
+    conn = sqlite3.connect(f"file:{quote(path)}?mode=ro", uri=True, timeout=1.0)
+    try:
+        where = "substr(t.key, 1, ?) = ?"
+        args = (len(prefix), prefix, limit)
+        try:  # pruned keys left out, as `list` leaves them out
+            rows = conn.execute(
+                f"SELECT t.key FROM ledger_tasks t WHERE {where} AND NOT EXISTS"
+                " (SELECT 1 FROM ledger_pruned p WHERE p.key = t.key) ORDER BY t.key LIMIT ?",
+                args,
+            ).fetchall()
+        except sqlite3.OperationalError:  # a store no `ledger` has opened: the Go schema only
+            rows = conn.execute(
+                f"SELECT t.key FROM ledger_tasks t WHERE {where} ORDER BY t.key LIMIT ?", args
+            ).fetchall()
+    finally:
+        conn.close()
+    return [str(row[0]) for row in rows]

@@ -1,0 +1,74 @@
+"""Declarations of the operating commands (SPEC §6.2, §6.3, §6.5, §6.6).
+
+Registered on the one Typer app of `commands.py` (imported at its end), kept
+apart so that the declarations of the Go operations stay as they are.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ledger_cli.cli.commands import Key, app, complete_status, dispatch
+
+Reason = Annotated[
+    str | None,
+    typer.Option("--reason", metavar="TEXT", help="Why: kept in the history (ledger log)."),
+]
+
+
+@app.command()
+def retry(ctx: typer.Context, key: Key, reason: Reason = None) -> None:
+    """Reopen a failed task and un-block what its failure blocked."""
+    from ledger_cli.cli import remedies
+
+    dispatch(ctx, remedies.retry, key=key, reason=reason)
+
+
+@app.command()
+def cancel(ctx: typer.Context, key: Key, reason: Reason = None) -> None:
+    """Fail a pending, claimed or blocked task without its lease (the holder is fenced off)."""
+    from ledger_cli.cli import remedies
+
+    dispatch(ctx, remedies.cancel, key=key, reason=reason)
+
+
+@app.command()
+def stats(
+    ctx: typer.Context,
+    prometheus: Annotated[
+        bool, typer.Option("--prometheus", help="The Prometheus text exposition format.")
+    ] = False,
+    out: Annotated[
+        str | None,
+        typer.Option("-o", "--output", metavar="FILE", help="Write to FILE atomically."),
+    ] = None,
+) -> None:
+    """Counts by status, ready tasks, expired leases, the oldest ready task's age."""
+    from ledger_cli.cli import stats as stats_module
+
+    dispatch(ctx, stats_module.stats, prometheus=prometheus, out=out)
+
+
+@app.command()
+def watch(
+    ctx: typer.Context,
+    interval: Annotated[
+        str | None,
+        typer.Option("--interval", metavar="D", help="Refresh every D (default 2s)."),
+    ] = None,
+    status: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--status",
+            metavar="S",
+            help="Only this status (repeatable).",
+            autocompletion=complete_status,
+        ),
+    ] = None,
+) -> None:
+    """A live view of the stats and the unfinished tasks (q or Ctrl-C to leave)."""
+    from ledger_cli.cli import watch as watch_module
+
+    dispatch(ctx, watch_module.watch, interval=interval, statuses=status)

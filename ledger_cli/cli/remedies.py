@@ -1,0 +1,50 @@
+"""`ledger retry` and `ledger cancel`: the operator's remedies (SPEC §6.2, §6.3).
+
+Each is one engine call (`Ledger.retry` / `Ledger.cancel`) inside one
+`Session.write`, so the writes and their history lines (actor, and the reason
+in each event's text) land in one store batch.
+"""
+
+from __future__ import annotations
+
+from ledger_cli.cli import output
+from ledger_cli.cli.context import Session, Settings
+from ledger_cli.cli.inputs import validate_key, validate_text
+
+
+def _reason(reason: str | None) -> str | None:
+    return validate_text(reason, "--reason") if reason else None
+
+
+def retry(settings: Settings, key: str, reason: str | None = None) -> int:
+    validate_key(key)
+    why = _reason(reason)
+    with Session(settings) as s:
+        now = s.now()
+        with s.write(now):
+            unblocked = s.ledger.retry(s.actor, key, now, why)
+            rec = s.load(key)
+    if settings.json:
+        output.json_line({"key": key, "record": output.record(rec), "unblocked": unblocked})
+    else:
+        output.line(f"retried {key}")
+        for dep in unblocked:
+            output.line(f"unblocked {dep}")
+    return 0
+
+
+def cancel(settings: Settings, key: str, reason: str | None = None) -> int:
+    validate_key(key)
+    why = _reason(reason)
+    with Session(settings) as s:
+        now = s.now()
+        with s.write(now):
+            blocked = s.ledger.cancel(s.actor, key, now, why)
+            rec = s.load(key)
+    if settings.json:
+        output.json_line({"key": key, "record": output.record(rec), "blocked": blocked})
+    else:
+        output.line(f"cancelled {key}")
+        for dep in blocked:
+            output.line(f"blocked {dep}")
+    return 0

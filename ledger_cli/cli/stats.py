@@ -1,0 +1,203 @@
+"""`ledger stats`: counts for dashboards and alerts (SPEC §6.5).
+
+One function, `collect`, computes every figure (the same Ready rule as
+`claim --next`, from `ready.py`), so that `stats`, `watch` and anything
+later read one definition. Rendered three ways: a small rich table, `--json`,
+and the Prometheus text exposition format (`--prometheus`, written by the
+`prometheus_client` library, imported only here). `-o FILE` writes atomically
+(temp file, fsync, rename, directory fsync) for node_exporter's textfile
+collector.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+from ledger_cli.cli import output
+from ledger_cli.cli.context import Session, Settings
+from ledger_cli.cli.inputs import InputError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+
+    from ledger_cli.engine.instant import Instant
+    from ledger_cli.engine.record import TaskState
+    from ledger_cli.engine.store import Store
+
+STATUSES = ("pending", "claimed", "completed", "failed", "blocked")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Stats:
+    counts: dict[str, int]
+    pruned: int
+    ready: int
+    expired_leases: int
+    oldest_ready_age_seconds: float | None
+
+    def to_obj(self) -> dict[str, Any]:
+        return {
+            "counts": dict(self.counts),
+            "pruned": self.pruned,
+            "ready": self.ready,
+            "expired_leases": self.expired_leases,
+            "oldest_ready_age_seconds": self.oldest_ready_age_seconds,
+        }
+
+
+def pruned_count(store: Store) -> int:
+    """How many records `ledger prune` has pruned (the store's own count)."""
+    from ledger_cli.engine.prune import count_pruned
+
+    return count_pruned(store)
+
+
+def status_figures(store: Store, now: Instant) -> tuple[dict[str, int], int]:
+    """Unpruned records by status, and claimed ones whose lease has run out.
+
+    Without a full read where the store can avoid one: a SQL store counts by
+    status in the database (`status_counts()`) and its status index serves
+    the claimed records; otherwise one pass over the unpruned records (on the
+    JSON store pruned keys are never read).
+    """
+    from ledger_cli.engine.prune import visible
+
+    counts = dict.fromkeys(STATUSES, 0)
+    counter: Callable[[], dict[str, int]] | None = getattr(store, "status_counts", None)
+    by_status: Callable[[Iterable[str]], list[TaskState]] | None = getattr(
+        store, "by_status", None
+    )
+    if counter is not None and by_status is not None:
+        for status, n in counter().items():
+            if status in counts:
+                counts[status] = n
+        expired = sum(r.lease_until <= now for r in by_status(("claimed",)))
+        return counts, expired
+    expired = 0
+    for rec in visible(store):
+        if rec.status in counts:
+            counts[rec.status] += 1
+        if rec.status == "claimed" and rec.lease_until <= now:
+            expired += 1
+    return counts, expired
+
+
+def collect(store: Store, now: Instant) -> Stats:
+    """Every figure of `ledger stats` at `now`.
+
+    Ready tasks come from the store's ready index when it has one (the same
+    walk as `claim --next`, `ready.ready_iter`), so they cost what the ready
+    candidates cost, not what the whole store costs. Pruned records are left
+    out of every count but `pruned` (SPEC §6.4).
+    """
+    from ledger_cli.cli import ready
+
+    counts, expired = status_figures(store, now)
+    ready_count = 0
+    oldest: float | None = None
+    for rec in ready.ready_iter(store, store.load, now):
+        if ready_count == 0:  # oldest first
+            oldest = max(now.unix_ns - rec.created_at.unix_ns, 0) / 1e9
+        ready_count += 1
+    return Stats(counts, pruned_count(store), ready_count, expired, oldest)
+
+
+def prometheus_text(stats: Stats) -> str:
+    """The Prometheus text exposition format (HELP and TYPE for every gauge)."""
+    from prometheus_client import CollectorRegistry, Gauge, generate_latest
+
+    registry = CollectorRegistry(auto_describe=True)
+    tasks = Gauge("ledger_tasks", "Tasks in the ledger by status.", ["status"], registry=registry)
+    for status in STATUSES:
+        tasks.labels(status=status).set(stats.counts[status])
+    gauges = (
+        ("ledger_pruned_tasks", "Tasks pruned (their keys kept for idempotency).", stats.pruned),
+        ("ledger_ready_tasks", "Tasks ready to claim now (claim --next).", stats.ready),
+        ("ledger_expired_leases", "Claimed tasks whose lease has run out.", stats.expired_leases),
+        (
+            "ledger_oldest_ready_age_seconds",
+            "Age of the oldest ready task (0 with nothing ready).",
+            stats.oldest_ready_age_seconds or 0,
+        ),
+    )
+    for name, help_text, value in gauges:
+        Gauge(name, help_text, registry=registry).set(value)
+    return generate_latest(registry).decode("utf-8")
+
+
+def write_atomically(path: str, text: str) -> None:
+    """Temp file beside `path`, fsync, rename over it, fsync the directory.
+
+    Readable by others (0644 less the umask): node_exporter runs as its own user.
+    """
+    directory = os.path.dirname(os.path.abspath(path))
+    tmp = os.path.join(directory, f".{os.path.basename(path)}.tmp-{os.getpid()}")
+    umask = os.umask(0)
+    os.umask(umask)
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644 & ~umask)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+        dir_fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise InputError(
+            f"ledger: cannot write {path}: {exc.strerror or exc}", "bad_file"
+        ) from None
+
+
+def human(stats: Stats, to_file: bool) -> str:
+    import io
+
+    from rich.table import Table
+
+    from ledger_cli.cli import render
+
+    table = Table(box=None, show_header=False, pad_edge=False)
+    table.add_column(style="bold")
+    table.add_column(justify="right")
+    for status in STATUSES:
+        table.add_row(render.status_text(status), str(stats.counts[status]))
+    table.add_row("ready", str(stats.ready))
+    table.add_row("expired leases", str(stats.expired_leases))
+    oldest = stats.oldest_ready_age_seconds
+    table.add_row("oldest ready", "-" if oldest is None else render.duration(oldest))
+    table.add_row("pruned", str(stats.pruned))
+    if to_file:  # plain text, no colours
+        buf = io.StringIO()
+        render.console(file=buf, width=60).print(table)
+        return buf.getvalue()
+    con = render.console(width=60)
+    with con.capture() as cap:
+        con.print(table)
+    return cap.get()
+
+
+def stats(settings: Settings, prometheus: bool = False, out: str | None = None) -> int:
+    if prometheus and settings.json:
+        raise InputError("ledger: give --json or --prometheus, not both")
+    with Session(settings) as s:
+        figures = collect(s.store, s.now())
+    if prometheus:
+        text = prometheus_text(figures)
+    elif settings.json:
+        text = output.dumps(figures.to_obj()) + "\n"
+    else:
+        text = human(figures, to_file=out not in (None, "-"))
+    if out is None or out == "-":
+        sys.stdout.write(text)
+        return 0
+    write_atomically(out, text)
+    return 0

@@ -1,0 +1,283 @@
+"""Un-blocking: the walk that follows a reopened record (SPEC §6.2).
+
+An extension beyond the Go package. In Go a failed or blocked record never
+changes again, so a block, once written, stays true. `retry` breaks that: it
+turns a failed record back into a pending one, and every record blocked
+because of it must be re-examined, including records that other processes
+block on it *while* the retry runs. The invariant kept: once every operation
+has returned, no record is blocked while nothing failed is in its transitive
+needs (an *orphaned block*).
+
+The argument is Go's own Admit/recheck argument (spec/engine.md §3.4), run in
+the mirror direction. Two parties race:
+
+- a *blocker* writes X blocked by B (W1) after reading B failed or blocked;
+- a *reopener* writes B not-blocking (W2: a retry, or an un-block).
+
+Each does a write and then a read: the blocker re-reads B after W1
+(`confirm_block`), and the reopener scans the store after W2 (`settle`, which
+keeps scanning until a scan finds nothing to change, so its last scan comes
+after its last write). Every store linearizes single operations (a CAS, a
+load, a range), so either the blocker's re-read sees W2 (and it repairs X
+itself, with `settle`) or the reopener's scan sees W1 (and repairs X). The
+JSON and SQLite stores hold an exclusive write lock for a whole `batch()`, so
+a batch is one step in this order. A PostgreSQL batch is a READ COMMITTED
+transaction that excludes nobody: there `retry` first takes a table lock that
+waits for every writing transaction and holds new writers off until it
+commits (`PostgresStore.serialize_reopen`). Left open on PostgreSQL: a block
+written inside one open transaction whose blocker another open transaction
+un-blocks by repair (both sides in batches, at once); `ledger doctor` reports
+such an orphan and `--fix` repairs it.
+
+What "still failed or blocked" means needs care in a dependency cycle:
+blocked records there can vouch for each other with no failure left (two
+retries of a failed cycle, each reading the other still failed). So a block
+whose blocker is blocked is confirmed by a walk that must find a real failure
+when it comes back round to the record itself (`failure_behind`); outside a
+cycle the blocker's own block is confirmed the same way, by induction.
+
+The same care runs the other way for un-blocking: after writing X pending,
+X's needs are walked again, and a failure that landed meanwhile blocks X
+again (Go's recheckNeeds), so an un-block does not open a new escape window.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import deque
+from collections.abc import Callable, Iterable
+
+from ledger_cli.engine import events
+from ledger_cli.engine.core import Core
+from ledger_cli.engine.dependencies import block_one
+from ledger_cli.engine.instant import Instant
+from ledger_cli.engine.record import TaskState, byte_order
+from ledger_cli.engine.status import Status
+
+_BLOCKING = frozenset({Status.FAILED.value, Status.BLOCKED.value})
+
+
+def still_blocking(core: Core, key: str) -> bool:
+    """Whether `key` is failed or blocked now. A missing key counts as blocking:
+    a bounded MemStore evicts terminal records, and Go keeps such a block."""
+    rec = core.store.load(key)
+    return rec is None or rec.status in _BLOCKING
+
+
+def confirm_block(core: Core, actor: str, now: Instant, key: str, blocker: str) -> None:
+    """After writing `key` blocked by `blocker`: the read that follows the write.
+
+    - The blocker failed (or gone: a bounded MemStore evicts, and Go keeps
+      such a block): the block stands. One load; a store no retry touched
+      always ends here or below, and nothing changes (Go's behaviour exactly).
+    - The blocker blocked: it stands while a failure is reachable through the
+      needs. In a dependency cycle blocked records can otherwise vouch for
+      each other (two retries of a failed cycle, each reading the other still
+      failed), so there the walk must find a real failure; without a cycle
+      the blocker's own block is vouched for the same way, by induction.
+    - Anything else (the blocker was reopened meanwhile): settle `key`.
+    """
+    rec = core.store.load(blocker)
+    if rec is None or rec.status == Status.FAILED.value:
+        return
+    if rec.status == Status.BLOCKED.value:
+        if forgets(core.store):  # Go keeps blocks whose failure was evicted
+            return
+        failure, cyclic = failure_behind(core.store.load, key)
+        if failure is not None or not cyclic:
+            return
+    settle(core, actor, now, [key], note="")
+
+
+def forgets(store: object) -> bool:
+    """A store whose records can disappear (a bounded MemStore)."""
+    hook = getattr(store, "forgets", None)
+    return bool(hook()) if callable(hook) else False
+
+
+def failure_behind(load: Callable[[str], TaskState | None], key: str) -> tuple[str | None, bool]:
+    """What vouches for `key`'s block: the nearest failed key in its transitive
+    needs, or a blocked one whose BlockedBy is gone (a bounded MemStore evicted
+    the failure; Go keeps such blocks); and whether the walk came back to `key`
+    (a dependency cycle)."""
+    start = load(key)
+    if start is None:
+        return None, False
+    cyclic = False
+    seen: set[str] = set()
+    queue: deque[str] = deque()
+    for need in start.needs or ():
+        if need not in seen:
+            seen.add(need)
+            queue.append(need)
+    while queue:
+        k = queue.popleft()
+        cyclic = cyclic or k == key
+        rec = load(k)
+        if rec is None:
+            continue
+        if rec.status == Status.FAILED.value:
+            return k, cyclic
+        if rec.status == Status.BLOCKED.value and load(rec.blocked_by) is None:
+            return rec.blocked_by, cyclic
+        for need in rec.needs or ():
+            if need not in seen:
+                seen.add(need)
+                queue.append(need)
+    return None, cyclic
+
+
+def dependents_of(records: Iterable[TaskState], roots: Iterable[str]) -> list[TaskState]:
+    """The records that transitively need any of `roots` (status not consulted),
+    ordered so that a record's needs come before it (cycles: byte order).
+    Linear in records and needs (one reverse index, one breadth-first walk)."""
+    by_key: dict[str, TaskState] = {}
+    needed_by: dict[str, list[str]] = {}
+    for rec in records:
+        by_key[rec.key] = rec
+        for need in rec.needs or ():
+            needed_by.setdefault(need, []).append(rec.key)
+    found: dict[str, TaskState] = {}
+    queue: deque[str] = deque(roots)
+    while queue:
+        for dep in needed_by.get(queue.popleft(), ()):
+            if dep not in found:
+                found[dep] = by_key[dep]
+                queue.append(dep)
+    # Kahn's order inside the found set: needs first; a cycle yields its smallest key.
+    waiting = {k: {n for n in (r.needs or ()) if n in found and n != k} for k, r in found.items()}
+    dependents: dict[str, list[str]] = {}
+    for k, needs in waiting.items():
+        for n in needs:
+            dependents.setdefault(n, []).append(k)
+    heap = [(byte_order(k), k) for k, w in waiting.items() if not w]
+    heapq.heapify(heap)
+    done: set[str] = set()
+    ordered: list[TaskState] = []
+    while len(done) < len(found):
+        if not heap:
+            key = min((k for k in found if k not in done), key=byte_order)
+        else:
+            key = heapq.heappop(heap)[1]
+            if key in done:
+                continue
+        done.add(key)
+        ordered.append(found[key])
+        for other in dependents.get(key, ()):
+            needs = waiting[other]
+            needs.discard(key)
+            if not needs and other not in done:
+                heapq.heappush(heap, (byte_order(other), other))
+    return ordered
+
+
+def nearest_failed(
+    load: Callable[[str], TaskState | None], needs: Iterable[str] | None
+) -> str | None:
+    """Breadth-first over the transitive needs, walking through every status:
+    the nearest failed key, or None. A blocked record is justified exactly
+    when this finds one (a blocked need is walked through, not trusted: it
+    may itself be a block that is being undone)."""
+    seen: set[str] = set()
+    queue: deque[str] = deque()
+    for need in needs or ():
+        if need not in seen:
+            seen.add(need)
+            queue.append(need)
+    while queue:
+        key = queue.popleft()
+        rec = load(key)
+        if rec is None:
+            continue
+        if rec.status == Status.FAILED.value:
+            return key
+        for need in rec.needs or ():
+            if need not in seen:
+                seen.add(need)
+                queue.append(need)
+    return None
+
+
+def reexamine(core: Core, actor: str, now: Instant, cur: TaskState, note: str) -> tuple[bool, bool]:
+    """Re-examine one blocked record.
+
+    With a failed record in its transitive needs it stays blocked (its
+    BlockedBy is kept while that is still failed or blocked, else it names
+    the nearest failure). With none, it becomes pending (Owner "", LeaseUntil
+    zero; Fence kept, so the next claim hands out Fence+1). Returns
+    (wrote, unblocked).
+    """
+    key = cur.key
+    load = core.store.load
+    while True:
+        if cur.status != Status.BLOCKED.value:
+            return False, False
+        failure = nearest_failed(load, cur.needs)
+        if failure is not None:
+            if still_blocking(core, cur.blocked_by):
+                return False, False
+            nxt = cur.replace(blocked_by=failure, updated_by=actor, updated_at=now)
+        else:
+            nxt = cur.replace(
+                status=Status.PENDING.value,
+                blocked_by="",
+                owner="",
+                lease_until=Instant.ZERO,
+                updated_by=actor,
+                updated_at=now,
+            )
+        nxt.validate()
+        if not core.store.compare_and_swap(key, cur, nxt):
+            fresh = load(key)
+            if fresh is None:
+                return False, False
+            cur = fresh
+            continue
+        if failure is not None:
+            core.emit(events.BLOCKED, key, f"key {key} blocked by {failure}")
+            return True, False
+        core.emit(events.UNBLOCKED, key, f"key {key} unblocked{note}")
+        # The read after the write (Go's recheckNeeds): a failure that landed
+        # meanwhile blocks the record again, so an un-block opens no escape.
+        again = nearest_failed(load, cur.needs)
+        if again is not None:
+            fresh = load(key)
+            if fresh is not None and fresh.status in (Status.PENDING.value, Status.CLAIMED.value):
+                block_one(core, actor, now, key, fresh, again)
+                return True, False
+        return True, True
+
+
+def settle(core: Core, actor: str, now: Instant, roots: Iterable[str], note: str) -> list[str]:
+    """Re-examine every blocked record among `roots` and their transitive
+    dependents until a full scan changes nothing; the keys un-blocked (sorted).
+
+    Scanning again after every pass that wrote is what closes the race with a
+    concurrent blocker (module docstring): the last scan follows the last write.
+    """
+    roots = list(roots)
+    unblocked: set[str] = set()
+    while True:
+        records = list(core.store.range())
+        by_key = {rec.key: rec for rec in records}
+        candidates = [by_key[k] for k in roots if k in by_key]
+        candidates += dependents_of(records, roots)
+        wrote_any = False
+        seen: set[str] = set()
+        for rec in candidates:
+            if rec.key in seen or rec.status != Status.BLOCKED.value:
+                continue
+            seen.add(rec.key)
+            wrote, freed = reexamine(core, actor, now, rec, note)
+            wrote_any = wrote_any or wrote
+            if freed:
+                unblocked.add(rec.key)
+        if not wrote_any:
+            break
+    # A record un-blocked and then blocked again by a later failure is not "un-blocked".
+    final = []
+    for key in unblocked:
+        now_rec = core.store.load(key)
+        if now_rec is not None and now_rec.status != Status.BLOCKED.value:
+            final.append(key)
+    return sorted(final, key=byte_order)

@@ -1,0 +1,120 @@
+"""Key and status completion (SPEC §6.8), through bash with the shipped
+script `completions/ledger.bash`: COMP_WORDS/COMP_CWORD set as bash sets
+them, `_ledger_completion` called as `complete -F` calls it, COMPREPLY read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.cli_support import ROOT, run_ledger, subprocess_env
+
+SCRIPT = ROOT / "completions" / "ledger.bash"
+
+
+def bash_complete(line: str, **env: str) -> tuple[list[str], str]:
+    """Complete the last word of `line` (a trailing space: a new, empty word)."""
+    words = shlex.split(line) + ([""] if line.endswith(" ") else [])
+    program = (
+        f"source {shlex.quote(str(SCRIPT))}\n"
+        f"COMP_WORDS=({' '.join(shlex.quote(w) for w in words)})\n"
+        f"COMP_CWORD={len(words) - 1}\n"
+        "_ledger_completion ledger\n"
+        'printf "%s\\n" "${COMPREPLY[@]}"\n'
+    )
+    bin_dir = str(Path(sys.executable).parent)  # the `ledger` console script
+    full = subprocess_env(**env)
+    full["PATH"] = bin_dir + os.pathsep + full.get("PATH", "")
+    res = subprocess.run(
+        ["bash", "-c", program], capture_output=True, text=True, env=full, timeout=60, check=True
+    )
+    return [w for w in res.stdout.splitlines() if w], res.stderr
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    if shutil.which("ledger", path=str(Path(sys.executable).parent)) is None:
+        pytest.skip("the ledger console script is not installed next to this Python")
+    base = tmp_path_factory.mktemp("comp")
+    json_store, sqlite_store = base / "store", base / "ledger.db"
+    for key in ("backup/db-1", "backup/db-2", "build"):
+        assert run_ledger(json_store, "admit", key).returncode == 0
+    lines = "".join(json.dumps({"key": f"job-{i:04d}"}) + "\n" for i in range(1005))
+    assert run_ledger(sqlite_store, "admit", "--batch", "-", input=lines.encode()).returncode == 0
+    return {"json": json_store, "sqlite": sqlite_store}
+
+
+def test_keys_from_the_environment_store(stores: dict[str, Path]) -> None:
+    got, err = bash_complete("ledger state back", LEDGER_STORE=str(stores["json"]))
+    assert got == ["backup/db-1", "backup/db-2"] and err == ""
+    got, _ = bash_complete("ledger retry ", LEDGER_STORE=str(stores["json"]))
+    assert got == ["backup/db-1", "backup/db-2", "build"]
+    got, _ = bash_complete("ledger admit x --needs bu", LEDGER_STORE=str(stores["json"]))
+    assert got == ["build"]
+
+
+def test_store_on_the_line_wins_before_or_after_the_command(stores: dict[str, Path]) -> None:
+    db = str(stores["sqlite"])
+    env = {"LEDGER_STORE": str(stores["json"])}
+    got, _ = bash_complete(f"ledger --store {db} cancel job-100", **env)
+    assert got == [f"job-100{i}" for i in range(5)]
+    got, _ = bash_complete(f"ledger tree --store {db} job-0999", **env)
+    assert got == ["job-0999"]
+
+
+def test_at_most_a_thousand_candidates(stores: dict[str, Path]) -> None:
+    got, _ = bash_complete(f"ledger --store {stores['sqlite']} state job")
+    assert len(got) == 1000 and got[0] == "job-0000"
+
+
+def test_statuses(stores: dict[str, Path]) -> None:
+    assert bash_complete("ledger list --status c")[0] == ["claimed", "completed"]
+    assert bash_complete("ledger watch --status ")[0] == [
+        "pending",
+        "claimed",
+        "completed",
+        "failed",
+        "blocked",
+    ]
+
+
+@pytest.mark.parametrize(
+    "store", ["/nonexistent/dir/x.db", "bogus://nowhere", "postgresql://nobody@127.0.0.1:1/x"]
+)
+def test_silent_when_the_store_cannot_be_read(store: str, tmp_path: Path) -> None:
+    got, err = bash_complete(f"ledger --store {store} state ")
+    assert got == [] and err == ""
+
+
+def test_a_corrupt_store_completes_nothing_and_writes_nothing(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.db"
+    bad.write_bytes(b"this is not a database" * 100)
+    before = bad.read_bytes()
+    got, err = bash_complete(f"ledger --store {bad} state ")
+    assert got == [] and err == "" and bad.read_bytes() == before
+    assert not (tmp_path / "store").exists()
+
+
+@pytest.mark.parametrize("name", ["store", "ledger.db"])
+def test_pruned_keys_are_not_offered(name: str, tmp_path: Path) -> None:
+    # As `list` leaves them out: a pruned key is finished, its task gone.
+    if shutil.which("ledger", path=str(Path(sys.executable).parent)) is None:
+        pytest.skip("the ledger console script is not installed next to this Python")
+    store = tmp_path / name
+    for key in ("old-done", "old-live"):
+        assert run_ledger(store, "admit", key).returncode == 0
+    claim = run_ledger(store, "claim", "old-done", "--owner", "w", "--lease", "1m")
+    fence = claim.stdout.strip()
+    done = run_ledger(store, "complete", "old-done", "--owner", "w", "--fence", fence)
+    assert done.returncode == 0
+    assert run_ledger(store, "prune", "--older-than", "0s").returncode == 0
+    got, _ = bash_complete(f"ledger --store {store} state old")
+    assert got == ["old-live"]

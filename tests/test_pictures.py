@@ -1,0 +1,47 @@
+"""The README's pictures (docs/img/*.svg) are what the commands draw today.
+
+They are regenerated from the deterministic demo store (docs/make_pictures.py)
+and compared byte for byte; a stale picture fails with the command that
+rewrites it. rich's SVG differs between rich versions, so the comparison is
+made with the rich version the pictures were drawn with (docs/img/pictures.json).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import json
+from types import ModuleType
+
+import pytest
+
+from tests.cli_support import ROOT
+
+IMG = ROOT / "docs" / "img"
+
+
+def _maker() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "make_pictures", ROOT / "docs" / "make_pictures.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_pictures_are_current() -> None:
+    drawn_with = json.loads((IMG / "pictures.json").read_text())["rich"]
+    installed = importlib.metadata.version("rich")
+    if drawn_with != installed:
+        pytest.skip(f"pictures drawn with rich {drawn_with}, rich {installed} is installed")
+    fresh = _maker().render_all()
+    assert set(fresh) == {"list.svg", "tree.svg", "state.svg", "pictures.json"}
+    stale = [name for name, text in fresh.items() if (IMG / name).read_text() != text]
+    assert not stale, f"stale: {stale}; run `.venv/bin/python docs/make_pictures.py`"
+    for name in ("list.svg", "tree.svg", "state.svg"):
+        text = fresh[name]
+        assert text.startswith("<svg") and "integration" in text  # the demo's failure is shown
+    readme = (ROOT / "README.md").read_text()
+    for name in ("list.svg", "tree.svg", "state.svg"):
+        assert f"docs/img/{name}" in readme

@@ -1,0 +1,125 @@
+"""`ledger stats` (SPEC §6.5): counts, ready (the Ready rule of `claim
+--next`), expired leases, the oldest ready task's age; `--json`,
+`--prometheus` (read back with prometheus_client's own parser) and `-o FILE`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from ledger_cli.engine.instant import Instant
+from ledger_cli.engine.store import Store
+from tests.cli_support import Cli
+from tests.stores import KINDS
+
+T0 = "2026-01-02T03:04:05Z"
+T90 = "2026-01-02T03:05:35Z"  # T0 + 90 s
+LATER = "2026-01-02T05:04:05Z"  # T0 + 2 h
+
+
+@pytest.fixture(params=sorted(KINDS))
+def cli(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Cli]:
+    kind = KINDS[request.param]
+    with kind.place(tmp_path) as location:
+        store: Store = kind.open(location, lambda: Instant.parse(T0))
+        try:
+            yield Cli(store, monkeypatch)
+        finally:
+            store.close()
+
+
+def workload(cli: Cli) -> None:
+    """pending a, b (needs a: not ready), c; claimed d (lease 1h); failed f; blocked g."""
+    for key in ("a", "c", "d", "f"):
+        cli.ok("admit", key)
+    cli.ok("admit", "b", "--needs", "a")
+    cli.ok("admit", "g", "--needs", "f")
+    cli.ok("claim", "d", "--owner", "w", "--lease", "1h")
+    fence = cli.ok("claim", "f", "--owner", "w", "--lease", "1m").stdout.strip()
+    cli.ok("complete", "f", "--owner", "w", "--fence", fence, "--failed")
+
+
+def test_json_figures(cli: Cli) -> None:
+    workload(cli)
+    body = cli.ok("stats", "--json", now=T90).json()
+    assert body == {
+        "counts": {"pending": 3, "claimed": 1, "completed": 0, "failed": 1, "blocked": 1},
+        "pruned": 0,
+        "ready": 2,  # a and c; b waits for a
+        "expired_leases": 0,
+        "oldest_ready_age_seconds": 90.0,
+    }
+    later = cli.ok("stats", "--json", now=LATER).json()
+    assert later["expired_leases"] == 1 and later["ready"] == 3  # d's lease ran out
+    # The same rule as claim --next: exactly `ready` claims succeed, then exit 7.
+    claimed = 0
+    while cli("claim", "--next", "--owner", "x", "--lease", "1h", now=LATER).code == 0:
+        claimed += 1
+    assert claimed == later["ready"]
+    empty = cli.ok("stats", "--json", now=LATER).json()
+    assert (empty["ready"], empty["oldest_ready_age_seconds"]) == (0, None)
+
+
+
+def test_pruned_records_are_counted_apart(cli: Cli) -> None:
+    # SPEC §6.4: pruned records leave the status counts and show as `pruned`.
+    workload(cli)
+    fence = cli.ok("claim", "c", "--owner", "w", "--lease", "1m").stdout.strip()
+    cli.ok("complete", "c", "--owner", "w", "--fence", fence)
+    before = cli.ok("stats", "--json", now=LATER).json()
+    assert before["counts"]["completed"] == 1 and before["pruned"] == 0
+    cli.ok("prune", "--older-than", "1h", now=LATER)  # c; f still blocks g
+    after = cli.ok("stats", "--json", now=LATER).json()
+    assert after["counts"] == {**before["counts"], "completed": 0}
+    assert (after["pruned"], after["ready"]) == (1, before["ready"])
+
+def test_prometheus_text_parses(cli: Cli) -> None:
+    workload(cli)
+    text = cli.ok("stats", "--prometheus", now=T90).stdout
+    families = {f.name: f for f in text_string_to_metric_families(text)}
+    assert set(families) == {
+        "ledger_tasks",
+        "ledger_pruned_tasks",
+        "ledger_ready_tasks",
+        "ledger_expired_leases",
+        "ledger_oldest_ready_age_seconds",
+    }
+    for fam in families.values():
+        assert fam.type == "gauge" and fam.documentation
+        assert f"# HELP {fam.name} " in text and f"# TYPE {fam.name} gauge" in text
+    by_status = {s.labels["status"]: s.value for s in families["ledger_tasks"].samples}
+    assert by_status == {"pending": 3, "claimed": 1, "completed": 0, "failed": 1, "blocked": 1}
+    assert families["ledger_ready_tasks"].samples[0].value == 2
+    assert families["ledger_oldest_ready_age_seconds"].samples[0].value == 90
+    assert families["ledger_pruned_tasks"].samples[0].value == 0
+    cli.ok("cancel", "a")
+    cli.ok("cancel", "c")
+    none_ready = cli.ok("stats", "--prometheus", now=T90).stdout
+    assert "ledger_ready_tasks 0.0" in none_ready
+    assert "ledger_oldest_ready_age_seconds 0.0" in none_ready
+
+
+def test_human_table_and_output_file(cli: Cli, tmp_path: Path) -> None:
+    workload(cli)
+    table = cli.ok("stats", now=T90).stdout
+    assert "ready" in table and "expired leases" in table and "\x1b[" not in table
+    target = tmp_path / "textfile" / "ledger.prom"
+    target.parent.mkdir()
+    target.write_text("stale\n")
+    res = cli.ok("stats", "--prometheus", "-o", str(target), now=T90)
+    assert res.stdout == ""
+    assert target.read_text() == cli.ok("stats", "--prometheus", now=T90).stdout
+    assert sorted(p.name for p in target.parent.iterdir()) == ["ledger.prom"]  # no temp left
+    umask = os.umask(0)
+    os.umask(umask)
+    assert target.stat().st_mode & 0o777 == 0o644 & ~umask
+    bad = cli("stats", "-o", str(tmp_path / "missing" / "x.prom"), now=T90)
+    assert bad.code == 2 and bad.stderr.startswith("ledger: cannot write ")
+    assert len(bad.stderr.splitlines()) == 1

@@ -1,0 +1,100 @@
+"""`ledger watch` (SPEC §6.6) in a real pseudo-terminal (tmux: send-keys and
+capture-pane), and its refusal outside a terminal.
+
+Every wait is for a state of the screen (a line appearing), bounded only to
+fail a hung test.
+"""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.cli_support import ledger_cmd, run_ledger, subprocess_env
+
+BOUND = 60.0
+
+
+def test_refuses_outside_a_terminal(tmp_path: Path) -> None:
+    res = run_ledger(tmp_path / "store", "watch")
+    assert res.returncode == 2
+    assert res.stderr == "ledger: watch needs a terminal (use list or stats)\n"
+    assert res.stdout == ""
+    bad = run_ledger(tmp_path / "store", "watch", "--status", "nope")
+    assert bad.returncode == 2 and "unknown status" in bad.stderr
+
+
+class Tmux:
+    def __init__(self, socket: str, session: str) -> None:
+        self.base = ["tmux", "-L", socket]
+        self.session = session
+        # The server's environment is the panes': no inherited COLUMNS/LINES.
+        self.env = {k: v for k, v in subprocess_env().items() if k not in ("COLUMNS", "LINES")}
+
+    def __call__(self, *args: str) -> str:
+        res = subprocess.run(
+            [*self.base, *args],
+            capture_output=True,
+            text=True,
+            timeout=BOUND,
+            check=True,
+            env=self.env,
+        )
+        return res.stdout
+
+    def screen(self) -> str:
+        return self("capture-pane", "-p", "-t", self.session)
+
+    def wait_for(self, text: str) -> str:
+        deadline = time.monotonic() + BOUND
+        while time.monotonic() < deadline:
+            screen = self.screen()
+            if text in screen:
+                return screen
+            time.sleep(0.05)
+        raise AssertionError(f"{text!r} never appeared on the screen:\n{self.screen()}")
+
+
+@pytest.fixture
+def tmux() -> Iterator[Tmux]:
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux is not installed (.ci/run installs it)")
+    t = Tmux(f"ledger-test-{uuid.uuid4().hex[:8]}", "w")
+    yield t
+    subprocess.run([*t.base, "kill-server"], capture_output=True, timeout=BOUND, check=False)
+
+
+@pytest.mark.parametrize("leave", ["q", "C-c"])
+def test_live_view_refreshes_and_leaves_cleanly(tmux: Tmux, tmp_path: Path, leave: str) -> None:
+    store = tmp_path / "store"
+    assert run_ledger(store, "admit", "first-task").returncode == 0
+    watch = shlex.join([*ledger_cmd(), "--store", str(store), "watch", "--interval", "0.2s"])
+    # The shell survives the Ctrl-C (a trap, not an ignore: watch gets SIGINT).
+    script = (
+        "trap 'true' INT; "
+        f"stty -a | grep -o -- '-\\?icanon' > {tmp_path}/before; "
+        f"{watch}; echo EXIT=$?; "
+        f"stty -a | grep -o -- '-\\?icanon' > {tmp_path}/after; sleep 600"
+    )
+    tmux("new-session", "-d", "-s", tmux.session, "-x", "150", "-y", "40", "sh", "-c", script)
+    screen = tmux.wait_for("first-task")
+    assert "ledger watch" in screen and "ready 1" in screen
+    # The view re-reads the store: a task admitted now shows up.
+    assert run_ledger(store, "admit", "second-task", "--needs", "first-task").returncode == 0
+    tmux.wait_for("second-task")
+    tmux("send-keys", "-t", tmux.session, leave)
+    screen = tmux.wait_for("EXIT=0")
+    # The alternate screen is gone, and the keyboard mode is back.
+    assert "ledger watch" not in screen and "first-task" not in screen
+    deadline = time.monotonic() + BOUND
+    after = tmp_path / "after"
+    while not (after.exists() and after.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert after.read_text() == (tmp_path / "before").read_text() == "icanon\n"
