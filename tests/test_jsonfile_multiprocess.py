@@ -301,3 +301,38 @@ def test_sigkill_at_random_moments_leaves_a_prefix_of_acknowledged_writes(
         f"\n{kills} kills: {done} units durable, {in_flight_landed} in-flight units landed, "
         f"{journals} journals replayed"
     )
+
+
+# -- first open: many processes create the same new store at once ----------------------------
+
+FIRST_OPEN_ROUNDS = 12
+
+
+def _first_open(root: str, n: int, start: Any, errors: Any) -> None:
+    try:
+        start.wait()
+        with JsonFileStore(root) as store:
+            store.compare_and_swap(f"k{n}", None, _rec(f"k{n}", 1))
+    except BaseException as exc:
+        errors.put(f"process {n}: {exc}")
+        raise
+
+
+def test_concurrent_first_opens_all_see_one_store(tmp_path: Path) -> None:
+    """A process that sees the store uninitialised, then finds the metadata another
+    process just wrote, joins that store instead of refusing it as foreign."""
+    for r in range(FIRST_OPEN_ROUNDS):
+        root = str(tmp_path / f"store{r}")
+        start = FORK.Barrier(PROCS)
+        errors = FORK.Queue()
+        procs = [
+            FORK.Process(target=_first_open, args=(root, n, start, errors)) for n in range(PROCS)
+        ]
+        try:
+            _run(procs)
+        except AssertionError:
+            raise AssertionError(errors.get(timeout=5)) from None
+        with JsonFileStore(root) as store:
+            assert sorted(rec.key for rec in store.range()) == sorted(
+                f"k{n}" for n in range(PROCS)
+            )

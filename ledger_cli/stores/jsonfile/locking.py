@@ -128,7 +128,14 @@ class LockedDirectory:
         try:
             initialized = self._initialized(root_fd)
             if not initialized and create:
-                layout.refuse_foreign(self._root, root_fd)  # before the lock file goes in
+                try:
+                    layout.refuse_foreign(self._root, root_fd)  # before the lock file goes in
+                except StoreError:
+                    # A concurrent first opener may have initialized the store between
+                    # the two reads (the metadata file appears whole, by rename).
+                    initialized = self._initialized(root_fd)
+                    if not initialized:
+                        raise
         except BaseException:
             os.close(root_fd)
             raise
