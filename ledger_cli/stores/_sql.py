@@ -97,6 +97,24 @@ def read_history_pages(
         last = int(rows[-1][0])
 
 
+RECORD_PAGE = 1000
+"""Rows per page when a record listing is read by key (`visible_range`)."""
+
+
+def read_record_pages(
+    fetch: Callable[[str, tuple[Any, ...]], list[TaskState]], sql: str
+) -> Iterator[TaskState]:
+    """Records in key order, read in pages (keyset: `sql` takes the last key seen
+    and the page size), so a long listing is never held whole."""
+    after = ""
+    while True:
+        page = fetch(sql, (after, RECORD_PAGE))
+        yield from page
+        if len(page) < RECORD_PAGE:
+            return
+        after = page[-1].key
+
+
 _MARSHAL_TIME_ERROR = "ledger: encode time: year outside of range [0,9999]"
 
 

@@ -361,13 +361,7 @@ class PostgresStore:
         """Every record but the pruned ones, sorted by key, read in pages of 1000
         (keyset): `list` prints its first rows at once, in constant memory."""
         sql = _readysql.visible_page_sql(_sql.SELECT_COLUMNS, "%s")
-        after = ""
-        while True:
-            page = self._records(sql, (after, 1000))
-            yield from page
-            if len(page) < 1000:
-                return
-            after = page[-1].key
+        yield from _sql.read_record_pages(self._records, sql)
 
     def pruned_range(self) -> Iterator[TaskState]:
         """The pruned records, sorted by key."""

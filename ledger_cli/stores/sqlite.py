@@ -404,13 +404,7 @@ class SQLiteStore:
             yield from self._records(_readysql.visible_sql(_sql.SELECT_COLUMNS))
             return
         sql = _readysql.visible_page_sql(_sql.SELECT_COLUMNS, "?")
-        after = ""
-        while True:
-            page = self._records(sql, (after, 1000))
-            yield from page
-            if len(page) < 1000:
-                return
-            after = page[-1].key
+        yield from _sql.read_record_pages(self._records, sql)
 
     def pruned_range(self) -> Iterator[TaskState]:
         """The pruned records, sorted by key."""
