@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import sys
@@ -19,6 +20,7 @@ from ledger_cli.cli.inputs import (
 
 TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from typing import IO, Any
 
 _BATCH_FIELDS = ("key", "seq", "task", "needs")
@@ -184,7 +186,20 @@ def admit_batch(settings: Settings, source: str) -> int:
         # re-run after a crash admits what is missing, `duplicate` for the rest.
         from ledger_cli.cli.chunks import chunked  # batches only: it imports typing
 
-        chunked(entries, lambda: s.write(now), admit_one)
+        if any(entry[4] for entry in entries):
+            # An admission with needs may block: on PostgreSQL each block takes
+            # the block writers' lock before its first row write (engine/serial.py).
+            from ledger_cli.engine.serial import take
+
+            @contextlib.contextmanager
+            def block() -> Iterator[None]:
+                with s.write(now):
+                    take(s.store)
+                    yield
+
+            chunked(entries, block, admit_one)
+        else:
+            chunked(entries, lambda: s.write(now), admit_one)
     if settings.json:
         output.json_line(results)
     return ValidationError.exit_code if refused else 0

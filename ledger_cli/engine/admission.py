@@ -30,6 +30,23 @@ def admit(
     """
     if key == "":
         raise ValidationError("ledger: idempotency key must not be empty")
+    if needs:  # it may write a block (engine/serial.py)
+        from ledger_cli.engine.serial import blocking_writes
+
+        with blocking_writes(core):
+            return _admit(core, actor, key, seq, task, now, needs)
+    return _admit(core, actor, key, seq, task, now, needs)
+
+
+def _admit(
+    core: Core,
+    actor: str,
+    key: str,
+    seq: int,
+    task: Any,
+    now: Instant,
+    needs: tuple[str, ...] | None,
+) -> bool:
     while True:
         cur = core.store.load(key)
         if cur is not None:

@@ -13,12 +13,20 @@ from ledger_cli.engine.core import Core
 from ledger_cli.engine.dependencies import block_one, transitive_dependents
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.retry import reason_note
+from ledger_cli.engine.serial import blocking_writes
 from ledger_cli.engine.status import Status, is_terminal
 from ledger_cli.errors import AlreadyFinishedError
 
 
 def cancel(core: Core, actor: str, key: str, now: Instant, reason: str | None = None) -> list[str]:
-    """Fail `key` (pending, claimed or blocked); return the keys it blocked, sorted."""
+    """Fail `key` (pending, claimed or blocked); return the keys it blocked, sorted.
+
+    Under `serial.blocking_writes` (a failure and the blocks it writes)."""
+    with blocking_writes(core):
+        return _cancel(core, actor, key, now, reason)
+
+
+def _cancel(core: Core, actor: str, key: str, now: Instant, reason: str | None) -> list[str]:
     while True:
         cur = core.require(key)
         if cur.status in (Status.COMPLETED.value, Status.FAILED.value):

@@ -23,6 +23,18 @@ def complete(
     core: Core, actor: str, key: str, owner: str, fence: int, status: object, now: Instant
 ) -> None:
     final = final_status(status)
+    if final == Status.FAILED.value:  # it blocks dependents (engine/serial.py)
+        from ledger_cli.engine.serial import blocking_writes
+
+        with blocking_writes(core):
+            _complete(core, actor, key, owner, fence, final, now)
+        return
+    _complete(core, actor, key, owner, fence, final, now)
+
+
+def _complete(
+    core: Core, actor: str, key: str, owner: str, fence: int, final: str, now: Instant
+) -> None:
     while True:
         cur = core.require(key)
         if cur.fence != fence:

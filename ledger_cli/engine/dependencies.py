@@ -63,7 +63,17 @@ def block_one(core: Core, actor: str, now: Instant, key: str, cur: TaskState, bl
     blocker is read again (`reopen.confirm_block`), so that a concurrent
     `retry` cannot leave this block orphaned; without retries that read
     always finds the blocker still failed or blocked and changes nothing.
+    The write and that read run under `serial.blocking_writes`.
     """
+    from ledger_cli.engine.serial import blocking_writes
+
+    with blocking_writes(core):
+        return _block_one(core, actor, now, key, cur, blocker)
+
+
+def _block_one(
+    core: Core, actor: str, now: Instant, key: str, cur: TaskState, blocker: str
+) -> bool:
     while True:
         nxt = cur.replace(
             status=Status.BLOCKED.value, blocked_by=blocker, updated_by=actor, updated_at=now

@@ -36,7 +36,7 @@ def _refuse_if_ancestor_blocks(
     """A failed or blocked ancestor blocks the record (a refusal that writes)."""
     blocker = blocking_ancestor(core, cur.needs)
     if blocker is not None:
-        block_one(core, actor, now, key, cur, blocker)
+        block_one(core, actor, now, key, cur, blocker)  # under engine/serial.py's lock
         raise NotClaimedError()
 
 

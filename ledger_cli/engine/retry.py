@@ -8,8 +8,6 @@ holder stays fenced off. The concurrency argument is in `reopen`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from ledger_cli.engine import events
 from ledger_cli.engine.core import Core
 from ledger_cli.engine.dependencies import block_one, blocking_need
@@ -17,6 +15,7 @@ from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.prune import is_pruned
 from ledger_cli.engine.record import TaskState
 from ledger_cli.engine.reopen import confirm_block, nearest_failed, settle
+from ledger_cli.engine.serial import blocking_writes
 from ledger_cli.engine.status import Status
 from ledger_cli.errors import NotFailedError
 
@@ -62,12 +61,11 @@ def retry(core: Core, actor: str, key: str, now: Instant, reason: str | None = N
     If a failure is in the record's needs by now, the record becomes blocked
     by its failed or blocked need instead (and un-blocks nothing).
     """
-    note = reason_note(reason)
-    # A store whose batch is a transaction that does not exclude other writers
-    # (PostgreSQL) offers a hook that makes this one exclusive (reopen.py).
-    serialize: Callable[[], None] | None = getattr(core.store, "serialize_reopen", None)
-    if serialize is not None:
-        serialize()
+    with blocking_writes(core):  # a reopen and the un-blocks after it (serial.py)
+        return _retry(core, actor, key, now, reason_note(reason))
+
+
+def _retry(core: Core, actor: str, key: str, now: Instant, note: str) -> list[str]:
     while True:
         cur = core.require(key)
         if cur.status == Status.BLOCKED.value:

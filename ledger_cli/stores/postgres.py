@@ -88,6 +88,8 @@ SELECT
 """
 
 _SETUP_LOCK = 0x6C6564676572  # pg_advisory_xact_lock key ("ledger"): openers serialise DDL
+# Writers of blocks and un-blocks (engine/serial.py): one lock per schema ("ledg").
+_BLOCKS_LOCK_SQL = "SELECT pg_advisory_xact_lock(1818584167, hashtext(current_schema()))"
 
 _LOAD = f"SELECT {_sql.SELECT_COLUMNS} FROM ledger_tasks WHERE key = %s"
 _RANGE = f'SELECT {_sql.SELECT_COLUMNS} FROM ledger_tasks ORDER BY key COLLATE "C"'
@@ -160,6 +162,7 @@ class PostgresStore:
         self._psycopg = pg
         self._lock = threading.RLock()
         self._depth = 0
+        self._blocks_depth = 0  # the batch depth that took lock_blocks' lock; 0: not held
         self._closed = False
         self._where = "the given URL"
         kwargs: dict[str, Any] = {}
@@ -422,6 +425,8 @@ class PostgresStore:
                     yield
             finally:
                 self._depth -= 1
+                if self._depth < self._blocks_depth:  # committed, or its savepoint left
+                    self._blocks_depth = 0
 
     def now(self) -> Instant:
         """The server's `clock_timestamp()` (microseconds), in UTC."""
@@ -459,21 +464,21 @@ class PostgresStore:
 
         yield from _sql.read_history_pages(fetch, "%s", key)
 
-    # -- retry (SPEC §6.2; engine/reopen.py) ---------------------------------------
+    # -- blocks and un-blocks (SPEC §6.2; engine/serial.py) ----------------------
 
-    def serialize_reopen(self) -> None:
-        """Called by `retry` before its first write. Inside a batch (a READ
-        COMMITTED transaction) it waits for every writing transaction to end
-        and holds new writers off until this one commits (SHARE ROW EXCLUSIVE
-        conflicts with a writer's ROW EXCLUSIVE), so the retry's scans see
-        every block committed before it and every later block sees the retry.
-        Outside a batch each statement commits alone and nothing is needed."""
+    def lock_blocks(self) -> bool:
+        """Inside a batch: take the lock that serializes the transactions writing
+        a block, a failure or an un-block (`pg_advisory_xact_lock` on a key of
+        this schema, held to the commit) and return True; outside: False."""
         with self._lock:
             self._check_open()
             if self._depth == 0:
-                return
-            with self._errors("lock"):
-                self._conn.execute("LOCK TABLE ledger_tasks IN SHARE ROW EXCLUSIVE MODE")
+                return False
+            if self._blocks_depth == 0:
+                with self._errors("lock"):
+                    self._conn.execute(_BLOCKS_LOCK_SQL)
+                self._blocks_depth = self._depth
+            return True
 
     # -- lifecycle ---------------------------------------------------------------
 

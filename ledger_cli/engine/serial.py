@@ -1,0 +1,68 @@
+"""One lock for the writes that block, fail or un-block (SPEC §6.2): the
+extension's answer to a store whose batch excludes nobody.
+
+`reopen`'s argument needs, of a block and the un-block of its blocker (each a
+write followed by a read), that one of the two reads sees the other's write.
+The JSON and SQLite stores hold an exclusive lock for a whole batch, and an
+operation outside a batch is a sequence of single linearizable steps, so the
+argument holds there as it stands. A PostgreSQL batch is a READ COMMITTED
+transaction: two open transactions do not see each other's writes, so both
+reads can miss both writes. There every operation that may write a block, a
+failure or an un-block runs under one transaction-scoped lock
+(`PostgresStore.lock_blocks`: `pg_advisory_xact_lock`, per schema), taken
+before its first write and held to the commit; outside a batch the operation
+becomes a transaction of its own for that. Such writers then follow one
+another, each seeing every earlier one committed: the races of `reopen` do
+not arise between them. Writes that never block or un-block (a claim that is
+granted, a completion as completed, renew, release) take no lock.
+
+Deadlocks: a transaction waiting for the lock must hold no row lock another
+holder may want. One operation takes it before its first write; a batch of
+several (`admit --batch`) takes it at its start (`take`). A `claim --next`
+batch holds its candidates' row locks (FOR UPDATE) when a claim refused by a
+failed ancestor blocks the record; should the lock's holder need one of those
+rows, PostgreSQL detects the deadlock and rolls one batch back whole (a
+StoreError, exit 9: nothing written; run it again).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+from ledger_cli.engine.core import Core
+from ledger_cli.errors import LedgerError, StoreError
+
+TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
+if TYPE_CHECKING:
+    from ledger_cli.engine.store import Store
+
+
+def take(store: Store) -> bool:
+    """Inside an open batch of a store that needs it: take the lock now (held to
+    the batch's end). False when the store needs none or no batch is open."""
+    lock = getattr(store, "lock_blocks", None)
+    return bool(lock()) if callable(lock) else False
+
+
+@contextlib.contextmanager
+def blocking_writes(core: Core) -> Iterator[None]:
+    """Run the block under the lock: in the open batch, or in a batch of its own
+    (a refusal after a write keeps the write, as outside a batch, and is raised
+    after the commit). A pass-through on stores that need no lock."""
+    store = core.store
+    lock = getattr(store, "lock_blocks", None)
+    if not callable(lock) or lock():
+        yield
+        return
+    refusal: LedgerError | None = None
+    with store.batch():
+        lock()
+        try:
+            yield
+        except StoreError:
+            raise
+        except LedgerError as exc:
+            refusal = exc
+    if refusal is not None:
+        raise refusal
