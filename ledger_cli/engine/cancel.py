@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from ledger_cli.engine import events
 from ledger_cli.engine.core import Core
-from ledger_cli.engine.dependencies import block_one, transitive_dependents
+from ledger_cli.engine.dependencies import block_one, dependents_walk
 from ledger_cli.engine.instant import Instant
+from ledger_cli.engine.record import byte_order
 from ledger_cli.engine.retry import reason_note
 from ledger_cli.engine.serial import blocking_writes
 from ledger_cli.engine.status import Status, is_terminal
@@ -44,11 +45,10 @@ def _cancel(core: Core, actor: str, key: str, now: Instant, reason: str | None) 
         if core.store.compare_and_swap(key, cur, nxt):
             break
     core.emit(events.CANCELLED, key, f"key {key} cancelled by {actor}{reason_note(reason)}")
-    records = list(core.store.range())
-    by_key = {rec.key: rec for rec in records}
+    found = dependents_walk(core.store, [key])
     blocked: list[str] = []
-    for dep in transitive_dependents(records, key):
-        rec = by_key[dep]
+    for dep in sorted(found, key=byte_order):
+        rec = found[dep]
         if is_terminal(rec.status):
             continue
         if block_one(core, actor, now, dep, rec, key):

@@ -108,29 +108,49 @@ def recheck_needs(
     return True
 
 
-def transitive_dependents(records: list[TaskState], failed: str) -> list[str]:
-    """Every key that transitively needs `failed`, sorted; status is not consulted."""
-    bad = {failed}
-    blocked: set[str] = set()
-    changed = True
-    while changed:
-        changed = False
-        for rec in records:
-            if rec.key in blocked or not rec.needs:
-                continue
-            if any(need in bad for need in rec.needs):
-                blocked.add(rec.key)
-                bad.add(rec.key)
-                changed = True
-    return sorted(blocked, key=byte_order)
+def dependents_walk(store: object, roots: Iterable[str]) -> dict[str, TaskState]:
+    """Every record that transitively needs any of `roots` (status not
+    consulted; a root itself only when it is reached through needs), by key.
+
+    Through the store's `dependents(keys)` hook when it has one (the records
+    naming any of `keys` in their needs: SQL stores read their trigger-kept
+    `ledger_needs` table, MemStore a reverse map), one read per level: the cost
+    follows the dependents, not the store. Else one Range. Either way each
+    record is read after every write that came before the call, which is all
+    the read-after-write arguments (`reopen`) need.
+    """
+    hook = getattr(store, "dependents", None)
+    found: dict[str, TaskState] = {}
+    if callable(hook):
+        frontier = list(dict.fromkeys(roots))
+        while frontier:
+            nxt: list[str] = []
+            for rec in hook(frontier):
+                if rec.key not in found:
+                    found[rec.key] = rec
+                    nxt.append(rec.key)
+            frontier = nxt
+        return found
+    records: list[TaskState] = list(store.range())  # type: ignore[attr-defined]
+    needed_by: dict[str, list[TaskState]] = {}
+    for rec in records:
+        for need in rec.needs or ():
+            needed_by.setdefault(need, []).append(rec)
+    queue: deque[str] = deque(roots)
+    while queue:
+        for dep in needed_by.get(queue.popleft(), ()):
+            if dep.key not in found:
+                found[dep.key] = dep
+                queue.append(dep.key)
+    return found
 
 
 def block_dependents(core: Core, actor: str, now: Instant, failed: str) -> None:
-    """Complete(failed)'s walk: one Range, then block each non-terminal dependent."""
-    records = list(core.store.range())
-    by_key = {rec.key: rec for rec in records}
-    for key in transitive_dependents(records, failed):
-        rec = by_key[key]
+    """Complete(failed)'s walk: every transitive dependent (Go: one Range; here
+    `dependents_walk`), then block each non-terminal one, in key order."""
+    found = dependents_walk(core.store, [failed])
+    for key in sorted(found, key=byte_order):
+        rec = found[key]
         if is_terminal(rec.status):
             continue
         block_one(core, actor, now, key, rec, failed)

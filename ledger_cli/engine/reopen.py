@@ -61,7 +61,7 @@ from collections.abc import Callable, Iterable
 
 from ledger_cli.engine import events
 from ledger_cli.engine.core import Core
-from ledger_cli.engine.dependencies import block_one
+from ledger_cli.engine.dependencies import block_one, dependents_walk
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState, byte_order
 from ledger_cli.engine.serial import blocking_writes
@@ -140,23 +140,9 @@ def failure_behind(load: Callable[[str], TaskState | None], key: str) -> tuple[s
     return None, cyclic
 
 
-def dependents_of(records: Iterable[TaskState], roots: Iterable[str]) -> list[TaskState]:
-    """The records that transitively need any of `roots` (status not consulted),
-    ordered so that a record's needs come before it (cycles: byte order).
-    Linear in records and needs (one reverse index, one breadth-first walk)."""
-    by_key: dict[str, TaskState] = {}
-    needed_by: dict[str, list[str]] = {}
-    for rec in records:
-        by_key[rec.key] = rec
-        for need in rec.needs or ():
-            needed_by.setdefault(need, []).append(rec.key)
-    found: dict[str, TaskState] = {}
-    queue: deque[str] = deque(roots)
-    while queue:
-        for dep in needed_by.get(queue.popleft(), ()):
-            if dep not in found:
-                found[dep] = by_key[dep]
-                queue.append(dep)
+def needs_first(found: dict[str, TaskState]) -> list[TaskState]:
+    """`found`'s records ordered so that a record's needs come before it
+    (cycles: byte order). Linear in records and needs."""
     # Kahn's order inside the found set: needs first; a cycle yields its smallest key.
     waiting = {k: {n for n in (r.needs or ()) if n in found and n != k} for k, r in found.items()}
     dependents: dict[str, list[str]] = {}
@@ -283,10 +269,9 @@ def settle(core: Core, actor: str, now: Instant, roots: Iterable[str], note: str
 def _settle(core: Core, actor: str, now: Instant, roots: list[str], note: str) -> list[str]:
     unblocked: set[str] = set()
     while True:
-        records = list(core.store.range())
-        by_key = {rec.key: rec for rec in records}
-        candidates = [by_key[k] for k in roots if k in by_key]
-        candidates += dependents_of(records, roots)
+        # Read after every write so far (the last pass's reads follow the last write).
+        candidates = [rec for k in roots if (rec := core.store.load(k)) is not None]
+        candidates += needs_first(dependents_walk(core.store, roots))
         wrote_any = False
         seen: set[str] = set()
         for rec in candidates:

@@ -6,7 +6,7 @@ import contextlib
 import dataclasses
 import threading
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 
 from ledger_cli.engine.instant import Instant
@@ -51,6 +51,7 @@ class MemStore:
         self._floor = 0
         self._history: list[HistoryEntry] = []
         self._pruned: set[str] = set()
+        self._needed_by: dict[str, set[str]] = {}  # need -> keys naming it (`dependents`)
 
     def forgets(self) -> bool:
         """Whether records can disappear (a bounded store evicts). `retry`'s
@@ -75,10 +76,13 @@ class MemStore:
                     new = dataclasses.replace(new, fence=max(new.fence, self._floor), rev=0)
                 self._tasks[key] = new
                 self._queue.append(key)
+                self._link(key, None, new.needs)
             else:
                 if old is None or old.cas_tuple() != cur.cas_tuple():
                     return False
                 self._tasks[key] = dataclasses.replace(new, rev=cur.rev + 1)
+                if new.needs != cur.needs:
+                    self._link(key, cur.needs, new.needs)
             if self._max > 0:
                 self._evict(key)
             return True
@@ -99,7 +103,26 @@ class MemStore:
             if rec.fence > self._floor:
                 self._floor = rec.fence
             del self._tasks[head]
+            self._link(head, rec.needs, None)
             self._pruned.discard(head)
+
+    def _link(self, key: str, old: Iterable[str] | None, new: Iterable[str] | None) -> None:
+        """Move `key` in the reverse needs map from its `old` needs to its `new` ones."""
+        for need in old or ():
+            keys = self._needed_by.get(need)
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del self._needed_by[need]
+        for need in new or ():
+            self._needed_by.setdefault(need, set()).add(key)
+
+    def dependents(self, keys: Iterable[str]) -> list[TaskState]:
+        """The records naming any of `keys` in their needs (engine
+        `dependents_walk`): a reverse map kept with every write."""
+        with self._lock:
+            found = {k for need in keys for k in self._needed_by.get(need, ())}
+            return [self._tasks[k] for k in sorted(found, key=byte_order)]
 
     def range(self) -> Iterator[TaskState]:
         with self._lock:

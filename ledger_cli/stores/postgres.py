@@ -93,6 +93,10 @@ _BLOCKS_LOCK_SQL = "SELECT pg_advisory_xact_lock(1818584167, hashtext(current_sc
 
 _LOAD = f"SELECT {_sql.SELECT_COLUMNS} FROM ledger_tasks WHERE key = %s"
 _RANGE = f'SELECT {_sql.SELECT_COLUMNS} FROM ledger_tasks ORDER BY key COLLATE "C"'
+_DEPENDENTS = (
+    f"SELECT {_sql.SELECT_COLUMNS} FROM ledger_tasks"
+    " WHERE key IN (SELECT key FROM ledger_needs WHERE need = ANY(%s))"
+)
 _BY_STATUS = f"SELECT {_sql.SELECT_COLUMNS} FROM ledger_tasks WHERE status = ANY(%s)"
 _INSERT = (
     "INSERT INTO ledger_tasks (key, status, sequence, owner, fence, lease_until, needs,"
@@ -359,6 +363,15 @@ class PostgresStore:
                 rows = self._conn.execute(sql, args).fetchall()
         records = [_sql.row_to_state(row) for row in rows]
         return records
+
+    def dependents(self, keys: Iterable[str]) -> list[TaskState]:
+        """The records naming any of `keys` in their needs (engine
+        `dependents_walk`), through the trigger-kept `ledger_needs` table
+        (every record's needs, indexed by need)."""
+        wanted = [k for k in dict.fromkeys(keys) if "\x00" not in k and _sql.is_utf8(k)]
+        if not wanted:
+            return []
+        return self._records(_DEPENDENTS, (wanted,))
 
     def visible_range(self) -> Iterator[TaskState]:
         """Every record but the pruned ones, sorted by key, read in pages of 1000

@@ -397,6 +397,22 @@ class SQLiteStore:
             records.sort(key=lambda r: byte_order(r.key))
         return records
 
+    def dependents(self, keys: Iterable[str]) -> list[TaskState]:
+        """The records naming any of `keys` in their needs (engine
+        `dependents_walk`), through the trigger-kept `ledger_needs` table
+        (every record's needs, indexed by need), 500 keys a statement."""
+        wanted = list(dict.fromkeys(keys))
+        found: list[TaskState] = []
+        for at in range(0, len(wanted), 500):
+            part = tuple(wanted[at : at + 500])
+            marks = ", ".join("?" * len(part))
+            sql = (
+                f"SELECT {_sql.SELECT_COLUMNS} FROM ledger_tasks WHERE key IN"
+                f" (SELECT key FROM ledger_needs WHERE need IN ({marks}))"
+            )
+            found += self._records(sql, part)
+        return found
+
     def visible_range(self) -> Iterator[TaskState]:
         """Every record but the pruned ones, sorted by key, read in pages of 1000
         (keyset): `list` prints its first rows at once, in constant memory."""
