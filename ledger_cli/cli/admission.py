@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import stat
 import sys
@@ -20,7 +19,6 @@ from ledger_cli.cli.inputs import (
 
 TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
-    from collections.abc import Iterator
     from typing import IO, Any
 
 _BATCH_FIELDS = ("key", "seq", "task", "needs")
@@ -150,10 +148,17 @@ def admit_batch(settings: Settings, source: str) -> int:
     progress = _Progress(len(entries), enabled=not settings.json and sys.stderr.isatty())
     with Session(settings) as s, progress:
         now = s.now()
+        # An admission with needs may block: then (PostgreSQL) each chunk takes
+        # the block writers' lock before its first row write (engine/serial.py).
+        from ledger_cli.engine.serial import take
+
+        lock_first = any(entry[4] for entry in entries)
 
         def admit_one(entry: tuple[int, str, int, Any, tuple[str, ...]]) -> None:
             nonlocal refused
             number, key, seq, task, needs = entry
+            if lock_first:
+                take(s.store)  # once per chunk's transaction; a no-op on other stores
             try:
                 admitted = s.ledger.admit(s.actor, key, seq, task, now, *needs)
             except ValidationError as exc:
@@ -186,20 +191,7 @@ def admit_batch(settings: Settings, source: str) -> int:
         # re-run after a crash admits what is missing, `duplicate` for the rest.
         from ledger_cli.cli.chunks import chunked  # batches only: it imports typing
 
-        if any(entry[4] for entry in entries):
-            # An admission with needs may block: on PostgreSQL each block takes
-            # the block writers' lock before its first row write (engine/serial.py).
-            from ledger_cli.engine.serial import take
-
-            @contextlib.contextmanager
-            def block() -> Iterator[None]:
-                with s.write(now):
-                    take(s.store)
-                    yield
-
-            chunked(entries, block, admit_one)
-        else:
-            chunked(entries, lambda: s.write(now), admit_one)
+        chunked(entries, lambda: s.write(now), admit_one)
     if settings.json:
         output.json_line(results)
     return ValidationError.exit_code if refused else 0
