@@ -272,9 +272,9 @@ def test_retry_never_leaves_an_orphaned_block(spec: Spec) -> None:
     race(spec, "mixed")
 
 
-def test_batched_blocks_and_unblocks_never_leave_an_orphaned_block(pg_spec: Spec) -> None:
+def test_batched_blocks_and_unblocks_never_leave_an_orphaned_block(spec: Spec) -> None:
     """Both sides of the race in batches at once (PostgreSQL: open transactions)."""
-    race(pg_spec, "batched")
+    race(spec, "batched")
 
 
 def race(spec: Spec, mode: str) -> None:
