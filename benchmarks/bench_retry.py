@@ -20,6 +20,11 @@ Printed: milliseconds per cycle and the big/small ratio of each (flat is the
 goal: the hook's cost follows the dependents, not the store). Then the
 command line as a user runs it (a fresh process each time, bytecode caching
 allowed): `ledger retry r` and `ledger cancel r` medians on both sizes.
+Last, what the PostgreSQL lock of engine/serial.py costs: WRITERS processes
+each admitting --admits keys that need one pending task (a DAG submitted
+ahead of its work: such an admission may block, so it takes the lock; with
+every need completed it takes none), one batch (transaction) per admit as
+`ledger admit` does, with the lock and without it (admits/s, side by side).
 PostgreSQL is the server at --postgres-url (default the local test server),
 in fresh schemas dropped afterwards; skipped with the reason when unreachable.
 """
@@ -167,6 +172,64 @@ def bench_kind(kind: str, n: int, reps: int, base: Path, pg: str) -> list[str]:
     return rows
 
 
+WRITERS = 4
+
+
+class NoLock:
+    """A PostgresStore without `lock_blocks` (the engine then takes no lock)."""
+
+    def __init__(self, inner: Store) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "lock_blocks":
+            raise AttributeError(name)
+        return getattr(self._inner, name)
+
+
+def admit_writer(url: str, n: int, me: int, locked: bool, go: Any) -> None:
+    store = open_store(url)
+    led = Ledger(store if locked else NoLock(store))  # type: ignore[arg-type]
+    go.wait()
+    for i in range(n):
+        with store.batch():
+            led.admit("bench", f"w{me}-{locked}-{i:05d}", 1, None, T0, "root")
+    store.close()
+
+
+def admits_per_s(url: str, n: int, locked: bool) -> float:
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    go = ctx.Barrier(WRITERS + 1)
+    procs = [
+        ctx.Process(target=admit_writer, args=(url, n, me, locked, go)) for me in range(WRITERS)
+    ]
+    for p in procs:
+        p.start()
+    go.wait()
+    t = time.perf_counter()
+    for p in procs:
+        p.join()
+        if p.exitcode != 0:
+            raise SystemExit(f"an admit writer failed ({p.exitcode})")
+    return WRITERS * n / (time.perf_counter() - t)
+
+
+def bench_lock(n: int, base: Path, pg: str) -> str:
+    with places("postgresql", base, pg) as place:
+        url = place("lock")
+        store = open_store(url)
+        Ledger(store).admit("bench", "root", 1, None, T0)
+        store.close()
+        off = admits_per_s(url, n, locked=False)
+        on = admits_per_s(url, n, locked=True)
+    return (
+        f"postgresql admits with a need, {WRITERS} processes: {on:7.0f}/s with the lock, "
+        f"{off:7.0f}/s without ({on / off:.2f}x)"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true")
@@ -177,6 +240,7 @@ def main() -> None:
         "--postgres-url", default=os.environ.get("LEDGER_TEST_POSTGRES_URL", DEFAULT_PG)
     )
     ap.add_argument("--stores", default="json,sqlite,postgresql,memory")
+    ap.add_argument("--admits", type=int, default=500, help="per writer (the lock's cost)")
     args = ap.parse_args()
     n = args.records or (10_000 if args.quick else 100_000)
     rows: list[str] = []
@@ -186,6 +250,8 @@ def main() -> None:
                 rows.append(f"{kind:<10} skipped: {why}")
                 continue
             rows += bench_kind(kind, n, args.reps, Path(tmp), args.postgres_url)
+            if kind == "postgresql" and args.admits > 0:
+                rows.append(bench_lock(args.admits, Path(tmp), args.postgres_url))
     print(f"retry + cancel of a root with {CHAIN} dependents; median of {args.reps} cycles")
     for row in rows:
         print(row)

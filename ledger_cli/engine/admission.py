@@ -30,12 +30,23 @@ def admit(
     """
     if key == "":
         raise ValidationError("ledger: idempotency key must not be empty")
-    if needs:  # it may write a block (engine/serial.py)
+    if needs and not _all_completed(core, needs):
+        # It may write a block (at once, or after its recheck): engine/serial.py.
+        # A completed need never changes again, so with all of them completed
+        # no block can follow, and the admission takes no lock.
         from ledger_cli.engine.serial import blocking_writes
 
         with blocking_writes(core):
             return _admit(core, actor, key, seq, task, now, needs)
     return _admit(core, actor, key, seq, task, now, needs)
+
+
+def _all_completed(core: Core, needs: tuple[str, ...]) -> bool:
+    for need in needs:
+        rec = core.store.load(need)
+        if rec is None or rec.status != Status.COMPLETED.value:
+            return False
+    return True
 
 
 def _admit(
