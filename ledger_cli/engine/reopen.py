@@ -26,8 +26,8 @@ a batch is one step in this order.
 A PostgreSQL batch is a READ COMMITTED transaction that excludes nobody: with
 both sides in open transactions at once, neither read sees the other's
 uncommitted write, and the order above breaks. There every operation that may
-write a block, a failure or an un-block (admit with needs, a failed
-completion, a claim refused by a failed ancestor, cancel, retry, and every
+write a block, a failure or an un-block (admit with a need not completed, a
+failed completion, a claim refused by a failed ancestor, cancel, retry, and every
 `block_one`, `reexamine` and `settle`, which the repairs run) first takes one
 transaction-scoped lock (`serial.blocking_writes`: `PostgresStore.lock_blocks`,
 `pg_advisory_xact_lock` on a key of the schema) and holds it to its commit;

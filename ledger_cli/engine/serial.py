@@ -14,7 +14,12 @@ before its first write and held to the commit; outside a batch the operation
 becomes a transaction of its own for that. Such writers then follow one
 another, each seeing every earlier one committed: the races of `reopen` do
 not arise between them. Writes that never block or un-block (a claim that is
-granted, a completion as completed, renew, release) take no lock.
+granted, a completion as completed, renew, release, an admission whose needs
+are all completed) take no lock.
+
+The cost: such transactions no longer commit side by side. Concurrent
+admissions that need unfinished work (a DAG submitted ahead of its work) run
+one at a time on PostgreSQL (`benchmarks/bench_retry.py` measures it).
 
 Deadlocks: a transaction waiting for the lock must hold no row lock another
 holder may want. One operation takes it before its first write; a batch of
