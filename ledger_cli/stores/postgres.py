@@ -84,25 +84,31 @@ SELECT
       AND attnum > 0 AND NOT attisdropped AND attname = ANY(%s)),
   to_regclass(quote_ident(current_schema()) || '.ledger_tasks_claimable') IS NOT NULL,
   to_regclass(quote_ident(current_schema()) || '.ledger_history') IS NOT NULL,
-  to_regclass(quote_ident(current_schema()) || '.ledger_history_key') IS NOT NULL
+  to_regclass(quote_ident(current_schema()) || '.ledger_history_key') IS NOT NULL,
+  EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'ledger_ready_sync'
+    AND tgrelid = to_regclass(quote_ident(current_schema()) || '.ledger_tasks'))
 """
+"""One round trip on open: every Go column, the indexes, the history table and
+the ready index's trigger (SPEC §6.1). When all are there, no DDL runs."""
 
 _SETUP_LOCK = 0x6C6564676572  # pg_advisory_xact_lock key ("ledger"): openers serialise DDL
 
 _LOAD = f"SELECT {_sql.SELECT_COLUMNS} FROM ledger_tasks WHERE key = %s"
 _RANGE = f'SELECT {_sql.SELECT_COLUMNS} FROM ledger_tasks ORDER BY key COLLATE "C"'
 _BY_STATUS = f"SELECT {_sql.SELECT_COLUMNS} FROM ledger_tasks WHERE status = ANY(%s)"
+# Both writes return the row they wrote (no second round trip to read it back).
 _INSERT = (
     "INSERT INTO ledger_tasks (key, status, sequence, owner, fence, lease_until, needs,"
     " blocked_by, task, rev, created_at, updated_at, created_by, updated_by)"
     " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, 0, %s, %s, %s, %s)"
-    " ON CONFLICT (key) DO NOTHING"
+    f" ON CONFLICT (key) DO NOTHING RETURNING {_sql.SELECT_COLUMNS}"
 )
 _UPDATE = (
     "UPDATE ledger_tasks SET status = %s, sequence = %s, owner = %s, fence = %s,"
     " lease_until = %s, needs = %s, blocked_by = %s, task = %s, rev = rev + 1,"
     " updated_at = %s, updated_by = %s"
     " WHERE key = %s AND sequence = %s AND status = %s AND fence = %s AND rev = %s"
+    f" RETURNING {_sql.SELECT_COLUMNS}"
 )
 _HISTORY_INSERT = (
     f"INSERT INTO ledger_history ({_sql.HISTORY_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s)"
@@ -153,6 +159,12 @@ class PostgresStore:
 
     One connection (autocommit; `batch()` opens a transaction), guarded by a
     lock so threads may share the store. `now()` reads the server's clock.
+
+    Inside a batch, the rows this transaction holds locked (the ones it wrote,
+    each returned by its INSERT/UPDATE, and the candidates `ready_candidates`
+    read FOR UPDATE) are kept, so `load` of such a key costs no round trip: no
+    other transaction can change them before this one ends. The cache is
+    dropped when the batch ends and whenever a nested batch rolls back.
     """
 
     def __init__(self, url: str, *, connect_timeout: int = 10) -> None:
@@ -162,6 +174,8 @@ class PostgresStore:
         self._depth = 0
         self._closed = False
         self._where = "the given URL"
+        self._held: dict[str, TaskState] = {}
+        """Rows this transaction holds locked, by key (only while _depth > 0)."""
         kwargs: dict[str, Any] = {}
         try:
             params = pg.conninfo.conninfo_to_dict(url)
@@ -205,9 +219,8 @@ class PostgresStore:
     def _setup(self) -> None:
         with self._errors("schema"):
             row = self._conn.execute(_SCHEMA_CHECK, (list(_sql.ALL_COLUMNS),)).fetchone()
-            complete = row is not None and row[0] == len(_sql.ALL_COLUMNS) and all(row[1:])
-            if complete and self._ready_installed():
-                return
+            if row is not None and row[0] == len(_sql.ALL_COLUMNS) and all(row[1:]):
+                return  # up to date: no DDL, no lock
             with self._conn.transaction():
                 self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SETUP_LOCK,))
                 for ddl in _DDL:
@@ -261,6 +274,9 @@ class PostgresStore:
         _no_nul(key)
         with self._lock:
             self._check_open()
+            held = self._held.get(key) if self._depth else None
+            if held is not None:
+                return held
             with self._errors("load"):
                 row = self._conn.execute(_LOAD, (key,)).fetchone()
         return None if row is None else _sql.row_to_state(row)
@@ -278,7 +294,13 @@ class PostgresStore:
         with self._lock:
             self._check_open()
             with self._errors(op):
-                return bool(self._conn.execute(sql, params).rowcount == 1)
+                row = self._conn.execute(sql, params).fetchone()
+            if self._depth:
+                if row is None:
+                    self._held.pop(key, None)
+                else:
+                    self._held[key] = _sql.row_to_state(row)
+            return row is not None
 
     def range(self) -> Iterator[TaskState]:
         """Every record sorted by key (UTF-8 bytes), read by one statement (one snapshot)."""
@@ -321,7 +343,12 @@ class PostgresStore:
                 self._check_open()
                 with self._errors("ready scan"):
                     args = (created, key, at, limit)
-                    return list(self._conn.execute(sql, args).fetchall())
+                    rows = list(self._conn.execute(sql, args).fetchall())
+                if locking and self._depth:  # locked until the batch ends
+                    for row in rows:
+                        rec = _sql.row_to_state(row[:-1])
+                        self._held[rec.key] = rec
+                return rows
 
         return _readysql.candidates(fetch, 1 if locking else 16)
 
@@ -417,11 +444,15 @@ class PostgresStore:
         with self._lock:
             self._check_open()
             self._depth += 1
+            done = False
             try:
                 with self._errors("commit"), self._conn.transaction():
                     yield
+                done = True
             finally:
                 self._depth -= 1
+                if not done or self._depth == 0:
+                    self._held.clear()  # rolled back, or the locks are gone
 
     def now(self) -> Instant:
         """The server's `clock_timestamp()` (microseconds), in UTC."""
