@@ -14,9 +14,12 @@ user runs it (a fresh process each time, bytecode caching allowed):
   (`Ledger.prune`). Printed as ratios to the baseline; the targets: <= 1.5
   on JSON and SQLite, <= 2 on PostgreSQL. On the JSON store, the disk a
   pruned key costs: `du -sk STORE/pruned` / N (target: <= 256 bytes).
-- drain throughput: 8 concurrent worker loops of `ledger run --next … --
-  true` over a store of --drain tasks (default 400): tasks/s, checking that
-  every task ran exactly once (each run appends its key to a log).
+- drain throughput, both ways side by side, over a store of --drain tasks
+  (default 400) each: 8 concurrent worker loops starting one `ledger run
+  --next … -- sh -c 'echo $LEDGER_KEY >> LOG'` process per task, and 8
+  long-lived `ledger run --next --drain …` workers running the same command;
+  tasks/s, checking that every task ran exactly once (the log), and the
+  PostgreSQL / SQLite ratio of each (the target: at least 1).
 - `ledger list --jsonl` on the store of N ready tasks: the time to the
   first row and rows/s (target: the first row within 0.2 s).
 
@@ -111,22 +114,30 @@ def claim_cost(url: str, k: int) -> float:
     return statistics.median(times)
 
 
-def drain(url: str, n: int, log: Path) -> float:
+DRAIN_PROCESS = "drain 8 workers, a process per task (tasks/s)"
+DRAIN_LONG = "drain 8 workers, --drain (tasks/s)"
+
+
+def drain(url: str, n: int, log: Path, long_lived: bool = False) -> float:
+    """tasks/s of 8 workers: loops of `run --next` (a process per task), or
+    `run --next --drain` workers (one process each, claiming until none is ready)."""
     admit_many(url, [f"d{i:05d}" for i in range(n)])
     log.write_text("")
     worker = (
         "import os,subprocess,sys\n"
-        "url,log=sys.argv[1],sys.argv[2]\n"
+        "url,log,drain=sys.argv[1],sys.argv[2],sys.argv[3:]\n"
         "while True:\n"
         "    rc=subprocess.run([sys.executable,'-m','ledger_cli','--store',url,'run','--next',"
-        "'--owner',str(os.getpid()),'--lease','1m','--','sh','-c',"
+        "*drain,'--owner',str(os.getpid()),'--lease','1m','--','sh','-c',"
         "'echo $LEDGER_KEY >> '+log]).returncode\n"
-        "    if rc==7: break\n"
+        "    if rc==7 or (drain and rc==0): break\n"
         "    if rc!=0: sys.exit(rc)\n"
     )
+    extra = ["--drain"] if long_lived else []
     t = time.perf_counter()
     procs = [
-        subprocess.Popen([sys.executable, "-c", worker, url, str(log)], env=env()) for _ in range(8)
+        subprocess.Popen([sys.executable, "-c", worker, url, str(log), *extra], env=env())
+        for _ in range(8)
     ]
     for p in procs:
         if p.wait() != 0:
@@ -235,8 +246,9 @@ def bench_kind(kind: str, n: int, k: int, drain_n: int, base: Path, pg: str) -> 
         first, rate = list_cost(big)
         out[f"list first row at {n:,} (s)"] = first
         out["list rows/s"] = rate
-        say(f"draining {drain_n} tasks with 8 workers")
-        out["drain 8 workers (tasks/s)"] = drain(place("drain"), drain_n, base / f"{kind}.log")
+        say(f"draining {drain_n} tasks with 8 workers, a process per task, then --drain")
+        out[DRAIN_PROCESS] = drain(place("drain"), drain_n, base / f"{kind}.log")
+        out[DRAIN_LONG] = drain(place("drainlong"), drain_n, base / f"{kind}.log", True)
     return out
 
 
@@ -269,7 +281,7 @@ def main() -> None:
     rows = list(dict.fromkeys(r for res in results.values() for r in res))
     kinds = list(results)
     print(f"bench_queue: N = {n:,}, {args.claims} claims per median, drain of {args.drain} tasks")
-    print(f"{'':38}" + "".join(f"{k:>14}" for k in kinds))
+    print(f"{'':46}" + "".join(f"{k:>14}" for k in kinds))
     for row in rows:
         cells = []
         for k in kinds:
@@ -278,11 +290,11 @@ def main() -> None:
                 cells.append(f"{'-':>14}")
             else:
                 cells.append(f"{v:>14.3f}" if v < 100 else f"{v:>14,.0f}")
-        print(f"{row:38}" + "".join(cells))
+        print(f"{row:46}" + "".join(cells))
     if "sqlite" in results and "postgresql" in results:
-        key = "drain 8 workers (tasks/s)"
-        ratio = results["postgresql"][key] / results["sqlite"][key]
-        print(f"{'drain PostgreSQL / SQLite':38}{ratio:>14.2f}")
+        for key, what in ((DRAIN_PROCESS, "a process per task"), (DRAIN_LONG, "--drain")):
+            ratio = results["postgresql"][key] / results["sqlite"][key]
+            print(f"{f'drain PostgreSQL / SQLite, {what}':46}{ratio:>14.2f}")
     for kind, why in skipped.items():
         print(f"{kind}: skipped: {why}")
 
