@@ -8,8 +8,9 @@ tokenizes them the way click does for the declarations in `commands.py`, and
 *declines* (returns None) on anything it is not sure about: `--help`, a
 `--` (but `run`'s, before its command), an unknown or short option, a
 missing value or required option, too many arguments, the completion
-variable, `list` without `--jsonl` (a table is rich's, on the Typer path). The typer app then handles the
-command, errors included, so usage errors are always click's. Values are
+variable, `list` without `--jsonl` (a table is rich's, on the Typer path).
+The typer app then handles the command, errors included, so usage errors
+are always click's. Values are
 parsed by `inputs` on both paths; `tests/test_cli_fast.py` checks that this
 table matches the click commands and that both paths behave the same.
 """
