@@ -196,6 +196,11 @@ def sortable(now: Instant | None) -> str:
 
 # -- PostgreSQL ------------------------------------------------------------------
 
+PG_SYNC_VERSION = "ledger_ready_sync v2"
+"""Named in the trigger function's body: `PostgresStore` replaces an older one
+(v1 kept the index on claims and renewals too, and planned the promotion of
+dependents on every completion)."""
+
 PG_OBJECTS = ("ledger_needs", "ledger_ready", "ledger_ready_order", "ledger_needs_need")
 
 PG_DDL = (
@@ -234,12 +239,18 @@ LANGUAGE sql STABLE AS $$
 $$""",
     f"""CREATE OR REPLACE FUNCTION ledger_ready_sync() RETURNS trigger
 LANGUAGE plpgsql AS $$
+-- {PG_SYNC_VERSION}
 BEGIN
   IF TG_OP = 'DELETE' THEN
     DELETE FROM ledger_needs WHERE key = OLD.key;
     DELETE FROM ledger_ready WHERE key = OLD.key
       OR key IN (SELECT key FROM ledger_needs WHERE need = OLD.key);
     RETURN NULL;
+  END IF;
+  IF TG_OP = 'UPDATE' AND OLD.status IN {LIVE} AND NEW.status IN {LIVE}
+     AND NEW.key = OLD.key AND NEW.needs IS NOT DISTINCT FROM OLD.needs
+     AND NEW.created_at IS NOT DISTINCT FROM OLD.created_at THEN
+    RETURN NULL;  -- a claim, renewal, release or takeover: nothing the index holds changed
   END IF;
   IF TG_OP = 'UPDATE' AND NEW.needs IS DISTINCT FROM OLD.needs THEN
     DELETE FROM ledger_needs WHERE key = OLD.key;
@@ -260,14 +271,17 @@ BEGIN
   END IF;
   IF NEW.status = 'completed' AND (TG_OP = 'INSERT' OR OLD.status IS DISTINCT FROM 'completed')
   THEN
-    -- two needs of one task completing at once: the second waits for the first
-    PERFORM 1 FROM ledger_tasks WHERE key IN (SELECT key FROM ledger_needs WHERE need = NEW.key)
-      ORDER BY key FOR UPDATE;
-    INSERT INTO ledger_ready (key, created)
-      SELECT t.key, ledger_sortkey(t.created_at) FROM ledger_needs n
-      JOIN ledger_tasks t ON t.key = n.key
-      WHERE n.need = NEW.key AND t.status IN {LIVE} AND NOT ledger_unmet(t.key)
-      ON CONFLICT (key) DO NOTHING;
+    -- (most tasks have no dependents: skip the promotion, costly to plan each time)
+    IF EXISTS (SELECT 1 FROM ledger_needs WHERE need = NEW.key) THEN
+      -- two needs of one task completing at once: the second waits for the first
+      PERFORM 1 FROM ledger_tasks WHERE key IN (SELECT key FROM ledger_needs WHERE need = NEW.key)
+        ORDER BY key FOR UPDATE;
+      INSERT INTO ledger_ready (key, created)
+        SELECT t.key, ledger_sortkey(t.created_at) FROM ledger_needs n
+        JOIN ledger_tasks t ON t.key = n.key
+        WHERE n.need = NEW.key AND t.status IN {LIVE} AND NOT ledger_unmet(t.key)
+        ON CONFLICT (key) DO NOTHING;
+    END IF;
   ELSIF TG_OP = 'UPDATE' AND OLD.status = 'completed' AND NEW.status <> 'completed' THEN
     DELETE FROM ledger_ready WHERE key IN (SELECT key FROM ledger_needs WHERE need = NEW.key);
   END IF;

@@ -86,10 +86,14 @@ SELECT
   to_regclass(quote_ident(current_schema()) || '.ledger_history') IS NOT NULL,
   to_regclass(quote_ident(current_schema()) || '.ledger_history_key') IS NOT NULL,
   EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'ledger_ready_sync'
-    AND tgrelid = to_regclass(quote_ident(current_schema()) || '.ledger_tasks'))
+    AND tgrelid = to_regclass(quote_ident(current_schema()) || '.ledger_tasks')),
+  EXISTS (SELECT 1 FROM pg_proc WHERE proname = 'ledger_ready_sync'
+    AND pronamespace = to_regnamespace(quote_ident(current_schema()))
+    AND strpos(prosrc, %s) > 0)
 """
-"""One round trip on open: every Go column, the indexes, the history table and
-the ready index's trigger (SPEC §6.1). When all are there, no DDL runs."""
+"""One round trip on open: every Go column, the indexes, the history table, the
+ready index's trigger (SPEC §6.1) and its function's version. When all are
+there, no DDL runs."""
 
 _SETUP_LOCK = 0x6C6564676572  # pg_advisory_xact_lock key ("ledger"): openers serialise DDL
 
@@ -218,7 +222,8 @@ class PostgresStore:
 
     def _setup(self) -> None:
         with self._errors("schema"):
-            row = self._conn.execute(_SCHEMA_CHECK, (list(_sql.ALL_COLUMNS),)).fetchone()
+            args = (list(_sql.ALL_COLUMNS), _readysql.PG_SYNC_VERSION)
+            row = self._conn.execute(_SCHEMA_CHECK, args).fetchone()
             if row is not None and row[0] == len(_sql.ALL_COLUMNS) and all(row[1:]):
                 return  # up to date: no DDL, no lock
             with self._conn.transaction():
@@ -227,6 +232,9 @@ class PostgresStore:
                     self._conn.execute(ddl)
                 if not self._ready_installed():  # the ready index (SPEC §6.1), built once
                     for ddl in (*_readysql.PG_DDL, *_readysql.PG_REBUILD):
+                        self._conn.execute(ddl)
+                else:  # an older trigger function: replace it (the index stays)
+                    for ddl in _readysql.PG_DDL:
                         self._conn.execute(ddl)
 
     def _ready_installed(self) -> bool:
