@@ -342,15 +342,17 @@ class PostgresStore:
         onto it. The claim itself is still the engine's fenced compare-and-swap.
         """
         locking = self._depth > 0
-        sql = _readysql.page_sql(_sql.SELECT_COLUMNS, "%s", _readysql.PG_LEASE, lock=locking)
-
+        page = 1 if locking else 16
+        sql = _readysql.page_sql(
+            _sql.SELECT_COLUMNS, "%s", _readysql.PG_LEASE, lock=locking, limit=page
+        )
         at = _readysql.sortable(now)
 
         def fetch(created: str, key: str, limit: int) -> list[Any]:
             with self._lock:
                 self._check_open()
                 with self._errors("ready scan"):
-                    args = (created, key, at, limit)
+                    args = (created, key, at)  # the limit (page) is in the SQL
                     rows = list(self._conn.execute(sql, args).fetchall())
                 if locking and self._depth:  # locked until the batch ends
                     for row in rows:
@@ -358,7 +360,7 @@ class PostgresStore:
                         self._held[rec.key] = rec
                 return rows
 
-        return _readysql.candidates(fetch, 1 if locking else 16)
+        return _readysql.candidates(fetch, page)
 
     # -- prune (SPEC §6.4; engine/prune.py): pruned keys in ledger_pruned ----------
 
@@ -482,8 +484,19 @@ class PostgresStore:
             _no_nul(e.key, actor=e.actor, event=e.event, data=e.data, time=e.time)
             fence = _sql.check_uint(e.fence, "fence", e.key)
             params.append((e.time, e.actor, e.event, e.key, fence, e.data))
-        with self.batch(), self._errors("history insert"), self._conn.cursor() as cur:
-            cur.executemany(_HISTORY_INSERT, params)
+        # Inside a batch (a write's history) the entries join its transaction
+        # as they are: a savepoint would cost two round trips and save nothing,
+        # since a failure here fails the whole batch anyway.
+        with self._lock, contextlib.ExitStack() as stack:
+            if self._depth == 0:
+                stack.enter_context(self.batch())
+            with self._errors("history insert"):
+                self._check_open()
+                if len(params) == 1:  # executemany pipelines: costlier for one row
+                    self._conn.execute(_HISTORY_INSERT, params[0])
+                else:
+                    with self._conn.cursor() as cur:
+                        cur.executemany(_HISTORY_INSERT, params)
 
     def read_history(self, key: str | None = None) -> Iterator[HistoryEntry]:
         """Oldest first; read in pages by id, so a long log is never held whole."""
