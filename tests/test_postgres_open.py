@@ -51,8 +51,12 @@ def test_an_older_trigger_function_is_replaced_and_the_index_kept(url: str) -> N
     store.close()
     (ddl,) = [d for d in _readysql.PG_DDL if "OR REPLACE FUNCTION ledger_ready_sync" in d]
     older = ddl.replace(f"-- {_readysql.PG_SYNC_VERSION}", "-- an older version")
-    with psycopg.connect(url, autocommit=True) as conn:
+    with psycopg.connect(url, autocommit=True) as conn:  # as a v1 store was
         conn.execute(older)
+        conn.execute(
+            "ALTER TABLE ledger_ready RESET (autovacuum_vacuum_scale_factor,"
+            " autovacuum_vacuum_threshold)"
+        )
         assert conn.execute(
             "SELECT strpos(prosrc, %s) FROM pg_proc WHERE proname = 'ledger_ready_sync'"
             " AND pronamespace = current_schema()::regnamespace",
@@ -66,6 +70,10 @@ def test_an_older_trigger_function_is_replaced_and_the_index_kept(url: str) -> N
             (_readysql.PG_SYNC_VERSION,),
         ).fetchone() or (False,)
         assert found
+        (options,) = conn.execute(
+            "SELECT reloptions FROM pg_class WHERE oid = 'ledger_ready'::regclass"
+        ).fetchone() or (None,)
+        assert "autovacuum_vacuum_threshold=1000" in (options or [])
     assert store.check_ready_index() == []
     ledger = Ledger(store)
     fence = ledger.claim("t", "a", "w", timedelta(minutes=1), T0)

@@ -200,9 +200,10 @@ def sortable(now: Instant | None) -> str:
 # -- PostgreSQL ------------------------------------------------------------------
 
 PG_SYNC_VERSION = "ledger_ready_sync v2"
-"""Named in the trigger function's body: `PostgresStore` replaces an older one
-(v1 kept the index on claims and renewals too, and planned the promotion of
-dependents on every completion)."""
+"""Named in the trigger function's body: `PostgresStore` runs PG_DDL again over
+an older one (v1 kept the index on claims and renewals too, planned the
+promotion of dependents on every completion, and left ledger_ready's
+autovacuum at the default)."""
 
 PG_OBJECTS = ("ledger_needs", "ledger_ready", "ledger_ready_order", "ledger_needs_need")
 
@@ -214,6 +215,12 @@ PG_DDL = (
     'CREATE TABLE IF NOT EXISTS ledger_ready (key text COLLATE "C" PRIMARY KEY,'
     ' created text COLLATE "C" NOT NULL)',
     "CREATE INDEX IF NOT EXISTS ledger_ready_order ON ledger_ready (created, key)",
+    # Every completion deletes a row at the head of ledger_ready_order; until
+    # VACUUM removes them, each claim steps over those dead entries (0.6 ms per
+    # claim after 6,000 completions, measured). Vacuum it after every 1,000
+    # deleted rows rather than the default 20% of the table.
+    "ALTER TABLE ledger_ready SET (autovacuum_vacuum_scale_factor = 0,"
+    " autovacuum_vacuum_threshold = 1000)",
     """CREATE OR REPLACE FUNCTION ledger_sortkey(x text) RETURNS text
 LANGUAGE plpgsql IMMUTABLE AS $$
 DECLARE tz text; frac text; dot int;
