@@ -184,8 +184,10 @@ class Drainer:
             code = sup.run()  # a lost lease raises LeaseLostError: exit 5 at once
             ran += 1
             self.s.recorder.events.clear()  # written to the history already
-            if sup.signum is not None or sup.unstarted:
-                return code  # stopped by a signal, or the command cannot be started
+            if sup.signum is not None:  # (one that came as the task completed, too)
+                return 128 + sup.signum
+            if sup.unstarted:
+                return code  # the command cannot be started: 126/127, its task released
             failed = failed or code != 0
 
 
