@@ -179,7 +179,10 @@ class PostgresStore:
         self._closed = False
         self._where = "the given URL"
         self._held: dict[str, TaskState] = {}
-        """Rows this transaction holds locked, by key (only while _depth > 0)."""
+        """Rows this transaction holds locked, by key (only while _depth > 0).
+        Every write to ledger_tasks goes through compare_and_swap, which keeps
+        it current; a statement writing ledger_tasks otherwise must drop the
+        keys it touches."""
         kwargs: dict[str, Any] = {}
         try:
             params = pg.conninfo.conninfo_to_dict(url)
