@@ -68,7 +68,10 @@ def test_global_options_match_the_group() -> None:
         ["admit", "-x"],
         ["list"],
         ["--bogus", "admit", "a"],
-        ["run", "k", "--owner", "o", "--lease", "1m", "--", "true"],
+        ["run", "k", "--owner", "o", "--lease", "1m"],  # no command: the usage error is click's
+        ["run", "k", "--owner", "o", "--lease", "1m", "--"],
+        ["list", "--status", "pending"],  # a table: rich's
+        ["--json", "list"],
     ],
 )
 def test_fast_path_declines(args: list[str]) -> None:
@@ -103,6 +106,14 @@ SCRIPT: list[list[str]] = [
     ["complete", "a", "--owner", "v", "--fence", "3", "--failed"],
     ["complete", "a", "--owner", "v", "--fence", "3"],
     ["complete", "", "--owner", "v", "--fence", "3", "--json"],
+    ["admit", "r1"],
+    ["admit", "r2", "--needs", "r1"],
+    ["run", "--next", "--owner", "w", "--lease", "1m", "--", "true"],
+    ["--json", "run", "--next", "--drain", "--owner", "w", "--lease", "1m", "--", "false"],
+    ["run", "r1", "--drain", "--owner", "w", "--lease", "1m", "--", "true"],
+    ["list", "--jsonl"],
+    ["list", "--jsonl", "--status", "completed", "--limit", "1", "--owner", "w"],
+    ["list", "--jsonl", "--status", "bogus"],
 ]
 
 
@@ -138,6 +149,14 @@ def test_fast_path_and_typer_path_behave_the_same(monkeypatch: pytest.MonkeyPatc
         0,
         6,
         3,  # an empty key names no record: only admit applies the key rule (SPEC §5)
+        0,
+        0,
+        0,
+        1,
+        2,
+        0,
+        0,
+        2,
     ]
 
 

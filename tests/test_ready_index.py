@@ -219,6 +219,7 @@ def test_doctor_finds_a_damaged_index_and_fix_rebuilds_it(tmp_path: Path, scheme
 _WORKER = r"""
 import subprocess, sys
 cmd, url, log, total, name = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
+drain = sys.argv[6:] == ["--drain"]  # one long-lived worker, else a process per task
 child = (
     'python3 -c "import os,time;'
     "f=os.open(os.environ['LOG'],os.O_WRONLY|os.O_APPEND);"
@@ -228,11 +229,11 @@ child = (
 )
 while True:
     rc = subprocess.run(
-        [*cmd.split("\x1f"), "--store", url, "run", "--next", "--owner", name, "--lease", "60s",
-         "--wait", "1s", "--", "sh", "-c", child],
+        [*cmd.split("\x1f"), "--store", url, "run", "--next", *sys.argv[6:], "--owner", name,
+         "--lease", "60s", "--wait", "1s", "--", "sh", "-c", child],
         env={**__import__("os").environ, "LOG": log},
     ).returncode
-    if rc == 7:
+    if rc == 7 or (drain and rc == 0):
         with open(log) as fh:
             if sum(line.startswith("end ") for line in fh) >= total:
                 break
@@ -241,9 +242,12 @@ while True:
 """
 
 
+@pytest.mark.parametrize("mode", ["process per task", "--drain"])
 @pytest.mark.parametrize("scheme", ["json", "sqlite", "postgresql"])
-def test_eight_workers_drain_a_dag(scheme: str, tmp_path: Path) -> None:
-    """8 `ledger run --next` worker processes: no task runs twice, none before its needs."""
+def test_eight_workers_drain_a_dag(scheme: str, mode: str, tmp_path: Path) -> None:
+    """8 worker processes, each a loop of `ledger run --next` (a process per task)
+    or of `ledger run --next --drain` (long-lived): no task runs twice, none
+    before its needs."""
     import subprocess
     import sys
 
@@ -276,6 +280,7 @@ def test_eight_workers_drain_a_dag(scheme: str, tmp_path: Path) -> None:
                     str(log),
                     str(len(needs)),
                     f"w{n}",
+                    *(["--drain"] if mode == "--drain" else []),
                 ],
                 env=subprocess_env(),
                 stdout=subprocess.DEVNULL,

@@ -1,8 +1,9 @@
 """The `ledger` entry point: `main()` runs a command and exits with its code.
 
-`admit`, `claim`, `renew`, `release`, `takeover` and `complete` take the fast
-path (`fast.py`: no typer import); everything else, and anything the fast
-path is unsure of, goes to the Typer app in `commands.py`.
+`admit`, `claim`, `renew`, `release`, `takeover`, `complete`, `run … -- CMD`
+and `list --jsonl` take the fast path (`fast.py`: no typer import);
+everything else, and anything the fast path is unsure of, goes to the Typer
+app in `commands.py`.
 
 Exit codes are SPEC §4's: each error class carries its own (`errors.py`);
 click's usage errors are 2; an unexpected exception is 70 (one line on

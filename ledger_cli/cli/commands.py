@@ -396,6 +396,14 @@ def run(
         str | None,
         typer.Option("--backoff", metavar="D", help="Wait D, 2D, 4D… between attempts (1s)."),
     ] = None,
+    drain: Annotated[
+        bool,
+        typer.Option(
+            "--drain",
+            help="With --next: after each task claim the next ready one, over one store "
+            "connection, until none is ready (exit 0; 1 if any command failed).",
+        ),
+    ] = False,
 ) -> None:
     """Claim, run `-- CMD…` under the lease (renewed), complete by its exit status."""
     from ledger_cli.cli import run as run_module
@@ -411,6 +419,7 @@ def run(
         wait=wait,
         retries=retries,
         backoff=backoff,
+        drain=drain,
     )
 
 

@@ -1,14 +1,16 @@
-"""The fast path: `admit`, `claim`, `renew`, `release`, `takeover` and
-`complete` without importing typer.
+"""The fast path: `admit`, `claim`, `renew`, `release`, `takeover`,
+`complete`, `run … -- CMD` and `list --jsonl` without importing typer.
 
 Cron jobs and shell loops start a process per operation, and importing typer
 (with its vendored click, inspect, shutil, …) costs several times the
 interpreter's own start-up. These commands' arguments are simple, so `parse`
 tokenizes them the way click does for the declarations in `commands.py`, and
 *declines* (returns None) on anything it is not sure about: `--help`, a
-`--`, an unknown or short option, a missing value or required option, too
-many arguments, the completion variable. The typer app then handles the
-command, errors included, so usage errors are always click's. Values are
+`--` (but `run`'s, before its command), an unknown or short option, a
+missing value or required option, too many arguments, the completion
+variable, `list` without `--jsonl` (a table is rich's, on the Typer path).
+The typer app then handles the command, errors included, so usage errors
+are always click's. Values are
 parsed by `inputs` on both paths; `tests/test_cli_fast.py` checks that this
 table matches the click commands and that both paths behave the same.
 """
@@ -40,14 +42,21 @@ class Opt:
 
 
 class Spec:
-    __slots__ = ("options", "positionals", "target")
+    __slots__ = ("options", "positionals", "requires", "rest", "target")
 
     def __init__(
-        self, positionals: tuple[tuple[str, bool], ...], options: dict[str, Opt], target: str
+        self,
+        positionals: tuple[tuple[str, bool], ...],
+        options: dict[str, Opt],
+        target: str,
+        rest: str | None = None,
+        requires: str | None = None,
     ) -> None:
         self.positionals = positionals  # (dest, required)
         self.options = options
         self.target = target  # "module:function"
+        self.rest = rest  # the dest of everything after `--` (required), or None
+        self.requires = requires  # a flag's dest the fast path needs, or None
 
 
 GLOBAL: dict[str, Opt] = {
@@ -95,7 +104,40 @@ COMMANDS: dict[str, Spec] = {
         {"--owner": _OWNER, "--fence": _FENCE, "--failed": Opt("failed", flag=True)},
         "completion:complete",
     ),
+    "run": Spec(
+        (("key", False),),
+        {
+            "--owner": _OWNER,
+            "--lease": _LEASE,
+            "--next": Opt("next_", flag=True),
+            "--wait": Opt("wait"),
+            "--retries": Opt("retries"),
+            "--backoff": Opt("backoff"),
+            "--drain": Opt("drain", flag=True),
+        },
+        "run:run",
+        rest="command",
+    ),
+    "list": Spec(
+        (),
+        {
+            "--status": Opt("status", multiple=True),
+            "--owner": Opt("owner"),
+            "--limit": Opt("limit"),
+            "--jsonl": Opt("jsonl", flag=True),
+            "--pruned": Opt("pruned", flag=True),
+        },
+        "fast:list_jsonl",
+        requires="jsonl",
+    ),
 }
+
+
+def list_jsonl(settings: Settings, status: list[str] | None = None, **kwargs: Any) -> int:
+    """`list --jsonl` (the click command's `--status` is list_records' `statuses`)."""
+    from ledger_cli.cli.inspect import list_records
+
+    return list_records(settings, statuses=status, **kwargs)
 
 
 class Parsed:
@@ -150,6 +192,9 @@ def parse(args: Sequence[str]) -> Parsed | None:
     i += 1
     while i < len(args):
         arg = args[i]
+        if arg == "--" and spec.rest is not None:
+            kwargs[spec.rest] = list(args[i + 1 :])
+            break
         if arg.startswith("-") and len(arg) > 1:
             if arg == "--" or not arg.startswith("--"):
                 return None
@@ -171,6 +216,10 @@ def parse(args: Sequence[str]) -> Parsed | None:
             return None
         else:
             kwargs[dest] = None
+    if spec.rest is not None and not kwargs.get(spec.rest):
+        return None
+    if spec.requires is not None and not kwargs.get(spec.requires):
+        return None
     for opt in spec.options.values():
         if opt.dest not in kwargs:
             if opt.required:

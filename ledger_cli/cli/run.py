@@ -16,6 +16,15 @@ background, complete by the command's exit status.
   but the last leaves a history line `ledger.attempt_failed` with its exit
   status; the task is failed only when the last attempt fails. A lost lease
   during an attempt or a wait stops everything (exit 5).
+- `--next --drain`: a long-lived worker over one store connection. After each
+  task it claims the next ready one, until none is ready (within `--wait`,
+  when given, for each claim). Exit 7 when nothing was ready at the start;
+  else 0 when every task it ran completed, 1 when any command failed (each
+  failure recorded as above). A lost lease still stops the command and exits 5
+  at once; SIGINT/SIGTERM stop the command, release its task and exit
+  128+signal (between tasks: release a task just claimed, if any); a command
+  that cannot be started (126/127) stops the drain too, its task released.
+  `--retries/--backoff` apply per task; each task has its own history lines.
 """
 
 from __future__ import annotations
@@ -33,7 +42,7 @@ from typing import TYPE_CHECKING
 from ledger_cli.cli import output
 from ledger_cli.cli.context import Session, Settings
 from ledger_cli.cli.inputs import InputError, parse_duration, parse_uint, validate_text
-from ledger_cli.cli.leases import claim_next
+from ledger_cli.cli.leases import NothingReadyError, claim_next
 from ledger_cli.errors import FencedError, LedgerError, NoKeyError, NotClaimedError
 
 if TYPE_CHECKING:
@@ -61,7 +70,12 @@ def run(
     wait: str | None = None,
     retries: str | None = None,
     backoff: str | None = None,
+    drain: bool = False,
 ) -> int:
+    if drain and key is not None:
+        raise InputError("ledger: --drain goes with --next, not a KEY")
+    if drain and not next_:
+        raise InputError("ledger: --drain goes with --next")
     if not command:
         raise InputError("ledger: run needs a command after --, e.g. ledger run K ... -- ./job.sh")
     if next_ and key is not None:
@@ -75,6 +89,10 @@ def run(
     attempts = parse_uint(retries, "--retries", MAX_RETRIES) + 1 if retries is not None else 1
     backoff_td = parse_duration(backoff, "--backoff") if backoff is not None else DEFAULT_BACKOFF
     with Session(settings) as s:
+        if drain:
+            worker = Drainer(s, owner, lease, lease_td, command, wait)
+            worker.attempts, worker.backoff = attempts, backoff_td
+            return worker.run()
         if next_:
             rec, fence = claim_next(s, owner, lease, wait)
         else:
@@ -89,6 +107,88 @@ def run(
         sup = Supervisor(s, rec, fence, owner, lease_td, command)
         sup.attempts, sup.backoff = attempts, backoff_td
         return sup.run()
+
+
+class Drainer:
+    """`run --next --drain`: claim, run, complete; again, until nothing is ready."""
+
+    def __init__(
+        self,
+        session: Session,
+        owner: str,
+        lease: str,
+        lease_td: timedelta,
+        command: list[str],
+        wait: str | None,
+    ) -> None:
+        self.s = session
+        self.owner = owner
+        self.lease = lease
+        self.lease_td = lease_td
+        self.command = command
+        self.wait_s = parse_duration(wait, "--wait").total_seconds() if wait is not None else 0.0
+        self.attempts = 1
+        self.backoff = DEFAULT_BACKOFF
+        self.signum: int | None = None
+        self.stopping = threading.Event()
+        """Set by SIGINT/SIGTERM between tasks: cuts a --wait poll short."""
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        if self.signum is None:
+            self.signum = signum
+        self.stopping.set()
+
+    def run(self) -> int:
+        previous = {
+            sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT, signal.SIGTERM)
+        }
+        try:
+            return self._drain()
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    def _claim(self) -> tuple[TaskState, int] | None:
+        """The next ready task, polling up to --wait as `claim --next --wait`
+        does; None when none became ready or a signal came."""
+        deadline = time.monotonic() + self.wait_s
+        pause = 0.05
+        while self.signum is None:
+            try:
+                return claim_next(self.s, self.owner, self.lease, None)
+            except NothingReadyError:
+                left = deadline - time.monotonic()
+                if left <= 0 or self.stopping.wait(min(pause, left)):
+                    return None
+                pause = min(pause * 2, 1.0)
+        return None
+
+    def _drain(self) -> int:
+        failed = False
+        ran = 0
+        while True:
+            got = self._claim()
+            if got is not None and self.signum is not None:
+                # The signal came while claiming: give the task back untouched.
+                sup = Supervisor(self.s, got[0], got[1], self.owner, self.lease_td, self.command)
+                sup._release()
+            if self.signum is not None:
+                return 128 + self.signum
+            if got is None:
+                if ran == 0:
+                    raise NothingReadyError()
+                return 1 if failed else 0
+            rec, fence = got
+            sup = Supervisor(self.s, rec, fence, self.owner, self.lease_td, self.command)
+            sup.attempts, sup.backoff = self.attempts, self.backoff
+            code = sup.run()  # a lost lease raises LeaseLostError: exit 5 at once
+            ran += 1
+            self.s.recorder.events.clear()  # written to the history already
+            if sup.signum is not None:  # (one that came as the task completed, too)
+                return 128 + sup.signum
+            if sup.unstarted:
+                return code  # the command cannot be started: 126/127, its task released
+            failed = failed or code != 0
 
 
 class Supervisor:
@@ -119,6 +219,8 @@ class Supervisor:
         """Set when the lease is lost or a signal arrives: cuts a backoff wait short."""
         self.writing = threading.Lock()
         """One write at a time on the session (the renewer runs beside the attempts)."""
+        self.unstarted = False
+        """The command could not be started (exit 126/127; the task was released)."""
 
     # -- the child -------------------------------------------------------------
 
@@ -243,6 +345,7 @@ class Supervisor:
                     self.stop.set()
                     renewer.join()
                     self._release()
+                    self.unstarted = True
                     output.diag(f"ledger: cannot run {self.command[0]}: {exc.strerror or exc}")
                     return 126 if isinstance(exc, PermissionError) else 127
                 if rc is None or rc == 0 or self.attempt >= self.attempts:

@@ -164,17 +164,20 @@ SQLITE_CHECKS = (
 )
 
 
-def page_sql(columns: str, mark: str, lease: str, *, lock: bool) -> str:
+def page_sql(columns: str, mark: str, lease: str, *, lock: bool, limit: int | None = None) -> str:
     """The next candidates after (created, key), in order, leaving out claimed
     rows whose lease (`lease`: the sortable lease_until expression) runs past
     `now`; `lock`: PostgreSQL's FOR UPDATE SKIP LOCKED (one row, held to the end
-    of the transaction). Parameters: created, key, now (`sortable`), limit."""
+    of the transaction). Parameters: created, key, now (`sortable`), and the
+    limit unless `limit` gives it as a literal (PostgreSQL then keeps one
+    generic plan for the prepared statement instead of planning each call:
+    half the server's cost of the query, measured)."""
     cols = ", ".join(f"t.{c.strip()}" for c in columns.split(","))
     sql = (
         f"SELECT {cols}, r.created FROM ledger_ready r JOIN ledger_tasks t ON t.key = r.key"
         f" WHERE (r.created, r.key) > ({mark}, {mark})"
         f" AND (t.status = 'pending' OR {lease} <= {mark})"
-        f" ORDER BY r.created, r.key LIMIT {mark}"
+        f" ORDER BY r.created, r.key LIMIT {mark if limit is None else int(limit)}"
     )
     return sql + " FOR UPDATE OF t SKIP LOCKED" if lock else sql
 
@@ -196,6 +199,12 @@ def sortable(now: Instant | None) -> str:
 
 # -- PostgreSQL ------------------------------------------------------------------
 
+PG_SYNC_VERSION = "ledger_ready_sync v2"
+"""Named in the trigger function's body: `PostgresStore` runs PG_DDL again over
+an older one (v1 kept the index on claims and renewals too, planned the
+promotion of dependents on every completion, and left ledger_ready's
+autovacuum at the default)."""
+
 PG_OBJECTS = ("ledger_needs", "ledger_ready", "ledger_ready_order", "ledger_needs_need")
 
 PG_DDL = (
@@ -206,6 +215,12 @@ PG_DDL = (
     'CREATE TABLE IF NOT EXISTS ledger_ready (key text COLLATE "C" PRIMARY KEY,'
     ' created text COLLATE "C" NOT NULL)',
     "CREATE INDEX IF NOT EXISTS ledger_ready_order ON ledger_ready (created, key)",
+    # Every completion deletes a row at the head of ledger_ready_order; until
+    # VACUUM removes them, each claim steps over those dead entries (0.6 ms per
+    # claim after 6,000 completions, measured). Vacuum it after every 1,000
+    # deleted rows rather than the default 20% of the table.
+    "ALTER TABLE ledger_ready SET (autovacuum_vacuum_scale_factor = 0,"
+    " autovacuum_vacuum_threshold = 1000)",
     """CREATE OR REPLACE FUNCTION ledger_sortkey(x text) RETURNS text
 LANGUAGE plpgsql IMMUTABLE AS $$
 DECLARE tz text; frac text; dot int;
@@ -234,12 +249,18 @@ LANGUAGE sql STABLE AS $$
 $$""",
     f"""CREATE OR REPLACE FUNCTION ledger_ready_sync() RETURNS trigger
 LANGUAGE plpgsql AS $$
+-- {PG_SYNC_VERSION}
 BEGIN
   IF TG_OP = 'DELETE' THEN
     DELETE FROM ledger_needs WHERE key = OLD.key;
     DELETE FROM ledger_ready WHERE key = OLD.key
       OR key IN (SELECT key FROM ledger_needs WHERE need = OLD.key);
     RETURN NULL;
+  END IF;
+  IF TG_OP = 'UPDATE' AND OLD.status IN {LIVE} AND NEW.status IN {LIVE}
+     AND NEW.key = OLD.key AND NEW.needs IS NOT DISTINCT FROM OLD.needs
+     AND NEW.created_at IS NOT DISTINCT FROM OLD.created_at THEN
+    RETURN NULL;  -- a claim, renewal, release or takeover: nothing the index holds changed
   END IF;
   IF TG_OP = 'UPDATE' AND NEW.needs IS DISTINCT FROM OLD.needs THEN
     DELETE FROM ledger_needs WHERE key = OLD.key;
@@ -260,14 +281,17 @@ BEGIN
   END IF;
   IF NEW.status = 'completed' AND (TG_OP = 'INSERT' OR OLD.status IS DISTINCT FROM 'completed')
   THEN
-    -- two needs of one task completing at once: the second waits for the first
-    PERFORM 1 FROM ledger_tasks WHERE key IN (SELECT key FROM ledger_needs WHERE need = NEW.key)
-      ORDER BY key FOR UPDATE;
-    INSERT INTO ledger_ready (key, created)
-      SELECT t.key, ledger_sortkey(t.created_at) FROM ledger_needs n
-      JOIN ledger_tasks t ON t.key = n.key
-      WHERE n.need = NEW.key AND t.status IN {LIVE} AND NOT ledger_unmet(t.key)
-      ON CONFLICT (key) DO NOTHING;
+    -- (most tasks have no dependents: skip the promotion, costly to plan each time)
+    IF EXISTS (SELECT 1 FROM ledger_needs WHERE need = NEW.key) THEN
+      -- two needs of one task completing at once: the second waits for the first
+      PERFORM 1 FROM ledger_tasks WHERE key IN (SELECT key FROM ledger_needs WHERE need = NEW.key)
+        ORDER BY key FOR UPDATE;
+      INSERT INTO ledger_ready (key, created)
+        SELECT t.key, ledger_sortkey(t.created_at) FROM ledger_needs n
+        JOIN ledger_tasks t ON t.key = n.key
+        WHERE n.need = NEW.key AND t.status IN {LIVE} AND NOT ledger_unmet(t.key)
+        ON CONFLICT (key) DO NOTHING;
+    END IF;
   ELSIF TG_OP = 'UPDATE' AND OLD.status = 'completed' AND NEW.status <> 'completed' THEN
     DELETE FROM ledger_ready WHERE key IN (SELECT key FROM ledger_needs WHERE need = NEW.key);
   END IF;

@@ -84,8 +84,16 @@ SELECT
       AND attnum > 0 AND NOT attisdropped AND attname = ANY(%s)),
   to_regclass(quote_ident(current_schema()) || '.ledger_tasks_claimable') IS NOT NULL,
   to_regclass(quote_ident(current_schema()) || '.ledger_history') IS NOT NULL,
-  to_regclass(quote_ident(current_schema()) || '.ledger_history_key') IS NOT NULL
+  to_regclass(quote_ident(current_schema()) || '.ledger_history_key') IS NOT NULL,
+  EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'ledger_ready_sync'
+    AND tgrelid = to_regclass(quote_ident(current_schema()) || '.ledger_tasks')),
+  EXISTS (SELECT 1 FROM pg_proc WHERE proname = 'ledger_ready_sync'
+    AND pronamespace = to_regnamespace(quote_ident(current_schema()))
+    AND strpos(prosrc, %s) > 0)
 """
+"""One round trip on open: every Go column, the indexes, the history table, the
+ready index's trigger (SPEC §6.1) and its function's version. When all are
+there, no DDL runs."""
 
 _SETUP_LOCK = 0x6C6564676572  # pg_advisory_xact_lock key ("ledger"): openers serialise DDL
 # Writers of blocks and un-blocks (engine/serial.py): one lock per schema ("ledg").
@@ -98,17 +106,19 @@ _DEPENDENTS = (
     " WHERE key IN (SELECT key FROM ledger_needs WHERE need = ANY(%s))"
 )
 _BY_STATUS = f"SELECT {_sql.SELECT_COLUMNS} FROM ledger_tasks WHERE status = ANY(%s)"
+# Both writes return the row they wrote (no second round trip to read it back).
 _INSERT = (
     "INSERT INTO ledger_tasks (key, status, sequence, owner, fence, lease_until, needs,"
     " blocked_by, task, rev, created_at, updated_at, created_by, updated_by)"
     " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, 0, %s, %s, %s, %s)"
-    " ON CONFLICT (key) DO NOTHING"
+    f" ON CONFLICT (key) DO NOTHING RETURNING {_sql.SELECT_COLUMNS}"
 )
 _UPDATE = (
     "UPDATE ledger_tasks SET status = %s, sequence = %s, owner = %s, fence = %s,"
     " lease_until = %s, needs = %s, blocked_by = %s, task = %s, rev = rev + 1,"
     " updated_at = %s, updated_by = %s"
     " WHERE key = %s AND sequence = %s AND status = %s AND fence = %s AND rev = %s"
+    f" RETURNING {_sql.SELECT_COLUMNS}"
 )
 _HISTORY_INSERT = (
     f"INSERT INTO ledger_history ({_sql.HISTORY_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s)"
@@ -159,6 +169,12 @@ class PostgresStore:
 
     One connection (autocommit; `batch()` opens a transaction), guarded by a
     lock so threads may share the store. `now()` reads the server's clock.
+
+    Inside a batch, the rows this transaction holds locked (the ones it wrote,
+    each returned by its INSERT/UPDATE, and the candidates `ready_candidates`
+    read FOR UPDATE) are kept, so `load` of such a key costs no round trip: no
+    other transaction can change them before this one ends. The cache is
+    dropped when the batch ends and whenever a nested batch rolls back.
     """
 
     def __init__(self, url: str, *, connect_timeout: int = 10) -> None:
@@ -169,6 +185,11 @@ class PostgresStore:
         self._blocks_depth = 0  # the batch depth that took lock_blocks' lock; 0: not held
         self._closed = False
         self._where = "the given URL"
+        self._held: dict[str, TaskState] = {}
+        """Rows this transaction holds locked, by key (only while _depth > 0).
+        Every write to ledger_tasks goes through compare_and_swap, which keeps
+        it current; a statement writing ledger_tasks otherwise must drop the
+        keys it touches."""
         kwargs: dict[str, Any] = {}
         try:
             params = pg.conninfo.conninfo_to_dict(url)
@@ -211,16 +232,19 @@ class PostgresStore:
 
     def _setup(self) -> None:
         with self._errors("schema"):
-            row = self._conn.execute(_SCHEMA_CHECK, (list(_sql.ALL_COLUMNS),)).fetchone()
-            complete = row is not None and row[0] == len(_sql.ALL_COLUMNS) and all(row[1:])
-            if complete and self._ready_installed():
-                return
+            args = (list(_sql.ALL_COLUMNS), _readysql.PG_SYNC_VERSION)
+            row = self._conn.execute(_SCHEMA_CHECK, args).fetchone()
+            if row is not None and row[0] == len(_sql.ALL_COLUMNS) and all(row[1:]):
+                return  # up to date: no DDL, no lock
             with self._conn.transaction():
                 self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SETUP_LOCK,))
                 for ddl in _DDL:
                     self._conn.execute(ddl)
                 if not self._ready_installed():  # the ready index (SPEC §6.1), built once
                     for ddl in (*_readysql.PG_DDL, *_readysql.PG_REBUILD):
+                        self._conn.execute(ddl)
+                else:  # an older trigger function: replace it (the index stays)
+                    for ddl in _readysql.PG_DDL:
                         self._conn.execute(ddl)
 
     def _ready_installed(self) -> bool:
@@ -268,6 +292,9 @@ class PostgresStore:
         _no_nul(key)
         with self._lock:
             self._check_open()
+            held = self._held.get(key) if self._depth else None
+            if held is not None:
+                return held
             with self._errors("load"):
                 row = self._conn.execute(_LOAD, (key,)).fetchone()
         return None if row is None else _sql.row_to_state(row)
@@ -285,7 +312,13 @@ class PostgresStore:
         with self._lock:
             self._check_open()
             with self._errors(op):
-                return bool(self._conn.execute(sql, params).rowcount == 1)
+                row = self._conn.execute(sql, params).fetchone()
+            if self._depth:
+                if row is None:
+                    self._held.pop(key, None)
+                else:
+                    self._held[key] = _sql.row_to_state(row)
+            return row is not None
 
     def range(self) -> Iterator[TaskState]:
         """Every record sorted by key (UTF-8 bytes), read by one statement (one snapshot)."""
@@ -319,18 +352,25 @@ class PostgresStore:
         onto it. The claim itself is still the engine's fenced compare-and-swap.
         """
         locking = self._depth > 0
-        sql = _readysql.page_sql(_sql.SELECT_COLUMNS, "%s", _readysql.PG_LEASE, lock=locking)
-
+        page = 1 if locking else 16
+        sql = _readysql.page_sql(
+            _sql.SELECT_COLUMNS, "%s", _readysql.PG_LEASE, lock=locking, limit=page
+        )
         at = _readysql.sortable(now)
 
         def fetch(created: str, key: str, limit: int) -> list[Any]:
             with self._lock:
                 self._check_open()
                 with self._errors("ready scan"):
-                    args = (created, key, at, limit)
-                    return list(self._conn.execute(sql, args).fetchall())
+                    args = (created, key, at)  # the limit (page) is in the SQL
+                    rows = list(self._conn.execute(sql, args).fetchall())
+                if locking and self._depth:  # locked until the batch ends
+                    for row in rows:
+                        rec = _sql.row_to_state(row[:-1])
+                        self._held[rec.key] = rec
+                return rows
 
-        return _readysql.candidates(fetch, 1 if locking else 16)
+        return _readysql.candidates(fetch, page)
 
     # -- prune (SPEC §6.4; engine/prune.py): pruned keys in ledger_pruned ----------
 
@@ -433,13 +473,17 @@ class PostgresStore:
         with self._lock:
             self._check_open()
             self._depth += 1
+            done = False
             try:
                 with self._errors("commit"), self._conn.transaction():
                     yield
+                done = True
             finally:
                 self._depth -= 1
                 if self._depth < self._blocks_depth:  # committed, or its savepoint left
                     self._blocks_depth = 0
+                if not done or self._depth == 0:
+                    self._held.clear()  # rolled back, or the locks are gone
 
     def now(self) -> Instant:
         """The server's `clock_timestamp()` (microseconds), in UTC."""
@@ -461,8 +505,19 @@ class PostgresStore:
             _no_nul(e.key, actor=e.actor, event=e.event, data=e.data, time=e.time)
             fence = _sql.check_uint(e.fence, "fence", e.key)
             params.append((e.time, e.actor, e.event, e.key, fence, e.data))
-        with self.batch(), self._errors("history insert"), self._conn.cursor() as cur:
-            cur.executemany(_HISTORY_INSERT, params)
+        # Inside a batch (a write's history) the entries join its transaction
+        # as they are: a savepoint would cost two round trips and save nothing,
+        # since a failure here fails the whole batch anyway.
+        with self._lock, contextlib.ExitStack() as stack:
+            if self._depth == 0:
+                stack.enter_context(self.batch())
+            with self._errors("history insert"):
+                self._check_open()
+                if len(params) == 1:  # executemany pipelines: costlier for one row
+                    self._conn.execute(_HISTORY_INSERT, params[0])
+                else:
+                    with self._conn.cursor() as cur:
+                        cur.executemany(_HISTORY_INSERT, params)
 
     def read_history(self, key: str | None = None) -> Iterator[HistoryEntry]:
         """Oldest first; read in pages by id, so a long log is never held whole."""
