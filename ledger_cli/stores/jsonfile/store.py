@@ -317,6 +317,14 @@ class JsonFileStore(ReadyMethods, PruneMethods):
         root_fd = self._root_fd
         assert root_fd is not None
         self._drop_dirs()  # this may create directories a cached lookup found missing
+        batch = self._batch
+        cache = batch.cache if batch is not None else {}
+
+        def indexed(digest: str) -> bool:
+            # Read from disk under this lock hold: a live one is in live/ already.
+            rec = cache.get(digest)
+            return rec is not None and rec.status in LIVE_STATUSES
+
         apply.write_records(
             self._root,
             root_fd,
@@ -326,4 +334,5 @@ class JsonFileStore(ReadyMethods, PruneMethods):
             lambda digest: self._read_digest(root_fd, digest),
             lambda: self._rebuild_ready(root_fd),
             lambda key, digest: self._read_record(root_fd, key, digest),
+            indexed,
         )
