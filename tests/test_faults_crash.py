@@ -6,6 +6,7 @@ journal), a batch big enough for syncfs(2), a restore — acknowledging each,
 and SIGKILLs itself at the n-th occurrence of one step of the write path:
 
     temp-created   a temporary file was just created
+    linked         a spare file was linked under a temporary name (batches)
     mid-write      a write(2) is half done (half the bytes are in the file)
     file-fsynced   a regular file (a temporary file, the history) was fsynced
     renamed        a rename(2) over the target landed
@@ -83,6 +84,29 @@ def _batch_fsync_each(root: Path) -> None:
         durability.DIRTY_MAX = saved
 
 
+_KEPT: dict[Path, JsonFileStore] = {}
+"""A store object kept open from one op to the next (spares live in it)."""
+
+
+def _library_batch(part: str) -> Callable[[Path], None]:
+    def op(root: Path) -> None:
+        store = _KEPT.setdefault(root, JsonFileStore(root))
+        led = Ledger(store)
+        with store.batch():
+            for i in range(jsonfile.SYNC_EACH_MAX + 1):
+                led.admit("lib", f"{part}{i:02d}", 1, {"n": i}, NOW)
+
+    op.__name__ = f"library batch {part}"
+    return op
+
+
+def _library_batch_from_spares(root: Path) -> None:
+    """A large batch on the store object that just committed one: it writes its
+    records into spare files made before it took the lock (spares.py)."""
+    _library_batch("lib2-")(root)
+    _KEPT.pop(root).close()
+
+
 def _library_history(root: Path) -> None:
     """One history line appended alone (the single-file path)."""
     from ledger_cli.stores.history import HistoryEntry
@@ -99,6 +123,8 @@ OPS: list[Callable[[Path], None]] = [
     _cli("complete", "a", "--owner", "w", "--fence", "1", "--failed"),  # blocks b too
     _cli("admit", "--batch", "-", data=BATCH),  # syncfs(2)
     _batch_fsync_each,
+    _library_batch("lib1-"),
+    _library_batch_from_spares,
     _cli("restore", "-", data=_snapshot_bytes()),
     # The ready index: a waiter (reverse-needs entry), then its need completing
     # (the waiter promoted to a candidate).

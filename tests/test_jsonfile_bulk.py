@@ -177,3 +177,64 @@ def test_a_store_with_rewritten_index_files_still_reads(store: JsonFileStore, ro
     for p in (root / "live").glob("*.idx"):
         p.write_text("".join(d + "\n" for d in sorted(p.read_text().split())))
     assert [r.key for r in store.by_status(["pending"])] == keys
+
+
+# -- spare files (spares.py) ----------------------------------------------------------------
+
+
+def test_a_run_of_large_batches_writes_into_spare_files(
+    store: JsonFileStore, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not store._spares.usable:
+        pytest.skip("no O_TMPFILE here")
+    admit_all(store, [f"a{i:03d}" for i in range(N)])
+    assert len(store._spares._fds) == 0 and store._spares.want == 2 * N
+    created: list[str] = []
+    real_open = os.open
+
+    def open_spy(path: str, flags: int, *args: object, **kwargs: object) -> int:
+        if flags & os.O_CREAT and str(path).endswith(_fsutil.TEMP_SUFFIX):
+            created.append(str(path))
+        return real_open(path, flags, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "open", open_spy)
+    second = [f"b{i:03d}" for i in range(N)]
+    admit_all(store, second)
+    # No record file was created under the lock: each one is a spare, linked.
+    assert not [p for p in created if p.endswith(".json" + _fsutil.TEMP_SUFFIX)]
+    assert len(store._spares._fds) == N  # the rest waits for the next batch
+    fresh = JsonFileStore(root)
+    assert [r.key for r in fresh.by_status(["pending"])][-N:] == second
+    for key in second:
+        path = root / "records" / key_digest(key)[:2] / f"{key_digest(key)}.json"  # type: ignore[index]
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+        assert path.stat().st_nlink == 1
+        fresh.check_record_file(path.read_bytes(), str(path), path.stem)
+    store.close()
+    assert store._spares._fds == []
+
+
+@pytest.mark.parametrize("func", ["link", "write"])
+@pytest.mark.parametrize("persistent", [False, True])
+def test_a_failure_writing_into_a_spare_leaves_before_or_after(
+    root: Path, func: str, persistent: bool
+) -> None:
+    from tests.faults_support import OsFaults, logical_state, temps
+
+    store = JsonFileStore(root)
+    if not store._spares.usable:
+        pytest.skip("no O_TMPFILE here")
+    admit_all(store, [f"a{i:03d}" for i in range(N)])
+    store._fill_spares()
+    before = logical_state(root)
+    k = N // 2
+    faults = OsFaults(fail=(func, k), persistent=persistent)
+    with faults, pytest.raises(StoreError, match="injected"):
+        admit_all(store, [f"b{i:03d}" for i in range(N)])
+    assert faults.injected
+    store.close()
+    after = logical_state(root)  # a fresh opener replays the journal
+    assert after != before
+    assert len(after[0]) == 2 * N
+    JsonFileStore(root).compare_and_swap("next", None, rec("next"))
+    assert temps(root) == []

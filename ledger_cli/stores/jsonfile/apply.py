@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from ledger_cli.engine.record import TaskState
 from ledger_cli.stores import _fsutil
-from ledger_cli.stores.jsonfile import durability, historyfile, liveindex, readyindex
+from ledger_cli.stores.jsonfile import durability, historyfile, liveindex, readyindex, spares
 from ledger_cli.stores.jsonfile.layout import LIVE_DIR, LIVE_STATUSES, RECORDS_DIR, shown
 from ledger_cli.stores.jsonfile.records import key_digest
 
@@ -34,6 +34,7 @@ def write_records(
     rebuild_ready: Callable[[], None],
     read_key: Callable[[str, str], TaskState | None] | None = None,
     indexed: Callable[[str], bool] = lambda digest: False,
+    spare: Callable[[], int | None] = lambda: None,
 ) -> None:
     """Write records, their live/ markers, ready/ entries and history lines;
     durable on return.
@@ -46,7 +47,8 @@ def write_records(
     `history_at`: the size history.jsonl must have before the lines go in
     (a journal replay cuts what a crashed apply appended); None = the end.
     `indexed(digest)`: that record was live on disk before this write (so the
-    live/ index lists it already).
+    live/ index lists it already). `spare()`: an unnamed file to write a
+    record into (spares.py), or None.
     """
     bulk = len(records) + (1 if history else 0) > SYNC_EACH_MAX
     use_syncfs = bulk and durability.use_syncfs()
@@ -86,14 +88,13 @@ def write_records(
                     shard_fds[shard] = sfd
             for digest, (_, data) in records.items():
                 fname = digest + ".json"
-                _fsutil.replace_file(
-                    shard_fds[digest[:2]],
-                    fname,
-                    data,
-                    shown(root, RECORDS_DIR, digest[:2], fname),
-                    sync=sync,
-                    tmp_dir_fd=root_fd,
-                )
+                path = shown(root, RECORDS_DIR, digest[:2], fname)
+                sfd = shard_fds[digest[:2]]
+                fd = spare() if bulk else None
+                if fd is not None:
+                    spares.replace_from(fd, sfd, fname, data, path, sync=sync, tmp_dir_fd=root_fd)
+                else:
+                    _fsutil.replace_file(sfd, fname, data, path, sync=sync, tmp_dir_fd=root_fd)
         if history:
             historyfile.append_lines(root, root_fd, history, history_at, sync=not use_syncfs)
         if use_syncfs:
