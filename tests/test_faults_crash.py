@@ -76,12 +76,12 @@ def _library_renew(root: Path) -> None:
 
 def _batch_fsync_each(root: Path) -> None:
     """A large batch while much else is dirty: an fsync(2) per file, no syncfs(2)."""
-    saved = durability.DIRTY_MAX
-    durability.DIRTY_MAX = -1
+    saved = durability.DIRTY_MAX, durability.FSYNC_BYTES
+    durability.DIRTY_MAX, durability.FSYNC_BYTES = -1, 0
     try:
         _cli("admit", "--batch", "-", data=BATCH.replace(b"bulk-", b"each-"))(root)
     finally:
-        durability.DIRTY_MAX = saved
+        durability.DIRTY_MAX, durability.FSYNC_BYTES = saved
 
 
 _KEPT: dict[Path, JsonFileStore] = {}

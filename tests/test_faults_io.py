@@ -106,10 +106,13 @@ def dirty(op: Op) -> Iterator[None]:
     """A large batch takes the path its name says (syncfs(2), or an fsync per file
     as when much is dirty), whatever the machine has dirty: the clean run and the
     faulty ones must make the same calls."""
-    saved = durability.DIRTY_MAX
-    durability.DIRTY_MAX = -1 if "(fsync each)" in op[0] else 1 << 62
+    saved = durability.DIRTY_MAX, durability.FSYNC_BYTES
+    if "(fsync each)" in op[0]:
+        durability.DIRTY_MAX, durability.FSYNC_BYTES = -1, 0
+    else:
+        durability.DIRTY_MAX = 1 << 62
     yield
-    durability.DIRTY_MAX = saved
+    durability.DIRTY_MAX, durability.FSYNC_BYTES = saved
 
 
 @pytest.mark.parametrize("op", OPS, ids=[o[0] for o in OPS])

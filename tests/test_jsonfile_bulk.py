@@ -238,3 +238,36 @@ def test_a_failure_writing_into_a_spare_leaves_before_or_after(
     assert len(after[0]) == 2 * N
     JsonFileStore(root).compare_and_swap("next", None, rec("next"))
     assert temps(root) == []
+
+
+def test_a_large_batch_syncs_whichever_is_cheaper(
+    store: JsonFileStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Dirty memory past DIRTY_MAX, but less than what an fsync per file would
+    cost: one syncfs(2) still."""
+    if not _fsutil.sync_filesystem_available():
+        pytest.skip("no syncfs(2) here")
+    monkeypatch.setattr(durability, "DIRTY_MAX", 1 << 20)
+    fake_meminfo(tmp_path, monkeypatch, (N * durability.FSYNC_BYTES >> 10) - 1)
+    syncs = Syncs(monkeypatch)
+    admit_all(store, [f"k{i:03d}" for i in range(N)])
+    assert syncs.syncfs == 1
+
+
+def test_a_run_of_large_batches_flushes_before_taking_the_lock(
+    store: JsonFileStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not _fsutil.sync_filesystem_available():
+        pytest.skip("no syncfs(2) here")
+    admit_all(store, [f"a{i:03d}" for i in range(N)])  # a large commit: a run may follow
+    fake_meminfo(tmp_path, monkeypatch, (durability.DIRTY_MAX >> 10) * 4)
+    flushed_unlocked: list[bool] = []
+    real_syncfs = _fsutil.sync_filesystem
+
+    def syncfs_spy(fd: int, shown: str) -> None:
+        flushed_unlocked.append(not store._holding())
+        real_syncfs(fd, shown)
+
+    monkeypatch.setattr(_fsutil, "sync_filesystem", syncfs_spy)
+    admit_all(store, [f"b{i:03d}" for i in range(N)])
+    assert flushed_unlocked[:1] == [True]  # first, before the lock

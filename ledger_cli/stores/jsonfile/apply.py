@@ -51,7 +51,7 @@ def write_records(
     record into (spares.py), or None.
     """
     bulk = len(records) + (1 if history else 0) > SYNC_EACH_MAX
-    use_syncfs = bulk and durability.use_syncfs()
+    use_syncfs = bulk and durability.use_syncfs(len(records) + (1 if history else 0))
     rfd = lfd = None
     shard_fds: dict[str, int] = {}
     ready: _ReadyWork | None = None

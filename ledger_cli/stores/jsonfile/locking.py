@@ -19,7 +19,7 @@ from ledger_cli.errors import StoreError
 from ledger_cli.stores import _fsutil
 from ledger_cli.stores._fairlock import QueueLock
 from ledger_cli.stores._fsutil import fail
-from ledger_cli.stores.jsonfile import layout
+from ledger_cli.stores.jsonfile import durability, layout
 from ledger_cli.stores.jsonfile.batch import PendingBatch
 from ledger_cli.stores.jsonfile.spares import Spares
 
@@ -80,12 +80,15 @@ class LockedDirectory:
         return self._lock.fair
 
     def _fill_spares(self) -> None:
-        """Before taking the lock: make the files the next large commit writes into."""
+        """Before taking the lock, when a large commit is likely (one just
+        happened): make the files it writes into, and flush what others left
+        dirty (durability.py), so neither happens while the lock is held."""
         if self._spares.want and not self._depth:
             root_fd = _fsutil.open_root(self._root)
             if root_fd is not None:
                 try:
                     self._spares.fill(root_fd)
+                    durability.flush_before_lock(root_fd, self._root)
                 finally:
                     os.close(root_fd)
 
