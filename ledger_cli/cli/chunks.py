@@ -114,6 +114,10 @@ def chunked(
     return holds
 
 
+RECENT = 4
+"""Blocks whose cost per item bounds the next block's size."""
+
+
 class _Cost:
     """A block's hold as `fixed + per_item * n`, fitted on the last two blocks
     of different sizes (a commit has a fixed part, a sync, and a part growing
@@ -121,9 +125,14 @@ class _Cost:
 
     def __init__(self) -> None:
         self._points: list[tuple[int, float]] = []
+        self._recent: list[float] = []
+        """Hold per item of the last RECENT blocks: the dearest bounds the next
+        block too (a JSON store's cost per record swings 2-5x from block to
+        block with what the machine does; measured)."""
 
     def add(self, n: int, hold: float) -> None:
         self._points = [*[p for p in self._points if p[0] != n][-1:], (n, hold)]
+        self._recent = [*self._recent[-(RECENT - 1) :], hold / n]
 
     def next_size(self, n: int, target: float) -> int:
         """Items for the next block: its hold near `target`; when the fixed part
@@ -139,6 +148,10 @@ class _Cost:
                 fixed = max(0.0, h2 - slope * n2)
         room = max(target - fixed, target / 2)
         fits = int(room / per_item) if per_item > 0 else 2 * n
+        if n2 >= FIRST_ITEMS:  # past the start-up: never more than the dearest recent rate allows
+            dearest = max(self._recent)
+            if dearest > 0:
+                fits = min(fits, max(int(target / dearest), n2 // 2))
         return max(MIN_ITEMS, min(fits, 2 * n))
 
 
