@@ -140,16 +140,21 @@ def logical_state(root: str | Path) -> State:
 # -- the os interposer ----------------------------------------------------------------
 
 FUNCS = ("open", "write", "fsync", "replace", "close")
+"""The calls every write makes (a spare file's os.link is interposed too, but
+only a run of large batches makes it: see tests/test_jsonfile_bulk.py)."""
 
-STEPS = ("temp-created", "mid-write", "file-fsynced", "renamed", "dir-fsynced", "syncfs")
+STEPS = (
+    "temp-created", "mid-write", "file-fsynced", "linked", "renamed", "dir-fsynced", "syncfs",
+)  # fmt: skip
 """Named points of the write path, in the order a durable replace passes them:
 a temporary file was created; a write is half done; a regular file (a temporary
-file, or the history) was fsynced; a rename landed; a directory was fsynced
-(what makes a rename durable); a syncfs(2) returned (large batches)."""
+file, or the history) was fsynced; a spare file (spares.py) was linked under its
+temporary name; a rename landed; a directory was fsynced (what makes a rename
+durable); a syncfs(2) returned (large batches)."""
 
 
 class OsFaults:
-    """Interpose on os.open/write/fsync/replace/close (and _fsutil.sync_filesystem).
+    """Interpose on os.open/write/fsync/replace/close/link (and _fsutil.sync_filesystem).
 
     - `fail=(name, k)`: the k-th call of os.<name> raises OSError(`err`) — only
       that call, or with `persistent` that call and every later one. A failing
@@ -255,6 +260,13 @@ class OsFaults:
         if self._step("renamed"):
             self.die()
 
+    def _link(self, *args: Any, **kwargs: Any) -> None:
+        if self._should_fail("link"):
+            raise self._error("link")
+        self._real["link"](*args, **kwargs)
+        if self._step("linked"):
+            self.die()
+
     def _close(self, fd: int) -> None:
         if self._should_fail("close"):
             self._real["close"](fd)
@@ -275,6 +287,7 @@ class OsFaults:
             "fsync": self._fsync,
             "replace": self._replace,
             "close": self._close,
+            "link": self._link,
         }
         for name, wrapper in wrappers.items():
             self._real[name] = getattr(os, name)
@@ -284,7 +297,7 @@ class OsFaults:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        for name in FUNCS:
+        for name in (*FUNCS, "link"):
             setattr(os, name, self._real[name])
         _fsutil.sync_filesystem = self._real["syncfs"]
 

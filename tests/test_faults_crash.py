@@ -6,6 +6,7 @@ journal), a batch big enough for syncfs(2), a restore — acknowledging each,
 and SIGKILLs itself at the n-th occurrence of one step of the write path:
 
     temp-created   a temporary file was just created
+    linked         a spare file was linked under a temporary name (batches)
     mid-write      a write(2) is half done (half the bytes are in the file)
     file-fsynced   a regular file (a temporary file, the history) was fsynced
     renamed        a rename(2) over the target landed
@@ -27,7 +28,7 @@ import collections
 import multiprocessing
 import shutil
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -38,12 +39,13 @@ from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.ledger import Ledger
 from ledger_cli.engine.record import TaskState
 from ledger_cli.stores import jsonfile
-from ledger_cli.stores.jsonfile import JsonFileStore
+from ledger_cli.stores.jsonfile import JsonFileStore, durability
 from tests.faults_support import STEPS, T0, OsFaults, State, invoke, logical_state, temps
 
 FORK = multiprocessing.get_context("fork")
 NOW = Instant.parse(T0)
 PROBE = "~probe"
+LIVE = ("pending", "claimed")
 BATCH = b"".join(
     b'{"key":"bulk-%02d","task":{"n":%d}}\n' % (i, i) for i in range(jsonfile.SYNC_EACH_MAX + 1)
 )
@@ -72,6 +74,39 @@ def _library_renew(root: Path) -> None:
     Ledger(JsonFileStore(root)).renew("lib", "a", "w", 1, timedelta(hours=2), NOW)
 
 
+def _batch_fsync_each(root: Path) -> None:
+    """A large batch while much else is dirty: an fsync(2) per file, no syncfs(2)."""
+    saved = durability.DIRTY_MAX, durability.FSYNC_BYTES
+    durability.DIRTY_MAX, durability.FSYNC_BYTES = -1, 0
+    try:
+        _cli("admit", "--batch", "-", data=BATCH.replace(b"bulk-", b"each-"))(root)
+    finally:
+        durability.DIRTY_MAX, durability.FSYNC_BYTES = saved
+
+
+_KEPT: dict[Path, JsonFileStore] = {}
+"""A store object kept open from one op to the next (spares live in it)."""
+
+
+def _library_batch(part: str) -> Callable[[Path], None]:
+    def op(root: Path) -> None:
+        store = _KEPT.setdefault(root, JsonFileStore(root))
+        led = Ledger(store)
+        with store.batch():
+            for i in range(jsonfile.SYNC_EACH_MAX + 1):
+                led.admit("lib", f"{part}{i:02d}", 1, {"n": i}, NOW)
+
+    op.__name__ = f"library batch {part}"
+    return op
+
+
+def _library_batch_from_spares(root: Path) -> None:
+    """A large batch on the store object that just committed one: it writes its
+    records into spare files made before it took the lock (spares.py)."""
+    _library_batch("lib2-")(root)
+    _KEPT.pop(root).close()
+
+
 def _library_history(root: Path) -> None:
     """One history line appended alone (the single-file path)."""
     from ledger_cli.stores.history import HistoryEntry
@@ -87,6 +122,9 @@ OPS: list[Callable[[Path], None]] = [
     _library_history,
     _cli("complete", "a", "--owner", "w", "--fence", "1", "--failed"),  # blocks b too
     _cli("admit", "--batch", "-", data=BATCH),  # syncfs(2)
+    _batch_fsync_each,
+    _library_batch("lib1-"),
+    _library_batch_from_spares,
     _cli("restore", "-", data=_snapshot_bytes()),
     # The ready index: a waiter (reverse-needs entry), then its need completing
     # (the waiter promoted to a candidate).
@@ -104,6 +142,16 @@ def _child(root: str, kill_at: tuple[str, int], ack: Connection) -> None:
             op(Path(root))
         ack.send_bytes(bytes([i + 1]))  # acknowledged: op i+1 returned, its write is durable
     ack.close()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _syncfs_whatever_is_dirty() -> Iterator[None]:
+    """The large batch takes the syncfs(2) path however much the machine has dirty
+    (else the reference and the children could take different paths)."""
+    saved = durability.DIRTY_MAX
+    durability.DIRTY_MAX = 1 << 62
+    yield
+    durability.DIRTY_MAX = saved
 
 
 @pytest.fixture(scope="module")
@@ -151,6 +199,8 @@ def _ready_index_agrees(root: Path, where: str) -> None:
         r.key for r in sorted(records.values(), key=order_key) if is_ready(r, records.get, NOW)
     ]
     assert [r.key for r in ready_iter(store, store.load, NOW)] == brute, where
+    live = [r.key for r in sorted(records.values(), key=order_key) if r.status in LIVE]
+    assert sorted(r.key for r in store.by_status(LIVE)) == sorted(live), where  # live/ index
 
 
 @pytest.mark.parametrize("step", STEPS)

@@ -24,7 +24,7 @@ from ledger_cli.engine.wire import record_from_json, record_to_json
 from ledger_cli.errors import StoreError
 from ledger_cli.stores import _fsutil, jsonfile
 from ledger_cli.stores.history import HistoryEntry
-from ledger_cli.stores.jsonfile import JsonFileStore, key_digest
+from ledger_cli.stores.jsonfile import JsonFileStore, durability, key_digest
 from ledger_cli.stores.jsonfile.locking import DEFAULT_LOCK_TIMEOUT
 
 T0 = Instant.parse("2024-01-01T00:00:00Z")
@@ -439,9 +439,14 @@ def test_a_single_write_fsyncs_file_and_directory(
     assert synced == ["file", "dir"]  # the new bytes, then the rename
 
 
-def test_a_large_batch_syncs_once(store: JsonFileStore, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_large_batch_syncs_once(
+    store: JsonFileStore, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     if not _fsutil.sync_filesystem_available():
         pytest.skip("no syncfs(2) here")
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("Dirty: 100 kB\nWriteback: 0 kB\n")  # little else to write
+    monkeypatch.setattr(durability, "MEMINFO", str(meminfo))
     calls: list[int] = []
     fsyncs: list[int] = []
     real_syncfs, real_fsync = _fsutil.sync_filesystem, os.fsync

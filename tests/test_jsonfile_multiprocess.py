@@ -333,6 +333,4 @@ def test_concurrent_first_opens_all_see_one_store(tmp_path: Path) -> None:
         except AssertionError:
             raise AssertionError(errors.get(timeout=5)) from None
         with JsonFileStore(root) as store:
-            assert sorted(rec.key for rec in store.range()) == sorted(
-                f"k{n}" for n in range(PROCS)
-            )
+            assert sorted(rec.key for rec in store.range()) == sorted(f"k{n}" for n in range(PROCS))

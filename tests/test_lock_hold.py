@@ -143,6 +143,65 @@ def test_sqlite_batch_and_restore_let_a_go_writer_in(tmp_path: Path) -> None:
     assert restored[0] == LINES and res.stdout.startswith("restored ")
 
 
+def json_writer(root: Path, prefix: str) -> Callable[[int], None]:
+    """Another process's writes on a JSON store: a record and its history line,
+    each waiting at most JSON_WAIT for the store's lock."""
+    from ledger_cli.engine.instant import Instant
+    from ledger_cli.engine.record import TaskState
+    from ledger_cli.stores.history import HistoryEntry
+    from ledger_cli.stores.jsonfile import JsonFileStore
+
+    store = JsonFileStore(root, lock_timeout=JSON_WAIT)
+    t0 = Instant.parse("2024-01-01T00:00:00Z")
+
+    def write(i: int) -> None:
+        key = f"{prefix}{i:06d}"
+        rec = TaskState(key=key, status="pending", sequence=1, created_at=t0, updated_at=t0)
+        assert store.compare_and_swap(key, None, rec)
+        store.append_history([HistoryEntry(str(t0), "w", "ledger.admitted", key, 0, "")])
+
+    return write
+
+
+JSON_WAIT = 5.0
+"""The JSON writer's lock timeout: the Go store's busy timeout, for symmetry."""
+
+
+def history_interleaved(root: Path, ours: str, theirs: str) -> tuple[int, int]:
+    """(writer lines between our first and last history line, all writer lines)."""
+    keys = [json.loads(line)["key"] for line in (root / "history.jsonl").read_text().splitlines()]
+    mine = [i for i, k in enumerate(keys) if k.startswith(ours)]
+    others = [i for i, k in enumerate(keys) if k.startswith(theirs)]
+    return sum(mine[0] < i < mine[-1] for i in others), len(others)
+
+
+def test_json_batch_and_restore_let_another_writer_in(tmp_path: Path) -> None:
+    """The JSON store's lock: a writer waiting at most 5 s never times out during a
+    large batch or restore, and its writes land between the blocks'."""
+    root = tmp_path / "store"
+    assert ledger(f"json:{root}", "admit", "seed").returncode == 0
+    with Writer(json_writer(root, "w-")) as writer:
+        res = ledger(f"json:{root}", "admit", "--batch", "-", stdin=batch_lines(SMALL))
+    assert res.returncode == 0, res.stderr[:500]
+    assert writer.errors == []
+    assert res.stdout.count("admitted ") == SMALL
+    inside, total = history_interleaved(root, "task-", "w-")
+    assert inside > 0, f"none of the writer's {total} writes landed between the batch's"
+
+    snap = tmp_path / "snap.json"
+    assert ledger(f"json:{root}", "snapshot", "-o", str(snap)).returncode == 0
+    target = tmp_path / "restored"
+    assert ledger(f"json:{target}", "admit", "seed-2").returncode == 0
+    with Writer(json_writer(target, "w2-")) as writer:
+        res = ledger(f"json:{target}", "restore", str(snap))
+    assert res.returncode == 0, res.stderr[:500]
+    assert writer.errors == []
+    inside, total = history_interleaved(target, "task-", "w2-")
+    assert inside > 0, f"none of the writer's {total} writes landed between the restore's"
+    restored = ledger(f"json:{target}", "list", "--jsonl").stdout.count('"task-')
+    assert restored == SMALL
+
+
 def test_restore_says_what_landed_when_a_writer_takes_a_key_meanwhile(tmp_path: Path) -> None:
     """The writer inserts a key of the snapshot while the restore runs: the restore
     stops at it with exit 8 and names exactly what landed (the snapshot's first N)."""

@@ -61,8 +61,20 @@ def test_schema_types_and_collation(store: PostgresStore, conninfo: str) -> None
         " ORDER BY ordinal_position",
     )
     assert [c[0] for c in cols] == [
-        "key", "status", "sequence", "owner", "fence", "lease_until", "needs", "blocked_by",
-        "task", "rev", "created_at", "updated_at", "created_by", "updated_by",
+        "key",
+        "status",
+        "sequence",
+        "owner",
+        "fence",
+        "lease_until",
+        "needs",
+        "blocked_by",
+        "task",
+        "rev",
+        "created_at",
+        "updated_at",
+        "created_by",
+        "updated_by",
     ]
     types = {c[0]: c[1] for c in cols}
     assert types["key"] == "text" and types["task"] == "bytea"
@@ -71,9 +83,12 @@ def test_schema_types_and_collation(store: PostgresStore, conninfo: str) -> None
     assert {c[0] for c in cols if c[3] == "YES"} == {"task"}
     assert dict((c[0], c[5]) for c in cols)["key"] == "C"
     assert dict((c[0], c[4]) for c in cols)["needs"] == "'[]'::text"
-    indexes = {r[0] for r in raw(
-        conninfo, "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema()"
-    )}
+    indexes = {
+        r[0]
+        for r in raw(
+            conninfo, "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema()"
+        )
+    }
     assert {"ledger_tasks_claimable", "ledger_history_key"} <= indexes
 
 
@@ -83,7 +98,8 @@ def test_claimable_scan_can_use_the_index(store: PostgresStore, conninfo: str) -
     with psycopg.connect(conninfo, autocommit=True) as conn:
         conn.execute("SET enable_seqscan = off")
         plan = " ".join(
-            r[0] for r in conn.execute(
+            r[0]
+            for r in conn.execute(
                 "EXPLAIN SELECT key FROM ledger_tasks WHERE status = ANY(%s)",
                 (["pending", "claimed"],),
             )
@@ -177,10 +193,17 @@ def test_needs_kinds_round_trip(
 def test_rows_use_go_encodings(store: PostgresStore, conninfo: str) -> None:
     task = {"z": [1, 2.5, None, True, "<&>"], "a": {"b": 1e21}, "n": 2**60}
     rec = TaskState(
-        key="k", status="claimed", sequence=9, owner="o", fence=3,
-        lease_until=Instant.parse("2024-01-01T03:00:00.000000001+02:00"), task=task,
-        created_by="c", created_at=Instant.parse("0000-12-31T23:00:00Z"),
-        updated_by="u", updated_at=T0,
+        key="k",
+        status="claimed",
+        sequence=9,
+        owner="o",
+        fence=3,
+        lease_until=Instant.parse("2024-01-01T03:00:00.000000001+02:00"),
+        task=task,
+        created_by="c",
+        created_at=Instant.parse("0000-12-31T23:00:00Z"),
+        updated_by="u",
+        updated_at=T0,
     )
     assert store.compare_and_swap("k", None, rec)
     row = raw(conninfo, "SELECT lease_until, task, created_at, updated_at FROM ledger_tasks")[0]
@@ -312,8 +335,14 @@ def test_now_is_the_server_clock(store: PostgresStore) -> None:
 
 def test_history_round_trip_filter_and_pages(store: PostgresStore) -> None:
     entries = [
-        HistoryEntry(f"2024-01-01T00:00:{i % 60:02d}Z", f"actor{i}", "ledger.claimed",
-                     f"k{i % 3}", UINT64_MAX if i == 7 else i, f"key k{i % 3} claimed by x")
+        HistoryEntry(
+            f"2024-01-01T00:00:{i % 60:02d}Z",
+            f"actor{i}",
+            "ledger.claimed",
+            f"k{i % 3}",
+            UINT64_MAX if i == 7 else i,
+            f"key k{i % 3} claimed by x",
+        )
         for i in range(2100)
     ]
     store.append_history(entries[:5])

@@ -94,7 +94,7 @@ def claim_worker(
     store = open_spec(spec)
     ledger = Ledger(store)
     me = f"w{worker}"
-    order = keys[worker % len(keys):] + keys[: worker % len(keys)]
+    order = keys[worker % len(keys) :] + keys[: worker % len(keys)]
     wins: list[tuple[int, str, int]] = []
     refused = 0
     for r in range(rounds):

@@ -164,11 +164,49 @@ def go_accepts(path: Path) -> None:
     finally:
         conn.close()
     for row in rows:
-        (key, tk, status, ts, seq, tseq, owner, to, fence, tf, lease, tl, needs, tn, blocked,
-         tb, task, ttask, rev, trev, cat, tcat, uat, tuat, cby, tcby, uby, tuby) = row
+        (
+            key,
+            tk,
+            status,
+            ts,
+            seq,
+            tseq,
+            owner,
+            to,
+            fence,
+            tf,
+            lease,
+            tl,
+            needs,
+            tn,
+            blocked,
+            tb,
+            task,
+            ttask,
+            rev,
+            trev,
+            cat,
+            tcat,
+            uat,
+            tuat,
+            cby,
+            tcby,
+            uby,
+            tuby,
+        ) = row
         where = f"row {key!r}"
-        for value, kind in ((key, tk), (status, ts), (owner, to), (lease, tl), (needs, tn),
-                            (blocked, tb), (cat, tcat), (uat, tuat), (cby, tcby), (uby, tuby)):
+        for value, kind in (
+            (key, tk),
+            (status, ts),
+            (owner, to),
+            (lease, tl),
+            (needs, tn),
+            (blocked, tb),
+            (cat, tcat),
+            (uat, tuat),
+            (cby, tcby),
+            (uby, tuby),
+        ):
             assert kind == "text", f"{where}: {value!r} stored as {kind}"
         for value, kind in ((seq, tseq), (fence, tf), (rev, trev)):
             assert kind == "integer" and 0 <= value <= INT64_MAX, f"{where}: {value!r} {kind}"
@@ -278,7 +316,12 @@ def make_go_database(path: Path, ddl: str = GO_DDL) -> None:
         go_insert(conn, key="c", status="pending", sequence=2, task=None)
         go_insert(conn, key="d", status="failed", sequence=1, owner="w", fence=1, task=b"")
         go_insert(
-            conn, key="e", status="blocked", sequence=1, blocked_by="d", needs='["d"]',
+            conn,
+            key="e",
+            status="blocked",
+            sequence=1,
+            blocked_by="d",
+            needs='["d"]',
             task=b"[1,2,3]",
         )
         go_insert(conn, key="max", status="pending", sequence=INT64_MAX, fence=INT64_MAX)
@@ -311,7 +354,12 @@ def test_go_database_opens_reads_and_updates(tmp_path: Path) -> None:
         b = store.load("b")
         assert b is not None
         assert (b.status, b.owner, b.fence, b.rev, b.needs, b.task) == (
-            "claimed", "worker-1", 7, 4, ("a",), "payload",
+            "claimed",
+            "worker-1",
+            7,
+            4,
+            ("a",),
+            "payload",
         )
         assert b.lease_until == Instant.parse("2024-01-01T01:00:00.000000001Z")
         c, d = store.load("c"), store.load("d")
@@ -358,8 +406,23 @@ def test_go_updates_rows_we_wrote(db: Path) -> None:
     conn = go_connect(db)
     cur = conn.execute(
         GO_UPDATE,
-        ("claimed", 1, "go", 1, "2024-01-01T01:00:00Z", "null", "", b'{"x":[1,2]}',
-         "2024-01-01T00:00:01Z", "go-service", "k", 1, "pending", 0, 0),
+        (
+            "claimed",
+            1,
+            "go",
+            1,
+            "2024-01-01T01:00:00Z",
+            "null",
+            "",
+            b'{"x":[1,2]}',
+            "2024-01-01T00:00:01Z",
+            "go-service",
+            "k",
+            1,
+            "pending",
+            0,
+            0,
+        ),
     )
     assert cur.rowcount == 1
     conn.close()
@@ -415,8 +478,9 @@ def test_a_table_that_is_not_ours_is_refused(db: Path) -> None:
 def test_needs_kinds_round_trip_and_encode(
     store: SQLiteStore, db: Path, needs: tuple[str, ...] | None, column: str
 ) -> None:
-    rec = TaskState(key="k", status="pending", sequence=1, needs=needs, created_at=T0,
-                    updated_at=T0)
+    rec = TaskState(
+        key="k", status="pending", sequence=1, needs=needs, created_at=T0, updated_at=T0
+    )
     assert store.compare_and_swap("k", None, rec)
     got = store.load("k")
     assert got == rec and got is not None and got.needs == needs
@@ -679,8 +743,14 @@ def test_batch_blocks_other_writers_until_it_ends(db: Path) -> None:
 
 def test_history_round_trip_filter_and_pages(db: Path) -> None:
     entries = [
-        HistoryEntry(f"2024-01-01T00:00:{i % 60:02d}Z", f"actor{i}", "ledger.admitted",
-                     f"k{i % 3}", i, f"key k{i % 3} admitted at sequence {i}")
+        HistoryEntry(
+            f"2024-01-01T00:00:{i % 60:02d}Z",
+            f"actor{i}",
+            "ledger.admitted",
+            f"k{i % 3}",
+            i,
+            f"key k{i % 3} admitted at sequence {i}",
+        )
         for i in range(2500)
     ]
     with SQLiteStore(db) as store:

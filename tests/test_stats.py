@@ -67,7 +67,6 @@ def test_json_figures(cli: Cli) -> None:
     assert (empty["ready"], empty["oldest_ready_age_seconds"]) == (0, None)
 
 
-
 def test_pruned_records_are_counted_apart(cli: Cli) -> None:
     # SPEC §6.4: pruned records leave the status counts and show as `pruned`.
     workload(cli)
@@ -79,6 +78,7 @@ def test_pruned_records_are_counted_apart(cli: Cli) -> None:
     after = cli.ok("stats", "--json", now=LATER).json()
     assert after["counts"] == {**before["counts"], "completed": 0}
     assert (after["pruned"], after["ready"]) == (1, before["ready"])
+
 
 def test_prometheus_text_parses(cli: Cli) -> None:
     workload(cli)

@@ -189,9 +189,9 @@ def admit_batch(settings: Settings, source: str) -> int:
         # Committed in short blocks (SPEC §5 "Short lock holds"): a Go writer
         # sharing the store never waits long. Admission is idempotent, so a
         # re-run after a crash admits what is missing, `duplicate` for the rest.
-        from ledger_cli.cli.chunks import chunked  # batches only: it imports typing
+        from ledger_cli.cli.chunks import chunked, gap_for  # batches only: it imports typing
 
-        chunked(entries, lambda: s.write(now), admit_one)
+        chunked(entries, lambda: s.write(now), admit_one, gap=gap_for(s.store))
     if settings.json:
         output.json_line(results)
     return ValidationError.exit_code if refused else 0

@@ -50,6 +50,16 @@ tries (the Go driver's too), so a writer that re-takes the lock at once
 starves them: measured, a waiting writer missed every gap and waited 4.9 s.
 A pause longer than one poll lets every waiting writer in (~20% more time)."""
 
+FAIR_GAP = 0.005
+"""The gap on a store whose waiting writers queue in arrival order (the JSON
+store's lock): a writer that re-takes the lock goes behind them anyway, so
+the pause only has to let a poller outside the queue in."""
+
+
+def gap_for(store: object) -> float:
+    """The pause between blocks that lets `store`'s waiting writers in."""
+    return FAIR_GAP if getattr(store, "fair_lock", False) is True else GAP
+
 
 class Holds:
     """What the blocks of one run did: how many, and the longest lock hold."""
@@ -104,6 +114,10 @@ def chunked(
     return holds
 
 
+RECENT = 4
+"""Blocks whose cost per item bounds the next block's size."""
+
+
 class _Cost:
     """A block's hold as `fixed + per_item * n`, fitted on the last two blocks
     of different sizes (a commit has a fixed part, a sync, and a part growing
@@ -111,9 +125,14 @@ class _Cost:
 
     def __init__(self) -> None:
         self._points: list[tuple[int, float]] = []
+        self._recent: list[float] = []
+        """Hold per item of the last RECENT blocks: the dearest bounds the next
+        block too (a JSON store's cost per record swings 2-5x from block to
+        block with what the machine does; measured)."""
 
     def add(self, n: int, hold: float) -> None:
         self._points = [*[p for p in self._points if p[0] != n][-1:], (n, hold)]
+        self._recent = [*self._recent[-(RECENT - 1) :], hold / n]
 
     def next_size(self, n: int, target: float) -> int:
         """Items for the next block: its hold near `target`; when the fixed part
@@ -129,6 +148,10 @@ class _Cost:
                 fixed = max(0.0, h2 - slope * n2)
         room = max(target - fixed, target / 2)
         fits = int(room / per_item) if per_item > 0 else 2 * n
+        if n2 >= FIRST_ITEMS:  # past the start-up: never more than the dearest recent rate allows
+            dearest = max(self._recent)
+            if dearest > 0:
+                fits = min(fits, max(int(target / dearest), n2 // 2))
         return max(MIN_ITEMS, min(fits, 2 * n))
 
 

@@ -68,9 +68,7 @@ def status_figures(store: Store, now: Instant) -> tuple[dict[str, int], int]:
 
     counts = dict.fromkeys(STATUSES, 0)
     counter: Callable[[], dict[str, int]] | None = getattr(store, "status_counts", None)
-    by_status: Callable[[Iterable[str]], list[TaskState]] | None = getattr(
-        store, "by_status", None
-    )
+    by_status: Callable[[Iterable[str]], list[TaskState]] | None = getattr(store, "by_status", None)
     if counter is not None and by_status is not None:
         for status, n in counter().items():
             if status in counts:

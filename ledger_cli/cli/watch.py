@@ -44,9 +44,7 @@ def unfinished(store: Store, statuses: set[str] | None) -> list[TaskState]:
     """
     from ledger_cli.engine.prune import visible
 
-    by_status: Callable[[Iterable[str]], list[TaskState]] | None = getattr(
-        store, "by_status", None
-    )
+    by_status: Callable[[Iterable[str]], list[TaskState]] | None = getattr(store, "by_status", None)
     live = (
         list(by_status(UNFINISHED))
         if by_status is not None

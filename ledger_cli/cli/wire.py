@@ -76,7 +76,7 @@ def restore(settings: Settings, source: str) -> int:
     another writer took in between stops the restore with exit 8, and the
     message says exactly what landed: the snapshot's first N records.
     """
-    from ledger_cli.cli.chunks import chunked
+    from ledger_cli.cli.chunks import chunked, gap_for
     from ledger_cli.cli.inputs import MAX_INPUT_BYTES
     from ledger_cli.engine.snapshot import Snapshot
     from ledger_cli.errors import RestoreConflictError
@@ -112,7 +112,7 @@ def restore(settings: Settings, source: str) -> int:
                 raise RestoreConflictError(_landed(rec.key, landed, tasks))
             block_records.append(rec)
 
-        chunked(tasks, block, insert)
+        chunked(tasks, block, insert, gap=gap_for(s.store))
     if settings.json:
         output.json_line({"restored": len(tasks)})
     else:

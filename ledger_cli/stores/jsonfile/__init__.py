@@ -17,9 +17,10 @@ Layout of a store directory (mode 0700; every file 0600):
     journal.json          only while a batch commits (or after a crash in it)
                                                                         (journal.py)
 
-How writes reach the disk durably is apply.py; the writes of an open batch
-wait in batch.py; reading.py reads records; store.py is the public face tying
-the parts together.
+How writes reach the disk durably is apply.py (a large batch: one syncfs or
+an fsync per file, durability.py; its record files made before the lock,
+spares.py); the writes of an open batch wait in batch.py; reading.py reads
+records; store.py is the public face tying the parts together.
 
 The store refuses, never resets: a record file that is not valid UTF-8, not
 a JSON record, fails validation or sits under the wrong name, a history line

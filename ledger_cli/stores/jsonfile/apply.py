@@ -3,7 +3,9 @@
 A write outside `batch()` is durable before it returns: the new bytes go to a
 temporary file that is fsynced and renamed over the record, then the
 directory is fsynced. Large batches are made durable with one syncfs(2)
-instead (the journal covers a crash before it).
+instead, while little else is dirty (durability.py; the journal covers a
+crash before it), and list their live records in the shard index files
+rather than a marker each.
 """
 
 from __future__ import annotations
@@ -13,12 +15,13 @@ from collections.abc import Callable
 
 from ledger_cli.engine.record import TaskState
 from ledger_cli.stores import _fsutil
-from ledger_cli.stores.jsonfile import historyfile, liveindex, readyindex
+from ledger_cli.stores.jsonfile import durability, historyfile, liveindex, readyindex, spares
 from ledger_cli.stores.jsonfile.layout import LIVE_DIR, LIVE_STATUSES, RECORDS_DIR, shown
 from ledger_cli.stores.jsonfile.records import key_digest
 
 SYNC_EACH_MAX = 16
-"""Batches writing more files than this are made durable with one syncfs(2)."""
+"""Batches writing more files than this are large: indexed per shard, and made
+durable with one syncfs(2) when durability.use_syncfs() allows."""
 
 
 def write_records(
@@ -30,6 +33,8 @@ def write_records(
     read_digest: Callable[[str], TaskState | None],
     rebuild_ready: Callable[[], None],
     read_key: Callable[[str, str], TaskState | None] | None = None,
+    indexed: Callable[[str], bool] = lambda digest: False,
+    spare: Callable[[], int | None] = lambda: None,
 ) -> None:
     """Write records, their live/ markers, ready/ entries and history lines;
     durable on return.
@@ -41,10 +46,12 @@ def write_records(
     as it is on disk; `rebuild_ready` rebuilds a missing ready/ index.
     `history_at`: the size history.jsonl must have before the lines go in
     (a journal replay cuts what a crashed apply appended); None = the end.
+    `indexed(digest)`: that record was live on disk before this write (so the
+    live/ index lists it already). `spare()`: an unnamed file to write a
+    record into (spares.py), or None.
     """
-    use_syncfs = len(records) + (1 if history else 0) > SYNC_EACH_MAX
-    if use_syncfs and not _fsutil.sync_filesystem_available():
-        use_syncfs = False
+    bulk = len(records) + (1 if history else 0) > SYNC_EACH_MAX
+    use_syncfs = bulk and durability.use_syncfs(len(records) + (1 if history else 0))
     rfd = lfd = None
     shard_fds: dict[str, int] = {}
     ready: _ReadyWork | None = None
@@ -60,11 +67,10 @@ def write_records(
                 root_fd, LIVE_DIR, shown(root, LIVE_DIR), create=True, sync=sync
             )
             assert rfd is not None and lfd is not None
-            if use_syncfs:
-                # Many records: one index file per shard rather than a marker
-                # each (the syncfs below makes them durable with the records;
-                # the journal covers a crash in between).
-                liveindex.index_batch(root, root_fd, lfd, records)
+            if bulk:
+                # Many records: appended to one index file per shard rather
+                # than a marker each (the journal covers a crash in between).
+                liveindex.index_batch(root, lfd, records, indexed, sync=sync)
             else:
                 created = False
                 for digest, (rec, _) in records.items():
@@ -82,14 +88,13 @@ def write_records(
                     shard_fds[shard] = sfd
             for digest, (_, data) in records.items():
                 fname = digest + ".json"
-                _fsutil.replace_file(
-                    shard_fds[digest[:2]],
-                    fname,
-                    data,
-                    shown(root, RECORDS_DIR, digest[:2], fname),
-                    sync=sync,
-                    tmp_dir_fd=root_fd,
-                )
+                path = shown(root, RECORDS_DIR, digest[:2], fname)
+                sfd = shard_fds[digest[:2]]
+                fd = spare() if bulk else None
+                if fd is not None:
+                    spares.replace_from(fd, sfd, fname, data, path, sync=sync, tmp_dir_fd=root_fd)
+                else:
+                    _fsutil.replace_file(sfd, fname, data, path, sync=sync, tmp_dir_fd=root_fd)
         if history:
             historyfile.append_lines(root, root_fd, history, history_at, sync=not use_syncfs)
         if use_syncfs:

@@ -4,12 +4,19 @@ An empty marker `live/<digest>` per record a single write made live, and per
 shard a file `live/ab.idx` listing the records a batch made live. The index is
 a superset of the live records: entries are added durably before the record
 is written, dropped after it, or by the scan that finds them stale.
+
+A batch appends its entries to the shard files (a line each), so its cost is
+its own size, not the store's: the scan rewrites a file only to drop stale or
+repeated entries. An append that a crash tore leaves a short hex fragment at
+the end of a line; the next append starts on a new line, readers skip the
+fragment, and the journal's replay appends the entries again.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterable
 
 from ledger_cli.engine.record import TaskState
 from ledger_cli.stores import _fsutil
@@ -17,6 +24,14 @@ from ledger_cli.stores._fsutil import fail
 from ledger_cli.stores.jsonfile.layout import DIGEST, LIVE_DIR, LIVE_STATUSES, SHARD_INDEX, shown
 
 _MARKER_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _fsutil.O_NOFOLLOW | _fsutil.O_CLOEXEC
+_APPEND_FLAGS = (
+    os.O_WRONLY
+    | os.O_APPEND
+    | os.O_CREAT
+    | _fsutil.O_NOFOLLOW
+    | _fsutil.O_NONBLOCK
+    | _fsutil.O_CLOEXEC
+)
 
 ReadDigest = Callable[[str], "TaskState | None"]
 
@@ -36,16 +51,52 @@ def mark_live(root: str, lfd: int, digest: str) -> bool:
     return True
 
 
-def read_shard_index(root: str, lfd: int, shard: str) -> set[str]:
+_TORN = re.compile(r"[0-9a-f]{0,63}")
+"""What a torn append can leave of a line: a prefix of a digest."""
+
+
+def read_shard_index(root: str, lfd: int, shard: str) -> tuple[set[str], bool]:
+    """The digests a shard's index file lists, and whether the file holds more
+    than those (repeated entries, a torn fragment): worth rewriting."""
     name = shard + ".idx"
     data = _fsutil.read_file(lfd, name, shown(root, LIVE_DIR, name))
     if data is None:
-        return set()
-    digests = set(data.decode("ascii", "replace").split())
-    bad = next((d for d in digests if not DIGEST.fullmatch(d) or d[:2] != shard), None)
-    if bad is not None:
-        raise fail(shown(root, LIVE_DIR, name), f"corrupt index entry {bad[:70]!r}")
-    return digests
+        return set(), False
+    tokens = data.decode("ascii", "replace").split()
+    digests = set(tokens)
+    bad = [d for d in digests if not DIGEST.fullmatch(d) or d[:2] != shard]
+    if bad:
+        # A torn append leaves a digest's prefix, always on the last line of
+        # its append (the next append begins with a newline): skipped.
+        torn = [d for d in bad if _TORN.fullmatch(d) and d[:2] in (shard, shard[:1], "")]
+        if len(torn) != len(bad):
+            wrong = next(d for d in bad if d not in torn)
+            raise fail(shown(root, LIVE_DIR, name), f"corrupt index entry {wrong[:70]!r}")
+        digests.difference_update(torn)
+    return digests, len(digests) != len(tokens)
+
+
+def append_shard_index(
+    root: str, lfd: int, shard: str, digests: Iterable[str], *, sync: bool
+) -> None:
+    """Append entries to a shard's index file (fsynced with `sync`; else the
+    caller's syncfs makes them durable)."""
+    name = shard + ".idx"
+    path = shown(root, LIVE_DIR, name)
+    try:
+        fd = os.open(name, _APPEND_FLAGS, _fsutil.FILE_MODE, dir_fd=lfd)
+    except OSError as exc:
+        raise _fsutil.open_failed(path, exc) from None
+    _fsutil.require_regular(fd, path)  # closes fd when it refuses
+    try:
+        # The leading newline ends a line a crash may have torn.
+        _fsutil.write_all(fd, "".join("\n" + d for d in sorted(digests)).encode("ascii") + b"\n")
+        if sync:
+            os.fsync(fd)
+    except OSError as exc:
+        raise fail(path, "cannot append", exc) from None
+    finally:
+        os.close(fd)
 
 
 def write_shard_index(root: str, root_fd: int, lfd: int, shard: str, digests: set[str]) -> None:
@@ -61,21 +112,26 @@ def write_shard_index(root: str, root_fd: int, lfd: int, shard: str, digests: se
 
 
 def index_batch(
-    root: str, root_fd: int, lfd: int, records: dict[str, tuple[TaskState, bytes]]
+    root: str,
+    lfd: int,
+    records: dict[str, tuple[TaskState, bytes]],
+    indexed: Callable[[str], bool],
+    *,
+    sync: bool,
 ) -> None:
-    """Add a large batch's live records to the shard index files (made durable by
-    the caller's syncfs, before the records are)."""
-    by_shard: dict[str, tuple[set[str], set[str]]] = {}
+    """Append a large batch's live records to the shard index files, durably
+    (with `sync`: each file fsynced, then the directory; else by the caller's
+    syncfs), before the records are written. `indexed(digest)`: the record is
+    known to be listed already (live before this write): not appended again.
+    Entries of records the batch finishes stay: the scan drops them."""
+    by_shard: dict[str, list[str]] = {}
     for digest, (rec, _) in records.items():
-        adds, drops = by_shard.setdefault(digest[:2], (set(), set()))
-        (adds if rec.status in LIVE_STATUSES else drops).add(digest)
-    for shard, (adds, drops) in by_shard.items():
-        if not adds:
-            continue  # stale entries of dropped records: removed by the scan
-        current = read_shard_index(root, lfd, shard)
-        wanted = (current | adds) - drops
-        if wanted != current:
-            write_shard_index(root, root_fd, lfd, shard, wanted)
+        if rec.status in LIVE_STATUSES and not indexed(digest):
+            by_shard.setdefault(digest[:2], []).append(digest)
+    for shard, adds in by_shard.items():
+        append_shard_index(root, lfd, shard, adds, sync=sync)
+    if by_shard and sync:
+        _fsutil.fsync_fd(lfd, shown(root, LIVE_DIR))
 
 
 def scan_live(root: str, root_fd: int, read_digest: ReadDigest) -> dict[str, TaskState]:
@@ -89,11 +145,14 @@ def scan_live(root: str, root_fd: int, read_digest: ReadDigest) -> dict[str, Tas
     try:
         markers: list[str] = []
         indexed: dict[str, set[str]] = {}
+        tidy: set[str] = set()  # shard files holding repeats or a torn fragment
         for name in os.listdir(lfd):
             if DIGEST.fullmatch(name):
                 markers.append(name)
             elif SHARD_INDEX.fullmatch(name):
-                indexed[name[:2]] = read_shard_index(root, lfd, name[:2])
+                indexed[name[:2]], untidy = read_shard_index(root, lfd, name[:2])
+                if untidy:
+                    tidy.add(name[:2])
             elif name.endswith(_fsutil.TEMP_SUFFIX):
                 _fsutil.unlink_quiet(lfd, name)
         verdict: dict[str, bool] = {}
@@ -109,7 +168,7 @@ def scan_live(root: str, root_fd: int, read_digest: ReadDigest) -> dict[str, Tas
                 _fsutil.unlink_quiet(lfd, digest)
         for shard, digests in indexed.items():
             keep = {d for d in digests if verdict[d]}
-            if keep != digests:
+            if keep != digests or shard in tidy:
                 write_shard_index(root, root_fd, lfd, shard, keep)
     except OSError as exc:
         raise fail(ldir, "cannot list", exc) from None

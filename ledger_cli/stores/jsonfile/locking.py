@@ -19,8 +19,9 @@ from ledger_cli.errors import StoreError
 from ledger_cli.stores import _fsutil
 from ledger_cli.stores._fairlock import QueueLock
 from ledger_cli.stores._fsutil import fail
-from ledger_cli.stores.jsonfile import layout
+from ledger_cli.stores.jsonfile import durability, layout
 from ledger_cli.stores.jsonfile.batch import PendingBatch
+from ledger_cli.stores.jsonfile.spares import Spares
 
 DEFAULT_LOCK_TIMEOUT = 60.0
 
@@ -67,9 +68,29 @@ class LockedDirectory:
         self._root_fd: int | None = None
         self._floor = 0
         self._batch: PendingBatch | None = None
+        self._spares = Spares()
         self._meta_seen = False
         self._checksummed = True  # set from the metadata before any record is read
         self._closed = False
+
+    @property
+    def fair_lock(self) -> bool:
+        """Whether writers waiting for the lock queue in arrival order (then one
+        that releases and re-takes it at once goes behind them)."""
+        return self._lock.fair
+
+    def _fill_spares(self) -> None:
+        """Before taking the lock, when a large commit is likely (one just
+        happened): make the files it writes into, and flush what others left
+        dirty (durability.py), so neither happens while the lock is held."""
+        if self._spares.want and not self._depth:
+            root_fd = _fsutil.open_root(self._root)
+            if root_fd is not None:
+                try:
+                    self._spares.fill(root_fd)
+                    durability.flush_before_lock(root_fd, self._root)
+                finally:
+                    os.close(root_fd)
 
     def _recover(self, root_fd: int) -> None:
         """Finish what a crashed holder left (the journal); the subclass's part."""

@@ -207,6 +207,7 @@ class JsonFileStore(ReadyMethods, PruneMethods):
             # Lock now if the store exists; otherwise the first write inside the
             # batch creates it and takes the lock (reads alone create nothing).
             with io_errors(self._root):
+                self._fill_spares()
                 if self._enter(create=False):
                     batch.owns_lock = True
             self._batch = batch
@@ -291,6 +292,8 @@ class JsonFileStore(ReadyMethods, PruneMethods):
 
     def close(self) -> None:
         self._closed = True
+        with io_errors(self._root):
+            self._spares.close()
 
     def __enter__(self) -> JsonFileStore:
         return self
@@ -317,6 +320,14 @@ class JsonFileStore(ReadyMethods, PruneMethods):
         root_fd = self._root_fd
         assert root_fd is not None
         self._drop_dirs()  # this may create directories a cached lookup found missing
+        batch = self._batch
+        cache = batch.cache if batch is not None else {}
+
+        def indexed(digest: str) -> bool:
+            # Read from disk under this lock hold: a live one is in live/ already.
+            rec = cache.get(digest)
+            return rec is not None and rec.status in LIVE_STATUSES
+
         apply.write_records(
             self._root,
             root_fd,
@@ -326,4 +337,9 @@ class JsonFileStore(ReadyMethods, PruneMethods):
             lambda digest: self._read_digest(root_fd, digest),
             lambda: self._rebuild_ready(root_fd),
             lambda key, digest: self._read_record(root_fd, key, digest),
+            indexed,
+            self._spares.take,
         )
+        # A large commit: a run of them (chunked) likely goes on, so files for
+        # the next one are made before it takes the lock.
+        self._spares.plan(len(records) if len(records) > apply.SYNC_EACH_MAX else 0)
