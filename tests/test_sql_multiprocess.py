@@ -199,3 +199,37 @@ def test_claim_race_gives_one_fence_per_key_per_lease(spec: Spec) -> None:
             assert (rec.status, rec.fence, rec.owner) == ("claimed", rounds, last_winner[rec.key])
             assert rec.rev == rounds  # one write per lease, nothing else
     print(f"{spec[0]}: {len(wins)} claims won, {refused} refused, one fence per key per lease")
+
+
+def _first_open(path: str, barrier: Barrier, results: Any) -> None:
+    from ledger_cli.stores.sqlite import SQLiteStore
+
+    barrier.wait()
+    try:
+        SQLiteStore(path).close()
+        results.put(None)
+    except Exception as exc:  # reported to the parent, which fails the test
+        results.put(f"{type(exc).__name__}: {exc}")
+
+
+def test_concurrent_first_opens_of_a_new_sqlite_file_all_succeed(tmp_path: Path) -> None:
+    """Eight workers starting at once on a file that does not exist yet: SQLite
+    answers the losers of the switch to WAL with SQLITE_BUSY at once, without
+    its busy handler; every opener must wait for the winner instead (before the
+    fix about one round in ten failed with "database is locked")."""
+    ctx: Any = multiprocessing.get_context("fork")
+    failures: list[str] = []
+    for r in range(12):
+        path = str(tmp_path / f"r{r}.db")
+        barrier = ctx.Barrier(8)
+        results = ctx.Queue()
+        procs = [ctx.Process(target=_first_open, args=(path, barrier, results)) for _ in range(8)]
+        for p in procs:
+            p.start()
+        for _ in procs:
+            got = results.get(timeout=60)
+            if got is not None:
+                failures.append(f"round {r}: {got}")
+        for p in procs:
+            p.join(timeout=60)
+    assert failures == []

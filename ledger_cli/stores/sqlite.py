@@ -37,6 +37,7 @@ import contextlib
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
@@ -135,23 +136,39 @@ class SQLiteStore:
     # -- set-up ------------------------------------------------------------------
 
     def _setup(self) -> None:
-        conn = self._conn
-        ms = int(self._busy_timeout * 1000)
-        with self._errors("pragma"):
-            # The order and settings of the Go store, except synchronous (see module doc).
-            conn.execute(f"PRAGMA busy_timeout={ms}")
-            mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-            if str(mode).lower() not in ("wal", "memory"):
-                raise StoreError(
-                    f"ledger: sqlite store {self._path}: cannot switch to WAL mode "
-                    f"(journal_mode is {mode}); check that the file and its directory are writable"
-                )
-            conn.execute("PRAGMA synchronous=FULL")
-            conn.execute("PRAGMA foreign_keys=ON")
-            self._utf8 = str(conn.execute("PRAGMA encoding").fetchone()[0]).upper() == "UTF-8"
+        # Concurrent first openers of a new file race to switch it to WAL, and
+        # SQLite answers the losers SQLITE_BUSY at once, without its busy
+        # handler: wait for the winner here, up to the same busy timeout.
+        deadline = time.monotonic() + self._busy_timeout
+        pause = 0.005
+        while True:
+            try:
+                self._pragmas()
+                break
+            except _DRIVER_ERRORS as exc:
+                locked = isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc)
+                if not locked or time.monotonic() + pause > deadline:
+                    raise self._error("pragma", exc) from None
+                time.sleep(pause)
+                pause = min(pause * 2, 0.1)
         with self._errors("create ledger_tasks table"):
             if not self._schema_complete():
                 self._migrate()
+
+    def _pragmas(self) -> None:
+        conn = self._conn
+        ms = int(self._busy_timeout * 1000)
+        # The order and settings of the Go store, except synchronous (see module doc).
+        conn.execute(f"PRAGMA busy_timeout={ms}")
+        mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+        if str(mode).lower() not in ("wal", "memory"):
+            raise StoreError(
+                f"ledger: sqlite store {self._path}: cannot switch to WAL mode "
+                f"(journal_mode is {mode}); check that the file and its directory are writable"
+            )
+        conn.execute("PRAGMA synchronous=FULL")
+        conn.execute("PRAGMA foreign_keys=ON")
+        self._utf8 = str(conn.execute("PRAGMA encoding").fetchone()[0]).upper() == "UTF-8"
 
     def _schema_complete(self) -> bool:
         cols = {row[1] for row in self._conn.execute("PRAGMA table_info(ledger_tasks)")}
