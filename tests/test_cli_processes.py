@@ -4,19 +4,17 @@
 from __future__ import annotations
 
 import json
-import os
 import random
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from ledger_cli.engine.instant import Instant
 from tests.cli_support import ledger_cmd, run_ledger, subprocess_env
-from tests.timing_support import HANG, lease_until, wait_until
+from tests.timing_support import HANG, alive, lease_until, wait_for_file, wait_until
 
 WORKER = r"""
 import os, subprocess, sys, time
@@ -100,23 +98,6 @@ def test_four_concurrent_claimers_run_each_task_once_in_dependency_order(tmp_pat
     assert all(r["Fence"] == 1 for r in listing)
 
 
-def _wait_for(path: Path, timeout: float = HANG) -> str:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if path.exists() and path.read_text().strip():
-            return path.read_text().strip()
-        time.sleep(0.02)
-    raise AssertionError(f"{path} never appeared")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
 def test_run_keeps_a_short_lease_alive_and_completes(tmp_path: Path) -> None:
     store = tmp_path / "store"
     assert run_ledger(store, "admit", "job", "--task", '{"n": 7}').returncode == 0
@@ -174,8 +155,8 @@ def test_run_takeover_stops_the_child_and_exits_5(tmp_path: Path) -> None:
          "--", "sh", "-c", f"echo $$ > {pidfile}; exec sleep 60"],
         env=subprocess_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    child = int(_wait_for(pidfile))
-    assert _alive(child)
+    child = int(wait_for_file(pidfile))
+    assert alive(child)
     # A rival whose clock is past the lease takes the task over.
     future = "2099-01-01T00:00:00Z"
     took = run_ledger(
@@ -185,7 +166,7 @@ def test_run_takeover_stops_the_child_and_exits_5(tmp_path: Path) -> None:
     _, err = run.communicate(timeout=30)
     assert run.returncode == 5
     assert err.splitlines()[-1].startswith("ledger: fence token is stale")
-    assert not _alive(child)
+    assert not alive(child)
     state = json.loads(run_ledger(store, "state", "job", "--json").stdout)
     assert state["Status"] == "claimed" and state["Owner"] == "thief" and state["Fence"] == 2
 
@@ -200,10 +181,10 @@ def test_run_signal_stops_the_child_and_releases(tmp_path: Path, sig: signal.Sig
          "--", "sh", "-c", f"echo $$ > {pidfile}; exec sleep 60"],
         env=subprocess_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )  # fmt: skip
-    child = int(_wait_for(pidfile))
+    child = int(wait_for_file(pidfile))
     run.send_signal(sig)
     assert run.wait(timeout=30) == 128 + sig
-    assert not _alive(child)
+    assert not alive(child)
     state = json.loads(run_ledger(store, "state", "job", "--json").stdout)
     assert state["Status"] == "pending" and state["Owner"] == ""
 

@@ -8,7 +8,6 @@ tests/test_ready_index.py. Waits are for states (a file, an exit), never times.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import time
@@ -19,6 +18,7 @@ import pytest
 
 from tests.cli_support import ledger_cmd, run_ledger, subprocess_env
 from tests.stores import KINDS
+from tests.timing_support import alive, wait_for_file
 
 EXIT_TIMEOUT = 60.0  # a bound for a hung test, never a timing assertion
 SHARED = sorted(k for k in KINDS if k != "memory")
@@ -42,23 +42,6 @@ def _state(url: str, key: str) -> dict[str, object]:
     assert res.returncode == 0, res.stderr
     doc: dict[str, object] = json.loads(res.stdout)
     return doc
-
-
-def _wait_for(path: Path, timeout: float = 30) -> str:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if path.exists() and path.read_text().strip():
-            return path.read_text().strip()
-        time.sleep(0.02)
-    raise AssertionError(f"{path} never appeared")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def _start_drain(url: str, *args: str) -> subprocess.Popen[str]:
@@ -152,7 +135,7 @@ def test_drain_stops_at_once_when_a_lease_is_lost(tmp_path: Path) -> None:
         str(store), "--owner", "w", "--lease", "1s", "--",
         "sh", "-c", f"echo $$ > {pidfile}; exec sleep 60",
     )  # fmt: skip
-    child = int(_wait_for(pidfile))
+    child = int(wait_for_file(pidfile, 30))
     took = run_ledger(
         store,
         "takeover",
@@ -167,7 +150,7 @@ def test_drain_stops_at_once_when_a_lease_is_lost(tmp_path: Path) -> None:
     _, err = run.communicate(timeout=EXIT_TIMEOUT)
     assert run.returncode == 5, err
     assert "lost the lease on a" in err
-    assert not _alive(child)
+    assert not alive(child)
     assert _state(str(store), "b")["Status"] == "pending"  # nothing more was claimed
 
 
@@ -183,10 +166,10 @@ def test_drain_signal_stops_the_child_releases_and_exits(
         str(store), "--owner", "w", "--lease", "1m", "--",
         "sh", "-c", f"echo $$ > {pidfile}; exec sleep 60",
     )  # fmt: skip
-    child = int(_wait_for(pidfile))
+    child = int(wait_for_file(pidfile, 30))
     run.send_signal(sig)
     assert run.wait(timeout=EXIT_TIMEOUT) == 128 + sig
-    assert not _alive(child)
+    assert not alive(child)
     for key in ("a", "b"):
         state = _state(str(store), key)
         assert state["Status"] == "pending" and state["Owner"] == "", key
@@ -201,7 +184,7 @@ def test_drain_waiting_for_work_stops_on_a_signal(tmp_path: Path) -> None:
         str(store), "--owner", "w", "--lease", "1m", "--wait", "1h", "--",
         "sh", "-c", f"echo $LEDGER_KEY > {done}",
     )  # fmt: skip
-    _wait_for(done)
+    wait_for_file(done, 30)
     deadline = time.monotonic() + EXIT_TIMEOUT
     while _state(str(store), "a")["Status"] != "completed":
         assert time.monotonic() < deadline

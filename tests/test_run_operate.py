@@ -7,7 +7,6 @@ tests wait for states (a file, an exit), never for a time.
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import subprocess
 import sys
@@ -15,25 +14,9 @@ import time
 from pathlib import Path
 
 from tests.cli_support import ledger_cmd, run_ledger, subprocess_env
+from tests.timing_support import alive, wait_for_file
 
 EXIT_TIMEOUT = 60.0  # a bound for a hung test, never a timing assertion
-
-
-def _wait_for(path: Path, timeout: float = 30) -> str:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if path.exists() and path.read_text().strip():
-            return path.read_text().strip()
-        time.sleep(0.02)
-    raise AssertionError(f"{path} never appeared")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def _events(store: Path, key: str) -> list[dict[str, str]]:
@@ -62,7 +45,7 @@ def test_cancel_stops_a_running_command_and_run_exits_5(tmp_path: Path) -> None:
         store, "job", "--owner", "w", "--lease", "1s",
         "--", "sh", "-c", f"echo $$ > {pidfile}; exec sleep 60",
     )  # fmt: skip
-    child = int(_wait_for(pidfile))
+    child = int(wait_for_file(pidfile, 30))
     cancel = run_ledger(store, "cancel", "job", "--reason", "wrong input", "--actor", "ops")
     assert cancel.returncode == 0, cancel.stderr
     assert cancel.stdout.splitlines() == ["cancelled job", "blocked after"]
@@ -70,7 +53,7 @@ def test_cancel_stops_a_running_command_and_run_exits_5(tmp_path: Path) -> None:
     _, err = run.communicate(timeout=EXIT_TIMEOUT)
     assert run.returncode == 5, err
     assert "lost the lease on job" in err.splitlines()[-1]
-    assert not _alive(child)
+    assert not alive(child)
     state = json.loads(run_ledger(store, "state", "job", "--json").stdout)
     assert (state["Status"], state["Fence"], state["Owner"]) == ("failed", 2, "")
     events = _events(store, "job")
@@ -141,7 +124,7 @@ def test_a_lease_lost_during_a_backoff_wait_stops_everything(tmp_path: Path) -> 
         store, "job", "--owner", "w", "--lease", "1s", "--retries", "5", "--backoff", "1h",
         "--", "sh", "-c", f"echo $LEDGER_ATTEMPT >> {marker}; exit 1",
     )  # fmt: skip
-    assert _wait_for(marker) == "1"
+    assert wait_for_file(marker, 30) == "1"
     while not any(e["event"] == "ledger.attempt_failed" for e in _events(store, "job")):
         time.sleep(0.05)
     assert run_ledger(store, "cancel", "job").returncode == 0

@@ -91,3 +91,22 @@ def children(pid: int) -> list[int]:
             return [int(p) for p in fh.read().split()]
     except FileNotFoundError:
         return []
+
+
+def wait_for_file(path: Path, timeout: float = HANG) -> str:
+    """The stripped text of `path` once it exists and is not empty."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_text().strip():
+            return path.read_text().strip()
+        time.sleep(0.02)
+    raise AssertionError(f"{path} never appeared")
+
+
+def alive(pid: int) -> bool:
+    """Whether a process with this pid exists (not yet reaped)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
