@@ -108,6 +108,15 @@ class StoreError(LedgerError):
     exit_code = 9
 
 
+class StoreConflictError(StoreError):
+    """The store rolled a transaction back to break a deadlock between two
+    writers (PostgreSQL): nothing of it was written, and running it again is
+    safe. `ledger` and `Ledger` run it again themselves (engine/rerun.py); it
+    reaches a caller after the last attempt, or from inside a batch that the
+    caller opened (then the whole batch is gone: run it again). Exit 9, like
+    every store failure."""
+
+
 SENTINELS: tuple[type[LedgerError], ...] = (
     LeaseActiveError,
     FencedError,

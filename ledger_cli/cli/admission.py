@@ -89,9 +89,10 @@ def admit(
         value = parse_json(raw, "ledger: bad --task-file JSON")
     with Session(settings) as s:
         now = s.now()
-        with s.write(now):
-            admitted = s.ledger.admit(s.actor, key, seq_n, value, now, *need_keys)
-            rec = s.load(key)
+        for attempt in s.writes(now):
+            with attempt:
+                admitted = s.ledger.admit(s.actor, key, seq_n, value, now, *need_keys)
+                rec = s.load(key)
     if settings.json:
         output.json_line({"key": key, "admitted": admitted, "record": output.record(rec)})
     else:

@@ -13,9 +13,10 @@ def complete(settings: Settings, key: str, owner: str, fence: str, failed: bool 
     status = "failed" if failed else "completed"
     with Session(settings) as s:
         now = s.now()
-        with s.write(now):
-            s.ledger.complete(s.actor, key, owner, fence_n, status, now)
-            rec = s.load(key)
+        for attempt in s.writes(now):
+            with attempt:
+                s.ledger.complete(s.actor, key, owner, fence_n, status, now)
+                rec = s.load(key)
     if settings.json:
         output.json_line({"key": key, "record": output.record(rec)})
     else:

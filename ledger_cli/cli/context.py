@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections.abc import Callable, Iterator
 
 from ledger_cli.cli.inputs import parse_now, validate_text
@@ -148,15 +149,39 @@ class Session:
             try:
                 yield
             except StoreError:
-                raise
+                raise  # the batch is rolled back: no history (nor a statement
+                # in PostgreSQL's aborted transaction, which would hide the error)
             except LedgerError as exc:
                 refusal = exc
-            finally:
-                events = self.recorder.events[start:]
-                if events:
-                    self._append_history(events, now)
+            events = self.recorder.events[start:]
+            if events:
+                self._append_history(events, now)
         if refusal is not None:
             raise refusal
+
+    def writes(self, now: Instant) -> Iterator[Attempt]:
+        """`write(now)` units, one after another until one is not rolled back:
+
+            for attempt in s.writes(now):
+                with attempt:
+                    fence = s.ledger.claim(...)
+
+        A unit the store rolled back to break a deadlock between two writers
+        (PostgreSQL: nothing of it was written) is run again after a short
+        random pause, its events dropped; the last attempt's error propagates
+        (engine/rerun.py). The body must not `return` or `break` out of the
+        loop: a failed commit is known only after the body has left.
+        """
+        number = 0
+        while True:
+            attempt = Attempt(self, now, number)
+            yield attempt
+            if not attempt.again:
+                return
+            from ledger_cli.engine.rerun import pause
+
+            time.sleep(pause(number))
+            number += 1
 
     def _append_history(self, events: list[Event], now: Instant) -> None:
         from ledger_cli.stores.history import HistoryEntry
@@ -186,6 +211,50 @@ class Session:
 
     def load(self, key: str) -> TaskState | None:
         return self.store.load(key)
+
+
+class Attempt:
+    """One run of a `Session.writes` unit: a context manager around `write()`
+    that swallows a StoreConflictError and asks for another run, unless it was
+    the last (`rerun.ATTEMPTS`)."""
+
+    __slots__ = ("again", "now", "number", "session", "start", "unit")
+
+    def __init__(self, session: Session, now: Instant, number: int) -> None:
+        self.session = session
+        self.now = now
+        self.number = number
+        self.again = False
+        self.start = 0
+        self.unit: contextlib.AbstractContextManager[None] | None = None
+
+    def __enter__(self) -> None:
+        self.start = len(self.session.recorder.events)
+        self.unit = self.session.write(self.now)
+        self.unit.__enter__()
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any
+    ) -> bool:
+        from ledger_cli.errors import StoreConflictError
+
+        assert self.unit is not None
+        try:
+            if self.unit.__exit__(kind, exc, tb):
+                return True
+        except StoreConflictError as raised:  # at the commit
+            if not self._again():
+                raise
+            raised.__traceback__ = None
+            return True
+        return isinstance(exc, StoreConflictError) and self._again()
+
+    def _again(self) -> bool:
+        from ledger_cli.engine.rerun import ATTEMPTS
+
+        del self.session.recorder.events[self.start :]  # their writes were rolled back
+        self.again = self.number + 1 < ATTEMPTS
+        return self.again
 
 
 def open_store(url: str) -> Store:

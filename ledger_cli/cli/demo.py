@@ -109,9 +109,12 @@ def demo(settings: Settings, workers: int = 3) -> int:
     store = str(base / "store")
     with Session(Settings(store=store, actor="demo", now=None)) as s:
         now = s.now()
-        with s.write(now):
-            for key, needs, seconds, status in PIPELINE:
-                s.ledger.admit(s.actor, key, 1, {"seconds": seconds, "exit": status}, now, *needs)
+        for attempt in s.writes(now):
+            with attempt:
+                for key, needs, seconds, status in PIPELINE:
+                    s.ledger.admit(
+                        s.actor, key, 1, {"seconds": seconds, "exit": status}, now, *needs
+                    )
     if not settings.json:
         output.line(
             f"Admitted {len(PIPELINE)} tasks; integration-tests is set up to fail. "

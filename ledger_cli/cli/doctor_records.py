@@ -107,14 +107,16 @@ def dependency_invariants(
     core = Core(s.store, s.recorder)  # the engine's walks, events into this session's history
     now = s.now()
     for e in escaped:
-        with s.write(now):
-            done = invariants.fix_escaped_block(core, s.actor, now, e)
-            rec = s.load(e.key)
+        for attempt in s.writes(now):
+            with attempt:
+                done = invariants.fix_escaped_block(core, s.actor, now, e)
+                rec = s.load(e.key)
         if done and rec is not None:
             found.fixed.append(f"blocked {shown(e.key)} by {shown(rec.blocked_by)}")
     for o in orphaned:
-        with s.write(now):
-            done = invariants.fix_orphaned_block(core, s.actor, now, o)
+        for attempt in s.writes(now):
+            with attempt:
+                done = invariants.fix_orphaned_block(core, s.actor, now, o)
         if done:
             found.fixed.append(f"un-blocked {shown(o.key)}")
 

@@ -64,9 +64,10 @@ def claim(
     owner, lease_td = _owner_lease(owner, lease)
     with Session(settings) as s:
         now = s.now()
-        with s.write(now):
-            fence = s.ledger.claim(s.actor, key, owner, lease_td, now)
-            rec = s.load(key)
+        for attempt in s.writes(now):
+            with attempt:
+                fence = s.ledger.claim(s.actor, key, owner, lease_td, now)
+                rec = s.load(key)
     _print_fence(settings, key, fence, rec)
     return 0
 
@@ -122,17 +123,19 @@ def claim_next(s: Session, owner: str, lease: str, wait: str | None) -> tuple[Ta
         # One lock hold (a transaction on SQL stores) for the scan and the claim:
         # on PostgreSQL the scan locks its candidate (FOR UPDATE SKIP LOCKED), so
         # concurrent claimers spread over the queue instead of piling onto one.
-        with s.write(now):
-            for cand in ready.ready_iter(s.store, s.load, now):
-                if not _nameable(cand.key):
-                    continue  # invalid UTF-8 (another writer's bytes): no output could name it
-                try:
-                    fence = s.ledger.claim(s.actor, cand.key, owner, lease_td, now)
-                except (LeaseActiveError, NotClaimedError, NoKeyError):
-                    continue  # lost to a concurrent claimer (or blocked meanwhile)
-                rec = s.load(cand.key)
-                claimed = (rec if rec is not None else cand), fence
-                break
+        for attempt in s.writes(now):
+            with attempt:
+                claimed = None  # a run rolled back claimed nothing
+                for cand in ready.ready_iter(s.store, s.load, now):
+                    if not _nameable(cand.key):
+                        continue  # invalid UTF-8 (another writer's bytes): no output could name it
+                    try:
+                        fence = s.ledger.claim(s.actor, cand.key, owner, lease_td, now)
+                    except (LeaseActiveError, NotClaimedError, NoKeyError):
+                        continue  # lost to a concurrent claimer (or blocked meanwhile)
+                    rec = s.load(cand.key)
+                    claimed = (rec if rec is not None else cand), fence
+                    break
         if claimed is not None:
             return claimed
         left = deadline - time.monotonic()
@@ -147,9 +150,10 @@ def renew(settings: Settings, key: str, owner: str, fence: str, lease: str) -> i
     fence_n = parse_uint(fence, "--fence")
     with Session(settings) as s:
         now = s.now()
-        with s.write(now):
-            s.ledger.renew(s.actor, key, owner, fence_n, lease_td, now)
-            rec = s.load(key)
+        for attempt in s.writes(now):
+            with attempt:
+                s.ledger.renew(s.actor, key, owner, fence_n, lease_td, now)
+                rec = s.load(key)
     if settings.json:
         output.json_line({"key": key, "record": output.record(rec)})
     else:
@@ -163,9 +167,10 @@ def release(settings: Settings, key: str, owner: str, fence: str) -> int:
     fence_n = parse_uint(fence, "--fence")
     with Session(settings) as s:
         now = s.now()
-        with s.write(now):
-            s.ledger.release(s.actor, key, owner, fence_n, now)
-            rec = s.load(key)
+        for attempt in s.writes(now):
+            with attempt:
+                s.ledger.release(s.actor, key, owner, fence_n, now)
+                rec = s.load(key)
     if settings.json:
         output.json_line({"key": key, "record": output.record(rec)})
     else:
@@ -177,8 +182,9 @@ def takeover(settings: Settings, key: str, owner: str, lease: str) -> int:
     owner, lease_td = _owner_lease(owner, lease)
     with Session(settings) as s:
         now = s.now()
-        with s.write(now):
-            fence = s.ledger.takeover(s.actor, key, owner, lease_td, now)
-            rec = s.load(key)
+        for attempt in s.writes(now):
+            with attempt:
+                fence = s.ledger.takeover(s.actor, key, owner, lease_td, now)
+                rec = s.load(key)
     _print_fence(settings, key, fence, rec)
     return 0

@@ -21,9 +21,10 @@ def retry(settings: Settings, key: str, reason: str | None = None) -> int:
     why = _reason(reason)
     with Session(settings) as s:
         now = s.now()
-        with s.write(now):
-            unblocked = s.ledger.retry(s.actor, key, now, why)
-            rec = s.load(key)
+        for attempt in s.writes(now):
+            with attempt:
+                unblocked = s.ledger.retry(s.actor, key, now, why)
+                rec = s.load(key)
     if settings.json:
         output.json_line({"key": key, "record": output.record(rec), "unblocked": unblocked})
     else:
@@ -38,9 +39,10 @@ def cancel(settings: Settings, key: str, reason: str | None = None) -> int:
     why = _reason(reason)
     with Session(settings) as s:
         now = s.now()
-        with s.write(now):
-            blocked = s.ledger.cancel(s.actor, key, now, why)
-            rec = s.load(key)
+        for attempt in s.writes(now):
+            with attempt:
+                blocked = s.ledger.cancel(s.actor, key, now, why)
+                rec = s.load(key)
     if settings.json:
         output.json_line({"key": key, "record": output.record(rec), "blocked": blocked})
     else:

@@ -98,9 +98,10 @@ def run(
         else:
             assert key is not None
             now = s.now()
-            with s.write(now):
-                fence = s.ledger.claim(s.actor, key, owner, lease_td, now)
-                claimed = s.load(key)
+            for attempt in s.writes(now):
+                with attempt:
+                    fence = s.ledger.claim(s.actor, key, owner, lease_td, now)
+                    claimed = s.load(key)
             if claimed is None:
                 raise NoKeyError()
             rec = claimed
@@ -261,10 +262,11 @@ class Supervisor:
             try:
                 with self.writing:
                     now = self.s.now()
-                    with self.s.write(now):
-                        self.s.ledger.renew(
-                            self.s.actor, self.key, self.owner, self.fence, self.lease, now
-                        )
+                    for attempt in self.s.writes(now):
+                        with attempt:
+                            self.s.ledger.renew(
+                                self.s.actor, self.key, self.owner, self.fence, self.lease, now
+                            )
             except (FencedError, NotClaimedError, NoKeyError) as exc:
                 # Refused (exit 5 or 6: taken over, cancelled, rebased): the lease is lost.
                 self.lost = exc
@@ -322,15 +324,16 @@ class Supervisor:
 
         with self.writing:
             now = self.s.now()
-            with self.s.write(now):
-                self.s.recorder.emit(
-                    Event(
-                        ATTEMPT_FAILED,
-                        self.key,
-                        f"key {self.key} attempt {self.attempt} of {self.attempts} "
-                        f"failed with exit status {exit_code(rc)}",
+            for attempt in self.s.writes(now):
+                with attempt:
+                    self.s.recorder.emit(
+                        Event(
+                            ATTEMPT_FAILED,
+                            self.key,
+                            f"key {self.key} attempt {self.attempt} of {self.attempts} "
+                            f"failed with exit status {exit_code(rc)}",
+                        )
                     )
-                )
 
     def _run(self) -> int:
         renewer = threading.Thread(target=self._renew_loop, name="ledger-renew", daemon=True)
@@ -368,9 +371,10 @@ class Supervisor:
         assert rc is not None
         status = "completed" if rc == 0 else "failed"
         now = self.s.now()
-        with self.s.write(now):
-            self.s.ledger.complete(self.s.actor, self.key, self.owner, self.fence, status, now)
-            rec = self.s.load(self.key)
+        for attempt in self.s.writes(now):
+            with attempt:
+                self.s.ledger.complete(self.s.actor, self.key, self.owner, self.fence, status, now)
+                rec = self.s.load(self.key)
         code = exit_code(rc)
         if self.s.settings.json:
             output.json_line(
@@ -388,8 +392,9 @@ class Supervisor:
     def _release(self) -> None:
         now = self.s.now()
         try:
-            with self.s.write(now):
-                self.s.ledger.release(self.s.actor, self.key, self.owner, self.fence, now)
+            for attempt in self.s.writes(now):
+                with attempt:
+                    self.s.ledger.release(self.s.actor, self.key, self.owner, self.fence, now)
         except LedgerError as exc:
             output.diag(f"ledger: releasing {self.key}: {output.one_line(str(exc))}")
 

@@ -36,8 +36,7 @@ def admit(
         # no block can follow, and the admission takes no lock.
         from ledger_cli.engine.serial import blocking_writes
 
-        with blocking_writes(core):
-            return _admit(core, actor, key, seq, task, now, needs)
+        return blocking_writes(core, _admit, core, actor, key, seq, task, now, needs)
     return _admit(core, actor, key, seq, task, now, needs)
 
 

@@ -23,8 +23,7 @@ def cancel(core: Core, actor: str, key: str, now: Instant, reason: str | None = 
     """Fail `key` (pending, claimed or blocked); return the keys it blocked, sorted.
 
     Under `serial.blocking_writes` (a failure and the blocks it writes)."""
-    with blocking_writes(core):
-        return _cancel(core, actor, key, now, reason)
+    return blocking_writes(core, _cancel, core, actor, key, now, reason)
 
 
 def _cancel(core: Core, actor: str, key: str, now: Instant, reason: str | None) -> list[str]:

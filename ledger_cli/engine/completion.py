@@ -26,8 +26,7 @@ def complete(
     if final == Status.FAILED.value:  # it blocks dependents (engine/serial.py)
         from ledger_cli.engine.serial import blocking_writes
 
-        with blocking_writes(core):
-            _complete(core, actor, key, owner, fence, final, now)
+        blocking_writes(core, _complete, core, actor, key, owner, fence, final, now)
         return
     _complete(core, actor, key, owner, fence, final, now)
 

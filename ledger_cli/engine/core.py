@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 
 from ledger_cli.engine.events import Event
 from ledger_cli.errors import NoKeyError
@@ -15,18 +16,40 @@ if TYPE_CHECKING:
 
 
 class Core:
-    __slots__ = ("bus", "store")
+    __slots__ = ("bus", "held", "store")
 
     def __init__(self, store: Store, bus: Bus | None = None) -> None:
         self.store = store
         self.bus = bus
+        self.held: HeldEvents | None = None
 
     def emit(self, name: str, key: str, data: str) -> None:
         """Events fire only after the write they describe; emit failures are ignored."""
         if self.bus is None:
             return
+        if self.held is not None:
+            self.held.events.append(Event(name, key, data))
+            return
+        self._fire(Event(name, key, data))
+
+    def _fire(self, event: Event) -> None:
+        assert self.bus is not None
         with contextlib.suppress(Exception):
-            self.bus.emit(Event(name, key, data))
+            self.bus.emit(event)
+
+    @contextlib.contextmanager
+    def holding_events(self) -> Iterator[HeldEvents]:
+        """Keep the events emitted in the block until `release()` (after a
+        commit); those not released by the block's end are dropped (their
+        transaction rolled back). Inside another hold, the outer one decides."""
+        if self.held is not None:
+            yield HeldEvents(None)
+            return
+        held = self.held = HeldEvents(self)
+        try:
+            yield held
+        finally:
+            self.held = None
 
     def require(self, key: str) -> TaskState:
         """Load a record that must exist (NoKeyError otherwise)."""
@@ -34,3 +57,22 @@ class Core:
         if rec is None:
             raise NoKeyError()
         return rec
+
+
+class HeldEvents:
+    """The events of a transaction not yet committed (`Core.holding_events`)."""
+
+    __slots__ = ("core", "events")
+
+    def __init__(self, core: Core | None) -> None:
+        self.core = core
+        self.events: list[Event] = []
+
+    def release(self) -> None:
+        core = self.core
+        if core is None:
+            return
+        core.held = None
+        for event in self.events:
+            core._fire(event)
+        self.events = []

@@ -67,8 +67,7 @@ def block_one(core: Core, actor: str, now: Instant, key: str, cur: TaskState, bl
     """
     from ledger_cli.engine.serial import blocking_writes
 
-    with blocking_writes(core):
-        return _block_one(core, actor, now, key, cur, blocker)
+    return blocking_writes(core, _block_one, core, actor, now, key, cur, blocker)
 
 
 def _block_one(

@@ -206,8 +206,7 @@ def reexamine(core: Core, actor: str, now: Instant, cur: TaskState, note: str) -
     zero; Fence kept, so the next claim hands out Fence+1). Returns
     (wrote, unblocked). Under `serial.blocking_writes`.
     """
-    with blocking_writes(core):
-        return _reexamine(core, actor, now, cur, note)
+    return blocking_writes(core, _reexamine, core, actor, now, cur, note)
 
 
 def _reexamine(
@@ -262,8 +261,7 @@ def settle(core: Core, actor: str, now: Instant, roots: Iterable[str], note: str
     concurrent blocker (module docstring): the last scan follows the last write.
     Under `serial.blocking_writes`.
     """
-    with blocking_writes(core):
-        return _settle(core, actor, now, list(roots), note)
+    return blocking_writes(core, _settle, core, actor, now, list(roots), note)
 
 
 def _settle(core: Core, actor: str, now: Instant, roots: list[str], note: str) -> list[str]:

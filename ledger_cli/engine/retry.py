@@ -61,8 +61,8 @@ def retry(core: Core, actor: str, key: str, now: Instant, reason: str | None = N
     If a failure is in the record's needs by now, the record becomes blocked
     by its failed or blocked need instead (and un-blocks nothing).
     """
-    with blocking_writes(core):  # a reopen and the un-blocks after it (serial.py)
-        return _retry(core, actor, key, now, reason_note(reason))
+    # A reopen and the un-blocks after it (serial.py).
+    return blocking_writes(core, _retry, core, actor, key, now, reason_note(reason))
 
 
 def _retry(core: Core, actor: str, key: str, now: Instant, note: str) -> list[str]:

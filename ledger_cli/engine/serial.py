@@ -23,24 +23,30 @@ one at a time on PostgreSQL (`benchmarks/bench_retry.py` measures it).
 
 Deadlocks: a transaction waiting for the lock must hold no row lock another
 holder may want. One operation takes it before its first write; a batch of
-several (`admit --batch`) takes it at its start (`take`). A `claim --next`
-batch holds its candidates' row locks (FOR UPDATE) when a claim refused by a
-failed ancestor blocks the record; should the lock's holder need one of those
-rows, PostgreSQL detects the deadlock and rolls one batch back whole (a
-StoreError, exit 9: nothing written; run it again).
+several (`admit --batch`) takes it at its start (`take`). Row locks can still
+meet in opposite orders (a completion's ready trigger locking the dependents
+of its key against a transaction holding one of them; a `claim --next` batch
+holding its candidates FOR UPDATE when a refused claim blocks): PostgreSQL
+then rolls one transaction back whole, nothing of it written
+(`StoreConflictError`). Whoever opened that transaction runs it again
+(`rerun.py`): here, the batch this module opens for an operation outside
+one; the command line's `Session.writes` for its own batches.
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable
 
 from ledger_cli.engine.core import Core
 from ledger_cli.errors import LedgerError, StoreError
 
 TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
+    from typing import Any, TypeVar
+
     from ledger_cli.engine.store import Store
+
+    T = TypeVar("T")
 
 
 def take(store: Store) -> bool:
@@ -50,24 +56,34 @@ def take(store: Store) -> bool:
     return bool(lock()) if callable(lock) else False
 
 
-@contextlib.contextmanager
-def blocking_writes(core: Core) -> Iterator[None]:
-    """Run the block under the lock: in the open batch, or in a batch of its own
+def blocking_writes(core: Core, fn: Callable[..., T], *args: Any) -> T:
+    """`fn(*args)` under the lock: in the open batch, or in a batch of its own
     (a refusal after a write keeps the write, as outside a batch, and is raised
-    after the commit). A pass-through on stores that need no lock."""
+    after the commit), run again when the store rolled it back to break a
+    deadlock; its events fire after the commit, those of a rolled-back attempt
+    never. A plain call on stores that need no lock."""
     store = core.store
     lock = getattr(store, "lock_blocks", None)
     if not callable(lock) or lock():
-        yield
-        return
+        return fn(*args)
+    from ledger_cli.engine.rerun import rerun
+
+    return rerun(lambda: _own_batch(core, lock, fn, args))
+
+
+def _own_batch(core: Core, lock: Callable[[], object], fn: Callable[..., T], args: Any) -> T:
     refusal: LedgerError | None = None
-    with store.batch():
-        lock()
-        try:
-            yield
-        except StoreError:
-            raise
-        except LedgerError as exc:
-            refusal = exc
+    result: T | None = None
+    with core.holding_events() as held:
+        with core.store.batch():
+            lock()
+            try:
+                result = fn(*args)
+            except StoreError:
+                raise
+            except LedgerError as exc:
+                refusal = exc
+        held.release()  # committed: the events describe writes that landed
     if refusal is not None:
         raise refusal
+    return result  # type: ignore[return-value]

@@ -33,7 +33,8 @@ from typing import TYPE_CHECKING, Any
 
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
-from ledger_cli.errors import StoreError
+from ledger_cli.engine.rerun import rerun
+from ledger_cli.errors import StoreConflictError, StoreError
 from ledger_cli.stores import _readysql, _sql
 from ledger_cli.stores.history import HistoryEntry
 
@@ -261,8 +262,9 @@ class PostgresStore:
         text = _sql.one_line(exc)
         if isinstance(exc, UnicodeError):
             hint = "keys and text must be valid Unicode (no lone surrogates)"
-        elif isinstance(exc, psycopg.errors.DeadlockDetected):
-            hint = "two batches waited for each other; retry"
+        elif isinstance(exc, psycopg.errors.DeadlockDetected | psycopg.errors.SerializationFailure):
+            hint = "two transactions waited for each other; nothing was written, retry"
+            return StoreConflictError(f"ledger: postgres {op} ({self._where}): {text}; {hint}")
         elif isinstance(exc, psycopg.errors.UndefinedTable | psycopg.errors.InvalidSchemaName):
             hint = "check the database and the search_path in the URL"
         elif isinstance(exc, psycopg.OperationalError):
@@ -311,14 +313,18 @@ class PostgresStore:
             sql, op = _UPDATE, "update"
         with self._lock:
             self._check_open()
-            with self._errors(op):
-                row = self._conn.execute(sql, params).fetchone()
-            if self._depth:
-                if row is None:
-                    self._held.pop(key, None)
-                else:
-                    self._held[key] = _sql.row_to_state(row)
+            if not self._depth:  # a statement of its own: run again if rolled back
+                return rerun(lambda: self._swap(sql, params, op) is not None)
+            row = self._swap(sql, params, op)
+            if row is None:
+                self._held.pop(key, None)
+            else:
+                self._held[key] = _sql.row_to_state(row)
             return row is not None
+
+    def _swap(self, sql: str, params: Sequence[object], op: str) -> Any:
+        with self._errors(op):
+            return self._conn.execute(sql, params).fetchone()
 
     def range(self) -> Iterator[TaskState]:
         """Every record sorted by key (UTF-8 bytes), read by one statement (one snapshot)."""
