@@ -35,7 +35,7 @@ from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
 from ledger_cli.engine.rerun import rerun
 from ledger_cli.errors import StoreConflictError, StoreError
-from ledger_cli.stores import _readysql, _sql
+from ledger_cli.stores import _pgtx, _readysql, _sql
 from ledger_cli.stores.history import HistoryEntry
 
 if TYPE_CHECKING:
@@ -212,6 +212,8 @@ class PostgresStore:
                 "check that the server is running and the URL (host, port, user, password, "
                 "database) is right"
             ) from None
+        self._pipeline = _pgtx.Pipelined(self._conn, pg) if _pgtx.supported(pg) else None
+        """Batches on a pipeline (stores/_pgtx.py); None: psycopg's transactions."""
         try:
             self._setup()
         except BaseException:
@@ -480,8 +482,15 @@ class PostgresStore:
             self._check_open()
             self._depth += 1
             done = False
+            tx: contextlib.AbstractContextManager[Any]
+            if self._pipeline is None:
+                tx = self._conn.transaction()
+            elif self._depth == 1:  # BEGIN and COMMIT ride with statements (stores/_pgtx.py)
+                tx = self._pipeline.transaction()
+            else:
+                tx = self._pipeline.savepoint(self._depth)
             try:
-                with self._errors("commit"), self._conn.transaction():
+                with self._errors("commit"), tx:
                     yield
                 done = True
             finally:
