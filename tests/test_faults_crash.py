@@ -77,7 +77,7 @@ def _library_renew(root: Path) -> None:
 def _batch_fsync_each(root: Path) -> None:
     """A large batch while much else is dirty: an fsync(2) per file, no syncfs(2)."""
     saved = durability.DIRTY_MAX, durability.FSYNC_BYTES
-    durability.DIRTY_MAX, durability.FSYNC_BYTES = -1, 0
+    durability.DIRTY_MAX, durability.FSYNC_BYTES = -1, -1  # even with nothing dirty
     try:
         _cli("admit", "--batch", "-", data=BATCH.replace(b"bulk-", b"each-"))(root)
     finally:
