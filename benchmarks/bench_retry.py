@@ -12,9 +12,10 @@ then `cancel r` (blocks them again); the median of R cycles (default 5) is
 timed in-process through the library on the same store twice:
 
 - `hook`: the engine as shipped (`dependents(keys)`: SQL stores read the
-  trigger-kept `ledger_needs` table, MemStore a reverse map);
+  trigger-kept `ledger_needs` table, MemStore a reverse map, the JSON store
+  its deps/ index: jsonfile/depsindex.py);
 - `range`: the same store seen without the hook, so the walk reads every
-  record (the code before this change; still the JSON store's path).
+  record (the code before the hooks).
 
 Printed: milliseconds per cycle and the big/small ratio of each (flat is the
 goal: the hook's cost follows the dependents, not the store). Then the

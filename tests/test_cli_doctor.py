@@ -82,3 +82,27 @@ def test_unknown_format_version_is_a_problem(tmp_path: Path) -> None:
     res = run_ledger(store, "doctor")
     assert res.returncode == 9
     assert "unknown store format version 99" in res.stdout + res.stderr
+
+
+def test_a_dependents_index_missing_a_record_is_a_problem_and_fix_rebuilds_it(
+    tmp_path: Path,
+) -> None:
+    from ledger_cli.stores.jsonfile import depsindex, key_digest
+
+    store = _store(tmp_path)  # b needs a and ghost
+    digest = key_digest("a")
+    assert digest is not None
+    need_file = store / depsindex.DEPS_DIR / digest[:2] / digest
+    assert need_file.read_text().split() == [key_digest("b")]
+    need_file.write_text("")  # as if the append before b's record had been lost
+    bad = run_ledger(store, "doctor")
+    assert bad.returncode == 9, bad.stdout + bad.stderr
+    assert (
+        "problem: dependents index: 'b' is missing from the dependents of 'a' "
+        "(ledger doctor --fix rebuilds the index)"
+    ) in bad.stdout
+    fixed = run_ledger(store, "doctor", "--fix")
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    assert "fixed: rebuilt the dependents index from the records" in fixed.stdout
+    assert need_file.read_text().split() == [key_digest("b")]
+    assert run_ledger(store, "doctor").returncode == 0

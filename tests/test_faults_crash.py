@@ -35,6 +35,7 @@ from pathlib import Path
 
 import pytest
 
+from ledger_cli.engine.dependencies import dependents_walk
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.ledger import Ledger
 from ledger_cli.engine.record import TaskState
@@ -77,7 +78,7 @@ def _library_renew(root: Path) -> None:
 def _batch_fsync_each(root: Path) -> None:
     """A large batch while much else is dirty: an fsync(2) per file, no syncfs(2)."""
     saved = durability.DIRTY_MAX, durability.FSYNC_BYTES
-    durability.DIRTY_MAX, durability.FSYNC_BYTES = -1, 0
+    durability.DIRTY_MAX, durability.FSYNC_BYTES = -1, -1  # even with nothing dirty
     try:
         _cli("admit", "--batch", "-", data=BATCH.replace(b"bulk-", b"each-"))(root)
     finally:
@@ -132,6 +133,11 @@ OPS: list[Callable[[Path], None]] = [
     _cli("admit", "d"),
     _cli("claim", "d", "--owner", "w", "--lease", "1h"),
     _cli("complete", "d", "--owner", "w", "--fence", "1"),
+    # The deps/ index: a need completed before its dependent's admission, a
+    # rebase changing needs, and a walk through it (retry un-blocks b).
+    _cli("admit", "e", "--needs", "d"),
+    _cli("admit", "c", "--seq", "2", "--needs", "e"),
+    _cli("retry", "a"),
 ]
 
 
@@ -189,6 +195,27 @@ def _every_record_file_validates(root: Path) -> int:
     return n
 
 
+def _deps_index_agrees(root: Path, where: str) -> None:
+    """The deps/ index lists every record under each need it names (a superset),
+    or is not built (then the next one to need it rebuilds it); and the walk
+    through it finds what a walk over every record finds, from every key."""
+    store = JsonFileStore(root)
+    assert store.check_deps_index() == [], where
+    keys = [r.key for r in store.range()]
+    for key in keys:
+        hooked = dependents_walk(store, [key])
+        assert hooked == dependents_walk(_RangeOnly(store), [key]), f"{where}: from {key}"
+    assert store.check_deps_index() == [], where
+
+
+class _RangeOnly:
+    def __init__(self, inner: JsonFileStore) -> None:
+        self.inner = inner
+
+    def range(self) -> Iterator[TaskState]:
+        return self.inner.range()
+
+
 def _ready_index_agrees(root: Path, where: str) -> None:
     from ledger_cli.cli.ready import is_ready, order_key, ready_iter
 
@@ -231,13 +258,16 @@ def test_a_crash_at_each_step_of_the_write_path(
         outcomes["temp files left"] += len(left)
         outcomes["journals left"] += (root / "journal.json").exists()
         # The store opens (replaying a journal), every record validates...
-        JsonFileStore(root)
+        opened = JsonFileStore(root)
         outcomes["record files checked"] += _every_record_file_validates(root)
+        # ...the deps index is a superset of the records' needs (or not built)...
+        assert opened.check_deps_index() == [], where
         # ...the next writer sweeps the temporary files...
         _probe_write(root)
         assert temps(root) == [], f"{where}: the next writer left {temps(root)} (was {left})"
-        # ...the ready index agrees with the records (a superset, or rebuilt)...
+        # ...the ready and deps indexes agree with the records (supersets, or rebuilt)...
         _ready_index_agrees(root, where)
+        _deps_index_agrees(root, where)
         # ...and the state is a prefix of the writes: the acknowledged ones, maybe one more.
         state = _without_probe(logical_state(root))
         if state == states[acked]:

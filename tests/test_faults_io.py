@@ -108,7 +108,7 @@ def dirty(op: Op) -> Iterator[None]:
     faulty ones must make the same calls."""
     saved = durability.DIRTY_MAX, durability.FSYNC_BYTES
     if "(fsync each)" in op[0]:
-        durability.DIRTY_MAX, durability.FSYNC_BYTES = -1, 0
+        durability.DIRTY_MAX, durability.FSYNC_BYTES = -1, -1  # even with nothing dirty
     else:
         durability.DIRTY_MAX = 1 << 62
     yield

@@ -1,5 +1,6 @@
-"""`ledger doctor`'s check of the ready index (SPEC §6.1): the index a store keeps
-for `claim --next` must agree with the records; `--fix` rebuilds it."""
+"""`ledger doctor`'s check of a store's derived indexes: the ready index (SPEC
+§6.1) a store keeps for `claim --next` and the dependents index of the
+dependents walk must agree with the records; `--fix` rebuilds them."""
 
 from __future__ import annotations
 
@@ -16,18 +17,33 @@ class _Findings(Protocol):
 
 
 def check_ready_index(store: object, found: _Findings, fix: bool) -> None:
-    """Problems when the index disagrees with the records; `fix` rebuilds it first."""
-    check: Callable[[], list[str]] | None = getattr(store, "check_ready_index", None)
-    rebuild: Callable[[], None] | None = getattr(store, "rebuild_ready_index", None)
+    """Problems when the ready index disagrees with the records; `fix` rebuilds it."""
+    _check_index(store, found, fix, "ready")
+
+
+def check_deps_index(store: object, found: _Findings, fix: bool) -> None:
+    """Problems when the dependents index misses a record's need; `fix` rebuilds it."""
+    _check_index(store, found, fix, "deps")
+
+
+_WHAT = {"ready": "ready index", "deps": "dependents index"}
+
+
+def _check_index(store: object, found: _Findings, fix: bool, name: str) -> None:
+    check: Callable[[], list[str]] | None = getattr(store, f"check_{name}_index", None)
+    rebuild: Callable[[], None] | None = getattr(store, f"rebuild_{name}_index", None)
     if check is None or rebuild is None:
         return
     try:
         problems = check()
         if problems and fix:
             rebuild()
-            found.fixed.append("rebuilt the ready index from the records")
+            found.fixed.append(f"rebuilt the {_WHAT[name]} from the records")
             problems = check()
     except StoreError as exc:
         found.problems.append(output.one_line(str(exc)))
         return
-    found.problems.extend(f"{p} (ledger doctor --fix rebuilds the index)" for p in problems)
+    hint = " (ledger doctor --fix rebuilds the index)"
+    found.problems.extend(
+        output.one_line(p) + ("" if "doctor --fix" in p else hint) for p in problems
+    )

@@ -15,7 +15,14 @@ from collections.abc import Callable
 
 from ledger_cli.engine.record import TaskState
 from ledger_cli.stores import _fsutil
-from ledger_cli.stores.jsonfile import durability, historyfile, liveindex, readyindex, spares
+from ledger_cli.stores.jsonfile import (
+    depsindex,
+    durability,
+    historyfile,
+    liveindex,
+    readyindex,
+    spares,
+)
 from ledger_cli.stores.jsonfile.layout import LIVE_DIR, LIVE_STATUSES, RECORDS_DIR, shown
 from ledger_cli.stores.jsonfile.records import key_digest
 
@@ -35,9 +42,11 @@ def write_records(
     read_key: Callable[[str, str], TaskState | None] | None = None,
     indexed: Callable[[str], bool] = lambda digest: False,
     spare: Callable[[], int | None] = lambda: None,
+    listed_needs: Callable[[str], frozenset[str] | None] = lambda digest: None,
+    rebuild_deps: Callable[[], None] = lambda: None,
 ) -> None:
-    """Write records, their live/ markers, ready/ entries and history lines;
-    durable on return.
+    """Write records, their live/ markers, ready/ and deps/ entries and history
+    lines; durable on return.
 
     Markers of records that become pending/claimed are created (and made
     durable) before the records are written, markers of the others removed
@@ -48,7 +57,10 @@ def write_records(
     (a journal replay cuts what a crashed apply appended); None = the end.
     `indexed(digest)`: that record was live on disk before this write (so the
     live/ index lists it already). `spare()`: an unnamed file to write a
-    record into (spares.py), or None.
+    record into (spares.py), or None. `listed_needs(digest)`: the needs the
+    deps/ index lists that record under already (its needs on disk), None when
+    unknown (then all its needs are appended again: harmless repeats);
+    `rebuild_deps` rebuilds a deps/ index that is not built (depsindex.py).
     """
     bulk = len(records) + (1 if history else 0) > SYNC_EACH_MAX
     use_syncfs = bulk and durability.use_syncfs(len(records) + (1 if history else 0))
@@ -60,6 +72,7 @@ def write_records(
             ready = _ReadyWork(root, root_fd, records, read_digest, rebuild_ready, read_key)
             ready.before(sync=not use_syncfs)
             sync = not use_syncfs
+            index_needs(root, root_fd, records, listed_needs, rebuild_deps, sync=sync)
             rfd = _fsutil.open_subdir(
                 root_fd, RECORDS_DIR, shown(root, RECORDS_DIR), create=True, sync=sync
             )
@@ -110,6 +123,41 @@ def write_records(
             ready.after()
     finally:
         _fsutil.close_all([*shard_fds.values(), rfd, lfd, ready.rfd if ready else None])
+
+
+def index_needs(
+    root: str,
+    root_fd: int,
+    records: dict[str, tuple[TaskState, bytes]],
+    listed_needs: Callable[[str], frozenset[str] | None],
+    rebuild_deps: Callable[[], None],
+    *,
+    sync: bool,
+) -> None:
+    """Append to deps/ the needs the records name that it does not list them
+    under yet (an insert with needs, a rebase), before the records are written:
+    one append per need file. Writes that change no needs cost nothing here."""
+    adds: dict[str, set[str]] = {}
+    for digest, (rec, _) in records.items():
+        if not rec.needs:
+            continue
+        before = listed_needs(digest)
+        for need in rec.needs:
+            if before is None or need not in before:
+                adds.setdefault(depsindex.need_digest(need), set()).add(digest)
+    if not adds:
+        return
+    dfd = depsindex.open_dir(root, root_fd, create=False)
+    try:
+        if dfd is None or not depsindex.is_built(root, dfd):
+            _fsutil.close_all([dfd])
+            dfd = None
+            rebuild_deps()  # from the records as they are on disk, before this write
+            dfd = depsindex.open_dir(root, root_fd, create=False)
+            assert dfd is not None
+        depsindex.append(root, dfd, adds, sync=sync)
+    finally:
+        _fsutil.close_all([dfd])
 
 
 class _ReadyWork:

@@ -40,6 +40,14 @@ def key_digest(key: str) -> str | None:
     return digest
 
 
+def need_digest(need: str) -> str:
+    """The file-name digest of a need (deps/, depsindex.py): its key digest; a
+    need that is not valid Unicode is hashed with its surrogates passed through
+    (bytes no valid key has, so no name is shared)."""
+    digest: str = _sha256(need.encode("utf-8", "surrogatepass")).hexdigest()
+    return digest
+
+
 def record_path(root: str, digest: str) -> str:
     return shown(root, RECORDS_DIR, digest[:2], digest + ".json")
 

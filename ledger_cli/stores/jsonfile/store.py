@@ -19,6 +19,7 @@ from ledger_cli.stores.jsonfile import (
     liveindex,
 )
 from ledger_cli.stores.jsonfile.batch import PendingBatch
+from ledger_cli.stores.jsonfile.depsview import DepsMethods
 from ledger_cli.stores.jsonfile.layout import (
     HISTORY_NAME,
     JOURNAL_NAME,
@@ -38,7 +39,7 @@ from ledger_cli.stores.jsonfile.records import (
 )
 
 
-class JsonFileStore(ReadyMethods, PruneMethods):
+class JsonFileStore(ReadyMethods, PruneMethods, DepsMethods):
     """A directory of JSON records; safe under many concurrent processes.
 
     `lock_timeout` bounds the wait for the store lock (StoreError after it).
@@ -151,7 +152,7 @@ class JsonFileStore(ReadyMethods, PruneMethods):
             if batch is not None:
                 batch.put(digest, new, data)
             else:
-                self._write_records({digest: (new, data)}, [], None)
+                self._write_records({digest: (new, data)}, [], None, before={digest: cur})
             return True
 
     @store_method
@@ -316,17 +317,29 @@ class JsonFileStore(ReadyMethods, PruneMethods):
         records: dict[str, tuple[TaskState, bytes]],
         history: list[bytes],
         history_at: int | None,
+        *,
+        before: dict[str, TaskState | None] | None = None,
     ) -> None:
+        """Apply writes durably. `before`: the records as they are on disk (read
+        under this lock hold), by digest; default the open batch's cache."""
         root_fd = self._root_fd
         assert root_fd is not None
         self._drop_dirs()  # this may create directories a cached lookup found missing
         batch = self._batch
         cache = batch.cache if batch is not None else {}
+        known = cache if before is None else before
 
         def indexed(digest: str) -> bool:
             # Read from disk under this lock hold: a live one is in live/ already.
             rec = cache.get(digest)
             return rec is not None and rec.status in LIVE_STATUSES
+
+        def listed_needs(digest: str) -> frozenset[str] | None:
+            # The deps/ index lists a record on disk under each of its needs.
+            if digest not in known:
+                return None
+            rec = known[digest]
+            return frozenset(rec.needs or ()) if rec is not None else frozenset()
 
         apply.write_records(
             self._root,
@@ -339,6 +352,8 @@ class JsonFileStore(ReadyMethods, PruneMethods):
             lambda key, digest: self._read_record(root_fd, key, digest),
             indexed,
             self._spares.take,
+            listed_needs,
+            lambda: self._rebuild_deps(root_fd),
         )
         # A large commit: a run of them (chunked) likely goes on, so files for
         # the next one are made before it takes the lock.

@@ -1,0 +1,215 @@
+"""deps/: the complete reverse-needs index of the dependents walk (store.dependents).
+
+    deps/manifest         `ledger_cli.deps 1`: the index is built (complete)
+    deps/ab/<digest of a need>
+                          appended lines, the digests of the records whose
+                          needs name that need, whatever their status
+
+Unlike ready/needs/ (live records waiting on unmet needs only, each file gone
+once its need completes), this index lists every record file that names a
+need, so the walk from a key reads that key's file and the records it names:
+its cost follows the dependents, not the store.
+
+It is a superset, never required to be exact: the dependents a write adds
+(a record inserted with needs, or whose needs change) are appended, durably,
+before the record is written; a need dropped by a rebase, a record pruned
+(its needs become null) or a crash between the append and the record leave
+a stale line, and a journal replay repeats lines. Readers keep only the
+records whose needs really name the key, and rewrite (atomically, durably)
+a file they found stale. A torn last line (a crash in an append) is a short
+hex fragment: skipped, and the next append starts on a new line.
+
+A missing manifest (a store written before this index, or a rebuild that a
+crash cut short: the manifest is removed first and written last) means
+"rebuild from the records": the next holder of the lock that needs the index
+does. A need's file name is records.need_digest (the key digest of the need).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+
+from ledger_cli.engine.record import TaskState
+from ledger_cli.stores import _fsutil
+from ledger_cli.stores._fsutil import fail
+from ledger_cli.stores.jsonfile.layout import DIGEST, SHARD, shown
+from ledger_cli.stores.jsonfile.records import need_digest
+
+__all__ = ["need_digest"]
+
+DEPS_DIR = "deps"
+MANIFEST = "manifest"
+MANIFEST_DATA = b"ledger_cli.deps 1\n"
+
+_APPEND_FLAGS = (
+    os.O_WRONLY
+    | os.O_APPEND
+    | os.O_CREAT
+    | _fsutil.O_NOFOLLOW
+    | _fsutil.O_NONBLOCK
+    | _fsutil.O_CLOEXEC
+)
+_TORN = re.compile(r"[0-9a-f]{0,63}")
+"""What a torn append can leave of a line: a prefix of a digest."""
+
+
+def open_dir(root: str, root_fd: int, *, create: bool, sync: bool = True) -> int | None:
+    return _fsutil.open_subdir(root_fd, DEPS_DIR, shown(root, DEPS_DIR), create=create, sync=sync)
+
+
+def is_built(root: str, dfd: int) -> bool:
+    """Whether the index is complete (its manifest is there); StoreError if damaged."""
+    path = shown(root, DEPS_DIR, MANIFEST)
+    data = _fsutil.read_file(dfd, MANIFEST, path)
+    if data is None:
+        return False
+    if data != MANIFEST_DATA:
+        raise fail(path, "corrupt dependents index manifest (ledger doctor --fix rebuilds it)")
+    return True
+
+
+def create_empty(root: str, root_fd: int) -> None:
+    """The index of a new store (no records yet): built, empty; durable."""
+    dfd = open_dir(root, root_fd, create=True)
+    assert dfd is not None
+    try:
+        path = shown(root, DEPS_DIR, MANIFEST)
+        _fsutil.replace_file(dfd, MANIFEST, MANIFEST_DATA, path, sync=True, tmp_dir_fd=root_fd)
+        _fsutil.fsync_fd(dfd, shown(root, DEPS_DIR))
+    finally:
+        os.close(dfd)
+
+
+def _shard_dir(root: str, dfd: int, shard: str, *, create: bool, sync: bool) -> int | None:
+    return _fsutil.open_subdir(dfd, shard, shown(root, DEPS_DIR, shard), create=create, sync=sync)
+
+
+def append(root: str, dfd: int, adds: dict[str, set[str]], *, sync: bool) -> None:
+    """Append `adds[need digest]` (dependent digests) to the needs' files: one
+    append per file. With `sync` each file is fsynced, and the directories that
+    got a new name; else the caller's syncfs(2) makes them durable."""
+    by_shard: dict[str, list[str]] = {}
+    for need in adds:
+        by_shard.setdefault(need[:2], []).append(need)
+    for shard, needs in sorted(by_shard.items()):
+        sfd = _shard_dir(root, dfd, shard, create=True, sync=sync)
+        assert sfd is not None
+        try:
+            created = False
+            for need in sorted(needs):
+                path = shown(root, DEPS_DIR, shard, need)
+                try:
+                    fd = os.open(need, _APPEND_FLAGS, _fsutil.FILE_MODE, dir_fd=sfd)
+                except OSError as exc:
+                    raise _fsutil.open_failed(path, exc) from None
+                st = _fsutil.require_regular(fd, path)  # closes fd when it refuses
+                created |= st.st_size == 0  # new (or empty): its name must be made durable
+                try:
+                    # The leading newline ends a line a crash may have torn.
+                    data = "".join("\n" + d for d in sorted(adds[need])) + "\n"
+                    _fsutil.write_all(fd, data.encode("ascii"))
+                    if sync:
+                        os.fsync(fd)
+                except OSError as exc:
+                    raise fail(path, "cannot append", exc) from None
+                finally:
+                    os.close(fd)
+            if created and sync:
+                _fsutil.fsync_fd(sfd, shown(root, DEPS_DIR, shard))
+        finally:
+            os.close(sfd)
+
+
+def listed(root: str, dfd: int, need: str) -> tuple[set[str], bool]:
+    """The dependent digests the file of `need` (a digest) lists, and whether the
+    file holds more than those (repeats, a torn fragment): worth rewriting."""
+    sfd = _shard_dir(root, dfd, need[:2], create=False, sync=False)
+    if sfd is None:
+        return set(), False
+    path = shown(root, DEPS_DIR, need[:2], need)
+    try:
+        data = _fsutil.read_file(sfd, need, path)
+    finally:
+        os.close(sfd)
+    if data is None:
+        return set(), False
+    # NUL bytes: the unwritten tail of an append a crash cut (never fsynced).
+    tokens = data.replace(b"\0", b"\n").decode("ascii", "replace").split()
+    digests = set(tokens)
+    bad = {d for d in digests if not DIGEST.fullmatch(d)}
+    if bad:
+        wrong = [d for d in bad if not _TORN.fullmatch(d)]
+        if wrong:
+            raise fail(
+                path,
+                f"corrupt dependents index entry {wrong[0][:70]!r} "
+                "(ledger doctor --fix rebuilds the index)",
+            )
+        digests -= bad
+    return digests, len(digests) != len(tokens)
+
+
+def rewrite(root: str, root_fd: int, dfd: int, need: str, digests: set[str]) -> None:
+    """Replace the file of `need` by `digests` (a superset of its dependents on
+    disk), durably: a crash leaves the old file or the new one."""
+    sfd = _shard_dir(root, dfd, need[:2], create=False, sync=False)
+    if sfd is None:
+        return
+    path = shown(root, DEPS_DIR, need[:2], need)
+    try:
+        if digests:
+            data = "".join(d + "\n" for d in sorted(digests)).encode("ascii")
+            _fsutil.replace_file(sfd, need, data, path, sync=True, tmp_dir_fd=root_fd)
+        else:
+            _fsutil.unlink_quiet(sfd, need)  # listed nothing alive: nothing lost
+        _fsutil.fsync_fd(sfd, shown(root, DEPS_DIR, need[:2]))
+    finally:
+        os.close(sfd)
+
+
+def edges(records: Iterable[tuple[str, TaskState]]) -> dict[str, set[str]]:
+    """{need digest: digests of the records naming it} of (digest, record) pairs."""
+    out: dict[str, set[str]] = {}
+    for digest, rec in records:
+        for need in rec.needs or ():
+            out.setdefault(need_digest(need), set()).add(digest)
+    return out
+
+
+def rebuild(root: str, root_fd: int, records: Iterable[tuple[str, TaskState]]) -> None:
+    """Write the whole index afresh from `records` (every record file's (digest,
+    record)), durably. The manifest goes first and comes back last: a crash in
+    between leaves none, which means "rebuild" to the next holder of the lock."""
+    dfd = open_dir(root, root_fd, create=True)
+    assert dfd is not None
+    try:
+        _fsutil.unlink_quiet(dfd, MANIFEST)
+        _fsutil.fsync_fd(dfd, shown(root, DEPS_DIR))
+        _clear(root, dfd)
+        syncfs = _fsutil.sync_filesystem_available()
+        append(root, dfd, edges(records), sync=not syncfs)
+        if syncfs:
+            _fsutil.sync_filesystem(dfd, shown(root, DEPS_DIR))
+        _fsutil.fsync_fd(dfd, shown(root, DEPS_DIR))
+        path = shown(root, DEPS_DIR, MANIFEST)
+        _fsutil.replace_file(dfd, MANIFEST, MANIFEST_DATA, path, sync=True, tmp_dir_fd=root_fd)
+        _fsutil.fsync_fd(dfd, shown(root, DEPS_DIR))
+    finally:
+        os.close(dfd)
+
+
+def _clear(root: str, dfd: int) -> None:
+    """Remove every need file (the manifest is gone already)."""
+    for shard in os.listdir(dfd):
+        if not SHARD.fullmatch(shard):
+            continue
+        sfd = _shard_dir(root, dfd, shard, create=False, sync=False)
+        if sfd is None:
+            continue
+        try:
+            for name in os.listdir(sfd):
+                _fsutil.unlink_quiet(sfd, name)
+        finally:
+            os.close(sfd)
