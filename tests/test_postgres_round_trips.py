@@ -116,3 +116,97 @@ def test_a_nested_batch_after_a_failed_queued_statement_fails_the_batch(
         assert store.load("second") is None
     finally:
         store.close()
+
+
+# -- the clock inside a batch (PostgresStore.now_with, ready_at_clock) -----------
+
+
+def test_now_with_reads_the_clock_and_the_row_in_one_round_trip(conninfo: str) -> None:
+    """The clock and a plain load of the key (after BEGIN): one round trip; the
+    next load of the key takes that row and costs none, the one after reads
+    again (the row is not locked: it is handed over once)."""
+    _admit(conninfo, 1)
+    with WireCounter(conninfo) as wire, PostgresStore(wire.conninfo) as store:
+        expected = store.load("k000")
+        with store.batch():
+            before = wire.snapshot()
+            now = store.now_with("k000")
+            clocked = wire.snapshot()
+            rec = store.load("k000")
+            loaded = wire.snapshot()
+            assert store.load("k000") == expected
+            again = wire.snapshot()
+            assert store.now_with("absent") > now
+            assert store.load("absent") is None
+            absent = wire.snapshot()
+        assert (clocked - before).turns == 1
+        assert (loaded - clocked).turns == 0
+        assert (again - loaded).turns == 1
+        assert (absent - again).turns == 1
+        assert rec == expected
+        assert now.offset_seconds == 0
+        assert abs((Instant.now() - now).total_seconds()) < 60
+        assert store.now_with("k000") > now  # outside a batch: the clock alone
+        assert store.load("k000") == expected
+
+
+def test_now_with_hands_over_nothing_past_a_write_or_a_rollback(conninfo: str) -> None:
+    _admit(conninfo, 2)
+    with PostgresStore(conninfo) as store:
+        led = Ledger(store)
+        with store.batch():
+            now = store.now_with("k000")
+            led.claim("t", "k001", "w", timedelta(hours=1), now)  # another key: kept
+            fence = led.claim("t", "k000", "w", timedelta(hours=1), now)
+            rec = store.load("k000")
+            assert rec is not None and rec.status == "claimed" and rec.fence == fence
+        with store.batch():
+            store.now_with("k000")
+            with pytest.raises(ValueError), store.batch():
+                raise ValueError
+            rec = store.load("k000")  # read again: the hand-over was dropped
+            assert rec is not None and rec.status == "claimed"
+
+
+def test_ready_at_clock_reads_the_clock_with_the_first_candidate(conninfo: str) -> None:
+    """BEGIN + the page query, whose lease cut-off is the server clock it
+    returns: one round trip; a lease running past that clock is skipped, one
+    that ran out is not; an empty page: None."""
+    _admit(conninfo, 3)
+    with PostgresStore(conninfo) as store:
+        led = Ledger(store)
+        t = store.now()
+        led.claim("t", "k000", "w", timedelta(hours=1), t)  # held: skipped
+        led.claim("t", "k001", "w", timedelta(microseconds=1), t - timedelta(hours=1))  # ran out
+    with WireCounter(conninfo) as wire, PostgresStore(wire.conninfo) as store:
+        with store.batch():
+            before = wire.snapshot()
+            got = store.ready_at_clock()
+            assert (wire.snapshot() - before).turns == 1
+            assert got is not None
+            now, cands = got
+            assert now > t and now.offset_seconds == 0
+            first = next(iter(cands))
+            assert first.key == "k001"
+            assert store.load("k001") == first  # locked FOR UPDATE: held
+            assert [r.key for r in cands] == ["k002"]  # the next pages judge by `now`
+        led = Ledger(store)
+        with store.batch():
+            for key in ("k001", "k002"):
+                led.cancel("t", key, store.now())
+        with store.batch():
+            assert store.ready_at_clock() is None
+        got = store.ready_at_clock()  # outside a batch: now(), then the candidates
+        assert got is not None and list(got[1]) == []
+
+
+def test_the_clocked_cut_off_is_the_sortable_text_of_the_clock(conninfo: str) -> None:
+    import psycopg
+
+    from ledger_cli.stores import _readysql
+
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        for _ in range(20):
+            row = conn.execute(_readysql.PG_CLOCK).fetchone()
+            assert row is not None
+            assert row[1] == _readysql.sortable(Instant.from_datetime(row[0]).utc())

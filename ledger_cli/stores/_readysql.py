@@ -182,6 +182,30 @@ def page_sql(columns: str, mark: str, lease: str, *, lock: bool, limit: int | No
     return sql + " FOR UPDATE OF t SKIP LOCKED" if lock else sql
 
 
+PG_CLOCK = (
+    "SELECT clock, to_char(clock AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US') || '000'"
+    " AS cut FROM (SELECT clock_timestamp() AS clock) x"
+)
+"""The server's clock and, as `cut`, the same instant as `sortable` writes it."""
+
+
+def clocked_page_sql(columns: str, lease: str) -> str:
+    """PostgreSQL's first candidate (`page_sql` locking, one row, from the
+    start) judged by the server's own clock: the lease cut-off is
+    `clock_timestamp()`, read once (a materialized CTE), and that instant is
+    returned as the row's last column (after `created`). No parameters. The
+    clock is read only when a row needs it: no row, no instant."""
+    cols = ", ".join(f"t.{c.strip()}" for c in columns.split(","))
+    return (
+        f"WITH c AS MATERIALIZED ({PG_CLOCK})"
+        f" SELECT {cols}, r.created, (SELECT clock FROM c)"
+        " FROM ledger_ready r JOIN ledger_tasks t ON t.key = r.key"
+        " WHERE (r.created, r.key) > ('', '')"
+        f" AND (t.status = 'pending' OR {lease} <= (SELECT cut FROM c))"
+        " ORDER BY r.created, r.key LIMIT 1 FOR UPDATE OF t SKIP LOCKED"
+    )
+
+
 SQLITE_LEASE = _sqlite_sortkey("t.lease_until")
 PG_LEASE = "ledger_sortkey(t.lease_until)"
 NEVER = "9999-12-31T23:59:59.999999999"
@@ -339,12 +363,13 @@ PG_CHECKS = (
 # -- reading -----------------------------------------------------------------------
 
 
-def candidates(fetch: Fetch, page: int) -> Iterator[TaskState]:
-    """The candidates in Ready order, read `page` rows at a time by keyset
-    (`fetch(created, key, limit)` runs the page query under the store's lock)."""
+def candidates(fetch: Fetch, page: int, after: tuple[str, str] = ("", "")) -> Iterator[TaskState]:
+    """The candidates in Ready order after `after` (created, key), read `page`
+    rows at a time by keyset (`fetch(created, key, limit)` runs the page query
+    under the store's lock). Keys are never empty: nothing sorts at or before
+    the default, the start."""
     from ledger_cli.stores._sql import row_to_state
 
-    after = ("", "")  # keys are never empty, so nothing sorts at or before this
     while True:
         rows = fetch(after[0], after[1], page)
         for row in rows:

@@ -27,6 +27,7 @@ text is a StoreError.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -106,6 +107,8 @@ _DEPENDENTS = (
     f"SELECT {_sql.SELECT_COLUMNS} FROM ledger_tasks"
     " WHERE key IN (SELECT key FROM ledger_needs WHERE need = ANY(%s))"
 )
+_CLOCK = "SELECT clock_timestamp()"
+_CLOCKED_PAGE = _readysql.clocked_page_sql(_sql.SELECT_COLUMNS, _readysql.PG_LEASE)
 _BY_STATUS = f"SELECT {_sql.SELECT_COLUMNS} FROM ledger_tasks WHERE status = ANY(%s)"
 # Both writes return the row they wrote (no second round trip to read it back).
 _INSERT = (
@@ -176,6 +179,11 @@ class PostgresStore:
     read FOR UPDATE) are kept, so `load` of such a key costs no round trip: no
     other transaction can change them before this one ends. The cache is
     dropped when the batch ends and whenever a nested batch rolls back.
+
+    Two hooks let a unit of the command line read the clock inside its batch
+    without a round trip of its own (cli/context.py `Session.unit_now`):
+    `now_with(key)` reads it with the load of `key`, `ready_at_clock()` with
+    the first ready candidate.
     """
 
     def __init__(self, url: str, *, connect_timeout: int = 10) -> None:
@@ -191,6 +199,11 @@ class PostgresStore:
         Every write to ledger_tasks goes through compare_and_swap, which keeps
         it current; a statement writing ledger_tasks otherwise must drop the
         keys it touches."""
+        self._preloaded: dict[str, TaskState | None] = {}
+        """Rows `now_with` read (plainly, no lock) for the next `load` of their
+        key in this batch, which takes them (once): that load then costs no
+        round trip and returns what it would have read at that point of the
+        transaction. Dropped with `_held`, and by a write of the key."""
         kwargs: dict[str, Any] = {}
         try:
             params = pg.conninfo.conninfo_to_dict(url)
@@ -296,9 +309,12 @@ class PostgresStore:
         _no_nul(key)
         with self._lock:
             self._check_open()
-            held = self._held.get(key) if self._depth else None
-            if held is not None:
-                return held
+            if self._depth:
+                held = self._held.get(key)
+                if held is not None:
+                    return held
+                if key in self._preloaded:
+                    return self._preloaded.pop(key)
             with self._errors("load"):
                 row = self._conn.execute(_LOAD, (key,)).fetchone()
         return None if row is None else _sql.row_to_state(row)
@@ -317,6 +333,7 @@ class PostgresStore:
             self._check_open()
             if not self._depth:  # a statement of its own: run again if rolled back
                 return rerun(lambda: self._swap(sql, params, op) is not None)
+            self._preloaded.pop(key, None)
             row = self._swap(sql, params, op)
             if row is None:
                 self._held.pop(key, None)
@@ -350,7 +367,9 @@ class PostgresStore:
                 rows = self._conn.execute(_BY_STATUS, (wanted,)).fetchall()
         return _sql.claimable_order(_sql.row_to_state(row) for row in rows)
 
-    def ready_candidates(self, now: Instant | None = None) -> Iterator[TaskState]:
+    def ready_candidates(
+        self, now: Instant | None = None, *, after: tuple[str, str] = ("", "")
+    ) -> Iterator[TaskState]:
         """Pending and claimed records whose direct needs are all completed, in
         Ready order, through the trigger-kept `ledger_ready` table.
 
@@ -358,6 +377,7 @@ class PostgresStore:
         with FOR UPDATE SKIP LOCKED, one row at a time: the row stays locked
         until the batch ends, and concurrent claimers skip it rather than pile
         onto it. The claim itself is still the engine's fenced compare-and-swap.
+        `after`: start after this (created, key) (`ready_at_clock`'s next pages).
         """
         locking = self._depth > 0
         page = 1 if locking else 16
@@ -378,7 +398,30 @@ class PostgresStore:
                         self._held[rec.key] = rec
                 return rows
 
-        return _readysql.candidates(fetch, page)
+        return _readysql.candidates(fetch, page, after)
+
+    def ready_at_clock(self) -> tuple[Instant, Iterator[TaskState]] | None:
+        """`(now, ready_candidates(now))` with `now` the server's clock, read
+        inside the batch by the first page query itself (`clock_timestamp()`
+        as its lease cut-off, returned with the row): the clock costs no round
+        trip of its own. None when that page is empty (the clock was not
+        read: no candidate, nothing to judge). Outside a batch: `now()`, then
+        the candidates."""
+        with self._lock:
+            self._check_open()
+            if not self._depth:
+                now = self.now()
+                return now, self.ready_candidates(now)
+            with self._errors("ready scan"):
+                rows = self._conn.execute(_CLOCKED_PAGE).fetchall()
+            if not rows:
+                return None
+            row = rows[0]
+            now = Instant.from_datetime(row[-1]).utc()
+            first = _sql.row_to_state(row[:-2])
+            self._held[first.key] = first  # locked (FOR UPDATE) until the batch ends
+        rest = self.ready_candidates(now, after=(str(row[-2]), str(row[0])))
+        return now, itertools.chain((first,), rest)
 
     # -- prune (SPEC §6.4; engine/prune.py): pruned keys in ledger_pruned ----------
 
@@ -499,16 +542,40 @@ class PostgresStore:
                     self._blocks_depth = 0
                 if not done or self._depth == 0:
                     self._held.clear()  # rolled back, or the locks are gone
+                    self._preloaded.clear()
 
     def now(self) -> Instant:
         """The server's `clock_timestamp()` (microseconds), in UTC."""
         with self._lock:
             self._check_open()
             with self._errors("clock"):
-                row = self._conn.execute("SELECT clock_timestamp()").fetchone()
+                row = self._conn.execute(_CLOCK).fetchone()
+        return self._instant(row)
+
+    def _instant(self, row: Any) -> Instant:
         if row is None:
             raise StoreError(f"ledger: postgres clock ({self._where}): no row returned")
         return Instant.from_datetime(row[0]).utc()
+
+    def now_with(self, key: str) -> Instant:
+        """`now()`, and inside a batch the row of `key` read with it (the clock
+        first, then a plain load, as a unit reading its clock and then its
+        record would: one round trip for both on a pipeline). The row is kept
+        for the next `load(key)` in this batch, which costs nothing then.
+        Outside a batch, or for a key no row can have: `now()` alone."""
+        if not _sql.is_utf8(key) or "\x00" in key:
+            return self.now()  # load() answers (or refuses) such a key itself
+        with self._lock:
+            self._check_open()
+            if not self._depth:
+                return self.now()
+            with self._errors("clock"):
+                clock = self._conn.execute(_CLOCK)  # pipelined: answered with the load
+                row = self._conn.execute(_LOAD, (key,)).fetchone()
+                now = self._instant(clock.fetchone())
+            if key not in self._held:
+                self._preloaded[key] = None if row is None else _sql.row_to_state(row)
+        return now
 
     # -- History -----------------------------------------------------------------
 
