@@ -269,3 +269,54 @@ def test_the_command_line_says_exit_9_when_every_attempt_is_rolled_back(
     )
     assert proc.returncode == 9, proc.stderr
     assert '"code":"store"' in proc.stdout and "injected deadlock" in proc.stdout
+
+
+class ClockedCommits(ConflictingCommits):
+    """A store with `now_with` (as PostgresStore has): a clock read in the batch."""
+
+    def __init__(self, fail: int) -> None:
+        super().__init__(fail=fail)
+        self.clock_reads: list[tuple[str, Instant]] = []
+
+    def now_with(self, key: str) -> Instant:
+        now = T0 + timedelta(seconds=len(self.clock_reads) + 1)
+        self.clock_reads.append((key, now))
+        return now
+
+
+def test_a_unit_left_its_now_reads_the_clock_again_when_run_again(
+    no_pause: list[float],
+) -> None:
+    """`writes(None)`: each run takes its now inside its own batch; the landed
+    run's writes and history carry its now, not a rolled-back run's."""
+    store = ClockedCommits(fail=1)
+    with Session(Settings(actor="op"), store=store) as s:
+        now = s.unit_now("now_with")
+        assert now is None
+        for attempt in s.writes(now):
+            with attempt:
+                assert attempt.now is None  # nothing carried over from a rolled-back run
+                s.ledger.admit(s.actor, "k", 1, None, attempt.clock("k"))
+        history = list(store.read_history())
+    landed = T0 + timedelta(seconds=2)
+    assert store.clock_reads == [("k", T0 + timedelta(seconds=1)), ("k", landed)]
+    rec = store.load("k")
+    assert rec is not None and rec.created_at == landed
+    assert [(e.event, e.time) for e in history] == [("ledger.admitted", str(landed))]
+
+
+def test_now_given_wins_over_the_store_clock_in_a_unit(no_pause: list[float]) -> None:
+    store = ClockedCommits(fail=0)
+    with Session(Settings(actor="op", now=str(T0)), store=store) as s:
+        now = s.unit_now("now_with")
+        assert now == T0
+        for attempt in s.writes(now):
+            with attempt:
+                s.ledger.admit(s.actor, "k", 1, None, attempt.clock("k"))
+    assert store.clock_reads == []
+    assert [e.time for e in store.read_history()] == [str(T0)]
+
+
+def test_a_store_without_the_hook_gets_its_now_before_the_unit() -> None:
+    with Session(Settings(actor="op"), store=MemStore()) as s:
+        assert s.unit_now("now_with") is not None

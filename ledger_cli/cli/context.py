@@ -130,8 +130,18 @@ class Session:
 
         return Instant.now()
 
-    @contextlib.contextmanager
-    def write(self, now: Instant) -> Iterator[None]:
+    def unit_now(self, hook: str) -> Instant | None:
+        """The now for `writes(now)`, or None to leave it to each unit: when
+        the store has `hook`, a way to read its clock inside the unit's batch
+        together with the unit's first statement (PostgreSQL: `now_with`,
+        `ready_at_clock`), which saves the clock its own round trip. The unit
+        then takes its now from the store (`Attempt.clock`, or by setting
+        `attempt.now`). --now, when given, wins as ever."""
+        if self.fixed_now is None and getattr(self.store, hook, None) is not None:
+            return None
+        return self.now()
+
+    def write(self, now: Instant) -> contextlib.AbstractContextManager[None]:
         """One locked unit: the engine calls in the block and their history.
 
         Runs the block inside `store.batch()`; every event the ledger emitted in
@@ -141,6 +151,11 @@ class Session:
         does), its writes and their history are committed and the refusal is
         raised after the batch; a store failure discards the batch.
         """
+        return self._unit(lambda: now)
+
+    @contextlib.contextmanager
+    def _unit(self, when: Callable[[], Instant | None]) -> Iterator[None]:
+        """`write()`, its now (the history's time) asked for at the end."""
         from ledger_cli.errors import LedgerError, StoreError
 
         refusal: LedgerError | None = None
@@ -155,16 +170,24 @@ class Session:
                 refusal = exc
             events = self.recorder.events[start:]
             if events:
-                self._append_history(events, now)
+                now = when()
+                # (a unit that wrote took a now for its writes; failing that, the clock)
+                self._append_history(events, now if now is not None else self.now())
         if refusal is not None:
             raise refusal
 
-    def writes(self, now: Instant) -> Iterator[Attempt]:
+    def writes(self, now: Instant | None) -> Iterator[Attempt]:
         """`write(now)` units, one after another until one is not rolled back:
 
             for attempt in s.writes(now):
                 with attempt:
                     fence = s.ledger.claim(...)
+
+        With now None (`unit_now`), each unit takes its own inside its batch:
+
+            for attempt in s.writes(s.unit_now("now_with")):
+                with attempt:
+                    s.ledger.complete(..., attempt.clock(key))
 
         A unit the store rolled back to break a deadlock between two writers
         (PostgreSQL: nothing of it was written) is run again after a short
@@ -216,11 +239,16 @@ class Session:
 class Attempt:
     """One run of a `Session.writes` unit: a context manager around `write()`
     that swallows a StoreConflictError and asks for another run, unless it was
-    the last (`rerun.ATTEMPTS`)."""
+    the last (`rerun.ATTEMPTS`).
+
+    `now`: the unit's now (its writes' and its history's time). None until the
+    unit takes it from the store (`clock`, or `attempt.now = ...`) when
+    `writes` was given None: each run then reads the clock in its own batch.
+    """
 
     __slots__ = ("again", "now", "number", "session", "start", "unit")
 
-    def __init__(self, session: Session, now: Instant, number: int) -> None:
+    def __init__(self, session: Session, now: Instant | None, number: int) -> None:
         self.session = session
         self.now = now
         self.number = number
@@ -230,8 +258,19 @@ class Attempt:
 
     def __enter__(self) -> None:
         self.start = len(self.session.recorder.events)
-        self.unit = self.session.write(self.now)
+        self.unit = self.session._unit(lambda: self.now)
         self.unit.__enter__()
+
+    def clock(self, key: str) -> Instant:
+        """The unit's now: the one `writes` was given; else the store's clock,
+        read in this batch with the load of `key` (`now_with`: one round trip
+        for both; the engine's next `load(key)` then costs none)."""
+        if self.now is None:
+            now_with: Callable[[str], Instant] | None = getattr(
+                self.session.store, "now_with", None
+            )
+            self.now = now_with(key) if now_with is not None else self.session.now()
+        return self.now
 
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any
