@@ -20,10 +20,14 @@ from tests.pg_wire_support import Counts, WireCounter
 from tests.sql_support import fresh_schema
 
 T0 = Instant.parse("2026-01-01T00:00:00Z")
-ROUND_TRIPS_PER_TASK = 8
-"""claim (clock; BEGIN + ready page FOR UPDATE SKIP LOCKED; the fenced UPDATE;
-history INSERT + COMMIT) and complete (clock; BEGIN + load; UPDATE; history
-INSERT + COMMIT). Was 12 before batches ran on a pipeline."""
+ROUND_TRIPS_PER_TASK = 6
+"""claim (BEGIN + ready page FOR UPDATE SKIP LOCKED, whose lease cut-off is the
+server's clock it returns: the unit's now; the fenced UPDATE; history INSERT +
+COMMIT) and complete (BEGIN + clock + load; UPDATE; history INSERT + COMMIT).
+Was 12 before batches ran on a pipeline, 8 while each unit read the clock in a
+round trip of its own before its batch."""
+STATEMENTS_PER_TASK = 11
+"""claim 5 (the clock is part of its page query), complete 6; was 12."""
 
 
 @pytest.fixture
@@ -43,6 +47,15 @@ def _admit(conninfo: str, n: int, prefix: str = "k") -> None:
         store.close()
 
 
+def _url(conninfo: str) -> str:
+    """A `postgresql://` URL (what `--store` takes) for a libpq conninfo."""
+    from urllib.parse import quote, urlencode
+
+    from psycopg.conninfo import conninfo_to_dict
+
+    return "postgresql://?" + urlencode(conninfo_to_dict(conninfo), quote_via=quote)
+
+
 def _drain(conninfo: str) -> Counts:
     with WireCounter(conninfo) as wire:
         settings = Settings(store=wire.conninfo, actor="t")
@@ -60,7 +73,7 @@ def test_round_trips_per_claimed_and_completed_task(conninfo: str) -> None:
     six = _drain(conninfo)
     per = six - three
     assert per.turns == 3 * ROUND_TRIPS_PER_TASK, (three, six)
-    assert per.statements == 3 * 12, (three, six)  # the same statements as before
+    assert per.statements == 3 * STATEMENTS_PER_TASK, (three, six)
 
 
 def _fail_history_of(conninfo: str, event: str) -> None:
@@ -210,3 +223,46 @@ def test_the_clocked_cut_off_is_the_sortable_text_of_the_clock(conninfo: str) ->
             row = conn.execute(_readysql.PG_CLOCK).fetchone()
             assert row is not None
             assert row[1] == _readysql.sortable(Instant.from_datetime(row[0]).utc())
+
+
+def test_a_drain_given_now_writes_that_now_not_the_server_clock(conninfo: str) -> None:
+    _admit(conninfo, 2)
+    given = "2030-01-02T03:04:05.123456789Z"
+    code = run(
+        Settings(store=_url(conninfo), actor="t", now=given),
+        None,
+        "w",
+        "1m",
+        ["true"],
+        True,
+        None,
+        drain=True,
+    )
+    assert code == 0
+    with PostgresStore(conninfo) as store:
+        for key in ("k000", "k001"):
+            rec = store.load(key)
+            assert rec is not None and rec.status == "completed"
+            assert str(rec.updated_at) == given
+            assert {e.time for e in store.read_history(key)} == {given}
+
+
+def test_a_drain_judges_leases_by_the_server_clock(conninfo: str) -> None:
+    """A lease that ran out by the server's clock is taken; one that has not
+    is left alone; the claim's lease runs from the clock the page returned."""
+    _admit(conninfo, 2)
+    with PostgresStore(conninfo) as store:
+        led = Ledger(store)
+        t = store.now()
+        led.claim("t", "k000", "other", timedelta(seconds=1), t - timedelta(hours=1))
+        led.claim("t", "k001", "other", timedelta(hours=1), t)
+    settings = Settings(store=_url(conninfo), actor="t")
+    assert run(settings, None, "w", "1m", ["true"], next_=True, drain=True) == 0
+    with PostgresStore(conninfo) as store:
+        done, held = store.load("k000"), store.load("k001")
+        assert done is not None and done.status == "completed" and done.owner == "w"
+        assert held is not None and held.status == "claimed" and held.owner == "other"
+        claimed = [e for e in store.read_history("k000") if e.event == "ledger.claimed"]
+        assert len(claimed) == 1
+        at = Instant.parse(claimed[0].time)
+        assert t < at < store.now()

@@ -17,6 +17,9 @@ from ledger_cli.errors import LedgerError
 
 TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from ledger_cli.engine.instant import Instant
     from ledger_cli.engine.record import TaskState
 
 
@@ -100,13 +103,7 @@ def claim_next(s: Session, owner: str, lease: str, wait: str | None) -> tuple[Ta
     error.
     """
     from ledger_cli.cli import ready
-    from ledger_cli.errors import (
-        EmptyOwnerError,
-        InvalidLeaseError,
-        LeaseActiveError,
-        NoKeyError,
-        NotClaimedError,
-    )
+    from ledger_cli.errors import EmptyOwnerError, InvalidLeaseError
 
     owner, lease_td = _owner_lease(owner, lease)
     # The engine would say so at the first claim; say it even when nothing is ready.
@@ -118,7 +115,9 @@ def claim_next(s: Session, owner: str, lease: str, wait: str | None) -> tuple[Ta
     deadline = time.monotonic() + wait_s
     pause = 0.05
     while True:
-        now = s.now()
+        # None: each unit reads the store's clock with its first ready query
+        # (PostgreSQL: no round trip of its own); else --now or the clock.
+        now = s.unit_now("ready_at_clock")
         claimed: tuple[TaskState, int] | None = None
         # One lock hold (a transaction on SQL stores) for the scan and the claim:
         # on PostgreSQL the scan locks its candidate (FOR UPDATE SKIP LOCKED), so
@@ -126,16 +125,14 @@ def claim_next(s: Session, owner: str, lease: str, wait: str | None) -> tuple[Ta
         for attempt in s.writes(now):
             with attempt:
                 claimed = None  # a run rolled back claimed nothing
-                for cand in ready.ready_iter(s.store, s.load, now):
-                    if not _nameable(cand.key):
-                        continue  # invalid UTF-8 (another writer's bytes): no output could name it
-                    try:
-                        fence = s.ledger.claim(s.actor, cand.key, owner, lease_td, now)
-                    except (LeaseActiveError, NotClaimedError, NoKeyError):
-                        continue  # lost to a concurrent claimer (or blocked meanwhile)
-                    rec = s.load(cand.key)
-                    claimed = (rec if rec is not None else cand), fence
-                    break
+                found = (
+                    (now, ready.ready_iter(s.store, s.load, now))
+                    if now is not None
+                    else ready.ready_at_clock(s.store, s.load)  # None: no candidate
+                )
+                if found is not None:
+                    attempt.now = found[0]
+                    claimed = _claim_first(s, found[1], owner, lease_td, found[0])
         if claimed is not None:
             return claimed
         left = deadline - time.monotonic()
@@ -143,6 +140,24 @@ def claim_next(s: Session, owner: str, lease: str, wait: str | None) -> tuple[Ta
             raise NothingReadyError()
         time.sleep(min(pause, left))
         pause = min(pause * 2, 1.0)
+
+
+def _claim_first(
+    s: Session, ready_now: Iterable[TaskState], owner: str, lease: timedelta, now: Instant
+) -> tuple[TaskState, int] | None:
+    """Claim the first of the ready records that can be claimed (in the open unit)."""
+    from ledger_cli.errors import LeaseActiveError, NoKeyError, NotClaimedError
+
+    for cand in ready_now:
+        if not _nameable(cand.key):
+            continue  # invalid UTF-8 (another writer's bytes): no output could name it
+        try:
+            fence = s.ledger.claim(s.actor, cand.key, owner, lease, now)
+        except (LeaseActiveError, NotClaimedError, NoKeyError):
+            continue  # lost to a concurrent claimer (or blocked meanwhile)
+        rec = s.load(cand.key)
+        return (rec if rec is not None else cand), fence
+    return None
 
 
 def renew(settings: Settings, key: str, owner: str, fence: str, lease: str) -> int:

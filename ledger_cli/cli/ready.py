@@ -48,8 +48,8 @@ def order_key(rec: TaskState) -> tuple[int, bytes]:
     return (rec.created_at.unix_ns, rec.key.encode("utf-8", "surrogatepass"))
 
 
-def ready_records(candidates: Iterable[TaskState], load: Loader, now: Instant) -> list[TaskState]:
-    """The ready records among `candidates`, oldest first (CreatedAt, then key)."""
+def _memo(load: Loader) -> Loader:
+    """`load`, each key read once."""
     cache: dict[str, TaskState | None] = {}
 
     def cached(key: str) -> TaskState | None:
@@ -57,6 +57,12 @@ def ready_records(candidates: Iterable[TaskState], load: Loader, now: Instant) -
             cache[key] = load(key)
         return cache[key]
 
+    return cached
+
+
+def ready_records(candidates: Iterable[TaskState], load: Loader, now: Instant) -> list[TaskState]:
+    """The ready records among `candidates`, oldest first (CreatedAt, then key)."""
+    cached = _memo(load)
     pool = sorted((r for r in candidates if claimable(r, now)), key=order_key)
     return [r for r in pool if needs_satisfied(r, cached)]
 
@@ -78,13 +84,7 @@ def ready_iter(store: object, load: Loader, now: Instant) -> Iterator[TaskState]
     whose lease runs past `now`) when it has one, so the first ready
     record costs the same however long the backlog; else by a scan.
     """
-    cache: dict[str, TaskState | None] = {}
-
-    def cached(key: str) -> TaskState | None:
-        if key not in cache:
-            cache[key] = load(key)
-        return cache[key]
-
+    cached = _memo(load)
     source: Callable[[Instant], Iterable[TaskState]] | None = getattr(
         store, "ready_candidates", None
     )
@@ -94,3 +94,18 @@ def ready_iter(store: object, load: Loader, now: Instant) -> Iterator[TaskState]
     for rec in source(now):
         if is_ready(rec, cached, now):
             yield rec
+
+
+def ready_at_clock(store: object, load: Loader) -> tuple[Instant, Iterator[TaskState]] | None:
+    """`(now, ready_iter(store, load, now))` with `now` the store's clock, read
+    inside the open batch by its first ready query (`ready_at_clock`, which the
+    store must have: `Session.unit_now`); None when no candidate came (then no
+    clock was read, and nothing is ready)."""
+    source: Callable[[], tuple[Instant, Iterable[TaskState]] | None]
+    source = store.ready_at_clock  # type: ignore[attr-defined]
+    got = source()
+    if got is None:
+        return None
+    now, recs = got
+    cached = _memo(load)
+    return now, (rec for rec in recs if is_ready(rec, cached, now))

@@ -370,9 +370,11 @@ class Supervisor:
             return 128 + self.signum
         assert rc is not None
         status = "completed" if rc == 0 else "failed"
-        now = self.s.now()
-        for attempt in self.s.writes(now):
+        # None: the unit reads the store's clock with its load of the key
+        # (PostgreSQL: no round trip of its own); else --now or the clock.
+        for attempt in self.s.writes(self.s.unit_now("now_with")):
             with attempt:
+                now = attempt.clock(self.key)
                 self.s.ledger.complete(self.s.actor, self.key, self.owner, self.fence, status, now)
                 rec = self.s.load(self.key)
         code = exit_code(rc)
