@@ -266,3 +266,30 @@ def test_a_drain_judges_leases_by_the_server_clock(conninfo: str) -> None:
         assert len(claimed) == 1
         at = Instant.parse(claimed[0].time)
         assert t < at < store.now()
+
+
+def test_the_complete_command_reads_the_clock_with_its_load(conninfo: str) -> None:
+    """`ledger complete`: BEGIN + clock + load; UPDATE; history + COMMIT."""
+    from ledger_cli.cli.completion import complete
+
+    _admit(conninfo, 2)
+    with PostgresStore(conninfo) as store:
+        fences = [
+            Ledger(store).claim("t", k, "w", timedelta(hours=1), store.now())
+            for k in ("k000", "k001")
+        ]
+    with WireCounter(conninfo) as wire:
+        settings = Settings(store=wire.conninfo, actor="t")
+        assert complete(settings, "k000", "w", str(fences[0])) == 0
+        one = wire.snapshot()
+        assert complete(settings, "k001", "w", str(fences[1]), failed=True) == 0
+        two = wire.snapshot()
+    with WireCounter(conninfo) as wire, PostgresStore(wire.conninfo):
+        opened = wire.snapshot()
+    assert (one - opened).turns == 3
+    assert (two - one - opened).turns == 3 + 1  # a failure: + the dependents scan
+    with PostgresStore(conninfo) as store:
+        done, failed = store.load("k000"), store.load("k001")
+        assert done is not None and done.status == "completed"
+        assert failed is not None and failed.status == "failed"
+        assert [e.time for e in store.read_history("k000")][-1] == str(done.updated_at)

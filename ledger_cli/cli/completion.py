@@ -12,10 +12,11 @@ def complete(settings: Settings, key: str, owner: str, fence: str, failed: bool 
     fence_n = parse_uint(fence, "--fence")
     status = "failed" if failed else "completed"
     with Session(settings) as s:
-        now = s.now()
-        for attempt in s.writes(now):
+        # None: the unit reads the store's clock with its load of the key
+        # (PostgreSQL: no round trip of its own); else --now or the clock.
+        for attempt in s.writes(s.unit_now("now_with")):
             with attempt:
-                s.ledger.complete(s.actor, key, owner, fence_n, status, now)
+                s.ledger.complete(s.actor, key, owner, fence_n, status, attempt.clock(key))
                 rec = s.load(key)
     if settings.json:
         output.json_line({"key": key, "record": output.record(rec)})
