@@ -18,11 +18,13 @@ SQLite's (to the first store's when SQLite is not run). The issue's target:
 SQLite >= 20,000 tasks/s.
 
 `--needs K`: task i names the K tasks before it as needs (unfinished: they
-wait), so the stores index them (the JSON store: ready/needs/ and deps/).
-`--per-admit`: each admit in its own batch, durable on its own, as `ledger
-admit` does (use fewer --tasks). `json-nodeps` (not run by default) is the
-JSON store with its deps/ index switched off: the admission cost before the
-index, to put beside `json`.
+wait), so the stores index them (the JSON store: deps/, its one reverse-needs
+index; releases before it also kept ready/needs/). `--per-admit`: each admit
+in its own batch, durable on its own, as `ledger admit` does (use fewer
+--tasks). `json-nodeps` (not run by default) is the JSON store with its deps/
+index switched off, to put beside `json`: the admission cost with no
+reverse-needs index at all (a floor only: such a store would not promote the
+waiting tasks when their needs complete).
 
 Stores are files under --dir (default: a temporary directory on the disk that
 holds the system temp directory; tmpfs would make fsync free, so it is

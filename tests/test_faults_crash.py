@@ -127,8 +127,8 @@ OPS: list[Callable[[Path], None]] = [
     _library_batch("lib1-"),
     _library_batch_from_spares,
     _cli("restore", "-", data=_snapshot_bytes()),
-    # The ready index: a waiter (reverse-needs entry), then its need completing
-    # (the waiter promoted to a candidate).
+    # The ready index: a waiter (listed in deps/ under its need), then its need
+    # completing (the waiter promoted to a candidate through deps/).
     _cli("admit", "c", "--needs", "d"),
     _cli("admit", "d"),
     _cli("claim", "d", "--owner", "w", "--lease", "1h"),
@@ -230,6 +230,27 @@ def _ready_index_agrees(root: Path, where: str) -> None:
     assert sorted(r.key for r in store.by_status(LIVE)) == sorted(live), where  # live/ index
 
 
+def _completing_the_needs_promotes(root: Path, where: str) -> None:
+    """The next writer completes every need a live task waits on (one write each,
+    in key order; a need with no record is written completed): the ready index
+    finds what the records make ready after each, whatever the kill left of
+    deps/ (its promotion reads it, or rebuilds it)."""
+    store = JsonFileStore(root)
+    records = {r.key: r for r in store.range()}
+    waited = sorted({n for r in records.values() if r.status in LIVE for n in r.needs or ()})
+    for key in waited:
+        rec = records.get(key)
+        if rec is None:  # a need not admitted yet: it arrives completed
+            new = TaskState(key=key, status="completed", sequence=1, created_at=NOW, updated_at=NOW)
+            assert store.compare_and_swap(key, None, new), where
+        elif rec.status in LIVE:
+            done = rec.replace(status="completed", owner="", updated_at=NOW)
+            assert store.compare_and_swap(key, rec, done), where
+        else:
+            continue
+        _ready_index_agrees(root, f"{where}, {key} completed")
+
+
 @pytest.mark.parametrize("step", STEPS)
 def test_a_crash_at_each_step_of_the_write_path(
     reference: tuple[list[State], dict[str, int]], scratch: Path, step: str
@@ -276,6 +297,8 @@ def test_a_crash_at_each_step_of_the_write_path(
             outcomes["in-flight write landed"] += 1
         else:
             raise AssertionError(f"{where}: the store holds no prefix of the writes")
+        # ...and completing the needs still waited on promotes their dependents.
+        _completing_the_needs_promotes(root, where)
         outcomes["kills"] += 1
         shutil.rmtree(root, ignore_errors=True)
     print(f"\n{step}: {dict(outcomes)}")

@@ -164,8 +164,10 @@ def doctor(settings: Settings, fix: bool = False) -> int:
         check_records(s, records, found, fix, history)
         from ledger_cli.cli.readycheck import check_deps_index, check_ready_index
 
-        check_ready_index(s.store, found, fix)
+        # The dependents index first: the JSON store's ready index finds the tasks
+        # a completed need makes ready through it.
         check_deps_index(s.store, found, fix)
+        check_ready_index(s.store, found, fix)
     problems = list(dict.fromkeys(found.problems))
     code = StoreError.exit_code if problems else 0
     if settings.json:

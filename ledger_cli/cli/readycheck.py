@@ -1,6 +1,8 @@
 """`ledger doctor`'s check of a store's derived indexes: the ready index (SPEC
 §6.1) a store keeps for `claim --next` and the dependents index of the
-dependents walk must agree with the records; `--fix` rebuilds them."""
+dependents walk must agree with the records; `--fix` rebuilds them. The JSON
+store's ready index promotes the tasks waiting on a need through its
+dependents index, so that one is checked (and rebuilt) first."""
 
 from __future__ import annotations
 

@@ -12,7 +12,8 @@ Layout of a store directory (mode 0700; every file 0600):
     ready/                the ready index of `claim --next`             (readyindex.py,
                                                                          readyview.py)
     deps/                 every record by the needs it names: the       (depsindex.py,
-                          dependents walk of retry/cancel/failures       depsview.py)
+                          dependents walk of retry/cancel/failures,      depsview.py)
+                          and the ready/ promotion when a need completes
     pruned/               pruned records, many keys a file              (prunedfile.py,
                                                                          pruning.py)
     history.jsonl         the history of writes, one JSON object a line (historyfile.py)

@@ -24,6 +24,7 @@ from ledger_cli.stores.jsonfile import (
     spares,
 )
 from ledger_cli.stores.jsonfile.layout import LIVE_DIR, LIVE_STATUSES, RECORDS_DIR, shown
+from ledger_cli.stores.jsonfile.readyindex import Entry
 from ledger_cli.stores.jsonfile.records import key_digest
 
 SYNC_EACH_MAX = 16
@@ -44,6 +45,7 @@ def write_records(
     spare: Callable[[], int | None] = lambda: None,
     listed_needs: Callable[[str], frozenset[str] | None] = lambda digest: None,
     rebuild_deps: Callable[[], None] = lambda: None,
+    completed_before: Callable[[str], bool] = lambda digest: False,
 ) -> None:
     """Write records, their live/ markers, ready/ and deps/ entries and history
     lines; durable on return.
@@ -51,8 +53,10 @@ def write_records(
     Markers of records that become pending/claimed are created (and made
     durable) before the records are written, markers of the others removed
     after: the markers are always a superset of the live records. The same
-    holds for the ready/ index (readyindex.py). `read_digest` reads a record
-    as it is on disk; `rebuild_ready` rebuilds a missing ready/ index.
+    holds for the deps/ and ready/ indexes (depsindex.py, readyindex.py);
+    deps/ goes first, as the ready/ promotion of a completed need reads it.
+    `read_digest` reads a record as it is on disk; `rebuild_ready` rebuilds a
+    missing ready/ index.
     `history_at`: the size history.jsonl must have before the lines go in
     (a journal replay cuts what a crashed apply appended); None = the end.
     `indexed(digest)`: that record was live on disk before this write (so the
@@ -61,6 +65,9 @@ def write_records(
     deps/ index lists that record under already (its needs on disk), None when
     unknown (then all its needs are appended again: harmless repeats);
     `rebuild_deps` rebuilds a deps/ index that is not built (depsindex.py).
+    `completed_before(digest)`: that record was completed on disk before this
+    write, read under this lock hold (its dependents were promoted then), so
+    writing it again promotes nothing; False when unknown (a journal replay).
     """
     bulk = len(records) + (1 if history else 0) > SYNC_EACH_MAX
     use_syncfs = bulk and durability.use_syncfs(len(records) + (1 if history else 0))
@@ -69,10 +76,10 @@ def write_records(
     ready: _ReadyWork | None = None
     try:
         if records:
-            ready = _ReadyWork(root, root_fd, records, read_digest, rebuild_ready, read_key)
-            ready.before(sync=not use_syncfs)
             sync = not use_syncfs
             index_needs(root, root_fd, records, listed_needs, rebuild_deps, sync=sync)
+            ready = _ReadyWork(root, root_fd, records, read_digest, rebuild_ready, read_key)
+            ready.before(rebuild_deps, completed_before, sync=sync)
             rfd = _fsutil.open_subdir(
                 root_fd, RECORDS_DIR, shown(root, RECORDS_DIR), create=True, sync=sync
             )
@@ -201,34 +208,56 @@ class _ReadyWork:
             return self.read_key(key, digest)
         return self.read_digest(digest)
 
-    def before(self, *, sync: bool) -> None:
+    def before(
+        self,
+        rebuild_deps: Callable[[], None],
+        completed_before: Callable[[str], bool],
+        *,
+        sync: bool,
+    ) -> None:
+        """Add the candidates this write makes: its live records whose needs are
+        all met, and the dependents (listed by deps/) of the needs it completes."""
         assert self.rfd is not None
         adds: set[readyindex.Entry] = set()
-        waits: dict[str, set[str]] = {}
+        completed: list[str] = []
         for digest, (rec, _) in self.records.items():
             if rec.status in LIVE_STATUSES:
-                unmet = readyindex.unmet_needs(rec, self.load)
                 entry = readyindex.entry_of(rec)
-                if not unmet and entry is not None:
+                if entry is not None and readyindex.is_candidate(rec, self.load):
                     adds.add(entry)
-                for need in unmet:
-                    need_digest = key_digest(need)
-                    if need_digest is not None:
-                        waits.setdefault(need_digest, set()).add(digest)
-            elif rec.status == "completed":
-                for waiter in readyindex.waiters(self.root, self.rfd, digest):
-                    pending = self.records.get(waiter)
-                    dep = pending[0] if pending is not None else self.read_digest(waiter)
-                    if dep is not None and readyindex.is_candidate(dep, self.load):
-                        entry = readyindex.entry_of(dep)
-                        if entry is not None:
-                            adds.add(entry)
-        if waits:
-            readyindex.add_waiters(self.root, self.rfd, waits, sync=sync)
+            elif rec.status == "completed" and not completed_before(digest):
+                completed.append(digest)
+        if completed:
+            adds |= self._promoted(completed, rebuild_deps)
         if adds:
             chunks = readyindex.load_chunks(self.root, self.root_fd, self.rfd)
             assert chunks is not None
             chunks.add(adds, sync=sync)
+
+    def _promoted(self, completed: list[str], rebuild_deps: Callable[[], None]) -> set[Entry]:
+        """The entries of the records on disk that the completion of `completed`
+        (digests) makes candidates: live, naming one of them, every need completed.
+        deps/ lists them (a superset of every record naming a need: built first
+        if it is not); the batch's own records were looked at by `before`."""
+        out: set[Entry] = set()
+        dfd = depsindex.open_built(self.root, self.root_fd, rebuild_deps)
+        try:
+            for need in completed:
+                key = self.records[need][0].key
+                for digest in depsindex.listed(self.root, dfd, need)[0]:
+                    if digest in self.records:
+                        continue
+                    dep = self.read_digest(digest)
+                    if (
+                        dep is not None
+                        and key in (dep.needs or ())
+                        and readyindex.is_candidate(dep, self.load)
+                        and (entry := readyindex.entry_of(dep)) is not None
+                    ):
+                        out.add(entry)
+        finally:
+            os.close(dfd)
+        return out
 
     def after(self) -> None:
         assert self.rfd is not None
@@ -241,5 +270,3 @@ class _ReadyWork:
             chunks = readyindex.load_chunks(self.root, self.root_fd, self.rfd)
             if chunks is not None:
                 chunks.remove(drops)
-        done = [d for d, (rec, _) in self.records.items() if rec.status == "completed"]
-        readyindex.forget_waiters(self.root, self.rfd, done)

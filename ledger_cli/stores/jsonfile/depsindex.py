@@ -1,14 +1,16 @@
-"""deps/: the complete reverse-needs index of the dependents walk (store.dependents).
+"""deps/: the store's one reverse-needs index (records by the needs they name).
 
     deps/manifest         `ledger_cli.deps 1`: the index is built (complete)
     deps/ab/<digest of a need>
                           appended lines, the digests of the records whose
                           needs name that need, whatever their status
 
-Unlike ready/needs/ (live records waiting on unmet needs only, each file gone
-once its need completes), this index lists every record file that names a
-need, so the walk from a key reads that key's file and the records it names:
-its cost follows the dependents, not the store.
+It serves the dependents walk (store.dependents: block on failure, retry's
+un-block, cancel) and the ready index's promotion: when a need is written as
+completed, the records its file lists that are live and whose direct needs
+are all completed become candidates (apply.py, readyindex.py). Either way a
+read costs the need's dependents, not the store. A need that has no record
+yet (a record admitted before its need) has a file like any other.
 
 It is a superset, never required to be exact: the dependents a write adds
 (a record inserted with needs, or whose needs change) are appended, durably,
@@ -29,7 +31,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from ledger_cli.engine.record import TaskState
 from ledger_cli.stores import _fsutil
@@ -68,6 +70,25 @@ def is_built(root: str, dfd: int) -> bool:
     if data != MANIFEST_DATA:
         raise fail(path, "corrupt dependents index manifest (ledger doctor --fix rebuilds it)")
     return True
+
+
+def open_built(root: str, root_fd: int, rebuild: Callable[[], None]) -> int:
+    """deps/ opened, built first by `rebuild` (from the records on disk, under the
+    lock) when it is not: a reader relies on it being complete."""
+    dfd = open_dir(root, root_fd, create=False)
+    if dfd is not None:
+        try:
+            built = is_built(root, dfd)
+        except BaseException:
+            os.close(dfd)
+            raise
+        if built:
+            return dfd
+        os.close(dfd)
+    rebuild()
+    dfd = open_dir(root, root_fd, create=False)
+    assert dfd is not None
+    return dfd
 
 
 def create_empty(root: str, root_fd: int) -> None:

@@ -58,20 +58,7 @@ class DepsMethods(RecordReader):
 
     def _deps_dir(self, root_fd: int) -> int:
         """deps/, built from the records first if it is not (under the lock)."""
-        dfd = depsindex.open_dir(self._root, root_fd, create=False)
-        if dfd is not None:
-            try:
-                built = depsindex.is_built(self._root, dfd)
-            except BaseException:
-                os.close(dfd)
-                raise
-            if built:
-                return dfd
-            os.close(dfd)
-        self._rebuild_deps(root_fd)
-        dfd = depsindex.open_dir(self._root, root_fd, create=False)
-        assert dfd is not None
-        return dfd
+        return depsindex.open_built(self._root, root_fd, lambda: self._rebuild_deps(root_fd))
 
     def _rebuild_deps(self, root_fd: int) -> None:
         """Rebuild deps/ from the record files (not the open batch's writes)."""

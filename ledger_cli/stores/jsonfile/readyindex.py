@@ -1,8 +1,8 @@
 """ready/: the index that makes `claim --next` an index lookup (SPEC §6.1).
 
-Two derived structures, both supersets of the truth (an entry is added
-durably before the record that needs it is written; a stale entry is
-harmless, it is dropped when found):
+A derived structure, a superset of the truth (an entry is added durably
+before the record that needs it is written; a stale entry is harmless, it is
+dropped when found):
 
     ready/manifest        the ordered candidate index: a header line, then one
                           line per chunk, `<id> <ns> <keyhex>`, the smallest
@@ -11,10 +11,14 @@ harmless, it is dropped when found):
     ready/c<id>           a chunk: sorted lines `<CreatedAt unix ns> <key hex>`
                           (at most CHUNK_MAX), one per *candidate*: a pending or
                           claimed record whose direct needs are all completed
-    ready/needs/ab/<digest of a need>
-                          the reverse-needs index: appended lines, the digests
-                          of live records that wait on that need; when the need
-                          completes they are re-examined (and promoted)
+
+A record that waits on a need becomes a candidate when the need is written as
+completed: the write reads the need's file in deps/ (depsindex.py, the
+store's one reverse-needs index, complete: built first when it is not) and
+adds the records it lists that are live and whose needs are now all met,
+before the need's record goes to disk (apply.py). A `ready/needs/` directory
+(the reverse-needs index of older releases) is ignored, and removed by a
+rebuild.
 
 The next ready record is the first candidate in (CreatedAt, key) order that
 passes the full Ready rule: reading it costs one manifest and one chunk,
@@ -29,15 +33,17 @@ from __future__ import annotations
 
 import bisect
 import os
+import shutil
 from collections.abc import Callable, Iterable, Iterator
 
 from ledger_cli.engine.record import TaskState
 from ledger_cli.stores import _fsutil
 from ledger_cli.stores._fsutil import fail
-from ledger_cli.stores.jsonfile.layout import DIGEST, LIVE_STATUSES, shown
+from ledger_cli.stores.jsonfile.layout import LIVE_STATUSES, shown
 
 READY_DIR = "ready"
-NEEDS_DIR = "needs"
+LEGACY_NEEDS_DIR = "needs"
+"""ready/needs/: the waiter files of older releases; no longer read or written."""
 MANIFEST = "manifest"
 MANIFEST_HEADER = "ledger_cli.ready 1"
 CHUNK_MAX = 512
@@ -46,15 +52,6 @@ Entry = tuple[int, str]
 """(CreatedAt in unix ns, the key's UTF-8 bytes in hex): sorts as the Ready order."""
 Load = Callable[[str], "TaskState | None"]
 """A record by key, or None."""
-
-_APPEND_FLAGS = (
-    os.O_WRONLY
-    | os.O_APPEND
-    | os.O_CREAT
-    | _fsutil.O_NOFOLLOW
-    | _fsutil.O_NONBLOCK
-    | _fsutil.O_CLOEXEC
-)
 
 
 def entry_of(rec: TaskState) -> Entry | None:
@@ -79,15 +76,6 @@ def is_candidate(rec: TaskState, load: Load) -> bool:
         if dep is None or dep.status != "completed":
             return False
     return True
-
-
-def unmet_needs(rec: TaskState, load: Load) -> list[str]:
-    out = []
-    for need in rec.needs or ():
-        dep = load(need)
-        if dep is None or dep.status != "completed":
-            out.append(need)
-    return out
 
 
 class Chunks:
@@ -248,86 +236,10 @@ def load_chunks(root: str, root_fd: int, rfd: int) -> Chunks | None:
     return Chunks(root, root_fd, rfd, int(head[2]), ids, bounds)
 
 
-# -- the reverse-needs index -----------------------------------------------------------------
-
-
-def _needs_dir(root: str, rfd: int, shard: str, create: bool, sync: bool) -> int | None:
-    nfd = _fsutil.open_subdir(
-        rfd, NEEDS_DIR, shown(root, READY_DIR, NEEDS_DIR), create=create, sync=sync
-    )
-    if nfd is None:
-        return None
-    try:
-        return _fsutil.open_subdir(
-            nfd, shard, shown(root, READY_DIR, NEEDS_DIR, shard), create=create, sync=sync
-        )
-    finally:
-        os.close(nfd)
-
-
-def add_waiters(root: str, rfd: int, waits: dict[str, set[str]], *, sync: bool) -> None:
-    """Append `waits[need digest]` (dependent digests) to the needs' files."""
-    by_shard: dict[str, list[tuple[str, set[str]]]] = {}
-    for need, deps in waits.items():
-        by_shard.setdefault(need[:2], []).append((need, deps))
-    for shard, items in by_shard.items():
-        sfd = _needs_dir(root, rfd, shard, True, sync)
-        assert sfd is not None
-        try:
-            for need, deps in items:
-                path = shown(root, READY_DIR, NEEDS_DIR, shard, need)
-                try:
-                    fd = os.open(need, _APPEND_FLAGS, _fsutil.FILE_MODE, dir_fd=sfd)
-                except OSError as exc:
-                    raise _fsutil.open_failed(path, exc) from None
-                _fsutil.require_regular(fd, path)  # closes fd when it refuses
-                try:
-                    # A leading newline ends a line a crash may have torn (then ignored).
-                    data = "".join("\n" + d for d in sorted(deps)) + "\n"
-                    _fsutil.write_all(fd, data.encode("ascii"))
-                    if sync:
-                        os.fsync(fd)
-                except OSError as exc:
-                    raise fail(path, "cannot append", exc) from None
-                finally:
-                    os.close(fd)
-            if sync:
-                _fsutil.fsync_fd(sfd, shown(root, READY_DIR, NEEDS_DIR, shard))
-        finally:
-            os.close(sfd)
-
-
-def waiters(root: str, rfd: int, need: str) -> set[str]:
-    """The digests of records that were waiting on the need with digest `need`."""
-    sfd = _needs_dir(root, rfd, need[:2], False, False)
-    if sfd is None:
-        return set()
-    try:
-        data = _fsutil.read_file(sfd, need, shown(root, READY_DIR, NEEDS_DIR, need[:2], need))
-    finally:
-        os.close(sfd)
-    if data is None:
-        return set()
-    return {d for d in data.decode("ascii", "replace").split() if DIGEST.fullmatch(d)}
-
-
-def forget_waiters(root: str, rfd: int, needs: Iterable[str]) -> None:
-    """Remove the waiter files of completed needs (their waiters were re-examined)."""
-    for need in needs:
-        sfd = _needs_dir(root, rfd, need[:2], False, False)
-        if sfd is not None:
-            try:
-                _fsutil.unlink_quiet(sfd, need)
-            finally:
-                os.close(sfd)
-
-
 # -- rebuilding ------------------------------------------------------------------------------
 
 
-def rebuild(
-    root: str, root_fd: int, records: Iterable[TaskState], digest_of: Callable[[str], str | None]
-) -> None:
+def rebuild(root: str, root_fd: int, records: Iterable[TaskState]) -> None:
     """Write the whole index afresh from `records` (every record of the store), durably.
 
     The manifest goes last: a crash in between leaves no manifest, which means
@@ -344,23 +256,11 @@ def rebuild(
         _fsutil.unlink_quiet(rfd, MANIFEST)
         _fsutil.fsync_fd(rfd, shown(root, READY_DIR))
         _clear(root, rfd)
-        candidates: list[Entry] = []
-        waits: dict[str, set[str]] = {}
-        for rec in by_key.values():
-            if rec.status not in LIVE_STATUSES:
-                continue
-            entry = entry_of(rec)
-            mine = digest_of(rec.key)
-            if entry is None or mine is None:
-                continue
-            unmet = unmet_needs(rec, load)
-            if not unmet:
-                candidates.append(entry)
-            for need in unmet:
-                need_digest = digest_of(need)
-                if need_digest is not None:
-                    waits.setdefault(need_digest, set()).add(mine)
-        candidates.sort()
+        candidates = sorted(
+            entry
+            for rec in by_key.values()
+            if (entry := entry_of(rec)) is not None and is_candidate(rec, load)
+        )
         half = CHUNK_MAX // 2
         pieces = [candidates[i : i + half] for i in range(0, len(candidates), half)] or [[]]
         chunks = Chunks(root, root_fd, rfd, 0, [], [])
@@ -369,7 +269,6 @@ def rebuild(
             chunks.ids.append(cid)
             chunks.bounds.append(piece[0] if piece else (0, ""))
         chunks.next_id = len(pieces)
-        add_waiters(root, rfd, waits, sync=True)
         _fsutil.fsync_fd(rfd, shown(root, READY_DIR))
         chunks._write_manifest(True)
     finally:
@@ -377,27 +276,11 @@ def rebuild(
 
 
 def _clear(root: str, rfd: int) -> None:
-    """Remove every chunk and waiter file (the manifest is gone already)."""
+    """Remove every chunk, and the waiter files of older releases (the manifest
+    is gone already)."""
     for name in os.listdir(rfd):
-        if name == NEEDS_DIR:
-            nfd = _fsutil.open_subdir(
-                rfd, NEEDS_DIR, shown(root, READY_DIR, NEEDS_DIR), create=False
-            )
-            if nfd is None:
-                continue
-            try:
-                for shard in os.listdir(nfd):
-                    sfd = _fsutil.open_subdir(
-                        nfd, shard, shown(root, READY_DIR, NEEDS_DIR, shard), create=False
-                    )
-                    if sfd is None:
-                        continue
-                    try:
-                        for need in os.listdir(sfd):
-                            _fsutil.unlink_quiet(sfd, need)
-                    finally:
-                        os.close(sfd)
-            finally:
-                os.close(nfd)
+        if name == LEGACY_NEEDS_DIR:
+            # Never read: what cannot be removed (a symlink, say) is harmless.
+            shutil.rmtree(name, ignore_errors=True, dir_fd=rfd)
         elif name != MANIFEST:
             _fsutil.unlink_quiet(rfd, name)

@@ -9,8 +9,7 @@ from collections.abc import Iterator
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
 from ledger_cli.stores import _fsutil
-from ledger_cli.stores.jsonfile import prunedfile, readyindex
-from ledger_cli.stores.jsonfile.layout import LIVE_STATUSES
+from ledger_cli.stores.jsonfile import depsindex, prunedfile, readyindex
 from ledger_cli.stores.jsonfile.locking import io_errors, store_method
 from ledger_cli.stores.jsonfile.reading import RecordReader
 from ledger_cli.stores.jsonfile.records import key_digest, scan_records
@@ -91,7 +90,8 @@ class ReadyMethods(RecordReader):
     @store_method
     def check_ready_index(self) -> list[str]:
         """Problems of the ready/ index against the records (`ledger doctor`): a
-        candidate it misses, a waiting record its reverse-needs index misses."""
+        candidate it misses. The records that wait on a need are found through
+        deps/ when the need completes: check_deps_index checks that index."""
         self._check_open()
         with self._locked(create=False) as root_fd:
             if root_fd is None:
@@ -100,31 +100,19 @@ class ReadyMethods(RecordReader):
             by_key = {rec.key: rec for rec in prunedfile.read_all(self._root, root_fd)}
             by_key.update((rec.key, rec) for rec in found.values())
             rfd = readyindex.open_dir(self._root, root_fd, create=False)
-            chunks = None if rfd is None else readyindex.load_chunks(self._root, root_fd, rfd)
             try:
+                chunks = None if rfd is None else readyindex.load_chunks(self._root, root_fd, rfd)
                 if chunks is None:
                     return []  # not built yet (an older store): the next writer builds it
-                assert rfd is not None
                 indexed = set(chunks.entries())
-                problems = []
-                for digest, rec in sorted(found.items(), key=lambda item: item[1].key):
-                    if rec.status not in LIVE_STATUSES:
-                        continue
-                    unmet = readyindex.unmet_needs(rec, by_key.get)
-                    if not unmet and readyindex.entry_of(rec) not in indexed:
-                        problems.append(f"ready index: ready candidate {rec.key!r} is missing")
-                    for need in unmet:
-                        need_digest = key_digest(need)
-                        if need_digest is None:
-                            continue
-                        if digest not in readyindex.waiters(self._root, rfd, need_digest):
-                            problems.append(
-                                f"ready index: {rec.key!r} is missing from the waiters of {need!r}"
-                            )
-                return problems
             finally:
-                if rfd is not None:
-                    os.close(rfd)
+                _fsutil.close_all([rfd])
+            return [
+                f"ready index: ready candidate {rec.key!r} is missing"
+                for rec in sorted(found.values(), key=lambda rec: rec.key)
+                if readyindex.is_candidate(rec, by_key.get)
+                and readyindex.entry_of(rec) not in indexed
+            ]
 
     @store_method
     def rebuild_ready_index(self) -> None:
@@ -135,9 +123,18 @@ class ReadyMethods(RecordReader):
                 self._rebuild_ready(root_fd)
 
     def _rebuild_ready(self, root_fd: int) -> None:
-        """Rebuild ready/ from the record files (not the open batch's writes)."""
+        """Rebuild ready/ from the record files (not the open batch's writes), and
+        deps/ first when it is not built: the promotion of the records waiting on
+        a need reads it, so the candidates rebuilt rely on it being complete."""
         found = scan_records(self._root, root_fd, checksummed=self._checksummed, sweep=False)
+        dfd = depsindex.open_dir(self._root, root_fd, create=False)
+        try:
+            built = dfd is not None and depsindex.is_built(self._root, dfd)
+        finally:
+            _fsutil.close_all([dfd])
+        if not built:
+            depsindex.rebuild(self._root, root_fd, found.items())
         pruned = [
             r for r in prunedfile.read_all(self._root, root_fd) if key_digest(r.key) not in found
         ]
-        readyindex.rebuild(self._root, root_fd, [*pruned, *found.values()], key_digest)
+        readyindex.rebuild(self._root, root_fd, [*pruned, *found.values()])

@@ -341,6 +341,11 @@ class JsonFileStore(ReadyMethods, PruneMethods, DepsMethods):
             rec = known[digest]
             return frozenset(rec.needs or ()) if rec is not None else frozenset()
 
+        def completed_before(digest: str) -> bool:
+            # Completed on disk already: its dependents were promoted then.
+            rec = known.get(digest)
+            return rec is not None and rec.status == "completed"
+
         apply.write_records(
             self._root,
             root_fd,
@@ -354,6 +359,7 @@ class JsonFileStore(ReadyMethods, PruneMethods, DepsMethods):
             self._spares.take,
             listed_needs,
             lambda: self._rebuild_deps(root_fd),
+            completed_before,
         )
         # A large commit: a run of them (chunked) likely goes on, so files for
         # the next one are made before it takes the lock.
