@@ -36,6 +36,8 @@ O_NONBLOCK: int = getattr(os, "O_NONBLOCK", 0)
 """Opening a FIFO planted where a file should be would block until a writer came;
 with O_NONBLOCK it returns at once (and the type check refuses it). Regular
 files ignore the flag."""
+APPEND_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC
+"""Opening an append-only index file (live/ shard indexes, deps/ need files)."""
 _DIR_FLAGS = os.O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC
 _READ_FLAGS = os.O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC
 _CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW | O_CLOEXEC

@@ -45,14 +45,6 @@ DEPS_DIR = "deps"
 MANIFEST = "manifest"
 MANIFEST_DATA = b"ledger_cli.deps 1\n"
 
-_APPEND_FLAGS = (
-    os.O_WRONLY
-    | os.O_APPEND
-    | os.O_CREAT
-    | _fsutil.O_NOFOLLOW
-    | _fsutil.O_NONBLOCK
-    | _fsutil.O_CLOEXEC
-)
 _TORN = re.compile(r"[0-9a-f]{0,63}")
 """What a torn append can leave of a line: a prefix of a digest."""
 
@@ -122,7 +114,7 @@ def append(root: str, dfd: int, adds: dict[str, set[str]], *, sync: bool) -> Non
             for need in sorted(needs):
                 path = shown(root, DEPS_DIR, shard, need)
                 try:
-                    fd = os.open(need, _APPEND_FLAGS, _fsutil.FILE_MODE, dir_fd=sfd)
+                    fd = os.open(need, _fsutil.APPEND_FLAGS, _fsutil.FILE_MODE, dir_fd=sfd)
                 except OSError as exc:
                     raise _fsutil.open_failed(path, exc) from None
                 st = _fsutil.require_regular(fd, path)  # closes fd when it refuses

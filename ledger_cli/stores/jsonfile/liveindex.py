@@ -24,14 +24,6 @@ from ledger_cli.stores._fsutil import fail
 from ledger_cli.stores.jsonfile.layout import DIGEST, LIVE_DIR, LIVE_STATUSES, SHARD_INDEX, shown
 
 _MARKER_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _fsutil.O_NOFOLLOW | _fsutil.O_CLOEXEC
-_APPEND_FLAGS = (
-    os.O_WRONLY
-    | os.O_APPEND
-    | os.O_CREAT
-    | _fsutil.O_NOFOLLOW
-    | _fsutil.O_NONBLOCK
-    | _fsutil.O_CLOEXEC
-)
 
 ReadDigest = Callable[[str], "TaskState | None"]
 
@@ -84,7 +76,7 @@ def append_shard_index(
     name = shard + ".idx"
     path = shown(root, LIVE_DIR, name)
     try:
-        fd = os.open(name, _APPEND_FLAGS, _fsutil.FILE_MODE, dir_fd=lfd)
+        fd = os.open(name, _fsutil.APPEND_FLAGS, _fsutil.FILE_MODE, dir_fd=lfd)
     except OSError as exc:
         raise _fsutil.open_failed(path, exc) from None
     _fsutil.require_regular(fd, path)  # closes fd when it refuses
