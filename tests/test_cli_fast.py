@@ -193,7 +193,7 @@ HEAVY = [
     # Start-up time (benchmarks/bench_startup.py): filelock only waits for a held lock;
     # the rest cost milliseconds each and the hot path does without them.
     *("filelock", "typing", "dataclasses", "inspect", "logging", "secrets", "pathlib"),
-    *("importlib", "threading", "hashlib"),
+    *("importlib", "threading", "hashlib", "shutil"),
 ]
 
 

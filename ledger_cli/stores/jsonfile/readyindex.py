@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import bisect
 import os
-import shutil
 from collections.abc import Callable, Iterable, Iterator
 
 from ledger_cli.engine.record import TaskState
@@ -281,6 +280,8 @@ def _clear(root: str, rfd: int) -> None:
     for name in os.listdir(rfd):
         if name == LEGACY_NEEDS_DIR:
             # Never read: what cannot be removed (a symlink, say) is harmless.
+            import shutil  # rebuilds only: it imports zlib, bz2 and lzma
+
             shutil.rmtree(name, ignore_errors=True, dir_fd=rfd)
         elif name != MANIFEST:
             _fsutil.unlink_quiet(rfd, name)
