@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/bench_queue.py [--quick] [--tasks N] [--claims K]
         [--drain N] [--drain-long N] [--dir DIR] [--postgres-url URL]
-        [--stores json,sqlite,postgresql]
+        [--rounds R] [--stores json,sqlite,postgresql]
 
 For each store kind, stores are built through the library (batched admits,
 10,000 per `store.batch()`), then measured with the `ledger` command as a
@@ -23,7 +23,11 @@ user runs it (a fresh process each time, bytecode caching allowed):
   over a store of --drain-long tasks (default 2,000: at 400 their start-up,
   not the queue, was most of the time and the figure swung run to run);
   tasks/s, checking that every task ran exactly once (the log), and the
-  PostgreSQL / SQLite ratio of each (the target: at least 1).
+  PostgreSQL / SQLite ratio of each (the target: at least 1). The drains run
+  after every other measurement, in --rounds rounds (default 3), each round
+  draining every kind in turn: the figures are the medians, the ratio the
+  median of the rounds' ratios (the machine's load changes from minute to
+  minute; one drain after another, minutes apart, swung it 0.66-0.95).
 - `ledger list --jsonl` on the store of N ready tasks: the time to the
   first row and rows/s (target: the first row within 0.2 s).
 
@@ -133,6 +137,10 @@ def claim_cost(url: str, k: int) -> float:
 
 DRAIN_PROCESS = "drain 8 workers, a process per task (tasks/s)"
 DRAIN_LONG = "drain 8 workers, --drain (tasks/s)"
+RATIO = {
+    DRAIN_PROCESS: "drain PostgreSQL / SQLite, a process per task",
+    DRAIN_LONG: "drain PostgreSQL / SQLite, --drain",
+}
 
 
 def drain(url: str, n: int, log: Path, long_lived: bool = False) -> float:
@@ -220,9 +228,7 @@ def pg_problem(url: str) -> str | None:
         return " ".join(str(exc).split())[:120] or type(exc).__name__
 
 
-def bench_kind(
-    kind: str, n: int, k: int, drain_n: int, long_n: int, base: Path, pg: str
-) -> dict[str, Any]:
+def bench_kind(kind: str, n: int, k: int, base: Path, pg: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     with places(kind, base, pg) as place:
         say = lambda what: print(f"  [{kind}] {what}", file=sys.stderr, flush=True)  # noqa: E731
@@ -266,10 +272,34 @@ def bench_kind(
         first, rate = list_cost(big)
         out[f"list first row at {n:,} (s)"] = first
         out["list rows/s"] = rate
-        say(f"draining {drain_n} tasks with 8 workers, a process per task")
-        out[DRAIN_PROCESS] = drain(place("drain"), drain_n, base / f"{kind}.log")
-        say(f"draining {long_n} tasks with 8 --drain workers")
-        out[DRAIN_LONG] = drain(place("drainlong"), long_n, base / f"{kind}.log", True)
+    return out
+
+
+def bench_drains(
+    kinds: list[str], rounds: int, drain_n: int, long_n: int, base: Path, pg: str
+) -> dict[str, dict[str, Any]]:
+    """The drains, kind after kind in each of `rounds` rounds, so that a shared
+    machine's load falls on every kind alike: per kind the median tasks/s,
+    and per round the PostgreSQL / SQLite ratio (its median is reported)."""
+    out: dict[str, dict[str, Any]] = {kind: {} for kind in kinds}
+    rates: dict[tuple[str, str], list[float]] = {}
+    with contextlib.ExitStack() as stack:
+        place = {kind: stack.enter_context(places(kind, base, pg)) for kind in kinds}
+        for r in range(rounds):
+            for kind in kinds:
+                say = f"  [{kind}] drain round {r + 1} of {rounds}:"
+                print(f"{say} {drain_n} tasks, a process per task", file=sys.stderr, flush=True)
+                rate = drain(place[kind](f"drain{r}"), drain_n, base / f"{kind}.log")
+                rates.setdefault((kind, DRAIN_PROCESS), []).append(rate)
+                print(f"{say} {long_n} tasks, 8 --drain workers", file=sys.stderr, flush=True)
+                rate = drain(place[kind](f"drainlong{r}"), long_n, base / f"{kind}.log", True)
+                rates.setdefault((kind, DRAIN_LONG), []).append(rate)
+    for (kind, key), got in rates.items():
+        out[kind][key] = statistics.median(got)
+    if "sqlite" in kinds and "postgresql" in kinds:
+        for key in (DRAIN_PROCESS, DRAIN_LONG):
+            pairs = zip(rates[("postgresql", key)], rates[("sqlite", key)], strict=True)
+            out["postgresql"][RATIO[key]] = statistics.median(p / s for p, s in pairs)
     return out
 
 
@@ -280,6 +310,7 @@ def main() -> None:
     parser.add_argument("--claims", type=int, default=7)
     parser.add_argument("--drain", type=int, default=400)
     parser.add_argument("--drain-long", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=3, help="drain rounds (median)")
     parser.add_argument("--dir", default=None)
     parser.add_argument(
         "--postgres-url", default=os.environ.get("LEDGER_TEST_POSTGRES_URL") or DEFAULT_PG
@@ -297,16 +328,19 @@ def main() -> None:
                 if problem is not None:
                     skipped[kind] = f"no PostgreSQL server reachable ({problem})"
                     continue
-            results[kind] = bench_kind(
-                kind, n, args.claims, args.drain, args.drain_long, base, args.postgres_url
-            )
+            results[kind] = bench_kind(kind, n, args.claims, base, args.postgres_url)
+        drains = bench_drains(
+            list(results), args.rounds, args.drain, args.drain_long, base, args.postgres_url
+        )
+        for kind, got in drains.items():
+            results[kind].update(got)
     finally:
         shutil.rmtree(base, ignore_errors=True)
     rows = list(dict.fromkeys(r for res in results.values() for r in res))
     kinds = list(results)
     print(
         f"bench_queue: N = {n:,}, {args.claims} claims per median, drains of {args.drain:,}"
-        f" tasks (a process per task) and {args.drain_long:,} (--drain)"
+        f" tasks (a process per task) and {args.drain_long:,} (--drain), {args.rounds} rounds"
     )
     print(f"{'':46}" + "".join(f"{k:>14}" for k in kinds))
     for row in rows:
@@ -318,10 +352,6 @@ def main() -> None:
             else:
                 cells.append(f"{v:>14.3f}" if v < 100 else f"{v:>14,.0f}")
         print(f"{row:46}" + "".join(cells))
-    if "sqlite" in results and "postgresql" in results:
-        for key, what in ((DRAIN_PROCESS, "a process per task"), (DRAIN_LONG, "--drain")):
-            ratio = results["postgresql"][key] / results["sqlite"][key]
-            print(f"{f'drain PostgreSQL / SQLite, {what}':46}{ratio:>14.2f}")
     for kind, why in skipped.items():
         print(f"{kind}: skipped: {why}")
 
