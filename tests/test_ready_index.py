@@ -18,7 +18,8 @@ import pytest
 
 from ledger_cli.cli.context import Session, Settings
 from ledger_cli.cli.leases import claim_next
-from ledger_cli.cli.ready import is_ready, order_key, ready_iter
+from ledger_cli.cli.ready import count_ready, is_ready, order_key, ready_iter
+from ledger_cli.cli.stats import collect
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.ledger import Ledger
 from ledger_cli.engine.prune import count_pruned
@@ -62,6 +63,13 @@ def indexed(store: Store, now: Instant) -> list[str]:
 def _agree(store: Store, now: Instant, what: str) -> int:
     ready = brute(store, now)
     assert indexed(store, now) == ready, what
+    # `ledger stats` counts them its own way (SQL stores: the pending ones
+    # naming no needs in SQL): the same number, the same first one.
+    count, first = count_ready(store, store.load, now)
+    got = (count, None if first is None else first.key)
+    assert got == (len(ready), next(iter(ready), None)), what
+    figures = collect(store, now)
+    assert figures.ready == len(ready), what
     check = getattr(store, "check_ready_index", None)
     if check is not None:
         assert check() == [], what

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,7 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.store import Store
-from tests.cli_support import Cli
+from tests.cli_support import Cli, run_ledger
 from tests.stores import KINDS
 
 T0 = "2026-01-02T03:04:05Z"
@@ -80,6 +81,23 @@ def test_pruned_records_are_counted_apart(cli: Cli) -> None:
     assert (after["pruned"], after["ready"]) == (1, before["ready"])
 
 
+def test_a_pruned_need_still_counts_as_completed(cli: Cli) -> None:
+    # A task whose need was completed and then pruned is ready (SPEC §6.4:
+    # pruned keys keep answering for what they were); the counts leave the
+    # pruned need out. Checked against claim --next, as above.
+    cli.ok("admit", "n")
+    fence = cli.ok("claim", "n", "--owner", "w", "--lease", "1m").stdout.strip()
+    cli.ok("complete", "n", "--owner", "w", "--fence", fence)
+    cli.ok("prune", "--older-than", "1h", now=LATER)
+    cli.ok("admit", "t", "--needs", "n", now=LATER)
+    cli.ok("admit", "u", "--needs", "never-admitted", now=LATER)
+    body = cli.ok("stats", "--json", now=LATER).json()
+    assert body["counts"] == {"pending": 2, "claimed": 0, "completed": 0, "failed": 0, "blocked": 0}
+    assert (body["pruned"], body["ready"]) == (1, 1)
+    assert cli.ok("claim", "--next", "--owner", "x", "--lease", "1h", now=LATER).stdout
+    assert cli("claim", "--next", "--owner", "x", "--lease", "1h", now=LATER).code == 7
+
+
 def test_prometheus_text_parses(cli: Cli) -> None:
     workload(cli)
     text = cli.ok("stats", "--prometheus", now=T90).stdout
@@ -123,3 +141,26 @@ def test_human_table_and_output_file(cli: Cli, tmp_path: Path) -> None:
     bad = cli("stats", "-o", str(tmp_path / "missing" / "x.prom"), now=T90)
     assert bad.code == 2 and bad.stderr.startswith("ledger: cannot write ")
     assert len(bad.stderr.splitlines()) == 1
+
+
+def test_json_stats_never_waits_for_the_store_lock(tmp_path: Path) -> None:
+    # A writer holds the JSON store's lock (an open batch, as a long admit
+    # --batch would) for as long as `ledger stats` runs: stats reads the
+    # records without it, so it answers, with the figures of what is on disk.
+    from ledger_cli.stores.jsonfile import JsonFileStore
+
+    root = tmp_path / "store"
+    for key in ("a", "b"):
+        assert run_ledger(root, "admit", key).returncode == 0
+    assert run_ledger(root, "admit", "c", "--needs", "a").returncode == 0
+    holder = JsonFileStore(root)
+    try:
+        with holder.batch():
+            holder.load("a")  # the batch holds the lock from its start
+            assert holder._lock.held_by  # (held, not merely asked for)
+            res = run_ledger(root, "stats", "--json")  # times out (60 s) if it waits
+            assert res.returncode == 0, res.stderr
+            body = json.loads(res.stdout)
+    finally:
+        holder.close()
+    assert body["counts"]["pending"] == 3 and body["ready"] == 2

@@ -96,6 +96,36 @@ def ready_iter(store: object, load: Loader, now: Instant) -> Iterator[TaskState]
             yield rec
 
 
+def count_ready(store: object, load: Loader, now: Instant) -> tuple[int, TaskState | None]:
+    """How many records are ready at `now`, and the first of them (`ledger stats`).
+
+    A SQL store counts its pending candidates that name no needs in the
+    database (`ready_split(now)`: each one is ready, whatever else the store
+    holds) and hands over the other candidates (claimed, or naming needs),
+    judged here by the whole rule; a backlog of 100,000 independent tasks is
+    then one count, not 100,000 records read. Else the ready records are
+    walked (`ready_iter`).
+    """
+    split: Callable[[Instant], tuple[int, TaskState | None, Iterable[TaskState]]] | None
+    split = getattr(store, "ready_split", None)
+    count = 0
+    first: TaskState | None = None
+    if split is None:
+        for rec in ready_iter(store, load, now):
+            if first is None:
+                first = rec
+            count += 1
+        return count, first
+    count, first, others = split(now)
+    cached = _memo(load)
+    for rec in others:
+        if is_ready(rec, cached, now):
+            if first is None or order_key(rec) < order_key(first):
+                first = rec
+            count += 1
+    return count, first
+
+
 def ready_at_clock(store: object, load: Loader) -> tuple[Instant, Iterator[TaskState]] | None:
     """`(now, ready_iter(store, load, now))` with `now` the store's clock, read
     inside the open batch by its first ready query (`ready_at_clock`, which the

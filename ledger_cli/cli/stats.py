@@ -56,51 +56,54 @@ def pruned_count(store: Store) -> int:
     return count_pruned(store)
 
 
-def status_figures(store: Store, now: Instant) -> tuple[dict[str, int], int]:
-    """Unpruned records by status, and claimed ones whose lease has run out.
+def collect(store: Store, now: Instant) -> Stats:
+    """Every figure of `ledger stats` at `now`, pruned records left out of
+    every count but `pruned` (SPEC §6.4).
 
-    Without a full read where the store can avoid one: a SQL store counts by
-    status in the database (`status_counts()`) and its status index serves
-    the claimed records; otherwise one pass over the unpruned records (on the
-    JSON store pruned keys are never read).
+    A SQL store counts by status in the database (`status_counts()`), its
+    status index serves the claimed records, and the ready figures come from
+    its ready index (`ready.count_ready`: the pending candidates that name no
+    needs are counted in SQL, the others judged by the Ready rule): they cost
+    what the claimed candidates and those with needs cost, not what the whole
+    store costs. Any other store has to read every unpruned record for the
+    counts, so the same pass judges the Ready rule over them too (the
+    brute-force evaluation the ready indexes are tested against), instead of
+    reading each candidate again. On the JSON store that pass takes no lock:
+    a record written while it runs is counted as it was read, or (a record
+    new since the scan passed its directory) not at all.
     """
-    from ledger_cli.engine.prune import visible
+    from ledger_cli.cli import ready
 
-    counts = dict.fromkeys(STATUSES, 0)
     counter: Callable[[], dict[str, int]] | None = getattr(store, "status_counts", None)
     by_status: Callable[[Iterable[str]], list[TaskState]] | None = getattr(store, "by_status", None)
+    counts = dict.fromkeys(STATUSES, 0)
     if counter is not None and by_status is not None:
         for status, n in counter().items():
             if status in counts:
                 counts[status] = n
         expired = sum(r.lease_until <= now for r in by_status(("claimed",)))
-        return counts, expired
-    expired = 0
-    for rec in visible(store):
-        if rec.status in counts:
-            counts[rec.status] += 1
-        if rec.status == "claimed" and rec.lease_until <= now:
-            expired += 1
-    return counts, expired
+        ready_count, first = ready.count_ready(store, store.load, now)
+    else:
+        from ledger_cli.engine.prune import visible
 
+        # The JSON store streams its records without the lock (as `list
+        # --jsonl` reads them): a writer never waits for a `stats` or a `watch`
+        # refresh, however long the scan. Each record is read once, whole.
+        scan: Callable[[], Iterable[TaskState]] | None = getattr(store, "scan_visible", None)
+        records = {rec.key: rec for rec in (scan() if scan is not None else visible(store))}
+        expired = 0
+        for rec in records.values():
+            if rec.status in counts:
+                counts[rec.status] += 1
+            if rec.status == "claimed" and rec.lease_until <= now:
+                expired += 1
 
-def collect(store: Store, now: Instant) -> Stats:
-    """Every figure of `ledger stats` at `now`.
+        def load(key: str) -> TaskState | None:  # a pruned need: from the store
+            return records[key] if key in records else store.load(key)
 
-    Ready tasks come from the store's ready index when it has one (the same
-    walk as `claim --next`, `ready.ready_iter`), so they cost what the ready
-    candidates cost, not what the whole store costs. Pruned records are left
-    out of every count but `pruned` (SPEC §6.4).
-    """
-    from ledger_cli.cli import ready
-
-    counts, expired = status_figures(store, now)
-    ready_count = 0
-    oldest: float | None = None
-    for rec in ready.ready_iter(store, store.load, now):
-        if ready_count == 0:  # oldest first
-            oldest = max(now.unix_ns - rec.created_at.unix_ns, 0) / 1e9
-        ready_count += 1
+        found = ready.ready_records(records.values(), load, now)
+        ready_count, first = len(found), (found[0] if found else None)
+    oldest = None if first is None else max(now.unix_ns - first.created_at.unix_ns, 0) / 1e9
     return Stats(counts, pruned_count(store), ready_count, expired, oldest)
 
 

@@ -164,22 +164,45 @@ SQLITE_CHECKS = (
 )
 
 
-def page_sql(columns: str, mark: str, lease: str, *, lock: bool, limit: int | None = None) -> str:
+_NAMES_NEEDS = "EXISTS (SELECT 1 FROM ledger_needs n WHERE n.key = r.key)"
+FREE = f"t.status = 'pending' AND NOT {_NAMES_NEEDS}"
+"""A pending candidate that names no needs: ready, whatever else is in the store."""
+NOT_FREE = f"(t.status <> 'pending' OR {_NAMES_NEEDS})"
+"""Every other candidate: claimed, or naming needs (the Ready rule judges it)."""
+
+
+def page_sql(
+    columns: str,
+    mark: str,
+    lease: str,
+    *,
+    lock: bool,
+    limit: int | None = None,
+    only: str | None = None,
+) -> str:
     """The next candidates after (created, key), in order, leaving out claimed
     rows whose lease (`lease`: the sortable lease_until expression) runs past
     `now`; `lock`: PostgreSQL's FOR UPDATE SKIP LOCKED (one row, held to the end
     of the transaction). Parameters: created, key, now (`sortable`), and the
     limit unless `limit` gives it as a literal (PostgreSQL then keeps one
     generic plan for the prepared statement instead of planning each call:
-    half the server's cost of the query, measured)."""
+    half the server's cost of the query, measured). `only`: a further
+    condition on the candidates (FREE or NOT_FREE)."""
     cols = ", ".join(f"t.{c.strip()}" for c in columns.split(","))
+    which = "" if only is None else f" AND {only}"
     sql = (
         f"SELECT {cols}, r.created FROM ledger_ready r JOIN ledger_tasks t ON t.key = r.key"
         f" WHERE (r.created, r.key) > ({mark}, {mark})"
-        f" AND (t.status = 'pending' OR {lease} <= {mark})"
+        f" AND (t.status = 'pending' OR {lease} <= {mark}){which}"
         f" ORDER BY r.created, r.key LIMIT {mark if limit is None else int(limit)}"
     )
     return sql + " FOR UPDATE OF t SKIP LOCKED" if lock else sql
+
+
+FREE_COUNT = (
+    f"SELECT count(*) FROM ledger_ready r JOIN ledger_tasks t ON t.key = r.key WHERE {FREE}"
+)
+"""How many FREE candidates there are: each one is ready (`ledger stats`)."""
 
 
 PG_CLOCK = (

@@ -379,10 +379,28 @@ class PostgresStore:
         onto it. The claim itself is still the engine's fenced compare-and-swap.
         `after`: start after this (created, key) (`ready_at_clock`'s next pages).
         """
-        locking = self._depth > 0
+        return self._ready_pages(now, after, self._depth > 0, None)
+
+    def ready_split(self, now: Instant) -> tuple[int, TaskState | None, Iterator[TaskState]]:
+        """`ledger stats`' ready figures with the counting done in SQL: how many
+        pending candidates name no needs (each one is ready), the first of them
+        in Ready order, and every other candidate (claimed, or naming needs;
+        in Ready order) for the caller to judge by the Ready rule.
+        Read without row locks, inside a batch or not."""
+        with self._lock:
+            self._check_open()
+            with self._errors("ready count"):
+                row = self._conn.execute(_readysql.FREE_COUNT).fetchone()
+        free = 0 if row is None else int(row[0])
+        first = next(self._ready_pages(now, ("", ""), False, _readysql.FREE), None)
+        return free, first, self._ready_pages(now, ("", ""), False, _readysql.NOT_FREE)
+
+    def _ready_pages(
+        self, now: Instant | None, after: tuple[str, str], locking: bool, only: str | None
+    ) -> Iterator[TaskState]:
         page = 1 if locking else 16
         sql = _readysql.page_sql(
-            _sql.SELECT_COLUMNS, "%s", _readysql.PG_LEASE, lock=locking, limit=page
+            _sql.SELECT_COLUMNS, "%s", _readysql.PG_LEASE, lock=locking, limit=page, only=only
         )
         at = _readysql.sortable(now)
 

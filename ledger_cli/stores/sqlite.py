@@ -372,8 +372,23 @@ class SQLiteStore:
     def ready_candidates(self, now: Instant | None = None) -> Iterator[TaskState]:
         """Pending and claimed records whose direct needs are all completed, in
         Ready order, read through the trigger-kept `ledger_ready` table."""
-        sql = _readysql.page_sql(_sql.SELECT_COLUMNS, "?", _readysql.SQLITE_LEASE, lock=False)
+        return self._ready_pages(now, None)
 
+    def ready_split(self, now: Instant) -> tuple[int, TaskState | None, Iterator[TaskState]]:
+        """`ledger stats`' ready figures with the counting done in SQL: how many
+        pending candidates name no needs (each one is ready), the first of them
+        in Ready order, and every other candidate (claimed, or naming needs;
+        in Ready order) for the caller to judge by the Ready rule."""
+        with self._lock:
+            self._check_open()
+            ((free,),) = self._fetchall("ready count", _readysql.FREE_COUNT, ())
+        first = next(self._ready_pages(now, _readysql.FREE), None)
+        return int(free), first, self._ready_pages(now, _readysql.NOT_FREE)
+
+    def _ready_pages(self, now: Instant | None, only: str | None) -> Iterator[TaskState]:
+        sql = _readysql.page_sql(
+            _sql.SELECT_COLUMNS, "?", _readysql.SQLITE_LEASE, lock=False, only=only
+        )
         at = _readysql.sortable(now)
 
         def fetch(created: str, key: str, limit: int) -> list[Any]:

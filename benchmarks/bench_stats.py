@@ -1,0 +1,183 @@
+"""`ledger stats` (and each `watch` refresh) with the size of the backlog.
+
+    .venv/bin/python benchmarks/bench_stats.py [--quick] [--tasks N] [--reps R]
+        [--dir DIR] [--postgres-url URL] [--stores json,sqlite,postgresql]
+
+Each store holds BASE=100 (small) or N (big; default 100,000, `--quick`
+10,000) pending tasks, every one ready, plus a few of every other status (a
+claimed task, a failed one and the task it blocks, a completed one). Timed:
+
+- in process, through the library, the median of R runs (default 5) taken in
+  turn on the same store: `collect` as shipped (cli/stats.py) and as it was
+  before (the counts, then the ready index walked for the ready figure, each
+  page of candidates a query or a lock hold, each candidate read and judged).
+  Now a SQL store counts its pending candidates that name no needs in SQL
+  and judges only the others; the JSON store judges the Ready rule in the
+  pass its counts already make over the records. Printed in seconds, with
+  before / now (the figures are checked to be the same);
+- `ledger stats --json` as a process, small and big (a fresh process each
+  time, bytecode caching allowed), and big / small; and on a third store
+  of N tasks that each name one completed need (ready too, but the Ready
+  rule must read their needs: the SQL stores judge each of them in Python).
+
+The JSON store keeps no counts of its own, so its cost still grows with the
+records (the big / small ratio shows how much); the SQL stores' grows with
+the rows their counts scan, in the database. PostgreSQL is the server at
+--postgres-url (default the local test server), in fresh schemas dropped
+afterwards; skipped with the reason when unreachable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from bench_queue import DEFAULT_PG, T0, admit_many, env, pg_problem, places  # noqa: E402
+
+from ledger_cli.cli import ready, stats  # noqa: E402
+from ledger_cli.engine.instant import Instant  # noqa: E402
+from ledger_cli.engine.ledger import Ledger  # noqa: E402
+from ledger_cli.engine.prune import visible  # noqa: E402
+from ledger_cli.engine.store import Store  # noqa: E402
+from ledger_cli.stores.resolve import open_store  # noqa: E402
+
+BASE = 100
+
+
+def build(url: str, n: int, needy: bool = False) -> None:
+    """n ready pending tasks (`needy`: each naming the completed need x-done),
+    and one each of claimed, failed, blocked, completed."""
+    store = open_store(url)
+    led = Ledger(store)
+    try:
+        for key in ("x-claimed", "x-failed", "x-done"):
+            led.admit("bench", key, 1, None, T0)
+        led.admit("bench", "x-blocked", 1, None, T0, "x-failed")
+        hour = timedelta(hours=1)
+        led.claim("bench", "x-claimed", "w", timedelta(days=3650), T0)  # a live lease
+        for key, status in (("x-failed", "failed"), ("x-done", "completed")):
+            fence = led.claim("bench", key, "w", hour, T0)
+            led.complete("bench", key, "w", fence, status, T0)
+    finally:
+        store.close()
+    admit_many(url, [f"p{i:06d}" for i in range(n)], *(("x-done",) if needy else ()))
+
+
+def old_collect(store: Store, now: Instant) -> tuple[dict[str, int], int]:
+    """The figures as collect computed them before: the counts (SQL stores:
+    counted in the database; else a pass over every unpruned record), then
+    the ready index walked for the ready figure (each candidate read)."""
+    counts = dict.fromkeys(stats.STATUSES, 0)
+    counter = getattr(store, "status_counts", None)
+    if counter is not None:
+        counts.update(counter())
+    else:
+        for rec in visible(store):
+            counts[rec.status] += 1
+    return counts, sum(1 for _ in ready.ready_iter(store, store.load, now))
+
+
+def timed(fn: Callable[[], Any]) -> float:
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+def cli_s(url: str, reps: int) -> float:
+    times = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-m", "ledger_cli", "--store", url, "stats", "--json"],
+            capture_output=True,
+            check=True,
+            env=env(),
+        )
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def bench_kind(kind: str, n: int, reps: int, base: Path, pg: str) -> dict[str, float]:
+    out: dict[str, float] = {}
+    with places(kind, base, pg) as place:
+        say = f"  [{kind}] building stores of {BASE}, {n:,} and {n:,} naming a need"
+        print(say, file=sys.stderr, flush=True)
+        small, big, needy = place("small"), place("big"), place("needy")
+        build(small, BASE)
+        build(big, n)
+        build(needy, n, needy=True)
+        now = Instant.now()
+        store = open_store(big)
+        try:
+            new = stats.collect(store, now)
+            counts, ready_count = old_collect(store, now)
+            if (counts, ready_count) != (new.counts, new.ready) or new.ready != n:
+                raise SystemExit(
+                    f"{kind}: old {counts, ready_count} != new {new.counts, new.ready}"
+                )
+            print(f"  [{kind}] timing collect, old and new", file=sys.stderr, flush=True)
+            olds, news = [], []
+            for _ in range(reps):
+                olds.append(timed(lambda: old_collect(store, now)))
+                news.append(timed(lambda: stats.collect(store, now)))
+            out[f"collect at {n:,}, before (s)"] = statistics.median(olds)
+            out[f"collect at {n:,}, now (s)"] = statistics.median(news)
+            out["before / now"] = statistics.median(olds) / statistics.median(news)
+        finally:
+            store.close()
+        print(f"  [{kind}] timing ledger stats", file=sys.stderr, flush=True)
+        cli_s(small, 1)  # warm-up: bytecode caches written
+        small_s, big_s, needy_s = cli_s(small, reps), cli_s(big, reps), cli_s(needy, reps)
+        out[f"ledger stats at {BASE} (s)"] = small_s
+        out[f"ledger stats at {n:,} (s)"] = big_s
+        out[f"ledger stats {n:,} / {BASE}"] = big_s / small_s
+        out[f"  {n:,} naming a need (s)"] = needy_s
+        out[f"  {n:,} naming a need / {BASE}"] = needy_s / small_s
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="10,000 tasks instead of 100,000")
+    parser.add_argument("--tasks", type=int, default=None)
+    parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--dir", default=None)
+    parser.add_argument(
+        "--postgres-url", default=os.environ.get("LEDGER_TEST_POSTGRES_URL") or DEFAULT_PG
+    )
+    parser.add_argument("--stores", default="json,sqlite,postgresql")
+    args = parser.parse_args()
+    n = args.tasks or (10_000 if args.quick else 100_000)
+    results: dict[str, dict[str, float]] = {}
+    skipped: dict[str, str] = {}
+    with tempfile.TemporaryDirectory(prefix="bench_stats_", dir=args.dir) as tmp:
+        for kind in args.stores.split(","):
+            if kind == "postgresql" and (problem := pg_problem(args.postgres_url)) is not None:
+                skipped[kind] = f"no PostgreSQL server reachable ({problem})"
+                continue
+            results[kind] = bench_kind(kind, n, args.reps, Path(tmp), args.postgres_url)
+    rows = list(dict.fromkeys(r for res in results.values() for r in res))
+    print(f"bench_stats: N = {n:,}, {args.reps} runs per median")
+    print(f"{'':36}" + "".join(f"{k:>12}" for k in results))
+    for row in rows:
+        cells = [results[k].get(row) for k in results]
+        print(f"{row:36}" + "".join(f"{'-':>12}" if v is None else f"{v:>12.3f}" for v in cells))
+    for kind, why in skipped.items():
+        print(f"{kind}: skipped: {why}")
+
+
+if __name__ == "__main__":
+    main()
