@@ -23,11 +23,14 @@ T0 = Instant.parse("2026-01-01T00:00:00Z")
 ROUND_TRIPS_PER_TASK = 6
 """claim (BEGIN + ready page FOR UPDATE SKIP LOCKED, whose lease cut-off is the
 server's clock it returns: the unit's now; the fenced UPDATE; history INSERT +
-COMMIT) and complete (BEGIN + clock + load; UPDATE; history INSERT + COMMIT).
+COMMIT) and complete (BEGIN + the load with the clock; UPDATE; history INSERT +
+COMMIT).
 Was 12 before batches ran on a pipeline, 8 while each unit read the clock in a
 round trip of its own before its batch."""
-STATEMENTS_PER_TASK = 11
-"""claim 5 (the clock is part of its page query), complete 6; was 12."""
+STATEMENTS_PER_TASK = 10
+"""claim 5 (the clock is part of its page query), complete 5 (the clock is
+part of its load); was 12, then 11 while the completion's clock was a
+statement of its own."""
 
 
 @pytest.fixture

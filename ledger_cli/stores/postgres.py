@@ -108,6 +108,14 @@ _DEPENDENTS = (
     " WHERE key IN (SELECT key FROM ledger_needs WHERE need = ANY(%s))"
 )
 _CLOCK = "SELECT clock_timestamp()"
+# The server's clock and a key's row in one statement (a row even for a key
+# with no record): statement_timestamp() is read as the statement starts, so
+# before the row's snapshot is taken, as reading the clock and then the record.
+_CLOCKED_LOAD = (
+    "SELECT statement_timestamp(), "
+    + ", ".join(f"t.{c.strip()}" for c in _sql.SELECT_COLUMNS.split(","))
+    + " FROM (SELECT 1) c LEFT JOIN ledger_tasks t ON t.key = %s"
+)
 _CLOCKED_PAGE = _readysql.clocked_page_sql(_sql.SELECT_COLUMNS, _readysql.PG_LEASE)
 _BY_STATUS = f"SELECT {_sql.SELECT_COLUMNS} FROM ledger_tasks WHERE status = ANY(%s)"
 # Both writes return the row they wrote (no second round trip to read it back).
@@ -577,10 +585,10 @@ class PostgresStore:
 
     def now_with(self, key: str) -> Instant:
         """`now()`, and inside a batch the row of `key` read with it (the clock
-        first, then a plain load, as a unit reading its clock and then its
-        record would: one round trip for both on a pipeline). The row is kept
-        for the next `load(key)` in this batch, which costs nothing then.
-        Outside a batch, or for a key no row can have: `now()` alone."""
+        as the statement starts, then the row, as a unit reading its clock and
+        then its record would: one statement). The row is kept for the next
+        `load(key)` in this batch, which costs nothing then. Outside a batch,
+        or for a key no row can have: `now()` alone."""
         if not _sql.is_utf8(key) or "\x00" in key:
             return self.now()  # load() answers (or refuses) such a key itself
         with self._lock:
@@ -588,11 +596,11 @@ class PostgresStore:
             if not self._depth:
                 return self.now()
             with self._errors("clock"):
-                clock = self._conn.execute(_CLOCK)  # pipelined: answered with the load
-                row = self._conn.execute(_LOAD, (key,)).fetchone()
-                now = self._instant(clock.fetchone())
+                row = self._conn.execute(_CLOCKED_LOAD, (key,)).fetchone()
+            now = self._instant(row)
+            assert row is not None  # (_instant refuses a missing row)
             if key not in self._held:
-                self._preloaded[key] = None if row is None else _sql.row_to_state(row)
+                self._preloaded[key] = None if row[1] is None else _sql.row_to_state(row[1:])
         return now
 
     # -- History -----------------------------------------------------------------
