@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/bench_queue.py [--quick] [--tasks N] [--claims K]
         [--drain N] [--drain-long N] [--dir DIR] [--postgres-url URL]
-        [--rounds R] [--stores json,sqlite,postgresql]
+        [--rounds R] [--workers W] [--stores json,sqlite,postgresql]
 
 For each store kind, stores are built through the library (batched admits,
 10,000 per `store.batch()`), then measured with the `ledger` command as a
@@ -16,7 +16,7 @@ user runs it (a fresh process each time, bytecode caching allowed):
   (`Ledger.prune`). Printed as ratios to the baseline; the targets: <= 1.5
   on JSON and SQLite, <= 2 on PostgreSQL. On the JSON store, the disk a
   pruned key costs: `du -sk STORE/pruned` / N (target: <= 256 bytes).
-- drain throughput, both ways side by side: 8 concurrent worker loops
+- drain throughput, both ways side by side: 8 (--workers) concurrent worker loops
   starting one `ledger run --next … -- sh -c 'echo $LEDGER_KEY >> LOG'`
   process per task over a store of --drain tasks (default 400), and 8
   long-lived `ledger run --next --drain …` workers running the same command
@@ -135,16 +135,16 @@ def claim_cost(url: str, k: int) -> float:
     return statistics.median(times)
 
 
-DRAIN_PROCESS = "drain 8 workers, a process per task (tasks/s)"
-DRAIN_LONG = "drain 8 workers, --drain (tasks/s)"
+DRAIN_PROCESS = "drain, a process per task (tasks/s)"
+DRAIN_LONG = "drain, --drain workers (tasks/s)"
 RATIO = {
     DRAIN_PROCESS: "drain PostgreSQL / SQLite, a process per task",
     DRAIN_LONG: "drain PostgreSQL / SQLite, --drain",
 }
 
 
-def drain(url: str, n: int, log: Path, long_lived: bool = False) -> float:
-    """tasks/s of 8 workers: loops of `run --next` (a process per task), or
+def drain(url: str, n: int, log: Path, long_lived: bool = False, workers: int = 8) -> float:
+    """tasks/s of `workers` workers: loops of `run --next` (a process per task), or
     `run --next --drain` workers (one process each, claiming until none is ready)."""
     admit_many(url, [f"d{i:05d}" for i in range(n)])
     log.write_text("")
@@ -162,7 +162,7 @@ def drain(url: str, n: int, log: Path, long_lived: bool = False) -> float:
     t = time.perf_counter()
     procs = [
         subprocess.Popen([sys.executable, "-c", worker, url, str(log), *extra], env=env())
-        for _ in range(8)
+        for _ in range(workers)
     ]
     for p in procs:
         if p.wait() != 0:
@@ -276,7 +276,7 @@ def bench_kind(kind: str, n: int, k: int, base: Path, pg: str) -> dict[str, Any]
 
 
 def bench_drains(
-    kinds: list[str], rounds: int, drain_n: int, long_n: int, base: Path, pg: str
+    kinds: list[str], rounds: int, workers: int, drain_n: int, long_n: int, base: Path, pg: str
 ) -> dict[str, dict[str, Any]]:
     """The drains, kind after kind in each of `rounds` rounds, so that a shared
     machine's load falls on every kind alike: per kind the median tasks/s,
@@ -289,10 +289,14 @@ def bench_drains(
             for kind in kinds:
                 say = f"  [{kind}] drain round {r + 1} of {rounds}:"
                 print(f"{say} {drain_n} tasks, a process per task", file=sys.stderr, flush=True)
-                rate = drain(place[kind](f"drain{r}"), drain_n, base / f"{kind}.log")
+                rate = drain(
+                    place[kind](f"drain{r}"), drain_n, base / f"{kind}.log", False, workers
+                )
                 rates.setdefault((kind, DRAIN_PROCESS), []).append(rate)
-                print(f"{say} {long_n} tasks, 8 --drain workers", file=sys.stderr, flush=True)
-                rate = drain(place[kind](f"drainlong{r}"), long_n, base / f"{kind}.log", True)
+                print(f"{say} {long_n} tasks, --drain workers", file=sys.stderr, flush=True)
+                rate = drain(
+                    place[kind](f"drainlong{r}"), long_n, base / f"{kind}.log", True, workers
+                )
                 rates.setdefault((kind, DRAIN_LONG), []).append(rate)
     for (kind, key), got in rates.items():
         out[kind][key] = statistics.median(got)
@@ -311,6 +315,7 @@ def main() -> None:
     parser.add_argument("--drain", type=int, default=400)
     parser.add_argument("--drain-long", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=3, help="drain rounds (median)")
+    parser.add_argument("--workers", type=int, default=8, help="drain workers")
     parser.add_argument("--dir", default=None)
     parser.add_argument(
         "--postgres-url", default=os.environ.get("LEDGER_TEST_POSTGRES_URL") or DEFAULT_PG
@@ -330,7 +335,13 @@ def main() -> None:
                     continue
             results[kind] = bench_kind(kind, n, args.claims, base, args.postgres_url)
         drains = bench_drains(
-            list(results), args.rounds, args.drain, args.drain_long, base, args.postgres_url
+            list(results),
+            args.rounds,
+            args.workers,
+            args.drain,
+            args.drain_long,
+            base,
+            args.postgres_url,
         )
         for kind, got in drains.items():
             results[kind].update(got)
@@ -340,7 +351,8 @@ def main() -> None:
     kinds = list(results)
     print(
         f"bench_queue: N = {n:,}, {args.claims} claims per median, drains of {args.drain:,}"
-        f" tasks (a process per task) and {args.drain_long:,} (--drain), {args.rounds} rounds"
+        f" tasks (a process per task) and {args.drain_long:,} (--drain), {args.workers}"
+        f" workers, {args.rounds} rounds"
     )
     print(f"{'':46}" + "".join(f"{k:>14}" for k in kinds))
     for row in rows:
