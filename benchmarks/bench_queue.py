@@ -18,7 +18,7 @@ user runs it (a fresh process each time, bytecode caching allowed):
   pruned key costs: `du -sk STORE/pruned` / N (target: <= 256 bytes).
 - drain throughput, both ways side by side: 8 (--workers) concurrent worker loops
   starting one `ledger run --next … -- sh -c 'echo $LEDGER_KEY >> LOG'`
-  process per task over a store of --drain tasks (default 400), and 8
+  process per task over a store of --drain tasks (default 400), and as many
   long-lived `ledger run --next --drain …` workers running the same command
   over a store of --drain-long tasks (default 2,000: at 400 their start-up,
   not the queue, was most of the time and the figure swung run to run);
