@@ -1,4 +1,4 @@
-"""`ledger stats` (and each `watch` refresh) with the size of the backlog.
+"""`ledger stats` and each `watch` refresh with the size of the backlog.
 
     .venv/bin/python benchmarks/bench_stats.py [--quick] [--tasks N] [--reps R]
         [--dir DIR] [--postgres-url URL] [--stores json,sqlite,postgresql]
@@ -15,6 +15,10 @@ claimed task, a failed one and the task it blocks, a completed one). Timed:
   and judges only the others; the JSON store judges the Ready rule in the
   pass its counts already make over the records. Printed in seconds, with
   before / now (the figures are checked to be the same);
+- the same for what a `watch` refresh reads (watch.view without the
+  drawing): before, those figures and then every unfinished record, of
+  which it drew 200; now, a SQL store sorts and cuts the table in the
+  database and the JSON store draws it from the pass the figures made;
 - `ledger stats --json` as a process, small and big (a fresh process each
   time, bytecode caching allowed), and big / small; and on a third store
   of N tasks that each name one completed need (ready too, but the Ready
@@ -47,7 +51,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_queue import DEFAULT_PG, T0, admit_many, env, pg_problem, places  # noqa: E402
 
-from ledger_cli.cli import ready, stats  # noqa: E402
+from ledger_cli.cli import ready, stats, watch  # noqa: E402
 from ledger_cli.engine.instant import Instant  # noqa: E402
 from ledger_cli.engine.ledger import Ledger  # noqa: E402
 from ledger_cli.engine.prune import visible  # noqa: E402
@@ -88,6 +92,19 @@ def old_collect(store: Store, now: Instant) -> tuple[dict[str, int], int]:
         for rec in visible(store):
             counts[rec.status] += 1
     return counts, sum(1 for _ in ready.ready_iter(store, store.load, now))
+
+
+def old_refresh(store: Store, now: Instant) -> None:
+    """What a `watch` refresh read before: the old figures, then every
+    unfinished record (of which it drew 200)."""
+    old_collect(store, now)
+    watch.unfinished(store, None)
+
+
+def refresh(store: Store, now: Instant) -> None:
+    """A `watch` refresh's reads now (watch.view without the drawing)."""
+    figures, records = stats.gather(store, now)
+    watch.unfinished(store, None, limit=watch.MAX_ROWS, counts=figures.counts, records=records)
 
 
 def timed(fn: Callable[[], Any]) -> float:
@@ -136,6 +153,13 @@ def bench_kind(kind: str, n: int, reps: int, base: Path, pg: str) -> dict[str, f
             out[f"collect at {n:,}, before (s)"] = statistics.median(olds)
             out[f"collect at {n:,}, now (s)"] = statistics.median(news)
             out["before / now"] = statistics.median(olds) / statistics.median(news)
+            olds, news = [], []
+            for _ in range(reps):
+                olds.append(timed(lambda: old_refresh(store, now)))
+                news.append(timed(lambda: refresh(store, now)))
+            out[f"watch refresh at {n:,}, before (s)"] = statistics.median(olds)
+            out[f"watch refresh at {n:,}, now (s)"] = statistics.median(news)
+            out["before / now "] = statistics.median(olds) / statistics.median(news)
         finally:
             store.close()
         print(f"  [{kind}] timing ledger stats", file=sys.stderr, flush=True)

@@ -57,8 +57,15 @@ def pruned_count(store: Store) -> int:
 
 
 def collect(store: Store, now: Instant) -> Stats:
+    """Every figure of `ledger stats` at `now` (`gather`'s figures)."""
+    return gather(store, now)[0]
+
+
+def gather(store: Store, now: Instant) -> tuple[Stats, dict[str, TaskState] | None]:
     """Every figure of `ledger stats` at `now`, pruned records left out of
-    every count but `pruned` (SPEC §6.4).
+    every count but `pruned` (SPEC §6.4); and, when they had to be read for
+    the counts, the unpruned records by key (`watch` draws its table from
+    them), else None.
 
     A SQL store counts by status in the database (`status_counts()`), its
     status index serves the claimed records, and the ready figures come from
@@ -83,6 +90,7 @@ def collect(store: Store, now: Instant) -> Stats:
                 counts[status] = n
         expired = sum(r.lease_until <= now for r in by_status(("claimed",)))
         ready_count, first = ready.count_ready(store, store.load, now)
+        records: dict[str, TaskState] | None = None
     else:
         from ledger_cli.engine.prune import visible
 
@@ -90,7 +98,7 @@ def collect(store: Store, now: Instant) -> Stats:
         # --jsonl` reads them): a writer never waits for a `stats` or a `watch`
         # refresh, however long the scan. Each record is read once, whole.
         scan: Callable[[], Iterable[TaskState]] | None = getattr(store, "scan_visible", None)
-        records = {rec.key: rec for rec in (scan() if scan is not None else visible(store))}
+        records = {r.key: r for r in (scan() if scan is not None else visible(store))}
         expired = 0
         for rec in records.values():
             if rec.status in counts:
@@ -104,7 +112,7 @@ def collect(store: Store, now: Instant) -> Stats:
         found = ready.ready_records(records.values(), load, now)
         ready_count, first = len(found), (found[0] if found else None)
     oldest = None if first is None else max(now.unix_ns - first.created_at.unix_ns, 0) / 1e9
-    return Stats(counts, pruned_count(store), ready_count, expired, oldest)
+    return Stats(counts, pruned_count(store), ready_count, expired, oldest), records
 
 
 def prometheus_text(stats: Stats) -> str:

@@ -35,29 +35,64 @@ MAX_ROWS = 200
 """Rows drawn at most (a terminal shows fewer; the stats line counts them all)."""
 
 
-def unfinished(store: Store, statuses: set[str] | None) -> list[TaskState]:
-    """Pending, claimed and blocked records, and the failed ones something is
-    blocked by, sorted by key; pruned records never (they are finished).
+def unfinished(
+    store: Store,
+    statuses: set[str] | None,
+    *,
+    limit: int | None = None,
+    counts: dict[str, int] | None = None,
+    records: dict[str, TaskState] | None = None,
+) -> tuple[list[TaskState], int]:
+    """The first `limit` (None: all) of the pending, claimed and blocked
+    records and the failed ones something is blocked by, sorted by key, and
+    how many there are in all; pruned records never (they are finished).
 
-    Through the store's status index (`by_status`) where it has one, and a
-    load per failure named by a block, instead of reading every record.
+    From `records` when the caller has read them all (`stats.gather` on a
+    store without SQL counts). Else a SQL store sorts and cuts the table in
+    the database (`by_status_head`), the total is its status `counts`, and
+    the failures are the keys blocked records name (`blocked_by_keys`), a
+    load each: a long backlog is never read whole to draw 200 rows. Else the
+    status index (`by_status`) where there is one.
     """
     from ledger_cli.engine.prune import visible
 
-    by_status: Callable[[Iterable[str]], list[TaskState]] | None = getattr(store, "by_status", None)
-    live = (
-        list(by_status(UNFINISHED))
-        if by_status is not None
-        else [r for r in visible(store) if r.status in UNFINISHED]
+    wanted = [s for s in UNFINISHED if statuses is None or s in statuses]
+    load: Callable[[str], TaskState | None] = store.load
+    head: Callable[[Iterable[str], int], list[TaskState]] | None = getattr(
+        store, "by_status_head", None
     )
-    rows = list(live)
-    for key in sorted({r.blocked_by for r in live if r.status == "blocked"}):
-        rec = store.load(key)
-        if rec is not None and rec.status == "failed":
-            rows.append(rec)
-    if statuses:
-        rows = [r for r in rows if r.status in statuses]
-    return sorted(rows, key=lambda r: byte_order(r.key))
+    named: Callable[[], list[str]] | None = getattr(store, "blocked_by_keys", None)
+    if records is not None:
+        live = [r for r in records.values() if r.status in UNFINISHED]
+        roots = {r.blocked_by for r in live if r.status == "blocked"}
+        seen = records
+        load = lambda key: seen[key] if key in seen else store.load(key)  # noqa: E731
+        live = [r for r in live if r.status in wanted]
+        total = len(live)
+    elif head is not None and named is not None and counts is not None and limit is not None:
+        live = head(wanted, limit)
+        roots = set(named())
+        total = sum(counts.get(s, 0) for s in wanted)
+    else:
+        by_status: Callable[[Iterable[str]], list[TaskState]] | None = getattr(
+            store, "by_status", None
+        )
+        every = (
+            list(by_status(UNFINISHED))
+            if by_status is not None
+            else [r for r in visible(store) if r.status in UNFINISHED]
+        )
+        roots = {r.blocked_by for r in every if r.status == "blocked"}
+        live = [r for r in every if r.status in wanted]
+        total = len(live)
+    failed: list[TaskState] = []
+    if statuses is None or "failed" in statuses:
+        for key in sorted(roots):
+            rec = load(key)
+            if rec is not None and rec.status == "failed":
+                failed.append(rec)
+    rows = sorted([*live, *failed], key=lambda r: byte_order(r.key))
+    return (rows if limit is None else rows[:limit]), max(total, len(live)) + len(failed)
 
 
 def view(store: Store, now: Instant, statuses: set[str] | None, interval: str) -> Group:
@@ -65,9 +100,9 @@ def view(store: Store, now: Instant, statuses: set[str] | None, interval: str) -
     from rich.text import Text
 
     from ledger_cli.cli import render
-    from ledger_cli.cli.stats import STATUSES, collect
+    from ledger_cli.cli.stats import STATUSES, gather
 
-    figures = collect(store, now)
+    figures, records = gather(store, now)
     line = Text()
     for status in STATUSES:
         line.append_text(render.status_text(status))
@@ -75,13 +110,14 @@ def view(store: Store, now: Instant, statuses: set[str] | None, interval: str) -
     line.append(f"ready {figures.ready}  expired leases {figures.expired_leases}")
     if figures.oldest_ready_age_seconds is not None:
         line.append(f"  oldest ready {render.duration(figures.oldest_ready_age_seconds)}")
-    rows = unfinished(store, statuses)
+    shown, total = unfinished(
+        store, statuses, limit=MAX_ROWS, counts=figures.counts, records=records
+    )
     header = Text(f"ledger watch · every {interval} · q to quit · {now}", style="dim")
-    shown = rows[:MAX_ROWS]
     parts: list[object] = [header, line, Text(""), render.record_table(shown, now)]
-    if len(rows) > len(shown):
-        parts.append(Text(f"… and {len(rows) - len(shown)} more", style="dim"))
-    if not rows:
+    if total > len(shown):
+        parts.append(Text(f"… and {total - len(shown)} more", style="dim"))
+    if not shown:
         parts.append(Text("nothing unfinished", style="dim"))
     return Group(*parts)  # type: ignore[arg-type]
 

@@ -118,6 +118,8 @@ _CLOCKED_LOAD = (
 )
 _CLOCKED_PAGE = _readysql.clocked_page_sql(_sql.SELECT_COLUMNS, _readysql.PG_LEASE)
 _BY_STATUS = f"SELECT {_sql.SELECT_COLUMNS} FROM ledger_tasks WHERE status = ANY(%s)"
+_BY_STATUS_HEAD = f'{_BY_STATUS} ORDER BY key COLLATE "C" LIMIT %s'
+_BLOCKED_BY = "SELECT DISTINCT blocked_by FROM ledger_tasks WHERE status = 'blocked'"
 # Both writes return the row they wrote (no second round trip to read it back).
 _INSERT = (
     "INSERT INTO ledger_tasks (key, status, sequence, owner, fence, lease_until, needs,"
@@ -374,6 +376,27 @@ class PostgresStore:
             with self._errors("scan"):
                 rows = self._conn.execute(_BY_STATUS, (wanted,)).fetchall()
         return _sql.claimable_order(_sql.row_to_state(row) for row in rows)
+
+    def by_status_head(self, statuses: Iterable[str], limit: int) -> list[TaskState]:
+        """The first `limit` records whose status is one of `statuses`, in key
+        order (UTF-8 bytes: COLLATE "C"), sorted in the database (`watch`
+        draws no more)."""
+        wanted = [s for s in dict.fromkeys(statuses) if "\x00" not in s]
+        if not wanted or limit <= 0:
+            return []
+        with self._lock:
+            self._check_open()
+            with self._errors("scan"):
+                rows = self._conn.execute(_BY_STATUS_HEAD, (wanted, limit)).fetchall()
+        return [_sql.row_to_state(row) for row in rows]
+
+    def blocked_by_keys(self) -> list[str]:
+        """The keys blocked records are blocked by, each once (`watch`'s failed roots)."""
+        with self._lock:
+            self._check_open()
+            with self._errors("scan"):
+                rows = self._conn.execute(_BLOCKED_BY).fetchall()
+        return [str(row[0]) for row in rows]
 
     def ready_candidates(
         self, now: Instant | None = None, *, after: tuple[str, str] = ("", "")

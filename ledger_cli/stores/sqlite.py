@@ -369,6 +369,29 @@ class SQLiteStore:
             rows = self._fetchall("scan", sql, tuple(wanted))
         return _sql.claimable_order(_sql.row_to_state(row) for row in rows)
 
+    def by_status_head(self, statuses: Iterable[str], limit: int) -> list[TaskState]:
+        """The first `limit` records whose status is one of `statuses`, in key
+        order (UTF-8 bytes), sorted in the database (`watch` draws no more)."""
+        wanted = list(dict.fromkeys(statuses))
+        if not wanted or limit <= 0:
+            return []
+        if not self._utf8:  # BINARY collation is not UTF-8 byte order here
+            return sorted(self.by_status(wanted), key=lambda r: byte_order(r.key))[:limit]
+        marks = ", ".join("?" for _ in wanted)
+        sql = (
+            f"SELECT {_sql.SELECT_COLUMNS} FROM ledger_tasks WHERE status IN ({marks})"
+            " ORDER BY key LIMIT ?"
+        )
+        return self._records(sql, (*wanted, limit))
+
+    def blocked_by_keys(self) -> list[str]:
+        """The keys blocked records are blocked by, each once (`watch`'s failed roots)."""
+        sql = "SELECT DISTINCT blocked_by FROM ledger_tasks WHERE status = 'blocked'"
+        with self._lock:
+            self._check_open()
+            rows = self._fetchall("scan", sql, ())
+        return [_sql.read_text(row[0], "(blocked by)", "blocked_by") for row in rows]
+
     def ready_candidates(self, now: Instant | None = None) -> Iterator[TaskState]:
         """Pending and claimed records whose direct needs are all completed, in
         Ready order, read through the trigger-kept `ledger_ready` table."""
