@@ -22,7 +22,9 @@ claimed task, a failed one and the task it blocks, a completed one). Timed:
 - `ledger stats --json` as a process, small and big (a fresh process each
   time, bytecode caching allowed), and big / small; and on a third store
   of N tasks that each name one completed need (ready too, but the Ready
-  rule must read their needs: the SQL stores judge each of them in Python).
+  rule must read their needs: the SQL stores judge each of them in Python),
+  and on the small store plus N pruned records (SPEC §6.4: stats should
+  cost the same with or without pruned keys).
 
 The JSON store keeps no counts of its own, so its cost still grows with the
 records (the big / small ratio shows how much); the SQL stores' grows with
@@ -49,7 +51,15 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_queue import DEFAULT_PG, T0, admit_many, env, pg_problem, places  # noqa: E402
+from bench_queue import (  # noqa: E402
+    DEFAULT_PG,
+    T0,
+    admit_many,
+    env,
+    finish_many,
+    pg_problem,
+    places,
+)
 
 from ledger_cli.cli import ready, stats, watch  # noqa: E402
 from ledger_cli.engine.instant import Instant  # noqa: E402
@@ -78,6 +88,22 @@ def build(url: str, n: int, needy: bool = False) -> None:
     finally:
         store.close()
     admit_many(url, [f"p{i:06d}" for i in range(n)], *(("x-done",) if needy else ()))
+
+
+def build_pruned(url: str, n: int) -> None:
+    """The small store's tasks, plus n completed records, pruned (SPEC §6.4:
+    stats costs the same with or without them)."""
+    build(url, BASE)
+    done = [f"f{i:06d}" for i in range(n)]
+    admit_many(url, done, start_s=-100)
+    finish_many(url, done)
+    store = open_store(url)
+    try:
+        got = Ledger(store).prune(timedelta(0), Instant.now())
+    finally:
+        store.close()
+    if got != n + 1:  # and x-done
+        raise SystemExit(f"prune pruned {got} records, not {n + 1}")
 
 
 def old_collect(store: Store, now: Instant) -> tuple[dict[str, int], int]:
@@ -130,12 +156,13 @@ def cli_s(url: str, reps: int) -> float:
 def bench_kind(kind: str, n: int, reps: int, base: Path, pg: str) -> dict[str, float]:
     out: dict[str, float] = {}
     with places(kind, base, pg) as place:
-        say = f"  [{kind}] building stores of {BASE}, {n:,} and {n:,} naming a need"
+        say = f"  [{kind}] building stores of {BASE}, {n:,}, {n:,} naming a need, {n:,} pruned"
         print(say, file=sys.stderr, flush=True)
-        small, big, needy = place("small"), place("big"), place("needy")
+        small, big, needy, pruned = place("small"), place("big"), place("needy"), place("pruned")
         build(small, BASE)
         build(big, n)
         build(needy, n, needy=True)
+        build_pruned(pruned, n)
         now = Instant.now()
         store = open_store(big)
         try:
@@ -165,11 +192,14 @@ def bench_kind(kind: str, n: int, reps: int, base: Path, pg: str) -> dict[str, f
         print(f"  [{kind}] timing ledger stats", file=sys.stderr, flush=True)
         cli_s(small, 1)  # warm-up: bytecode caches written
         small_s, big_s, needy_s = cli_s(small, reps), cli_s(big, reps), cli_s(needy, reps)
+        pruned_s = cli_s(pruned, reps)
         out[f"ledger stats at {BASE} (s)"] = small_s
         out[f"ledger stats at {n:,} (s)"] = big_s
         out[f"ledger stats {n:,} / {BASE}"] = big_s / small_s
         out[f"  {n:,} naming a need (s)"] = needy_s
         out[f"  {n:,} naming a need / {BASE}"] = needy_s / small_s
+        out[f"  {BASE} + {n:,} pruned (s)"] = pruned_s
+        out[f"  {BASE} + {n:,} pruned / {BASE}"] = pruned_s / small_s
     return out
 
 
