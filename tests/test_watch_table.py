@@ -34,12 +34,8 @@ FILTERS: list[set[str] | None] = [
 @pytest.fixture(params=sorted(KINDS))
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     kind = KINDS[str(request.param)]
-    with kind.place(tmp_path) as location:
-        opened = kind.open(location, lambda: T0)
-        try:
-            yield opened
-        finally:
-            opened.close()
+    with kind.place(tmp_path) as location, kind.open(location, lambda: T0) as opened:
+        yield opened
 
 
 def _finish(led: Ledger, key: str, status: str, now: Instant = T0) -> None:

@@ -62,26 +62,30 @@ def unfinished(
         store, "by_status_head", None
     )
     named: Callable[[], list[str]] | None = getattr(store, "blocked_by_keys", None)
-    if records is not None:
-        live = [r for r in records.values() if r.status in UNFINISHED]
-        roots = {r.blocked_by for r in live if r.status == "blocked"}
-        seen = records
-        load = lambda key: seen[key] if key in seen else store.load(key)  # noqa: E731
-        live = [r for r in live if r.status in wanted]
-        total = len(live)
-    elif head is not None and named is not None and counts is not None and limit is not None:
+    if (
+        records is None
+        and head is not None
+        and named is not None
+        and counts is not None
+        and limit is not None
+    ):
         live = head(wanted, limit)
         roots = set(named())
         total = sum(counts.get(s, 0) for s in wanted)
     else:
-        by_status: Callable[[Iterable[str]], list[TaskState]] | None = getattr(
-            store, "by_status", None
-        )
-        every = (
-            list(by_status(UNFINISHED))
-            if by_status is not None
-            else [r for r in visible(store) if r.status in UNFINISHED]
-        )
+        if records is not None:
+            every = [r for r in records.values() if r.status in UNFINISHED]
+            seen = records
+            load = lambda key: seen[key] if key in seen else store.load(key)  # noqa: E731
+        else:
+            by_status: Callable[[Iterable[str]], list[TaskState]] | None = getattr(
+                store, "by_status", None
+            )
+            every = (
+                list(by_status(UNFINISHED))
+                if by_status is not None
+                else [r for r in visible(store) if r.status in UNFINISHED]
+            )
         roots = {r.blocked_by for r in every if r.status == "blocked"}
         live = [r for r in every if r.status in wanted]
         total = len(live)
