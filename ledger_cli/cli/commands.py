@@ -93,12 +93,43 @@ def global_params() -> list[compat.Parameter]:
 _GLOBAL_NAMES = ("store", "actor", "now", "json")
 
 
+def _print_version(ctx: typer.Context, param: typer.CallbackParam, value: bool) -> None:
+    if value and not ctx.resilient_parsing:
+        from ledger_cli import __version__
+
+        typer.echo(f"ledger_cli {__version__}")
+        raise typer.Exit(0)
+
+
+def _version_option(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            "-V",
+            help="Print `ledger_cli X.Y.Z` and exit.",
+            is_eager=True,
+            expose_value=False,
+            callback=_print_version,
+        ),
+    ] = False,
+) -> None:
+    """The group's --version declaration: never run, only turned into a parameter."""
+
+
+def version_param() -> compat.Parameter:
+    holder = typer.Typer()
+    holder.command()(_version_option)
+    (param,) = [p for p in compat.get_command(holder).params if p.name == "version"]
+    return param
+
+
 class LedgerGroup(TyperGroup):
     """The app's group: puts the global settings on itself and on every command."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.params[:0] = global_params()
+        self.params[:0] = [*global_params(), version_param()]
         for command in self.commands.values():
             command.params.extend(global_params())
 
