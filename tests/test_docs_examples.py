@@ -4,8 +4,9 @@ A ```console block is a transcript: `$ COMMAND` lines, each followed by the
 output it prints (stdout and stderr). Each page's console blocks run in order
 in one bash session, so a page's later blocks continue from its earlier ones,
 in a fresh HOME with `ledger` on PATH, LEDGER_ACTOR=alice and the clock fixed
-at LEDGER_NOW (NOW below), into a pipe (so tables are plain text). A command
-that needs another instant says so with `--now`.
+at LEDGER_NOW (NOW below), into a pipe (so tables are plain text); the home
+directory's path is shown as `~`. A command that needs another instant says
+so with `--now`.
 
 Every other block showing a `ledger` command (```sh: crontab lines, scripts,
 examples that need a real server) is marked `<!-- illustration -->` on the
@@ -108,7 +109,7 @@ def run_page(page: str) -> list[list[str]]:
             timeout=300,
             cwd=home,
         )
-    chunks = res.stdout.split(MARK + "\n")[1:]
+    chunks = res.stdout.replace(str(home), "~").split(MARK + "\n")[1:]
     assert len(chunks) == len(commands), res.stderr
     return [[line.rstrip() for line in c.splitlines()] for c in chunks]
 
