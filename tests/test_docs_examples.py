@@ -30,7 +30,11 @@ import pytest
 
 from tests.cli_support import ROOT, subprocess_env
 
-PAGES = ["README.md", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md"))]
+PAGES = [
+    "README.md",
+    "CONTRIBUTING.md",
+    *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md")),
+]
 NOW = "2026-11-29T20:16:26Z"
 ILLUSTRATION = "<!-- illustration -->"
 MARK = "@@ledger-docs-example@@"
@@ -125,6 +129,29 @@ def test_console_blocks_print_what_they_show(page: str) -> None:
     actual = run_page(page)
     for (cmd, want), got in zip(expected, actual, strict=True):
         assert [w.rstrip() for w in want] == got, f"{page}: $ {cmd}"
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_test_the_docs_name_exists(page: str) -> None:
+    """`tests/FILE.py` and `tests/FILE.py::test_name` (`tests/` may be left out;
+    `name_…` cut short; and a following bare
+    `::test_name`, of the same file) name tests that exist, so a claim that
+    cites its test cannot outlive it unnoticed."""
+    text = (ROOT / page).read_text(encoding="utf-8")
+    current: str | None = None
+    test_file = r"(?:tests/)?(?:test_\w+|\w+_support)\.py"
+    for m in re.finditer(rf"({test_file})?::(\w+)(…)?|({test_file})", text):
+        path = m.group(1) or m.group(4)
+        if path is not None:
+            path = path if path.startswith("tests/") else f"tests/{path}"
+            assert (ROOT / path).is_file(), f"{page}: no {path}"
+            current = path
+        name = m.group(2)
+        if name is not None:
+            assert current is not None, f"{page}: ::{name} names no file"
+            source = (ROOT / current).read_text(encoding="utf-8")
+            rest = r"\w*" if m.group(3) else ""  # `test_name_…`: a name cut short
+            assert re.search(rf"^def {name}{rest}\(", source, re.M), f"{page}: no {current}::{name}"
 
 
 def _invocations(line: str) -> list[list[str]]:
