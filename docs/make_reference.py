@@ -149,6 +149,7 @@ def render() -> str:
     from ledger_cli.cli.commands import _GLOBAL_NAMES, build_cli
     from ledger_cli.cli.typer_compat import Context
 
+    _import_every_module()  # error classes live beside their commands too (cli/leases.py…)
     group: Any = build_cli()
     root = Context(group, info_name="ledger")
     names = list(group.commands)
@@ -244,6 +245,17 @@ def render() -> str:
     out += [f"| `{n}` | {JSON_SHAPES[n]} |" for n in names]
     out.append('| any error | `{"error": {"code", "message", "exit"}}` |')
     return "\n".join(out) + "\n"
+
+
+def _import_every_module() -> None:
+    import contextlib
+    import pkgutil
+
+    import ledger_cli
+
+    for info in pkgutil.walk_packages(ledger_cli.__path__, "ledger_cli."):
+        with contextlib.suppress(ImportError):  # an optional driver (psycopg) not installed
+            __import__(info.name)
 
 
 def _subclasses(cls: type) -> list[Any]:
