@@ -76,11 +76,23 @@ class PgServer:
             f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off"
             " -c shared_buffers=16MB -c max_connections=40"
         )
-        self._run("pg_ctl", "-D", str(self.data), "-l", str(self.root / "log"), "-o", opts, "-w", "start")
+        self._run(
+            "pg_ctl", "-D", str(self.data), "-l", str(self.root / "log"), "-o", opts, "-w", "start"
+        )
 
     def restart(self, mode: str) -> None:
         """`pg_ctl restart -m MODE`: every connection is cut; back when this returns."""
-        self._run("pg_ctl", "-D", str(self.data), "-l", str(self.root / "log"), "-m", mode, "-w", "restart")
+        self._run(
+            "pg_ctl",
+            "-D",
+            str(self.data),
+            "-l",
+            str(self.root / "log"),
+            "-m",
+            mode,
+            "-w",
+            "restart",
+        )
         self.restarts += 1
 
     def stop(self) -> None:

@@ -44,13 +44,13 @@ def claim(
     wait: str | None = None,
     give_up_after: str | None = None,
 ) -> int:
-    from ledger_cli.cli.outage import parse_give_up
+    from ledger_cli.cli.outage import open_session, parse_give_up
 
     give_up = parse_give_up(give_up_after)
     if next_:
         if key is not None:
             raise InputError("ledger: claim takes a KEY or --next, not both")
-        with Session(settings) as s:
+        with open_session(settings, give_up if wait is not None else None) as s:
             got, fence, _ = claim_next_timed(s, owner, lease, wait, give_up)
         if settings.json:
             output.json_line(

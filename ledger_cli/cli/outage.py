@@ -16,6 +16,7 @@ import random
 import time
 
 from ledger_cli.cli import output
+from ledger_cli.cli.context import Session, Settings
 from ledger_cli.cli.inputs import parse_duration
 from ledger_cli.errors import LedgerError, StoreError, StoreUnavailableError
 
@@ -95,3 +96,17 @@ class Outage:
         """The store answered: the outage, if any, is over."""
         self.since = None
         self.backoff.reset()
+
+
+def open_session(settings: Settings, give_up: float | None) -> Session:
+    """`Session(settings)`; with `give_up` (a long-lived command: `--drain`,
+    `--wait`), a store that cannot be reached yet is tried again as any
+    outage is, up to `give_up` seconds."""
+    outage = Outage("opening the store", give_up if give_up is not None else 0.0)
+    while True:
+        try:
+            return Session(settings)
+        except StoreError as exc:
+            if give_up is None or not is_outage(exc):
+                raise
+            time.sleep(outage.failed(exc))

@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING
 from ledger_cli.cli.context import Session, Settings
 from ledger_cli.cli.inputs import InputError, parse_duration, parse_uint, validate_text
 from ledger_cli.cli.leases import NothingReadyError, claim_next_timed
-from ledger_cli.cli.outage import Outage, is_outage, parse_give_up
+from ledger_cli.cli.outage import Outage, is_outage, open_session, parse_give_up
 from ledger_cli.cli.supervisor import (
     DEFAULT_BACKOFF,
     STOP_GRACE,
@@ -97,7 +97,7 @@ def run(
     attempts = parse_uint(retries, "--retries", MAX_RETRIES) + 1 if retries is not None else 1
     backoff_td = parse_duration(backoff, "--backoff") if backoff is not None else DEFAULT_BACKOFF
     give_up = parse_give_up(give_up_after)
-    with Session(settings) as s:
+    with open_session(settings, give_up if drain or wait is not None else None) as s:
         if drain:
             worker = Drainer(s, owner, lease, lease_td, command, wait)
             worker.attempts, worker.backoff, worker.outage.give_up = attempts, backoff_td, give_up
