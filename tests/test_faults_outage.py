@@ -394,3 +394,20 @@ def test_give_up_after_bounds_the_wait(server: PgServer, pg_url: str, tmp_path: 
     assert len(drain.stderr) == 2 and "giving up" in drain.stderr[-1], drain.stderr
     assert_ours(drain)
     assert state(pg_url, "a")["Status"] == "pending"
+
+
+def test_claim_next_wait_rides_out_an_outage(server: PgServer, pg_url: str) -> None:
+    """`claim --next --wait` meets a store that refuses connections: one
+    warning, then the claim once it is back (exit 0, the key and its fence)."""
+    admit(pg_url, "a")
+    with Proxy(server.port) as proxy:
+        proxy.down()
+        claim = Ledger(
+            via(pg_url, proxy), "claim", "--next", "--wait", "1s", "--owner", "o", "--lease", "5s"
+        )
+        wait_until(lambda: claim.saw("trying again"), "the claim met the outage")
+        proxy.up()
+        assert claim.wait() == 0, claim.stderr
+    assert len(claim.stderr) == 1, claim.stderr
+    assert_ours(claim)
+    assert state(pg_url, "a")["Status"] == "claimed"
