@@ -72,7 +72,12 @@ class Ledger:
         return any(text in line for line in self.stderr)
 
     def wait(self) -> int:
-        rc = self.proc.wait(timeout=HANG)
+        try:
+            rc = self.proc.wait(timeout=HANG)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()  # a hang is a failure: leave no process behind
+            self.proc.wait()
+            raise
         self._reader.join(HANG)
         return rc
 
@@ -411,3 +416,25 @@ def test_claim_next_wait_rides_out_an_outage(server: PgServer, pg_url: str) -> N
     assert len(claim.stderr) == 1, claim.stderr
     assert_ours(claim)
     assert state(pg_url, "a")["Status"] == "claimed"
+
+
+def test_a_completion_stalled_past_the_lease_gives_up(
+    server: PgServer, pg_url: str, tmp_path: Path
+) -> None:
+    """The connection stalls as the command ends: the completion, blocked on
+    it, is cut when the lease is over and `run` exits 5 while the stall lasts."""
+    lease = 2.0
+    admit(pg_url, "k")
+    runs = Runs(tmp_path)
+    with Proxy(server.port) as proxy:
+        run = Ledger(
+            via(pg_url, proxy), "run", "k", "--owner", "o", "--lease", f"{lease:g}s",
+            *runs.command("flag"),
+        )  # fmt: skip
+        wait_until(lambda: runs.starts() == 1, "the command started")
+        proxy.stall()
+        runs.finish()
+        assert run.wait() == 5, run.stderr  # (a hang here: the stall was waited out)
+        proxy.resume()
+    assert any("could not record the outcome of k" in line for line in run.stderr), run.stderr
+    assert_ours(run)

@@ -251,6 +251,9 @@ class Supervisor:
             # A renewer blocked on a stalled connection is not waited for past the lease.
             self.keeper.halt(wait=False)
             self.keeper.thread.join(timeout=max(self.keeper.proved_until() - time.monotonic(), 0))
+            if self.keeper.thread.is_alive():
+                self._interrupt()
+                self.keeper.thread.join(timeout=self.keeper.margin)
         if self.unproved:
             raise LeaseLostError(output.one_line(str(self.lost)))
         if self.lost is not None:
@@ -298,9 +301,21 @@ class Supervisor:
         """Record the outcome with the claim's fence, through outages, until it
         lands or the lease last proved is over (LeaseLostError: exit 5)."""
         outage = Outage(f"recording {self.key} as {status}")
-        uncertain = False  # a try failed: it may have landed all the same
         if self.keeper.thread.is_alive():
             raise self._too_late(StoreError("ledger: the store did not answer the last renewal"))
+        # A call blocked on a stalled connection is cut when the lease is over.
+        timer = threading.Timer(
+            max(self.keeper.proved_until() - time.monotonic(), 0.0), self._interrupt
+        )
+        timer.daemon = True
+        timer.start()
+        try:
+            return self._complete_until_landed(status, outage)
+        finally:
+            timer.cancel()
+
+    def _complete_until_landed(self, status: str, outage: Outage) -> TaskState | None:
+        uncertain = False  # a try failed: it may have landed all the same
         while True:
             try:
                 # None: the unit reads the store's clock with its load of the key
@@ -334,10 +349,17 @@ class Supervisor:
                 pause = outage.failed(exc, limit="until the lease runs out")
                 time.sleep(min(pause, left))
 
+    def _interrupt(self) -> None:
+        """Cut the store's connection under a call blocked on it (PostgreSQL:
+        a stalled connection), so that it fails instead of hanging."""
+        interrupt = getattr(self.s.store, "interrupt", None)
+        if interrupt is not None:
+            interrupt()
+
     def _too_late(self, exc: LedgerError) -> LeaseLostError:
         return LeaseLostError(
             f"{output.one_line(str(exc))} (could not record the outcome of {self.key} "
-            "before its lease ran out: it will run again)"
+            "before its lease ran out: it may run again)"
         )
 
     def _release(self) -> None:

@@ -287,6 +287,22 @@ class PostgresStore:
         if self._pipeline is not None:
             self._pipeline = _pgtx.Pipelined(new, self._psycopg)
 
+    def interrupt(self) -> None:
+        """Cut the connection under a call another thread is blocked in (a
+        read on a stalled connection never returns by itself): that call fails
+        with StoreUnavailableError, and the next call outside a batch opens a
+        new connection. Takes no lock (the blocked call holds it)."""
+        import os
+        import socket
+
+        self._lost = True
+        with contextlib.suppress(Exception):
+            sock = socket.socket(fileno=os.dup(self._conn.fileno()))
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            finally:
+                sock.close()
+
     @staticmethod
     def _describe(params: dict[str, Any]) -> str:
         """user@host:port/dbname of a connection (never the password), for messages."""
