@@ -438,3 +438,49 @@ def test_a_completion_stalled_past_the_lease_gives_up(
         proxy.resume()
     assert any("could not record the outcome of k" in line for line in run.stderr), run.stderr
     assert_ours(run)
+
+
+# -- the library: an outage is StoreUnavailableError, and PostgreSQL reconnects ------------
+
+
+def test_postgres_store_reconnects_after_its_connection_is_killed() -> None:
+    """The server ends the store's connection: the next call fails with
+    StoreUnavailableError (outside a batch or inside), the one after opens a
+    new connection and succeeds."""
+    import psycopg
+
+    from ledger_cli.engine.record import TaskState
+    from ledger_cli.errors import StoreUnavailableError
+    from ledger_cli.stores.postgres import PostgresStore
+    from tests.sql_support import fresh_schema, postgres_url
+
+    with fresh_schema("ledger_outage") as conninfo, PostgresStore(conninfo) as store:
+        rec = TaskState(key="k", status="pending", sequence=1)
+        assert store.compare_and_swap("k", None, rec)
+        for inside_batch in (False, True):
+            pid = store._conn.info.backend_pid
+            with psycopg.connect(postgres_url(), autocommit=True) as admin:
+                admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+            with pytest.raises(StoreUnavailableError):
+                if inside_batch:
+                    with store.batch():
+                        store.load("k")
+                else:
+                    store.load("k")
+            loaded = store.load("k")
+            assert loaded is not None and loaded.status == "pending"
+            assert store._conn.info.backend_pid != pid
+
+
+def test_sqlite_lock_past_the_busy_timeout_is_an_outage(tmp_path: Path) -> None:
+    from ledger_cli.errors import StoreUnavailableError
+    from ledger_cli.stores.sqlite import SQLiteStore
+
+    db = tmp_path / "s.db"
+    with SQLiteStore(db, busy_timeout=0.05) as store:
+        holder = _lock(db)
+        with pytest.raises(StoreUnavailableError, match="locked"), store.batch():
+            pass
+        holder.execute("ROLLBACK")  # type: ignore[attr-defined]
+        with store.batch():
+            pass
