@@ -77,7 +77,7 @@ def decode_record_file(
         body = data[:tail] + b"}"
         summed = _sha256(body).hexdigest().encode() == data[tail + len(_SUM_HEAD) : -len(_SUM_TAIL)]
         data = body
-    rec = _decode(data, shown)  # a decoding error says more than a bad checksum
+    rec = _decode(data, shown, fast=summed is True)  # a decoding error says more than a bad sum
     if summed is False:
         raise fail(shown, "corrupt record: checksum mismatch (the file was damaged or edited)")
     if summed is None and checksummed:
@@ -87,7 +87,10 @@ def decode_record_file(
     return rec
 
 
-def _decode(data: bytes, shown: str) -> TaskState:
+def _decode(data: bytes, shown: str, *, fast: bool) -> TaskState:
+    """`fast`: the checksum matched, so this store wrote the record itself
+    (engine/fastwire.py decodes it with the C scanner, the same record)."""
+    from ledger_cli.engine.fastwire import record_from_canonical
     from ledger_cli.engine.wire import record_from_json
 
     try:
@@ -95,7 +98,7 @@ def _decode(data: bytes, shown: str) -> TaskState:
     except UnicodeDecodeError:
         raise fail(shown, "corrupt record: not valid UTF-8") from None
     try:
-        rec = record_from_json(text)
+        rec = record_from_canonical(text, from_utf8=True) if fast else record_from_json(text)
     except DecodeError as exc:
         raise fail(shown, f"corrupt record: {exc}") from None
     try:
