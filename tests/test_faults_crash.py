@@ -138,6 +138,9 @@ OPS: list[Callable[[Path], None]] = [
     _cli("admit", "e", "--needs", "d"),
     _cli("admit", "c", "--seq", "2", "--needs", "e"),
     _cli("retry", "a"),
+    # A prune: the tally is removed (durably), the records go, the tally is
+    # written again (tally.py).
+    _cli("prune", "--older-than", "0s", "--status", "completed"),
 ]
 
 
@@ -233,6 +236,17 @@ def _ready_index_agrees(root: Path, where: str) -> None:
     assert sorted(r.key for r in store.by_status(LIVE)) == sorted(live), where  # live/ index
 
 
+def _tally_agrees(root: Path, where: str) -> None:
+    """The tally (tally.py) counts what the records hold, and names the noted
+    ones: after a crash it was right, or the next writer rebuilt it."""
+    store = JsonFileStore(root)
+    assert store.check_tally_index() == [], where
+    counts = store.status_counts()
+    assert counts is not None, f"{where}: the next writer left the tally unbuilt"
+    truth = collections.Counter(r.status for r in store.visible_range())
+    assert counts == {s: truth[s] for s in counts}, where
+
+
 def _completing_the_needs_promotes(root: Path, where: str) -> None:
     """The next writer completes every need a live task waits on (one write each,
     in key order; a need with no record is written completed): the ready index
@@ -292,6 +306,7 @@ def test_a_crash_at_each_step_of_the_write_path(
         # ...the ready and deps indexes agree with the records (supersets, or rebuilt)...
         _ready_index_agrees(root, where)
         _deps_index_agrees(root, where)
+        _tally_agrees(root, where)
         # ...and the state is a prefix of the writes: the acknowledged ones, maybe one more.
         state = _without_probe(logical_state(root))
         if state == states[acked]:
@@ -302,6 +317,7 @@ def test_a_crash_at_each_step_of_the_write_path(
             raise AssertionError(f"{where}: the store holds no prefix of the writes")
         # ...and completing the needs still waited on promotes their dependents.
         _completing_the_needs_promotes(root, where)
+        _tally_agrees(root, f"{where}, needs completed")
         outcomes["kills"] += 1
         shutil.rmtree(root, ignore_errors=True)
     print(f"\n{step}: {dict(outcomes)}")

@@ -162,12 +162,13 @@ def doctor(settings: Settings, fix: bool = False) -> int:
                 found.problems.append(output.one_line(str(exc)))
         _check_needs(records, found)
         check_records(s, records, found, fix, history)
-        from ledger_cli.cli.readycheck import check_deps_index, check_ready_index
+        from ledger_cli.cli.readycheck import check_deps_index, check_ready_index, check_tally
 
         # The dependents index first: the JSON store's ready index finds the tasks
         # a completed need makes ready through it.
         check_deps_index(s.store, found, fix)
         check_ready_index(s.store, found, fix)
+        check_tally(s.store, found, fix)
     problems = list(dict.fromkeys(found.problems))
     code = StoreError.exit_code if problems else 0
     if settings.json:

@@ -22,6 +22,7 @@ from ledger_cli.stores.jsonfile import (
     liveindex,
     readyindex,
     spares,
+    tally,
 )
 from ledger_cli.stores.jsonfile.layout import LIVE_DIR, LIVE_STATUSES, RECORDS_DIR, shown
 from ledger_cli.stores.jsonfile.readyindex import Entry
@@ -46,6 +47,8 @@ def write_records(
     listed_needs: Callable[[str], frozenset[str] | None] = lambda digest: None,
     rebuild_deps: Callable[[], None] = lambda: None,
     completed_before: Callable[[str], bool] = lambda digest: False,
+    counts: tally.Counts | None = None,
+    journaled: bool = False,
 ) -> None:
     """Write records, their live/ markers, ready/ and deps/ entries and history
     lines; durable on return.
@@ -68,9 +71,15 @@ def write_records(
     `completed_before(digest)`: that record was completed on disk before this
     write, read under this lock hold (its dependents were promoted then), so
     writing it again promotes nothing; False when unknown (a journal replay).
+    `counts`: the tally counts after this write (tally.py), None when it
+    changes none. `journaled`: a journal on disk covers this write (a crash
+    before it is durable replays it), so nothing need be durable before the
+    end: one syncfs(2) makes it all durable, when durability.use_syncfs()
+    allows, whatever the size; else an fsync a file (and directory).
     """
-    bulk = len(records) + (1 if history else 0) > SYNC_EACH_MAX
-    use_syncfs = bulk and durability.use_syncfs(len(records) + (1 if history else 0))
+    files = len(records) + (1 if history else 0)
+    bulk = files > SYNC_EACH_MAX
+    use_syncfs = (bulk or journaled) and durability.use_syncfs(files)
     rfd = lfd = None
     shard_fds: dict[str, int] = {}
     ready: _ReadyWork | None = None
@@ -96,7 +105,7 @@ def write_records(
                 for digest, (rec, _) in records.items():
                     if rec.status in LIVE_STATUSES:
                         created |= liveindex.mark_live(root, lfd, digest)
-                if created:
+                if created and sync:
                     _fsutil.fsync_fd(lfd, shown(root, LIVE_DIR))
             for digest in records:
                 shard = digest[:2]
@@ -115,6 +124,8 @@ def write_records(
                     spares.replace_from(fd, sfd, fname, data, path, sync=sync, tmp_dir_fd=root_fd)
                 else:
                     _fsutil.replace_file(sfd, fname, data, path, sync=sync, tmp_dir_fd=root_fd)
+        if counts is not None:
+            tally.apply(root, root_fd, counts, records, sync=not use_syncfs)
         if history:
             historyfile.append_lines(root, root_fd, history, history_at, sync=not use_syncfs)
         if use_syncfs:
