@@ -194,19 +194,15 @@ class _ReadyWork:
         self.root, self.root_fd, self.records = root, root_fd, records
         self.read_digest = read_digest
         self.read_key = read_key
-        self.rfd: int | None = None
-        if not self._has_manifest():
+        self.rfd = readyindex.open_dir(root, root_fd, create=False)
+        # The manifest is read once a write (before and after share it).
+        self._chunks = None if self.rfd is None else readyindex.load_chunks(root, root_fd, self.rfd)
+        if self._chunks is None:
             rebuild_ready()  # from the records as they are on disk, before this write
-        self.rfd = readyindex.open_dir(root, root_fd, create=True)
-
-    def _has_manifest(self) -> bool:
-        rfd = readyindex.open_dir(self.root, self.root_fd, create=False)
-        if rfd is None:
-            return False
-        try:
-            return readyindex.load_chunks(self.root, self.root_fd, rfd) is not None
-        finally:
-            os.close(rfd)
+            _fsutil.close_all([self.rfd])
+            self.rfd = readyindex.open_dir(root, root_fd, create=True)
+            assert self.rfd is not None
+            self._chunks = readyindex.load_chunks(root, root_fd, self.rfd)
 
     def load(self, key: str) -> TaskState | None:
         digest = key_digest(key)
@@ -241,9 +237,8 @@ class _ReadyWork:
         if completed:
             adds |= self._promoted(completed, rebuild_deps)
         if adds:
-            chunks = readyindex.load_chunks(self.root, self.root_fd, self.rfd)
-            assert chunks is not None
-            chunks.add(adds, sync=sync)
+            assert self._chunks is not None
+            self._chunks.add(adds, sync=sync)
 
     def _promoted(self, completed: list[str], rebuild_deps: Callable[[], None]) -> set[Entry]:
         """The entries of the records on disk that the completion of `completed`
@@ -277,7 +272,5 @@ class _ReadyWork:
             for rec, _ in self.records.values()
             if rec.status not in LIVE_STATUSES and (entry := readyindex.entry_of(rec)) is not None
         ]
-        if drops:
-            chunks = readyindex.load_chunks(self.root, self.root_fd, self.rfd)
-            if chunks is not None:
-                chunks.remove(drops)
+        if drops and self._chunks is not None:
+            self._chunks.remove(drops)
