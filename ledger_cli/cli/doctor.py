@@ -14,6 +14,7 @@ is named, not just the first; other stores are checked through their API.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from typing import TYPE_CHECKING, Any
@@ -165,10 +166,16 @@ def doctor(settings: Settings, fix: bool = False) -> int:
         from ledger_cli.cli.readycheck import check_deps_index, check_ready_index, check_tally
 
         # The dependents index first: the JSON store's ready index finds the tasks
-        # a completed need makes ready through it.
-        check_deps_index(s.store, found, fix)
-        check_ready_index(s.store, found, fix)
-        check_tally(s.store, found, fix)
+        # a completed need makes ready through it. The JSON store reads its
+        # records once for the three (under one lock hold).
+        with contextlib.ExitStack() as stack:
+            one_scan = getattr(s.store, "one_scan", None)
+            if one_scan is not None:
+                with contextlib.suppress(StoreError):  # then each check reports it
+                    stack.enter_context(one_scan())
+            check_deps_index(s.store, found, fix)
+            check_ready_index(s.store, found, fix)
+            check_tally(s.store, found, fix)
     problems = list(dict.fromkeys(found.problems))
     code = StoreError.exit_code if problems else 0
     if settings.json:

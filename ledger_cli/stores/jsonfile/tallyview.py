@@ -186,7 +186,7 @@ class TallyMethods(RecordReader):
         with self._locked(create=False) as root_fd:
             if root_fd is None:
                 return []
-            found = scan_records(self._root, root_fd, checksummed=self._checksummed, sweep=False)
+            found = self._scan_unswept(root_fd)
             return tally.check(self._root, root_fd, found)
 
     @store_method
