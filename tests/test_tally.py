@@ -192,3 +192,38 @@ def test_a_journal_without_counts_leaves_the_tally_to_be_rebuilt(tmp_path: Path)
     assert store.status_counts() is None
     assert invoke(root, "admit", "b").code == 0
     agrees(root)
+
+
+def test_a_prune_cut_short_leaves_the_tally_to_the_next_writer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ledger_cli.stores.jsonfile import prunedfile
+
+    root = tmp_path / "store"
+    for key in ("a", "b", "c"):
+        assert invoke(root, "admit", key).code == 0
+    for key in ("a", "b"):
+        assert invoke(root, "claim", key, "--owner", "w", "--lease", "1h").code == 0
+        assert (
+            invoke(root, "complete", key, "--owner", "w", "--fence", fence_of(root, key)).code == 0
+        )
+
+    def crash(*args: object) -> None:
+        raise KeyboardInterrupt  # as a kill after the records went, before the tally came back
+
+    monkeypatch.setattr(prunedfile, "add_count", crash)
+    with pytest.raises(KeyboardInterrupt):
+        JsonFileStore(root).prune_records(
+            [
+                (r, r.replace(task=None))
+                for r in JsonFileStore(root).range()
+                if r.status == "completed"
+            ]
+        )
+    monkeypatch.undo()
+    store = JsonFileStore(root)
+    assert store.status_counts() is None  # removed before the prune touched a record
+    agrees(root)  # counted from the records meanwhile
+    assert invoke(root, "admit", "d").code == 0  # the next writer rebuilds it
+    assert store.status_counts() is not None
+    agrees(root)
