@@ -203,3 +203,33 @@ def test_a_record_file_of_ours_takes_the_fast_path(monkeypatch: pytest.MonkeyPat
     assert fields(got) == fields(record_from_json(record_to_json(rec)))
     with pytest.raises(AssertionError, match="Go-compatible"):  # no checksum: the Go way
         records.decode_record_file(data.replace(b',"Sum"', b',"Sun"'), "f", checksummed=False)
+
+
+@settings(max_examples=500, deadline=None)
+@given(instants)
+def test_a_time_read_back_prints_as_it_was_written(inst: Instant) -> None:
+    from ledger_cli.engine.instant import parse_printed
+
+    text = str(inst)
+    got = parse_printed(text)
+    assert got == inst and str(got) == text
+    assert str(Instant.from_unix_ns(got.unix_ns, got.offset_seconds)) == text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "2026-01-02T03:04:05.100Z",  # trailing zeros: printed without them
+        "2026-01-02T03:04:05+00:00",  # offset 0: printed as Z
+        "2026-01-02T03:04:05-00:00",
+        "2026-01-02T03:04:05.1234567891Z",  # past nanoseconds: truncated
+        "2026-01-02T03:04:05,5Z",
+        "2026-01-02T3:04:05Z",
+        "2026-01-02T03:04:05+05:30",
+    ],
+)
+def test_a_time_not_printed_so_is_formatted_afresh(text: str) -> None:
+    from ledger_cli.engine.instant import parse_printed
+
+    got = parse_printed(text)
+    assert str(got) == str(Instant.parse(text))

@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 
 from ledger_cli.engine import gojson
-from ledger_cli.engine.instant import Instant
+from ledger_cli.engine.instant import Instant, parse_printed
 from ledger_cli.engine.record import TaskState
 from ledger_cli.engine.wire import FIELD_NAMES, record_from_json
 
@@ -122,9 +122,9 @@ def _build(obj: dict[str, Any]) -> TaskState | None:
         return None
     try:
         # A record's times repeat: no lease yet, or updated when created.
-        lease_until = _ZERO if lease == _ZERO_TEXT else Instant.parse(lease)
-        created_at = Instant.parse(created)
-        updated_at = created_at if updated == created else Instant.parse(updated)
+        lease_until = _ZERO if lease == _ZERO_TEXT else parse_printed(lease)
+        created_at = parse_printed(created)
+        updated_at = created_at if updated == created else parse_printed(updated)
     except ValueError:
         return None  # the slow path words the error as Go does
     return TaskState(

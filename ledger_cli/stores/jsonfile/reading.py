@@ -84,10 +84,11 @@ class RecordReader(LockedDirectory):
                         continue
                     try:
                         names = sorted(os.listdir(sfd))
+                        prefix = path + os.sep  # self._shown(RECORDS_DIR, shard, fname)
                         for fname in names:
                             if not layout.RECORD_FILE.fullmatch(fname):
                                 continue
-                            shown = self._shown(RECORDS_DIR, shard, fname)
+                            shown = prefix + fname
                             data = _fsutil.read_file(sfd, fname, shown)
                             if data is not None:
                                 yield decode_record_file(

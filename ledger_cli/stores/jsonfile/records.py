@@ -126,6 +126,7 @@ def scan_records(
             sfd = _fsutil.open_subdir(rfd, shard, shown(root, RECORDS_DIR, shard), create=False)
             if sfd is None:
                 continue
+            prefix = shown(root, RECORDS_DIR, shard) + os.sep
             try:
                 for fname in os.listdir(sfd):
                     if fname.endswith(_fsutil.TEMP_SUFFIX):
@@ -134,7 +135,7 @@ def scan_records(
                         continue
                     if not RECORD_FILE.fullmatch(fname):
                         continue
-                    path = shown(root, RECORDS_DIR, shard, fname)
+                    path = prefix + fname  # shown(root, RECORDS_DIR, shard, fname)
                     data = _fsutil.read_file(sfd, fname, path)
                     if data is None:
                         continue
