@@ -20,6 +20,13 @@ class RecordReader(LockedDirectory):
     _one_scan: dict[str, TaskState] | None = None
     """Every record file's record, read once for the checks of `one_scan`."""
     _in_one_scan = False
+    _seen: dict[str, tuple[bytes, TaskState]] | None = None
+
+    def seen_files(self, seen: dict[str, tuple[bytes, TaskState]]) -> None:
+        """Record files already read and checked (`ledger doctor`'s walk, without
+        the lock: digest -> their bytes, record): the next `one_scan` decodes
+        only the files whose bytes changed since."""
+        self._seen = seen
 
     @contextlib.contextmanager
     def one_scan(self) -> Iterator[None]:
@@ -38,9 +45,12 @@ class RecordReader(LockedDirectory):
         """scan_records(sweep=False), once per `one_scan` block (do not mutate)."""
         if self._one_scan is not None:
             return self._one_scan
-        found = scan_records(self._root, root_fd, checksummed=self._checksummed, sweep=False)
+        known = self._seen if self._in_one_scan else None
+        found = scan_records(
+            self._root, root_fd, checksummed=self._checksummed, sweep=False, known=known
+        )
         if self._in_one_scan:
-            self._one_scan = found
+            self._one_scan, self._seen = found, None
         return found
 
     @store_method
