@@ -79,7 +79,13 @@ def write_records(
     """
     files = len(records) + (1 if history else 0)
     bulk = files > SYNC_EACH_MAX
-    use_syncfs = (bulk or journaled) and durability.use_syncfs(files)
+    if bulk:
+        use_syncfs = durability.use_syncfs(files)
+    else:
+        # The fsyncs a small journalled apply makes without syncfs: a record
+        # file and its directory each, the history, the tally's two or three.
+        saved = 2 * len(records) + (1 if history else 0) + (3 if counts is not None else 0)
+        use_syncfs = journaled and durability.use_syncfs_small(saved)
     rfd = lfd = None
     shard_fds: dict[str, int] = {}
     ready: _ReadyWork | None = None
