@@ -153,13 +153,17 @@ def _child(root: str, kill_at: tuple[str, int], ack: Connection) -> None:
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _syncfs_whatever_is_dirty() -> Iterator[None]:
+def _syncfs_whatever_is_dirty(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """The large batch takes the syncfs(2) path however much the machine has dirty
-    (else the reference and the children could take different paths)."""
-    saved = durability.DIRTY_MAX
-    durability.DIRTY_MAX = 1 << 62
+    (else the reference and the children could take different paths), and so
+    does a small journalled commit (durability.use_syncfs_small reads the
+    dirty memory: a fake /proc/meminfo with nothing dirty)."""
+    saved = durability.DIRTY_MAX, durability.MEMINFO
+    meminfo = tmp_path_factory.mktemp("meminfo") / "meminfo"
+    meminfo.write_text("Dirty: 0 kB\nWriteback: 0 kB\n")
+    durability.DIRTY_MAX, durability.MEMINFO = 1 << 62, str(meminfo)
     yield
-    durability.DIRTY_MAX = saved
+    durability.DIRTY_MAX, durability.MEMINFO = saved
 
 
 @pytest.fixture(scope="module")
