@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import collections
 import multiprocessing
-import re
 import shutil
 import signal
 from collections.abc import Callable, Iterator
@@ -47,7 +46,16 @@ from ledger_cli.engine.ledger import Ledger
 from ledger_cli.engine.record import TaskState
 from ledger_cli.stores import jsonfile
 from ledger_cli.stores.jsonfile import JsonFileStore, durability
-from tests.faults_support import STEPS, T0, OsFaults, State, invoke, logical_state, temps
+from tests.faults_support import (
+    STEPS,
+    T0,
+    OsFaults,
+    State,
+    between_blocks,
+    invoke,
+    logical_state,
+    temps,
+)
 
 FORK = multiprocessing.get_context("fork")
 NOW = Instant.parse(T0)
@@ -260,34 +268,6 @@ def _completing_the_needs_promotes(root: Path, where: str) -> None:
         _ready_index_agrees(root, f"{where}, {key} completed")
 
 
-def _unblocked_note(state: State) -> State:
-    """A retry's un-block says who un-blocked (`by retry of KEY`); doctor's repair does not."""
-    records, history = state
-    return records, tuple(re.sub(r" by retry of [^\"]*", "", line) for line in history)
-
-
-def _between_blocks(root: Path, before: State, after: State) -> bool:
-    """Whether the store holds a command cut between its blocks: some of its
-    blocks landed (more than `before`), `doctor` reports the rest as escaped or
-    orphaned blocks, `claim --next` hands out no dependent of a failure, and
-    `doctor --fix` then leaves exactly `after` (the whole command)."""
-    if _without_probe(logical_state(root)) == before:
-        return False
-    report = invoke(root, "doctor")
-    if "escaped block" not in report.stdout and "orphaned block" not in report.stdout:
-        return False
-    from ledger_cli.cli.ready import ready_iter
-    from ledger_cli.engine.invariants import failure_roots
-
-    store = JsonFileStore(root)
-    behind_a_failure = failure_roots(store.range())
-    handed = [r.key for r in ready_iter(store, store.load, NOW) if r.key in behind_a_failure]
-    assert handed == [], f"claim --next would hand out {handed}"
-    fixed = invoke(root, "doctor", "--fix")
-    assert fixed.code == 0, fixed.stdout
-    return _unblocked_note(_without_probe(logical_state(root))) == _unblocked_note(after)
-
-
 @pytest.mark.parametrize("step", STEPS)
 def test_a_crash_at_each_step_of_the_write_path(
     reference: tuple[list[State], dict[str, int]], scratch: Path, step: str
@@ -332,7 +312,9 @@ def test_a_crash_at_each_step_of_the_write_path(
             outcomes["in-flight write lost"] += acked < len(OPS)
         elif acked < len(OPS) and state == states[acked + 1]:
             outcomes["in-flight write landed"] += 1
-        elif acked < len(OPS) and _between_blocks(root, states[acked], states[acked + 1]):
+        elif acked < len(OPS) and between_blocks(
+            root, states[acked], states[acked + 1], _without_probe
+        ):
             outcomes["cut between blocks, completed by doctor --fix"] += 1
         else:
             raise AssertionError(
