@@ -5,10 +5,12 @@ the engine's dependents walk, the check and rebuild for `ledger doctor`
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from ledger_cli.engine.record import TaskState, byte_order
 from ledger_cli.errors import StoreError
+from ledger_cli.stores import _fsutil
 from ledger_cli.stores.jsonfile import depsindex
 from ledger_cli.stores.jsonfile.locking import store_method
 from ledger_cli.stores.jsonfile.reading import RecordReader
@@ -21,6 +23,24 @@ batch (~0.2 s)."""
 
 def _need(key: str) -> str:
     return depsindex.need_digest(key)
+
+
+def unlocked_check(store: Any, problems: Callable[[int], list[str]]) -> bool:
+    """Whether `problems(root_fd)` finds anything without the store lock (a
+    doctor check's first pass: read-only, each file whole as atomically
+    replaced; a writer's half-done index update may show a false problem,
+    which the locked pass then clears). True when it cannot tell."""
+    root_fd = _fsutil.open_root(store._root)
+    if root_fd is None:
+        return False
+    try:
+        if not store._initialized(root_fd):
+            return False
+        return bool(problems(root_fd))
+    except (StoreError, OSError):
+        return True
+    finally:
+        os.close(root_fd)
 
 
 class _Listing:
@@ -137,41 +157,43 @@ class DepsMethods(RecordReader):
         record missing from the dependents of a need it names, a damaged file.
         Stale lines are no problem (the index is a superset by design)."""
         self._check_open()
+        # Without the lock first; under it only to confirm (check_ready_index).
+        if not unlocked_check(self, self._deps_problems):
+            return []
         with self._locked(create=False) as root_fd:
-            if root_fd is None:
-                return []
-            dfd = depsindex.open_dir(self._root, root_fd, create=False)
-            if dfd is None:
-                return []  # not built yet (an older store): the next writer builds it
+            return [] if root_fd is None else self._deps_problems(root_fd)
+
+    def _deps_problems(self, root_fd: int) -> list[str]:
+        dfd = depsindex.open_dir(self._root, root_fd, create=False)
+        if dfd is None:
+            return []  # not built yet (an older store): the next writer builds it
+        try:
             try:
-                try:
-                    if not depsindex.is_built(self._root, dfd):
-                        return []
-                except StoreError as exc:
-                    return [str(exc)]
-                found = scan_records(
-                    self._root, root_fd, checksummed=self._checksummed, sweep=False
-                )
-                listed: dict[str, set[str] | None] = {}
-                problems: list[str] = []
-                for digest, rec in sorted(found.items(), key=lambda item: byte_order(item[1].key)):
-                    for need in rec.needs or ():
-                        nd = depsindex.need_digest(need)
-                        if nd not in listed:
-                            try:
-                                listed[nd] = depsindex.listed(self._root, dfd, nd)[0]
-                            except StoreError as exc:  # damaged: named once
-                                problems.append(str(exc))
-                                listed[nd] = None
-                        names = listed[nd]
-                        if names is not None and digest not in names:
-                            problems.append(
-                                f"dependents index: {rec.key!r} is missing from the "
-                                f"dependents of {need!r}"
-                            )
-                return problems
-            finally:
-                os.close(dfd)
+                if not depsindex.is_built(self._root, dfd):
+                    return []
+            except StoreError as exc:
+                return [str(exc)]
+            found = scan_records(self._root, root_fd, checksummed=self._checksummed, sweep=False)
+            listed: dict[str, set[str] | None] = {}
+            problems: list[str] = []
+            for digest, rec in sorted(found.items(), key=lambda item: byte_order(item[1].key)):
+                for need in rec.needs or ():
+                    nd = depsindex.need_digest(need)
+                    if nd not in listed:
+                        try:
+                            listed[nd] = depsindex.listed(self._root, dfd, nd)[0]
+                        except StoreError as exc:  # damaged: named once
+                            problems.append(str(exc))
+                            listed[nd] = None
+                    names = listed[nd]
+                    if names is not None and digest not in names:
+                        problems.append(
+                            f"dependents index: {rec.key!r} is missing from the "
+                            f"dependents of {need!r}"
+                        )
+            return problems
+        finally:
+            os.close(dfd)
 
     @store_method
     def rebuild_deps_index(self) -> None:
