@@ -73,21 +73,28 @@ class SessionBlocks:
 
         cost = _Cost()
         cap = FIRST_ITEMS
+        tail = 0.0  # seconds per item the unit spends after the work (history, commit)
         results: list[R] = []
         at = 0
         while at < len(items):
             self._pause()
             part: list[R] = []
-            entered = 0.0
+            entered = worked = 0.0
             for attempt in s.writes(self._now()):
                 part = []  # a rolled-back run's results are gone with its writes
                 with attempt:
                     entered = time.monotonic()
                     for i in range(at, len(items)):
                         part.append(work(items[i]))
-                        if len(part) >= cap or time.monotonic() - entered >= TARGET_HOLD:
+                        spent = time.monotonic() - entered
+                        if len(part) >= cap or spent + tail * len(part) >= TARGET_HOLD:
                             break
-            hold = time.monotonic() - entered
+                    worked = time.monotonic()
+            done = time.monotonic()
+            hold = done - entered
+            # The history lines and the commit follow the work inside the hold:
+            # the next block stops its work early enough to leave them room.
+            tail = max(tail * 0.5, (done - worked) / len(part))
             self._done(len(part), hold)
             cap = self._next(cost, len(part), hold)
             results += part
