@@ -84,9 +84,9 @@ class Counting:
             self.txns.append(1)
         return ok
 
-    def prune_records(self, pairs: Any) -> int:
+    def prune_records(self, pairs: Any, **how: Any) -> int:
         self.prunes.append(len(pairs))
-        return int(self._store.prune_records(pairs))
+        return int(self._store.prune_records(pairs, **how))
 
     def close(self) -> None:
         self._store.close()

@@ -104,7 +104,16 @@ def prune(
     if prune_records is None:
         raise StoreError(f"ledger: prune: {type(store).__name__} cannot prune records")
     pairs = [(r, pruned_form(r)) for r in chosen]
-    return blocks.runs(pairs, prune_records) if blocks is not None else prune_records(pairs)
+    if blocks is None:
+        return prune_records(pairs)
+    finish: Callable[[], None] | None = getattr(store, "drop_deferred_history", None)
+    if finish is None:
+        return blocks.runs(pairs, prune_records)
+    # The JSON store rewrites its history file to drop lines: once, not per call.
+    many: Callable[..., int] = prune_records
+    done = blocks.runs(pairs, lambda part: many(part, defer_history=True))
+    finish()
+    return done
 
 
 def _ns(delta: timedelta) -> int:
