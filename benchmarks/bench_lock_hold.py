@@ -1,14 +1,24 @@
-"""The longest write-lock hold of `ledger admit --batch` and `ledger restore`,
+"""The longest write-lock hold of `ledger admit --batch`, `restore`, and of the
+long walks (`complete --failed`, `retry`, `cancel`, `doctor --fix`, `prune`),
 on the JSON, SQLite and PostgreSQL stores (SPEC §5 "Short lock holds").
 
     .venv/bin/python benchmarks/bench_lock_hold.py [--tasks N] [--dir DIR]
         [--postgres-url URL] [--stores json,sqlite,postgresql]
+        [--commands batch,walks]
 
-For each store: `ledger admit --batch FILE` of N lines (default 200,000) into
-an empty store, then `ledger restore` of that store's N-record snapshot into
-another empty store, each a real `ledger` process. Side by side, the same N
-admits in ONE `store.batch()` through the library (what `admit --batch` did
-before it committed in blocks) shows what the blocks buy.
+`batch`, for each store: `ledger admit --batch FILE` of N lines (default
+200,000) into an empty store, then `ledger restore` of that store's N-record
+snapshot into another empty store, each a real `ledger` process. Side by
+side, the same N admits in ONE `store.batch()` through the library (what
+`admit --batch` did before it committed in blocks) shows what the blocks buy.
+
+`walks`, for each store, on a store restored from a snapshot of a root
+claimed by `w` (fence 1) and N pending dependents needing it: `complete root
+--failed` (blocks N), `retry root` (un-blocks N), `cancel root` (blocks N),
+then, after the root is set pending by one library compare-and-swap (N
+orphaned blocks), `doctor --fix` (un-blocks N); and `prune --older-than 1h`
+of another store restored with N completed records a day old. The setup's
+restores are not measured.
 
 While a command runs, a probe measures how long the store's write lock stays
 held by someone else:
@@ -148,6 +158,80 @@ def ledger(store: str, *args: str, stdin: bytes | None = None) -> float:
     return time.perf_counter() - started
 
 
+WALKS = ("complete --failed", "retry", "cancel", "doctor --fix", "prune")
+
+
+def snapshot_file(path: Path, tasks: int, kind: str) -> Path:
+    """A snapshot: `walk` (root claimed by w, fence 1; N pending dependents of
+    it) or `prune` (N records completed a day ago)."""
+    from ledger_cli.engine.instant import Instant
+    from ledger_cli.engine.record import TaskState
+    from ledger_cli.engine.snapshot import Snapshot
+
+    now = Instant.now()
+    old = Instant.from_unix_ns(now.unix_ns - 86_400 * 10**9, 0)
+    recs: list[TaskState] = []
+    if kind == "walk":
+        lease = Instant.from_unix_ns(now.unix_ns + 86_400 * 10**9, 0)
+        recs.append(
+            TaskState(key="root", status="claimed", sequence=1, owner="w", fence=1,
+                      lease_until=lease, created_at=now, updated_at=now)
+        )  # fmt: skip
+        status, needs, at = "pending", ("root",), now
+    else:
+        status, needs, at = "completed", None, old
+    for i in range(tasks):
+        recs.append(
+            TaskState(key=f"dep-{i:07d}", status=status, sequence=1, needs=needs,
+                      task={"n": i}, created_at=at, updated_at=at)
+        )  # fmt: skip
+    recs.sort(key=lambda r: r.key.encode())
+    path.write_bytes(Snapshot(tuple(recs)).encode())
+    return path
+
+
+def orphan_the_root(store: Any) -> None:
+    """Set the cancelled root pending by one compare-and-swap: its N blocked
+    dependents become orphaned blocks, for `doctor --fix` to un-block."""
+    try:
+        cur = store.load("root")
+        assert cur is not None and cur.status == "failed", cur
+        store.compare_and_swap("root", cur, cur.replace(status="pending"))
+    finally:
+        store.close()
+
+
+def measure_walks(
+    kind: Kind, place: Callable[[str], str], base: Path, tasks: int
+) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    walk = snapshot_file(base / "walk-snapshot.json", tasks, "walk")
+    w = place("walks")
+    kind.prepare(w)
+    ledger(kind.url(w), "restore", str(walk))
+    steps: list[tuple[str, tuple[str, ...]]] = [
+        ("complete --failed", ("complete", "root", "--owner", "w", "--fence", "1", "--failed")),
+        ("retry", ("retry", "root")),
+        ("cancel", ("cancel", "root")),
+        ("doctor --fix", ("doctor", "--fix")),
+    ]
+    for label, argv in steps:
+        if label == "doctor --fix":
+            orphan_the_root(kind.opener(w))
+        with Probe(kind.probe(w)) as probe:
+            out[f"{label}_wall"] = ledger(kind.url(w), *argv)
+        out[f"{label}_hold"] = probe.longest
+        print(f"    {kind.name} {label}: {out[f'{label}_wall']:.1f} s wall, "
+              f"{probe.longest:.3f} s longest hold", flush=True)  # fmt: skip
+    p = place("prune")
+    kind.prepare(p)
+    ledger(kind.url(p), "restore", str(snapshot_file(base / "prune-snapshot.json", tasks, "prune")))
+    with Probe(kind.probe(p)) as probe:
+        out["prune_wall"] = ledger(kind.url(p), "prune", "--older-than", "1h")
+    out["prune_hold"] = probe.longest
+    return out
+
+
 def one_batch(open_store: Callable[[], Any], tasks: int) -> float:
     """What `admit --batch` did before: every admit in one store.batch()."""
     from ledger_cli.engine.instant import Instant
@@ -247,8 +331,18 @@ def main(argv: list[str] | None = None) -> int:
         "--postgres-url", default=os.environ.get("LEDGER_TEST_POSTGRES_URL", DEFAULT_POSTGRES_URL)
     )
     parser.add_argument("--stores", default="json,sqlite,postgresql")
+    parser.add_argument("--commands", default="batch,walks")
     args = parser.parse_args(argv)
     wanted = args.stores.split(",")
+    commands = args.commands.split(",")
+
+    def run(kind: Kind, place: Callable[[str], str]) -> dict[str, Any]:
+        r: dict[str, Any] = {}
+        if "batch" in commands:
+            r.update(measure(kind, place, batch, args.tasks))
+        if "walks" in commands:
+            r.update(measure_walks(kind, place, base, args.tasks))
+        return r
 
     base = Path(tempfile.mkdtemp(prefix="ledger-hold-", dir=args.dir))
     batch = base / "batch.jsonl"
@@ -273,9 +367,7 @@ def main(argv: list[str] | None = None) -> int:
                     JsonFileStore,
                     prepare=lambda p: JsonFileStore(p).close(),
                 )
-                results["json"] = measure(
-                    kind, lambda n: str(base / f"json-{n}"), batch, args.tasks
-                )
+                results["json"] = run(kind, lambda n: str(base / f"json-{n}"))
                 print(f"  json done: {results['json']}", flush=True)
             if "sqlite" in wanted:
                 kind = Kind(
@@ -285,9 +377,7 @@ def main(argv: list[str] | None = None) -> int:
                     SQLiteStore,
                     prepare=lambda p: SQLiteStore(p).close(),
                 )
-                results["sqlite"] = measure(
-                    kind, lambda n: str(base / f"sqlite-{n}.db"), batch, args.tasks
-                )
+                results["sqlite"] = run(kind, lambda n: str(base / f"sqlite-{n}.db"))
                 print(f"  sqlite done: {results['sqlite']}", flush=True)
             if "postgresql" in wanted:
                 place = stack.enter_context(postgres_places(args.postgres_url))
@@ -303,7 +393,7 @@ def main(argv: list[str] | None = None) -> int:
                         PostgresStore,
                         prepare=lambda p: PostgresStore(p).close(),
                     )
-                    results["postgresql"] = measure(kind, place, batch, args.tasks)
+                    results["postgresql"] = run(kind, place)
                     print(f"  postgresql done: {results['postgresql']}", flush=True)
     finally:
         shutil.rmtree(base, ignore_errors=True)
@@ -315,14 +405,23 @@ def main(argv: list[str] | None = None) -> int:
     )
     worst = 0.0
     for name, r in results.items():
-        for label, wall, hold in (
-            ("admit --batch", r["admit_wall"], r["admit_hold"]),
-            ("restore", r["restore_wall"], r["restore_hold"]),
-            ("one batch (before)", r["one_wall"], r["one_hold"]),
-        ):
-            ratio = r["one_hold"] / hold if hold > 0 else float("inf")
-            shown = "" if label.startswith("one") else f"{ratio:>17.1f}x"
-            slower = "" if label.startswith("one") else f"{wall / r['one_wall']:>17.1f}x"
+        rows = []
+        if "admit_wall" in r:
+            rows += [
+                ("admit --batch", r["admit_wall"], r["admit_hold"]),
+                ("restore", r["restore_wall"], r["restore_hold"]),
+                ("one batch (before)", r["one_wall"], r["one_hold"]),
+            ]
+        rows += [
+            (label, r[f"{label}_wall"], r[f"{label}_hold"])
+            for label in WALKS
+            if f"{label}_wall" in r
+        ]
+        for label, wall, hold in rows:
+            compared = "admit_wall" in r and label in ("admit --batch", "restore")
+            ratio = r["one_hold"] / hold if compared and hold > 0 else float("inf")
+            shown = f"{ratio:>17.1f}x" if compared else ""
+            slower = f"{wall / r['one_wall']:>17.1f}x" if compared else ""
             print(f"{name:<12}{label:<22}{wall:>9.2f}{hold:>16.3f}{shown:>18}{slower:>18}")
             if not label.startswith("one"):
                 worst = max(worst, hold)

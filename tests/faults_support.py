@@ -20,6 +20,7 @@ import collections
 import dataclasses
 import errno
 import os
+import re
 import signal
 import stat
 import sys
@@ -135,6 +136,44 @@ def logical_state(root: str | Path) -> State:
     records = tuple(record_to_json(r) for r in store.range())
     history = tuple(e.to_json() for e in store.read_history())
     return records, history
+
+
+def unblocked_note(state: State) -> State:
+    """A retry's un-block says who un-blocked (`by retry of KEY`); doctor's repair does not."""
+    records, history = state
+    return records, tuple(re.sub(r" by retry of [^\"]*", "", line) for line in history)
+
+
+def between_blocks(
+    root: Path, before: State, after: State, seen: Callable[[State], State] = lambda s: s
+) -> bool:
+    """Whether the store holds a command cut between its blocks: some of its
+    blocks landed (more than `before`), `doctor` reports the rest as escaped or
+    orphaned blocks, `claim --next` hands out no dependent of a failure, and
+    `doctor --fix` then leaves exactly `after` (the whole command). `seen`
+    leaves out what the test itself wrote since (a probe record).
+
+    A command that commits in blocks (SPEC §5: a failed completion's blocking
+    walk, a retry's un-blocking, a cancel) may be cut between two of them;
+    this is what such a cut must leave."""
+    if seen(logical_state(root)) == before:
+        return False
+    report = invoke(root, "doctor")
+    if "escaped block" not in report.stdout and "orphaned block" not in report.stdout:
+        return False
+    from ledger_cli.cli.ready import ready_iter
+    from ledger_cli.engine.instant import Instant
+    from ledger_cli.engine.invariants import failure_roots
+
+    store = JsonFileStore(root)
+    behind_a_failure = failure_roots(store.range())
+    handed = [
+        r.key for r in ready_iter(store, store.load, Instant.parse(T0)) if r.key in behind_a_failure
+    ]
+    assert handed == [], f"claim --next would hand out {handed}"
+    fixed = invoke(root, "doctor", "--fix")
+    assert fixed.code == 0, fixed.stdout
+    return unblocked_note(seen(logical_state(root))) == unblocked_note(after)
 
 
 # -- the os interposer ----------------------------------------------------------------

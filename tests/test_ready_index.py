@@ -65,7 +65,7 @@ def _agree(store: Store, now: Instant, what: str) -> int:
     assert indexed(store, now) == ready, what
     # `ledger stats` counts them its own way (SQL stores: the pending ones
     # naming no needs in SQL): the same number, the same first one.
-    count, first = count_ready(store, store.load, now)
+    count, first, _ = count_ready(store, store.load, now)
     got = (count, None if first is None else first.key)
     assert got == (len(ready), next(iter(ready), None)), what
     figures = collect(store, now)

@@ -56,6 +56,7 @@ def test_json_figures(cli: Cli) -> None:
         "ready": 2,  # a and c; b waits for a
         "expired_leases": 0,
         "oldest_ready_age_seconds": 90.0,
+        "ready_invalid_keys": 0,
     }
     later = cli.ok("stats", "--json", now=LATER).json()
     assert later["expired_leases"] == 1 and later["ready"] == 3  # d's lease ran out

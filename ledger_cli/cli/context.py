@@ -110,7 +110,13 @@ class Session:
             store = open_store(store_url(settings))
         self.store: Store = store
         self.recorder: Recorder = Recorder()
-        self.ledger: Ledger = Ledger(self.store, self.recorder)
+        from ledger_cli.cli.blockwrites import SessionBlocks
+
+        self.blocks = SessionBlocks(self)
+        """Where the long walks commit: in short blocks (cli/blockwrites.py)."""
+        self.ledger: Ledger = Ledger(self.store, self.recorder, self.blocks)
+        self._depth = 0  # write units open
+        self._after: list[Callable[[], object]] = []
 
     def __enter__(self) -> Session:
         return self
@@ -153,28 +159,63 @@ class Session:
         """
         return self._unit(lambda: now)
 
+    def unit_open(self) -> bool:
+        """Whether a `write()` unit is open (its batch not yet committed)."""
+        return self._depth > 0
+
+    def defer(self, fn: Callable[[], object]) -> None:
+        """Run `fn` once the open unit has committed (dropped if it rolls back):
+        a failed completion's blocking walk, in blocks of its own (blockwrites)."""
+        self._after.append(fn)
+
     @contextlib.contextmanager
     def _unit(self, when: Callable[[], Instant | None]) -> Iterator[None]:
         """`write()`, its now (the history's time) asked for at the end."""
         from ledger_cli.errors import LedgerError, StoreError
 
         refusal: LedgerError | None = None
-        with self.store.batch():
-            start = len(self.recorder.events)
-            try:
-                yield
-            except StoreError:
-                raise  # the batch is rolled back: no history (nor a statement
-                # in PostgreSQL's aborted transaction, which would hide the error)
-            except LedgerError as exc:
-                refusal = exc
-            events = self.recorder.events[start:]
-            if events:
-                now = when()
-                # (a unit that wrote took a now for its writes; failing that, the clock)
-                self._append_history(events, now if now is not None else self.now())
+        self._depth += 1
+        try:
+            with self.store.batch():
+                start = len(self.recorder.events)
+                try:
+                    yield
+                except StoreError:
+                    raise  # the batch is rolled back: no history (nor a statement
+                    # in PostgreSQL's aborted transaction, which would hide the error)
+                except LedgerError as exc:
+                    refusal = exc
+                events = self.recorder.events[start:]
+                if events:
+                    now = when()
+                    # (a unit that wrote took a now for its writes; failing that, the clock)
+                    self._append_history(events, now if now is not None else self.now())
+        except BaseException:
+            self._depth -= 1
+            if self._depth == 0:
+                self._after.clear()  # rolled back: what was to follow it never happened
+            raise
+        self._depth -= 1
+        if self._depth == 0 and self._after:
+            self._run_after(when())
         if refusal is not None:
             raise refusal
+
+    def _run_after(self, now: Instant | None) -> None:
+        """The walks deferred to the unit's commit, each in its own blocks."""
+        from ledger_cli.errors import StoreConflictError, StoreError
+
+        todo, self._after = self._after, []
+        saved = self.blocks.now
+        self.blocks.now = now if now is not None else saved  # the history's time
+        try:
+            for fn in todo:
+                fn()
+        except StoreConflictError as exc:
+            # Not the committed unit's conflict: `writes` must not run it again.
+            raise StoreError(str(exc)) from None
+        finally:
+            self.blocks.now = saved
 
     def writes(self, now: Instant | None) -> Iterator[Attempt]:
         """`write(now)` units, one after another until one is not rolled back:

@@ -87,16 +87,10 @@ def _print_fence(settings: Settings, key: str, fence: int, rec: TaskState | None
 
 
 def _nameable(key: str) -> bool:
-    """A key `--next` can print so that a worker can name it back: valid UTF-8.
-    (A key the Go service wrote with invalid bytes is read with lone
-    surrogates; `doctor` reports it, and `claim KEY` takes its exact bytes.)"""
-    if key.isascii():
-        return True
-    try:
-        key.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+    """A key `--next` can print so that a worker can name it back (`ready.nameable`)."""
+    from ledger_cli.cli.ready import nameable
+
+    return nameable(key)
 
 
 def claim_next(s: Session, owner: str, lease: str, wait: str | None) -> tuple[TaskState, int]:

@@ -96,34 +96,59 @@ def ready_iter(store: object, load: Loader, now: Instant) -> Iterator[TaskState]
             yield rec
 
 
-def count_ready(store: object, load: Loader, now: Instant) -> tuple[int, TaskState | None]:
-    """How many records are ready at `now`, and the first of them (`ledger stats`).
+def nameable(key: str) -> bool:
+    """Whether `claim --next` may hand out `key`: it prints the key so that a
+    worker can name it back, so the key must be valid UTF-8. (A key the Go
+    service wrote with invalid bytes is read with lone surrogates; `doctor`
+    reports it, and `claim KEY` takes its exact bytes.)"""
+    if key.isascii():
+        return True
+    try:
+        key.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def count_ready(store: object, load: Loader, now: Instant) -> tuple[int, TaskState | None, int]:
+    """How many records `claim --next` would hand out at `now`, the first of
+    them, and how many more are ready by the rule but have a key that is not
+    valid UTF-8, which `claim --next` never hands out (`ledger stats`).
 
     A SQL store counts its pending candidates that name no needs in the
     database (`ready_split(now)`: each one is ready, whatever else the store
-    holds) and hands over the other candidates (claimed, or naming needs),
+    holds, and its count and first leave such keys out; `ready_apart()`
+    counts them) and hands over the other candidates (claimed, or naming needs),
     judged here by the whole rule; a backlog of 100,000 independent tasks is
     then one count, not 100,000 records read. Else the ready records are
     walked (`ready_iter`).
     """
     split: Callable[[Instant], tuple[int, TaskState | None, Iterable[TaskState]]] | None
     split = getattr(store, "ready_split", None)
-    count = 0
+    count = apart = 0
     first: TaskState | None = None
     if split is None:
         for rec in ready_iter(store, load, now):
+            if not nameable(rec.key):
+                apart += 1
+                continue
             if first is None:
                 first = rec
             count += 1
-        return count, first
+        return count, first, apart
     count, first, others = split(now)
+    free_apart: Callable[[], int] | None = getattr(store, "ready_apart", None)
+    apart = free_apart() if free_apart is not None else 0
     cached = _memo(load)
     for rec in others:
         if is_ready(rec, cached, now):
+            if not nameable(rec.key):
+                apart += 1
+                continue
             if first is None or order_key(rec) < order_key(first):
                 first = rec
             count += 1
-    return count, first
+    return count, first, apart
 
 
 def ready_at_clock(store: object, load: Loader) -> tuple[Instant, Iterator[TaskState]] | None:

@@ -1,8 +1,9 @@
 """`ledger retry` and `ledger cancel`: the operator's remedies (SPEC §6.2, §6.3).
 
-Each is one engine call (`Ledger.retry` / `Ledger.cancel`) inside one
-`Session.write`, so the writes and their history lines (actor, and the reason
-in each event's text) land in one store batch.
+Each is one engine call (`Ledger.retry` / `Ledger.cancel`) through the
+session's block driver (cli/blockwrites.py): the reopen or the failure
+commits first, then the un-blocks or blocks land in short blocks, each with
+its history lines (actor, and the reason in each event's text).
 """
 
 from __future__ import annotations
@@ -20,11 +21,9 @@ def retry(settings: Settings, key: str, reason: str | None = None) -> int:
     validate_key(key)
     why = _reason(reason)
     with Session(settings) as s:
-        now = s.now()
-        for attempt in s.writes(now):
-            with attempt:
-                unblocked = s.ledger.retry(s.actor, key, now, why)
-                rec = s.load(key)
+        now = s.blocks.now = s.now()
+        unblocked = s.ledger.retry(s.actor, key, now, why)
+        rec = s.load(key)
     if settings.json:
         output.json_line({"key": key, "record": output.record(rec), "unblocked": unblocked})
     else:
@@ -38,11 +37,9 @@ def cancel(settings: Settings, key: str, reason: str | None = None) -> int:
     validate_key(key)
     why = _reason(reason)
     with Session(settings) as s:
-        now = s.now()
-        for attempt in s.writes(now):
-            with attempt:
-                blocked = s.ledger.cancel(s.actor, key, now, why)
-                rec = s.load(key)
+        now = s.blocks.now = s.now()
+        blocked = s.ledger.cancel(s.actor, key, now, why)
+        rec = s.load(key)
     if settings.json:
         output.json_line({"key": key, "record": output.record(rec), "blocked": blocked})
     else:

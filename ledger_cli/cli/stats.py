@@ -38,6 +38,10 @@ class Stats:
     ready: int
     expired_leases: int
     oldest_ready_age_seconds: float | None
+    ready_invalid_keys: int = 0
+    """Ready by the rule, but keyed with bytes that are not valid UTF-8 (the
+    Go service's): `claim --next` never hands one out, so `ready` and the
+    oldest age leave them out and count them here."""
 
     def to_obj(self) -> dict[str, Any]:
         return {
@@ -46,7 +50,19 @@ class Stats:
             "ready": self.ready,
             "expired_leases": self.expired_leases,
             "oldest_ready_age_seconds": self.oldest_ready_age_seconds,
+            "ready_invalid_keys": self.ready_invalid_keys,
         }
+
+    def note(self) -> str | None:
+        """The line that shows the ready tasks `claim --next` passes by, if any."""
+        n = self.ready_invalid_keys
+        if not n:
+            return None
+        return (
+            f"{n} more task(s) ready but keyed with bytes that are not valid UTF-8 (written"
+            " by another program, such as the Go service): claim --next never hands them"
+            " out, so ready and oldest ready leave them out; ledger doctor names them"
+        )
 
 
 def pruned_count(store: Store) -> int:
@@ -95,7 +111,7 @@ def gather(store: Store, now: Instant) -> tuple[Stats, dict[str, TaskState] | No
         claimed: Callable[[], list[TaskState]] | None = getattr(store, "claimed_records", None)
         held = claimed() if claimed is not None else by_status(("claimed",))
         expired = sum(r.lease_until <= now for r in held)
-        ready_count, first = ready.count_ready(store, store.load, now)
+        ready_count, first, apart = ready.count_ready(store, store.load, now)
         records: dict[str, TaskState] | None = None
     else:
         from ledger_cli.engine.prune import visible
@@ -116,9 +132,12 @@ def gather(store: Store, now: Instant) -> tuple[Stats, dict[str, TaskState] | No
             return records[key] if key in records else store.load(key)
 
         found = ready.ready_records(records.values(), load, now)
-        ready_count, first = len(found), (found[0] if found else None)
+        claimable = [r for r in found if ready.nameable(r.key)]  # as claim --next
+        apart = len(found) - len(claimable)
+        ready_count, first = len(claimable), (claimable[0] if claimable else None)
     oldest = None if first is None else max(now.unix_ns - first.created_at.unix_ns, 0) / 1e9
-    return Stats(counts, pruned_count(store), ready_count, expired, oldest), records
+    figures = Stats(counts, pruned_count(store), ready_count, expired, oldest, apart)
+    return figures, records
 
 
 def prometheus_text(stats: Stats) -> str:
@@ -190,14 +209,15 @@ def human(stats: Stats, to_file: bool) -> str:
     oldest = stats.oldest_ready_age_seconds
     table.add_row("oldest ready", "-" if oldest is None else render.duration(oldest))
     table.add_row("pruned", str(stats.pruned))
+    note = "" if stats.note() is None else f"note: {stats.note()}\n"
     if to_file:  # plain text, no colours
         buf = io.StringIO()
         render.console(file=buf, width=60).print(table)
-        return buf.getvalue()
+        return buf.getvalue() + note
     con = render.console(width=60)
     with con.capture() as cap:
         con.print(table)
-    return cap.get()
+    return cap.get() + note
 
 
 def stats(settings: Settings, prometheus: bool = False, out: str | None = None) -> int:

@@ -10,23 +10,33 @@ from __future__ import annotations
 
 from ledger_cli.engine import events
 from ledger_cli.engine.core import Core
-from ledger_cli.engine.dependencies import block_one, dependents_walk
+from ledger_cli.engine.dependencies import block_found
 from ledger_cli.engine.instant import Instant
-from ledger_cli.engine.record import byte_order
 from ledger_cli.engine.retry import reason_note
 from ledger_cli.engine.serial import blocking_writes
-from ledger_cli.engine.status import Status, is_terminal
+from ledger_cli.engine.status import Status
 from ledger_cli.errors import AlreadyFinishedError
 
 
 def cancel(core: Core, actor: str, key: str, now: Instant, reason: str | None = None) -> list[str]:
     """Fail `key` (pending, claimed or blocked); return the keys it blocked, sorted.
 
-    Under `serial.blocking_writes` (a failure and the blocks it writes)."""
-    return blocking_writes(core, _cancel, core, actor, key, now, reason)
+    Under `serial.blocking_writes` (a failure and the blocks it writes). With
+    a `Core.blocks` driver the failure commits first, then the blocks land in
+    short blocks of their own (engine/blocks.py)."""
+    blocks = core.blocks
+    if blocks is None:
+        return blocking_writes(core, _cancel, core, actor, key, now, reason)
+    blocks.one(lambda: blocking_writes(core, _fail, core, actor, key, now, reason))
+    return block_found(core, actor, now, key)
 
 
 def _cancel(core: Core, actor: str, key: str, now: Instant, reason: str | None) -> list[str]:
+    _fail(core, actor, key, now, reason)
+    return block_found(core, actor, now, key)
+
+
+def _fail(core: Core, actor: str, key: str, now: Instant, reason: str | None) -> None:
     while True:
         cur = core.require(key)
         if cur.status in (Status.COMPLETED.value, Status.FAILED.value):
@@ -44,12 +54,3 @@ def _cancel(core: Core, actor: str, key: str, now: Instant, reason: str | None) 
         if core.store.compare_and_swap(key, cur, nxt):
             break
     core.emit(events.CANCELLED, key, f"key {key} cancelled by {actor}{reason_note(reason)}")
-    found = dependents_walk(core.store, [key])
-    blocked: list[str] = []
-    for dep in sorted(found, key=byte_order):
-        rec = found[dep]
-        if is_terminal(rec.status):
-            continue
-        if block_one(core, actor, now, dep, rec, key):
-            blocked.append(dep)
-    return blocked

@@ -26,13 +26,29 @@ def complete(
     if final == Status.FAILED.value:  # it blocks dependents (engine/serial.py)
         from ledger_cli.engine.serial import blocking_writes
 
-        blocking_writes(core, _complete, core, actor, key, owner, fence, final, now)
+        blocks = core.blocks
+        if blocks is None:
+            blocking_writes(core, _complete, core, actor, key, owner, fence, final, now, True)
+            return
+        # With a driver (engine/blocks.py) the walk follows the completion's
+        # commit, in blocks of its own, as Go's follows its compare-and-swap.
+        blocks.one(
+            lambda: blocking_writes(core, _complete, core, actor, key, owner, fence, final, now)
+        )
+        blocks.after(lambda: block_dependents(core, actor, now, key))
         return
     _complete(core, actor, key, owner, fence, final, now)
 
 
 def _complete(
-    core: Core, actor: str, key: str, owner: str, fence: int, final: str, now: Instant
+    core: Core,
+    actor: str,
+    key: str,
+    owner: str,
+    fence: int,
+    final: str,
+    now: Instant,
+    walk: bool = False,
 ) -> None:
     while True:
         cur = core.require(key)
@@ -44,6 +60,6 @@ def _complete(
         nxt.validate()
         if core.store.compare_and_swap(key, cur, nxt):
             core.emit(events.COMPLETED, key, f"key {key} completed as {final} by {owner}")
-            if final == Status.FAILED.value:
+            if walk:
                 block_dependents(core, actor, now, key)
             return

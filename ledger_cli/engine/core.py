@@ -10,18 +10,21 @@ from ledger_cli.errors import NoKeyError
 
 TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
+    from ledger_cli.engine.blocks import Blocks
     from ledger_cli.engine.events import Bus
     from ledger_cli.engine.record import TaskState
     from ledger_cli.engine.store import Store
 
 
 class Core:
-    __slots__ = ("bus", "held", "store")
+    __slots__ = ("blocks", "bus", "held", "store")
 
-    def __init__(self, store: Store, bus: Bus | None = None) -> None:
+    def __init__(self, store: Store, bus: Bus | None = None, blocks: Blocks | None = None) -> None:
         self.store = store
         self.bus = bus
         self.held: HeldEvents | None = None
+        self.blocks = blocks
+        """Where long walks commit (engine/blocks.py); None: in the caller's batch."""
 
     def emit(self, name: str, key: str, data: str) -> None:
         """Events fire only after the write they describe; emit failures are ignored."""

@@ -144,12 +144,23 @@ def dependents_walk(store: object, roots: Iterable[str]) -> dict[str, TaskState]
     return found
 
 
+def block_found(core: Core, actor: str, now: Instant, failed: str) -> list[str]:
+    """Block every non-terminal transitive dependent of `failed`, in key order
+    (Go's blockDependents); the keys it blocked. Through `core.blocks` when set."""
+    found = dependents_walk(core.store, [failed])
+    todo = [
+        found[dep] for dep in sorted(found, key=byte_order) if not is_terminal(found[dep].status)
+    ]
+
+    def one(rec: TaskState) -> bool:
+        return block_one(core, actor, now, rec.key, rec, failed)
+
+    done = core.blocks.each(todo, one) if core.blocks is not None else [one(r) for r in todo]
+    return [rec.key for rec, wrote in zip(todo, done, strict=True) if wrote]
+
+
 def block_dependents(core: Core, actor: str, now: Instant, failed: str) -> None:
     """Complete(failed)'s walk: every transitive dependent (Go: one Range; here
-    `dependents_walk`), then block each non-terminal one, in key order."""
-    found = dependents_walk(core.store, [failed])
-    for key in sorted(found, key=byte_order):
-        rec = found[key]
-        if is_terminal(rec.status):
-            continue
-        block_one(core, actor, now, key, rec, failed)
+    `dependents_walk`), then block each non-terminal one, in key order
+    (`block_found`: through `core.blocks` when set)."""
+    block_found(core, actor, now, failed)

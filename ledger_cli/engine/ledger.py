@@ -15,6 +15,7 @@ TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from typing import Any
 
+    from ledger_cli.engine.blocks import Blocks
     from ledger_cli.engine.events import Bus
     from ledger_cli.engine.snapshot import Snapshot
     from ledger_cli.engine.store import Store
@@ -29,12 +30,17 @@ class Ledger:
     `emit(event)`, or None to disable events.
     """
 
-    def __init__(self, store: Store | None = None, bus: Bus | None = None) -> None:
+    def __init__(
+        self, store: Store | None = None, bus: Bus | None = None, blocks: Blocks | None = None
+    ) -> None:
+        """`blocks`: a driver that commits the long walks of a failed
+        completion, retry, cancel and prune in short blocks (engine/blocks.py);
+        None: each runs in the caller's batch, or in none, as Go's would."""
         if store is None:
             from ledger_cli.stores.memory import MemStore
 
             store = MemStore()
-        self._core = Core(store, bus)
+        self._core = Core(store, bus, blocks)
 
     @property
     def store(self) -> Store:
@@ -124,4 +130,6 @@ class Ledger:
         (SPEC §6.4; engine/prune.py); the number pruned (or, `dry_run`, that would be)."""
         from ledger_cli.engine import prune
 
-        return prune.prune(self._core.store, older_than, statuses, Instant.coerce(now), dry_run)
+        return prune.prune(
+            self._core.store, older_than, statuses, Instant.coerce(now), dry_run, self._core.blocks
+        )

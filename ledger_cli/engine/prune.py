@@ -26,6 +26,10 @@ from ledger_cli.engine.record import TaskState
 from ledger_cli.engine.store import Store
 from ledger_cli.errors import StoreError, UnknownStatusError
 
+TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
+if TYPE_CHECKING:
+    from ledger_cli.engine.blocks import Blocks
+
 PRUNABLE = ("completed", "failed")
 CHUNK = 500
 """Records a store prunes per lock hold or transaction (SPEC §5: short lock holds)."""
@@ -85,8 +89,12 @@ def prune(
     statuses: Sequence[str],
     now: Instant,
     dry_run: bool = False,
+    blocks: Blocks | None = None,
 ) -> int:
-    """Prune what `select` finds (nothing with `dry_run`); the number of records."""
+    """Prune what `select` finds (nothing with `dry_run`); the number of records.
+
+    With a `blocks` driver (engine/blocks.py) the driver sizes and paces the
+    calls of `prune_records`, each committing its own records."""
     chosen = select(store, older_than, statuses, now)
     if dry_run or not chosen:
         return len(chosen)
@@ -95,7 +103,17 @@ def prune(
     )
     if prune_records is None:
         raise StoreError(f"ledger: prune: {type(store).__name__} cannot prune records")
-    return prune_records([(r, pruned_form(r)) for r in chosen])
+    pairs = [(r, pruned_form(r)) for r in chosen]
+    if blocks is None:
+        return prune_records(pairs)
+    finish: Callable[[], None] | None = getattr(store, "drop_deferred_history", None)
+    if finish is None:
+        return blocks.runs(pairs, prune_records)
+    # The JSON store rewrites its history file to drop lines: once, not per call.
+    many: Callable[..., int] = prune_records
+    done = blocks.runs(pairs, lambda part: many(part, defer_history=True))
+    finish()
+    return done
 
 
 def _ns(delta: timedelta) -> int:

@@ -67,6 +67,10 @@ from ledger_cli.engine.record import TaskState, byte_order
 from ledger_cli.engine.serial import blocking_writes
 from ledger_cli.engine.status import Status
 
+TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
+if TYPE_CHECKING:
+    from ledger_cli.engine.blocks import Blocks
+
 _BLOCKING = frozenset({Status.FAILED.value, Status.BLOCKED.value})
 
 
@@ -264,19 +268,43 @@ def settle(core: Core, actor: str, now: Instant, roots: Iterable[str], note: str
     return blocking_writes(core, _settle, core, actor, now, list(roots), note)
 
 
-def _settle(core: Core, actor: str, now: Instant, roots: list[str], note: str) -> list[str]:
+def settle_in_blocks(
+    core: Core, blocks: Blocks, actor: str, now: Instant, roots: Iterable[str], note: str
+) -> list[str]:
+    """`settle` through a driver (engine/blocks.py): each scan runs with no
+    block open, after every block before it committed; the re-examinations
+    it finds land in the driver's blocks. The last scan still follows the last
+    write, and each re-examination reads its needs again in its own block."""
+    return _settle(core, actor, now, list(roots), note, blocks)
+
+
+def _settle(
+    core: Core,
+    actor: str,
+    now: Instant,
+    roots: list[str],
+    note: str,
+    blocks: Blocks | None = None,
+) -> list[str]:
     unblocked: set[str] = set()
+
+    def one(rec: TaskState) -> tuple[bool, bool]:
+        return reexamine(core, actor, now, rec, note)
+
     while True:
         # Read after every write so far (the last pass's reads follow the last write).
         candidates = [rec for k in roots if (rec := core.store.load(k)) is not None]
         candidates += needs_first(dependents_walk(core.store, roots))
-        wrote_any = False
         seen: set[str] = set()
+        todo: list[TaskState] = []
         for rec in candidates:
             if rec.key in seen or rec.status != Status.BLOCKED.value:
                 continue
             seen.add(rec.key)
-            wrote, freed = reexamine(core, actor, now, rec, note)
+            todo.append(rec)
+        results = blocks.each(todo, one) if blocks is not None else [one(r) for r in todo]
+        wrote_any = False
+        for rec, (wrote, freed) in zip(todo, results, strict=True):
             wrote_any = wrote_any or wrote
             if freed:
                 unblocked.add(rec.key)

@@ -14,7 +14,7 @@ from ledger_cli.engine.dependencies import block_one, blocking_need
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.prune import is_pruned
 from ledger_cli.engine.record import TaskState
-from ledger_cli.engine.reopen import confirm_block, nearest_failed, settle
+from ledger_cli.engine.reopen import confirm_block, nearest_failed, settle, settle_in_blocks
 from ledger_cli.engine.serial import blocking_writes
 from ledger_cli.engine.status import Status
 from ledger_cli.errors import NotFailedError
@@ -61,11 +61,26 @@ def retry(core: Core, actor: str, key: str, now: Instant, reason: str | None = N
     If a failure is in the record's needs by now, the record becomes blocked
     by its failed or blocked need instead (and un-blocks nothing).
     """
-    # A reopen and the un-blocks after it (serial.py).
-    return blocking_writes(core, _retry, core, actor, key, now, reason_note(reason))
+    note = reason_note(reason)
+    blocks = core.blocks
+    if blocks is None:  # a reopen and the un-blocks after it (serial.py)
+        return blocking_writes(core, _retry, core, actor, key, now, note)
+    # With a driver (engine/blocks.py): the reopen commits first, then the
+    # un-blocking walk's scans run between blocks of re-examinations.
+    if not blocks.one(lambda: blocking_writes(core, _reopen, core, actor, key, now, note)):
+        return []
+    return settle_in_blocks(core, blocks, actor, now, [key], note=f" by retry of {key}{note}")
 
 
 def _retry(core: Core, actor: str, key: str, now: Instant, note: str) -> list[str]:
+    if not _reopen(core, actor, key, now, note):
+        return []
+    return settle(core, actor, now, [key], note=f" by retry of {key}{note}")
+
+
+def _reopen(core: Core, actor: str, key: str, now: Instant, note: str) -> bool:
+    """Reopen failed `key` (pending, or blocked by a failure in its needs);
+    whether its dependents are to be settled (it became pending and stayed so)."""
     while True:
         cur = core.require(key)
         if cur.status == Status.BLOCKED.value:
@@ -93,7 +108,7 @@ def _retry(core: Core, actor: str, key: str, now: Instant, note: str) -> list[st
     if blocker is not None:
         core.emit(events.BLOCKED, key, f"key {key} blocked by {blocker}")
         confirm_block(core, actor, now, key, blocker)
-        return []
+        return False
     # The read after the write (as Admit's recheck): a failure that landed in
     # the needs meanwhile blocks the record again.
     late = _blocker(core, key, cur.needs)
@@ -101,5 +116,5 @@ def _retry(core: Core, actor: str, key: str, now: Instant, note: str) -> list[st
         fresh = core.store.load(key)
         if fresh is not None and fresh.status == Status.PENDING.value:
             block_one(core, actor, now, key, fresh, late)
-            return []
-    return settle(core, actor, now, [key], note=f" by retry of {key}{note}")
+            return False
+    return True

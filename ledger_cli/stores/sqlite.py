@@ -95,6 +95,12 @@ _UPDATE = (
 _HISTORY_INSERT = f"INSERT INTO ledger_history ({_sql.HISTORY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)"
 _DRIVER_ERRORS = (sqlite3.Error, UnicodeError, OverflowError)
 _UNDECODABLE = "could not decode to utf-8"
+_READY_ODD_KEYS = (
+    "SELECT t.key FROM ledger_ready r JOIN ledger_tasks t ON t.key = r.key"
+    f" WHERE {_readysql.FREE} AND t.key GLOB '*[^ -~]*'"
+)
+"""The FREE candidates whose key holds anything but printable ASCII: a superset
+of the keys that are not valid UTF-8 (`ready_apart`)."""
 
 
 class SQLiteStore:
@@ -403,12 +409,26 @@ class SQLiteStore:
         """`ledger stats`' ready figures with the counting done in SQL: how many
         pending candidates name no needs (each one is ready), the first of them
         in Ready order, and every other candidate (claimed, or naming needs;
-        in Ready order) for the caller to judge by the Ready rule."""
+        in Ready order) for the caller to judge by the Ready rule.
+        A key that is not valid UTF-8 (the Go service's bytes) is left out of
+        the count and the first, as `claim --next` never hands one out
+        (`ready_apart` counts them)."""
         with self._lock:
             self._check_open()
             ((free,),) = self._fetchall("ready count", _readysql.FREE_COUNT, ())
-        first = next(self._ready_pages(now, _readysql.FREE), None)
-        return int(free), first, self._ready_pages(now, _readysql.NOT_FREE)
+        pages = self._ready_pages(now, _readysql.FREE)
+        first = next((r for r in pages if _sql.is_utf8(r.key)), None)
+        return int(free) - self.ready_apart(), first, self._ready_pages(now, _readysql.NOT_FREE)
+
+    def ready_apart(self) -> int:
+        """How many pending candidates naming no needs have a key that is not
+        valid UTF-8: a GLOB in SQL finds the keys with any byte outside
+        printable ASCII (few), Python judges those."""
+        with self._lock:
+            self._check_open()
+            rows = self._fetchall("ready count", _READY_ODD_KEYS, ())
+        keys = (_sql.read_text(row[0], "(ready)", "key") for row in rows)
+        return sum(not _sql.is_utf8(key) for key in keys)
 
     def _ready_pages(self, now: Instant | None, only: str | None) -> Iterator[TaskState]:
         sql = _readysql.page_sql(

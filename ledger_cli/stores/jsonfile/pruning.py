@@ -19,9 +19,15 @@ class PruneMethods(RecordReader):
     # -- prune (SPEC §6.4; engine/prune.py, prunedfile.py) ----------------------------
 
     @store_method
-    def prune_records(self, pairs: Sequence[tuple[TaskState, TaskState]]) -> int:
+    def prune_records(
+        self, pairs: Sequence[tuple[TaskState, TaskState]], *, defer_history: bool = False
+    ) -> int:
         """Move each record (a compare-and-swap) into pruned/ in its pruned form, then
-        drop the history lines of the pruned keys. CHUNK records per lock hold."""
+        drop the history lines of the pruned keys. CHUNK records per lock hold.
+
+        Dropping lines rewrites history.jsonl whole: with `defer_history` (a
+        prune paced in many calls, engine/prune.py) the keys wait for one
+        `drop_deferred_history()` after the last call."""
         from ledger_cli.engine.prune import CHUNK
 
         self._check_open()
@@ -76,11 +82,26 @@ class PruneMethods(RecordReader):
                     gone = [(rec, None) for _, rec in moved]  # a pruned record keeps its status
                     tally.apply(self._root, root_fd, tally.advance(counts, gone), {}, sync=True)
                 done.update(rec.key for _, rec in moved)
-        if done:
+        if done and defer_history:
+            self.__dict__.setdefault("_history_to_drop", set()).update(done)
+        elif done:
             with self._locked(create=False) as root_fd:
                 assert root_fd is not None
                 historyfile.drop_keys(self._root, root_fd, done)
         return len(done)
+
+    @store_method
+    def drop_deferred_history(self) -> None:
+        """Drop the history lines of the keys `prune_records(defer_history=True)`
+        pruned (one rewrite of history.jsonl, under the lock). A crash before it
+        leaves those lines, which nothing reads as more than history."""
+        keys: set[str] = self.__dict__.pop("_history_to_drop", set())
+        if not keys:
+            return
+        self._check_open()
+        with self._locked(create=False) as root_fd:
+            if root_fd is not None:
+                historyfile.drop_keys(self._root, root_fd, keys)
 
     @store_method
     def pruned_range(self) -> Iterator[TaskState]:

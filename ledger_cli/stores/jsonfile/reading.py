@@ -30,19 +30,23 @@ class RecordReader(LockedDirectory):
 
     @contextlib.contextmanager
     def one_scan(self) -> Iterator[None]:
-        """Hold the lock for the block, and read the record files once for
-        every check inside it (`ledger doctor`'s index checks: one scan, not
-        one each). Writes inside would be unseen: a check only reads."""
+        """Read the record files once for every check inside the block
+        (`ledger doctor`'s index checks: one scan, not one each). The checks
+        make their first pass over that scan without the lock, and take the
+        lock, with a fresh scan (`fresh=True`), only to confirm a problem it
+        found: a writer is never held off for a whole scan (SPEC §5)."""
         self._check_open()
-        with self._locked(create=False):
-            self._one_scan, self._in_one_scan = None, True
-            try:
-                yield
-            finally:
-                self._one_scan, self._in_one_scan = None, False
+        self._one_scan, self._in_one_scan = None, True
+        try:
+            yield
+        finally:
+            self._one_scan, self._in_one_scan = None, False
 
-    def _scan_unswept(self, root_fd: int) -> dict[str, TaskState]:
-        """scan_records(sweep=False), once per `one_scan` block (do not mutate)."""
+    def _scan_unswept(self, root_fd: int, fresh: bool = False) -> dict[str, TaskState]:
+        """scan_records(sweep=False), once per `one_scan` block (do not mutate);
+        `fresh`: a scan of its own, never the shared one (a locked confirmation)."""
+        if fresh:
+            return scan_records(self._root, root_fd, checksummed=self._checksummed, sweep=False)
         if self._one_scan is not None:
             return self._one_scan
         known = self._seen if self._in_one_scan else None

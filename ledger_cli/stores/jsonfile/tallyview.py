@@ -16,6 +16,7 @@ from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState, byte_order
 from ledger_cli.stores import _fsutil
 from ledger_cli.stores.jsonfile import readyindex, tally
+from ledger_cli.stores.jsonfile.depsview import unlocked_check
 from ledger_cli.stores.jsonfile.locking import io_errors, store_method
 from ledger_cli.stores.jsonfile.reading import RecordReader
 from ledger_cli.stores.jsonfile.records import key_digest, scan_records
@@ -183,11 +184,15 @@ class TallyMethods(RecordReader):
     def check_tally_index(self) -> list[str]:
         """Problems of the tally against the records (`ledger doctor`)."""
         self._check_open()
+
+        def problems(root_fd: int, fresh: bool = False) -> list[str]:
+            return tally.check(self._root, root_fd, self._scan_unswept(root_fd, fresh))
+
+        # Without the lock first; under it only to confirm (check_ready_index).
+        if not unlocked_check(self, problems):
+            return []
         with self._locked(create=False) as root_fd:
-            if root_fd is None:
-                return []
-            found = self._scan_unswept(root_fd)
-            return tally.check(self._root, root_fd, found)
+            return [] if root_fd is None else problems(root_fd, fresh=True)
 
     @store_method
     def rebuild_tally_index(self) -> None:
