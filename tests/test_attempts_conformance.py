@@ -185,3 +185,21 @@ def test_large_output(store: Store) -> None:
     log.save_attempt(a, big)
     assert log.read_output("job", a.n) == big
     assert log.read_output("job", a.n, len(big) - 3) == big[-3:]
+
+
+def test_read_new_is_what_follows_what_was_seen(store: Store) -> None:
+    log = attempt_log(store)
+    assert log.read_new("job", 1, 0) == (None, b"")
+    a = att()
+    a.n = log.start_attempt(a)
+    a.output_bytes = a.kept_bytes = 6
+    log.save_attempt(a, b"abcdef")
+    got, new = log.read_new("job", a.n, 0)
+    assert got == a and new == b"abcdef"
+    assert log.read_new("job", a.n, 4)[1] == b"ef"
+    assert log.read_new("job", a.n, 6)[1] == b""
+    # The window slid: 10 bytes written, the last 4 kept.
+    a.output_bytes, a.kept_bytes = 10, 4
+    log.save_attempt(a, b"ghij")
+    assert log.read_new("job", a.n, 8)[1] == b"ij"
+    assert log.read_new("job", a.n, 2)[1] == b"ghij"  # 4 of the 8 new bytes are gone

@@ -474,4 +474,5 @@ def demo(
 
 # -- operating commands (retry, cancel, stats, watch) live in their own module ------------
 
+from ledger_cli.cli import attempt_commands as _attempt_commands  # noqa: E402,F401
 from ledger_cli.cli import operate_commands as _operate_commands  # noqa: E402,F401

@@ -200,6 +200,11 @@ def expired(kept: Sequence[int], new_n: int) -> list[int]:
     return [n for n in kept if n <= new_n - KEEP_ATTEMPTS]
 
 
+def new_part(att: Attempt, seen: int) -> int:
+    """Where in the kept output the bytes after the first `seen` start."""
+    return max(att.kept_bytes - max(att.output_bytes - seen, 0), 0)
+
+
 def seconds_text(seconds: float) -> str:
     """`0.4s`, `4.2s`, `1m05s`, `2h03m`."""
     if seconds < 60:
@@ -233,6 +238,11 @@ if TYPE_CHECKING:
         - `list_attempts(key)`: the key's attempts, oldest first, no output.
         - `read_output(key, n, start)`: the kept output of attempt n from byte
           `start` on (b"" when there is none or no such attempt).
+        - `read_new(key, n, seen)`: attempt n and, read with it (one
+          consistent read), the kept bytes after the first `seen` bytes of all
+          its output; (None, b"") when there is no such attempt. When the
+          window slid past `seen`, every kept byte is returned (the caller
+          compares `output_bytes - seen` with what it got).
         - `remove_attempts(keys)`: drop every attempt of those keys.
         - `attempt_keys()`: every key that has an attempt (for `doctor`).
         """
@@ -244,6 +254,8 @@ if TYPE_CHECKING:
         def list_attempts(self, key: str) -> list[Attempt]: ...
 
         def read_output(self, key: str, n: int, start: int = 0) -> bytes: ...
+
+        def read_new(self, key: str, n: int, seen: int) -> tuple[Attempt | None, bytes]: ...
 
         def remove_attempts(self, keys: Iterable[str]) -> int: ...
 

@@ -179,6 +179,25 @@ class _SqlAttempts:
             return b""
         return bytes(rows[0][0])
 
+    greatest = "max"
+
+    def read_new(self, key: str, n: int, seen: int) -> tuple[Attempt | None, bytes]:
+        if not self._table(create=False):
+            return None, b""
+        start = (
+            f"{self.greatest}(kept_bytes - {self.greatest}(output_bytes - CAST(? AS BIGINT), 0),"
+            " 0) + 1"
+        )
+        rows = self._rows(
+            "read",
+            f"SELECT {COLUMNS}, substr(output, CAST({start} AS INTEGER)) FROM ledger_attempts"
+            " WHERE key = ? AND n = ?",
+            (seen, key, n),
+        )
+        if not rows:
+            return None, b""
+        return _attempt(key, rows[0]), bytes(rows[0][13] or b"")
+
     def remove_attempts(self, keys: Iterable[str]) -> int:
         wanted = list(dict.fromkeys(keys))
         if not wanted or not self._table(create=False):
@@ -234,6 +253,7 @@ class SQLiteAttempts(_SqlAttempts):
 
 class PostgresAttempts(_SqlAttempts):
     mark = "%s"
+    greatest = "GREATEST"
     ddl = PG_DDL
 
     def _exists(self) -> bool:

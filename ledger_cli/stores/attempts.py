@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 import weakref
 
-from ledger_cli.engine.attempts import Attempt, expired, next_n
+from ledger_cli.engine.attempts import Attempt, expired, new_part, next_n
 from ledger_cli.errors import StoreError
 
 TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
@@ -97,6 +97,14 @@ class MemAttempts:
         with self._lock:
             got = self._by_key.get(key, {}).get(n)
         return b"" if got is None else got[1][start:]
+
+    def read_new(self, key: str, n: int, seen: int) -> tuple[Attempt | None, bytes]:
+        with self._lock:
+            got = self._by_key.get(key, {}).get(n)
+        if got is None:
+            return None, b""
+        att, out = got
+        return att.copy(), out[new_part(att, seen) :]
 
     def remove_attempts(self, keys: Iterable[str]) -> int:
         removed = 0

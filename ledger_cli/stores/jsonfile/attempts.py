@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import os
 
-from ledger_cli.engine.attempts import Attempt, expired, next_n
+from ledger_cli.engine.attempts import Attempt, expired, new_part, next_n
 from ledger_cli.errors import StoreError
 from ledger_cli.stores import _fsutil
 from ledger_cli.stores._fsutil import fail
@@ -275,6 +275,38 @@ class JsonAttempts:
             return self._read_output(dir_fd, f"{n}{SUFFIX}", shown, start) or b""
         finally:
             os.close(dir_fd)
+
+    def read_new(self, key: str, n: int, seen: int) -> tuple[Attempt | None, bytes]:
+        """The header and the new bytes from one open file: consistent."""
+        if key_digest(key) is None:
+            return None, b""
+        digest = self._digest(key)
+        shown = self._shown(digest[:2], digest)
+        dir_fd = self._key_dir(key, create=False)
+        if dir_fd is None:
+            return None, b""
+        name = f"{n}{SUFFIX}"
+        try:
+            opened = self._open(dir_fd, name, shown)
+        finally:
+            os.close(dir_fd)
+        if opened is None:
+            return None, b""
+        fd, obj = opened
+        try:
+            try:
+                att = Attempt.from_obj(str(obj["key"]), obj)
+            except (KeyError, TypeError, ValueError) as exc:
+                raise fail(f"{shown}/{name}", f"is not an attempt file ({exc})") from None
+            os.lseek(fd, new_part(att, seen), os.SEEK_CUR)
+            chunks = []
+            while chunk := os.read(fd, 1 << 20):
+                chunks.append(chunk)
+            return att, b"".join(chunks)
+        except OSError as exc:
+            raise fail(f"{shown}/{name}", "cannot read", exc) from None
+        finally:
+            os.close(fd)
 
     def remove_attempts(self, keys: Iterable[str]) -> int:
         removed = 0

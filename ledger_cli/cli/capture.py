@@ -1,0 +1,242 @@
+"""`ledger run`'s output capture (SPEC §7.1): tee the command's stdout and
+stderr to the runner's own, keep the last `--keep-output` bytes, and flush
+them to the store while the command runs.
+
+- The command writes into two pipes. One pump thread reads both (poll), and
+  writes each chunk at once, unchanged, to the runner's stdout or stderr (so
+  cron mail, pipes and `2>&1` see what they saw before, buffered no more than
+  by a pipe), then appends it to one tail buffer: interleaved in the order
+  the chunks arrived, bytes as bytes. The buffer never holds more than the
+  kept size (a bytearray trimmed from the front), and a read is at most 256
+  KiB: memory is bounded by the kept size plus that, whatever is printed.
+- A flusher thread copies the tail (under a short in-memory lock) about every
+  half second, when anything new arrived, and saves it into the attempt with
+  `AttemptLog.save_attempt`: one short write, no store lock held while the
+  command runs, and the pump never waits for the store (a slow store delays
+  only what others see). A failed save is one warning line on stderr (the
+  first of a run of failures) and is tried again at the next tick.
+- `finish()` (after the command exited) drains the pipes to their end (a
+  daemon the command left behind holding them is not waited for beyond a
+  moment), stops the flusher, and the caller then saves the end and the whole
+  tail, synchronously, before the completion is written.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import threading
+
+from ledger_cli.cli import output
+
+TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ledger_cli.engine.attempts import Attempt, AttemptLog
+
+DEFAULT_KEEP = 1 << 20
+MAX_KEEP = 64 << 20
+FLUSH_EVERY = 0.5
+"""Seconds between flushes while the command writes (SPEC: at least once a second)."""
+READ_SIZE = 256 << 10
+DRAIN_GRACE = 1.0
+"""After the command exited, how long its pipes may stay open (a daemon it left)."""
+PIPE_SIZE = 1 << 20
+_F_SETPIPE_SZ = 1031
+
+
+class Tail:
+    """The last `keep` bytes of everything appended, and how many there were."""
+
+    def __init__(self, keep: int) -> None:
+        self.keep = keep
+        self.buf = bytearray()
+        self.total = 0
+        self.lock = threading.Lock()
+        self.version = 0
+
+    def append(self, chunk: bytes) -> None:
+        with self.lock:
+            self.total += len(chunk)
+            self.version += 1
+            if len(chunk) >= self.keep:
+                self.buf[:] = chunk[len(chunk) - self.keep :]
+                return
+            self.buf += chunk
+            over = len(self.buf) - self.keep
+            if over > 0:
+                del self.buf[:over]
+
+    def snapshot(self) -> tuple[int, bytes, int]:
+        """(version, kept bytes, total written)."""
+        with self.lock:
+            return self.version, bytes(self.buf), self.total
+
+
+class Capture:
+    """One attempt's capture: `popen_kwargs()` for the child, then `start()`,
+    and `finish()` once the child has exited."""
+
+    def __init__(
+        self,
+        keep: int,
+        log: AttemptLog,
+        att: Attempt,
+        out_fd: int = 1,
+        err_fd: int = 2,
+    ) -> None:
+        self.tail = Tail(keep)
+        self.log = log
+        self.att = att
+        self.dest: dict[int, int] = {}  # read end -> destination fd
+        self.out_fd, self.err_fd = out_fd, err_fd
+        self._child_fds: list[int] = []
+        self._read_fds: list[int] = []
+        self._stop = threading.Event()
+        self._drained = threading.Event()
+        self._saved_version = 0
+        self._failing = False
+        self.warn: Callable[[str], None] = output.diag
+        for dest in (out_fd, err_fd):
+            r, w = os.pipe()
+            try:
+                import fcntl
+
+                fcntl.fcntl(w, _F_SETPIPE_SZ, PIPE_SIZE)
+            except OSError:
+                pass  # the default size is fine
+            self.dest[r] = dest
+            self._read_fds.append(r)
+            self._child_fds.append(w)
+        self._pump = threading.Thread(target=self._pump_loop, name="ledger-pump", daemon=True)
+        self._flusher = threading.Thread(target=self._flush_loop, name="ledger-flush", daemon=True)
+
+    def popen_kwargs(self) -> dict[str, int]:
+        return {"stdout": self._child_fds[0], "stderr": self._child_fds[1]}
+
+    def start(self) -> None:
+        """After Popen: close the child's ends here, start the threads."""
+        for fd in self._child_fds:
+            os.close(fd)
+        self._child_fds = []
+        self._pump.start()
+        self._flusher.start()
+
+    def abandon(self) -> None:
+        """The command could not be started: close everything."""
+        for fd in self._child_fds + self._read_fds:
+            os.close(fd)
+        self._child_fds = self._read_fds = []
+
+    # -- the pump ----------------------------------------------------------------
+
+    def _pump_loop(self) -> None:
+        poller = select.poll()
+        open_fds = set(self._read_fds)
+        for fd in open_fds:
+            poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+        broken: set[int] = set()
+        try:
+            while open_fds:
+                for fd, _ev in poller.poll(200):
+                    try:
+                        chunk = os.read(fd, READ_SIZE)
+                    except OSError:
+                        chunk = b""
+                    if not chunk:
+                        poller.unregister(fd)
+                        open_fds.discard(fd)
+                        continue
+                    dest = self.dest[fd]
+                    if dest not in broken:
+                        try:
+                            _write_all(dest, chunk)
+                        except OSError:
+                            broken.add(dest)  # our own stdout is gone: keep capturing
+                    self.tail.append(chunk)
+                if self._stop.is_set() and open_fds:
+                    break  # the grace after the command's exit is over
+        finally:
+            for fd in self._read_fds:
+                os.close(fd)
+            self._read_fds = []
+            self._drained.set()
+
+    # -- the flusher ---------------------------------------------------------------
+
+    def _flush_loop(self) -> None:
+        while not self._drained.wait(FLUSH_EVERY):
+            self.flush()
+
+    def flush(self) -> None:
+        """Save the tail when anything new arrived (a warning when it fails)."""
+        version, kept, total = self.tail.snapshot()
+        if version == self._saved_version:
+            return
+        self.att.output_bytes, self.att.kept_bytes = total, len(kept)
+        try:
+            self.log.save_attempt(self.att.copy(), kept)
+        except Exception as exc:
+            if not self._failing:
+                self.warn(
+                    f"ledger: recording the output of {self.att.key}: "
+                    f"{output.one_line(str(exc))} (the command goes on)"
+                )
+            self._failing = True
+            return
+        self._failing = False
+        self._saved_version = version
+
+    def finish(self) -> bytes:
+        """After the command exited: read its pipes to the end (a moment at
+        most), stop the threads; the kept bytes, with `att` counted."""
+        if not self._drained.wait(DRAIN_GRACE):
+            self._stop.set()
+            self._drained.wait()
+        self._flusher.join()
+        _version, kept, total = self.tail.snapshot()
+        self.att.output_bytes, self.att.kept_bytes = total, len(kept)
+        return kept
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 1 << 10,
+    "kb": 1000,
+    "kib": 1 << 10,
+    "m": 1 << 20,
+    "mb": 1000**2,
+    "mib": 1 << 20,
+    "g": 1 << 30,
+    "gb": 1000**3,
+    "gib": 1 << 30,
+}
+
+
+def parse_size(text: str, what: str = "--keep-output") -> int:
+    """`1MiB`, `512KiB`, `64MiB`, `1M`, `4096`, `0`: bytes, 0..MAX_KEEP."""
+    from ledger_cli.cli.inputs import InputError
+
+    raw = text.strip()
+    digits = raw
+    unit = ""
+    for i, c in enumerate(raw):
+        if not c.isdigit():
+            digits, unit = raw[:i], raw[i:].strip().lower()
+            break
+    if not digits.isascii() or not digits.isdigit() or unit not in _UNITS:
+        raise InputError(
+            f"ledger: {what} {text!r} is not a size (e.g. 0, 4096, 512KiB, 1MiB, 64MiB)"
+        )
+    size = int(digits) * _UNITS[unit]
+    if size > MAX_KEEP:
+        raise InputError(f"ledger: {what} {text!r} is more than the most, 64MiB")
+    return size
