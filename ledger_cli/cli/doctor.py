@@ -168,6 +168,9 @@ def doctor(settings: Settings, fix: bool = False) -> int:
         # a completed need makes ready through it.
         check_deps_index(s.store, found, fix)
         check_ready_index(s.store, found, fix)
+        from ledger_cli.cli.attempt_upkeep import check_attempts
+
+        check_attempts(s.store, found, fix)
     problems = list(dict.fromkeys(found.problems))
     code = StoreError.exit_code if problems else 0
     if settings.json:
