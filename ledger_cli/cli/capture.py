@@ -97,7 +97,11 @@ class Capture:
         self._drained = threading.Event()
         self._saved_version = 0
         self._failing = False
+        self.recording = False
+        """Set once the attempt exists in the store (its `n` is known)."""
         self.warn: Callable[[str], None] = output.diag
+        self._fds = {fd for fd in (out_fd, err_fd) if _is_stream_fd(fd)}
+        """The destinations written to by descriptor (sys.stdout/stderr use them)."""
         for dest in (out_fd, err_fd):
             r, w = os.pipe()
             try:
@@ -151,8 +155,8 @@ class Capture:
                     dest = self.dest[fd]
                     if dest not in broken:
                         try:
-                            _write_all(dest, chunk)
-                        except OSError:
+                            self._emit(dest, chunk)
+                        except (OSError, ValueError):
                             broken.add(dest)  # our own stdout is gone: keep capturing
                     self.tail.append(chunk)
                 if self._stop.is_set() and open_fds:
@@ -163,6 +167,24 @@ class Capture:
             self._read_fds = []
             self._drained.set()
 
+    def _emit(self, dest: int, chunk: bytes) -> None:
+        """Write to the runner's own stdout (1) or stderr (2): its descriptor,
+        or, when it has none (an embedding that swapped sys.stdout), the stream."""
+        if dest in self._fds:
+            _write_all(dest, chunk)
+            return
+        import sys
+
+        stream = sys.stdout if dest == self.out_fd else sys.stderr
+        stream.flush()
+        buffer = getattr(stream, "buffer", None)
+        if buffer is not None:
+            buffer.write(chunk)
+            buffer.flush()
+        else:
+            stream.write(chunk.decode("utf-8", "replace"))
+            stream.flush()
+
     # -- the flusher ---------------------------------------------------------------
 
     def _flush_loop(self) -> None:
@@ -172,7 +194,7 @@ class Capture:
     def flush(self) -> None:
         """Save the tail when anything new arrived (a warning when it fails)."""
         version, kept, total = self.tail.snapshot()
-        if version == self._saved_version:
+        if version == self._saved_version or not self.recording:
             return
         self.att.output_bytes, self.att.kept_bytes = total, len(kept)
         try:
@@ -198,6 +220,18 @@ class Capture:
         _version, kept, total = self.tail.snapshot()
         self.att.output_bytes, self.att.kept_bytes = total, len(kept)
         return kept
+
+
+def _is_stream_fd(fd: int) -> bool:
+    import sys
+
+    stream = sys.stdout if fd == 1 else sys.stderr if fd == 2 else None
+    if stream is None:
+        return True
+    try:
+        return bool(stream.fileno() == fd)
+    except (AttributeError, OSError, ValueError):
+        return False
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -28,9 +28,26 @@ _LOGS: weakref.WeakKeyDictionary[object, AttemptLog] = weakref.WeakKeyDictionary
 _MADE = threading.Lock()
 
 
+_KINDS = ("MemStore", "JsonFileStore", "SQLiteStore", "PostgresStore")
+
+
+def _unwrapped(store: object) -> object:
+    """The store itself behind a proxy that forwards to `_store` (a wrapper
+    that keeps one store open across commands, or injects faults)."""
+    for _ in range(8):
+        if type(store).__name__ in _KINDS:
+            return store
+        inner = vars(store).get("_store") if hasattr(store, "__dict__") else None
+        if inner is None:
+            return store
+        store = inner
+    return store
+
+
 def attempt_log(store: object) -> AttemptLog:
     """The AttemptLog of `store` (one per store object); StoreError for a store
     that keeps no attempts."""
+    store = _unwrapped(store)
     with _MADE:
         log = _LOGS.get(store)
         if log is None:

@@ -1,0 +1,166 @@
+"""What `ledger run` records of each start of its command (SPEC §7.1, §7.4).
+
+`AttemptRecorder` is the supervisor's one hook per attempt:
+
+    rec = AttemptRecorder(session, key, fence, owner, try_, keep)
+    proc = Popen(cmd, **rec.popen_kwargs())   # pipes when output is kept
+    rec.started(proc.pid)                     # the attempt in the store: n
+    ...                                       # the capture flushes meanwhile
+    rec.ended(rc, timed_out)                  # end + whole tail, durable
+
+`ended` runs before the completion is written, so a task that `ledger run`
+completed always has its whole kept output. Every failure to record is one
+warning line on stderr; the command, the lease and the completion go on.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+
+from ledger_cli.cli import output
+from ledger_cli.engine.attempts import Attempt, seconds_text, signal_name
+
+TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ledger_cli.cli.capture import Capture
+    from ledger_cli.cli.context import Session
+    from ledger_cli.engine.attempts import AttemptLog
+
+TIMEOUT_EXIT = 124
+DEFAULT_KILL_AFTER = 10.0
+
+
+class AttemptRecorder:
+    def __init__(
+        self, session: Session, key: str, fence: int, owner: str, try_: int, keep: int
+    ) -> None:
+        from ledger_cli.engine.instant import Instant
+
+        self.s = session
+        self.keep = keep
+        self.att = Attempt(
+            key, fence=fence, try_=try_, owner=owner, host=socket.gethostname(), started=""
+        )
+        self._instant = Instant
+        self._mono = 0.0
+        self.log: AttemptLog | None = None
+        self.capture: Capture | None = None
+        self.recorded = False
+        try:
+            from ledger_cli.stores.attempts import attempt_log
+
+            self.log = attempt_log(session.store)
+        except Exception as exc:
+            self._warn("recording the run", exc)
+        if keep > 0:
+            from ledger_cli.cli.capture import Capture
+
+            self.capture = Capture(keep, self.log if self.log is not None else _NoLog(), self.att)
+
+    def _warn(self, what: str, exc: BaseException) -> None:
+        output.diag(
+            f"ledger: {what} of {self.att.key}: {output.one_line(str(exc))} (the command goes on)"
+        )
+
+    def popen_kwargs(self) -> dict[str, Any]:
+        return self.capture.popen_kwargs() if self.capture is not None else {}
+
+    def not_started(self) -> None:
+        if self.capture is not None:
+            self.capture.abandon()
+
+    def started(self, pid: int) -> None:
+        """The command runs: record the attempt (its `n`), start the capture."""
+        self._mono = time.monotonic()
+        self.att.pid = pid
+        self.att.started = str(self._instant.now().utc())
+        if self.capture is not None:
+            self.capture.start()  # the pump first: the command never waits on the store
+        if self.log is None:
+            return
+        try:
+            self.att.n = self.log.start_attempt(self.att.copy())
+            self.recorded = True
+        except Exception as exc:
+            self._warn("recording the run", exc)
+            return
+        if self.capture is not None:
+            self.capture.recording = True
+
+    def ended(self, rc: int | None, timed_out: bool = False) -> None:
+        """The command exited (`rc` as Popen gives it: -N for signal N; None:
+        unknown). Drain the capture, then save the end and the whole tail."""
+        took = time.monotonic() - self._mono
+        kept: bytes | None = None
+        if self.capture is not None:
+            kept = self.capture.finish()
+        att = self.att
+        if rc is not None and rc < 0:
+            att.exit, att.signal = None, signal_name(-rc)
+        elif rc is not None:
+            att.exit, att.signal = rc, None
+        att.timed_out = timed_out
+        start = self._instant.parse(att.started)
+        att.ended = str(start.add_ns(int(took * 1e9)))
+        if not self.recorded or self.log is None:
+            return
+        try:
+            self.log.save_attempt(att.copy(), kept)
+        except Exception as exc:
+            self._warn("recording the end of the run", exc)
+
+    def summary(self) -> str:
+        """`exit 1 after 0.4s`, `SIGKILL after 3.0s`, `timed out after 10.0s`."""
+        took = self.att.seconds()
+        after = f" after {seconds_text(took)}" if took is not None else ""
+        return f"{self.att.outcome()}{after}"
+
+    def to_obj(self) -> dict[str, Any]:
+        return self.att.to_obj()
+
+
+class _NoLog:
+    """Where a capture saves when the store keeps no attempts: nowhere."""
+
+    def save_attempt(self, att: Attempt, output: bytes | None) -> None:
+        pass
+
+
+def completion_note(rec: AttemptRecorder | None) -> str:
+    """What a `ledger.completed` line written by `run` adds to its text."""
+    if rec is None or not rec.att.started:
+        return ""
+    n = f", attempt {rec.att.n}" if rec.att.n else ""
+    return f" ({rec.summary()}{n})"
+
+
+def parse_timeouts(timeout: str | None, kill_after: str | None) -> tuple[float | None, float]:
+    """`--timeout D` (> 0) and `--kill-after D2` (≥ 0, default 10s), in seconds."""
+    from ledger_cli.cli.inputs import InputError, parse_duration
+
+    if kill_after is not None and timeout is None:
+        raise InputError("ledger: --kill-after goes with --timeout")
+    limit = None
+    if timeout is not None:
+        limit = parse_duration(timeout, "--timeout").total_seconds()
+        if limit <= 0:
+            raise InputError(f"ledger: --timeout must be more than 0, got {timeout!r}")
+    grace = DEFAULT_KILL_AFTER
+    if kill_after is not None:
+        grace = parse_duration(kill_after, "--kill-after").total_seconds()
+        if grace < 0:
+            raise InputError(f"ledger: --kill-after must not be negative, got {kill_after!r}")
+    return limit, grace
+
+
+def parse_keep(keep: str | None) -> int:
+    if keep is None:
+        from ledger_cli.cli.capture import DEFAULT_KEEP
+
+        return DEFAULT_KEEP
+    from ledger_cli.cli.capture import parse_size
+
+    return parse_size(keep)
