@@ -58,7 +58,8 @@ class AttemptRecorder:
         if keep > 0:
             from ledger_cli.cli.capture import Capture
 
-            self.capture = Capture(keep, self.log if self.log is not None else _NoLog(), self.att)
+            sink: Any = self.log if self.log is not None else _NoLog()
+            self.capture = Capture(keep, sink, self.att)
 
     def _warn(self, what: str, exc: BaseException) -> None:
         output.diag(
