@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import os
 
-from ledger_cli.engine.attempts import Attempt, expired, new_part, next_n
+from ledger_cli.engine.attempts import KEEP_ATTEMPTS, Attempt, expired, new_part, next_n
 from ledger_cli.errors import StoreError
 from ledger_cli.stores import _fsutil
 from ledger_cli.stores._fsutil import fail
@@ -104,12 +104,18 @@ class JsonAttempts:
                 fds.append(root_fd)
             _fsutil.close_all(fds)
 
-    def _names(self, dir_fd: int, shown: str) -> list[int]:
+    def _names(self, dir_fd: int, shown: str, *, every: bool = False) -> list[int]:
+        """The attempt numbers in a key's directory: the newest 16 (a crash
+        between a start's rename and its removal of the oldest can leave one
+        more, which readers skip and the next start removes), or `every` one."""
         try:
             names = os.listdir(dir_fd)
         except OSError as exc:
             raise fail(shown, "cannot list", exc) from None
-        return sorted(n for n in map(attempt_number, names) if n is not None)
+        found = sorted(n for n in map(attempt_number, names) if n is not None)
+        if every or not found:
+            return found
+        return [n for n in found if n > found[-1] - KEEP_ATTEMPTS]
 
     def _write_temp(self, dir_fd: int, name: str, data: bytes, shown: str) -> str:
         tmp = f".{name}.{os.urandom(6).hex()}{_fsutil.TEMP_SUFFIX}"
@@ -141,7 +147,7 @@ class JsonAttempts:
             dir_fd = self._key_dir(att.key, create=True, root_fd=root_fd)
             assert dir_fd is not None
             try:
-                kept = self._names(dir_fd, shown)
+                kept = self._names(dir_fd, shown, every=True)
                 n = next_n(kept)
                 stored = att.copy()
                 stored.n = n
@@ -272,6 +278,8 @@ class JsonAttempts:
         if dir_fd is None:
             return b""
         try:
+            if n not in self._names(dir_fd, shown):
+                return b""
             return self._read_output(dir_fd, f"{n}{SUFFIX}", shown, start) or b""
         finally:
             os.close(dir_fd)
@@ -287,6 +295,8 @@ class JsonAttempts:
             return None, b""
         name = f"{n}{SUFFIX}"
         try:
+            if n not in self._names(dir_fd, shown):
+                return None, b""
             opened = self._open(dir_fd, name, shown)
         finally:
             os.close(dir_fd)
