@@ -49,6 +49,7 @@ class AttemptRecorder:
         self.log: AttemptLog | None = None
         self.capture: Capture | None = None
         self.recorded = False
+        self.warned = False
         try:
             from ledger_cli.stores.attempts import attempt_log
 
@@ -60,11 +61,21 @@ class AttemptRecorder:
 
             sink: Any = self.log if self.log is not None else _NoLog()
             self.capture = Capture(keep, sink, self.att)
+            self.capture.warn = self._capture_warned
 
     def _warn(self, what: str, exc: BaseException) -> None:
+        """One warning line per attempt, whatever else fails after it."""
+        if self.warned:
+            return
+        self.warned = True
         output.diag(
             f"ledger: {what} of {self.att.key}: {output.one_line(str(exc))} (the command goes on)"
         )
+
+    def _capture_warned(self, line: str) -> None:
+        if not self.warned:
+            self.warned = True
+            output.diag(line)
 
     def popen_kwargs(self) -> dict[str, Any]:
         return self.capture.popen_kwargs() if self.capture is not None else {}
@@ -111,7 +122,7 @@ class AttemptRecorder:
         try:
             self.log.save_attempt(att.copy(), kept)
         except Exception as exc:
-            self._warn("recording the end of the run", exc)
+            self._warn("recording the output", exc)
 
     def summary(self) -> str:
         """`exit 1 after 0.4s`, `SIGKILL after 3.0s`, `timed out after 10.0s`."""
