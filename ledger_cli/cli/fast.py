@@ -231,6 +231,19 @@ def parse(args: Sequence[str]) -> Parsed | None:
     return Parsed(command, settings, kwargs)
 
 
+VERSION_FLAGS = ("--version", "-V")
+
+
+def version(args: Sequence[str]) -> str | None:
+    """`ledger --version` / `-V` alone: the line to print (no store, no typer);
+    with anything else on the line the typer app's eager option prints it."""
+    if len(args) == 1 and args[0] in VERSION_FLAGS:
+        from ledger_cli import __version__
+
+        return f"ledger_cli {__version__}"
+    return None
+
+
 def target(parsed: Parsed) -> Callable[..., int]:
     module_name, _, name = COMMANDS[parsed.command].target.partition(":")
     module = _load(f"ledger_cli.cli.{module_name}")
