@@ -9,25 +9,17 @@ from typing import Annotated
 
 import typer
 
-from ledger_cli.cli.commands import Key, app, complete_key, dispatch
+from ledger_cli.cli.commands import Key, app, complete_key, dispatch, examples
 
-OUTPUT_EXAMPLES = """\
-Examples:
-
-  ledger output nightly-backup             # the latest attempt's output
-
-  ledger output nightly-backup --attempt 2 --tail 20
-
-  ledger output nightly-backup --follow    # stream it while it runs
-"""
-
-WAIT_EXAMPLES = """\
-Examples:
-
-  ledger wait build test deploy --timeout 30m
-
-  ledger wait --all && echo "everything completed"
-"""
+OUTPUT_EXAMPLES = examples(
+    "ledger output nightly-backup",
+    "ledger output nightly-backup --attempt 2 --tail 20",
+    "ledger output nightly-backup --follow",
+)
+WAIT_EXAMPLES = examples(
+    "ledger wait build test deploy --timeout 30m",
+    'ledger wait --all && echo "every task completed"',
+)
 
 
 @app.command(epilog=OUTPUT_EXAMPLES)
@@ -57,7 +49,7 @@ def wait(
     keys: Annotated[
         list[str] | None,
         typer.Argument(
-            metavar="[KEY]...",
+            metavar="KEY",
             help="The keys to wait for.",
             show_default=False,
             autocompletion=complete_key,
