@@ -215,6 +215,14 @@ Wait = Annotated[
     str | None,
     typer.Option("--wait", metavar="D", help="With --next: poll up to D for a ready task."),
 ]
+GiveUp = Annotated[
+    str | None,
+    typer.Option(
+        "--give-up-after",
+        metavar="D",
+        help="Ride out a store outage for up to D, then exit 9 (5m).",
+    ),
+]
 JsonLines = Annotated[bool, typer.Option("--jsonl", help="One JSON object per line.")]
 
 
@@ -286,11 +294,21 @@ def claim(
     key: NextKey = None,
     next_: Next = False,
     wait: Wait = None,
+    give_up_after: GiveUp = None,
 ) -> None:
     """Claim KEY (prints the fence), or the oldest ready task with --next (prints KEY FENCE)."""
     from ledger_cli.cli import leases
 
-    dispatch(ctx, leases.claim, key=key, owner=owner, lease=lease, next_=next_, wait=wait)
+    dispatch(
+        ctx,
+        leases.claim,
+        key=key,
+        owner=owner,
+        lease=lease,
+        next_=next_,
+        wait=wait,
+        give_up_after=give_up_after,
+    )
 
 
 @app.command(epilog=examples('ledger renew fetch --owner w1 --fence "$F" --lease 5m'))
@@ -485,6 +503,7 @@ def run(
             "connection, until none is ready (exit 0; 1 if any command failed).",
         ),
     ] = False,
+    give_up_after: GiveUp = None,
 ) -> None:
     """Claim, run `-- CMD…` under the lease (renewed), complete by its exit status."""
     from ledger_cli.cli import run as run_module
@@ -501,6 +520,7 @@ def run(
         retries=retries,
         backoff=backoff,
         drain=drain,
+        give_up_after=give_up_after,
     )
 
 
