@@ -62,8 +62,13 @@ def _write(data: bytes) -> None:
     if not data:
         return
     sys.stdout.flush()
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # a stream without a descriptor
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+        return
     view = memoryview(data)
-    fd = sys.stdout.fileno()
     while view:
         view = view[os.write(fd, view) :]
 

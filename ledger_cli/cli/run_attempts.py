@@ -15,7 +15,7 @@ warning line on stderr; the command, the lease and the completion go on.
 
 from __future__ import annotations
 
-import socket
+import os
 import time
 
 from ledger_cli.cli import output
@@ -42,7 +42,7 @@ class AttemptRecorder:
         self.s = session
         self.keep = keep
         self.att = Attempt(
-            key, fence=fence, try_=try_, owner=owner, host=socket.gethostname(), started=""
+            key, fence=fence, try_=try_, owner=owner, host=os.uname().nodename, started=""
         )
         self._instant = Instant
         self._mono = 0.0
@@ -176,3 +176,58 @@ def parse_keep(keep: str | None) -> int:
     from ledger_cli.cli.capture import parse_size
 
     return parse_size(keep)
+
+
+class RunOptions:
+    """`--keep-output`, `--timeout`, `--kill-after`, parsed before anything is written."""
+
+    __slots__ = ("keep", "kill_after", "timeout")
+
+    def __init__(
+        self, keep: str | None = None, timeout: str | None = None, kill_after: str | None = None
+    ) -> None:
+        self.keep = parse_keep(keep)
+        self.timeout, self.kill_after = parse_timeouts(timeout, kill_after)
+
+
+class Deadline:
+    """`--timeout D --kill-after D2` of one attempt, on the monotonic clock:
+    SIGTERM to the process group after D, SIGKILL D2 later."""
+
+    def __init__(self, options: RunOptions) -> None:
+        self.options = options
+        self.start = time.monotonic()
+        self.timed_out = False
+        self._kill_at: float | None = None
+
+    def check(self, signal_group: Any) -> None:
+        """Called while the command runs; `signal_group(signum)` signals its group."""
+        limit = self.options.timeout
+        if limit is None:
+            return
+        import signal
+
+        now = time.monotonic()
+        if not self.timed_out and now - self.start >= limit:
+            self.timed_out = True
+            self._kill_at = now + self.options.kill_after
+            signal_group(signal.SIGTERM)
+        elif self._kill_at is not None and now >= self._kill_at:
+            self._kill_at = None
+            signal_group(signal.SIGKILL)
+
+
+def annotate_completion(session: Session, key: str, rec: AttemptRecorder | None) -> None:
+    """Inside the completion's unit: its `ledger.completed` line carries the
+    exit, the duration and the attempt (`… by w1 (exit 1 after 0.4s, attempt 2)`)."""
+    note = completion_note(rec)
+    if not note:
+        return
+    from ledger_cli.engine.events import COMPLETED, Event
+
+    events = session.recorder.events
+    for i in range(len(events) - 1, -1, -1):
+        ev = events[i]
+        if ev.name == COMPLETED and ev.key == key:
+            events[i] = Event(ev.name, ev.key, ev.data + note)
+            return
