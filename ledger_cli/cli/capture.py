@@ -99,6 +99,10 @@ class Capture:
         self._failing = False
         self.recording = False
         """Set once the attempt exists in the store (its `n` is known)."""
+        self.save_lock = threading.Lock()
+        """Held across each save; once `closed` (the final save began), no flush
+        saves any more: a late flush never overwrites the attempt's end."""
+        self.closed = False
         self.warn: Callable[[str], None] = output.diag
         self._fds = {fd for fd in (out_fd, err_fd) if _is_stream_fd(fd)}
         """The destinations written to by descriptor (sys.stdout/stderr use them)."""
@@ -196,9 +200,13 @@ class Capture:
         version, kept, total = self.tail.snapshot()
         if version == self._saved_version or not self.recording:
             return
-        self.att.output_bytes, self.att.kept_bytes = total, len(kept)
+        att = self.att.copy()
+        att.output_bytes, att.kept_bytes = total, len(kept)
         try:
-            self.log.save_attempt(self.att.copy(), kept)
+            with self.save_lock:
+                if self.closed:
+                    return
+                self.log.save_attempt(att, kept)
         except Exception as exc:
             if not self._failing:
                 self.warn(
@@ -212,11 +220,11 @@ class Capture:
 
     def finish(self) -> bytes:
         """After the command exited: read its pipes to the end (a moment at
-        most), stop the threads; the kept bytes, with `att` counted."""
+        most), stop the pump; the kept bytes, with `att` counted. (The flusher
+        stops by itself; a save of its still in flight is not waited for here.)"""
         if not self._drained.wait(DRAIN_GRACE):
             self._stop.set()
             self._drained.wait()
-        self._flusher.join()
         _version, kept, total = self.tail.snapshot()
         self.att.output_bytes, self.att.kept_bytes = total, len(kept)
         return kept

@@ -20,6 +20,7 @@ import time
 
 from ledger_cli.cli import output
 from ledger_cli.engine.attempts import Attempt, seconds_text, signal_name
+from ledger_cli.errors import StoreError
 
 TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
@@ -50,6 +51,9 @@ class AttemptRecorder:
         self.capture: Capture | None = None
         self.recorded = False
         self.warned = False
+        self._final: tuple[Attempt, bytes | None] | None = None
+        """The end and the tail, once the command exited, until saved."""
+        self._starter: Any = None
         try:
             from ledger_cli.stores.attempts import attempt_log
 
@@ -85,7 +89,12 @@ class AttemptRecorder:
             self.capture.abandon()
 
     def started(self, pid: int) -> None:
-        """The command runs: record the attempt (its `n`), start the capture."""
+        """The command runs: start the capture, and record the attempt (its
+        `n`) in a thread of its own: the supervisor never waits on the store
+        while the command runs (a store outage delays the record, not the
+        lease's hard stop)."""
+        import threading
+
         self._mono = time.monotonic()
         self.att.pid = pid
         self.att.started = str(self._instant.now().utc())
@@ -93,19 +102,28 @@ class AttemptRecorder:
             self.capture.start()  # the pump first: the command never waits on the store
         if self.log is None:
             return
+        self._starter = threading.Thread(target=self._start, name="ledger-attempt", daemon=True)
+        self._starter.start()
+
+    def _start(self) -> None:
+        assert self.log is not None
         try:
             self.att.n = self.log.start_attempt(self.att.copy())
-            self.recorded = True
         except Exception as exc:
             self._warn("recording the run", exc)
             return
+        self.recorded = True
         if self.capture is not None:
             self.capture.recording = True
 
-    def ended(self, rc: int | None, timed_out: bool = False) -> None:
+    def ended(self, rc: int | None, timed_out: bool = False, limit: float = 30.0) -> None:
         """The command exited (`rc` as Popen gives it: -N for signal N; None:
-        unknown). Drain the capture, then save the end and the whole tail."""
+        unknown). Drain the capture and stop its flushes (waiting for a flush
+        in flight up to `limit` seconds); the end and the whole tail are then
+        saved by `save_end` (the completion's unit calls it, so they are
+        durable with the completion) or `save_now` (no completion follows)."""
         took = time.monotonic() - self._mono
+        deadline = time.monotonic() + max(limit, 0.0)
         kept: bytes | None = None
         if self.capture is not None:
             kept = self.capture.finish()
@@ -117,10 +135,57 @@ class AttemptRecorder:
         att.timed_out = timed_out
         start = self._instant.parse(att.started)
         att.ended = str(start.add_ns(int(took * 1e9)))
-        if not self.recorded or self.log is None:
+        starter = self._starter
+        if starter is not None:
+            starter.join(max(deadline - time.monotonic(), 0.0))
+        if self.capture is not None:
+            lock = self.capture.save_lock
+            if lock.acquire(timeout=max(deadline - time.monotonic(), 0.0)):
+                self.capture.closed = True  # no flush after the end
+                lock.release()
+            else:
+                self.capture.closed = True
+                self._warn("recording the output", TimeoutError("the store did not answer"))
+                return
+        if self.recorded and self.log is not None:
+            self._final = (att.copy(), kept)
+
+    def save_end(self) -> None:
+        """Save the end (once), inside the caller's unit when it has one: in a
+        nested batch (a savepoint), so that a refusal of this write alone is one
+        warning and leaves the rest of the unit (the completion) to go on."""
+        final = self._final
+        if final is None or self.log is None:
             return
         try:
-            self.log.save_attempt(att.copy(), kept)
+            with self.s.store.batch():
+                self.log.save_attempt(*final)
+        except StoreError as exc:
+            if _is_outage(exc):
+                raise  # the unit is tried again (cli/outage.py), this save with it
+            self._warn("recording the output", exc)
+        self._final = None
+
+    def save_now(self, limit: float) -> None:
+        """Save the end where no completion follows (a retry, a lost lease, a
+        signal), waiting for the store up to `limit` seconds."""
+        import threading
+
+        if self._final is None:
+            return
+        saver = threading.Thread(target=self._save_quietly, name="ledger-attempt", daemon=True)
+        saver.start()
+        saver.join(max(limit, 0.0))
+        if saver.is_alive():
+            self._warn("recording the output", TimeoutError("the store did not answer in time"))
+
+    def _save_quietly(self) -> None:
+        final = self._final
+        if final is None or self.log is None:
+            return
+        try:
+            self.log.save_attempt(*final)
+            self._final = None
         except Exception as exc:
             self._warn("recording the output", exc)
 
@@ -217,9 +282,18 @@ class Deadline:
             signal_group(signal.SIGKILL)
 
 
+def _is_outage(exc: BaseException) -> bool:
+    from ledger_cli.cli.outage import is_outage
+
+    return bool(is_outage(exc))
+
+
 def annotate_completion(session: Session, key: str, rec: AttemptRecorder | None) -> None:
-    """Inside the completion's unit: its `ledger.completed` line carries the
-    exit, the duration and the attempt (`… by w1 (exit 1 after 0.4s, attempt 2)`)."""
+    """Inside the completion's unit: the attempt's end is saved with it
+    (`save_end`), and its `ledger.completed` line carries the exit, the
+    duration and the attempt (`… by w1 (exit 1 after 0.4s, attempt 2)`)."""
+    if rec is not None:
+        rec.save_end()
     note = completion_note(rec)
     if not note:
         return

@@ -195,7 +195,9 @@ class Supervisor:
         try:
             rc = self._watch(deadline)
         finally:
-            rec.ended(self.proc.returncode, deadline.timed_out)  # durable before the outcome
+            # Durable before the outcome, waiting for the store while the lease holds.
+            limit = self.keeper.proved_until() - time.monotonic()
+            rec.ended(self.proc.returncode, deadline.timed_out, limit)
         self.timed_out = deadline.timed_out
         return rc
 
@@ -238,6 +240,11 @@ class Supervisor:
             if self.wake.wait(left):
                 return True
 
+    def _save_attempt_end(self) -> None:
+        """The last attempt's end where no completion carries it (bounded wait)."""
+        if self.recorder is not None:
+            self.recorder.save_now(max(self.keeper.proved_until() - time.monotonic(), 1.0))
+
     def _attempt_failed(self, rc: int) -> None:
         """A history line for a failed attempt that will be retried (best effort:
         a store outage loses the line, not the task)."""
@@ -275,6 +282,7 @@ class Supervisor:
                     return 126 if isinstance(exc, PermissionError) else 127
                 if rc is None or rc == 0 or self.attempt >= self.attempts:
                     break
+                self._save_attempt_end()  # no completion follows this one
                 self._attempt_failed(rc)
                 pause = self.backoff.total_seconds() * 2 ** (self.attempt - 1)
                 if self._wait(pause):  # the lease was lost or unprovable, or a signal came
@@ -287,6 +295,8 @@ class Supervisor:
             if self.keeper.thread.is_alive():
                 self._interrupt()
                 self.keeper.thread.join(timeout=self.keeper.margin)
+        if self.unproved or self.lost is not None or self.signum is not None:
+            self._save_attempt_end()
         if self.unproved:
             raise LeaseLostError(output.one_line(str(self.lost)))
         if self.lost is not None:
