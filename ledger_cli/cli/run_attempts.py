@@ -8,6 +8,10 @@
     ...                                       # the capture flushes meanwhile
     rec.ended(rc, timed_out)                  # end + whole tail, durable
 
+The host recorded is the machine's name, or LEDGER_HOST when set (a container's
+random name is no help to a person). With `--now` the clock is fixed: the
+attempt starts and ends at that instant.
+
 `ended` runs before the completion is written, so a task that `ledger run`
 completed always has its whole kept output. Every failure to record is one
 warning line on stderr; the command, the lease and the completion go on.
@@ -42,9 +46,10 @@ class AttemptRecorder:
 
         self.s = session
         self.keep = keep
-        self.att = Attempt(
-            key, fence=fence, try_=try_, owner=owner, host=os.uname().nodename, started=""
-        )
+        host = os.environ.get("LEDGER_HOST") or os.uname().nodename
+        self.att = Attempt(key, fence=fence, try_=try_, owner=owner, host=host, started="")
+        self._fixed = session.settings.now is not None
+        """--now fixes the clock: the attempt starts and ends at that instant."""
         self._instant = Instant
         self._mono = 0.0
         self.log: AttemptLog | None = None
@@ -97,7 +102,7 @@ class AttemptRecorder:
 
         self._mono = time.monotonic()
         self.att.pid = pid
-        self.att.started = str(self._instant.now().utc())
+        self.att.started = str((self.s.now() if self._fixed else self._instant.now()).utc())
         if self.capture is not None:
             self.capture.start()  # the pump first: the command never waits on the store
         if self.log is None:
@@ -134,7 +139,7 @@ class AttemptRecorder:
             att.exit, att.signal = rc, None
         att.timed_out = timed_out
         start = self._instant.parse(att.started)
-        att.ended = str(start.add_ns(int(took * 1e9)))
+        att.ended = str(start if self._fixed else start.add_ns(int(took * 1e9)))
         starter = self._starter
         if starter is not None:
             starter.join(max(deadline - time.monotonic(), 0.0))
