@@ -255,3 +255,43 @@ def test_memstore_run_and_a_store_error_while_flushing(monkeypatch: pytest.Monke
     assert len(warnings) == 1, warnings
     assert warnings[0].startswith("ledger: recording the output of two: ledger: store: disk full")
     assert cli.store.load("two").status == "completed"  # type: ignore[union-attr]
+
+
+def test_drain_records_an_attempt_per_task(tmp_path: Path) -> None:
+    url = f"json:{tmp_path / 's'}"
+    for key in ("a", "b", "c"):
+        assert ledger(url, "admit", key).returncode == 0
+    res = ledger(url, "run", "--next", "--drain", "--owner", "w1", "--lease", "1m",
+                 "--", "sh", "-c", 'echo "did $LEDGER_KEY"')  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    for key in ("a", "b", "c"):
+        (att,) = attempts(url, key)
+        assert att["exit"] == 0
+        assert ledger(url, "output", key).stdout == f"did {key}\n".encode()
+
+
+def test_a_huge_line_is_kept_tail_bounded_in_bounded_memory(tmp_path: Path) -> None:
+    """128 MiB in one line without a newline: the runner keeps the last 1 MiB,
+    byte for byte, and its peak RSS stays far below what was printed."""
+    url = f"json:{tmp_path / 's'}"
+    assert ledger(url, "admit", "job").returncode == 0
+    script = (
+        "import os\nblock = bytes(range(256)) * 4096\n"
+        "for _ in range(128): os.write(1, block)\nos.write(1, b'END')"
+    )
+    probe = (
+        "import resource, subprocess, sys\n"
+        "subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True)\n"
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+    )
+    res = subprocess.run(
+        [PY, "-c", probe, PY, "-m", "ledger_cli", "--store", url, "run", "job", "--owner", "w1",
+         "--lease", "1m", "--", PY, "-c", script],
+        capture_output=True, env=subprocess_env(), check=True, timeout=600,
+    )  # fmt: skip
+    peak_mib = int(res.stdout.split()[-1]) / 1024
+    assert peak_mib < 96, peak_mib  # 128 MiB went through; a bounded tail stays well below
+    (att,) = attempts(url)
+    assert att["output_bytes"] == 128 * (1 << 20) + 3 and att["kept_bytes"] == 1 << 20
+    kept = ledger(url, "output", "job").stdout
+    assert kept == ((bytes(range(256)) * 4096) + b"END")[-(1 << 20) :]
