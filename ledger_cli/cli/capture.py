@@ -5,20 +5,22 @@ them to the store while the command runs.
 - The command writes into two pipes. One pump thread reads both (poll), and
   writes each chunk at once, unchanged, to the runner's stdout or stderr (so
   cron mail, pipes and `2>&1` see what they saw before, buffered no more than
-  by a pipe), then appends it to one tail buffer: interleaved in the order
-  the chunks arrived, bytes as bytes. The buffer never holds more than the
-  kept size (a bytearray trimmed from the front), and a read is at most 256
-  KiB: memory is bounded by the kept size plus that, whatever is printed.
-- A flusher thread copies the tail (under a short in-memory lock) about every
-  half second, when anything new arrived, and saves it into the attempt with
-  `AttemptLog.save_attempt`: one short write, no store lock held while the
-  command runs, and the pump never waits for the store (a slow store delays
-  only what others see). A failed save is one warning line on stderr (the
-  first of a run of failures) and is tried again at the next tick.
+  by a pipe), then appends it to one tail: interleaved in the order the
+  chunks arrived, bytes as bytes. The tail holds the chunks as read (no copy
+  per chunk) and drops whole ones from the front once the rest holds the kept
+  size; a read is at most 1 MiB: memory is bounded by the kept size plus one
+  read, whatever is printed.
+- A flusher thread (started with the first output) joins the tail (under a
+  short in-memory lock) about every half second, when anything new arrived,
+  and saves it into the attempt with `AttemptLog.save_attempt`: one short
+  write, no store lock held while the command runs, and the pump never
+  waits for the store (a slow store delays only what others see). A failed
+  save is one warning line on stderr (the first of a run of failures) and
+  is tried again at the next tick.
 - `finish()` (after the command exited) drains the pipes to their end (a
   daemon the command left behind holding them is not waited for beyond a
-  moment), stops the flusher, and the caller then saves the end and the whole
-  tail, synchronously, before the completion is written.
+  moment); the caller then saves the end and the whole tail, in the
+  completion's unit (cli/run_attempts.py).
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ DEFAULT_KEEP = 1 << 20
 MAX_KEEP = 64 << 20
 FLUSH_EVERY = 0.5
 """Seconds between flushes while the command writes (SPEC: at least once a second)."""
-READ_SIZE = 256 << 10
+READ_SIZE = 1 << 20
 DRAIN_GRACE = 1.0
 """After the command exited, how long its pipes may stay open (a daemon it left)."""
 PIPE_SIZE = 1 << 20
@@ -47,11 +49,18 @@ _F_SETPIPE_SZ = 1031
 
 
 class Tail:
-    """The last `keep` bytes of everything appended, and how many there were."""
+    """The last `keep` bytes of everything appended, and how many there were.
+
+    Chunks are kept as they were read (no copy per chunk): whole chunks are
+    dropped from the front once the rest still holds `keep` bytes, so memory
+    is at most `keep` plus one chunk; the bytes are joined only for a flush."""
 
     def __init__(self, keep: int) -> None:
+        import collections
+
         self.keep = keep
-        self.buf = bytearray()
+        self.chunks: collections.deque[bytes] = collections.deque()
+        self.held = 0
         self.total = 0
         self.lock = threading.Lock()
         self.version = 0
@@ -60,18 +69,18 @@ class Tail:
         with self.lock:
             self.total += len(chunk)
             self.version += 1
-            if len(chunk) >= self.keep:
-                self.buf[:] = chunk[len(chunk) - self.keep :]
-                return
-            self.buf += chunk
-            over = len(self.buf) - self.keep
-            if over > 0:
-                del self.buf[:over]
+            self.chunks.append(chunk)
+            self.held += len(chunk)
+            chunks, keep = self.chunks, self.keep
+            while self.held - len(chunks[0]) >= keep:
+                self.held -= len(chunks.popleft())
 
     def snapshot(self) -> tuple[int, bytes, int]:
         """(version, kept bytes, total written)."""
         with self.lock:
-            return self.version, bytes(self.buf), self.total
+            data = b"".join(self.chunks)
+            version, total = self.version, self.total
+        return version, data[len(data) - self.keep :] if len(data) > self.keep else data, total
 
 
 class Capture:
@@ -103,6 +112,7 @@ class Capture:
         """Held across each save; once `closed` (the final save began), no flush
         saves any more: a late flush never overwrites the attempt's end."""
         self.closed = False
+        self._flusher_started = False
         self.warn: Callable[[str], None] = output.diag
         self._fds = {fd for fd in (out_fd, err_fd) if _is_stream_fd(fd)}
         """The destinations written to by descriptor (sys.stdout/stderr use them)."""
@@ -128,8 +138,7 @@ class Capture:
         for fd in self._child_fds:
             os.close(fd)
         self._child_fds = []
-        self._pump.start()
-        self._flusher.start()
+        self._pump.start()  # the flusher starts with the first output
 
     def abandon(self) -> None:
         """The command could not be started: close everything."""
@@ -148,21 +157,27 @@ class Capture:
         try:
             while open_fds:
                 for fd, _ev in poller.poll(200):
-                    try:
-                        chunk = os.read(fd, READ_SIZE)
-                    except OSError:
-                        chunk = b""
-                    if not chunk:
-                        poller.unregister(fd)
-                        open_fds.discard(fd)
-                        continue
                     dest = self.dest[fd]
-                    if dest not in broken:
+                    while True:  # a full read: more is likely waiting (no poll between)
                         try:
-                            self._emit(dest, chunk)
-                        except (OSError, ValueError):
-                            broken.add(dest)  # our own stdout is gone: keep capturing
-                    self.tail.append(chunk)
+                            chunk = os.read(fd, READ_SIZE)
+                        except OSError:
+                            chunk = b""
+                        if not chunk:
+                            poller.unregister(fd)
+                            open_fds.discard(fd)
+                            break
+                        if dest not in broken:
+                            try:
+                                self._emit(dest, chunk)
+                            except (OSError, ValueError):
+                                broken.add(dest)  # our own stdout is gone: keep capturing
+                        self.tail.append(chunk)
+                        if not self._flusher.is_alive() and not self._flusher_started:
+                            self._flusher_started = True  # output came: flush while it runs
+                            self._flusher.start()
+                        if len(chunk) < READ_SIZE:
+                            break
                 if self._stop.is_set() and open_fds:
                     break  # the grace after the command's exit is over
         finally:
