@@ -33,8 +33,28 @@ ACTOR = "ops@build-1"
 PICTURES: dict[str, tuple[str, ...]] = {
     "list.svg": ("list",),
     "tree.svg": ("tree",),
-    "state.svg": ("state", "package"),
+    "state.svg": ("state", "integration-tests"),
 }
+OUTPUT = {
+    "integration-tests": "".join(
+        [
+            "starting postgres 15 on :5433\n",
+            "test_signup ... ok\n",
+            "test_login ... ok\n",
+            "test_checkout ... FAILED\n",
+            "\n",
+            "FAIL: test_checkout (tests.integration.CheckoutTest)\n",
+            '  File "tests/integration/test_checkout.py", line 42, in test_checkout\n',
+            "    self.assertEqual(order.total, 1999)\n",
+            "AssertionError: 2099 != 1999\n",
+            "\n",
+            "Ran 3 tests in 61.2s\n",
+            "FAILED (failures=1)\n",
+        ]
+    ),
+    "build-docs": "sphinx-build -b html docs/ _build/\nreading sources... [ 40%] guide\n",
+}
+"""What each command printed, as its attempt kept it."""
 MANIFEST = "pictures.json"
 """Records the rich version the pictures were drawn with (SVG output differs
 between rich versions; the staleness test compares like with like)."""
@@ -46,8 +66,10 @@ def build_store(store: str) -> None:
     still being built (a live lease) when the picture is taken."""
     sys.path.insert(0, str(HERE.parent))
     from ledger_cli.cli.demo import PIPELINE
+    from ledger_cli.engine.attempts import Attempt
     from ledger_cli.engine.instant import Instant
     from ledger_cli.engine.ledger import Ledger
+    from ledger_cli.stores.attempts import attempt_log
     from ledger_cli.stores.resolve import open_store
 
     t0 = Instant.parse(T0)
@@ -65,8 +87,19 @@ def build_store(store: str) -> None:
             ("integration-tests", "w2", 102, 190, "failed"),
             ("build-docs", "w3", 200, None, None),
         ]
-        for key, owner, start, end, status in steps:
+        runs = attempt_log(st)
+        for i, (key, owner, start, end, status) in enumerate(steps):
             fence = ledger.claim(owner, key, owner, lease, t0 + timedelta(seconds=start))
+            # What `ledger run` records of the command (SPEC §7.1): fixed times and pids.
+            att = Attempt(key, fence=fence, owner=owner, host=f"build-{owner[1]}",
+                          pid=4100 + i, started=str(t0 + timedelta(seconds=start)))  # fmt: skip
+            att.n = runs.start_attempt(att)
+            out = OUTPUT.get(key, f"{key}: ok\n").encode()
+            att.output_bytes = att.kept_bytes = len(out)
+            if end is not None and status is not None:
+                att.ended = str(t0 + timedelta(seconds=end))
+                att.exit = 0 if status == "completed" else 1
+            runs.save_attempt(att, out)
             if end is not None and status is not None:
                 ledger.complete(owner, key, owner, fence, status, t0 + timedelta(seconds=end))
 

@@ -26,7 +26,8 @@ OUT = ROOT / "docs" / "reference.md"
 EXIT_CODES: dict[int, str] = {
     0: "success (an admit `duplicate` included)",
     1: '"no" from a predicate: `ledger blocked KEY` when KEY is not blocked; '
-    "`run --drain` when any command failed",
+    "`run --drain` when any command failed; `wait` when a task failed or is blocked; "
+    "`output` when the key has no recorded run (or no attempt N)",
     2: "usage error: bad option, bad duration, bad JSON, bad key, empty owner, "
     "non-positive lease, unknown status, an input over its size limit",
     3: "the key has no record",
@@ -40,6 +41,7 @@ EXIT_CODES: dict[int, str] = {
     9: "the store failed (unreadable, corrupt, locked too long, unreachable); "
     "`doctor` found a problem",
     70: "a bug: one line on stderr; set `LEDGER_DEBUG=1` for the traceback",
+    124: "`wait --timeout` ran out; `run --timeout` stopped the last attempt",
     126: "`ledger run`: the command cannot be executed",
     127: "`ledger run`: the command was not found",
     130: "interrupted (Ctrl-C) outside `ledger run`",
@@ -78,17 +80,24 @@ JSON_SHAPES: dict[str, str] = {
     "renew": '`{"key", "record"}`',
     "release": '`{"key", "record"}`',
     "complete": '`{"key", "record"}`',
-    "state": "the record",
+    "state": 'the record, with `"attempts"` added (the §7.1 fields of each kept attempt)',
     "blocked": '`{"key", "blocked", "blocked_by"}` (exit 1 when not blocked)',
     "list": "an array of records (`--jsonl`: one record per line)",
     "prune": '`{"pruned", "dry_run"}`',
-    "tree": '`{"failed": [{"key", "blocked", "dependents", "escaped"}]}`; with a key '
+    "tree": '`{"failed": [{"key", "blocked", "dependents", "escaped", "exit", "signal", '
+    '"timed_out"}]}`; with a key '
     '`{"key", "status", "needs": [{"key", "status", "blocked_by"}]}` '
     "(`status` null: never admitted)",
     "log": 'an array of `{"time", "actor", "event", "key", "fence", "data"}` '
     "(`--jsonl`: one per line)",
     "run": "after the command's own output, "
-    '`{"key", "fence", "status", "exit", "attempts", "record"}` (`--drain`: one per task)',
+    '`{"key", "fence", "status", "exit", "attempts", "attempt", "record"}` (`attempt`: the '
+    "last attempt's fields; `--drain`: one per task)",
+    "output": '`{"key", "attempt": {"n", "fence", "try", "owner", "host", "pid", "started", '
+    '"ended", "exit", "signal", "timed_out", "output_bytes", "kept_bytes"}, "output"}` '
+    "(the output as UTF-8 text, invalid bytes as U+FFFD)",
+    "wait": '`{"settled": [{"key", "status", "blocked_by", "exit"}], "unsettled": [keys], '
+    '"timed_out"}`',
     "retry": '`{"key", "record", "unblocked": [keys]}`',
     "cancel": '`{"key", "record", "blocked": [keys]}`',
     "stats": '`{"counts": {"pending", "claimed", "completed", "failed", "blocked"}, "pruned", '

@@ -194,6 +194,9 @@ def test_tree_and_log(cli: Cli) -> None:
                 "blocked": ["leaf", "mid"],
                 "dependents": ["mid", "leaf"],
                 "escaped": [],
+                "exit": None,  # no run recorded (completed by `ledger complete`)
+                "signal": None,
+                "timed_out": False,
             }
         ]
     }
@@ -262,6 +265,8 @@ JSON_CASES: dict[str, list[list[str]]] = {
     "cancel": [["cancel", "p"], ["cancel", "c", "--reason", "r"]],
     "stats": [["stats"], ["stats", "--prometheus"]],
     "watch": [["watch"]],  # not a terminal here: the JSON error
+    "output": [["output", "p"], ["output", "nope"]],
+    "wait": [["wait", "nope"]],  # the settled shapes: tests/test_output_wait.py
 }  # fmt: skip
 
 

@@ -102,6 +102,7 @@ def run_page(page: str) -> list[list[str]]:
             PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
             LEDGER_ACTOR="alice",
             LEDGER_NOW=NOW,
+            LEDGER_HOST="build-1",  # the host `ledger run` records in attempts
             NO_COLOR="1",
             COLUMNS="100",
         )

@@ -61,7 +61,7 @@ HOLDER_WRITES = (events.RENEWED, events.RELEASED, events.COMPLETED)
 
 
 def _owner(entry: HistoryEntry) -> str:
-    return entry.data.rsplit(" by ", 1)[1]
+    return entry.data.rsplit(" by ", 1)[1].split(" (", 1)[0]  # `ledger run` adds " (exit …)"
 
 
 class Violation(AssertionError):

@@ -113,7 +113,9 @@ def test_the_last_failed_attempt_fails_the_task(tmp_path: Path) -> None:
     assert json.loads(res.stdout)["attempts"] == 3
     events = _events(store, "job")
     assert [e["event"] for e in events].count("ledger.attempt_failed") == 2
-    assert events[-1]["data"] == "key job completed as failed by w"
+    data = events[-1]["data"]  # SPEC §7.3: the exit, the duration, the attempt
+    assert data.startswith("key job completed as failed by w (exit 3 after ")
+    assert data.endswith("s, attempt 3)")
 
 
 def test_a_lease_lost_during_a_backoff_wait_stops_everything(tmp_path: Path) -> None:

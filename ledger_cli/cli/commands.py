@@ -504,6 +504,29 @@ def run(
         ),
     ] = False,
     give_up_after: GiveUp = None,
+    keep_output: Annotated[
+        str | None,
+        typer.Option(
+            "--keep-output",
+            metavar="SIZE",
+            help="Keep the last SIZE bytes of the command's output (1MiB; 0: none, "
+            "output connected straight through; at most 64MiB).",
+        ),
+    ] = None,
+    timeout: Annotated[
+        str | None,
+        typer.Option(
+            "--timeout",
+            metavar="D",
+            help="Stop an attempt that runs longer than D (SIGTERM; exit 124).",
+        ),
+    ] = None,
+    kill_after: Annotated[
+        str | None,
+        typer.Option(
+            "--kill-after", metavar="D2", help="With --timeout: SIGKILL D2 after SIGTERM (10s)."
+        ),
+    ] = None,
 ) -> None:
     """Claim, run `-- CMD…` under the lease (renewed), complete by its exit status."""
     from ledger_cli.cli import run as run_module
@@ -521,6 +544,9 @@ def run(
         backoff=backoff,
         drain=drain,
         give_up_after=give_up_after,
+        keep_output=keep_output,
+        timeout=timeout,
+        kill_after=kill_after,
     )
 
 
@@ -589,4 +615,5 @@ def demo(
 
 # -- operating commands (retry, cancel, stats, watch) live in their own module ------------
 
+from ledger_cli.cli import attempt_commands as _attempt_commands  # noqa: E402,F401
 from ledger_cli.cli import operate_commands as _operate_commands  # noqa: E402,F401

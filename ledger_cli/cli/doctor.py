@@ -213,7 +213,7 @@ def doctor(settings: Settings, fix: bool = False) -> int:
 
         # The dependents index first: the JSON store's ready index finds the tasks
         # a completed need makes ready through it. The JSON store reads its
-        # records once for the three (under one lock hold).
+        # records once for the three (without the lock; under it to confirm).
         with contextlib.ExitStack() as stack:
             one_scan = getattr(s.store, "one_scan", None)
             if one_scan is not None:
@@ -222,6 +222,9 @@ def doctor(settings: Settings, fix: bool = False) -> int:
             check_deps_index(s.store, found, fix)
             check_ready_index(s.store, found, fix)
             check_tally(s.store, found, fix)
+        from ledger_cli.cli.attempt_upkeep import check_attempts
+
+        check_attempts(s.store, found, fix)
     problems = list(dict.fromkeys(found.problems))
     code = StoreError.exit_code if problems else 0
     if settings.json:

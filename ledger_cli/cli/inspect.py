@@ -22,7 +22,9 @@ def state(settings: Settings, key: str) -> int:
         if rec is None:
             raise NoKeyError()
         if settings.json:
-            output.line(output.record(rec))
+            from ledger_cli.cli.outcome import with_attempts
+
+            output.line(with_attempts(output.record(rec), s.store, key))
             return 0
         need_status = {}
         for need in rec.needs or ():
@@ -32,9 +34,15 @@ def state(settings: Settings, key: str) -> int:
         from ledger_cli.engine.prune import is_pruned
 
         pruned = is_pruned(s.store, key)
+        from ledger_cli.cli.outcome import state_attempts
+
+        runs = state_attempts(s.store, key)  # the last attempts, the output's last lines
     from ledger_cli.cli import render
 
-    render.console().print(render.state_panel(rec, now, need_status, output.task(rec.task)))
+    con = render.console()
+    con.print(render.state_panel(rec, now, need_status, output.task(rec.task)))
+    for part in runs:
+        con.print(part)
     if pruned:
         output.line("pruned: its task, needs and history were removed; the key stays admitted")
     return 0
@@ -124,18 +132,24 @@ def tree(settings: Settings, key: str | None = None) -> int:
         from ledger_cli.engine.prune import visible
 
         records = {rec.key: rec for rec in visible(s.store)}
-    if key is not None and key not in records:
-        raise NoKeyError()
-    if settings.json:
-        output.json_line(_tree_json(key, records))
-        return 0
+        if key is not None and key not in records:
+            raise NoKeyError()
+        from ledger_cli.cli import outcome
+
+        failed = [k for k, r in records.items() if r.status == "failed"]
+        if settings.json:
+            tree_doc = _tree_json(key, records)
+            outcome.add_failure_fields(tree_doc, s.store)
+            output.json_line(tree_doc)
+            return 0
+        marks = outcome.failure_marks(s.store, failed)  # `failed (exit 1)`, `(timed out)`…
     from ledger_cli.cli import render
 
     con = render.console()
     if key is not None:
-        con.print(render.needs_tree(key, records))
+        con.print(render.needs_tree(key, records, marks))
     else:
-        render.print_trees(con, render.failure_trees(records), "no failed tasks")
+        render.print_trees(con, render.failure_trees(records, marks), "no failed tasks")
     return 0
 
 

@@ -183,13 +183,20 @@ def _stamp(at: Instant, by: str) -> Text:
     return Text(f"{at} by {by}" if by else str(at))
 
 
-def _label(key: str, rec: TaskState | None, escaped: Collection[str] = ()) -> Text:
+def _label(
+    key: str,
+    rec: TaskState | None,
+    escaped: Collection[str] = (),
+    marks: Mapping[str, str] | None = None,
+) -> Text:
     text = Text(key)
     text.append("  ")
     if rec is None:
         text.append("never admitted", style=MISSING_STYLE)
         return text
     text.append_text(status_text(rec.status))
+    if marks and key in marks:  # the latest run's outcome (SPEC §7.3)
+        text.append(f" ({marks[key]})", style=STATUS_STYLE["failed"])
     if rec.status == "blocked" and rec.blocked_by:
         text.append(f" by {rec.blocked_by}", style=STATUS_STYLE["blocked"])
     if key in escaped:
@@ -227,7 +234,9 @@ def _grow(
         stack.append((node.add(label(child)), iter(children(child))))
 
 
-def failure_trees(records: Mapping[str, TaskState]) -> list[Tree]:
+def failure_trees(
+    records: Mapping[str, TaskState], marks: Mapping[str, str] | None = None
+) -> list[Tree]:
     """Each failed record with everything that depends on it (not completed)."""
     dependents: dict[str, list[str]] = {}
     for rec in records.values():
@@ -240,7 +249,7 @@ def failure_trees(records: Mapping[str, TaskState]) -> list[Tree]:
     escaped = _escaped(records)
 
     def label(key: str) -> Text:
-        return _label(key, records.get(key), escaped)
+        return _label(key, records.get(key), escaped, marks)
 
     trees = []
     for key in sorted(k for k, r in records.items() if r.status == "failed"):
@@ -250,7 +259,9 @@ def failure_trees(records: Mapping[str, TaskState]) -> list[Tree]:
     return trees
 
 
-def needs_tree(key: str, records: Mapping[str, TaskState]) -> Tree:
+def needs_tree(
+    key: str, records: Mapping[str, TaskState], marks: Mapping[str, str] | None = None
+) -> Tree:
     """From `key` down its needs to whatever holds it: failures, blocked
     records, needs never admitted. Completed needs are leaves."""
 
@@ -263,7 +274,7 @@ def needs_tree(key: str, records: Mapping[str, TaskState]) -> Tree:
     escaped = _escaped(records)
 
     def label(k: str) -> Text:
-        return _label(k, records.get(k), escaped)
+        return _label(k, records.get(k), escaped, marks)
 
     root = Tree(label(key))
     _grow(root, key, children, label)

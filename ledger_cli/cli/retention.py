@@ -20,6 +20,10 @@ def prune(
             raise InputError(f"ledger: prune takes --status completed or failed, not {st}")
     with Session(settings) as s:
         n = s.ledger.prune(age, s.now(), wanted, dry_run)
+        if not dry_run:
+            from ledger_cli.cli.attempt_upkeep import drop_pruned_attempts
+
+            drop_pruned_attempts(s.store)  # a pruned key's attempts go too (SPEC §7.1)
     if settings.json:
         output.json_line({"pruned": n, "dry_run": dry_run})
     else:

@@ -59,6 +59,7 @@ from ledger_cli.cli.supervisor import (
 from ledger_cli.errors import NoKeyError, StoreError
 
 if TYPE_CHECKING:
+    from ledger_cli.cli.run_attempts import RunOptions
     from ledger_cli.engine.record import TaskState
 
 __all__ = ["STOP_GRACE", "LeaseLostError", "Supervisor", "exit_code", "run"]
@@ -79,6 +80,9 @@ def run(
     backoff: str | None = None,
     drain: bool = False,
     give_up_after: str | None = None,
+    keep_output: str | None = None,
+    timeout: str | None = None,
+    kill_after: str | None = None,
 ) -> int:
     if drain and key is not None:
         raise InputError("ledger: --drain goes with --next, not a KEY")
@@ -97,10 +101,14 @@ def run(
     attempts = parse_uint(retries, "--retries", MAX_RETRIES) + 1 if retries is not None else 1
     backoff_td = parse_duration(backoff, "--backoff") if backoff is not None else DEFAULT_BACKOFF
     give_up = parse_give_up(give_up_after)
+    from ledger_cli.cli.run_attempts import RunOptions
+
+    options = RunOptions(keep_output, timeout, kill_after)  # SPEC §7.1, §7.4
     with open_session(settings, give_up if drain or wait is not None else None) as s:
         if drain:
             worker = Drainer(s, owner, lease, lease_td, command, wait)
             worker.attempts, worker.backoff, worker.outage.give_up = attempts, backoff_td, give_up
+            worker.options = options
             return worker.run()
         if next_:
             rec, fence, sent = claim_next_timed(s, owner, lease, wait, give_up)
@@ -116,7 +124,7 @@ def run(
                 raise NoKeyError()
             rec = claimed
         sup = Supervisor(s, rec, fence, owner, lease_td, command, sent)
-        sup.attempts, sup.backoff = attempts, backoff_td
+        sup.attempts, sup.backoff, sup.options = attempts, backoff_td, options
         return sup.run()
 
 
@@ -144,6 +152,8 @@ class Drainer:
         self.stopping = threading.Event()
         """Set by SIGINT/SIGTERM between tasks: cuts a --wait poll short."""
         self.outage = Outage("the drain")
+        self.options: RunOptions | None = None
+        """--keep-output, --timeout, --kill-after for every task (run_attempts.py)."""
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         if self.signum is None:
@@ -207,6 +217,8 @@ class Drainer:
             rec, fence, sent = got
             sup = Supervisor(self.s, rec, fence, self.owner, self.lease_td, self.command, sent)
             sup.attempts, sup.backoff = self.attempts, self.backoff
+            if self.options is not None:
+                sup.options = self.options
             code = sup.run()  # a lost lease raises LeaseLostError: exit 5 at once
             ran += 1
             self.s.recorder.events.clear()  # written to the history already

@@ -26,12 +26,13 @@ import threading
 import time
 from datetime import timedelta
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ledger_cli.cli import output
 from ledger_cli.cli.context import Session
 from ledger_cli.cli.leasekeeper import REFUSALS, LeaseKeeper
 from ledger_cli.cli.outage import Outage
+from ledger_cli.cli.run_attempts import TIMEOUT_EXIT, annotate_completion
 from ledger_cli.errors import FencedError, LedgerError, StoreError
 
 if TYPE_CHECKING:
@@ -96,6 +97,13 @@ class Supervisor:
             self._on_lost,
         )
         self.poll = min(0.1, self.keeper.margin / 4)
+        from ledger_cli.cli.run_attempts import RunOptions
+
+        self.options = RunOptions()
+        """--keep-output, --timeout, --kill-after (run.py sets them)."""
+        self.recorder: Any = None
+        """The last attempt's AttemptRecorder (None before the first start)."""
+        self.timed_out = False
         self.unproved = False
         """The lease ran out of proof (no renewal landed in time): `lost` says so."""
 
@@ -167,14 +175,41 @@ class Supervisor:
 
     def _attempt(self) -> int | None:
         """Run the command once; its exit status (None: a signal or a lost lease
-        stopped it). Raises OSError when it cannot be started."""
-        self.proc = subprocess.Popen(self.command, env=self._env(), process_group=0)
+        stopped it). Raises OSError when it cannot be started. The attempt and
+        its output are recorded beside the record (cli/run_attempts.py)."""
+        from ledger_cli.cli.run_attempts import AttemptRecorder, Deadline
+
+        opts = self.options
+        rec = AttemptRecorder(self.s, self.key, self.fence, self.owner, self.attempt, opts.keep)
+        self.recorder, deadline = rec, Deadline(opts)
+        try:
+            self.proc = subprocess.Popen(
+                self.command, env=self._env(), process_group=0, **rec.popen_kwargs()
+            )
+        except OSError:
+            rec.not_started()
+            self.recorder = None
+            raise
+        rec.started(self.proc.pid)
+        rc: int | None = None
+        try:
+            rc = self._watch(deadline)
+        finally:
+            # Durable before the outcome, waiting for the store while the lease holds.
+            limit = self.keeper.proved_until() - time.monotonic()
+            rec.ended(self.proc.returncode, deadline.timed_out, limit)
+        self.timed_out = deadline.timed_out
+        return rc
+
+    def _watch(self, deadline: Any) -> int | None:
+        assert self.proc is not None
         rc: int | None = None
         signalled_at: float | None = None
         while rc is None:
             try:
                 rc = self.proc.wait(timeout=self.poll)
             except subprocess.TimeoutExpired:
+                deadline.check(self._signal_child)  # --timeout: SIGTERM, then SIGKILL
                 if self.signum is not None:
                     # Passed on by the handler; escalate after the grace period.
                     if signalled_at is None:
@@ -204,6 +239,11 @@ class Supervisor:
                 return False
             if self.wake.wait(left):
                 return True
+
+    def _save_attempt_end(self) -> None:
+        """The last attempt's end where no completion carries it (bounded wait)."""
+        if self.recorder is not None:
+            self.recorder.save_now(max(self.keeper.proved_until() - time.monotonic(), 1.0))
 
     def _attempt_failed(self, rc: int) -> None:
         """A history line for a failed attempt that will be retried (best effort:
@@ -242,6 +282,7 @@ class Supervisor:
                     return 126 if isinstance(exc, PermissionError) else 127
                 if rc is None or rc == 0 or self.attempt >= self.attempts:
                     break
+                self._save_attempt_end()  # no completion follows this one
                 self._attempt_failed(rc)
                 pause = self.backoff.total_seconds() * 2 ** (self.attempt - 1)
                 if self._wait(pause):  # the lease was lost or unprovable, or a signal came
@@ -254,6 +295,8 @@ class Supervisor:
             if self.keeper.thread.is_alive():
                 self._interrupt()
                 self.keeper.thread.join(timeout=self.keeper.margin)
+        if self.unproved or self.lost is not None or self.signum is not None:
+            self._save_attempt_end()
         if self.unproved:
             raise LeaseLostError(output.one_line(str(self.lost)))
         if self.lost is not None:
@@ -267,18 +310,19 @@ class Supervisor:
         assert rc is not None
         status = "completed" if rc == 0 else "failed"
         rec = self._complete(status)
-        code = exit_code(rc)
+        code = TIMEOUT_EXIT if self.timed_out else exit_code(rc)
         if self.s.settings.json:
-            output.json_line(
-                {
-                    "key": self.key,
-                    "fence": self.fence,
-                    "status": status,
-                    "exit": code,
-                    "attempts": self.attempt,
-                    "record": output.record(rec),
-                }
-            )
+            doc: dict[str, Any] = {
+                "key": self.key,
+                "fence": self.fence,
+                "status": status,
+                "exit": code,
+                "attempts": self.attempt,
+            }
+            if self.recorder is not None and self.recorder.recorded:
+                doc["attempt"] = self.recorder.to_obj()
+            doc["record"] = output.record(rec)
+            output.json_line(doc)
         return code
 
     # -- the outcome -----------------------------------------------------------
@@ -326,6 +370,7 @@ class Supervisor:
                         self.s.ledger.complete(
                             self.s.actor, self.key, self.owner, self.fence, status, now
                         )
+                        annotate_completion(self.s, self.key, self.recorder)
                         rec = self.s.load(self.key)
                 outage.ok()
                 return rec

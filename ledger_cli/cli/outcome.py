@@ -1,0 +1,136 @@
+"""The outcome of runs where a person looks (SPEC §7.3): `state`'s attempts
+and output tail, `tree`'s marks on failures. Reads only; rich is imported only
+by the functions that render."""
+
+from __future__ import annotations
+
+from ledger_cli.errors import StoreError
+
+TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
+if TYPE_CHECKING:
+    from typing import Any
+
+    from rich.console import RenderableType
+
+    from ledger_cli.engine.attempts import Attempt
+    from ledger_cli.engine.store import Store
+
+STATE_ATTEMPTS = 5
+STATE_LINES = 10
+
+
+def attempts_of(store: Store, key: str) -> list[Attempt]:
+    from ledger_cli.stores.attempts import attempt_log
+
+    return attempt_log(store).list_attempts(key)
+
+
+def _cancellation(store: Store, key: str) -> str | None:
+    """`cancelled by ACTOR[: REASON]` when the key's last ending was `cancel`."""
+    read = getattr(store, "read_history", None)
+    if read is None:
+        return None
+    last = None
+    for entry in read(key):
+        if entry.event in ("ledger.cancelled", "ledger.completed"):
+            last = entry
+    if last is None or last.event != "ledger.cancelled":
+        return None
+    text = last.data.partition(" cancelled by ")[2] or last.actor
+    who, _, reason = text.partition(" (reason: ")
+    return f"cancelled by {who}: {reason.removesuffix(')')}" if reason else f"cancelled by {who}"
+
+
+def failure_mark(store: Store, key: str) -> tuple[str | None, dict[str, Any]]:
+    """The mark of a failed key (`exit 1`, `timed out`, `SIGKILL`,
+    `cancelled by alice: superseded`) and its `--json` fields."""
+    fields: dict[str, Any] = {"exit": None, "signal": None, "timed_out": False}
+    try:
+        cancelled = _cancellation(store, key)
+        atts = attempts_of(store, key)
+    except StoreError:
+        return None, fields
+    if atts:
+        last = atts[-1]
+        fields = {"exit": last.exit, "signal": last.signal, "timed_out": last.timed_out}
+    if cancelled is not None:
+        return cancelled, fields
+    if not atts or atts[-1].ended is None:
+        return None, fields
+    return atts[-1].outcome(), fields
+
+
+def failure_marks(store: Store, keys: list[str]) -> dict[str, str]:
+    marks = {}
+    for key in keys:
+        mark, _fields = failure_mark(store, key)
+        if mark is not None:
+            marks[key] = mark
+    return marks
+
+
+def state_attempts(store: Store, key: str) -> list[RenderableType]:
+    """What `state` shows below the panel: the last attempts and output lines."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from ledger_cli.cli.output_cmd import last_lines
+    from ledger_cli.engine.attempts import seconds_text
+    from ledger_cli.stores.attempts import attempt_log
+
+    log = attempt_log(store)
+    atts = log.list_attempts(key)
+    if not atts:
+        return []
+    table = Table(title="attempts", title_justify="left", box=None, pad_edge=False)
+    for name in ("n", "fence", "owner@host", "started", "took", "outcome"):
+        table.add_column(name, justify="right" if name in ("n", "fence", "took") else "left")
+    for att in atts[-STATE_ATTEMPTS:]:
+        took = att.seconds()
+        outcome = att.outcome()
+        style = "green" if outcome == "exit 0" else "yellow" if outcome == "running" else "red"
+        table.add_row(
+            str(att.n),
+            str(att.fence),
+            Text(f"{att.owner}@{att.host}"),
+            att.started,
+            seconds_text(took) if took is not None else "",
+            Text(outcome, style=style),
+        )
+    shown: list[RenderableType] = [table]
+    latest = atts[-1]
+    data = log.read_output(key, latest.n)
+    tail = last_lines(data, STATE_LINES).decode("utf-8", "replace")
+    if tail:
+        shown.append(Text(f"last lines of attempt {latest.n}:", style="bold"))
+        shown.append(Text(tail.rstrip("\n")))
+    shown.append(Text(f"all of it: ledger output {_quoted(key)}", style="dim"))
+    return shown
+
+
+def _quoted(key: str) -> str:
+    import shlex
+
+    return shlex.quote(key)
+
+
+def with_attempts(record_json: str, store: Store, key: str) -> str:
+    """`state --json`: the wire record object with `"attempts"` added."""
+    from ledger_cli.cli import output
+
+    atts = [a.to_obj() for a in attempts_of(store, key)]
+    body = record_json.rstrip()
+    assert body.endswith("}")
+    sep = "," if body != "{}" else ""
+    return body[:-1] + sep + '"attempts":' + output.dumps(atts) + "}"
+
+
+def add_failure_fields(doc: Any, store: Store) -> None:
+    """`tree --json`: `"exit"`, `"signal"`, `"timed_out"` on each failure."""
+    if isinstance(doc, dict) and isinstance(doc.get("failed"), list):
+        for item in doc["failed"]:
+            item.update(failure_mark(store, item["key"])[1])
+    if isinstance(doc, dict) and isinstance(doc.get("needs"), list):
+        for item in doc["needs"]:
+            if item.get("status") == "failed":
+                item.update(failure_mark(store, item["key"])[1])

@@ -1,0 +1,167 @@
+"""`ledger output KEY [--attempt N] [--follow] [--tail LINES]` (SPEC §7.2):
+the kept output of a key's attempt, byte for byte."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from ledger_cli.cli import output
+from ledger_cli.cli.context import Session, Settings
+from ledger_cli.cli.inputs import InputError, parse_uint
+from ledger_cli.errors import LedgerError, NoKeyError
+
+TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
+if TYPE_CHECKING:
+    from ledger_cli.engine.attempts import Attempt, AttemptLog
+
+FOLLOW_EVERY = 0.2
+"""`--follow` reads at most this often (seconds), and only what is new."""
+RECORD_EVERY = 1.0
+"""`--follow` checks the record this often: a runner that died never ends its attempt."""
+
+
+class NoRunError(LedgerError):
+    """KEY has no recorded attempt (or no attempt N): exit 1."""
+
+    code = "no_attempt"
+    exit_code = 1
+
+
+def last_lines(data: bytes, lines: int) -> bytes:
+    """The last `lines` lines of `data` (a final line without a newline counts)."""
+    if lines == 0:
+        return b""
+    end = len(data) - 1 if data.endswith(b"\n") else len(data)
+    at = end
+    for _ in range(lines):
+        at = data.rfind(b"\n", 0, at)
+        if at < 0:
+            return data
+    return data[at + 1 :]
+
+
+def ended_text(att: Attempt) -> str:
+    from ledger_cli.engine.attempts import seconds_text
+
+    took = att.seconds()
+    after = f" after {seconds_text(took)}" if took is not None else ""
+    if att.timed_out:
+        how = "timed out"
+    elif att.signal is not None:
+        how = f"was killed by {att.signal}"
+    elif att.exit is not None:
+        how = f"exited {att.exit}"
+    else:
+        how = "ended"
+    return f"{how}{after}"
+
+
+def _write(data: bytes) -> None:
+    if not data:
+        return
+    sys.stdout.flush()
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # a stream without a descriptor
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+        return
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _pick(log: AttemptLog, key: str, n: int | None) -> int:
+    atts = log.list_attempts(key)
+    if not atts:
+        raise NoRunError(f"ledger: {key} has no recorded run")
+    if n is None:
+        return atts[-1].n
+    if all(a.n != n for a in atts):
+        kept = ", ".join(str(a.n) for a in atts)
+        raise NoRunError(f"ledger: {key} has no attempt {n} (kept: {kept})")
+    return n
+
+
+def output_cmd(
+    settings: Settings,
+    key: str,
+    attempt: str | None = None,
+    follow: bool = False,
+    tail: str | None = None,
+) -> int:
+    n_wanted = parse_uint(attempt, "--attempt") if attempt is not None else None
+    if n_wanted == 0:
+        raise InputError("ledger: --attempt counts from 1")
+    lines = parse_uint(tail, "--tail") if tail is not None else None
+    from ledger_cli.stores.attempts import attempt_log
+
+    with Session(settings) as s:
+        if s.load(key) is None:
+            raise NoKeyError()
+        log = attempt_log(s.store)
+        n = _pick(log, key, n_wanted)
+        att, data = log.read_new(key, n, 0)
+        if att is None:
+            raise NoRunError(f"ledger: {key} has no attempt {n}")
+        dropped = att.output_bytes - len(data)
+        if follow and not settings.json:
+            _write(last_lines(data, lines) if lines is not None else data)
+            if dropped > 0:
+                output.diag(f"ledger: the first {dropped:,} bytes of attempt {n} were not kept")
+            att = _follow(s, log, att)
+            output.diag(f"ledger: attempt {n} of {key} {ended_text(att)}")
+            return 0
+        if follow:  # --json: the object once the attempt ended
+            att = _follow(s, log, att, quiet=True)
+            att, data = log.read_new(key, n, 0)
+            assert att is not None
+            dropped = att.output_bytes - len(data)
+    shown = last_lines(data, lines) if lines is not None else data
+    if settings.json:
+        output.json_line(
+            {
+                "key": key,
+                "attempt": att.to_obj(),
+                "output": shown.decode("utf-8", "replace"),
+            }
+        )
+    else:
+        _write(shown)
+    if dropped > 0:
+        output.diag(f"ledger: the first {dropped:,} bytes of attempt {n} were not kept")
+    return 0
+
+
+def _follow(s: Session, log: AttemptLog, att: Attempt, quiet: bool = False) -> Attempt:
+    """Print new output until the attempt ends (or can no longer end: its
+    record moved on without it, the runner having died)."""
+    seen = att.output_bytes
+    checked = time.monotonic()
+    while att.ended is None:
+        time.sleep(FOLLOW_EVERY)
+        got, new = log.read_new(att.key, att.n, seen)
+        if got is None:
+            return att  # removed (pruned) meanwhile
+        if got.output_bytes > seen:
+            if not quiet:
+                gap = got.output_bytes - seen - len(new)
+                if gap > 0:
+                    output.diag(f"ledger: {gap:,} bytes of attempt {att.n} were not kept")
+                _write(new)
+            seen = got.output_bytes
+        att = got
+        if att.ended is None and time.monotonic() - checked >= RECORD_EVERY:
+            checked = time.monotonic()
+            rec = s.load(att.key)
+            if rec is None or rec.status != "claimed" or rec.fence != att.fence:
+                # Its runner is gone: read once more, in case the end just landed.
+                again, new = log.read_new(att.key, att.n, seen)
+                if again is not None and again.ended is not None:
+                    if not quiet:
+                        _write(new)
+                    return again
+                return att
+    return att

@@ -1,0 +1,312 @@
+"""What `ledger run` records of each start of its command (SPEC §7.1, §7.4).
+
+`AttemptRecorder` is the supervisor's one hook per attempt:
+
+    rec = AttemptRecorder(session, key, fence, owner, try_, keep)
+    proc = Popen(cmd, **rec.popen_kwargs())   # pipes when output is kept
+    rec.started(proc.pid)                     # the attempt in the store: n
+    ...                                       # the capture flushes meanwhile
+    rec.ended(rc, timed_out)                  # end + whole tail, durable
+
+The host recorded is the machine's name, or LEDGER_HOST when set (a container's
+random name is no help to a person). With `--now` the clock is fixed: the
+attempt starts and ends at that instant.
+
+`ended` runs before the completion is written, so a task that `ledger run`
+completed always has its whole kept output. Every failure to record is one
+warning line on stderr; the command, the lease and the completion go on.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from ledger_cli.cli import output
+from ledger_cli.engine.attempts import Attempt, seconds_text, signal_name
+from ledger_cli.errors import StoreError
+
+TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ledger_cli.cli.capture import Capture
+    from ledger_cli.cli.context import Session
+    from ledger_cli.engine.attempts import AttemptLog
+
+TIMEOUT_EXIT = 124
+DEFAULT_KILL_AFTER = 10.0
+
+
+class AttemptRecorder:
+    def __init__(
+        self, session: Session, key: str, fence: int, owner: str, try_: int, keep: int
+    ) -> None:
+        from ledger_cli.engine.instant import Instant
+
+        self.s = session
+        self.keep = keep
+        host = os.environ.get("LEDGER_HOST") or os.uname().nodename
+        self.att = Attempt(key, fence=fence, try_=try_, owner=owner, host=host, started="")
+        self._fixed = session.settings.now is not None
+        """--now fixes the clock: the attempt starts and ends at that instant."""
+        self._instant = Instant
+        self._mono = 0.0
+        self.log: AttemptLog | None = None
+        self.capture: Capture | None = None
+        self.recorded = False
+        self.warned = False
+        self._final: tuple[Attempt, bytes | None] | None = None
+        """The end and the tail, once the command exited, until saved."""
+        self._starter: Any = None
+        try:
+            from ledger_cli.stores.attempts import attempt_log
+
+            self.log = attempt_log(session.store)
+        except Exception as exc:
+            self._warn("recording the run", exc)
+        if keep > 0:
+            from ledger_cli.cli.capture import Capture
+
+            sink: Any = self.log if self.log is not None else _NoLog()
+            self.capture = Capture(keep, sink, self.att)
+            self.capture.warn = self._capture_warned
+
+    def _warn(self, what: str, exc: BaseException) -> None:
+        """One warning line per attempt, whatever else fails after it."""
+        if self.warned:
+            return
+        self.warned = True
+        output.diag(
+            f"ledger: {what} of {self.att.key}: {output.one_line(str(exc))} (the command goes on)"
+        )
+
+    def _capture_warned(self, line: str) -> None:
+        if not self.warned:
+            self.warned = True
+            output.diag(line)
+
+    def popen_kwargs(self) -> dict[str, Any]:
+        return self.capture.popen_kwargs() if self.capture is not None else {}
+
+    def not_started(self) -> None:
+        if self.capture is not None:
+            self.capture.abandon()
+
+    def started(self, pid: int) -> None:
+        """The command runs: start the capture, and record the attempt (its
+        `n`) in a thread of its own: the supervisor never waits on the store
+        while the command runs (a store outage delays the record, not the
+        lease's hard stop)."""
+        import threading
+
+        self._mono = time.monotonic()
+        self.att.pid = pid
+        self.att.started = str((self.s.now() if self._fixed else self._instant.now()).utc())
+        if self.capture is not None:
+            self.capture.start()  # the pump first: the command never waits on the store
+        if self.log is None:
+            return
+        self._starter = threading.Thread(target=self._start, name="ledger-attempt", daemon=True)
+        self._starter.start()
+
+    def _start(self) -> None:
+        assert self.log is not None
+        try:
+            self.att.n = self.log.start_attempt(self.att.copy())
+        except Exception as exc:
+            self._warn("recording the run", exc)
+            return
+        self.recorded = True
+        if self.capture is not None:
+            self.capture.recording = True
+
+    def ended(self, rc: int | None, timed_out: bool = False, limit: float = 30.0) -> None:
+        """The command exited (`rc` as Popen gives it: -N for signal N; None:
+        unknown). Drain the capture and stop its flushes (waiting for a flush
+        in flight up to `limit` seconds); the end and the whole tail are then
+        saved by `save_end` (the completion's unit calls it, so they are
+        durable with the completion) or `save_now` (no completion follows)."""
+        took = time.monotonic() - self._mono
+        deadline = time.monotonic() + max(limit, 0.0)
+        kept: bytes | None = None
+        if self.capture is not None:
+            kept = self.capture.finish()
+        att = self.att
+        if rc is not None and rc < 0:
+            att.exit, att.signal = None, signal_name(-rc)
+        elif rc is not None:
+            att.exit, att.signal = rc, None
+        att.timed_out = timed_out
+        start = self._instant.parse(att.started)
+        att.ended = str(start if self._fixed else start.add_ns(int(took * 1e9)))
+        starter = self._starter
+        if starter is not None:
+            starter.join(max(deadline - time.monotonic(), 0.0))
+        if self.capture is not None:
+            lock = self.capture.save_lock
+            if lock.acquire(timeout=max(deadline - time.monotonic(), 0.0)):
+                self.capture.closed = True  # no flush after the end
+                lock.release()
+            else:
+                self.capture.closed = True
+                self._warn("recording the output", TimeoutError("the store did not answer"))
+                return
+        if self.recorded and self.log is not None:
+            self._final = (att.copy(), kept)
+
+    def save_end(self) -> None:
+        """Save the end (once), inside the caller's unit when it has one: in a
+        nested batch (a savepoint), so that a refusal of this write alone is one
+        warning and leaves the rest of the unit (the completion) to go on."""
+        final = self._final
+        if final is None or self.log is None:
+            return
+        try:
+            with self.s.store.batch():
+                self.log.save_attempt(*final)
+        except StoreError as exc:
+            if _is_outage(exc):
+                raise  # the unit is tried again (cli/outage.py), this save with it
+            self._warn("recording the output", exc)
+        self._final = None
+
+    def save_now(self, limit: float) -> None:
+        """Save the end where no completion follows (a retry, a lost lease, a
+        signal), waiting for the store up to `limit` seconds."""
+        import threading
+
+        if self._final is None:
+            return
+        saver = threading.Thread(target=self._save_quietly, name="ledger-attempt", daemon=True)
+        saver.start()
+        saver.join(max(limit, 0.0))
+        if saver.is_alive():
+            self._warn("recording the output", TimeoutError("the store did not answer in time"))
+
+    def _save_quietly(self) -> None:
+        final = self._final
+        if final is None or self.log is None:
+            return
+        try:
+            self.log.save_attempt(*final)
+            self._final = None
+        except Exception as exc:
+            self._warn("recording the output", exc)
+
+    def summary(self) -> str:
+        """`exit 1 after 0.4s`, `SIGKILL after 3.0s`, `timed out after 10.0s`."""
+        took = self.att.seconds()
+        after = f" after {seconds_text(took)}" if took is not None else ""
+        return f"{self.att.outcome()}{after}"
+
+    def to_obj(self) -> dict[str, Any]:
+        return self.att.to_obj()
+
+
+class _NoLog:
+    """Where a capture saves when the store keeps no attempts: nowhere."""
+
+    def save_attempt(self, att: Attempt, output: bytes | None) -> None:
+        pass
+
+
+def completion_note(rec: AttemptRecorder | None) -> str:
+    """What a `ledger.completed` line written by `run` adds to its text."""
+    if rec is None or not rec.att.started:
+        return ""
+    n = f", attempt {rec.att.n}" if rec.att.n else ""
+    return f" ({rec.summary()}{n})"
+
+
+def parse_timeouts(timeout: str | None, kill_after: str | None) -> tuple[float | None, float]:
+    """`--timeout D` (> 0) and `--kill-after D2` (≥ 0, default 10s), in seconds."""
+    from ledger_cli.cli.inputs import InputError, parse_duration
+
+    if kill_after is not None and timeout is None:
+        raise InputError("ledger: --kill-after goes with --timeout")
+    limit = None
+    if timeout is not None:
+        limit = parse_duration(timeout, "--timeout").total_seconds()
+        if limit <= 0:
+            raise InputError(f"ledger: --timeout must be more than 0, got {timeout!r}")
+    grace = DEFAULT_KILL_AFTER
+    if kill_after is not None:
+        grace = parse_duration(kill_after, "--kill-after").total_seconds()
+        if grace < 0:
+            raise InputError(f"ledger: --kill-after must not be negative, got {kill_after!r}")
+    return limit, grace
+
+
+def parse_keep(keep: str | None) -> int:
+    if keep is None:
+        from ledger_cli.cli.capture import DEFAULT_KEEP
+
+        return DEFAULT_KEEP
+    from ledger_cli.cli.capture import parse_size
+
+    return parse_size(keep)
+
+
+class RunOptions:
+    """`--keep-output`, `--timeout`, `--kill-after`, parsed before anything is written."""
+
+    __slots__ = ("keep", "kill_after", "timeout")
+
+    def __init__(
+        self, keep: str | None = None, timeout: str | None = None, kill_after: str | None = None
+    ) -> None:
+        self.keep = parse_keep(keep)
+        self.timeout, self.kill_after = parse_timeouts(timeout, kill_after)
+
+
+class Deadline:
+    """`--timeout D --kill-after D2` of one attempt, on the monotonic clock:
+    SIGTERM to the process group after D, SIGKILL D2 later."""
+
+    def __init__(self, options: RunOptions) -> None:
+        self.options = options
+        self.start = time.monotonic()
+        self.timed_out = False
+        self._kill_at: float | None = None
+
+    def check(self, signal_group: Any) -> None:
+        """Called while the command runs; `signal_group(signum)` signals its group."""
+        limit = self.options.timeout
+        if limit is None:
+            return
+        import signal
+
+        now = time.monotonic()
+        if not self.timed_out and now - self.start >= limit:
+            self.timed_out = True
+            self._kill_at = now + self.options.kill_after
+            signal_group(signal.SIGTERM)
+        elif self._kill_at is not None and now >= self._kill_at:
+            self._kill_at = None
+            signal_group(signal.SIGKILL)
+
+
+def _is_outage(exc: BaseException) -> bool:
+    from ledger_cli.cli.outage import is_outage
+
+    return bool(is_outage(exc))
+
+
+def annotate_completion(session: Session, key: str, rec: AttemptRecorder | None) -> None:
+    """Inside the completion's unit: the attempt's end is saved with it
+    (`save_end`), and its `ledger.completed` line carries the exit, the
+    duration and the attempt (`… by w1 (exit 1 after 0.4s, attempt 2)`)."""
+    if rec is not None:
+        rec.save_end()
+    note = completion_note(rec)
+    if not note:
+        return
+    from ledger_cli.engine.events import COMPLETED, Event
+
+    events = session.recorder.events
+    for i in range(len(events) - 1, -1, -1):
+        ev = events[i]
+        if ev.name == COMPLETED and ev.key == key:
+            events[i] = Event(ev.name, ev.key, ev.data + note)
+            return

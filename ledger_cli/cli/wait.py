@@ -1,0 +1,200 @@
+"""`ledger wait KEY… | --all [--timeout D] [--interval D]` (SPEC §7.5).
+
+Returns when every KEY is settled (completed, failed or blocked), printing a
+line as each settles. Each poll reads only the keys not yet settled; `--all`
+reads the store's status counts (a SQL store counts in the database; the JSON
+store reads its live records only) until nothing is pending or claimed.
+Exit 0: every KEY completed; 1: any failed or blocked (`--all`: any record of
+the store is, at the end); 3: a KEY has no record (checked first); 124: the
+timeout ran out; 9: the store was still failing when it did.
+"""
+
+from __future__ import annotations
+
+import time
+
+from ledger_cli.cli import output
+from ledger_cli.cli.context import Session, Settings
+from ledger_cli.cli.inputs import InputError, parse_duration
+from ledger_cli.errors import NoKeyError, StoreError
+
+TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ledger_cli.engine.record import TaskState
+    from ledger_cli.engine.store import Store
+
+SETTLED = frozenset({"completed", "failed", "blocked"})
+TIMED_OUT_EXIT = 124
+SHOWN_UNSETTLED = 5
+
+
+def _positive(text: str | None, what: str, default: float | None) -> float | None:
+    if text is None:
+        return default
+    seconds = parse_duration(text, what).total_seconds()
+    if seconds <= 0:
+        raise InputError(f"ledger: {what} must be more than 0, got {text!r}")
+    return seconds
+
+
+def latest_exit(store: Store, key: str) -> Any:
+    """(exit, signal, timed_out) of the key's latest attempt, or Nones."""
+    from ledger_cli.stores.attempts import attempt_log
+
+    try:
+        atts = attempt_log(store).list_attempts(key)
+    except StoreError:
+        atts = []
+    if not atts:
+        return None, None, False
+    last = atts[-1]
+    return last.exit, last.signal, last.timed_out
+
+
+def settled_line(rec: TaskState, outcome: tuple[Any, Any, bool]) -> str:
+    exit_, sig, timed_out = outcome
+    if rec.status == "blocked":
+        return f"blocked {rec.key} by {rec.blocked_by}"
+    if rec.status == "failed":
+        if timed_out:
+            return f"failed {rec.key} (timed out)"
+        if sig is not None:
+            return f"failed {rec.key} ({sig})"
+        if exit_ is not None:
+            return f"failed {rec.key} (exit {exit_})"
+    return f"{rec.status} {rec.key}"
+
+
+def wait(
+    settings: Settings,
+    keys: list[str] | None = None,
+    all_: bool = False,
+    timeout: str | None = None,
+    interval: str | None = None,
+) -> int:
+    keys = list(dict.fromkeys(keys or ()))
+    if all_ and keys:
+        raise InputError("ledger: wait takes KEYs or --all, not both")
+    if not all_ and not keys:
+        raise InputError("ledger: wait needs a KEY (or --all)")
+    limit = _positive(timeout, "--timeout", None)
+    every = _positive(interval, "--interval", 1.0)
+    assert every is not None
+    deadline = None if limit is None else time.monotonic() + limit
+    with Session(settings) as s:
+        if all_:
+            return _wait_all(s, every, deadline)
+        return _wait_keys(s, keys, every, deadline)
+
+
+def _sleep(every: float, deadline: float | None) -> bool:
+    """Sleep one interval; False when the deadline has passed."""
+    if deadline is not None:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        time.sleep(min(every, left))
+        return True
+    time.sleep(every)
+    return True
+
+
+def _wait_keys(s: Session, keys: list[str], every: float, deadline: float | None) -> int:
+    for key in keys:  # nothing waits on a typo
+        if s.load(key) is None:
+            raise NoKeyError(f"ledger: {key} has no record")
+    unsettled = list(keys)
+    settled: list[dict[str, Any]] = []
+    bad = False
+    failing: StoreError | None = None
+    while True:
+        try:
+            still = []
+            for key in unsettled:
+                rec = s.load(key)
+                if rec is None or rec.status not in SETTLED:
+                    still.append(key)
+                    continue
+                outcome = (
+                    latest_exit(s.store, key) if rec.status == "failed" else (None, None, False)
+                )
+                bad = bad or rec.status != "completed"
+                settled.append(
+                    {
+                        "key": key,
+                        "status": rec.status,
+                        "blocked_by": rec.blocked_by or None,
+                        "exit": outcome[0],
+                    }
+                )
+                if not s.settings.json:
+                    output.line(settled_line(rec, outcome))
+            unsettled = still
+            failing = None
+        except StoreError as exc:
+            failing = exc  # tried again until the timeout
+        if not unsettled:
+            break
+        if not _sleep(every, deadline):
+            if failing is not None:
+                raise failing
+            _report_timeout(s, settled, unsettled)
+            return TIMED_OUT_EXIT
+    if s.settings.json:
+        output.json_line({"settled": settled, "unsettled": [], "timed_out": False})
+    return 1 if bad else 0
+
+
+def _report_timeout(s: Session, settled: list[dict[str, Any]], unsettled: list[str]) -> None:
+    first = ", ".join(unsettled[:SHOWN_UNSETTLED])
+    more = "…" if len(unsettled) > SHOWN_UNSETTLED else ""
+    output.diag(f"ledger: timed out; {len(unsettled):,} still unsettled: {first}{more}")
+    if s.settings.json:
+        output.json_line({"settled": settled, "unsettled": unsettled, "timed_out": True})
+
+
+def counts(store: Store) -> dict[str, int]:
+    """Records by status: the store's own counts, else its live records only
+    (pending and claimed) from its status index."""
+    counter = getattr(store, "status_counts", None)
+    if counter is not None:
+        got: dict[str, int] = counter()
+        return got
+    by_status = getattr(store, "by_status", None)
+    live = by_status(("pending", "claimed")) if by_status is not None else list(store.range())
+    found: dict[str, int] = {}
+    for rec in live:
+        found[rec.status] = found.get(rec.status, 0) + 1
+    return found
+
+
+def _wait_all(s: Session, every: float, deadline: float | None) -> int:
+    failing: StoreError | None = None
+    now: dict[str, int] = {}
+    while True:
+        try:
+            now = counts(s.store)
+            failing = None
+            if not now.get("pending", 0) and not now.get("claimed", 0):
+                break
+        except StoreError as exc:
+            failing = exc
+        if not _sleep(every, deadline):
+            if failing is not None:
+                raise failing
+            left = now.get("pending", 0) + now.get("claimed", 0)
+            output.diag(f"ledger: timed out; {left:,} records still pending or claimed")
+            if s.settings.json:
+                output.json_line({"settled": [], "unsettled": [], "timed_out": True})
+            return TIMED_OUT_EXIT
+    from ledger_cli.cli.stats import gather
+
+    stats, _records = gather(s.store, s.now())
+    bad = stats.counts.get("failed", 0) + stats.counts.get("blocked", 0)
+    if s.settings.json:
+        output.json_line({"settled": [], "unsettled": [], "timed_out": False})
+    elif bad:
+        output.line(f"{bad:,} records failed or blocked")
+    return 1 if bad else 0

@@ -1,0 +1,262 @@
+"""Attempts (SPEC §7.1): what one start of a command by `ledger run` did.
+
+An attempt lives beside its record, never in it (the Go record and schema stay
+as they are): each store keeps a key's attempts in a place of its own (see
+`ledger_cli.stores.attempts`). This module holds the record type, the rules
+every store applies (numbering, the bound of 16 per key) and the wire shape.
+No I/O.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+    from typing import Any, Protocol
+
+KEEP_ATTEMPTS = 16
+"""A key keeps its 16 most recent attempts; starting a 17th removes the oldest."""
+
+FIELDS = (
+    "n",
+    "fence",
+    "try",
+    "owner",
+    "host",
+    "pid",
+    "started",
+    "ended",
+    "exit",
+    "signal",
+    "timed_out",
+    "output_bytes",
+    "kept_bytes",
+)
+"""The §7.1 fields, in the order `--json` prints them."""
+
+
+class Attempt:
+    """One start of the command: mutable while its runner fills it in."""
+
+    __slots__ = (
+        "ended",
+        "exit",
+        "fence",
+        "host",
+        "kept_bytes",
+        "key",
+        "n",
+        "output_bytes",
+        "owner",
+        "pid",
+        "signal",
+        "started",
+        "timed_out",
+        "try_",
+    )
+
+    def __init__(
+        self,
+        key: str,
+        n: int = 0,
+        fence: int = 0,
+        try_: int = 1,
+        owner: str = "",
+        host: str = "",
+        pid: int = 0,
+        started: str = "",
+        ended: str | None = None,
+        exit: int | None = None,
+        signal: str | None = None,
+        timed_out: bool = False,
+        output_bytes: int = 0,
+        kept_bytes: int = 0,
+    ) -> None:
+        self.key = key
+        self.n = n
+        self.fence = fence
+        self.try_ = try_
+        self.owner = owner
+        self.host = host
+        self.pid = pid
+        self.started = started
+        self.ended = ended
+        self.exit = exit
+        self.signal = signal
+        self.timed_out = timed_out
+        self.output_bytes = output_bytes
+        self.kept_bytes = kept_bytes
+
+    def copy(self) -> Attempt:
+        return Attempt(self.key, **{name: getattr(self, name) for name in _ARGS})
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Attempt):
+            return NotImplemented
+        return self.key == other.key and all(getattr(self, n) == getattr(other, n) for n in _ARGS)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable
+
+    def __repr__(self) -> str:
+        return f"Attempt({self.key!r}, {self.to_obj()!r})"
+
+    def to_obj(self) -> dict[str, Any]:
+        """The §7.1 fields as JSON values (no key, no output)."""
+        return {
+            "n": self.n,
+            "fence": self.fence,
+            "try": self.try_,
+            "owner": self.owner,
+            "host": self.host,
+            "pid": self.pid,
+            "started": self.started,
+            "ended": self.ended,
+            "exit": self.exit,
+            "signal": self.signal,
+            "timed_out": self.timed_out,
+            "output_bytes": self.output_bytes,
+            "kept_bytes": self.kept_bytes,
+        }
+
+    @classmethod
+    def from_obj(cls, key: str, obj: dict[str, Any]) -> Attempt:
+        """The inverse of `to_obj`; ValueError/TypeError/KeyError on a bad object."""
+
+        def opt_int(v: Any) -> int | None:
+            return None if v is None else _int(v)
+
+        signal = obj["signal"]
+        ended = obj["ended"]
+        if signal is not None and not isinstance(signal, str):
+            raise TypeError("signal is not a string")
+        if ended is not None and not isinstance(ended, str):
+            raise TypeError("ended is not a string")
+        if not isinstance(obj["timed_out"], bool):
+            raise TypeError("timed_out is not a boolean")
+        return cls(
+            key,
+            n=_int(obj["n"]),
+            fence=_int(obj["fence"]),
+            try_=_int(obj["try"]),
+            owner=_str(obj["owner"]),
+            host=_str(obj["host"]),
+            pid=_int(obj["pid"]),
+            started=_str(obj["started"]),
+            ended=ended,
+            exit=opt_int(obj["exit"]),
+            signal=signal,
+            timed_out=obj["timed_out"],
+            output_bytes=_int(obj["output_bytes"]),
+            kept_bytes=_int(obj["kept_bytes"]),
+        )
+
+    # -- what a person reads --------------------------------------------------
+
+    def seconds(self) -> float | None:
+        """How long it ran (None while running, or when the runner died)."""
+        if self.ended is None or not self.started:
+            return None
+        from ledger_cli.engine.instant import Instant
+
+        try:
+            delta = Instant.parse(self.ended) - Instant.parse(self.started)
+        except ValueError:
+            return None
+        return max(delta.total_seconds(), 0.0)
+
+    def outcome(self) -> str:
+        """`exit 1`, `SIGKILL`, `timed out`, or `running` (no end recorded)."""
+        if self.timed_out:
+            return "timed out"
+        if self.signal is not None:
+            return self.signal
+        if self.exit is not None:
+            return f"exit {self.exit}"
+        return "running"
+
+
+_ARGS = tuple(n for n in Attempt.__slots__ if n != "key")
+
+
+def _int(v: Any) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        raise TypeError(f"{v!r} is not a non-negative integer")
+    return v
+
+
+def _str(v: Any) -> str:
+    if not isinstance(v, str):
+        raise TypeError(f"{v!r} is not a string")
+    return v
+
+
+def next_n(existing: Iterable[int]) -> int:
+    """The `n` of a new attempt: one past the highest kept (1 for the first)."""
+    return max(existing, default=0) + 1
+
+
+def expired(kept: Sequence[int], new_n: int) -> list[int]:
+    """The `n`s to remove when attempt `new_n` starts beside `kept`."""
+    return [n for n in kept if n <= new_n - KEEP_ATTEMPTS]
+
+
+def new_part(att: Attempt, seen: int) -> int:
+    """Where in the kept output the bytes after the first `seen` start."""
+    return max(att.kept_bytes - max(att.output_bytes - seen, 0), 0)
+
+
+def seconds_text(seconds: float) -> str:
+    """`0.4s`, `4.2s`, `1m05s`, `2h03m`."""
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    whole = int(seconds)
+    if whole < 3600:
+        return f"{whole // 60}m{whole % 60:02d}s"
+    return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
+
+
+def signal_name(signum: int) -> str:
+    import signal
+
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"SIG{signum}"
+
+
+if TYPE_CHECKING:
+
+    class AttemptLog(Protocol):
+        """What every store offers for attempts (`stores.attempts.attempt_log`).
+
+        - `start_attempt(att)`: record a new attempt of `att.key`; its `n` is
+          assigned here (one past the key's highest) and the key's attempts
+          beyond the newest 16 are removed; returns the `n`.
+        - `save_attempt(att, output)`: store `att`'s fields over attempt
+          (key, n), and, unless `output` is None, its kept output (the bytes
+          a reader gets). Never holds the write lock longer than one write.
+        - `list_attempts(key)`: the key's attempts, oldest first, no output.
+        - `read_output(key, n, start)`: the kept output of attempt n from byte
+          `start` on (b"" when there is none or no such attempt).
+        - `read_new(key, n, seen)`: attempt n and, read with it (one
+          consistent read), the kept bytes after the first `seen` bytes of all
+          its output; (None, b"") when there is no such attempt. When the
+          window slid past `seen`, every kept byte is returned (the caller
+          compares `output_bytes - seen` with what it got).
+        - `remove_attempts(keys)`: drop every attempt of those keys.
+        - `attempt_keys()`: every key that has an attempt (for `doctor`).
+        """
+
+        def start_attempt(self, att: Attempt) -> int: ...
+
+        def save_attempt(self, att: Attempt, output: bytes | None) -> None: ...
+
+        def list_attempts(self, key: str) -> list[Attempt]: ...
+
+        def read_output(self, key: str, n: int, start: int = 0) -> bytes: ...
+
+        def read_new(self, key: str, n: int, seen: int) -> tuple[Attempt | None, bytes]: ...
+
+        def remove_attempts(self, keys: Iterable[str]) -> int: ...
+
+        def attempt_keys(self) -> list[str]: ...

@@ -1,0 +1,271 @@
+"""Attempts on the SQL stores (SPEC §7.1): one side table, `ledger_attempts`.
+
+One row per attempt, keyed (key, n), holding the §7.1 fields and the kept
+output as a blob (BLOB / BYTEA). The Go table `ledger_tasks` is not touched and
+the Go service never reads this table. The table is created on the first
+write of an attempt (idempotently, under the store's set-up lock on
+PostgreSQL); a reader of a database without it sees no attempts.
+
+- `start_attempt` is one short transaction: the next `n` (max + 1), the
+  insert, and the removal of the attempts beyond the newest 16. SQLite's
+  BEGIN IMMEDIATE serialises concurrent starters; PostgreSQL takes a
+  transaction-scoped advisory lock on the key.
+- `save_attempt` is one UPDATE of the row (its output replaced whole: at most
+  `--keep-output` bytes, written at most about once a second by the runner):
+  one short write, never a lock held for the command's duration.
+- `read_output(key, n, start)` reads only the bytes from `start` on
+  (`substr` of the blob), so `ledger output --follow` reads what is new.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from ledger_cli.engine.attempts import KEEP_ATTEMPTS, Attempt
+
+TABLE = "ledger_attempts"
+COLUMNS = (
+    "n, fence, try_n, owner, host, pid, started, ended, exit, signal, timed_out,"
+    " output_bytes, kept_bytes"
+)
+
+SQLITE_DDL = (
+    "CREATE TABLE IF NOT EXISTS ledger_attempts ("
+    " key TEXT NOT NULL, n INTEGER NOT NULL, fence INTEGER NOT NULL,"
+    " try_n INTEGER NOT NULL, owner TEXT NOT NULL, host TEXT NOT NULL,"
+    " pid INTEGER NOT NULL, started TEXT NOT NULL, ended TEXT, exit INTEGER,"
+    " signal TEXT, timed_out INTEGER NOT NULL, output_bytes INTEGER NOT NULL,"
+    " kept_bytes INTEGER NOT NULL, output BLOB NOT NULL DEFAULT x'',"
+    " PRIMARY KEY (key, n))"
+)
+PG_DDL = (
+    "CREATE TABLE IF NOT EXISTS ledger_attempts ("
+    " key TEXT NOT NULL, n BIGINT NOT NULL, fence NUMERIC(20, 0) NOT NULL,"
+    " try_n BIGINT NOT NULL, owner TEXT NOT NULL, host TEXT NOT NULL,"
+    " pid BIGINT NOT NULL, started TEXT NOT NULL, ended TEXT, exit INTEGER,"
+    " signal TEXT, timed_out BOOLEAN NOT NULL, output_bytes BIGINT NOT NULL,"
+    " kept_bytes BIGINT NOT NULL, output BYTEA NOT NULL DEFAULT ''::bytea,"
+    " PRIMARY KEY (key, n))"
+)
+_PG_SETUP_LOCK = 0x6C6564676572  # postgres.py _SETUP_LOCK: openers serialise DDL
+_PG_ATTEMPT_LOCK = 0x61747470  # "attp": (class, hashtext(key)) advisory locks
+
+
+class _SqlAttempts:
+    """The statements, with the placeholder and the driver calls of one store."""
+
+    mark = "?"
+    ddl = SQLITE_DDL
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+        self._ready = False
+
+    # -- the driver ------------------------------------------------------------
+
+    def _rows(self, op: str, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
+        """Run one statement; its rows when it is a SELECT."""
+        s = self._store
+        with s._lock:
+            s._check_open()
+            with s._errors(f"attempts {op}"):
+                cur = s._conn.execute(sql.replace("?", self.mark), params)
+                return list(cur.fetchall()) if sql.startswith("SELECT") else []
+
+    def _exists(self) -> bool:
+        raise NotImplementedError
+
+    def _lock_key(self, key: str) -> None:
+        """Serialise the starters of one key inside the open transaction."""
+
+    def _create(self) -> None:
+        self._rows("create", self.ddl)
+
+    def _table(self, create: bool) -> bool:
+        if self._ready:
+            return True
+        if self._exists():
+            self._ready = True
+        elif create:
+            with self._store.batch():
+                self._create()
+            self._ready = True
+        return self._ready
+
+    @contextlib.contextmanager
+    def _tx(self) -> Iterator[None]:
+        with self._store.batch():
+            yield
+
+    def _bool(self, value: bool) -> Any:
+        return int(value)
+
+    # -- AttemptLog --------------------------------------------------------------
+
+    def start_attempt(self, att: Attempt) -> int:
+        self._table(create=True)
+        with self._tx():
+            self._lock_key(att.key)
+            ((top,),) = self._rows(
+                "start", "SELECT COALESCE(MAX(n), 0) FROM ledger_attempts WHERE key = ?", (att.key,)
+            )
+            n = int(top) + 1
+            self._rows(
+                "start",
+                f"INSERT INTO ledger_attempts (key, {COLUMNS}, output)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (att.key, n, *self._values(att), b""),
+            )
+            self._rows(
+                "start",
+                "DELETE FROM ledger_attempts WHERE key = ? AND n <= ?",
+                (att.key, n - KEEP_ATTEMPTS),
+            )
+        return n
+
+    def _values(self, att: Attempt) -> tuple[Any, ...]:
+        return (
+            att.fence,
+            att.try_,
+            att.owner,
+            att.host,
+            att.pid,
+            att.started,
+            att.ended,
+            att.exit,
+            att.signal,
+            self._bool(att.timed_out),
+            att.output_bytes,
+            att.kept_bytes,
+        )
+
+    def save_attempt(self, att: Attempt, output: bytes | None) -> None:
+        self._table(create=True)
+        sets = (
+            "fence = ?, try_n = ?, owner = ?, host = ?, pid = ?, started = ?, ended = ?,"
+            " exit = ?, signal = ?, timed_out = ?, output_bytes = ?, kept_bytes = ?"
+        )
+        params: tuple[Any, ...] = self._values(att)
+        if output is not None:
+            sets += ", output = ?"
+            params += (bytes(output),)
+        with self._tx():
+            self._rows(
+                "save",
+                f"UPDATE ledger_attempts SET {sets} WHERE key = ? AND n = ?",
+                (*params, att.key, att.n),
+            )
+
+    def list_attempts(self, key: str) -> list[Attempt]:
+        if not self._table(create=False):
+            return []
+        rows = self._rows(
+            "read", f"SELECT {COLUMNS} FROM ledger_attempts WHERE key = ? ORDER BY n", (key,)
+        )
+        return [_attempt(key, row) for row in rows]
+
+    def read_output(self, key: str, n: int, start: int = 0) -> bytes:
+        if not self._table(create=False):
+            return b""
+        rows = self._rows(
+            "read",
+            "SELECT substr(output, CAST(? AS INTEGER)) FROM ledger_attempts"
+            " WHERE key = ? AND n = ?",
+            (start + 1, key, n),
+        )
+        if not rows or rows[0][0] is None:
+            return b""
+        return bytes(rows[0][0])
+
+    greatest = "max"
+
+    def read_new(self, key: str, n: int, seen: int) -> tuple[Attempt | None, bytes]:
+        if not self._table(create=False):
+            return None, b""
+        start = (
+            f"{self.greatest}(kept_bytes - {self.greatest}(output_bytes - CAST(? AS BIGINT), 0),"
+            " 0) + 1"
+        )
+        rows = self._rows(
+            "read",
+            f"SELECT {COLUMNS}, substr(output, CAST({start} AS INTEGER)) FROM ledger_attempts"
+            " WHERE key = ? AND n = ?",
+            (seen, key, n),
+        )
+        if not rows:
+            return None, b""
+        return _attempt(key, rows[0]), bytes(rows[0][13] or b"")
+
+    def remove_attempts(self, keys: Iterable[str]) -> int:
+        wanted = list(dict.fromkeys(keys))
+        if not wanted or not self._table(create=False):
+            return 0
+        removed = 0
+        for at in range(0, len(wanted), 500):
+            part = tuple(wanted[at : at + 500])
+            marks = ", ".join("?" * len(part))
+            with self._tx():
+                (count,) = self._rows(
+                    "remove", f"SELECT count(*) FROM ledger_attempts WHERE key IN ({marks})", part
+                )[0]
+                self._rows("remove", f"DELETE FROM ledger_attempts WHERE key IN ({marks})", part)
+            removed += int(count)
+        return removed
+
+    def attempt_keys(self) -> list[str]:
+        if not self._table(create=False):
+            return []
+        rows = self._rows("read", "SELECT DISTINCT key FROM ledger_attempts ORDER BY key")
+        return [str(row[0]) for row in rows]
+
+
+def _attempt(key: str, row: Any) -> Attempt:
+    return Attempt(
+        key,
+        n=int(row[0]),
+        fence=int(row[1]),
+        try_=int(row[2]),
+        owner=str(row[3]),
+        host=str(row[4]),
+        pid=int(row[5]),
+        started=str(row[6]),
+        ended=None if row[7] is None else str(row[7]),
+        exit=None if row[8] is None else int(row[8]),
+        signal=None if row[9] is None else str(row[9]),
+        timed_out=bool(row[10]),
+        output_bytes=int(row[11]),
+        kept_bytes=int(row[12]),
+    )
+
+
+class SQLiteAttempts(_SqlAttempts):
+    mark = "?"
+    ddl = SQLITE_DDL
+
+    def _exists(self) -> bool:
+        rows = self._rows(
+            "read", "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'ledger_attempts'"
+        )
+        return bool(rows)
+
+
+class PostgresAttempts(_SqlAttempts):
+    mark = "%s"
+    greatest = "GREATEST"
+    ddl = PG_DDL
+
+    def _exists(self) -> bool:
+        rows = self._rows("read", "SELECT to_regclass('ledger_attempts') IS NOT NULL")
+        return bool(rows and rows[0][0])
+
+    def _create(self) -> None:
+        self._rows("create", "SELECT pg_advisory_xact_lock(?)", (_PG_SETUP_LOCK,))
+        self._rows("create", self.ddl)
+
+    def _lock_key(self, key: str) -> None:
+        self._rows("start", "SELECT pg_advisory_xact_lock(?, hashtext(?))", (_PG_ATTEMPT_LOCK, key))
+
+    def _bool(self, value: bool) -> Any:
+        return bool(value)
