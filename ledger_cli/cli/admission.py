@@ -21,6 +21,10 @@ TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from typing import IO, Any
 
+    from ledger_cli.engine.conflict import Outcome
+
+CONFLICT = "conflict"  # engine.conflict.CONFLICT, without importing it for every admit
+
 _BATCH_FIELDS = ("key", "seq", "task", "needs")
 
 
@@ -91,13 +95,34 @@ def admit(
         now = s.now()
         for attempt in s.writes(now):
             with attempt:
-                admitted = s.ledger.admit(s.actor, key, seq_n, value, now, *need_keys)
-                rec = s.load(key)
+                got = s.ledger.admit_outcome(s.actor, key, seq_n, value, now, *need_keys)
+    return _report_one(settings, key, got)
+
+
+def _report_one(settings: Settings, key: str, got: Outcome) -> int:
+    """Print an admit's outcome (SPEC §8.4); its exit status: 8 for a conflict."""
+    from ledger_cli.errors import ValidationError
+
+    obj: dict[str, Any] = {
+        "key": key,
+        "admitted": got.admitted,
+        "outcome": got.word,
+        "record": output.record(got.record),
+    }
+    if got.word != CONFLICT:
+        if settings.json:
+            output.json_line(obj)
+        else:
+            output.line(got.word)
+        return 0
+    message = output.clip(output.one_line(got.message(key)))
+    output.diag(message)
     if settings.json:
-        output.json_line({"key": key, "admitted": admitted, "record": output.record(rec)})
+        obj.update(output.error_object("conflict", message, ValidationError.exit_code))
+        output.json_line(obj)
     else:
-        output.line("admitted" if admitted else "duplicate")
-    return 0
+        output.line(got.word)
+    return ValidationError.exit_code
 
 
 def parse_batch_line(number: int, raw: bytes) -> tuple[str, int, Any, tuple[str, ...]]:
@@ -146,6 +171,8 @@ def admit_batch(settings: Settings, source: str) -> int:
             entries.append((number, *parse_batch_line(number, raw)))
     results: list[dict[str, Any]] = []
     refused = 0
+    conflicts = 0
+    exc_code = ValidationError.exit_code
     progress = _Progress(len(entries), enabled=not settings.json and sys.stderr.isatty())
     with Session(settings) as s, progress:
         now = s.now()
@@ -156,12 +183,12 @@ def admit_batch(settings: Settings, source: str) -> int:
         lock_first = any(entry[4] for entry in entries)
 
         def admit_one(entry: tuple[int, str, int, Any, tuple[str, ...]]) -> None:
-            nonlocal refused
+            nonlocal refused, conflicts
             number, key, seq, task, needs = entry
             if lock_first:
                 take(s.store)  # once per chunk's transaction; a no-op on other stores
             try:
-                admitted = s.ledger.admit(s.actor, key, seq, task, now, *needs)
+                got = s.ledger.admit_outcome(s.actor, key, seq, task, now, *needs)
             except ValidationError as exc:
                 refused += 1
                 message = output.clip(f"line {number}: {output.one_line(str(exc))}")
@@ -174,17 +201,22 @@ def admit_batch(settings: Settings, source: str) -> int:
                     }
                 )
             else:
+                item: dict[str, Any] = {
+                    "line": number,
+                    "key": key,
+                    "admitted": got.admitted,
+                    "outcome": got.word,
+                    "record": output.record(got.record),
+                }
+                if got.word == CONFLICT:
+                    conflicts += 1
+                    message = output.clip(f"line {number}: {output.one_line(got.message(key))}")
+                    progress.note(message)
+                    item.update(output.error_object("conflict", message, exc_code))
                 if settings.json:
-                    results.append(
-                        {
-                            "line": number,
-                            "key": key,
-                            "admitted": admitted,
-                            "record": output.record(s.load(key)),
-                        }
-                    )
+                    results.append(item)
                 else:
-                    output.line(f"{'admitted' if admitted else 'duplicate'} {key}")
+                    output.line(f"{got.word} {key}")
             progress.advance()
 
         # Committed in short blocks (SPEC §5 "Short lock holds"): a Go writer
@@ -195,7 +227,7 @@ def admit_batch(settings: Settings, source: str) -> int:
         chunked(entries, lambda: s.write(now), admit_one, gap=gap_for(s.store))
     if settings.json:
         output.json_line(results)
-    return ValidationError.exit_code if refused else 0
+    return ValidationError.exit_code if refused or conflicts else 0
 
 
 class _Progress:

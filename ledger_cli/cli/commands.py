@@ -204,7 +204,7 @@ def admit(
         typer.Option("--batch", metavar="F", help="Admit many from JSON Lines in F (- for stdin)."),
     ] = None,
 ) -> None:
-    """Admit a task: prints `admitted` or `duplicate`."""
+    """Admit a task: prints `admitted`, `duplicate`, `stale` or `conflict` (exit 8)."""
     from ledger_cli.cli import admission
 
     dispatch(

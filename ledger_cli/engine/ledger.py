@@ -15,6 +15,7 @@ TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from typing import Any
 
+    from ledger_cli.engine.conflict import Outcome
     from ledger_cli.engine.events import Bus
     from ledger_cli.engine.snapshot import Snapshot
     from ledger_cli.engine.store import Store
@@ -42,6 +43,20 @@ class Ledger:
 
     def admit(self, actor: str, key: str, seq: int, task: Any, now: TimeLike, *needs: str) -> bool:
         return admission.admit(
+            self._core, actor, key, seq, task, Instant.coerce(now), tuple(needs) or None
+        )
+
+    def admit_outcome(
+        self, actor: str, key: str, seq: int, task: Any, now: TimeLike, *needs: str
+    ) -> Outcome:
+        """`admit`, telling what happened: admitted, duplicate, stale or conflict.
+
+        An extension beyond the Go package (SPEC §8.4; engine/conflict.py):
+        the same writes as `admit`, whose bool is `outcome.admitted`.
+        """
+        from ledger_cli.engine import conflict
+
+        return conflict.admit(
             self._core, actor, key, seq, task, Instant.coerce(now), tuple(needs) or None
         )
 
