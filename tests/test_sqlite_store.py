@@ -263,6 +263,7 @@ def test_created_schema_is_the_go_schema(db: Path, tmp_path: Path) -> None:
         conn.close()
     assert objects == {
         ("table", "ledger_tasks"),
+        ("table", "ledger_pause"),
         ("index", "ledger_tasks_claimable"),
         ("table", "ledger_history"),
         ("index", "ledger_history_key"),

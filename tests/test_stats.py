@@ -56,6 +56,7 @@ def test_json_figures(cli: Cli) -> None:
         "ready": 2,  # a and c; b waits for a
         "expired_leases": 0,
         "oldest_ready_age_seconds": 90.0,
+        "paused": False,
     }
     later = cli.ok("stats", "--json", now=LATER).json()
     assert later["expired_leases"] == 1 and later["ready"] == 3  # d's lease ran out
@@ -108,6 +109,7 @@ def test_prometheus_text_parses(cli: Cli) -> None:
         "ledger_ready_tasks",
         "ledger_expired_leases",
         "ledger_oldest_ready_age_seconds",
+        "ledger_paused",
     }
     for fam in families.values():
         assert fam.type == "gauge" and fam.documentation

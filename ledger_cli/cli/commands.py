@@ -475,3 +475,4 @@ def demo(
 # -- operating commands (retry, cancel, stats, watch) live in their own module ------------
 
 from ledger_cli.cli import operate_commands as _operate_commands  # noqa: E402,F401
+from ledger_cli.cli import schedule_commands as _schedule_commands  # noqa: E402,F401

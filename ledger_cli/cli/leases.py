@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from ledger_cli.engine.instant import Instant
+    from ledger_cli.engine.pause import PauseInfo
     from ledger_cli.engine.record import TaskState
 
 
@@ -29,6 +30,16 @@ class NothingReadyError(LedgerError):
     code = "nothing_ready"
     exit_code = 7
     message = "ledger: nothing is ready to claim"
+
+
+class PausedError(NothingReadyError):
+    """`claim --next` / `run --next` on a paused store (SPEC §8.3; exit 7). A
+    NothingReadyError, so a `--drain` worker stops as if nothing were ready."""
+
+    code = "paused"
+
+    def __init__(self, since: str) -> None:
+        super().__init__(f"ledger: claiming is paused ({since}); ledger resume starts it again")
 
 
 def _owner_lease(owner: str, lease: str) -> tuple[str, timedelta]:
@@ -103,6 +114,7 @@ def claim_next(s: Session, owner: str, lease: str, wait: str | None) -> tuple[Ta
     error.
     """
     from ledger_cli.cli import ready
+    from ledger_cli.engine.pause import paused
     from ledger_cli.errors import EmptyOwnerError, InvalidLeaseError
 
     owner, lease_td = _owner_lease(owner, lease)
@@ -119,14 +131,20 @@ def claim_next(s: Session, owner: str, lease: str, wait: str | None) -> tuple[Ta
         # (PostgreSQL: no round trip of its own); else --now or the clock.
         now = s.unit_now("ready_at_clock")
         claimed: tuple[TaskState, int] | None = None
+        held: PauseInfo | None = None
         # One lock hold (a transaction on SQL stores) for the scan and the claim:
         # on PostgreSQL the scan locks its candidate (FOR UPDATE SKIP LOCKED), so
         # concurrent claimers spread over the queue instead of piling onto one.
         for attempt in s.writes(now):
             with attempt:
                 claimed = None  # a run rolled back claimed nothing
+                # Read in the unit that claims (SPEC §8.3): a claim either saw the
+                # pause or landed before `pause` returned.
+                held = paused(s.store, for_claim=True)
                 found = (
-                    (now, ready.ready_iter(s.store, s.load, now))
+                    None
+                    if held is not None
+                    else (now, ready.ready_iter(s.store, s.load, now))
                     if now is not None
                     else ready.ready_at_clock(s.store, s.load)  # None: no candidate
                 )
@@ -137,6 +155,8 @@ def claim_next(s: Session, owner: str, lease: str, wait: str | None) -> tuple[Ta
             return claimed
         left = deadline - time.monotonic()
         if left <= 0:
+            if held is not None:
+                raise PausedError(held.describe())
             raise NothingReadyError()
         time.sleep(min(pause, left))
         pause = min(pause * 2, 1.0)

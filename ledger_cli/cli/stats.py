@@ -38,6 +38,7 @@ class Stats:
     ready: int
     expired_leases: int
     oldest_ready_age_seconds: float | None
+    paused: bool = False  # SPEC §8.3
 
     def to_obj(self) -> dict[str, Any]:
         return {
@@ -46,6 +47,7 @@ class Stats:
             "ready": self.ready,
             "expired_leases": self.expired_leases,
             "oldest_ready_age_seconds": self.oldest_ready_age_seconds,
+            "paused": self.paused,
         }
 
 
@@ -112,7 +114,10 @@ def gather(store: Store, now: Instant) -> tuple[Stats, dict[str, TaskState] | No
         found = ready.ready_records(records.values(), load, now)
         ready_count, first = len(found), (found[0] if found else None)
     oldest = None if first is None else max(now.unix_ns - first.created_at.unix_ns, 0) / 1e9
-    return Stats(counts, pruned_count(store), ready_count, expired, oldest), records
+    from ledger_cli.engine.pause import paused
+
+    held = paused(store) is not None
+    return Stats(counts, pruned_count(store), ready_count, expired, oldest, held), records
 
 
 def prometheus_text(stats: Stats) -> str:
@@ -132,6 +137,7 @@ def prometheus_text(stats: Stats) -> str:
             "Age of the oldest ready task (0 with nothing ready).",
             stats.oldest_ready_age_seconds or 0,
         ),
+        ("ledger_paused", "1 while --next claims are paused (ledger pause), else 0.", stats.paused),
     )
     for name, help_text, value in gauges:
         Gauge(name, help_text, registry=registry).set(value)
@@ -184,6 +190,8 @@ def human(stats: Stats, to_file: bool) -> str:
     oldest = stats.oldest_ready_age_seconds
     table.add_row("oldest ready", "-" if oldest is None else render.duration(oldest))
     table.add_row("pruned", str(stats.pruned))
+    if stats.paused:
+        table.add_row("paused", "yes: --next claims wait for ledger resume")
     if to_file:  # plain text, no colours
         buf = io.StringIO()
         render.console(file=buf, width=60).print(table)

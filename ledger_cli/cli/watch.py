@@ -119,6 +119,13 @@ def view(store: Store, now: Instant, statuses: set[str] | None, interval: str) -
     )
     header = Text(f"ledger watch · every {interval} · q to quit · {now}", style="dim")
     parts: list[object] = [header, line, Text(""), render.record_table(shown, now)]
+    if figures.paused:  # SPEC §8.3: a banner while --next claims are paused
+        from ledger_cli.engine.pause import paused
+
+        held = paused(store)
+        since = held.describe() if held is not None else ""
+        banner = f" PAUSED {since}: --next claims wait for ledger resume "
+        parts.insert(1, Text(banner, style="bold white on red"))
     if total > len(shown):
         parts.append(Text(f"… and {total - len(shown)} more", style="dim"))
     if not shown:

@@ -51,6 +51,7 @@ class MemStore:
         self._floor = 0
         self._history: list[HistoryEntry] = []
         self._pruned: set[str] = set()
+        self._pause: tuple[str, str, str] | None = None  # SPEC §8.3 (engine/pause.py)
         self._needed_by: dict[str, set[str]] = {}  # need -> keys naming it (`dependents`)
 
     def forgets(self) -> bool:
@@ -172,6 +173,14 @@ class MemStore:
         with self._lock:
             entries = list(self._history)
         return iter([e for e in entries if key is None or e.key == key])
+
+    def read_pause(self, for_claim: bool = False) -> tuple[str, str, str] | None:
+        with self._lock:
+            return self._pause
+
+    def write_pause(self, state: tuple[str, str, str] | None) -> None:
+        with self._lock:
+            self._pause = state
 
     def batch(self) -> contextlib.nullcontext[None]:
         return contextlib.nullcontext()

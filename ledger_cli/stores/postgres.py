@@ -36,7 +36,7 @@ from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
 from ledger_cli.engine.rerun import rerun
 from ledger_cli.errors import StoreConflictError, StoreError
-from ledger_cli.stores import _pgtx, _readysql, _sql
+from ledger_cli.stores import _pausesql, _pgtx, _readysql, _sql
 from ledger_cli.stores.history import HistoryEntry
 
 if TYPE_CHECKING:
@@ -77,6 +77,7 @@ _DDL: tuple[str, ...] = (
     " fence numeric(20,0) NOT NULL CHECK (fence BETWEEN 0 AND 18446744073709551615),"
     " data text NOT NULL)",
     "CREATE INDEX IF NOT EXISTS ledger_history_key ON ledger_history (key, id)",
+    *_pausesql.PG_DDL,
 )
 
 _SCHEMA_CHECK = """
@@ -87,6 +88,7 @@ SELECT
   to_regclass(quote_ident(current_schema()) || '.ledger_tasks_claimable') IS NOT NULL,
   to_regclass(quote_ident(current_schema()) || '.ledger_history') IS NOT NULL,
   to_regclass(quote_ident(current_schema()) || '.ledger_history_key') IS NOT NULL,
+  to_regclass(quote_ident(current_schema()) || '.ledger_pause') IS NOT NULL,
   EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'ledger_ready_sync'
     AND tgrelid = to_regclass(quote_ident(current_schema()) || '.ledger_tasks')),
   EXISTS (SELECT 1 FROM pg_proc WHERE proname = 'ledger_ready_sync'
@@ -536,6 +538,20 @@ class PostgresStore:
             with self._errors("count"):
                 row = self._conn.execute("SELECT count(*) FROM ledger_pruned").fetchone()
         return int(row[0]) if row is not None else 0
+
+    def read_pause(self, for_claim: bool = False) -> tuple[str, str, str] | None:
+        """The pause (SPEC §8.3; stores/_pausesql.py). A `--next` claim reads the
+        row FOR SHARE in its transaction, so `pause`'s UPDATE waits for it."""
+        sql = _pausesql.READ_FOR_CLAIM_PG if for_claim and self._depth else _pausesql.READ
+        with self._lock:
+            self._check_open()
+            with self._errors("pause"):
+                row = self._conn.execute(sql).fetchone()
+        return _pausesql.state_of(row)
+
+    def write_pause(self, state: tuple[str, str, str] | None) -> None:
+        with self.batch(), self._lock, self._errors("pause"):
+            self._conn.execute(_pausesql.WRITE_PG, _pausesql.params(state))
 
     def status_counts(self) -> dict[str, int]:
         """Unpruned records by status, counted in SQL (`ledger stats`)."""

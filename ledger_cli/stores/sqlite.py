@@ -44,7 +44,7 @@ from typing import Any
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState, byte_order
 from ledger_cli.errors import StoreError
-from ledger_cli.stores import _readysql, _sql
+from ledger_cli.stores import _pausesql, _readysql, _sql
 from ledger_cli.stores.history import HistoryEntry
 
 __all__ = ["GO_DDL", "SQLiteStore"]
@@ -78,6 +78,7 @@ _EXTRA_DDL = (
     " fence INTEGER NOT NULL,"
     " data TEXT NOT NULL)",
     "CREATE INDEX IF NOT EXISTS ledger_history_key ON ledger_history (key, id)",
+    *_pausesql.SQLITE_DDL,
 )
 
 _LOAD = f"SELECT {_sql.SELECT_COLUMNS} FROM ledger_tasks WHERE key = ?"
@@ -177,11 +178,11 @@ class SQLiteStore:
         names = {
             row[0]
             for row in self._conn.execute(
-                "SELECT name FROM sqlite_master WHERE name IN (?, ?, ?)",
-                (_sql.CLAIMABLE_INDEX, _sql.HISTORY_TABLE, _sql.HISTORY_INDEX),
+                "SELECT name FROM sqlite_master WHERE name IN (?, ?, ?, ?)",
+                (_sql.CLAIMABLE_INDEX, _sql.HISTORY_TABLE, _sql.HISTORY_INDEX, _pausesql.TABLE),
             )
         }
-        return len(names) == 3 and self._ready_installed()
+        return len(names) == 4 and self._ready_installed()
 
     def _ready_installed(self) -> bool:
         marks = ", ".join("?" for _ in _readysql.SQLITE_OBJECTS)
@@ -497,6 +498,18 @@ class SQLiteStore:
             with self._errors("count"):
                 row = self._conn.execute("SELECT count(*) FROM ledger_pruned").fetchone()
         return int(row[0]) if row is not None else 0
+
+    def read_pause(self, for_claim: bool = False) -> tuple[str, str, str] | None:
+        """The pause (SPEC §8.3; stores/_pausesql.py); a `--next` claim reads it in
+        its BEGIN IMMEDIATE batch, which `pause` cannot interleave with."""
+        with self._lock:
+            self._check_open()
+            rows = self._fetchall("pause", _pausesql.READ, ())
+        return _pausesql.state_of(rows[0] if rows else None)
+
+    def write_pause(self, state: tuple[str, str, str] | None) -> None:
+        with self.batch(), self._lock, self._errors("pause"):
+            self._conn.execute(_pausesql.WRITE_SQLITE, _pausesql.params(state))
 
     def status_counts(self) -> dict[str, int]:
         """Unpruned records by status, counted in SQL (`ledger stats`)."""

@@ -30,6 +30,7 @@ from ledger_cli.stores.jsonfile.locking import (
     io_errors,
     store_method,
 )
+from ledger_cli.stores.jsonfile.pausefile import PauseMethods
 from ledger_cli.stores.jsonfile.pruning import PruneMethods
 from ledger_cli.stores.jsonfile.readyview import ReadyMethods
 from ledger_cli.stores.jsonfile.records import (
@@ -39,7 +40,7 @@ from ledger_cli.stores.jsonfile.records import (
 )
 
 
-class JsonFileStore(ReadyMethods, PruneMethods, DepsMethods):
+class JsonFileStore(ReadyMethods, PruneMethods, DepsMethods, PauseMethods):
     """A directory of JSON records; safe under many concurrent processes.
 
     `lock_timeout` bounds the wait for the store lock (StoreError after it).
