@@ -264,6 +264,7 @@ def test_created_schema_is_the_go_schema(db: Path, tmp_path: Path) -> None:
     assert objects == {
         ("table", "ledger_tasks"),
         ("table", "ledger_pause"),
+        ("table", "ledger_schedule"),
         ("index", "ledger_tasks_claimable"),
         ("table", "ledger_history"),
         ("index", "ledger_history_key"),

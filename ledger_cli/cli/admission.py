@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 CONFLICT = "conflict"  # engine.conflict.CONFLICT, without importing it for every admit
 
-_BATCH_FIELDS = ("key", "seq", "task", "needs")
+_BATCH_FIELDS = ("key", "seq", "task", "needs", "not_before", "priority")
 
 
 def read_source(path: str, what: str, limit: int, advice: str) -> bytes:
@@ -69,11 +69,19 @@ def admit(
     task: str | None = None,
     task_file: str | None = None,
     batch: str | None = None,
+    not_before: str | None = None,
+    delay: str | None = None,
+    priority: str | None = None,
 ) -> int:
     if batch is not None:
         if key is not None or seq is not None or needs or task is not None or task_file:
             raise InputError(
                 "ledger: admit --batch takes no KEY, --seq, --needs, --task or --task-file"
+            )
+        if not_before is not None or delay is not None or priority is not None:
+            raise InputError(
+                "ledger: admit --batch takes no --not-before, --delay or --priority"
+                ' (give "not_before" and "priority" on each line)'
             )
         return admit_batch(settings, batch)
     if key is None:
@@ -91,11 +99,21 @@ def admit(
             task_file, "--task-file", MAX_TASK_BYTES, "that is the limit for a task payload"
         )
         value = parse_json(raw, "ledger: bad --task-file JSON")
+    when = None
+    prio = 0
+    if not_before is not None or delay is not None or priority is not None:
+        from ledger_cli.cli.when import When, parse_priority
+
+        when = When(not_before, delay)
+        prio = parse_priority(priority)
     with Session(settings) as s:
         now = s.now()
+        nb = when.at(now) if when is not None else None
         for attempt in s.writes(now):
             with attempt:
-                got = s.ledger.admit_outcome(s.actor, key, seq_n, value, now, *need_keys)
+                got = s.ledger.admit_outcome(
+                    s.actor, key, seq_n, value, now, *need_keys, not_before=nb, priority=prio
+                )
     return _report_one(settings, key, got)
 
 
@@ -125,8 +143,9 @@ def _report_one(settings: Settings, key: str, got: Outcome) -> int:
     return ValidationError.exit_code
 
 
-def parse_batch_line(number: int, raw: bytes) -> tuple[str, int, Any, tuple[str, ...]]:
-    """One JSON Lines entry: `{"key", "seq"?, "task"?, "needs"?}`."""
+def parse_batch_line(number: int, raw: bytes) -> tuple[str, int, Any, tuple[str, ...], Any]:
+    """One JSON Lines entry: `{"key", "seq"?, "task"?, "needs"?, "not_before"?,
+    "priority"?}`; the last item is `(not_before, priority)` or None."""
     where = f"line {number}"
     obj = parse_json(raw, where, MAX_TASK_BYTES)
     if not isinstance(obj, dict):
@@ -134,7 +153,8 @@ def parse_batch_line(number: int, raw: bytes) -> tuple[str, int, Any, tuple[str,
     unknown = [k for k in obj if k not in _BATCH_FIELDS]
     if unknown:
         raise InputError(
-            f"{where}: unknown field {output.dumps(unknown[0])} (fields: key, seq, task, needs)",
+            f"{where}: unknown field {output.dumps(unknown[0])}"
+            " (fields: key, seq, task, needs, not_before, priority)",
             "bad_batch",
         )
     key = obj.get("key")
@@ -156,7 +176,12 @@ def parse_batch_line(number: int, raw: bytes) -> tuple[str, int, Any, tuple[str,
             needs = tuple(validate_key(n, "need") for n in needs_raw)
         except InputError as exc:
             raise InputError(f"{where}: {exc}", exc.code) from None
-    return key, seq, obj.get("task"), needs
+    when = None
+    if "not_before" in obj or "priority" in obj:
+        from ledger_cli.cli.when import batch_members
+
+        when = batch_members(where, obj)
+    return key, seq, obj.get("task"), needs, when
 
 
 def admit_batch(settings: Settings, source: str) -> int:
@@ -165,7 +190,7 @@ def admit_batch(settings: Settings, source: str) -> int:
     data = read_source(
         source, "--batch", MAX_INPUT_BYTES, "split it into several batches of at most that size"
     )
-    entries: list[tuple[int, str, int, Any, tuple[str, ...]]] = []
+    entries: list[tuple[int, str, int, Any, tuple[str, ...], Any]] = []
     for number, raw in enumerate(data.split(b"\n"), start=1):
         if raw.strip():
             entries.append((number, *parse_batch_line(number, raw)))
@@ -182,13 +207,16 @@ def admit_batch(settings: Settings, source: str) -> int:
 
         lock_first = any(entry[4] for entry in entries)
 
-        def admit_one(entry: tuple[int, str, int, Any, tuple[str, ...]]) -> None:
+        def admit_one(entry: tuple[int, str, int, Any, tuple[str, ...], Any]) -> None:
             nonlocal refused, conflicts
-            number, key, seq, task, needs = entry
+            number, key, seq, task, needs, when = entry
+            nb, prio = when if when is not None else (None, 0)
             if lock_first:
                 take(s.store)  # once per chunk's transaction; a no-op on other stores
             try:
-                got = s.ledger.admit_outcome(s.actor, key, seq, task, now, *needs)
+                got = s.ledger.admit_outcome(
+                    s.actor, key, seq, task, now, *needs, not_before=nb, priority=prio
+                )
             except ValidationError as exc:
                 refused += 1
                 message = output.clip(f"line {number}: {output.one_line(str(exc))}")

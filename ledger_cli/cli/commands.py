@@ -203,6 +203,22 @@ def admit(
         str | None,
         typer.Option("--batch", metavar="F", help="Admit many from JSON Lines in F (- for stdin)."),
     ] = None,
+    not_before: Annotated[
+        str | None,
+        typer.Option(
+            "--not-before", metavar="TIME", help="Not due before TIME (RFC 3339): --next waits."
+        ),
+    ] = None,
+    delay: Annotated[
+        str | None,
+        typer.Option("--delay", metavar="D", help="Not due before now + D (90s, 5m, 2h, 1d)."),
+    ] = None,
+    priority: Annotated[
+        str | None,
+        typer.Option(
+            "--priority", metavar="N", help="-1000..1000, default 0: higher is claimed first."
+        ),
+    ] = None,
 ) -> None:
     """Admit a task: prints `admitted`, `duplicate`, `stale` or `conflict` (exit 8)."""
     from ledger_cli.cli import admission
@@ -216,6 +232,9 @@ def admit(
         task=task,
         task_file=task_file,
         batch=batch,
+        not_before=not_before,
+        delay=delay,
+        priority=priority,
     )
 
 

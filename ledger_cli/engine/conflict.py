@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from ledger_cli.engine.core import Core
     from ledger_cli.engine.instant import Instant
     from ledger_cli.engine.record import TaskState
+    from ledger_cli.engine.schedule import Schedule
 
 ADMITTED = "admitted"
 DUPLICATE = "duplicate"
@@ -112,9 +113,16 @@ def admit(
     task: Any,
     now: Instant,
     needs: tuple[str, ...] | None,
+    schedule: Schedule | None = None,
 ) -> Outcome:
-    """`admission.admit`, and what it did."""
+    """`admission.admit`, and what it did. A write (insert or rebase) keeps
+    `schedule` as the key's (SPEC §8.1: a rebase without one clears it); run it
+    in a `store.batch()` so that both land together."""
     seen: list[TaskState] = []
     if admission.admit(core, actor, key, seq, task, now, needs, seen):
+        from ledger_cli.engine import schedule as sched
+
+        if schedule is not None or sched.of(core.store, key) is not None:
+            sched.put(core.store, key, schedule)
         return Outcome(ADMITTED, core.store.load(key))
     return classify(core, seen[-1], seq, task, needs)

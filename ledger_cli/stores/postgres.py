@@ -36,7 +36,7 @@ from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
 from ledger_cli.engine.rerun import rerun
 from ledger_cli.errors import StoreConflictError, StoreError
-from ledger_cli.stores import _pausesql, _pgtx, _readysql, _sql
+from ledger_cli.stores import _pausesql, _pgtx, _readysql, _schedulesql, _sql
 from ledger_cli.stores.history import HistoryEntry
 
 if TYPE_CHECKING:
@@ -78,6 +78,7 @@ _DDL: tuple[str, ...] = (
     " data text NOT NULL)",
     "CREATE INDEX IF NOT EXISTS ledger_history_key ON ledger_history (key, id)",
     *_pausesql.PG_DDL,
+    *_schedulesql.PG_DDL,
 )
 
 _SCHEMA_CHECK = """
@@ -89,6 +90,7 @@ SELECT
   to_regclass(quote_ident(current_schema()) || '.ledger_history') IS NOT NULL,
   to_regclass(quote_ident(current_schema()) || '.ledger_history_key') IS NOT NULL,
   to_regclass(quote_ident(current_schema()) || '.ledger_pause') IS NOT NULL,
+  to_regclass(quote_ident(current_schema()) || '.ledger_schedule') IS NOT NULL,
   EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'ledger_ready_sync'
     AND tgrelid = to_regclass(quote_ident(current_schema()) || '.ledger_tasks')),
   EXISTS (SELECT 1 FROM pg_proc WHERE proname = 'ledger_ready_sync'
@@ -538,6 +540,41 @@ class PostgresStore:
             with self._errors("count"):
                 row = self._conn.execute("SELECT count(*) FROM ledger_pruned").fetchone()
         return int(row[0]) if row is not None else 0
+
+    def schedule_of(self, key: str) -> tuple[Instant, int] | None:
+        """A key's not-before and priority (SPEC §8.1; stores/_schedulesql.py)."""
+        if not _sql.is_utf8(key):
+            return None
+        with self._lock:
+            self._check_open()
+            with self._errors("schedule"):
+                row = self._conn.execute(
+                    _schedulesql.sql(_schedulesql.SELECT_ONE, "%s"), (key,)
+                ).fetchone()
+        return _schedulesql.value_of(*row) if row is not None else None
+
+    def set_schedule(self, key: str, value: tuple[Instant, int] | None) -> None:
+        _no_nul(key)
+        with self.batch(), self._lock, self._errors("schedule"):
+            if value is None:
+                self._conn.execute(_schedulesql.sql(_schedulesql.DELETE, "%s"), (key,))
+            else:
+                args = (key, *_schedulesql.params(value))
+                self._conn.execute(_schedulesql.sql(_schedulesql.UPSERT, "%s"), args)
+
+    def schedules(self) -> dict[str, tuple[Instant, int]]:
+        with self._lock:
+            self._check_open()
+            with self._errors("schedule"):
+                rows = self._conn.execute(_schedulesql.SELECT_ALL).fetchall()
+        return {str(k): _schedulesql.value_of(nb, p) for k, nb, p in rows}
+
+    def has_schedules(self) -> bool:
+        with self._lock:
+            self._check_open()
+            with self._errors("schedule"):
+                row = self._conn.execute(_schedulesql.ANY).fetchone()
+        return bool(row and row[0])
 
     def read_pause(self, for_claim: bool = False) -> tuple[str, str, str] | None:
         """The pause (SPEC §8.3; stores/_pausesql.py). A `--next` claim reads the

@@ -44,7 +44,7 @@ from typing import Any
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState, byte_order
 from ledger_cli.errors import StoreError
-from ledger_cli.stores import _pausesql, _readysql, _sql
+from ledger_cli.stores import _pausesql, _readysql, _schedulesql, _sql
 from ledger_cli.stores.history import HistoryEntry
 
 __all__ = ["GO_DDL", "SQLiteStore"]
@@ -79,6 +79,7 @@ _EXTRA_DDL = (
     " data TEXT NOT NULL)",
     "CREATE INDEX IF NOT EXISTS ledger_history_key ON ledger_history (key, id)",
     *_pausesql.SQLITE_DDL,
+    *_schedulesql.SQLITE_DDL,
 )
 
 _LOAD = f"SELECT {_sql.SELECT_COLUMNS} FROM ledger_tasks WHERE key = ?"
@@ -178,11 +179,17 @@ class SQLiteStore:
         names = {
             row[0]
             for row in self._conn.execute(
-                "SELECT name FROM sqlite_master WHERE name IN (?, ?, ?, ?)",
-                (_sql.CLAIMABLE_INDEX, _sql.HISTORY_TABLE, _sql.HISTORY_INDEX, _pausesql.TABLE),
+                "SELECT name FROM sqlite_master WHERE name IN (?, ?, ?, ?, ?)",
+                (
+                    _sql.CLAIMABLE_INDEX,
+                    _sql.HISTORY_TABLE,
+                    _sql.HISTORY_INDEX,
+                    _pausesql.TABLE,
+                    _schedulesql.TABLE,
+                ),
             )
         }
-        return len(names) == 4 and self._ready_installed()
+        return len(names) == 5 and self._ready_installed()
 
     def _ready_installed(self) -> bool:
         marks = ", ".join("?" for _ in _readysql.SQLITE_OBJECTS)
@@ -498,6 +505,34 @@ class SQLiteStore:
             with self._errors("count"):
                 row = self._conn.execute("SELECT count(*) FROM ledger_pruned").fetchone()
         return int(row[0]) if row is not None else 0
+
+    def schedule_of(self, key: str) -> tuple[Instant, int] | None:
+        """A key's not-before and priority (SPEC §8.1; stores/_schedulesql.py)."""
+        with self._lock:
+            self._check_open()
+            one = _schedulesql.sql(_schedulesql.SELECT_ONE, "?")
+            rows = self._fetchall("schedule", one, (key,))
+        return _schedulesql.value_of(*rows[0]) if rows else None
+
+    def set_schedule(self, key: str, value: tuple[Instant, int] | None) -> None:
+        with self.batch(), self._lock, self._errors("schedule"):
+            if value is None:
+                self._conn.execute(_schedulesql.sql(_schedulesql.DELETE, "?"), (key,))
+            else:
+                args = (key, *_schedulesql.params(value))
+                self._conn.execute(_schedulesql.sql(_schedulesql.UPSERT, "?"), args)
+
+    def schedules(self) -> dict[str, tuple[Instant, int]]:
+        with self._lock:
+            self._check_open()
+            rows = self._fetchall("schedule", _schedulesql.SELECT_ALL, ())
+        return {str(k): _schedulesql.value_of(nb, p) for k, nb, p in rows}
+
+    def has_schedules(self) -> bool:
+        with self._lock:
+            self._check_open()
+            rows = self._fetchall("schedule", _schedulesql.ANY, ())
+        return bool(rows and rows[0][0])
 
     def read_pause(self, for_claim: bool = False) -> tuple[str, str, str] | None:
         """The pause (SPEC §8.3; stores/_pausesql.py); a `--next` claim reads it in

@@ -38,9 +38,10 @@ from ledger_cli.stores.jsonfile.records import (
     encode_record,
     key_digest,
 )
+from ledger_cli.stores.jsonfile.schedulefile import ScheduleMethods
 
 
-class JsonFileStore(ReadyMethods, PruneMethods, DepsMethods, PauseMethods):
+class JsonFileStore(ReadyMethods, PruneMethods, DepsMethods, PauseMethods, ScheduleMethods):
     """A directory of JSON records; safe under many concurrent processes.
 
     `lock_timeout` bounds the wait for the store lock (StoreError after it).
