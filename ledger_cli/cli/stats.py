@@ -39,6 +39,7 @@ class Stats:
     expired_leases: int
     oldest_ready_age_seconds: float | None
     paused: bool = False  # SPEC §8.3
+    scheduled: int = 0  # SPEC §8.1: pending tasks not yet due
 
     def to_obj(self) -> dict[str, Any]:
         return {
@@ -48,6 +49,7 @@ class Stats:
             "expired_leases": self.expired_leases,
             "oldest_ready_age_seconds": self.oldest_ready_age_seconds,
             "paused": self.paused,
+            "scheduled": self.scheduled,
         }
 
 
@@ -111,13 +113,33 @@ def gather(store: Store, now: Instant) -> tuple[Stats, dict[str, TaskState] | No
         def load(key: str) -> TaskState | None:  # a pruned need: from the store
             return records[key] if key in records else store.load(key)
 
-        found = ready.ready_records(records.values(), load, now)
+        from ledger_cli.engine import schedule
+
+        kept = schedule.every(store) if schedule.any_kept(store) else None
+        found = ready.ready_records(records.values(), load, now, kept)
         ready_count, first = len(found), (found[0] if found else None)
     oldest = None if first is None else max(now.unix_ns - first.created_at.unix_ns, 0) / 1e9
     from ledger_cli.engine.pause import paused
 
     held = paused(store) is not None
-    return Stats(counts, pruned_count(store), ready_count, expired, oldest, held), records
+    figures = Stats(
+        counts, pruned_count(store), ready_count, expired, oldest, held, _scheduled(store, now)
+    )
+    return figures, records
+
+
+def _scheduled(store: Store, now: Instant) -> int:
+    """Pending tasks whose not-before is still ahead (SPEC §8.1)."""
+    from ledger_cli.engine import schedule
+
+    if not schedule.any_kept(store):
+        return 0
+    count = 0
+    for key, (nb, _) in schedule.every(store).items():
+        if nb > now:
+            rec = store.load(key)
+            count += rec is not None and rec.status == "pending" and nb > rec.created_at
+    return count
 
 
 def prometheus_text(stats: Stats) -> str:
@@ -138,6 +160,7 @@ def prometheus_text(stats: Stats) -> str:
             stats.oldest_ready_age_seconds or 0,
         ),
         ("ledger_paused", "1 while --next claims are paused (ledger pause), else 0.", stats.paused),
+        ("ledger_scheduled_tasks", "Pending tasks not yet due (--not-before).", stats.scheduled),
     )
     for name, help_text, value in gauges:
         Gauge(name, help_text, registry=registry).set(value)
@@ -190,6 +213,8 @@ def human(stats: Stats, to_file: bool) -> str:
     oldest = stats.oldest_ready_age_seconds
     table.add_row("oldest ready", "-" if oldest is None else render.duration(oldest))
     table.add_row("pruned", str(stats.pruned))
+    if stats.scheduled:
+        table.add_row("scheduled", str(stats.scheduled))
     if stats.paused:
         table.add_row("paused", "yes: --next claims wait for ledger resume")
     if to_file:  # plain text, no colours

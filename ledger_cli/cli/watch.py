@@ -112,6 +112,8 @@ def view(store: Store, now: Instant, statuses: set[str] | None, interval: str) -
         line.append_text(render.status_text(status))
         line.append(f" {figures.counts[status]}  ")
     line.append(f"ready {figures.ready}  expired leases {figures.expired_leases}")
+    if figures.scheduled:
+        line.append(f"  scheduled {figures.scheduled}")
     if figures.oldest_ready_age_seconds is not None:
         line.append(f"  oldest ready {render.duration(figures.oldest_ready_age_seconds)}")
     shown, total = unfinished(
