@@ -237,3 +237,44 @@ def test_claimers_hand_out_every_task_once_in_the_ready_order(kind: str, tmp_pat
         # Each claimer's own claims follow the Ready order.
         for keys in got:
             assert keys == sorted(keys, key=order.index)
+
+
+# -- the SQLite index in the Ready order (stores/_dueindex.py) ---------------------
+
+
+def test_sqlite_due_index_go_rows_older_index_and_doctor(tmp_path: Path) -> None:
+    import sqlite3
+
+    from ledger_cli.stores import _dueindex
+
+    db = tmp_path / "l.db"
+    url = f"sqlite:{db}"
+    for key, args in (("hi", ["--priority", "1"]), ("lo", ["--priority", "-1"])):
+        assert run_ledger(url, "--now", T0, "admit", key, *args).returncode == 0
+    conn = sqlite3.connect(db)
+    # A row the Go service writes with plain SQL: priority 0, due at CreatedAt.
+    conn.execute(
+        "INSERT INTO ledger_tasks (key, status, sequence, created_at, updated_at,"
+        " created_by, updated_by) VALUES ('go', 'pending', 1, ?, ?, 'go', 'go')",
+        (T1, T1),
+    )
+    # An index built by an older release: no ledger_due.
+    for name in _dueindex.OBJECTS[2:]:
+        conn.execute(f"DROP TRIGGER {name}")
+    conn.execute("DROP TABLE ledger_due")
+    conn.commit()
+    conn.close()
+    got = [
+        run_ledger(url, "--now", T2, "claim", "--next", "--owner", "w", "--lease", "1h").stdout
+        for _ in range(3)
+    ]
+    assert [g.split()[0] for g in got] == ["hi", "go", "lo"]
+    conn = sqlite3.connect(db)
+    assert conn.execute("SELECT count(*) FROM ledger_due").fetchone()[0] == 3
+    conn.execute("UPDATE ledger_due SET rank = 7 WHERE key = 'lo'")
+    conn.commit()
+    conn.close()
+    bad = run_ledger(url, "doctor")
+    assert bad.returncode == 9 and "ledger_due" in bad.stdout + bad.stderr
+    assert run_ledger(url, "doctor", "--fix").returncode == 0
+    assert run_ledger(url, "doctor").returncode == 0

@@ -139,7 +139,9 @@ def count_ready(store: object, load: Loader, now: Instant) -> tuple[int, TaskSta
     split = getattr(store, "ready_split", None)
     count = 0
     first: TaskState | None = None
-    if split is None or _scheduled(store) is not None or getattr(store, "orders_schedules", False):
+    from ledger_cli.engine import schedule
+
+    if split is None or schedule.any_kept(store):  # type: ignore[arg-type]
         for rec in ready_iter(store, load, now):
             if first is None:
                 first = rec

@@ -44,7 +44,7 @@ from typing import Any
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState, byte_order
 from ledger_cli.errors import StoreError
-from ledger_cli.stores import _pausesql, _readysql, _schedulesql, _sql
+from ledger_cli.stores import _dueindex, _pausesql, _readysql, _schedulesql, _sql
 from ledger_cli.stores.history import HistoryEntry
 
 __all__ = ["GO_DDL", "SQLiteStore"]
@@ -192,11 +192,19 @@ class SQLiteStore:
         return len(names) == 5 and self._ready_installed()
 
     def _ready_installed(self) -> bool:
-        marks = ", ".join("?" for _ in _readysql.SQLITE_OBJECTS)
+        names = (*_readysql.SQLITE_OBJECTS, *_dueindex.OBJECTS)
+        marks = ", ".join("?" for _ in names)
         found = self._conn.execute(
-            f"SELECT count(*) FROM sqlite_master WHERE name IN ({marks})", _readysql.SQLITE_OBJECTS
+            f"SELECT count(*) FROM sqlite_master WHERE name IN ({marks})", names
         ).fetchone()[0]
-        return bool(found == len(_readysql.SQLITE_OBJECTS))
+        return bool(found == len(names))
+
+    def _due_installed(self) -> bool:
+        marks = ", ".join("?" for _ in _dueindex.OBJECTS)
+        found = self._conn.execute(
+            f"SELECT count(*) FROM sqlite_master WHERE name IN ({marks})", _dueindex.OBJECTS
+        ).fetchone()[0]
+        return bool(found == len(_dueindex.OBJECTS))
 
     def _migrate(self) -> None:
         """The Go store's create-and-migrate, plus our index and history table.
@@ -224,10 +232,21 @@ class SQLiteStore:
             for ddl in _EXTRA_DDL:
                 conn.execute(ddl)
             if not self._ready_installed():  # the ready index (SPEC §6.1), built once
+                # The order of SPEC §8.2 (ledger_due) first, so that it follows
+                # every ledger_ready row the rebuild writes; a ledger_ready of an
+                # older release is rebuilt by the first opener that migrates.
+                due_missing = not self._due_installed()
+                for ddl in _dueindex.DDL[:2]:
+                    conn.execute(ddl)
                 for ddl in (*_readysql.SQLITE_TABLES, *_readysql.SQLITE_TRIGGERS):
+                    conn.execute(ddl)
+                for ddl in _dueindex.DDL[2:]:
                     conn.execute(ddl)
                 for sql in _readysql.SQLITE_REBUILD:
                     conn.execute(sql)
+                if due_missing:
+                    for sql in _dueindex.REBUILD:
+                        conn.execute(sql)
             conn.execute("COMMIT")
         except BaseException:
             with contextlib.suppress(sqlite3.Error):
@@ -400,10 +419,23 @@ class SQLiteStore:
             rows = self._fetchall("scan", sql, ())
         return [_sql.read_text(row[0], "(blocked by)", "blocked_by") for row in rows]
 
+    orders_schedules = True
+    """`ready_candidates` yields the Ready order of SPEC §8.2 and leaves out tasks
+    not yet due (stores/_dueindex.py): cli/ready.py needs no scan."""
+
     def ready_candidates(self, now: Instant | None = None) -> Iterator[TaskState]:
-        """Pending and claimed records whose direct needs are all completed, in
-        Ready order, read through the trigger-kept `ledger_ready` table."""
-        return self._ready_pages(now, None)
+        """Pending and claimed records whose direct needs are all completed and
+        that are due, in Ready order (priority, due, key), read through the
+        trigger-kept `ledger_due` table."""
+        query = _dueindex.page_sql(_sql.SELECT_COLUMNS, _readysql.SQLITE_LEASE)
+        at = _readysql.sortable(now)
+
+        def fetch(sql: str, args: tuple[Any, ...]) -> list[Any]:
+            with self._lock:
+                self._check_open()
+                return list(self._fetchall("ready scan", sql, args))
+
+        return _dueindex.candidates(fetch, query, at)
 
     def ready_split(self, now: Instant) -> tuple[int, TaskState | None, Iterator[TaskState]]:
         """`ledger stats`' ready figures with the counting done in SQL: how many
@@ -560,16 +592,16 @@ class SQLiteStore:
             with self._errors("ready index check"):
                 return [
                     f"ready index: {what}: {row[0]!r}"
-                    for what, sql in _readysql.SQLITE_CHECKS
+                    for what, sql in (*_readysql.SQLITE_CHECKS, *_dueindex.CHECKS)
                     for row in self._conn.execute(sql + " LIMIT 20").fetchall()
                 ]
 
     def rebuild_ready_index(self) -> None:
         """Rebuild the ready index from `ledger_tasks` (`ledger doctor --fix`)."""
         with self.batch(), self._errors("ready index rebuild"):
-            for ddl in (*_readysql.SQLITE_TABLES, *_readysql.SQLITE_TRIGGERS):
+            for ddl in (*_readysql.SQLITE_TABLES, *_readysql.SQLITE_TRIGGERS, *_dueindex.DDL):
                 self._conn.execute(ddl)
-            for sql in _readysql.SQLITE_REBUILD:
+            for sql in (*_readysql.SQLITE_REBUILD, *_dueindex.REBUILD):
                 self._conn.execute(sql)
 
     @contextlib.contextmanager
