@@ -20,17 +20,20 @@ from tests.pg_wire_support import Counts, WireCounter
 from tests.sql_support import fresh_schema
 
 T0 = Instant.parse("2026-01-01T00:00:00Z")
-ROUND_TRIPS_PER_TASK = 6
+ROUND_TRIPS_PER_TASK = 7
 """claim (BEGIN + ready page FOR UPDATE SKIP LOCKED, whose lease cut-off is the
 server's clock it returns: the unit's now; the fenced UPDATE; history INSERT +
 COMMIT) and complete (BEGIN + the load with the clock; UPDATE; history INSERT +
 COMMIT).
 Was 12 before batches ran on a pipeline, 8 while each unit read the clock in a
-round trip of its own before its batch."""
-STATEMENTS_PER_TASK = 10
-"""claim 5 (the clock is part of its page query), complete 5 (the clock is
-part of its load); was 12, then 11 while the completion's clock was a
-statement of its own."""
+round trip of its own before its batch, 6 before the pause (SPEC §8.3) and the
+Ready order by priority (§8.2): the claim's first statement now reads the pause
+row FOR SHARE, the clock and the first priority level in one round trip, then
+its page of the due index."""
+STATEMENTS_PER_TASK = 11
+"""claim 6 (the pause, the clock and the first priority level in one, then the
+page), complete 5 (the clock is part of its load); was 12, then 11 while the
+completion's clock was a statement of its own, then 10 before SPEC §8."""
 
 
 @pytest.fixture
@@ -197,8 +200,11 @@ def test_ready_at_clock_reads_the_clock_with_the_first_candidate(conninfo: str) 
     with WireCounter(conninfo) as wire, PostgresStore(wire.conninfo) as store:
         with store.batch():
             before = wire.snapshot()
+            # A --next claim's pause check reads the clock and the first priority
+            # level with it (one round trip); the page is the second.
+            assert store.read_pause(for_claim=True) is None
             got = store.ready_at_clock()
-            assert (wire.snapshot() - before).turns == 1
+            assert (wire.snapshot() - before).turns == 2
             assert got is not None
             now, cands = got
             assert now > t and now.offset_seconds == 0
