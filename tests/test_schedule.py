@@ -278,3 +278,53 @@ def test_sqlite_due_index_go_rows_older_index_and_doctor(tmp_path: Path) -> None
     assert bad.returncode == 9 and "ledger_due" in bad.stdout + bad.stderr
     assert run_ledger(url, "doctor", "--fix").returncode == 0
     assert run_ledger(url, "doctor").returncode == 0
+
+
+def test_postgres_due_index_go_rows_older_index_and_doctor(tmp_path: Path) -> None:
+    import psycopg
+
+    from ledger_cli.stores.postgres import PostgresStore
+    from tests.sql_support import fresh_schema
+
+    with fresh_schema("ledger_due") as conninfo:
+        store = PostgresStore(conninfo)
+        try:
+            from ledger_cli.engine.ledger import Ledger
+
+            led = Ledger(store)
+            with store.batch():
+                led.admit_outcome("t", "hi", 1, None, Instant.parse(T0), priority=1)
+                led.admit_outcome("t", "lo", 1, None, Instant.parse(T0), priority=-1)
+        finally:
+            store.close()
+        with psycopg.connect(conninfo, autocommit=True) as conn:
+            # A row the Go service writes with plain SQL: priority 0, due at CreatedAt.
+            conn.execute(
+                "INSERT INTO ledger_tasks (key, status, sequence, created_at, updated_at,"
+                " created_by, updated_by) VALUES ('go', 'pending', 1, %s, %s, 'go', 'go')",
+                (T1, T1),
+            )
+            # An index built by an older release: no ledger_due.
+            conn.execute("DROP TABLE ledger_due")
+            conn.execute("DROP FUNCTION ledger_due_sync() CASCADE")
+        store = PostgresStore(conninfo)  # the first opener builds it
+        try:
+            from ledger_cli.cli import ready
+
+            now = Instant.parse(T2)
+            with store.batch():
+                order = [r.key for r in ready.ready_iter(store, store.load, now)]
+            assert order == ["hi", "go", "lo"]
+            assert store.check_ready_index() == []
+        finally:
+            store.close()
+        with psycopg.connect(conninfo, autocommit=True) as conn:
+            conn.execute("UPDATE ledger_due SET rank = 7 WHERE key = 'lo'")
+        store = PostgresStore(conninfo)
+        try:
+            problems = store.check_ready_index()
+            assert problems and "ledger_due" in problems[0]
+            store.rebuild_ready_index()
+            assert store.check_ready_index() == []
+        finally:
+            store.close()
