@@ -107,6 +107,7 @@ class MemStore:
             del self._tasks[head]
             self._link(head, rec.needs, None)
             self._pruned.discard(head)
+            self._schedules.pop(head, None)  # an evicted key's schedule goes with it
 
     def _link(self, key: str, old: Iterable[str] | None, new: Iterable[str] | None) -> None:
         """Move `key` in the reverse needs map from its `old` needs to its `new` ones."""
