@@ -15,8 +15,8 @@ from ledger_cli.cli.commands import Fence, Key, Owner, app, dispatch
 
 @app.command(
     epilog=(
-        "Examples:\n\n"
-        '  ledger check job-7 --owner "$W" --fence "$F" && upload.sh\n\n'
+        "Examples:\n\n\b\n"
+        '  ledger check job-7 --owner "$W" --fence "$F" && upload.sh\n'
         "  ledger --json check job-7 --owner w1 --fence 3"
     )
 )
@@ -31,7 +31,9 @@ def check(ctx: typer.Context, key: Key, owner: Owner, fence: Fence) -> None:
 
 @app.command(
     epilog=(
-        'Examples:\n\n  ledger pause --reason "deploy freeze"\n\n  ledger stats --json | jq .paused'
+        "Examples:\n\n\b\n"
+        '  ledger pause --reason "deploy freeze"\n'
+        "  ledger stats --json | jq .paused"
     )
 )
 def pause(
@@ -48,7 +50,7 @@ def pause(
     dispatch(ctx, pause_module.pause, reason=reason)
 
 
-@app.command(epilog="Example:\n\n  ledger resume")
+@app.command(epilog="Example:\n\n\b\n  ledger resume")
 def resume(ctx: typer.Context) -> None:
     """Let `claim --next` and `run --next` claim again after `ledger pause`."""
     from ledger_cli.cli import pause as pause_module
