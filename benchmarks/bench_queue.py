@@ -33,7 +33,8 @@ user runs it (a fresh process each time, bytecode caching allowed):
 - `ledger list --jsonl` on the store of N ready tasks: the time to the
   first row and rows/s (target: the first row within 0.2 s).
 
-N is 100,000 (`--quick`: 10,000). PostgreSQL is the server at
+N is 100,000 (`--quick`: 10,000). `--write-docs` also writes the table into
+docs/performance.md, between its `bench_queue figures` markers. PostgreSQL is the server at
 --postgres-url (default $LEDGER_TEST_POSTGRES_URL or the local test server),
 in fresh schemas dropped afterwards; skipped with the reason when unreachable.
 """
@@ -357,6 +358,9 @@ def main() -> None:
         "--postgres-url", default=os.environ.get("LEDGER_TEST_POSTGRES_URL") or DEFAULT_PG
     )
     parser.add_argument("--stores", default="json,sqlite,postgresql")
+    parser.add_argument(
+        "--write-docs", action="store_true", help="write the table into docs/performance.md"
+    )
     args = parser.parse_args()
     n = args.tasks or (10_000 if args.quick else 100_000)
     base = Path(tempfile.mkdtemp(prefix="bench_queue_", dir=args.dir))
@@ -402,6 +406,31 @@ def main() -> None:
         print(f"{row:46}" + "".join(cells))
     for kind, why in skipped.items():
         print(f"{kind}: skipped: {why}")
+    if args.write_docs:
+        from benchmarks.docs_figures import write_figures
+
+        argv = " ".join(sys.argv[1:]).replace("--write-docs", "").strip()
+        write_figures("bench_queue", markdown(results, f"bench_queue.py {argv}".strip()))
+
+
+KIND_NAMES = {"json": "JSON", "sqlite": "SQLite", "postgresql": "PostgreSQL"}
+
+
+def markdown(results: dict[str, dict[str, Any]], command: str) -> str:
+    """The figures as a Markdown table, a row per figure, a column per store."""
+    kinds = list(results)
+    rows = list(dict.fromkeys(r for res in results.values() for r in res))
+    out = [
+        "| `" + command + "` | " + " | ".join(KIND_NAMES.get(k, k) for k in kinds) + " |",
+        "|---|" + "---|" * len(kinds),
+    ]
+    for row in rows:
+        cells = []
+        for k in kinds:
+            v = results[k].get(row)
+            cells.append("" if v is None else f"{v:.3f}" if v < 100 else f"{v:,.0f}")
+        out.append(f"| {row} | " + " | ".join(cells) + " |")
+    return "\n".join(out) + "\n"
 
 
 if __name__ == "__main__":

@@ -26,9 +26,11 @@ claimed task, a failed one and the task it blocks, a completed one). Timed:
   and on the small store plus N pruned records (SPEC §6.4: stats should
   cost the same with or without pruned keys).
 
-The JSON store keeps no counts of its own, so its cost still grows with the
-records (the big / small ratio shows how much); the SQL stores' grows with
-the rows their counts scan, in the database. PostgreSQL is the server at
+The JSON store keeps a tally (stores/jsonfile/tally.py: the counts, and
+the unfinished records that need judging one by one), so its `stats`
+reads the tally, the first ready record and the noted ones; "before" is
+the pass over every record it made before the tally. The SQL stores' cost
+grows with the rows their counts scan, in the database. PostgreSQL is the server at
 --postgres-url (default the local test server), in fresh schemas dropped
 afterwards; skipped with the reason when unreachable.
 """
@@ -66,6 +68,7 @@ from ledger_cli.engine.instant import Instant  # noqa: E402
 from ledger_cli.engine.ledger import Ledger  # noqa: E402
 from ledger_cli.engine.prune import visible  # noqa: E402
 from ledger_cli.engine.store import Store  # noqa: E402
+from ledger_cli.stores.jsonfile import JsonFileStore  # noqa: E402
 from ledger_cli.stores.resolve import open_store  # noqa: E402
 
 BASE = 100
@@ -106,10 +109,27 @@ def build_pruned(url: str, n: int) -> None:
         raise SystemExit(f"prune pruned {got} records, not {n + 1}")
 
 
+def json_scan(store: Store, now: Instant) -> tuple[dict[str, int], int, dict[str, Any]]:
+    """The JSON store's figures as collect computed them before its tally: a
+    pass over every unpruned record (without the lock), judging the Ready
+    rule in the same pass; and the records, of which `watch` drew its table."""
+    counts = dict.fromkeys(stats.STATUSES, 0)
+    records = {r.key: r for r in store.scan_visible()}  # type: ignore[attr-defined]
+    for rec in records.values():
+        counts[rec.status] += 1
+    found = ready.ready_records(
+        records.values(), lambda k: records[k] if k in records else store.load(k), now
+    )
+    return counts, len(found), records
+
+
 def old_collect(store: Store, now: Instant) -> tuple[dict[str, int], int]:
     """The figures as collect computed them before: the counts (SQL stores:
-    counted in the database; else a pass over every unpruned record), then
-    the ready index walked for the ready figure (each candidate read)."""
+    counted in the database; the JSON store: json_scan's pass over every
+    record), then the ready index walked for the ready figure (each
+    candidate read)."""
+    if isinstance(store, JsonFileStore):
+        return json_scan(store, now)[:2]
     counts = dict.fromkeys(stats.STATUSES, 0)
     counter = getattr(store, "status_counts", None)
     if counter is not None:
@@ -122,7 +142,12 @@ def old_collect(store: Store, now: Instant) -> tuple[dict[str, int], int]:
 
 def old_refresh(store: Store, now: Instant) -> None:
     """What a `watch` refresh read before: the old figures, then every
-    unfinished record (of which it drew 200)."""
+    unfinished record (of which it drew 200; the JSON store: drawn from the
+    pass its figures made)."""
+    if isinstance(store, JsonFileStore):
+        counts, _, records = json_scan(store, now)
+        watch.unfinished(store, None, limit=watch.MAX_ROWS, counts=counts, records=records)
+        return
     old_collect(store, now)
     watch.unfinished(store, None)
 

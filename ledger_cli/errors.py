@@ -117,6 +117,17 @@ class StoreConflictError(StoreError):
     every store failure."""
 
 
+class StoreUnavailableError(StoreError):
+    """The store could not be reached for a while: a lost or refused
+    connection (PostgreSQL: a restart, a network cut), or SQLite's write lock
+    held by another process past the busy timeout. An outage, not a verdict:
+    the same call may succeed once the store is back (a PostgresStore then
+    opens a new connection by itself). A write that failed so may or may not
+    have landed (a COMMIT whose connection dropped): read it back to know.
+    Exit 9, like every store failure; `ledger run` and `claim --next --wait`
+    ride such outages out (cli/outage.py)."""
+
+
 SENTINELS: tuple[type[LedgerError], ...] = (
     LeaseActiveError,
     FencedError,

@@ -262,6 +262,11 @@ JSON_CASES: dict[str, list[list[str]]] = {
     "cancel": [["cancel", "p"], ["cancel", "c", "--reason", "r"]],
     "stats": [["stats"], ["stats", "--prometheus"]],
     "watch": [["watch"]],  # not a terminal here: the JSON error
+    "check": [["check", "c", "--owner", "w", "--fence", "1"],
+              ["check", "c", "--owner", "w", "--fence", "2"], ["check", "p", "--owner", "w",
+              "--fence", "0"]],
+    "pause": [["pause", "--reason", "r"]],
+    "resume": [["resume"]],
 }  # fmt: skip
 
 

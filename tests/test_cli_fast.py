@@ -84,7 +84,14 @@ def test_fast_path_takes_global_options_anywhere() -> None:
     )
     assert parsed is not None
     assert parsed.settings == {"json": True, "store": "x", "actor": "me"}
-    assert parsed.kwargs == {"key": "k", "owner": "o", "lease": "1m", "next_": False, "wait": None}
+    assert parsed.kwargs == {
+        "key": "k",
+        "owner": "o",
+        "lease": "1m",
+        "next_": False,
+        "wait": None,
+        "give_up_after": None,
+    }
 
 
 SCRIPT: list[list[str]] = [

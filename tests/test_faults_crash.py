@@ -139,6 +139,8 @@ OPS: list[Callable[[Path], None]] = [
     _cli("admit", "c", "--seq", "2", "--needs", "e"),
     _cli("retry", "a"),
 ]
+# (A prune is no single write, so no prefix of OPS: its tally is removed
+# first and written after; tests/test_tally.py kills one in between.)
 
 
 def _child(root: str, kill_at: tuple[str, int], ack: Connection) -> None:
@@ -151,13 +153,17 @@ def _child(root: str, kill_at: tuple[str, int], ack: Connection) -> None:
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _syncfs_whatever_is_dirty() -> Iterator[None]:
+def _syncfs_whatever_is_dirty(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """The large batch takes the syncfs(2) path however much the machine has dirty
-    (else the reference and the children could take different paths)."""
-    saved = durability.DIRTY_MAX
-    durability.DIRTY_MAX = 1 << 62
+    (else the reference and the children could take different paths), and so
+    does a small journalled commit (durability.use_syncfs_small reads the
+    dirty memory: a fake /proc/meminfo with nothing dirty)."""
+    saved = durability.DIRTY_MAX, durability.MEMINFO
+    meminfo = tmp_path_factory.mktemp("meminfo") / "meminfo"
+    meminfo.write_text("Dirty: 0 kB\nWriteback: 0 kB\n")
+    durability.DIRTY_MAX, durability.MEMINFO = 1 << 62, str(meminfo)
     yield
-    durability.DIRTY_MAX = saved
+    durability.DIRTY_MAX, durability.MEMINFO = saved
 
 
 @pytest.fixture(scope="module")
@@ -233,6 +239,17 @@ def _ready_index_agrees(root: Path, where: str) -> None:
     assert sorted(r.key for r in store.by_status(LIVE)) == sorted(live), where  # live/ index
 
 
+def _tally_agrees(root: Path, where: str) -> None:
+    """The tally (tally.py) counts what the records hold, and names the noted
+    ones: after a crash it was right, or the next writer rebuilt it."""
+    store = JsonFileStore(root)
+    assert store.check_tally_index() == [], where
+    counts = store.status_counts()
+    assert counts is not None, f"{where}: the next writer left the tally unbuilt"
+    truth = collections.Counter(r.status for r in store.visible_range())
+    assert counts == {s: truth[s] for s in counts}, where
+
+
 def _completing_the_needs_promotes(root: Path, where: str) -> None:
     """The next writer completes every need a live task waits on (one write each,
     in key order; a need with no record is written completed): the ready index
@@ -292,6 +309,7 @@ def test_a_crash_at_each_step_of_the_write_path(
         # ...the ready and deps indexes agree with the records (supersets, or rebuilt)...
         _ready_index_agrees(root, where)
         _deps_index_agrees(root, where)
+        _tally_agrees(root, where)
         # ...and the state is a prefix of the writes: the acknowledged ones, maybe one more.
         state = _without_probe(logical_state(root))
         if state == states[acked]:
@@ -302,6 +320,7 @@ def test_a_crash_at_each_step_of_the_write_path(
             raise AssertionError(f"{where}: the store holds no prefix of the writes")
         # ...and completing the needs still waited on promotes their dependents.
         _completing_the_needs_promotes(root, where)
+        _tally_agrees(root, f"{where}, needs completed")
         outcomes["kills"] += 1
         shutil.rmtree(root, ignore_errors=True)
     print(f"\n{step}: {dict(outcomes)}")

@@ -102,17 +102,21 @@ def _run(root: Path, argv: list[str], data: bytes | None, faults: OsFaults) -> O
 
 
 @pytest.fixture
-def dirty(op: Op) -> Iterator[None]:
+def dirty(op: Op, tmp_path: Path) -> Iterator[None]:
     """A large batch takes the path its name says (syncfs(2), or an fsync per file
     as when much is dirty), whatever the machine has dirty: the clean run and the
-    faulty ones must make the same calls."""
-    saved = durability.DIRTY_MAX, durability.FSYNC_BYTES
+    faulty ones must make the same calls. So does a small journalled commit
+    (syncfs while little is dirty: durability.use_syncfs_small)."""
+    saved = durability.DIRTY_MAX, durability.FSYNC_BYTES, durability.MEMINFO
     if "(fsync each)" in op[0]:
         durability.DIRTY_MAX, durability.FSYNC_BYTES = -1, -1  # even with nothing dirty
     else:
         durability.DIRTY_MAX = 1 << 62
+        meminfo = tmp_path / "meminfo"
+        meminfo.write_text("Dirty: 0 kB\nWriteback: 0 kB\n")
+        durability.MEMINFO = str(meminfo)
     yield
-    durability.DIRTY_MAX, durability.FSYNC_BYTES = saved
+    durability.DIRTY_MAX, durability.FSYNC_BYTES, durability.MEMINFO = saved
 
 
 @pytest.mark.parametrize("op", OPS, ids=[o[0] for o in OPS])

@@ -79,6 +79,10 @@ def run(args: Sequence[str]) -> int:
 
     output.show_invalid_text_as_fffd()
 
+    line = fast.version(args)
+    if line is not None:
+        output.line(line)
+        return 0
     parsed = fast.parse(args)
     if parsed is not None:
         return execute(fast.settings(parsed), fast.target(parsed), **parsed.kwargs)

@@ -93,14 +93,47 @@ def global_params() -> list[compat.Parameter]:
 _GLOBAL_NAMES = ("store", "actor", "now", "json")
 
 
+def _print_version(ctx: typer.Context, param: typer.CallbackParam, value: bool) -> None:
+    if value and not ctx.resilient_parsing:
+        from ledger_cli import __version__
+
+        typer.echo(f"ledger_cli {__version__}")
+        raise typer.Exit(0)
+
+
+def _version_option(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            "-V",
+            help="Print `ledger_cli X.Y.Z` and exit.",
+            is_eager=True,
+            expose_value=False,
+            callback=_print_version,
+        ),
+    ] = False,
+) -> None:
+    """The group's --version declaration: never run, only turned into a parameter."""
+
+
+def version_param() -> compat.Parameter:
+    holder = typer.Typer()
+    holder.command()(_version_option)
+    (param,) = [p for p in compat.get_command(holder).params if p.name == "version"]
+    return param
+
+
 class LedgerGroup(TyperGroup):
     """The app's group: puts the global settings on itself and on every command."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.params[:0] = global_params()
+        self.params[:0] = [*global_params(), version_param()]
         for command in self.commands.values():
             command.params.extend(global_params())
+            for param in command.params:
+                compat.plain_argument(param)
 
 
 app = typer.Typer(
@@ -157,9 +190,21 @@ Key = Annotated[
         metavar="KEY", help="The task's key.", show_default=False, autocompletion=complete_key
     ),
 ]
-OptKey = Annotated[
-    str | None, typer.Argument(metavar="[KEY]", show_default=False, autocompletion=complete_key)
-]
+
+
+def opt_key(help: str) -> Any:
+    """An optional KEY argument (shown `[KEY]` in the usage line)."""
+    return typer.Argument(metavar="KEY", help=help, show_default=False, autocompletion=complete_key)
+
+
+def examples(*lines: str) -> str:
+    """A command's help epilog: its examples, each line kept as written (click's
+    `\\b` keeps the paragraph from being re-wrapped)."""
+    return "Examples:\n\n\b\n" + "\n".join(f"  {line}" for line in lines)
+
+
+OptKey = Annotated[str | None, opt_key("The task's key.")]
+NextKey = Annotated[str | None, opt_key("The task's key (none with --next).")]
 Owner = Annotated[str, typer.Option("--owner", metavar="O", help="Who holds the lease.")]
 Lease = Annotated[
     str, typer.Option("--lease", metavar="D", help="Lease length: 90s, 5m, 1h30m, 2d, seconds.")
@@ -170,16 +215,30 @@ Wait = Annotated[
     str | None,
     typer.Option("--wait", metavar="D", help="With --next: poll up to D for a ready task."),
 ]
+GiveUp = Annotated[
+    str | None,
+    typer.Option(
+        "--give-up-after",
+        metavar="D",
+        help="Ride out a store outage for up to D, then exit 9 (5m).",
+    ),
+]
 JsonLines = Annotated[bool, typer.Option("--jsonl", help="One JSON object per line.")]
 
 
 # -- admission -----------------------------------------------------------------------
 
 
-@app.command()
+@app.command(
+    epilog=examples(
+        'ledger admit fetch --task \'{"url": "https://example.com/data.csv"}\'',
+        "ledger admit load --needs fetch",
+        "ledger admit --batch jobs.jsonl",
+    )
+)
 def admit(
     ctx: typer.Context,
-    key: OptKey = None,
+    key: Annotated[str | None, opt_key("The task's key (none with --batch).")] = None,
     seq: Annotated[
         str | None, typer.Option("--seq", metavar="N", help="Sequence (default 1).")
     ] = None,
@@ -241,22 +300,37 @@ def admit(
 # -- leases ------------------------------------------------------------------------------
 
 
-@app.command()
+@app.command(
+    epilog=examples(
+        "F=$(ledger claim fetch --owner w1 --lease 5m)",
+        "ledger claim --next --owner w1 --lease 5m --wait 30s",
+    )
+)
 def claim(
     ctx: typer.Context,
     owner: Owner,
     lease: Lease,
-    key: OptKey = None,
+    key: NextKey = None,
     next_: Next = False,
     wait: Wait = None,
+    give_up_after: GiveUp = None,
 ) -> None:
     """Claim KEY (prints the fence), or the oldest ready task with --next (prints KEY FENCE)."""
     from ledger_cli.cli import leases
 
-    dispatch(ctx, leases.claim, key=key, owner=owner, lease=lease, next_=next_, wait=wait)
+    dispatch(
+        ctx,
+        leases.claim,
+        key=key,
+        owner=owner,
+        lease=lease,
+        next_=next_,
+        wait=wait,
+        give_up_after=give_up_after,
+    )
 
 
-@app.command()
+@app.command(epilog=examples('ledger renew fetch --owner w1 --fence "$F" --lease 5m'))
 def renew(ctx: typer.Context, key: Key, owner: Owner, fence: Fence, lease: Lease) -> None:
     """Extend a lease you hold."""
     from ledger_cli.cli import leases
@@ -264,7 +338,7 @@ def renew(ctx: typer.Context, key: Key, owner: Owner, fence: Fence, lease: Lease
     dispatch(ctx, leases.renew, key=key, owner=owner, fence=fence, lease=lease)
 
 
-@app.command()
+@app.command(epilog=examples('ledger release fetch --owner w1 --fence "$F"'))
 def release(ctx: typer.Context, key: Key, owner: Owner, fence: Fence) -> None:
     """Give a claim back: the task is pending again."""
     from ledger_cli.cli import leases
@@ -272,7 +346,7 @@ def release(ctx: typer.Context, key: Key, owner: Owner, fence: Fence) -> None:
     dispatch(ctx, leases.release, key=key, owner=owner, fence=fence)
 
 
-@app.command()
+@app.command(epilog=examples("F=$(ledger takeover fetch --owner w2 --lease 5m)"))
 def takeover(ctx: typer.Context, key: Key, owner: Owner, lease: Lease) -> None:
     """Take over a stale lease; prints the new fence."""
     from ledger_cli.cli import leases
@@ -280,7 +354,12 @@ def takeover(ctx: typer.Context, key: Key, owner: Owner, lease: Lease) -> None:
     dispatch(ctx, leases.takeover, key=key, owner=owner, lease=lease)
 
 
-@app.command()
+@app.command(
+    epilog=examples(
+        'ledger complete fetch --owner w1 --fence "$F"',
+        'ledger complete fetch --owner w1 --fence "$F" --failed',
+    )
+)
 def complete(
     ctx: typer.Context,
     key: Key,
@@ -297,7 +376,7 @@ def complete(
 # -- inspection -------------------------------------------------------------------------
 
 
-@app.command()
+@app.command(epilog=examples("ledger state report", "ledger --json state report | jq .Status"))
 def state(ctx: typer.Context, key: Key) -> None:
     """Show one record."""
     from ledger_cli.cli import inspect
@@ -305,7 +384,7 @@ def state(ctx: typer.Context, key: Key) -> None:
     dispatch(ctx, inspect.state, key=key)
 
 
-@app.command()
+@app.command(epilog=examples('ledger blocked report && echo "report is stuck"'))
 def blocked(ctx: typer.Context, key: Key) -> None:
     """Print the blocking key and exit 0 when blocked; exit 1 when not."""
     from ledger_cli.cli import inspect
@@ -313,7 +392,9 @@ def blocked(ctx: typer.Context, key: Key) -> None:
     dispatch(ctx, inspect.blocked, key=key)
 
 
-@app.command("list")
+@app.command(
+    "list", epilog=examples("ledger list --status failed", "ledger list --jsonl | jq -r .Key")
+)
 def list_(
     ctx: typer.Context,
     status: Annotated[
@@ -348,7 +429,11 @@ def list_(
     )
 
 
-@app.command()
+@app.command(
+    epilog=examples(
+        "ledger prune --older-than 30d --dry-run", "ledger prune --older-than 7d --status failed"
+    )
+)
 def prune(
     ctx: typer.Context,
     older_than: Annotated[
@@ -369,16 +454,23 @@ def prune(
     dispatch(ctx, retention.prune, older_than=older_than, statuses=status, dry_run=dry_run)
 
 
-@app.command()
-def tree(ctx: typer.Context, key: OptKey = None) -> None:
+@app.command(epilog=examples("ledger tree", "ledger tree report"))
+def tree(
+    ctx: typer.Context,
+    key: Annotated[str | None, opt_key("Show this task's chain of needs instead.")] = None,
+) -> None:
     """Why is it stuck: failures and what they block, or KEY's chain of needs."""
     from ledger_cli.cli import inspect
 
     dispatch(ctx, inspect.tree, key=key)
 
 
-@app.command()
-def log(ctx: typer.Context, key: OptKey = None, jsonl: JsonLines = False) -> None:
+@app.command(epilog=examples("ledger log report", "ledger log --jsonl | tail -n 5"))
+def log(
+    ctx: typer.Context,
+    key: Annotated[str | None, opt_key("Only this task's history.")] = None,
+    jsonl: JsonLines = False,
+) -> None:
     """The history of writes, oldest first."""
     from ledger_cli.cli import inspect
 
@@ -399,12 +491,19 @@ class RunCommand(TyperCommand):
         return super().parse_args(ctx, args)
 
 
-@app.command(cls=RunCommand)
+@app.command(
+    cls=RunCommand,
+    epilog=examples(
+        'ledger run --next --owner "$(hostname)" --lease 2m -- ./job.sh',
+        "ledger run --next --drain --owner w1 --lease 2m --retries 3 -- ./job.sh",
+        'ledger run fetch --owner w1 --lease 5m -- curl -fsS -o data.csv "$URL"',
+    ),
+)
 def run(
     ctx: typer.Context,
     owner: Owner,
     lease: Lease,
-    key: OptKey = None,
+    key: NextKey = None,
     next_: Next = False,
     wait: Wait = None,
     retries: Annotated[
@@ -423,6 +522,7 @@ def run(
             "connection, until none is ready (exit 0; 1 if any command failed).",
         ),
     ] = False,
+    give_up_after: GiveUp = None,
 ) -> None:
     """Claim, run `-- CMD…` under the lease (renewed), complete by its exit status."""
     from ledger_cli.cli import run as run_module
@@ -439,13 +539,19 @@ def run(
         retries=retries,
         backoff=backoff,
         drain=drain,
+        give_up_after=give_up_after,
     )
 
 
 # -- wire, doctor, demo ---------------------------------------------------------------------
 
 
-@app.command()
+@app.command(
+    epilog=examples(
+        "ledger snapshot -o ledger.snapshot.json",
+        "ledger --store sqlite:app.db snapshot | jq length",
+    )
+)
 def snapshot(
     ctx: typer.Context,
     out: Annotated[
@@ -458,7 +564,7 @@ def snapshot(
     dispatch(ctx, wire.snapshot, out=out)
 
 
-@app.command()
+@app.command(epilog=examples("ledger --store /srv/ledger-new restore ledger.snapshot.json"))
 def restore(
     ctx: typer.Context,
     source: Annotated[str, typer.Argument(metavar="F|-", help="A snapshot file, - for stdin.")],
@@ -469,10 +575,19 @@ def restore(
     dispatch(ctx, wire.restore, source=source)
 
 
-@app.command()
+@app.command(epilog=examples("ledger doctor", "ledger doctor --fix"))
 def doctor(
     ctx: typer.Context,
-    fix: Annotated[bool, typer.Option("--fix", help="Remove stray temporary files.")] = False,
+    fix: Annotated[
+        bool,
+        typer.Option(
+            "--fix",
+            help="Repair what can be repaired safely: remove a crash's temporary files, "
+            "block each escaped block and un-block each orphaned one (the engine's "
+            "walks), rebuild the ready and dependents indexes from the records. "
+            "A damaged record is never touched.",
+        ),
+    ] = False,
 ) -> None:
     """Check the store: problems exit 9, notes exit 0."""
     from ledger_cli.cli import doctor as doctor_module
@@ -480,7 +595,7 @@ def doctor(
     dispatch(ctx, doctor_module.doctor, fix=fix)
 
 
-@app.command()
+@app.command(epilog=examples("ledger demo", "ledger demo --workers 5"))
 def demo(
     ctx: typer.Context,
     workers: Annotated[int, typer.Option("--workers", min=1, max=8, help="Worker processes.")] = 3,

@@ -92,6 +92,7 @@ COMMANDS: dict[str, Spec] = {
             "--lease": _LEASE,
             "--next": Opt("next_", flag=True),
             "--wait": Opt("wait"),
+            "--give-up-after": Opt("give_up_after"),
         },
         "leases:claim",
     ),
@@ -117,6 +118,7 @@ COMMANDS: dict[str, Spec] = {
             "--retries": Opt("retries"),
             "--backoff": Opt("backoff"),
             "--drain": Opt("drain", flag=True),
+            "--give-up-after": Opt("give_up_after"),
         },
         "run:run",
         rest="command",
@@ -232,6 +234,19 @@ def parse(args: Sequence[str]) -> Parsed | None:
             elif not opt.multiple:
                 kwargs[opt.dest] = None
     return Parsed(command, settings, kwargs)
+
+
+VERSION_FLAGS = ("--version", "-V")
+
+
+def version(args: Sequence[str]) -> str | None:
+    """`ledger --version` / `-V` alone: the line to print (no store, no typer);
+    with anything else on the line the typer app's eager option prints it."""
+    if len(args) == 1 and args[0] in VERSION_FLAGS:
+        from ledger_cli import __version__
+
+        return f"ledger_cli {__version__}"
+    return None
 
 
 def target(parsed: Parsed) -> Callable[..., int]:

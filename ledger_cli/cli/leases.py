@@ -53,12 +53,16 @@ def claim(
     lease: str,
     next_: bool = False,
     wait: str | None = None,
+    give_up_after: str | None = None,
 ) -> int:
+    from ledger_cli.cli.outage import open_session, parse_give_up
+
+    give_up = parse_give_up(give_up_after)
     if next_:
         if key is not None:
             raise InputError("ledger: claim takes a KEY or --next, not both")
-        with Session(settings) as s:
-            got, fence = claim_next(s, owner, lease, wait)
+        with open_session(settings, give_up if wait is not None else None) as s:
+            got, fence, _ = claim_next_timed(s, owner, lease, wait, give_up)
         if settings.json:
             output.json_line(
                 {
@@ -113,9 +117,22 @@ def claim_next(s: Session, owner: str, lease: str, wait: str | None) -> tuple[Ta
     `store.batch()`; a candidate lost to a concurrent claimer is skipped, not an
     error.
     """
-    from ledger_cli.cli import ready
-    from ledger_cli.engine.pause import paused
-    from ledger_cli.errors import EmptyOwnerError, InvalidLeaseError
+    rec, fence, _ = claim_next_timed(s, owner, lease, wait)
+    return rec, fence
+
+
+def claim_next_timed(
+    s: Session, owner: str, lease: str, wait: str | None, give_up: float | None = None
+) -> tuple[TaskState, int, float]:
+    """`claim_next`, and the monotonic time just before the winning claim
+    was sent (the lease is proved from then: cli/leasekeeper.py).
+
+    With `wait`, a store outage (cli/outage.py) is waited out, over a new
+    connection, up to `give_up` seconds of failures (the --wait clock stops
+    meanwhile); without, it is an error at once (exit 9).
+    """
+    from ledger_cli.cli.outage import DEFAULT_GIVE_UP, Outage, is_outage
+    from ledger_cli.errors import EmptyOwnerError, InvalidLeaseError, StoreError
 
     owner, lease_td = _owner_lease(owner, lease)
     # The engine would say so at the first claim; say it even when nothing is ready.
@@ -126,40 +143,65 @@ def claim_next(s: Session, owner: str, lease: str, wait: str | None) -> tuple[Ta
     wait_s = parse_duration(wait, "--wait").total_seconds() if wait is not None else 0.0
     deadline = time.monotonic() + wait_s
     pause = 0.05
+    outage = Outage("claim --next --wait", DEFAULT_GIVE_UP if give_up is None else give_up)
     while True:
-        # None: each unit reads the store's clock with its first ready query
-        # (PostgreSQL: no round trip of its own); else --now or the clock.
-        now = s.unit_now("ready_at_clock")
-        claimed: tuple[TaskState, int] | None = None
-        held: PauseInfo | None = None
-        # One lock hold (a transaction on SQL stores) for the scan and the claim:
-        # on PostgreSQL the scan locks its candidate (FOR UPDATE SKIP LOCKED), so
-        # concurrent claimers spread over the queue instead of piling onto one.
-        for attempt in s.writes(now):
-            with attempt:
-                claimed = None  # a run rolled back claimed nothing
-                # Read in the unit that claims (SPEC §8.3): a claim either saw the
-                # pause or landed before `pause` returned.
-                held = paused(s.store, for_claim=True)
-                found = (
-                    None
-                    if held is not None
-                    else (now, ready.ready_iter(s.store, s.load, now))
-                    if now is not None
-                    else ready.ready_at_clock(s.store, s.load)  # None: no candidate
-                )
-                if found is not None:
-                    attempt.now = found[0]
-                    claimed = _claim_first(s, found[1], owner, lease_td, found[0])
+        sent = time.monotonic()
+        held: list[PauseInfo] = []
+        try:
+            claimed = _claim_next_once(s, owner, lease_td, held)
+        except StoreError as exc:
+            if wait is None or not is_outage(exc):
+                raise
+            time.sleep(outage.failed(exc))
+            deadline += time.monotonic() - sent
+            continue
+        outage.ok()
         if claimed is not None:
-            return claimed
+            return claimed[0], claimed[1], sent
         left = deadline - time.monotonic()
         if left <= 0:
-            if held is not None:
-                raise PausedError(held.describe())
+            if held:
+                raise PausedError(held[0].describe())
             raise NothingReadyError()
         time.sleep(min(pause, left))
         pause = min(pause * 2, 1.0)
+
+
+def _claim_next_once(
+    s: Session, owner: str, lease_td: timedelta, held: list[PauseInfo]
+) -> tuple[TaskState, int] | None:
+    """One unit: scan the ready records and claim the first that can be; on a
+    paused store (SPEC §8.3) claim nothing and append the pause to `held`."""
+    from ledger_cli.cli import ready
+    from ledger_cli.engine.pause import paused
+
+    # None: each unit reads the store's clock with its first ready query
+    # (PostgreSQL: no round trip of its own); else --now or the clock.
+    now = s.unit_now("ready_at_clock")
+    claimed: tuple[TaskState, int] | None = None
+    # One lock hold (a transaction on SQL stores) for the scan and the claim:
+    # on PostgreSQL the scan locks its candidate (FOR UPDATE SKIP LOCKED), so
+    # concurrent claimers spread over the queue instead of piling onto one.
+    for attempt in s.writes(now):
+        with attempt:
+            claimed = None  # a run rolled back claimed nothing
+            del held[:]
+            # Read in the unit that claims: a claim either saw the pause or
+            # landed before `pause` returned.
+            pause_now = paused(s.store, for_claim=True)
+            if pause_now is not None:
+                held.append(pause_now)
+            found = (
+                None
+                if pause_now is not None
+                else (now, ready.ready_iter(s.store, s.load, now))
+                if now is not None
+                else ready.ready_at_clock(s.store, s.load)  # None: no candidate
+            )
+            if found is not None:
+                attempt.now = found[0]
+                claimed = _claim_first(s, found[1], owner, lease_td, found[0])
+    return claimed
 
 
 def _claim_first(

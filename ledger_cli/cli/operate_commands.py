@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from ledger_cli.cli.commands import Key, app, complete_status, dispatch
+from ledger_cli.cli.commands import Key, app, complete_status, dispatch, examples
 
 Reason = Annotated[
     str | None,
@@ -18,7 +18,7 @@ Reason = Annotated[
 ]
 
 
-@app.command()
+@app.command(epilog=examples('ledger retry load --reason "upstream fixed"'))
 def retry(ctx: typer.Context, key: Key, reason: Reason = None) -> None:
     """Reopen a failed task and un-block what its failure blocked."""
     from ledger_cli.cli import remedies
@@ -26,7 +26,7 @@ def retry(ctx: typer.Context, key: Key, reason: Reason = None) -> None:
     dispatch(ctx, remedies.retry, key=key, reason=reason)
 
 
-@app.command()
+@app.command(epilog=examples('ledger cancel report --reason "superseded"'))
 def cancel(ctx: typer.Context, key: Key, reason: Reason = None) -> None:
     """Fail a pending, claimed or blocked task without its lease (the holder is fenced off)."""
     from ledger_cli.cli import remedies
@@ -34,7 +34,11 @@ def cancel(ctx: typer.Context, key: Key, reason: Reason = None) -> None:
     dispatch(ctx, remedies.cancel, key=key, reason=reason)
 
 
-@app.command()
+@app.command(
+    epilog=examples(
+        "ledger stats", "ledger stats --prometheus -o /var/lib/node_exporter/ledger.prom"
+    )
+)
 def stats(
     ctx: typer.Context,
     prometheus: Annotated[
@@ -51,7 +55,7 @@ def stats(
     dispatch(ctx, stats_module.stats, prometheus=prometheus, out=out)
 
 
-@app.command()
+@app.command(epilog=examples("ledger watch", "ledger watch --interval 5s --status claimed"))
 def watch(
     ctx: typer.Context,
     interval: Annotated[

@@ -28,7 +28,13 @@ def check_deps_index(store: object, found: _Findings, fix: bool) -> None:
     _check_index(store, found, fix, "deps")
 
 
-_WHAT = {"ready": "ready index", "deps": "dependents index"}
+def check_tally(store: object, found: _Findings, fix: bool) -> None:
+    """Problems when the JSON store's tally (its counts) disagrees with the
+    records; `fix` rebuilds it."""
+    _check_index(store, found, fix, "tally")
+
+
+_WHAT = {"ready": "ready index", "deps": "dependents index", "tally": "tally"}
 
 
 def _check_index(store: object, found: _Findings, fix: bool, name: str) -> None:

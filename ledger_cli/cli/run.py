@@ -3,13 +3,19 @@ background, complete by the command's exit status.
 
 - The command runs in its own process group with LEDGER_KEY, LEDGER_FENCE and
   LEDGER_TASK (the task as JSON) in its environment.
-- A thread renews the lease every third of it. When a renew is refused (the
-  fence is stale: someone took over; or the record is no longer claimed), the
-  whole process group is stopped and `run` exits 5 without completing.
+- A thread renews the lease every third of it (cli/leasekeeper.py). When a
+  renew is refused (the fence is stale: someone took over; or the record is
+  no longer claimed), the whole process group is stopped and `run` exits 5
+  without completing. A renew that cannot be made (a store outage) is tried
+  again until it lands; when none has landed by a margin (a tenth of the
+  lease, at most 1 s) before the lease last proved can run out, the process
+  group is stopped and `run` exits 5 (cli/supervisor.py).
 - SIGINT/SIGTERM: the signal is passed to the command's process group, then the
   claim is released; exit 128+signal.
 - Otherwise the record is completed (exit status 0) or failed (anything else)
   and `run` exits with the command's status (128+N when a signal N killed it).
+  Through a store outage the outcome is tried again, with the claim's fence,
+  until it lands or the lease is over (exit 5: the task will run again).
 - `--retries N --backoff D` (SPEC §6.7): up to N+1 attempts under the one
   lease, renewed throughout (waits included), waiting D, 2D, 4D… between them;
   LEDGER_ATTEMPT (1, 2, …) in the command's environment; each failed attempt
@@ -25,39 +31,40 @@ background, complete by the command's exit status.
   128+signal (between tasks: release a task just claimed, if any); a command
   that cannot be started (126/127) stops the drain too, its task released.
   `--retries/--backoff` apply per task; each task has its own history lines.
+  A store outage between tasks (or in a `--wait`) is ridden out: one warning
+  line, backoff up to 3 s, a new connection; exit 9 once the store has been
+  unreachable for longer than `--give-up-after` (5m) (cli/outage.py).
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
 import signal
-import subprocess
 import threading
 import time
 from datetime import timedelta
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from ledger_cli.cli import output
 from ledger_cli.cli.context import Session, Settings
 from ledger_cli.cli.inputs import InputError, parse_duration, parse_uint, validate_text
-from ledger_cli.cli.leases import NothingReadyError, claim_next
-from ledger_cli.errors import FencedError, LedgerError, NoKeyError, NotClaimedError
+from ledger_cli.cli.leases import NothingReadyError, claim_next_timed
+from ledger_cli.cli.outage import Outage, is_outage, open_session, parse_give_up
+from ledger_cli.cli.supervisor import (
+    DEFAULT_BACKOFF,
+    STOP_GRACE,
+    LeaseLostError,
+    Supervisor,
+    exit_code,
+)
+from ledger_cli.errors import NoKeyError, StoreError
 
 if TYPE_CHECKING:
     from ledger_cli.engine.record import TaskState
 
-STOP_GRACE = 5.0
-"""Seconds the command gets to exit after SIGTERM before SIGKILL."""
+__all__ = ["STOP_GRACE", "LeaseLostError", "Supervisor", "exit_code", "run"]
 
-DEFAULT_BACKOFF = timedelta(seconds=1)
 MAX_RETRIES = 1000
 """`--retries` is at most this (the waits double: 1000 is already forever)."""
-
-
-class LeaseLostError(FencedError):
-    """A renew was refused while the command ran: it was stopped (exit 5)."""
 
 
 def run(
@@ -71,6 +78,7 @@ def run(
     retries: str | None = None,
     backoff: str | None = None,
     drain: bool = False,
+    give_up_after: str | None = None,
 ) -> int:
     if drain and key is not None:
         raise InputError("ledger: --drain goes with --next, not a KEY")
@@ -88,15 +96,17 @@ def run(
     lease_td = parse_duration(lease, "lease")
     attempts = parse_uint(retries, "--retries", MAX_RETRIES) + 1 if retries is not None else 1
     backoff_td = parse_duration(backoff, "--backoff") if backoff is not None else DEFAULT_BACKOFF
-    with Session(settings) as s:
+    give_up = parse_give_up(give_up_after)
+    with open_session(settings, give_up if drain or wait is not None else None) as s:
         if drain:
             worker = Drainer(s, owner, lease, lease_td, command, wait)
-            worker.attempts, worker.backoff = attempts, backoff_td
+            worker.attempts, worker.backoff, worker.outage.give_up = attempts, backoff_td, give_up
             return worker.run()
         if next_:
-            rec, fence = claim_next(s, owner, lease, wait)
+            rec, fence, sent = claim_next_timed(s, owner, lease, wait, give_up)
         else:
             assert key is not None
+            sent = time.monotonic()
             now = s.now()
             for attempt in s.writes(now):
                 with attempt:
@@ -105,7 +115,7 @@ def run(
             if claimed is None:
                 raise NoKeyError()
             rec = claimed
-        sup = Supervisor(s, rec, fence, owner, lease_td, command)
+        sup = Supervisor(s, rec, fence, owner, lease_td, command, sent)
         sup.attempts, sup.backoff = attempts, backoff_td
         return sup.run()
 
@@ -133,6 +143,7 @@ class Drainer:
         self.signum: int | None = None
         self.stopping = threading.Event()
         """Set by SIGINT/SIGTERM between tasks: cuts a --wait poll short."""
+        self.outage = Outage("the drain")
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         if self.signum is None:
@@ -149,19 +160,33 @@ class Drainer:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
 
-    def _claim(self) -> tuple[TaskState, int] | None:
-        """The next ready task, polling up to --wait as `claim --next --wait`
-        does; None when none became ready or a signal came."""
+    def _claim(self) -> tuple[TaskState, int, float] | None:
+        """The next ready task (and the monotonic time its claim was sent),
+        polling up to --wait as `claim --next --wait` does; None when none
+        became ready or a signal came. A store outage is waited out (up to
+        --give-up-after; the --wait clock stops meanwhile)."""
         deadline = time.monotonic() + self.wait_s
         pause = 0.05
         while self.signum is None:
             try:
-                return claim_next(self.s, self.owner, self.lease, None)
+                got = claim_next_timed(self.s, self.owner, self.lease, None)
             except NothingReadyError:
+                self.outage.ok()
                 left = deadline - time.monotonic()
                 if left <= 0 or self.stopping.wait(min(pause, left)):
                     return None
                 pause = min(pause * 2, 1.0)
+                continue
+            except StoreError as exc:
+                if not is_outage(exc):
+                    raise
+                began = time.monotonic()
+                if self.stopping.wait(self.outage.failed(exc)):
+                    return None
+                deadline += time.monotonic() - began
+                continue
+            self.outage.ok()
+            return got
         return None
 
     def _drain(self) -> int:
@@ -179,8 +204,8 @@ class Drainer:
                 if ran == 0:
                     raise NothingReadyError()
                 return 1 if failed else 0
-            rec, fence = got
-            sup = Supervisor(self.s, rec, fence, self.owner, self.lease_td, self.command)
+            rec, fence, sent = got
+            sup = Supervisor(self.s, rec, fence, self.owner, self.lease_td, self.command, sent)
             sup.attempts, sup.backoff = self.attempts, self.backoff
             code = sup.run()  # a lost lease raises LeaseLostError: exit 5 at once
             ran += 1
@@ -190,217 +215,3 @@ class Drainer:
             if sup.unstarted:
                 return code  # the command cannot be started: 126/127, its task released
             failed = failed or code != 0
-
-
-class Supervisor:
-    def __init__(
-        self,
-        session: Session,
-        rec: TaskState,
-        fence: int,
-        owner: str,
-        lease: timedelta,
-        command: list[str],
-    ) -> None:
-        self.s = session
-        self.rec = rec
-        self.key = rec.key
-        self.fence = fence
-        self.owner = owner
-        self.lease = lease
-        self.command = command
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.stop = threading.Event()
-        self.lost: LedgerError | None = None
-        self.signum: int | None = None
-        self.attempts = 1
-        self.attempt = 0
-        self.backoff = DEFAULT_BACKOFF
-        self.wake = threading.Event()
-        """Set when the lease is lost or a signal arrives: cuts a backoff wait short."""
-        self.writing = threading.Lock()
-        """One write at a time on the session (the renewer runs beside the attempts)."""
-        self.unstarted = False
-        """The command could not be started (exit 126/127; the task was released)."""
-
-    # -- the child -------------------------------------------------------------
-
-    def _env(self) -> dict[str, str]:
-        env = dict(os.environ)
-        env["LEDGER_KEY"] = self.key
-        env["LEDGER_FENCE"] = str(self.fence)
-        env["LEDGER_TASK"] = str(output.task(self.rec.task))
-        env["LEDGER_ATTEMPT"] = str(self.attempt)
-        return env
-
-    def _signal_child(self, signum: int) -> None:
-        """Signal the command's whole process group (it may outlive the command)."""
-        proc = self.proc
-        if proc is None:
-            return
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signum)
-
-    def _stop_child(self, signum: int = signal.SIGTERM) -> int:
-        """Signal the command's process group; SIGKILL it after STOP_GRACE."""
-        assert self.proc is not None
-        self._signal_child(signum)
-        try:
-            return self.proc.wait(timeout=STOP_GRACE)
-        except subprocess.TimeoutExpired:
-            self._signal_child(signal.SIGKILL)
-            return self.proc.wait()
-        finally:
-            # Leave nothing of the group behind (a shell's children included).
-            self._signal_child(signal.SIGKILL)
-
-    # -- the renewer -----------------------------------------------------------
-
-    def _renew_loop(self) -> None:
-        interval = max(self.lease.total_seconds() / 3, 0.01)
-        while not self.stop.wait(interval):
-            try:
-                with self.writing:
-                    now = self.s.now()
-                    for attempt in self.s.writes(now):
-                        with attempt:
-                            self.s.ledger.renew(
-                                self.s.actor, self.key, self.owner, self.fence, self.lease, now
-                            )
-            except (FencedError, NotClaimedError, NoKeyError) as exc:
-                # Refused (exit 5 or 6: taken over, cancelled, rebased): the lease is lost.
-                self.lost = exc
-                self.wake.set()
-                if self.proc is not None:
-                    self._signal_child(signal.SIGTERM)
-                return
-            except LedgerError as exc:  # the store failed: try again next time
-                output.diag(f"ledger: renewing {self.key}: {output.one_line(str(exc))}")
-
-    # -- signals ---------------------------------------------------------------
-
-    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
-        if self.signum is None:
-            self.signum = signum
-        self.wake.set()
-        self._signal_child(signum)
-
-    def run(self) -> int:
-        previous = {
-            sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT, signal.SIGTERM)
-        }
-        try:
-            return self._run()
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
-
-    def _attempt(self) -> int | None:
-        """Run the command once; its exit status (None: a signal or a lost lease
-        stopped it). Raises OSError when it cannot be started."""
-        self.proc = subprocess.Popen(self.command, env=self._env(), process_group=0)
-        rc: int | None = None
-        signalled_at: float | None = None
-        while rc is None:
-            try:
-                rc = self.proc.wait(timeout=0.1)
-            except subprocess.TimeoutExpired:
-                if self.signum is not None:
-                    # Passed on by the handler; escalate after the grace period.
-                    if signalled_at is None:
-                        signalled_at = time.monotonic()
-                    elif time.monotonic() - signalled_at > STOP_GRACE:
-                        self._signal_child(signal.SIGKILL)
-                elif self.lost is not None:
-                    rc = self._stop_child()
-        if self.lost is not None or self.signum is not None:
-            self._signal_child(signal.SIGKILL)  # stragglers in the group
-            return None
-        return rc
-
-    def _attempt_failed(self, rc: int) -> None:
-        """A history line for a failed attempt that will be retried."""
-        from ledger_cli.engine.events import ATTEMPT_FAILED, Event
-
-        with self.writing:
-            now = self.s.now()
-            for attempt in self.s.writes(now):
-                with attempt:
-                    self.s.recorder.emit(
-                        Event(
-                            ATTEMPT_FAILED,
-                            self.key,
-                            f"key {self.key} attempt {self.attempt} of {self.attempts} "
-                            f"failed with exit status {exit_code(rc)}",
-                        )
-                    )
-
-    def _run(self) -> int:
-        renewer = threading.Thread(target=self._renew_loop, name="ledger-renew", daemon=True)
-        renewer.start()
-        try:
-            rc: int | None = None
-            while True:
-                self.attempt += 1
-                try:
-                    rc = self._attempt()
-                except OSError as exc:
-                    self.stop.set()
-                    renewer.join()
-                    self._release()
-                    self.unstarted = True
-                    output.diag(f"ledger: cannot run {self.command[0]}: {exc.strerror or exc}")
-                    return 126 if isinstance(exc, PermissionError) else 127
-                if rc is None or rc == 0 or self.attempt >= self.attempts:
-                    break
-                self._attempt_failed(rc)
-                pause = self.backoff.total_seconds() * 2 ** (self.attempt - 1)
-                if self.wake.wait(pause):  # the lease was lost, or a signal came
-                    break
-        finally:
-            self.stop.set()
-            renewer.join()
-        if self.lost is not None:
-            raise LeaseLostError(
-                f"{output.one_line(str(self.lost))} (lost the lease on {self.key}; "
-                "the command was stopped)"
-            )
-        if self.signum is not None:
-            self._release()
-            return 128 + self.signum
-        assert rc is not None
-        status = "completed" if rc == 0 else "failed"
-        # None: the unit reads the store's clock with its load of the key
-        # (PostgreSQL: no round trip of its own); else --now or the clock.
-        for attempt in self.s.writes(self.s.unit_now("now_with")):
-            with attempt:
-                now = attempt.clock(self.key)
-                self.s.ledger.complete(self.s.actor, self.key, self.owner, self.fence, status, now)
-                rec = self.s.load(self.key)
-        code = exit_code(rc)
-        if self.s.settings.json:
-            output.json_line(
-                {
-                    "key": self.key,
-                    "fence": self.fence,
-                    "status": status,
-                    "exit": code,
-                    "attempts": self.attempt,
-                    "record": output.record(rec),
-                }
-            )
-        return code
-
-    def _release(self) -> None:
-        now = self.s.now()
-        try:
-            for attempt in self.s.writes(now):
-                with attempt:
-                    self.s.ledger.release(self.s.actor, self.key, self.owner, self.fence, now)
-        except LedgerError as exc:
-            output.diag(f"ledger: releasing {self.key}: {output.one_line(str(exc))}")
-
-
-def exit_code(rc: int) -> int:
-    """A child's exit status as a shell reports it (128+N when signal N killed it)."""
-    return rc if rc >= 0 else 128 - rc

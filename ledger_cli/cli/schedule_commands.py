@@ -33,7 +33,7 @@ def check(ctx: typer.Context, key: Key, owner: Owner, fence: Fence) -> None:
     epilog=(
         "Examples:\n\n\b\n"
         '  ledger pause --reason "deploy freeze"\n'
-        "  ledger stats --json | jq .paused"
+        "  ledger pause && ledger stats --json | jq .paused"
     )
 )
 def pause(
@@ -50,7 +50,7 @@ def pause(
     dispatch(ctx, pause_module.pause, reason=reason)
 
 
-@app.command(epilog="Example:\n\n\b\n  ledger resume")
+@app.command(epilog="Examples:\n\n\b\n  ledger resume")
 def resume(ctx: typer.Context) -> None:
     """Let `claim --next` and `run --next` claim again after `ledger pause`."""
     from ledger_cli.cli import pause as pause_module

@@ -85,14 +85,20 @@ def gather(store: Store, now: Instant) -> tuple[Stats, dict[str, TaskState] | No
     """
     from ledger_cli.cli import ready
 
-    counter: Callable[[], dict[str, int]] | None = getattr(store, "status_counts", None)
+    counter: Callable[[], dict[str, int] | None] | None = getattr(store, "status_counts", None)
     by_status: Callable[[Iterable[str]], list[TaskState]] | None = getattr(store, "by_status", None)
     counts = dict.fromkeys(STATUSES, 0)
-    if counter is not None and by_status is not None:
-        for status, n in counter().items():
+    # None from the JSON store while its tally is not built: read the records.
+    counted = counter() if counter is not None and by_status is not None else None
+    if counted is not None and by_status is not None:
+        for status, n in counted.items():
             if status in counts:
                 counts[status] = n
-        expired = sum(r.lease_until <= now for r in by_status(("claimed",)))
+        # The JSON store's tally names its claimed records (its status index,
+        # live/, would read the pending ones too).
+        claimed: Callable[[], list[TaskState]] | None = getattr(store, "claimed_records", None)
+        held = claimed() if claimed is not None else by_status(("claimed",))
+        expired = sum(r.lease_until <= now for r in held)
         ready_count, first = ready.count_ready(store, store.load, now)
         records: dict[str, TaskState] | None = None
     else:
@@ -121,9 +127,9 @@ def gather(store: Store, now: Instant) -> tuple[Stats, dict[str, TaskState] | No
     oldest = None if first is None else max(now.unix_ns - first.created_at.unix_ns, 0) / 1e9
     from ledger_cli.engine.pause import paused
 
-    held = paused(store) is not None
+    is_paused = paused(store) is not None
     figures = Stats(
-        counts, pruned_count(store), ready_count, expired, oldest, held, _scheduled(store, now)
+        counts, pruned_count(store), ready_count, expired, oldest, is_paused, _scheduled(store, now)
     )
     return figures, records
 

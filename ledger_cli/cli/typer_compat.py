@@ -25,6 +25,20 @@ Parameter = _click.Parameter
 Command = _click.Command
 ParameterSource = _click.core.ParameterSource
 
+
+def plain_argument(param: Parameter) -> None:
+    """Show an argument as its metavar alone: `KEY` in the usage line (`[KEY]`
+    when optional) and in the help's Arguments section, where typer 0.29
+    appends its type (`KEY <str>`) and writes a required one `{KEY}`. Uses click's
+    public `get_usage_pieces` and typer 0.29's `display_type_rich` (0.28 has none
+    and shows the metavar alone already)."""
+    if param.param_type_name != "argument" or param.metavar is None:
+        return
+    name = param.metavar if param.required else f"[{param.metavar}]"
+    param.get_usage_pieces = lambda ctx: [name]  # type: ignore[method-assign]
+    param.display_type_rich = lambda ctx: None  # type: ignore[attr-defined]
+
+
 SUPPORTED = ((0, 28), (0, 29))
 """The typer lines this module is known to work with (major, minor)."""
 
@@ -39,4 +53,5 @@ __all__ = [
     "TyperGroup",
     "get_command",
     "get_completion_script",
+    "plain_argument",
 ]

@@ -322,6 +322,24 @@ class Instant:
         return f"Instant({str(self)!r})"
 
 
+_CANONICAL = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{0,8}[1-9])?"
+)
+
+
+def parse_printed(text: str) -> Instant:
+    """`Instant.parse`, and when `text` is exactly what `str()` prints for the
+    result (RFC3339Nano: no trailing zero in the fraction, `Z` for offset 0),
+    the text kept as its cached form: records read back print without
+    formatting their times again."""
+    ns, offset = _parse(text)
+    inst = _make(ns, offset)
+    zoned = text[-1] == "Z" or (offset != 0 and text[-6] in "+-")
+    if zoned and _CANONICAL.fullmatch(text, 0, len(text) - (1 if text[-1] == "Z" else 6)):
+        _SET_TEXT(inst, text)
+    return inst
+
+
 def _parse(text: str) -> tuple[int, int]:
     """(unix ns, offset seconds) of an RFC 3339 text, as Go's time.Parse reads it."""
     if not isinstance(text, str):

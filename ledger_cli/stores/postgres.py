@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
 from ledger_cli.engine.rerun import rerun
-from ledger_cli.errors import StoreConflictError, StoreError
+from ledger_cli.errors import StoreConflictError, StoreError, StoreUnavailableError
 from ledger_cli.stores import _duepg, _pausesql, _pgtx, _readysql, _schedulesql, _sql
 from ledger_cli.stores.history import HistoryEntry
 
@@ -153,6 +153,9 @@ _HISTORY_INSERT = (
     f"INSERT INTO ledger_history ({_sql.HISTORY_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s)"
 )
 
+_CLOSE_WAIT = 1.0
+"""Seconds `close()` waits for another thread's call on the connection."""
+
 _INSTALL_HINT = "pip install 'ledger_cli[postgres]'"
 
 
@@ -163,7 +166,21 @@ def _psycopg() -> Any:
         raise StoreError(
             f"ledger: the PostgreSQL store needs the psycopg driver: {_INSTALL_HINT}"
         ) from None
+    _quiet(psycopg)
     return psycopg
+
+
+def _quiet(psycopg: Any) -> None:
+    """Keep psycopg's own warnings (`error ignored terminating <psycopg.Pipeline
+    [BAD]>: the connection is lost`, logged as it cleans up after a lost
+    connection) off stderr: the error itself reaches the caller as a
+    StoreError. Without a handler of its own, Python's last-resort handler
+    prints them; an application that configures logging still gets them."""
+    import logging
+
+    log = logging.getLogger("psycopg")
+    if not any(isinstance(h, logging.NullHandler) for h in log.handlers):
+        log.addHandler(logging.NullHandler())
 
 
 def _no_nul(key: str, **fields: str) -> None:
@@ -218,6 +235,9 @@ class PostgresStore:
         self._depth = 0
         self._blocks_depth = 0  # the batch depth that took lock_blocks' lock; 0: not held
         self._closed = False
+        self._lost = False
+        """A connection error was seen: reconnect before the next statement
+        outside a batch (psycopg may not have marked the connection broken)."""
         self._where = "the given URL"
         self._held: dict[str, TaskState] = {}
         """Rows this transaction holds locked, by key (only while _depth > 0).
@@ -247,14 +267,8 @@ class PostgresStore:
             kwargs["connect_timeout"] = connect_timeout
         if "application_name" not in params:
             kwargs["application_name"] = "ledger_cli"
-        try:
-            self._conn: psycopg.Connection[Any] = pg.connect(url, autocommit=True, **kwargs)
-        except pg.Error as exc:
-            raise StoreError(
-                f"ledger: cannot connect to PostgreSQL at {self._where}: {_sql.one_line(exc)}; "
-                "check that the server is running and the URL (host, port, user, password, "
-                "database) is right"
-            ) from None
+        self._url, self._kwargs = url, kwargs
+        self._conn: psycopg.Connection[Any] = self._connect()
         self._pipeline = _pgtx.Pipelined(self._conn, pg) if _pgtx.supported(pg) else None
         """Batches on a pipeline (stores/_pgtx.py); None: psycopg's transactions."""
         try:
@@ -264,6 +278,50 @@ class PostgresStore:
                 self._conn.close()
             self._closed = True
             raise
+
+    def _connect(self) -> psycopg.Connection[Any]:
+        pg = self._psycopg
+        try:
+            conn: psycopg.Connection[Any] = pg.connect(self._url, autocommit=True, **self._kwargs)
+        except pg.Error as exc:
+            raise StoreUnavailableError(
+                f"ledger: cannot connect to PostgreSQL at {self._where}: {_sql.one_line(exc)}; "
+                "check that the server is running and the URL (host, port, user, password, "
+                "database) is right"
+            ) from None
+        return conn
+
+    def _reconnect_if_lost(self) -> None:
+        """Outside a batch: replace a connection that was lost (a server
+        restart, a network cut) by a new one, so that the store outlives an
+        outage. Inside a batch the transaction died with its connection: the
+        error stands, and the next batch reconnects. Setup (the schema) is not
+        run again: the tables outlive a restart."""
+        conn = self._conn
+        if not (conn.closed or conn.broken or self._lost):
+            return
+        new = self._connect()  # StoreUnavailableError while the server is away
+        with contextlib.suppress(Exception):
+            conn.close()
+        self._conn, self._lost = new, False
+        if self._pipeline is not None:
+            self._pipeline = _pgtx.Pipelined(new, self._psycopg)
+
+    def interrupt(self) -> None:
+        """Cut the connection under a call another thread is blocked in (a
+        read on a stalled connection never returns by itself): that call fails
+        with StoreUnavailableError, and the next call outside a batch opens a
+        new connection. Takes no lock (the blocked call holds it)."""
+        import os
+        import socket
+
+        self._lost = True
+        with contextlib.suppress(Exception):
+            sock = socket.socket(fileno=os.dup(self._conn.fileno()))
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            finally:
+                sock.close()
 
     @staticmethod
     def _describe(params: dict[str, Any]) -> str:
@@ -320,8 +378,10 @@ class PostgresStore:
             return StoreConflictError(f"ledger: postgres {op} ({self._where}): {text}; {hint}")
         elif isinstance(exc, psycopg.errors.UndefinedTable | psycopg.errors.InvalidSchemaName):
             hint = "check the database and the search_path in the URL"
-        elif isinstance(exc, psycopg.OperationalError):
+        elif isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
             hint = "the connection to the server failed; check the server and retry"
+            self._lost = True
+            return StoreUnavailableError(f"ledger: postgres {op} ({self._where}): {text}; {hint}")
         else:
             hint = "check the server log"
         return StoreError(f"ledger: postgres {op} ({self._where}): {text}; {hint}")
@@ -338,6 +398,8 @@ class PostgresStore:
     def _check_open(self) -> None:
         if self._closed:
             raise StoreError(f"ledger: postgres store {self._where} is closed")
+        if not self._depth:
+            self._reconnect_if_lost()
 
     # -- Store -------------------------------------------------------------------
 
@@ -823,12 +885,23 @@ class PostgresStore:
     # -- lifecycle ---------------------------------------------------------------
 
     def close(self) -> None:
-        with self._lock:
+        # A thread blocked on a stalled connection holds the lock: do not wait
+        # for it (the process is ending; the socket goes with it).
+        if not self._lock.acquire(timeout=_CLOSE_WAIT):
+            self._closed = True
+            return
+        try:
             if self._closed:
                 return
             self._closed = True
+            if self._conn.broken:
+                with contextlib.suppress(Exception):
+                    self._conn.close()
+                return
             with self._errors("close"):
                 self._conn.close()
+        finally:
+            self._lock.release()
 
     def __enter__(self) -> PostgresStore:
         return self

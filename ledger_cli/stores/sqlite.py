@@ -43,7 +43,7 @@ from typing import Any
 
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState, byte_order
-from ledger_cli.errors import StoreError
+from ledger_cli.errors import StoreError, StoreUnavailableError
 from ledger_cli.stores import _dueindex, _pausesql, _readysql, _schedulesql, _sql
 from ledger_cli.stores.history import HistoryEntry
 
@@ -274,6 +274,8 @@ class SQLiteStore:
             hint = "check the disk"
         else:
             hint = "check the database file"
+        if "locked" in low or "busy" in low:  # an outage: the holder will let go
+            return StoreUnavailableError(f"ledger: sqlite {op} ({self._path}): {text}; {hint}")
         return StoreError(f"ledger: sqlite {op} ({self._path}): {text}; {hint}")
 
     @contextlib.contextmanager

@@ -22,6 +22,7 @@ from ledger_cli.stores.jsonfile import (
     liveindex,
     readyindex,
     spares,
+    tally,
 )
 from ledger_cli.stores.jsonfile.layout import LIVE_DIR, LIVE_STATUSES, RECORDS_DIR, shown
 from ledger_cli.stores.jsonfile.readyindex import Entry
@@ -46,6 +47,8 @@ def write_records(
     listed_needs: Callable[[str], frozenset[str] | None] = lambda digest: None,
     rebuild_deps: Callable[[], None] = lambda: None,
     completed_before: Callable[[str], bool] = lambda digest: False,
+    counts: tally.Counts | None = None,
+    journaled: bool = False,
 ) -> None:
     """Write records, their live/ markers, ready/ and deps/ entries and history
     lines; durable on return.
@@ -68,9 +71,21 @@ def write_records(
     `completed_before(digest)`: that record was completed on disk before this
     write, read under this lock hold (its dependents were promoted then), so
     writing it again promotes nothing; False when unknown (a journal replay).
+    `counts`: the tally counts after this write (tally.py), None when it
+    changes none. `journaled`: a journal on disk covers this write (a crash
+    before it is durable replays it), so nothing need be durable before the
+    end: one syncfs(2) makes it all durable, when durability.use_syncfs()
+    allows, whatever the size; else an fsync a file (and directory).
     """
-    bulk = len(records) + (1 if history else 0) > SYNC_EACH_MAX
-    use_syncfs = bulk and durability.use_syncfs(len(records) + (1 if history else 0))
+    files = len(records) + (1 if history else 0)
+    bulk = files > SYNC_EACH_MAX
+    if bulk:
+        use_syncfs = durability.use_syncfs(files)
+    else:
+        # The fsyncs a small journalled apply makes without syncfs: a record
+        # file and its directory each, the history, the tally's two or three.
+        saved = 2 * len(records) + (1 if history else 0) + (3 if counts is not None else 0)
+        use_syncfs = journaled and durability.use_syncfs_small(saved)
     rfd = lfd = None
     shard_fds: dict[str, int] = {}
     ready: _ReadyWork | None = None
@@ -96,7 +111,7 @@ def write_records(
                 for digest, (rec, _) in records.items():
                     if rec.status in LIVE_STATUSES:
                         created |= liveindex.mark_live(root, lfd, digest)
-                if created:
+                if created and sync:
                     _fsutil.fsync_fd(lfd, shown(root, LIVE_DIR))
             for digest in records:
                 shard = digest[:2]
@@ -115,6 +130,8 @@ def write_records(
                     spares.replace_from(fd, sfd, fname, data, path, sync=sync, tmp_dir_fd=root_fd)
                 else:
                     _fsutil.replace_file(sfd, fname, data, path, sync=sync, tmp_dir_fd=root_fd)
+        if counts is not None:
+            tally.apply(root, root_fd, counts, records, sync=not use_syncfs)
         if history:
             historyfile.append_lines(root, root_fd, history, history_at, sync=not use_syncfs)
         if use_syncfs:
@@ -183,19 +200,15 @@ class _ReadyWork:
         self.root, self.root_fd, self.records = root, root_fd, records
         self.read_digest = read_digest
         self.read_key = read_key
-        self.rfd: int | None = None
-        if not self._has_manifest():
+        self.rfd = readyindex.open_dir(root, root_fd, create=False)
+        # The manifest is read once a write (before and after share it).
+        self._chunks = None if self.rfd is None else readyindex.load_chunks(root, root_fd, self.rfd)
+        if self._chunks is None:
             rebuild_ready()  # from the records as they are on disk, before this write
-        self.rfd = readyindex.open_dir(root, root_fd, create=True)
-
-    def _has_manifest(self) -> bool:
-        rfd = readyindex.open_dir(self.root, self.root_fd, create=False)
-        if rfd is None:
-            return False
-        try:
-            return readyindex.load_chunks(self.root, self.root_fd, rfd) is not None
-        finally:
-            os.close(rfd)
+            _fsutil.close_all([self.rfd])
+            self.rfd = readyindex.open_dir(root, root_fd, create=True)
+            assert self.rfd is not None
+            self._chunks = readyindex.load_chunks(root, root_fd, self.rfd)
 
     def load(self, key: str) -> TaskState | None:
         digest = key_digest(key)
@@ -230,9 +243,8 @@ class _ReadyWork:
         if completed:
             adds |= self._promoted(completed, rebuild_deps)
         if adds:
-            chunks = readyindex.load_chunks(self.root, self.root_fd, self.rfd)
-            assert chunks is not None
-            chunks.add(adds, sync=sync)
+            assert self._chunks is not None
+            self._chunks.add(adds, sync=sync)
 
     def _promoted(self, completed: list[str], rebuild_deps: Callable[[], None]) -> set[Entry]:
         """The entries of the records on disk that the completion of `completed`
@@ -266,7 +278,5 @@ class _ReadyWork:
             for rec, _ in self.records.values()
             if rec.status not in LIVE_STATUSES and (entry := readyindex.entry_of(rec)) is not None
         ]
-        if drops:
-            chunks = readyindex.load_chunks(self.root, self.root_fd, self.rfd)
-            if chunks is not None:
-                chunks.remove(drops)
+        if drops and self._chunks is not None:
+            self._chunks.remove(drops)

@@ -83,9 +83,7 @@ class DepsMethods(RecordReader):
                         return []
                 except StoreError as exc:
                     return [str(exc)]
-                found = scan_records(
-                    self._root, root_fd, checksummed=self._checksummed, sweep=False
-                )
+                found = self._scan_unswept(root_fd)
                 listed: dict[str, set[str] | None] = {}
                 problems: list[str] = []
                 for digest, rec in sorted(found.items(), key=lambda item: byte_order(item[1].key)):

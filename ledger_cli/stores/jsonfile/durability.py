@@ -59,6 +59,18 @@ def use_syncfs(files: int) -> bool:
     return dirty is not None and dirty <= max(DIRTY_MAX, files * FSYNC_BYTES)
 
 
+def use_syncfs_small(fsyncs: int) -> bool:
+    """Whether a small journalled commit, whose apply would otherwise cost
+    `fsyncs` fsync(2) calls, should end with one syncfs(2) instead: only while
+    what is dirty (mostly others' writes, which syncfs writes too) costs no
+    more than those fsyncs would (FSYNC_BYTES each). A single write never
+    pays for a busy neighbour's backlog."""
+    if not _fsutil.sync_filesystem_available():
+        return False
+    dirty = dirty_bytes()
+    return dirty is not None and dirty <= fsyncs * FSYNC_BYTES
+
+
 def flush_before_lock(root_fd: int, shown: str) -> None:
     """Outside the lock, before a large batch: write what is dirty if that is
     more than DIRTY_MAX (others' writes), so the batch's own syncfs(2) is short."""

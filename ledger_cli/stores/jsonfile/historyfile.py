@@ -43,6 +43,7 @@ def append_lines(
     journal replay cuts what a crashed apply appended); None = the end."""
     path = shown(root, HISTORY_NAME)
     fd, size = open_for_append(root, root_fd)
+    new = size == 0  # perhaps just created: its name wants the root directory fsynced
     try:
         if at is not None:
             if size < at:
@@ -62,6 +63,8 @@ def append_lines(
         raise fail(path, "cannot append", exc) from None
     finally:
         os.close(fd)
+    if new and sync:
+        _fsutil.fsync_fd(root_fd, root)
 
 
 def _last_newline(fd: int, size: int) -> int:

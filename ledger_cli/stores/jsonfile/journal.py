@@ -1,10 +1,19 @@
 """journal.json: the commit point of a batch.
 
-When the outermost batch exits, the journal (all records and history lines)
-is written, fsynced and renamed into place — the commit point — then applied
-to the record files, made durable, and removed. A journal found later (a
-crash during apply) is replayed first thing under the lock. A journal that
-does not parse is refused: nothing is overwritten.
+When the outermost batch exits, the journal (all records and history lines,
+and the tally counts after them: tally.py) is written, fsynced and renamed
+into place — the commit point — then applied to the record files, made
+durable, and removed. A journal found later (a crash during apply) is
+replayed first thing under the lock. A journal that does not parse is
+refused: nothing is overwritten.
+
+The removal is not fsynced: a journal that a power cut brings back would be
+replayed over later writes, so every write that goes without a journal (one
+file) fsyncs the root directory first (`commit`), which makes the removal
+durable; a later journal replaces the old one by a rename that is made
+durable before anything is applied. So a commit costs two fsyncs (the
+journal, the root directory) and the apply's (one syncfs(2), or an fsync a
+file and directory: apply.py).
 """
 
 from __future__ import annotations
@@ -16,23 +25,38 @@ from collections.abc import Callable
 from ledger_cli.engine.record import TaskState
 from ledger_cli.stores import _fsutil
 from ledger_cli.stores._fsutil import fail
-from ledger_cli.stores.jsonfile import historyfile
+from ledger_cli.stores.jsonfile import historyfile, tally
 from ledger_cli.stores.jsonfile.batch import PendingBatch
 from ledger_cli.stores.jsonfile.layout import JOURNAL_NAME, shown
 from ledger_cli.stores.jsonfile.records import decode_record_file, key_digest
+from ledger_cli.stores.jsonfile.tally import Counts
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+_UNKNOWN: Any = object()
 
 JOURNAL_VERSION = 1
 JOURNAL_FORMAT = "ledger_cli.journal"
 
-WriteRecords = Callable[[dict[str, tuple[TaskState, bytes]], list[bytes], "int | None"], None]
-"""Apply (records, history lines, history size before them), durably."""
+WriteRecords = Callable[
+    [dict[str, tuple[TaskState, bytes]], list[bytes], "int | None", "Counts | None", bool], None
+]
+"""Apply (records, history lines, history size before them, the tally counts
+after them or None: unchanged, journalled), durably."""
 
 
-def commit(root: str, root_fd: int, batch: PendingBatch, write: WriteRecords) -> None:
+def commit(
+    root: str, root_fd: int, batch: PendingBatch, write: WriteRecords, counts: Counts | None = None
+) -> None:
+    """Commit a batch; `counts`: the tally after it (None: the batch changes no count)."""
     records = batch.records
-    if len(records) + len(batch.history) <= 1:
-        # One file: atomic by itself (a torn history append is cut on the next one).
-        write(records, batch.history, None)
+    if len(records) + len(batch.history) <= 1 and counts is None:
+        # One file: atomic by itself (a torn history append is cut on the next
+        # one). The root directory first: the last journal's removal is durable.
+        _fsutil.fsync_fd(root_fd, root)
+        write(records, batch.history, None, None, False)
         return
     history_at = None
     if batch.history:
@@ -44,6 +68,7 @@ def commit(root: str, root_fd: int, batch: PendingBatch, write: WriteRecords) ->
         "records": len(records),
         "history": len(batch.history),
         "history_at": history_at,
+        "counts": counts,
     }
     journal = b"".join(
         [
@@ -54,9 +79,8 @@ def commit(root: str, root_fd: int, batch: PendingBatch, write: WriteRecords) ->
     )
     _fsutil.replace_file(root_fd, JOURNAL_NAME, journal, shown(root, JOURNAL_NAME), sync=True)
     _fsutil.fsync_fd(root_fd, root)  # the commit point
-    write(records, batch.history, history_at)
-    _fsutil.unlink_quiet(root_fd, JOURNAL_NAME)
-    _fsutil.fsync_fd(root_fd, root)
+    write(records, batch.history, history_at, counts, True)
+    _fsutil.unlink_quiet(root_fd, JOURNAL_NAME)  # not fsynced: see the module's note
 
 
 def replay(root: str, root_fd: int, journal: bytes, checksummed: bool, write: WriteRecords) -> None:
@@ -70,6 +94,12 @@ def replay(root: str, root_fd: int, journal: bytes, checksummed: bool, write: Wr
         header = json.loads(lines[0].decode("utf-8"))
         n_records, n_history = header["records"], header["history"]
         history_at = header["history_at"]
+        # Journals of releases before the tally have no counts: it is rebuilt.
+        counts = header.get("counts", _UNKNOWN)
+        if counts is not None and counts is not _UNKNOWN:
+            counts = tally.checked(counts)
+            if counts is None:
+                raise ValueError("damaged counts")
         ok = (
             header["format"] == JOURNAL_FORMAT
             and header["version"] == JOURNAL_VERSION
@@ -90,6 +120,8 @@ def replay(root: str, root_fd: int, journal: bytes, checksummed: bool, write: Wr
         records[digest] = (rec, line + b"\n")
     history = [line + b"\n" for line in lines[1 + n_records :]]
     historyfile.parse_history(b"".join(history), path)  # refuse a corrupt journal before writing
-    write(records, history, history_at)
-    _fsutil.unlink_quiet(root_fd, JOURNAL_NAME)
-    _fsutil.fsync_fd(root_fd, root)
+    if counts is _UNKNOWN:
+        tally.invalidate(root, root_fd)
+        counts = None
+    write(records, history, history_at, counts, True)
+    _fsutil.unlink_quiet(root_fd, JOURNAL_NAME)  # not fsynced: see the module's note

@@ -19,7 +19,7 @@ from ledger_cli.errors import StoreError
 from ledger_cli.stores import _fsutil
 from ledger_cli.stores._fairlock import QueueLock
 from ledger_cli.stores._fsutil import fail
-from ledger_cli.stores.jsonfile import depsindex, durability, layout
+from ledger_cli.stores.jsonfile import depsindex, durability, layout, tally
 from ledger_cli.stores.jsonfile.batch import PendingBatch
 from ledger_cli.stores.jsonfile.spares import Spares
 
@@ -179,6 +179,7 @@ class LockedDirectory:
             if meta is None:
                 meta = layout.initialize(self._root, root_fd)
                 depsindex.create_empty(self._root, root_fd)  # no records: complete
+                tally.rebuild(self._root, root_fd, [])
             self._floor = int(meta["fence_floor"])
             self._recover(root_fd)
         except BaseException:

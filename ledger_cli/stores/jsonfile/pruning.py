@@ -8,7 +8,7 @@ from collections.abc import Iterator, Sequence
 from ledger_cli.engine.record import TaskState, byte_order
 from ledger_cli.errors import StoreError
 from ledger_cli.stores import _fsutil
-from ledger_cli.stores.jsonfile import apply, historyfile, prunedfile
+from ledger_cli.stores.jsonfile import apply, historyfile, prunedfile, tally
 from ledger_cli.stores.jsonfile.layout import RECORDS_DIR
 from ledger_cli.stores.jsonfile.locking import store_method
 from ledger_cli.stores.jsonfile.reading import RecordReader
@@ -43,6 +43,10 @@ class PruneMethods(RecordReader):
                     moved.append((digest, new.replace(rev=cur.rev + 1)))
                 if not moved:
                     continue
+                # The tally does not go through a journal here: removed first
+                # (a crash in between leaves it to be rebuilt), written after.
+                counts = tally.read_counts(self._root, root_fd)
+                tally.invalidate(self._root, root_fd)
                 prunedfile.append(self._root, root_fd, moved)  # durable before the files go
                 self._drop_dirs()
                 shards: set[str] = set()
@@ -68,6 +72,9 @@ class PruneMethods(RecordReader):
                 if len(moved) > apply.SYNC_EACH_MAX and _fsutil.sync_filesystem_available():
                     _fsutil.sync_filesystem(root_fd, self._root)
                 prunedfile.add_count(self._root, root_fd, len(moved))
+                if counts is not None:
+                    gone = [(rec, None) for _, rec in moved]  # a pruned record keeps its status
+                    tally.apply(self._root, root_fd, tally.advance(counts, gone), {}, sync=True)
                 done.update(rec.key for _, rec in moved)
         if done:
             with self._locked(create=False) as root_fd:

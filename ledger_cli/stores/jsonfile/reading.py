@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 
@@ -16,6 +17,42 @@ from ledger_cli.stores.jsonfile.records import decode_record_file, key_digest, s
 
 
 class RecordReader(LockedDirectory):
+    _one_scan: dict[str, TaskState] | None = None
+    """Every record file's record, read once for the checks of `one_scan`."""
+    _in_one_scan = False
+    _seen: dict[str, tuple[bytes, TaskState]] | None = None
+
+    def seen_files(self, seen: dict[str, tuple[bytes, TaskState]]) -> None:
+        """Record files already read and checked (`ledger doctor`'s walk, without
+        the lock: digest -> their bytes, record): the next `one_scan` decodes
+        only the files whose bytes changed since."""
+        self._seen = seen
+
+    @contextlib.contextmanager
+    def one_scan(self) -> Iterator[None]:
+        """Hold the lock for the block, and read the record files once for
+        every check inside it (`ledger doctor`'s index checks: one scan, not
+        one each). Writes inside would be unseen: a check only reads."""
+        self._check_open()
+        with self._locked(create=False):
+            self._one_scan, self._in_one_scan = None, True
+            try:
+                yield
+            finally:
+                self._one_scan, self._in_one_scan = None, False
+
+    def _scan_unswept(self, root_fd: int) -> dict[str, TaskState]:
+        """scan_records(sweep=False), once per `one_scan` block (do not mutate)."""
+        if self._one_scan is not None:
+            return self._one_scan
+        known = self._seen if self._in_one_scan else None
+        found = scan_records(
+            self._root, root_fd, checksummed=self._checksummed, sweep=False, known=known
+        )
+        if self._in_one_scan:
+            self._one_scan, self._seen = found, None
+        return found
+
     @store_method
     def range(self) -> Iterator[TaskState]:
         """Every record, pruned ones included, sorted by key (UTF-8 byte order),
@@ -57,10 +94,11 @@ class RecordReader(LockedDirectory):
                         continue
                     try:
                         names = sorted(os.listdir(sfd))
+                        prefix = path + os.sep  # self._shown(RECORDS_DIR, shard, fname)
                         for fname in names:
                             if not layout.RECORD_FILE.fullmatch(fname):
                                 continue
-                            shown = self._shown(RECORDS_DIR, shard, fname)
+                            shown = prefix + fname
                             data = _fsutil.read_file(sfd, fname, shown)
                             if data is not None:
                                 yield decode_record_file(

@@ -99,20 +99,25 @@ class Chunks:
         """The entries chunk `pos` holds within its range, sorted."""
         name = f"c{self.ids[pos]}"
         data = _fsutil.read_file(self._rfd, name, self._path(name)) or b""
-        entries: set[Entry] = set()
-        for line in data.decode("ascii", "replace").splitlines():
-            parts = line.split()
-            if len(parts) != 2:
-                continue  # cannot happen short of damage: the file is replaced whole
+        entries: list[Entry] = []
+        append = entries.append
+        # Per write this is the index's cost, CHUNK_MAX lines at most: kept lean.
+        for line in data.decode("ascii", "replace").split("\n"):
+            ns, sep, hexkey = line.partition(" ")
+            if not sep or " " in hexkey:
+                continue  # an empty last line; else damage: the file is replaced whole
             try:
-                entries.add((int(parts[0]), parts[1]))
+                append((int(ns), hexkey))
             except ValueError:
                 continue
+        entries.sort()  # written sorted and unique (replaced whole): linear
         low = self.bounds[pos] if pos > 0 else None
         high = self.bounds[pos + 1] if pos + 1 < len(self.ids) else None
-        return sorted(
-            e for e in entries if (low is None or e >= low) and (high is None or e < high)
-        )
+        if low is not None and entries and entries[0] < low:
+            entries = [e for e in entries if e >= low]
+        if high is not None and entries and entries[-1] >= high:
+            entries = [e for e in entries if e < high]
+        return entries
 
     def entries(self) -> Iterator[Entry]:
         for pos in range(len(self.ids)):

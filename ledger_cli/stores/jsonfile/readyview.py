@@ -96,7 +96,7 @@ class ReadyMethods(RecordReader):
         with self._locked(create=False) as root_fd:
             if root_fd is None:
                 return []
-            found = scan_records(self._root, root_fd, checksummed=self._checksummed, sweep=False)
+            found = self._scan_unswept(root_fd)
             by_key = {rec.key: rec for rec in prunedfile.read_all(self._root, root_fd)}
             by_key.update((rec.key, rec) for rec in found.values())
             rfd = readyindex.open_dir(self._root, root_fd, create=False)

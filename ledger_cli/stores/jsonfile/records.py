@@ -77,7 +77,7 @@ def decode_record_file(
         body = data[:tail] + b"}"
         summed = _sha256(body).hexdigest().encode() == data[tail + len(_SUM_HEAD) : -len(_SUM_TAIL)]
         data = body
-    rec = _decode(data, shown)  # a decoding error says more than a bad checksum
+    rec = _decode(data, shown, fast=summed is True)  # a decoding error says more than a bad sum
     if summed is False:
         raise fail(shown, "corrupt record: checksum mismatch (the file was damaged or edited)")
     if summed is None and checksummed:
@@ -87,7 +87,10 @@ def decode_record_file(
     return rec
 
 
-def _decode(data: bytes, shown: str) -> TaskState:
+def _decode(data: bytes, shown: str, *, fast: bool) -> TaskState:
+    """`fast`: the checksum matched, so this store wrote the record itself
+    (engine/fastwire.py decodes it with the C scanner, the same record)."""
+    from ledger_cli.engine.fastwire import record_from_canonical
     from ledger_cli.engine.wire import record_from_json
 
     try:
@@ -95,7 +98,7 @@ def _decode(data: bytes, shown: str) -> TaskState:
     except UnicodeDecodeError:
         raise fail(shown, "corrupt record: not valid UTF-8") from None
     try:
-        rec = record_from_json(text)
+        rec = record_from_canonical(text, from_utf8=True) if fast else record_from_json(text)
     except DecodeError as exc:
         raise fail(shown, f"corrupt record: {exc}") from None
     try:
@@ -106,9 +109,16 @@ def _decode(data: bytes, shown: str) -> TaskState:
 
 
 def scan_records(
-    root: str, root_fd: int, *, checksummed: bool, sweep: bool
+    root: str,
+    root_fd: int,
+    *,
+    checksummed: bool,
+    sweep: bool,
+    known: dict[str, tuple[bytes, TaskState]] | None = None,
 ) -> dict[str, TaskState]:
-    """Every record file's record by digest (`sweep`: remove temporary files, under the lock)."""
+    """Every record file's record by digest (`sweep`: remove temporary files, under
+    the lock). `known`: files already decoded (digest: their bytes, record); one
+    whose bytes are the same is not decoded again."""
     found: dict[str, TaskState] = {}
     rdir = shown(root, RECORDS_DIR)
     rfd = _fsutil.open_subdir(root_fd, RECORDS_DIR, rdir, create=False)
@@ -123,6 +133,7 @@ def scan_records(
             sfd = _fsutil.open_subdir(rfd, shard, shown(root, RECORDS_DIR, shard), create=False)
             if sfd is None:
                 continue
+            prefix = shown(root, RECORDS_DIR, shard) + os.sep
             try:
                 for fname in os.listdir(sfd):
                     if fname.endswith(_fsutil.TEMP_SUFFIX):
@@ -131,11 +142,15 @@ def scan_records(
                         continue
                     if not RECORD_FILE.fullmatch(fname):
                         continue
-                    path = shown(root, RECORDS_DIR, shard, fname)
+                    path = prefix + fname  # shown(root, RECORDS_DIR, shard, fname)
                     data = _fsutil.read_file(sfd, fname, path)
                     if data is None:
                         continue
                     digest = fname[:-5]
+                    seen = None if known is None else known.get(digest)
+                    if seen is not None and seen[0] == data:
+                        found[digest] = seen[1]
+                        continue
                     found[digest] = decode_record_file(
                         data, path, checksummed=checksummed, digest=digest
                     )

@@ -4,8 +4,9 @@ history, the claimable-work scan); the parts live in the sibling modules."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from ledger_cli.engine.record import TaskState, byte_order
 from ledger_cli.errors import StoreError
@@ -17,6 +18,7 @@ from ledger_cli.stores.jsonfile import (
     journal,
     layout,
     liveindex,
+    tally,
 )
 from ledger_cli.stores.jsonfile.batch import PendingBatch
 from ledger_cli.stores.jsonfile.depsview import DepsMethods
@@ -39,9 +41,12 @@ from ledger_cli.stores.jsonfile.records import (
     key_digest,
 )
 from ledger_cli.stores.jsonfile.schedulefile import ScheduleMethods
+from ledger_cli.stores.jsonfile.tallyview import TallyMethods
 
 
-class JsonFileStore(ReadyMethods, PruneMethods, DepsMethods, PauseMethods, ScheduleMethods):
+class JsonFileStore(
+    TallyMethods, ReadyMethods, PruneMethods, DepsMethods, PauseMethods, ScheduleMethods
+):
     """A directory of JSON records; safe under many concurrent processes.
 
     `lock_timeout` bounds the wait for the store lock (StoreError after it).
@@ -139,7 +144,13 @@ class JsonFileStore(ReadyMethods, PruneMethods, DepsMethods, PauseMethods, Sched
         new.validate()  # never write what load() would refuse
         with self._locked(create=True) as root_fd:
             assert root_fd is not None
-            cur = self._current(root_fd, key, digest)
+            batch = self._batch
+            on_file: TaskState | None = None
+            if batch is None:
+                on_file = self._read_digest(root_fd, digest)  # the record file's, not pruned/
+                cur = on_file if on_file is not None else self._read_record(root_fd, key, digest)
+            else:
+                cur = self._current(root_fd, key, digest)
             if cur is None:
                 if old is not None:
                     return False
@@ -150,11 +161,24 @@ class JsonFileStore(ReadyMethods, PruneMethods, DepsMethods, PauseMethods, Sched
                     return False
                 new = new.replace(rev=cur.rev + 1)
             data = encode_record(new)
-            batch = self._batch
             if batch is not None:
                 batch.put(digest, new, data)
-            else:
-                self._write_records({digest: (new, data)}, [], None, before={digest: cur})
+                return True
+            one = {digest: (new, data)}
+            counts = self._tally_after(root_fd, one, lambda d: on_file)
+            if counts is None:  # one file, no count changes: atomic by itself
+                _fsutil.fsync_fd(root_fd, self._root)  # the last journal's removal (journal.py)
+                self._write_records(one, [], None, before={digest: cur})
+            else:  # the record and the tally: together, through the journal
+                one_call = PendingBatch()
+                one_call.records = one
+                journal.commit(
+                    self._root,
+                    root_fd,
+                    one_call,
+                    functools.partial(self._write_records, before={digest: cur}),
+                    counts,
+                )
             return True
 
     @store_method
@@ -217,9 +241,13 @@ class JsonFileStore(ReadyMethods, PruneMethods, DepsMethods, PauseMethods, Sched
             try:
                 yield
                 if batch.records or batch.history:
-                    assert self._root_fd is not None
+                    root_fd = self._root_fd
+                    assert root_fd is not None
                     with io_errors(self._root):
-                        journal.commit(self._root, self._root_fd, batch, self._write_records)
+                        counts = self._tally_after(
+                            root_fd, batch.records, lambda d: self._on_file(root_fd, batch, d)
+                        )
+                        journal.commit(self._root, root_fd, batch, self._write_records, counts)
             finally:
                 self._batch = None
                 if batch.owns_lock:
@@ -245,7 +273,7 @@ class JsonFileStore(ReadyMethods, PruneMethods, DepsMethods, PauseMethods, Sched
             else:
                 one_call = PendingBatch()
                 one_call.history = lines
-                journal.commit(self._root, root_fd, one_call, self._write_records)  # all or none
+                journal.commit(self._root, root_fd, one_call, self._write_records)
 
     @store_method
     def read_history(self, key: str | None = None) -> Iterator[HistoryEntry]:
@@ -314,11 +342,35 @@ class JsonFileStore(ReadyMethods, PruneMethods, DepsMethods, PauseMethods, Sched
         if data is not None:
             journal.replay(self._root, root_fd, data, self._checksummed, self._write_records)
 
+    def _on_file(self, root_fd: int, batch: PendingBatch, digest: str) -> TaskState | None:
+        """The record file of `digest` as on disk before `batch` (not pruned/)."""
+        if digest in batch.cache and batch.cache[digest] is None:
+            return None
+        return self._read_digest(root_fd, digest)
+
+    def _tally_after(
+        self,
+        root_fd: int,
+        records: dict[str, tuple[TaskState, bytes]],
+        on_file: Callable[[str], TaskState | None],
+    ) -> tally.Counts | None:
+        """The tally counts once `records` are written (tally.py); None when
+        they change no count and no noted set. A tally not built is built first."""
+        pairs = [(on_file(digest), rec) for digest, (rec, _) in records.items()]
+        if not any(tally.changes(before, after) for before, after in pairs):
+            return None
+        counts = tally.read_counts(self._root, root_fd)
+        if counts is None:
+            counts = self._rebuild_tally(root_fd)
+        return tally.advance(counts, pairs)
+
     def _write_records(
         self,
         records: dict[str, tuple[TaskState, bytes]],
         history: list[bytes],
         history_at: int | None,
+        counts: tally.Counts | None = None,
+        journaled: bool = False,
         *,
         before: dict[str, TaskState | None] | None = None,
     ) -> None:
@@ -362,6 +414,8 @@ class JsonFileStore(ReadyMethods, PruneMethods, DepsMethods, PauseMethods, Sched
             listed_needs,
             lambda: self._rebuild_deps(root_fd),
             completed_before,
+            counts,
+            journaled,
         )
         # A large commit: a run of them (chunked) likely goes on, so files for
         # the next one are made before it takes the lock.

@@ -1,0 +1,286 @@
+"""Write docs/reference.md from the CLI itself.
+
+    .venv/bin/python docs/make_reference.py          # rewrite docs/reference.md
+    .venv/bin/python docs/make_reference.py --check  # exit 1 when it is stale
+
+The commands, their arguments, options, help and examples are read from the
+Typer app (`ledger_cli.cli.commands.build_cli()`); the error codes and their
+exit codes from the error classes (`ledger_cli.errors`). What the code keeps in
+no one place (what each exit code means, the environment variables, each
+command's `--json` shape) is the data below, and `render()` refuses to write
+a page missing a command, an exit code or an environment variable the code
+uses. `tests/test_reference.py` fails when the page is stale.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+OUT = ROOT / "docs" / "reference.md"
+
+EXIT_CODES: dict[int, str] = {
+    0: "success (an admit `duplicate` included)",
+    1: '"no" from a predicate: `ledger blocked KEY` when KEY is not blocked; '
+    "`run --drain` when any command failed",
+    2: "usage error: bad option, bad duration, bad JSON, bad key, empty owner, "
+    "non-positive lease, unknown status, an input over its size limit",
+    3: "the key has no record",
+    4: "a live lease is in the way (`claim` of a claimed task, `takeover` of a live lease)",
+    5: "the fence is stale: this caller no longer owns the task (`ledger run`: the lease was lost)",
+    6: "the record is not in a state that allows this (terminal, blocked, not claimed; "
+    "`retry` of a task that is not failed, `cancel` of a finished one)",
+    7: "nothing is ready to claim (`claim --next`, `run --next`), or claiming is paused",
+    8: "invalid data: a record or snapshot fails validation or decoding; "
+    "a batch line the ledger refused; `admit`: a conflict (the key holds another task)",
+    9: "the store failed (unreadable, corrupt, locked too long, unreachable); "
+    "`doctor` found a problem",
+    70: "a bug: one line on stderr; set `LEDGER_DEBUG=1` for the traceback",
+    126: "`ledger run`: the command cannot be executed",
+    127: "`ledger run`: the command was not found",
+    130: "interrupted (Ctrl-C) outside `ledger run`",
+    141: "the output pipe was closed early (`ledger list | head`): quiet",
+}
+"""Every exit code a command can end with (`ledger run` otherwise exits with its
+command's own status, and 128+N when signal N ended it)."""
+
+ENVIRONMENT: dict[str, str] = {
+    "LEDGER_STORE": "the store URL or path, when `--store` is not given",
+    "LEDGER_ACTOR": "who is writing, when `--actor` is not given (default `user@host`)",
+    "LEDGER_NOW": "an RFC 3339 instant to use as the clock, when `--now` is not given "
+    "(replays and tests)",
+    "LEDGER_DEBUG": "`1`: print the traceback of an unexpected error (exit 70)",
+    "LEDGER_ALLOW_NETWORK_FS": "`1`: let the JSON store open a directory on a network "
+    "file system (its locks do not exclude other hosts)",
+    "NO_COLOR": "set: no colour on a terminal",
+    "LEDGER_KEY": "set by `ledger run` for its command: the task's key",
+    "LEDGER_FENCE": "set by `ledger run` for its command: the fence of its claim",
+    "LEDGER_TASK": "set by `ledger run` for its command: the task payload as JSON",
+    "LEDGER_ATTEMPT": "set by `ledger run` for its command: 1, 2, … with `--retries`",
+    "PGPASSWORD, PGPASSFILE, PGHOST, PGUSER, PGDATABASE, PGSSLMODE, …": "libpq's own "
+    "variables, read for a `postgresql://` store (keep the password out of the URL)",
+}
+
+RECORD = (
+    '`{"Key","Status","Sequence","Owner","Fence","LeaseUntil","Needs","BlockedBy",'
+    '"Task","Rev","CreatedBy","CreatedAt","UpdatedBy","UpdatedAt"}`'
+)
+
+JSON_SHAPES: dict[str, str] = {
+    "admit": '`{"key", "admitted", "outcome", "record"}` (a conflict adds `"error"`); '
+    '`--batch`: an array of `{"line", "key", "admitted", "outcome", "record"}` '
+    'or `{"line", "key", "error"}`',
+    "claim": '`{"key", "fence", "record"}`; `--next`: `{"key", "fence", "record", "task"}`',
+    "takeover": '`{"key", "fence", "record"}`',
+    "renew": '`{"key", "record"}`',
+    "release": '`{"key", "record"}`',
+    "complete": '`{"key", "record"}`',
+    "state": "the record",
+    "blocked": '`{"key", "blocked", "blocked_by"}` (exit 1 when not blocked)',
+    "list": "an array of records (`--jsonl`: one record per line)",
+    "prune": '`{"pruned", "dry_run"}`',
+    "tree": '`{"failed": [{"key", "blocked", "dependents", "escaped"}]}`; with a key '
+    '`{"key", "status", "needs": [{"key", "status", "blocked_by"}]}` '
+    "(`status` null: never admitted)",
+    "log": 'an array of `{"time", "actor", "event", "key", "fence", "data"}` '
+    "(`--jsonl`: one per line)",
+    "run": "after the command's own output, "
+    '`{"key", "fence", "status", "exit", "attempts", "record"}` (`--drain`: one per task)',
+    "retry": '`{"key", "record", "unblocked": [keys]}`',
+    "cancel": '`{"key", "record", "blocked": [keys]}`',
+    "stats": '`{"counts": {"pending", "claimed", "completed", "failed", "blocked"}, "pruned", '
+    '"ready", "expired_leases", "oldest_ready_age_seconds", "paused", "scheduled"}` '
+    "(the age null with nothing ready)",
+    "check": '`{"key", "owner", "fence", "lease_until", "left_seconds"}`',
+    "pause": '`{"paused", "changed", "since", "actor", "reason"}`',
+    "resume": '`{"paused", "changed"}`',
+    "watch": "none: `watch` needs a terminal (exit 2 outside one)",
+    "snapshot": 'the snapshot itself (`-o F`: `{"output", "records"}`)',
+    "restore": '`{"restored"}`',
+    "doctor": '`{"store", "records", "problems", "notes", "fixed"}`',
+    "demo": '`{"store", "runs", "records"}`',
+}
+
+
+RAISED_FOR: dict[str, str] = {
+    "restore_conflict": "`restore`: a key of the snapshot is already in the store "
+    "(checked before anything is written; a long restore says what landed)",
+}
+"""What an error class with neither a message nor a docstring is raised for."""
+
+
+def _cell(text: str) -> str:
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def _usage(name: str, command: Any, ctx: Any) -> str:
+    pieces = command.collect_usage_pieces(ctx)
+    line = " ".join(["ledger", name, *pieces])
+    if command.__class__.__name__ == "RunCommand":
+        line += " -- CMD [ARG…]"
+    return line
+
+
+def _examples(epilog: str | None) -> list[str]:
+    if not epilog:
+        return []
+    _, _, body = epilog.partition("\b\n")
+    return [line.strip() for line in body.splitlines() if line.strip()]
+
+
+def _param_rows(params: list[Any]) -> list[str]:
+    rows = []
+    for p in params:
+        if p.param_type_name == "argument":
+            label = f"`{p.metavar or p.name.upper()}`"
+            value = ""
+        else:
+            label = ", ".join(f"`{o}`" for o in [*p.opts, *p.secondary_opts])
+            value = "" if p.is_flag else f"`{p.metavar}`" if p.metavar else ""
+        meaning = _cell(p.help or "")
+        if p.required:
+            meaning += " (required)"
+        rows.append(f"| {label} | {value} | {meaning} |")
+    return rows
+
+
+def render() -> str:
+    from ledger_cli import errors
+    from ledger_cli.cli import context
+    from ledger_cli.cli.commands import _GLOBAL_NAMES, build_cli
+    from ledger_cli.cli.typer_compat import Context
+
+    _import_every_module()  # error classes live beside their commands too (cli/leases.py…)
+    group: Any = build_cli()
+    root = Context(group, info_name="ledger")
+    names = list(group.commands)
+    missing = sorted(set(names) - set(JSON_SHAPES))
+    assert not missing, f"no --json shape in make_reference.py for: {missing}"
+    classes = [errors.LedgerError, *_subclasses(errors.LedgerError)]
+    codes = {c.exit_code for c in classes}
+    assert codes <= set(EXIT_CODES), f"exit codes not described: {codes - set(EXIT_CODES)}"
+    for var in (context.ENV_STORE, context.ENV_ACTOR, context.ENV_NOW):
+        assert var in ENVIRONMENT, var
+
+    out = [
+        "# Reference",
+        "",
+        "<!-- Generated by docs/make_reference.py from the CLI itself; do not edit. -->",
+        "<!-- Regenerate: .venv/bin/python docs/make_reference.py -->",
+        "",
+        "Every command, option, environment variable, exit code and `--json` shape of",
+        "`ledger`. For workflows see [the guide](guide.md); for the stores,",
+        "[stores.md](stores.md).",
+        "",
+        "- [Global options](#global-options)",
+        "- [Commands](#commands): " + ", ".join(f"[{n}](#ledger-{n})" for n in names),
+        "- [Environment](#environment)",
+        "- [Exit codes](#exit-codes)",
+        "- [Error codes](#error-codes)",
+        "- [JSON output](#json-output)",
+        "",
+        "## Global options",
+        "",
+        "Accepted before the command name and after it (the later one wins):",
+        "",
+        "| option | value | meaning |",
+        "|---|---|---|",
+    ]
+    group_params = [p for p in group.params if p.name in _GLOBAL_NAMES or p.name == "version"]
+    out += _param_rows(group_params)
+    out += ["", "## Commands", ""]
+    for name in names:
+        command = group.commands[name]
+        ctx = Context(command, info_name=name, parent=root)
+        own = [p for p in command.params if p.name not in _GLOBAL_NAMES]
+        out += [f"### `ledger {name}`", "", "```text", _usage(name, command, ctx), "```", ""]
+        out += [" ".join((command.help or "").split()), ""]
+        if own:
+            out += ["| argument / option | value | meaning |", "|---|---|---|"]
+            out += _param_rows(own)
+            out.append("")
+        examples = _examples(command.epilog)
+        if examples:
+            out += ["<!-- illustration -->", "```sh", *examples, "```", ""]
+        out += [f"`--json`: {JSON_SHAPES[name]}.", ""]
+    out += ["## Environment", "", "| variable | meaning |", "|---|---|"]
+    out += [f"| `{k}` | {_cell(v)} |" for k, v in ENVIRONMENT.items()]
+    out += ["", "## Exit codes", "", "| code | meaning |", "|---|---|"]
+    out += [f"| {k} | {_cell(v)} |" for k, v in sorted(EXIT_CODES.items())]
+    out += [
+        "",
+        "`ledger run` otherwise exits with its command's status (128+N when signal N",
+        "ended it). An error is one line on stderr, the ledger's exact message",
+        "(`ledger: fence token is stale`); a usage error shows the usage line and hint first.",
+        "",
+        "## Error codes",
+        "",
+        'With `--json` an error is `{"error": {"code", "message", "exit"}}` on stdout.',
+        "",
+        "| code | exit | message, or what it is raised for |",
+        "|---|---|---|",
+    ]
+    seen: set[str] = set()
+    for cls in sorted(classes[1:], key=lambda c: (c.exit_code, c.code)):
+        if cls.code in seen:
+            continue
+        seen.add(cls.code)
+        doc = RAISED_FOR.get(cls.code) or (
+            f"`{cls.message}`" if cls.message else (cls.__doc__ or "").strip().split("\n\n")[0]
+        )
+        if cls.code == "usage":
+            doc += " (also every usage error the argument parser finds)"
+        out.append(f"| `{cls.code}` | {cls.exit_code} | {_cell(doc)} |")
+    out.append("| `internal` | 70 | an unexpected error: a bug |")
+    out += [
+        "",
+        "## JSON output",
+        "",
+        "`--json` makes every command print JSON on stdout, errors included. Records are",
+        "always the wire record objects of the Go package (the codec of `ledger snapshot`",
+        f"and the JSON store): {RECORD}.",
+        "",
+        "| command | `--json` prints |",
+        "|---|---|",
+    ]
+    out += [f"| `{n}` | {JSON_SHAPES[n]} |" for n in names]
+    out.append('| any error | `{"error": {"code", "message", "exit"}}` |')
+    return "\n".join(out) + "\n"
+
+
+def _import_every_module() -> None:
+    import contextlib
+    import pkgutil
+
+    import ledger_cli
+
+    for info in pkgutil.walk_packages(ledger_cli.__path__, "ledger_cli."):
+        with contextlib.suppress(ImportError):  # an optional driver (psycopg) not installed
+            __import__(info.name)
+
+
+def _subclasses(cls: type) -> list[Any]:
+    found: list[Any] = []
+    for sub in cls.__subclasses__():
+        found += [sub, *_subclasses(sub)]
+    return found
+
+
+def main(argv: list[str]) -> int:
+    text = render()
+    if "--check" in argv:
+        if OUT.read_text(encoding="utf-8") != text:
+            print("docs/reference.md is stale: run .venv/bin/python docs/make_reference.py")
+            return 1
+        return 0
+    OUT.write_text(text, encoding="utf-8")
+    print(f"wrote {OUT.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,112 @@
+"""Riding out a store outage: jittered backoff, one warning line per outage,
+and the `--give-up-after` limit of the long-lived commands.
+
+An outage is a StoreUnavailableError: a lost or refused PostgreSQL connection
+(a restart, a network cut: the store opens a new connection by itself at the
+next call), or SQLite's write lock held past the busy timeout. `ledger run`'s
+lease keeping (cli/leasekeeper.py) and its completion retry until the lease it
+last proved runs out; `run --next --drain` and `claim --next --wait` retry
+until the store has been unreachable for longer than `--give-up-after`
+(default 5m), then exit 9 with the last error.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+
+from ledger_cli.cli import output
+from ledger_cli.cli.context import Session, Settings
+from ledger_cli.cli.inputs import parse_duration
+from ledger_cli.errors import LedgerError, StoreError, StoreUnavailableError
+
+DEFAULT_GIVE_UP = 300.0
+"""`--give-up-after` when not given: five minutes."""
+
+FIRST_PAUSE = 0.05
+MAX_PAUSE = 3.0
+"""Seconds: the backoff between attempts starts at FIRST_PAUSE and doubles up
+to MAX_PAUSE (jittered: each pause is drawn from its upper half)."""
+
+
+def parse_give_up(value: str | None) -> float:
+    """`--give-up-after D` in seconds (0: give up at the first failure)."""
+    if value is None:
+        return DEFAULT_GIVE_UP
+    return parse_duration(value, "--give-up-after").total_seconds()
+
+
+def is_outage(exc: BaseException) -> bool:
+    """A failure that may pass: the store could not be reached (not a refusal,
+    not damage)."""
+    return isinstance(exc, StoreUnavailableError)
+
+
+class Backoff:
+    """Exponential backoff with jitter: FIRST_PAUSE, doubling, up to `cap`."""
+
+    def __init__(self, cap: float = MAX_PAUSE, first: float = FIRST_PAUSE) -> None:
+        self.cap = max(cap, 0.001)
+        self.first = min(first, self.cap)
+        self.pause = self.first
+
+    def next(self) -> float:
+        """The pause before the next attempt (and double the one after)."""
+        pause = self.pause
+        self.pause = min(self.pause * 2, self.cap)
+        return random.uniform(pause / 2, pause)
+
+    def reset(self) -> None:
+        self.pause = self.first
+
+
+class Outage:
+    """An outage as a long-lived command lives through it: the first failure
+    prints one warning line (what failed, and for how long it will go on
+    trying); the failures after it are silent; a success ends it. Past
+    `give_up` seconds of failures, the last error is raised (exit 9)."""
+
+    def __init__(self, what: str, give_up: float = DEFAULT_GIVE_UP, cap: float = MAX_PAUSE) -> None:
+        self.what = what
+        self.give_up = give_up
+        self.backoff = Backoff(cap)
+        self.since: float | None = None
+        """Monotonic time of the first failure of the current outage (None: no outage)."""
+        self.outages = 0
+
+    def failed(self, exc: LedgerError, limit: str | None = None) -> float:
+        """Record a failure; the pause before trying again. Raises `exc` once
+        the store has been unreachable for longer than `give_up`."""
+        now = time.monotonic()
+        if limit is None and (
+            self.give_up <= 0 or (self.since and now - self.since > self.give_up)
+        ):
+            raise StoreError(
+                f"{output.one_line(str(exc))} (the store was unreachable for more than "
+                f"{self.give_up:g}s: giving up)"
+            ) from None
+        if self.since is None:
+            self.since = now
+            self.outages += 1
+            until = limit if limit is not None else f"for up to {self.give_up:g}s"
+            output.diag(f"{output.one_line(str(exc))} ({self.what}: trying again {until})")
+        return self.backoff.next()
+
+    def ok(self) -> None:
+        """The store answered: the outage, if any, is over."""
+        self.since = None
+        self.backoff.reset()
+
+
+def open_session(settings: Settings, give_up: float | None) -> Session:
+    """`Session(settings)`; with `give_up` (a long-lived command: `--drain`,
+    `--wait`), a store that cannot be reached yet is tried again as any
+    outage is, up to `give_up` seconds."""
+    outage = Outage("opening the store", give_up if give_up is not None else 0.0)
+    while True:
+        try:
+            return Session(settings)
+        except StoreError as exc:
+            if give_up is None or not is_outage(exc):
+                raise
+            time.sleep(outage.failed(exc))

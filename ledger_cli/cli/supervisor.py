@@ -1,0 +1,372 @@
+"""`ledger run`'s supervisor: one claimed task's command, run under its lease.
+
+- The command runs in its own process group with LEDGER_KEY, LEDGER_FENCE,
+  LEDGER_TASK (the task as JSON) and LEDGER_ATTEMPT in its environment.
+- The lease is kept by cli/leasekeeper.py. A refused renewal (the lease is
+  lost) stops the process group (SIGTERM, SIGKILL after STOP_GRACE) and exits
+  5 without completing. A renewal that cannot be made is tried again; when
+  none has landed by a margin before the end of the lease last proved (a tenth
+  of the lease or 1 s, whichever is less), the process group is stopped
+  (SIGTERM, then SIGKILL by half the margin before the end) and `run` exits 5:
+  the command never outlives a lease the runner cannot prove.
+- The outcome (completed, or failed) is written with the claim's fence, and
+  tried again through a store outage until it lands or the lease last proved
+  is over (then exit 5: the task will run again). A write whose commit outcome
+  is unknown (its connection dropped at COMMIT) is settled by reading the
+  record back: the same fence, the outcome, this owner and actor ⇒ it landed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import threading
+import time
+from datetime import timedelta
+from types import FrameType
+from typing import TYPE_CHECKING
+
+from ledger_cli.cli import output
+from ledger_cli.cli.context import Session
+from ledger_cli.cli.leasekeeper import REFUSALS, LeaseKeeper
+from ledger_cli.cli.outage import Outage
+from ledger_cli.errors import FencedError, LedgerError, StoreError
+
+if TYPE_CHECKING:
+    from ledger_cli.engine.record import TaskState
+
+STOP_GRACE = 5.0
+"""Seconds the command gets to exit after SIGTERM before SIGKILL (a lost lease, a signal)."""
+
+DEFAULT_BACKOFF = timedelta(seconds=1)
+
+
+class LeaseLostError(FencedError):
+    """The lease was lost, or could not be proved, while the command ran (or
+    before its outcome could be recorded): the command was stopped (exit 5)."""
+
+
+def exit_code(rc: int) -> int:
+    """A child's exit status as a shell reports it (128+N when signal N killed it)."""
+    return rc if rc >= 0 else 128 - rc
+
+
+class Supervisor:
+    def __init__(
+        self,
+        session: Session,
+        rec: TaskState,
+        fence: int,
+        owner: str,
+        lease: timedelta,
+        command: list[str],
+        sent: float | None = None,
+    ) -> None:
+        """`sent`: the monotonic time just before the claim was sent (the lease
+        is proved from then on); None: now (the caller claimed just before)."""
+        self.s = session
+        self.rec = rec
+        self.key = rec.key
+        self.fence = fence
+        self.owner = owner
+        self.lease = lease
+        self.command = command
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.lost: LedgerError | None = None
+        self.signum: int | None = None
+        self.attempts = 1
+        self.attempt = 0
+        self.backoff = DEFAULT_BACKOFF
+        self.wake = threading.Event()
+        """Set when the lease is lost or a signal arrives: cuts a backoff wait short."""
+        self.writing = threading.Lock()
+        """One write at a time on the session (the renewer runs beside the attempts)."""
+        self.unstarted = False
+        """The command could not be started (exit 126/127; the task was released)."""
+        self.keeper = LeaseKeeper(
+            session,
+            self.key,
+            owner,
+            fence,
+            lease,
+            time.monotonic() if sent is None else sent,
+            self.writing,
+            self._on_lost,
+        )
+        self.poll = min(0.1, self.keeper.margin / 4)
+        self.unproved = False
+        """The lease ran out of proof (no renewal landed in time): `lost` says so."""
+
+    # -- the child -------------------------------------------------------------
+
+    def _env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env["LEDGER_KEY"] = self.key
+        env["LEDGER_FENCE"] = str(self.fence)
+        env["LEDGER_TASK"] = str(output.task(self.rec.task))
+        env["LEDGER_ATTEMPT"] = str(self.attempt)
+        return env
+
+    def _signal_child(self, signum: int) -> None:
+        """Signal the command's whole process group (it may outlive the command)."""
+        proc = self.proc
+        if proc is None:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signum)
+
+    def _stop_child(self, grace: float = STOP_GRACE) -> int:
+        """SIGTERM the command's process group; SIGKILL it after `grace` seconds."""
+        assert self.proc is not None
+        self._signal_child(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout=max(grace, 0.0))
+        except subprocess.TimeoutExpired:
+            self._signal_child(signal.SIGKILL)
+            return self.proc.wait()
+        finally:
+            # Leave nothing of the group behind (a shell's children included).
+            self._signal_child(signal.SIGKILL)
+
+    def _on_lost(self, exc: LedgerError) -> None:
+        """The renewer's word that a renewal was refused: stop the command."""
+        self.lost = exc
+        self.wake.set()
+        if self.proc is not None:
+            self._signal_child(signal.SIGTERM)
+
+    def _unproved(self) -> None:
+        """No renewal landed in time: the lease can no longer be proved."""
+        if self.lost is None:
+            self.lost = StoreError(
+                f"ledger: could not renew the lease on {self.key} before it could run out "
+                "(the store did not answer): the command was stopped"
+            )
+            self.unproved = True
+        self.wake.set()
+
+    # -- signals ---------------------------------------------------------------
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        if self.signum is None:
+            self.signum = signum
+        self.wake.set()
+        self._signal_child(signum)
+
+    def run(self) -> int:
+        previous = {
+            sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT, signal.SIGTERM)
+        }
+        try:
+            return self._run()
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    def _attempt(self) -> int | None:
+        """Run the command once; its exit status (None: a signal or a lost lease
+        stopped it). Raises OSError when it cannot be started."""
+        self.proc = subprocess.Popen(self.command, env=self._env(), process_group=0)
+        rc: int | None = None
+        signalled_at: float | None = None
+        while rc is None:
+            try:
+                rc = self.proc.wait(timeout=self.poll)
+            except subprocess.TimeoutExpired:
+                if self.signum is not None:
+                    # Passed on by the handler; escalate after the grace period.
+                    if signalled_at is None:
+                        signalled_at = time.monotonic()
+                    elif time.monotonic() - signalled_at > STOP_GRACE:
+                        self._signal_child(signal.SIGKILL)
+                elif self.lost is not None:
+                    rc = self._stop_child()
+                elif self.keeper.expired():  # the hard stop: before the lease can run out
+                    self._unproved()
+                    rc = self._stop_child(self.keeper.kill_at() - time.monotonic())
+        if self.lost is not None or self.signum is not None:
+            self._signal_child(signal.SIGKILL)  # stragglers in the group
+            return None
+        return rc
+
+    def _wait(self, pause: float) -> bool:
+        """Wait between attempts; True when cut short (lease lost or
+        unprovable, or a signal)."""
+        end = time.monotonic() + pause
+        while True:
+            if self.keeper.expired():
+                self._unproved()
+                return True
+            left = min(end, self.keeper.stop_at()) - time.monotonic()
+            if left <= 0:
+                return False
+            if self.wake.wait(left):
+                return True
+
+    def _attempt_failed(self, rc: int) -> None:
+        """A history line for a failed attempt that will be retried (best effort:
+        a store outage loses the line, not the task)."""
+        from ledger_cli.engine.events import ATTEMPT_FAILED, Event
+
+        try:
+            with self.writing:
+                now = self.s.now()
+                for attempt in self.s.writes(now):
+                    with attempt:
+                        self.s.recorder.emit(
+                            Event(
+                                ATTEMPT_FAILED,
+                                self.key,
+                                f"key {self.key} attempt {self.attempt} of {self.attempts} "
+                                f"failed with exit status {exit_code(rc)}",
+                            )
+                        )
+        except StoreError as exc:
+            output.diag(f"{output.one_line(str(exc))} (the history of attempt {self.attempt})")
+
+    def _run(self) -> int:
+        self.keeper.start()
+        rc: int | None = None
+        try:
+            while True:
+                self.attempt += 1
+                try:
+                    rc = self._attempt()
+                except OSError as exc:
+                    self.keeper.halt()
+                    self._release()
+                    self.unstarted = True
+                    output.diag(f"ledger: cannot run {self.command[0]}: {exc.strerror or exc}")
+                    return 126 if isinstance(exc, PermissionError) else 127
+                if rc is None or rc == 0 or self.attempt >= self.attempts:
+                    break
+                self._attempt_failed(rc)
+                pause = self.backoff.total_seconds() * 2 ** (self.attempt - 1)
+                if self._wait(pause):  # the lease was lost or unprovable, or a signal came
+                    rc = None if self.lost is not None else rc
+                    break
+        finally:
+            # A renewer blocked on a stalled connection is not waited for past the lease.
+            self.keeper.halt(wait=False)
+            self.keeper.thread.join(timeout=max(self.keeper.proved_until() - time.monotonic(), 0))
+            if self.keeper.thread.is_alive():
+                self._interrupt()
+                self.keeper.thread.join(timeout=self.keeper.margin)
+        if self.unproved:
+            raise LeaseLostError(output.one_line(str(self.lost)))
+        if self.lost is not None:
+            raise LeaseLostError(
+                f"{output.one_line(str(self.lost))} (lost the lease on {self.key}; "
+                "the command was stopped)"
+            )
+        if self.signum is not None:
+            self._release()
+            return 128 + self.signum
+        assert rc is not None
+        status = "completed" if rc == 0 else "failed"
+        rec = self._complete(status)
+        code = exit_code(rc)
+        if self.s.settings.json:
+            output.json_line(
+                {
+                    "key": self.key,
+                    "fence": self.fence,
+                    "status": status,
+                    "exit": code,
+                    "attempts": self.attempt,
+                    "record": output.record(rec),
+                }
+            )
+        return code
+
+    # -- the outcome -----------------------------------------------------------
+
+    def _landed(self, status: str) -> TaskState | None:
+        """The record when it shows this runner's outcome (same fence, the
+        status, this owner and actor), else None."""
+        rec = self.s.load(self.key)
+        if (
+            rec is not None
+            and rec.fence == self.fence
+            and rec.status == status
+            and rec.owner == self.owner
+            and rec.updated_by == self.s.actor
+        ):
+            return rec
+        return None
+
+    def _complete(self, status: str) -> TaskState | None:
+        """Record the outcome with the claim's fence, through outages, until it
+        lands or the lease last proved is over (LeaseLostError: exit 5)."""
+        outage = Outage(f"recording {self.key} as {status}")
+        if self.keeper.thread.is_alive():
+            raise self._too_late(StoreError("ledger: the store did not answer the last renewal"))
+        # A call blocked on a stalled connection is cut when the lease is over.
+        timer = threading.Timer(
+            max(self.keeper.proved_until() - time.monotonic(), 0.0), self._interrupt
+        )
+        timer.daemon = True
+        timer.start()
+        try:
+            return self._complete_until_landed(status, outage)
+        finally:
+            timer.cancel()
+
+    def _complete_until_landed(self, status: str, outage: Outage) -> TaskState | None:
+        uncertain = False  # a try failed: it may have landed all the same
+        while True:
+            try:
+                # None: the unit reads the store's clock with its load of the key
+                # (PostgreSQL: no round trip of its own); else --now or the clock.
+                for attempt in self.s.writes(self.s.unit_now("now_with")):
+                    with attempt:
+                        now = attempt.clock(self.key)
+                        self.s.ledger.complete(
+                            self.s.actor, self.key, self.owner, self.fence, status, now
+                        )
+                        rec = self.s.load(self.key)
+                outage.ok()
+                return rec
+            except REFUSALS:
+                if uncertain:  # refused because the earlier try landed?
+                    with contextlib.suppress(StoreError):
+                        landed = self._landed(status)
+                        if landed is not None:
+                            return landed
+                raise
+            except StoreError as exc:
+                uncertain = True
+                with contextlib.suppress(StoreError):
+                    landed = self._landed(status)
+                    if landed is not None:
+                        outage.ok()
+                        return landed
+                left = self.keeper.proved_until() - time.monotonic()
+                if left <= 0:
+                    raise self._too_late(exc) from None
+                pause = outage.failed(exc, limit="until the lease runs out")
+                time.sleep(min(pause, left))
+
+    def _interrupt(self) -> None:
+        """Cut the store's connection under a call blocked on it (PostgreSQL:
+        a stalled connection), so that it fails instead of hanging."""
+        interrupt = getattr(self.s.store, "interrupt", None)
+        if interrupt is not None:
+            interrupt()
+
+    def _too_late(self, exc: LedgerError) -> LeaseLostError:
+        return LeaseLostError(
+            f"{output.one_line(str(exc))} (could not record the outcome of {self.key} "
+            "before its lease ran out: it may run again)"
+        )
+
+    def _release(self) -> None:
+        try:
+            now = self.s.now()
+            for attempt in self.s.writes(now):
+                with attempt:
+                    self.s.ledger.release(self.s.actor, self.key, self.owner, self.fence, now)
+        except LedgerError as exc:
+            output.diag(f"ledger: releasing {self.key}: {output.one_line(str(exc))}")

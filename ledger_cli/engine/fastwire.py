@@ -1,0 +1,145 @@
+"""A fast decoder for wire records this port encoded itself (`record_to_json`).
+
+The Go-compatible decoder (`wire.record_from_json`, over `gojson.parse`) keeps
+every quirk of Go's `json.Unmarshal`: case-folded field names, duplicate
+fields decoded into the value already there, numbers kept as literal text
+until their Go type is known. A record that `record_to_json` wrote has none
+of that: the 14 fields once each in wire order, exact names, unsigned
+integers as plain digits, times as unescaped RFC 3339 strings, Needs null or
+an array of strings, Task as `gojson.encode_value` writes it. The JSON store
+knows a record file is such a record when its SHA-256 "Sum" matches
+(stores/jsonfile/records.py), and decodes it here with the C `json` scanner.
+
+Exactness (SPEC §2, departure 3) holds the same way on both paths: an integer
+literal within 64 bits (INT64_MIN..UINT64_MAX) is an exact `int`, `-0` is
+-0.0, every other number a float64 (Python's and Go's float parsing are both
+correctly rounded). Anything this path does not recognise as the canonical
+shape — an escape the C scanner decodes differently from Go (`gojson`'s
+_NEEDS_SLOW), nesting deeper than the C scanner goes, a field missing, extra,
+renamed, out of order or of another type — goes to the Go-compatible
+decoder, so the result is the same record either way
+(tests/test_fastwire.py compares the two on random records).
+"""
+
+from __future__ import annotations
+
+import json
+
+from ledger_cli.engine import gojson
+from ledger_cli.engine.instant import Instant, parse_printed
+from ledger_cli.engine.record import TaskState
+from ledger_cli.engine.wire import FIELD_NAMES, record_from_json
+
+TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
+if TYPE_CHECKING:
+    from typing import Any
+
+_INT64_MIN = gojson.INT64_MIN
+_UINT64_MAX = gojson.UINT64_MAX
+_FIELDS = list(FIELD_NAMES)
+_ZERO = Instant.ZERO
+_ZERO_TEXT = str(Instant.ZERO)
+
+
+def _int(lit: str) -> int | float:
+    # gojson.number_value for a literal the scanner calls an integer.
+    if len(lit) <= 21:
+        i = int(lit)
+        if _INT64_MIN <= i <= _UINT64_MAX:
+            if i == 0 and lit[0] == "-":
+                return -0.0
+            return i
+    return _float(lit)
+
+
+def _float(lit: str) -> float:
+    f = float(lit)
+    if f in (_INF, _NINF):
+        raise _Foreign  # out of float64 range: Go reports an error; the slow path says it
+    return f
+
+
+_INF = float("inf")
+_NINF = float("-inf")
+
+
+class _Foreign(Exception):
+    """Not the canonical shape: decode the Go way."""
+
+
+def _constant(name: str) -> Any:
+    raise _Foreign
+
+
+_DECODE = json.JSONDecoder(parse_int=_int, parse_float=_float, parse_constant=_constant).decode
+_NEEDS_SLOW = gojson._NEEDS_SLOW  # the same rule, one definition
+
+
+def _uint(v: object) -> bool:
+    return type(v) is int and 0 <= v <= _UINT64_MAX
+
+
+def record_from_canonical(text: str, *, from_utf8: bool = False) -> TaskState:
+    """Decode one wire record (no validation); the same TaskState as
+    `wire.record_from_json(text)` for every input, fast for canonical ones.
+    `from_utf8`: `text` was decoded from valid UTF-8, so it holds no raw
+    surrogate, and only a `\\u` escape can need the Go way."""
+    if (from_utf8 and "\\u" not in text) or _NEEDS_SLOW.search(text) is None:
+        try:
+            obj = _DECODE(text)
+        except (_Foreign, RecursionError, ValueError):
+            obj = None
+        if type(obj) is dict and list(obj) == _FIELDS:
+            rec = _build(obj)
+            if rec is not None:
+                return rec
+    return record_from_json(text)
+
+
+def _build(obj: dict[str, Any]) -> TaskState | None:
+    key = obj["Key"]
+    status = obj["Status"]
+    owner = obj["Owner"]
+    blocked_by = obj["BlockedBy"]
+    created_by = obj["CreatedBy"]
+    updated_by = obj["UpdatedBy"]
+    for s in (key, status, owner, blocked_by, created_by, updated_by):
+        if type(s) is not str:
+            return None
+    sequence, fence, rev = obj["Sequence"], obj["Fence"], obj["Rev"]
+    if not (_uint(sequence) and _uint(fence) and _uint(rev)):
+        return None
+    needs = obj["Needs"]
+    if needs is not None:
+        if type(needs) is not list:
+            return None
+        for need in needs:
+            if type(need) is not str:
+                return None
+        needs = tuple(needs)
+    lease, created, updated = obj["LeaseUntil"], obj["CreatedAt"], obj["UpdatedAt"]
+    if type(lease) is not str or type(created) is not str or type(updated) is not str:
+        return None
+    try:
+        # A record's times repeat: no lease yet, or updated when created.
+        lease_until = _ZERO if lease == _ZERO_TEXT else parse_printed(lease)
+        created_at = parse_printed(created)
+        updated_at = created_at if updated == created else parse_printed(updated)
+    except ValueError:
+        return None  # the slow path words the error as Go does
+    return TaskState(
+        key=key,
+        status=status,
+        sequence=sequence,
+        owner=owner,
+        fence=fence,
+        lease_until=lease_until,
+        needs=needs,
+        blocked_by=blocked_by,
+        task=obj["Task"],
+        rev=rev,
+        created_by=created_by,
+        created_at=created_at,
+        updated_by=updated_by,
+        updated_at=updated_at,
+    )

@@ -1,0 +1,266 @@
+"""tally/: the counts `ledger stats` and `ledger watch` read instead of the records.
+
+    tally/counts    `{"format":"ledger_cli.tally","version":1,"counts":{...}}`:
+                    the number of (unpruned) records of each status, and
+                    "plain": the pending ones that name no needs (each of
+                    them is ready, whatever else the store holds)
+    tally/ab        the digests (a line each, sorted) of the records of shard
+                    ab that are *noted*: claimed, blocked, or pending with
+                    needs — the unfinished records `stats` must judge one by
+                    one (lease expiry, the Ready rule) and `watch` lists
+                    beside the plain pending ones
+
+Derived data, exact, kept as durably as the records: every write that
+changes a count or a noted set goes through the journal (journal.py), whose
+header carries the counts *after* the write, computed under the lock from
+the records as they are on disk; applying it (or replaying it after a crash)
+writes those counts and sets each written record's membership from the
+record itself, so a replay repeats the same result. A prune (pruning.py)
+removes tally/counts durably before it removes records and writes it again
+after; a tally/counts found missing (a store older than the tally, a prune
+or a rebuild cut short by a crash) means "rebuild from the records": the
+next writer does, under the lock, and readers fall back to reading the
+records meanwhile. `ledger doctor` compares the tally with the records and
+`--fix` rebuilds it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+
+from ledger_cli.engine.record import TaskState
+from ledger_cli.stores import _fsutil
+from ledger_cli.stores._fsutil import fail
+from ledger_cli.stores.jsonfile.layout import DIGEST, SHARD, shown
+
+TALLY_DIR = "tally"
+COUNTS = "counts"
+FORMAT = "ledger_cli.tally"
+VERSION = 1
+STATUSES = ("pending", "claimed", "completed", "failed", "blocked")
+KINDS = (*STATUSES, "plain")
+
+Counts = dict[str, int]
+
+
+def is_plain(rec: TaskState) -> bool:
+    return rec.status == "pending" and not rec.needs
+
+
+def is_noted(rec: TaskState) -> bool:
+    """Claimed, blocked, or pending with needs: judged one by one by `stats`."""
+    s = rec.status
+    return s == "claimed" or s == "blocked" or (s == "pending" and bool(rec.needs))
+
+
+def kinds_of(rec: TaskState | None) -> tuple[str, ...]:
+    if rec is None:
+        return ()
+    return (rec.status, "plain") if is_plain(rec) else (rec.status,)
+
+
+def changes(before: TaskState | None, after: TaskState | None) -> bool:
+    """Whether replacing `before` by `after` changes a count or a noted set."""
+    return kinds_of(before) != kinds_of(after) or (
+        before is not None and after is not None and is_noted(before) != is_noted(after)
+    )
+
+
+def zero() -> Counts:
+    return dict.fromkeys(KINDS, 0)
+
+
+def advance(counts: Counts, pairs: Iterable[tuple[TaskState | None, TaskState | None]]) -> Counts:
+    """The counts after replacing each `before` record by its `after` (None: absent)."""
+    out = dict(counts)
+    for before, after in pairs:
+        for kind in kinds_of(before):
+            out[kind] -= 1
+        for kind in kinds_of(after):
+            out[kind] += 1
+    return out
+
+
+def count(records: Iterable[TaskState]) -> Counts:
+    return advance(zero(), ((None, rec) for rec in records))
+
+
+def open_dir(root: str, root_fd: int, *, create: bool, sync: bool = True) -> int | None:
+    return _fsutil.open_subdir(root_fd, TALLY_DIR, shown(root, TALLY_DIR), create=create, sync=sync)
+
+
+def read_counts(root: str, root_fd: int) -> Counts | None:
+    """The counts; None when the tally is not built (then nothing else of it is
+    to be trusted). StoreError for a damaged counts file."""
+    tfd = open_dir(root, root_fd, create=False)
+    if tfd is None:
+        return None
+    path = shown(root, TALLY_DIR, COUNTS)
+    try:
+        data = _fsutil.read_file(tfd, COUNTS, path)
+    finally:
+        os.close(tfd)
+    if data is None:
+        return None
+    return parse_counts(data, path)
+
+
+def checked(obj: object) -> Counts | None:
+    """A counts object as the counts file and the journal hold it; None if damaged."""
+    if type(obj) is not dict or set(obj) != set(KINDS):
+        return None
+    if not all(type(n) is int and n >= 0 for n in obj.values()):
+        return None
+    return {kind: obj[kind] for kind in KINDS}
+
+
+def parse_counts(data: bytes, path: str) -> Counts:
+    try:
+        doc = json.loads(data.decode("utf-8"))
+        ok = type(doc) is dict and doc.get("format") == FORMAT and doc.get("version") == VERSION
+        counts = checked(doc.get("counts")) if ok else None
+    except (UnicodeDecodeError, ValueError):
+        counts = None
+    if counts is None:
+        raise fail(path, "corrupt tally counts (ledger doctor --fix rebuilds them)")
+    return counts
+
+
+def encode_counts(counts: Counts) -> bytes:
+    doc = {"format": FORMAT, "version": VERSION, "counts": {k: counts[k] for k in KINDS}}
+    return (json.dumps(doc, separators=(",", ":")) + "\n").encode("ascii")
+
+
+def read_noted(root: str, root_fd: int) -> list[str]:
+    """Every noted digest (the tally must be built)."""
+    tfd = open_dir(root, root_fd, create=False)
+    if tfd is None:
+        return []
+    out: list[str] = []
+    try:
+        for name in sorted(os.listdir(tfd)):
+            if SHARD.fullmatch(name):
+                out.extend(_read_shard(root, tfd, name))
+    except OSError as exc:
+        raise fail(shown(root, TALLY_DIR), "cannot list", exc) from None
+    finally:
+        os.close(tfd)
+    return out
+
+
+def _read_shard(root: str, tfd: int, shard: str) -> list[str]:
+    path = shown(root, TALLY_DIR, shard)
+    data = _fsutil.read_file(tfd, shard, path) or b""
+    digests = data.decode("ascii", "replace").split()
+    for d in digests:
+        if not DIGEST.fullmatch(d) or d[:2] != shard:
+            raise fail(path, f"corrupt tally entry {d[:70]!r} (ledger doctor --fix rebuilds it)")
+    return digests
+
+
+def _write_shard(
+    root: str, root_fd: int, tfd: int, shard: str, digests: set[str], sync: bool
+) -> None:
+    if not digests:
+        _fsutil.unlink_quiet(tfd, shard)
+        return
+    data = "".join(d + "\n" for d in sorted(digests)).encode("ascii")
+    path = shown(root, TALLY_DIR, shard)
+    _fsutil.replace_file(tfd, shard, data, path, sync=sync, tmp_dir_fd=root_fd)
+
+
+def apply(
+    root: str,
+    root_fd: int,
+    counts: Counts,
+    records: dict[str, tuple[TaskState, bytes]],
+    *,
+    sync: bool,
+) -> None:
+    """Write the counts after a write and set the noted membership of each of its
+    records (durably with `sync`; else the caller's syncfs does). Idempotent."""
+    tfd = open_dir(root, root_fd, create=True, sync=sync)
+    assert tfd is not None
+    try:
+        by_shard: dict[str, dict[str, bool]] = {}
+        for digest, (rec, _) in records.items():
+            by_shard.setdefault(digest[:2], {})[digest] = is_noted(rec)
+        for shard, wanted in by_shard.items():
+            current = set(_read_shard(root, tfd, shard))
+            new = {d for d in current if wanted.get(d, True)}
+            new.update(d for d, noted in wanted.items() if noted)
+            if new != current:
+                _write_shard(root, root_fd, tfd, shard, new, sync)
+        path = shown(root, TALLY_DIR, COUNTS)
+        _fsutil.replace_file(
+            tfd, COUNTS, encode_counts(counts), path, sync=sync, tmp_dir_fd=root_fd
+        )
+        if sync:
+            _fsutil.fsync_fd(tfd, shown(root, TALLY_DIR))
+    finally:
+        os.close(tfd)
+
+
+def invalidate(root: str, root_fd: int) -> None:
+    """Remove tally/counts, durably: "rebuild from the records" (before a write
+    that does not carry the counts, such as a prune)."""
+    tfd = open_dir(root, root_fd, create=False)
+    if tfd is None:
+        return
+    try:
+        if _fsutil.unlink_quiet(tfd, COUNTS):
+            _fsutil.fsync_fd(tfd, shown(root, TALLY_DIR))
+    finally:
+        os.close(tfd)
+
+
+def rebuild(root: str, root_fd: int, records: Iterable[tuple[str, TaskState]]) -> Counts:
+    """Write the tally afresh from every unpruned record (digest, record),
+    durably; the counts go last (their presence means "built")."""
+    invalidate(root, root_fd)
+    tfd = open_dir(root, root_fd, create=True)
+    assert tfd is not None
+    pairs = list(records)
+    try:
+        for name in os.listdir(tfd):
+            if name != COUNTS:
+                _fsutil.unlink_quiet(tfd, name)
+        by_shard: dict[str, set[str]] = {}
+        for digest, rec in pairs:
+            if is_noted(rec):
+                by_shard.setdefault(digest[:2], set()).add(digest)
+        for shard, digests in by_shard.items():
+            _write_shard(root, root_fd, tfd, shard, digests, True)
+        _fsutil.fsync_fd(tfd, shown(root, TALLY_DIR))
+        counts = count(rec for _, rec in pairs)
+        path = shown(root, TALLY_DIR, COUNTS)
+        _fsutil.replace_file(
+            tfd, COUNTS, encode_counts(counts), path, sync=True, tmp_dir_fd=root_fd
+        )
+        _fsutil.fsync_fd(tfd, shown(root, TALLY_DIR))
+    except OSError as exc:
+        raise fail(shown(root, TALLY_DIR), "cannot rebuild", exc) from None
+    finally:
+        os.close(tfd)
+    return counts
+
+
+def check(root: str, root_fd: int, records: dict[str, TaskState]) -> list[str]:
+    """Problems of the tally against the unpruned records by digest (`doctor`)."""
+    counts = read_counts(root, root_fd)
+    if counts is None:
+        return []  # not built yet: the next writer builds it
+    problems = []
+    truth = count(records.values())
+    for kind in KINDS:
+        if counts[kind] != truth[kind]:
+            problems.append(f"tally: {kind} count is {counts[kind]}, the records say {truth[kind]}")
+    noted = set(read_noted(root, root_fd))
+    want = {d for d, rec in records.items() if is_noted(rec)}
+    if noted != want:
+        problems.append(
+            f"tally: {len(want - noted)} unfinished records missing, {len(noted - want)} stale"
+        )
+    return problems

@@ -1,0 +1,229 @@
+"""The JSON store's tally (stores/jsonfile/tally.py): counts kept by every
+write, read by `stats` and `watch` instead of the records; checked and
+rebuilt by `doctor`; rebuilt by the next writer when missing. (Crashes at
+every step of the write path, prune included: tests/test_faults_crash.py.)"""
+
+from __future__ import annotations
+
+import collections
+import json
+import random
+import shutil
+from pathlib import Path
+
+import pytest
+
+from ledger_cli.cli import stats, watch
+from ledger_cli.engine.instant import Instant
+from ledger_cli.engine.record import TaskState
+from ledger_cli.stores.jsonfile import JsonFileStore
+from tests.faults_support import invoke
+
+NOW = "2026-01-02T03:04:05Z"
+LATER = "2026-01-02T05:00:00Z"
+
+
+def brute(store: JsonFileStore, now: Instant) -> stats.Stats:
+    """`stats` as it was: every unpruned record read and judged."""
+    from ledger_cli.cli import ready
+
+    records = {r.key: r for r in store.scan_visible()}
+    counts = collections.Counter(r.status for r in records.values())
+    found = ready.ready_records(
+        records.values(), lambda k: records[k] if k in records else store.load(k), now
+    )
+    oldest = None if not found else max(now.unix_ns - found[0].created_at.unix_ns, 0) / 1e9
+    return stats.Stats(
+        {s: counts[s] for s in stats.STATUSES},
+        store.count_pruned(),
+        len(found),
+        sum(r.status == "claimed" and r.lease_until <= now for r in records.values()),
+        oldest,
+    )
+
+
+def agrees(root: Path, now: str = LATER) -> None:
+    store = JsonFileStore(root)
+    assert store.check_tally_index() == []
+    at = Instant.parse(now)
+    assert stats.collect(store, at) == brute(store, at)
+
+
+def fence_of(root: Path, key: str) -> str:
+    rec = JsonFileStore(root).load(key)
+    assert rec is not None
+    return str(rec.fence)
+
+
+def test_random_writes_keep_the_tally_exact(tmp_path: Path) -> None:
+    rng = random.Random(21)
+    root = tmp_path / "store"
+    keys = [f"k{i}" for i in range(14)]
+    for step in range(90):
+        key = rng.choice(keys)
+        rec = JsonFileStore(root).load(key) if root.exists() else None
+        op = rng.random()
+        if rec is None or op < 0.15:
+            needs = rng.sample([k for k in keys if k != key], rng.choice([0, 0, 1, 2]))
+            args = ["admit", key] + (["--needs", ",".join(needs)] if needs else [])
+            if rec is not None:
+                args += ["--seq", str(rec.sequence + 1)]
+            invoke(root, *args, now=NOW)
+        elif rec.status == "pending" or op < 0.3:
+            lease = rng.choice(["1s", "1h"])
+            invoke(root, "claim", key, "--owner", "w", "--lease", lease, now=NOW)
+        elif rec.status == "claimed":
+            failed = ["--failed"] if op < 0.5 else []
+            invoke(root, "complete", key, "--owner", "w", "--fence", fence_of(root, key), *failed)
+        elif rec.status in ("failed", "blocked") and op < 0.7:
+            invoke(root, "retry", key)
+        elif op < 0.75:
+            invoke(root, "prune", "--older-than", "0s", now=LATER)
+        if step % 10 == 0:
+            agrees(root)
+    agrees(root)
+    agrees(root, NOW)
+
+
+def test_stats_and_watch_read_only_the_noted_records(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "store"
+    store = JsonFileStore(root)
+    t0 = Instant.parse(NOW)
+    with store.batch():
+        for i in range(300):
+            rec = TaskState(key=f"p{i:03d}", status="pending", created_at=t0, updated_at=t0)
+            assert store.compare_and_swap(rec.key, None, rec)
+        lease = Instant.parse(LATER)
+        for i in range(3):
+            rec = TaskState(
+                key=f"c{i}", status="claimed", owner="w", lease_until=lease, created_at=t0
+            )
+            assert store.compare_and_swap(rec.key, None, rec)
+        waiting = TaskState(key="w0", status="pending", needs=("c0",), created_at=t0)
+        assert store.compare_and_swap("w0", None, waiting)
+    reads: list[str] = []
+    real = JsonFileStore._read_digest
+
+    def counted(self: JsonFileStore, root_fd: int, digest: str) -> TaskState | None:
+        reads.append(digest)
+        return real(self, root_fd, digest)
+
+    def no_scan(self: JsonFileStore) -> None:
+        raise AssertionError("a full scan")
+
+    monkeypatch.setattr(JsonFileStore, "_read_digest", counted)
+    monkeypatch.setattr(JsonFileStore, "scan_visible", no_scan)
+    monkeypatch.setattr(JsonFileStore, "visible_range", no_scan)
+    figures = stats.collect(store, t0)
+    assert figures.counts["pending"] == 301 and figures.counts["claimed"] == 3
+    assert figures.ready == 300
+    # The noted ones (twice: the claimed, the ready split), the first plain
+    # one, the needs of the noted ones judged.
+    assert len(reads) <= 2 * 4 + 1 + 4
+    reads.clear()
+    shown, total = watch.unfinished(store, None, limit=20, counts=figures.counts)
+    assert total == 304
+    assert [r.key for r in shown] == sorted(["c0", "c1", "c2", *(f"p{i:03d}" for i in range(17))])
+    assert len(reads) <= 2 * 4 + 20
+
+
+def test_a_store_without_a_tally_is_counted_from_the_records_then_rebuilt(tmp_path: Path) -> None:
+    root = tmp_path / "store"
+    for key in ("a", "b"):
+        assert invoke(root, "admit", key).code == 0
+    assert invoke(root, "claim", "a", "--owner", "w", "--lease", "1h").code == 0
+    shutil.rmtree(root / "tally")  # as a store older than the tally
+    store = JsonFileStore(root)
+    assert store.status_counts() is None
+    agrees(root)  # stats reads the records meanwhile
+    assert invoke(root, "admit", "c").code == 0  # the next writer builds it
+    assert store.status_counts() == {
+        "pending": 2, "claimed": 1, "completed": 0, "failed": 0, "blocked": 0
+    }  # fmt: skip
+    agrees(root)
+
+
+def test_doctor_reports_a_wrong_tally_and_fix_rebuilds_it(tmp_path: Path) -> None:
+    root = tmp_path / "store"
+    for key in ("a", "b"):
+        assert invoke(root, "admit", key).code == 0
+    path = root / "tally" / "counts"
+    doc = json.loads(path.read_text())
+    doc["counts"]["pending"] = 7
+    path.write_text(json.dumps(doc))
+    res = invoke(root, "doctor")
+    assert res.code == 9
+    assert "tally: pending count is 7, the records say 2" in res.stdout
+    res = invoke(root, "doctor", "--fix")
+    assert "rebuilt the tally" in res.stdout
+    assert invoke(root, "doctor").code == 0
+    agrees(root)
+
+
+def test_a_damaged_counts_file_is_reported_by_stats(tmp_path: Path) -> None:
+    root = tmp_path / "store"
+    assert invoke(root, "admit", "a").code == 0
+    (root / "tally" / "counts").write_text("{")
+    res = invoke(root, "stats")
+    assert res.code == 9
+    assert "corrupt tally counts" in res.stderr and "doctor --fix" in res.stderr
+
+
+def test_a_journal_without_counts_leaves_the_tally_to_be_rebuilt(tmp_path: Path) -> None:
+    # A journal written by a release before the tally (no "counts"): replayed,
+    # and the tally removed, for the next writer to rebuild.
+    root = tmp_path / "store"
+    assert invoke(root, "admit", "a").code == 0
+    store = JsonFileStore(root)
+    rec = store.load("a")
+    assert rec is not None
+    from ledger_cli.stores.jsonfile.records import encode_record
+
+    done = rec.replace(status="failed", rev=rec.rev + 1)
+    header = {
+        "format": "ledger_cli.journal", "version": 1, "records": 1, "history": 0,
+        "history_at": None,
+    }  # fmt: skip
+    (root / "journal.json").write_bytes((json.dumps(header) + "\n").encode() + encode_record(done))
+    store = JsonFileStore(root)  # replays it
+    assert not (root / "journal.json").exists()
+    assert store.status_counts() is None
+    assert invoke(root, "admit", "b").code == 0
+    agrees(root)
+
+
+def test_a_prune_cut_short_leaves_the_tally_to_the_next_writer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ledger_cli.stores.jsonfile import prunedfile
+
+    root = tmp_path / "store"
+    for key in ("a", "b", "c"):
+        assert invoke(root, "admit", key).code == 0
+    for key in ("a", "b"):
+        assert invoke(root, "claim", key, "--owner", "w", "--lease", "1h").code == 0
+        assert (
+            invoke(root, "complete", key, "--owner", "w", "--fence", fence_of(root, key)).code == 0
+        )
+
+    def crash(*args: object) -> None:
+        raise KeyboardInterrupt  # as a kill after the records went, before the tally came back
+
+    monkeypatch.setattr(prunedfile, "add_count", crash)
+    with pytest.raises(KeyboardInterrupt):
+        JsonFileStore(root).prune_records(
+            [
+                (r, r.replace(task=None))
+                for r in JsonFileStore(root).range()
+                if r.status == "completed"
+            ]
+        )
+    monkeypatch.undo()
+    store = JsonFileStore(root)
+    assert store.status_counts() is None  # removed before the prune touched a record
+    agrees(root)  # counted from the records meanwhile
+    assert invoke(root, "admit", "d").code == 0  # the next writer rebuilds it
+    assert store.status_counts() is not None
+    agrees(root)
