@@ -328,3 +328,21 @@ def test_postgres_due_index_go_rows_older_index_and_doctor(tmp_path: Path) -> No
             assert store.check_ready_index() == []
         finally:
             store.close()
+
+
+def test_json_ready_index_of_an_older_release_is_rebuilt_in_the_new_order(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    url = f"json:{store}"
+    for key, args in (("a", []), ("b", ["--priority", "2"]), ("c", ["--delay", "1h"])):
+        assert run_ledger(url, "--now", T0, "admit", key, *args).returncode == 0
+    manifest = store / "ready" / "manifest"
+    head, _, rest = manifest.read_text().partition("\n")
+    assert head.startswith("ledger_cli.ready 2 ")
+    manifest.write_text(head.replace("ready 2", "ready 1") + "\n" + rest)  # an older release's
+    got = [
+        run_ledger(url, "--now", T2, "claim", "--next", "--owner", "w", "--lease", "1d").stdout
+        for _ in range(3)
+    ]
+    assert [g.split()[0] if g else None for g in got] == ["b", "a", None]  # c is not due
+    assert manifest.read_text().startswith("ledger_cli.ready 2 ")
+    assert run_ledger(url, "doctor").returncode == 0

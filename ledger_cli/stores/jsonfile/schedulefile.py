@@ -18,7 +18,10 @@ from ledger_cli.stores.jsonfile.records import key_digest
 
 TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from contextlib import AbstractContextManager
+
+    from ledger_cli.engine.record import TaskState
 
 SCHEDULE_DIR = "schedule"
 
@@ -43,6 +46,8 @@ class ScheduleMethods:
         def _check_open(self) -> None: ...
 
         def _locked(self, *, create: bool) -> AbstractContextManager[int | None]: ...
+
+        def load(self, key: str) -> TaskState | None: ...
 
     def _schedule_dir(self, create: bool) -> int | None:
         root_fd = _fsutil.open_root(self._root)
@@ -90,8 +95,12 @@ class ScheduleMethods:
                 return
             try:
                 if value is None:
-                    if _fsutil.unlink_quiet(fd, name):
-                        _fsutil.fsync_fd(fd, shown)
+                    if not _fsutil.unlink_quiet(fd, name):
+                        return  # it had none: nothing changes
+                    _fsutil.fsync_fd(fd, shown)
+                    os.close(fd)
+                    fd = None
+                    self._index_schedule(key, None)
                     return
                 nb, priority = value
                 text = "" if nb.is_zero() else str(nb)
@@ -100,7 +109,33 @@ class ScheduleMethods:
                 _fsutil.replace_file(fd, name, data, shown, sync=True)
                 _fsutil.fsync_fd(fd, shown)
             finally:
-                os.close(fd)
+                if fd is not None:
+                    os.close(fd)
+            self._index_schedule(key, value)
+
+    def _index_schedule(self, key: str, value: tuple[Instant, int] | None) -> None:
+        """Add the ready-index entry the key has under its new schedule when it is
+        a candidate (under the lock, before its record's next write: the index is
+        a superset; the entry of its old schedule is stale, dropped when met)."""
+        from ledger_cli.stores.jsonfile import readyindex
+
+        rec = self.load(key)
+        if rec is None or not readyindex.is_candidate(rec, self.load):
+            return
+        entry = readyindex.entry_of(rec, value)
+        if entry is None:
+            return
+        root_fd = _fsutil.open_root(self._root)
+        if root_fd is None:
+            return
+        rfd = None
+        try:
+            rfd = readyindex.open_dir(self._root, root_fd, create=False)
+            chunks = None if rfd is None else readyindex.load_chunks(self._root, root_fd, rfd)
+            if chunks is not None:  # else not built: its rebuild reads the schedules
+                chunks.add([entry], sync=True)
+        finally:
+            _fsutil.close_all([rfd, root_fd])
 
     def schedules(self) -> dict[str, tuple[Instant, int]]:
         self._check_open()
@@ -131,3 +166,48 @@ class ScheduleMethods:
                 return any(e.name.endswith(".json") and not e.name.startswith(".") for e in entries)
         finally:
             os.close(fd)
+
+
+def reader(root: str) -> Callable[[str], tuple[Instant, int] | None]:
+    """A key's schedule as the ready index orders it (readyindex.entry_of), read
+    from the store at `root`; one directory check, then a file per key asked
+    (none at all on a store that keeps no schedule). For one operation only:
+    it caches what it read."""
+    root_fd = _fsutil.open_root(root)
+    fd = None
+    if root_fd is not None:
+        try:
+            shown = os.path.join(root, SCHEDULE_DIR)
+            fd = _fsutil.open_subdir(root_fd, SCHEDULE_DIR, shown, create=False)
+        finally:
+            os.close(root_fd)
+    if fd is None:
+        return lambda key: None
+    try:
+        with os.scandir(fd) as entries:
+            names = {e.name for e in entries if e.name.endswith(".json")}
+    finally:
+        os.close(fd)
+    if not names:
+        return lambda key: None
+    cache: dict[str, tuple[Instant, int] | None] = {}
+
+    def read(key: str) -> tuple[Instant, int] | None:
+        if key in cache:
+            return cache[key]
+        digest = key_digest(key)
+        value = None
+        if digest is not None and digest + ".json" in names:
+            path = os.path.join(root, SCHEDULE_DIR, digest + ".json")
+            try:
+                with open(path, "rb") as fh:
+                    data = fh.read()
+            except FileNotFoundError:
+                data = None
+            if data is not None:
+                stored, got = _decode(data, path)
+                value = got if stored == key else None
+        cache[key] = value
+        return value
+
+    return read
