@@ -170,25 +170,11 @@ class ScheduleMethods:
 
 def reader(root: str) -> Callable[[str], tuple[Instant, int] | None]:
     """A key's schedule as the ready index orders it (readyindex.entry_of), read
-    from the store at `root`; one directory check, then a file per key asked
-    (none at all on a store that keeps no schedule). For one operation only:
+    from the store at `root`: nothing at all on a store that keeps no schedule
+    (no schedule/ directory), else one small file per key asked, never a listing
+    (its cost does not grow with the scheduled keys). For one operation only:
     it caches what it read."""
-    root_fd = _fsutil.open_root(root)
-    fd = None
-    if root_fd is not None:
-        try:
-            shown = os.path.join(root, SCHEDULE_DIR)
-            fd = _fsutil.open_subdir(root_fd, SCHEDULE_DIR, shown, create=False)
-        finally:
-            os.close(root_fd)
-    if fd is None:
-        return lambda key: None
-    try:
-        with os.scandir(fd) as entries:
-            names = {e.name for e in entries if e.name.endswith(".json")}
-    finally:
-        os.close(fd)
-    if not names:
+    if not os.path.isdir(os.path.join(root, SCHEDULE_DIR)):
         return lambda key: None
     cache: dict[str, tuple[Instant, int] | None] = {}
 
@@ -197,13 +183,15 @@ def reader(root: str) -> Callable[[str], tuple[Instant, int] | None]:
             return cache[key]
         digest = key_digest(key)
         value = None
-        if digest is not None and digest + ".json" in names:
+        if digest is not None:
             path = os.path.join(root, SCHEDULE_DIR, digest + ".json")
             try:
                 with open(path, "rb") as fh:
-                    data = fh.read()
+                    data: bytes | None = fh.read()
             except FileNotFoundError:
                 data = None
+            except OSError as exc:
+                raise fail(path, "cannot read", exc) from None
             if data is not None:
                 stored, got = _decode(data, path)
                 value = got if stored == key else None
