@@ -13,7 +13,9 @@ user runs it (a fresh process each time, bytecode caching allowed):
   machine's load falls on both) with N ready tasks, with N pending tasks
   that wait on an unfinished need plus 100 ready, with N finished
   (completed) records plus 100 ready, and with those N records pruned
-  (`Ledger.prune`). Printed as ratios to the baseline; the targets: <= 1.5
+  (`Ledger.prune`), with N ready tasks spread over 21 priority levels plus
+  100 ready (SPEC §8.2), and with N tasks not due until tomorrow plus 100
+  ready (§8.1). Printed as ratios to the baseline; the targets: <= 1.5
   on JSON and SQLite, <= 2 on PostgreSQL. On the JSON store, the disk a
   pruned key costs: `du -sk STORE/pruned` / N (target: <= 256 bytes).
 - drain throughput, both ways side by side: 8 (--workers) concurrent worker loops
@@ -87,16 +89,39 @@ def ledger(url: str, *args: str, check: bool = True) -> subprocess.CompletedProc
     return res
 
 
-def admit_many(url: str, keys: list[str], *needs: str, start_s: int = 0) -> None:
-    """Admit keys in batches through the library, CreatedAt increasing by 1 µs."""
+def admit_many(
+    url: str,
+    keys: list[str],
+    *needs: str,
+    start_s: int = 0,
+    levels: int = 0,
+    not_before: Instant | None = None,
+) -> None:
+    """Admit keys in batches through the library, CreatedAt increasing by 1 µs;
+    `levels`: priorities spread over that many levels from -1000 to 1000 (SPEC
+    §8.2); `not_before`: none due before it (§8.1)."""
     store = open_store(url)
     led = Ledger(store)
+    step = 2000 // (levels - 1) if levels > 1 else 0
     try:
         for at in range(0, len(keys), CHUNK):
             with store.batch():
                 for i, key in enumerate(keys[at : at + CHUNK], at):
                     now = Instant.from_unix_ns(T0.unix_ns + (start_s * 10**9) + i * 1000, 0)
-                    led.admit("bench", key, 1, {"i": i}, now, *needs)
+                    if levels or not_before is not None:
+                        prio = -1000 + step * (i % levels) if levels else 0
+                        led.admit_outcome(
+                            "bench",
+                            key,
+                            1,
+                            {"i": i},
+                            now,
+                            *needs,
+                            not_before=not_before,
+                            priority=prio,
+                        )
+                    else:
+                        led.admit("bench", key, 1, {"i": i}, now, *needs)
     finally:
         store.close()
 
@@ -250,6 +275,15 @@ def bench_kind(kind: str, n: int, k: int, base: Path, pg: str) -> dict[str, Any]
         admit_many(finished, done, start_s=-100)
         finish_many(finished, done)
         admit_many(finished, [f"r{i:06d}" for i in range(BASE + k)], start_s=100)
+        # SPEC §8.2: N ready tasks over 21 priority levels, plus 100 ready at 0.
+        levels = place("priorities")
+        admit_many(levels, [f"p{i:06d}" for i in range(n)], levels=21)
+        admit_many(levels, [f"r{i:06d}" for i in range(BASE + k)], start_s=100)
+        # SPEC §8.1: N tasks not due until tomorrow ahead of 100 ready ones.
+        delayed = place("delayed")
+        tomorrow = Instant.now() + timedelta(days=1)
+        admit_many(delayed, [f"d{i:06d}" for i in range(n)], start_s=-100, not_before=tomorrow)
+        admit_many(delayed, [f"r{i:06d}" for i in range(BASE + k)], start_s=100)
         say("timing claim --next")
         ledger(small, "state", "r000000", check=False)  # warm-up: bytecode caches written
         base_times: list[float] = []
@@ -257,6 +291,8 @@ def bench_kind(kind: str, n: int, k: int, base: Path, pg: str) -> dict[str, Any]
         out[f"claim {n:,} ready / {BASE}"] = paired_ratio(small, big, k, base_times)
         out[f"claim {n:,} waiting / {BASE}"] = paired_ratio(small, waiting, k, base_times)
         out[f"claim {n:,} finished / {BASE}"] = paired_ratio(small, finished, k, base_times)
+        out[f"claim {n:,} over 21 priorities / {BASE}"] = paired_ratio(small, levels, k, base_times)
+        out[f"claim {n:,} not due + {BASE} / {BASE}"] = paired_ratio(small, delayed, k, base_times)
         say(f"pruning {n:,} finished records")
         store = open_store(finished)
         pruned = Ledger(store).prune(timedelta(0), Instant.now())

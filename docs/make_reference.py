@@ -35,9 +35,9 @@ EXIT_CODES: dict[int, str] = {
     5: "the fence is stale: this caller no longer owns the task (`ledger run`: the lease was lost)",
     6: "the record is not in a state that allows this (terminal, blocked, not claimed; "
     "`retry` of a task that is not failed, `cancel` of a finished one)",
-    7: "nothing is ready to claim (`claim --next`, `run --next`)",
+    7: "nothing is ready to claim (`claim --next`, `run --next`), or claiming is paused",
     8: "invalid data: a record or snapshot fails validation or decoding; "
-    "a batch line the ledger refused",
+    "a batch line the ledger refused; `admit`: a conflict (the key holds another task)",
     9: "the store failed (unreadable, corrupt, locked too long, unreachable); "
     "`doctor` found a problem",
     70: "a bug: one line on stderr; set `LEDGER_DEBUG=1` for the traceback",
@@ -73,8 +73,9 @@ RECORD = (
 )
 
 JSON_SHAPES: dict[str, str] = {
-    "admit": '`{"key", "admitted", "record"}`; `--batch`: an array of '
-    '`{"line", "key", "admitted", "record"}` or `{"line", "key", "error"}`',
+    "admit": '`{"key", "admitted", "outcome", "record"}` (a conflict adds `"error"`); '
+    '`--batch`: an array of `{"line", "key", "admitted", "outcome", "record"}` '
+    'or `{"line", "key", "error"}`',
     "claim": '`{"key", "fence", "record"}`; `--next`: `{"key", "fence", "record", "task"}`',
     "takeover": '`{"key", "fence", "record"}`',
     "renew": '`{"key", "record"}`',
@@ -101,7 +102,11 @@ JSON_SHAPES: dict[str, str] = {
     "retry": '`{"key", "record", "unblocked": [keys]}`',
     "cancel": '`{"key", "record", "blocked": [keys]}`',
     "stats": '`{"counts": {"pending", "claimed", "completed", "failed", "blocked"}, "pruned", '
-    '"ready", "expired_leases", "oldest_ready_age_seconds"}` (the age null with nothing ready)',
+    '"ready", "expired_leases", "oldest_ready_age_seconds", "paused", "scheduled"}` '
+    "(the age null with nothing ready)",
+    "check": '`{"key", "owner", "fence", "lease_until", "left_seconds"}`',
+    "pause": '`{"paused", "changed", "since", "actor", "reason"}`',
+    "resume": '`{"paused", "changed"}`',
     "watch": "none: `watch` needs a terminal (exit 2 outside one)",
     "snapshot": 'the snapshot itself (`-o F`: `{"output", "records"}`)',
     "restore": '`{"restored"}`',

@@ -17,7 +17,7 @@ def cli(monkeypatch: pytest.MonkeyPatch) -> Cli:
 
 def test_admit_prints_admitted_then_duplicate(cli: Cli) -> None:
     assert cli.ok("admit", "a", "--task", '{"n": 1}').stdout == "admitted\n"
-    assert cli.ok("admit", "a").stdout == "duplicate\n"
+    assert cli.ok("admit", "a", "--task", '{"n":1.0}').stdout == "duplicate\n"
     assert cli.ok("admit", "a", "--seq", "2").stdout == "admitted\n"
     rec = cli.store.load("a")
     assert rec is not None and rec.sequence == 2 and rec.task is None
@@ -26,7 +26,7 @@ def test_admit_prints_admitted_then_duplicate(cli: Cli) -> None:
 def test_admit_json_shape_and_wire_record(cli: Cli) -> None:
     out = cli.ok("--json", "admit", "a", "--needs", "b", "--needs", "c", "--task", "[1.5, 2]")
     doc = out.json()
-    assert list(doc) == ["key", "admitted", "record"]
+    assert list(doc) == ["key", "admitted", "outcome", "record"]
     assert doc["key"] == "a" and doc["admitted"] is True
     rec = doc["record"]
     assert list(rec) == [
@@ -267,6 +267,11 @@ JSON_CASES: dict[str, list[list[str]]] = {
     "watch": [["watch"]],  # not a terminal here: the JSON error
     "output": [["output", "p"], ["output", "nope"]],
     "wait": [["wait", "nope"]],  # the settled shapes: tests/test_output_wait.py
+    "check": [["check", "c", "--owner", "w", "--fence", "1"],
+              ["check", "c", "--owner", "w", "--fence", "2"], ["check", "p", "--owner", "w",
+              "--fence", "0"]],
+    "pause": [["pause", "--reason", "r"]],
+    "resume": [["resume"]],
 }  # fmt: skip
 
 

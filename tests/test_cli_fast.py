@@ -96,7 +96,7 @@ def test_fast_path_takes_global_options_anywhere() -> None:
 
 SCRIPT: list[list[str]] = [
     ["admit", "a", "--task", '{"n": 1}'],
-    ["admit", "a"],
+    ["admit", "a", "--task", '{"n": 1.0}'],
     ["admit", "b", "--needs", "a", "--needs=c", "--seq", "3", "--json"],
     ["admit", "bad", "--seq", "x"],
     ["admit", "bad", "--task", "[1,]"],

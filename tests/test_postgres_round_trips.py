@@ -20,17 +20,24 @@ from tests.pg_wire_support import Counts, WireCounter
 from tests.sql_support import fresh_schema
 
 T0 = Instant.parse("2026-01-01T00:00:00Z")
-ROUND_TRIPS_PER_TASK = 6
+ROUND_TRIPS_PER_TASK = 10
 """claim (BEGIN + ready page FOR UPDATE SKIP LOCKED, whose lease cut-off is the
 server's clock it returns: the unit's now; the fenced UPDATE; history INSERT +
 COMMIT) and complete (BEGIN + the load with the clock; UPDATE; history INSERT +
 COMMIT).
 Was 12 before batches ran on a pipeline, 8 while each unit read the clock in a
-round trip of its own before its batch."""
-STATEMENTS_PER_TASK = 10
-"""claim 5 (the clock is part of its page query), complete 5 (the clock is
-part of its load); was 12, then 11 while the completion's clock was a
-statement of its own."""
+round trip of its own before its batch, 6 before the pause (SPEC §8.3) and the
+Ready order by priority (§8.2): the claim's first statement now reads the pause
+row FOR SHARE, the clock and the first priority level in one round trip, then
+its page of the due index. The attempt of SPEC §7.1 adds 3: its start is a
+transaction of its own (the key's advisory lock, the next n, the insert, the
+16-bound delete), and its end rides in the completion's batch. Folding the
+start into the claim's batch is the lever left."""
+STATEMENTS_PER_TASK = 22
+"""claim 6 (the pause, the clock and the first priority level in one, then the
+page), complete 5 (the clock is part of its load); was 12, then 11 while the
+completion's clock was a statement of its own, then 10 before SPEC §8, 11
+before the attempts of SPEC §7.1 (their start and end add 11)."""
 
 
 @pytest.fixture
@@ -69,7 +76,11 @@ def _drain(conninfo: str) -> Counts:
 
 def test_round_trips_per_claimed_and_completed_task(conninfo: str) -> None:
     """The difference of drains of 3 and 6 tasks: one task's claim and
-    completion, without the connection's set-up and the last empty scan."""
+    completion, without the connection's set-up and the last empty scan. A
+    first drain of one task creates the side tables (ledger_attempts), so
+    neither counted drain pays for that."""
+    _admit(conninfo, 1, "w")
+    _drain(conninfo)
     _admit(conninfo, 3)
     three = _drain(conninfo)
     _admit(conninfo, 6, "m")
@@ -197,8 +208,11 @@ def test_ready_at_clock_reads_the_clock_with_the_first_candidate(conninfo: str) 
     with WireCounter(conninfo) as wire, PostgresStore(wire.conninfo) as store:
         with store.batch():
             before = wire.snapshot()
+            # A --next claim's pause check reads the clock and the first priority
+            # level with it (one round trip); the page is the second.
+            assert store.read_pause(for_claim=True) is None
             got = store.ready_at_clock()
-            assert (wire.snapshot() - before).turns == 1
+            assert (wire.snapshot() - before).turns == 2
             assert got is not None
             now, cands = got
             assert now > t and now.offset_seconds == 0

@@ -263,6 +263,16 @@ def test_created_schema_is_the_go_schema(db: Path, tmp_path: Path) -> None:
         conn.close()
     assert objects == {
         ("table", "ledger_tasks"),
+        ("table", "ledger_pause"),
+        ("table", "ledger_schedule"),
+        ("table", "ledger_due"),
+        ("index", "ledger_due_order"),
+        ("trigger", "ledger_due_ready_insert"),
+        ("trigger", "ledger_due_ready_update"),
+        ("trigger", "ledger_due_ready_delete"),
+        ("trigger", "ledger_due_schedule_insert"),
+        ("trigger", "ledger_due_schedule_update"),
+        ("trigger", "ledger_due_schedule_delete"),
         ("index", "ledger_tasks_claimable"),
         ("table", "ledger_history"),
         ("index", "ledger_history_key"),

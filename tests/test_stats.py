@@ -57,6 +57,8 @@ def test_json_figures(cli: Cli) -> None:
         "expired_leases": 0,
         "oldest_ready_age_seconds": 90.0,
         "ready_invalid_keys": 0,
+        "paused": False,
+        "scheduled": 0,
     }
     later = cli.ok("stats", "--json", now=LATER).json()
     assert later["expired_leases"] == 1 and later["ready"] == 3  # d's lease ran out
@@ -109,6 +111,8 @@ def test_prometheus_text_parses(cli: Cli) -> None:
         "ledger_ready_tasks",
         "ledger_expired_leases",
         "ledger_oldest_ready_age_seconds",
+        "ledger_paused",
+        "ledger_scheduled_tasks",
     }
     for fam in families.values():
         assert fam.type == "gauge" and fam.documentation

@@ -630,3 +630,75 @@ def test_the_default_store_is_the_json_store_in_the_user_data_dir() -> None:
     url = default_store_url()
     assert url == f"json:{platformdirs.user_data_path('ledger_cli') / 'store'}"
     assert scheme_of(url) == "json"
+
+
+# -- the Ready order of SPEC §8 (priorities, not-before) ------------------------------
+
+
+def test_claim_next_agrees_with_the_brute_force_ready_rule(store: Store) -> None:
+    """After admits with priorities and delays, the clock moving past them,
+    rebases, completions (failed too), prunes: the first ready record the store
+    offers is the brute-force rule's first, every step."""
+    import random
+
+    from ledger_cli.cli import ready
+    from ledger_cli.engine.ledger import Ledger
+    from tests.schedule_support import brute_ready
+
+    rng = random.Random(20)
+    led = Ledger(store)
+    now = T0
+    keys: list[str] = []
+    claimed: list[tuple[str, int]] = []
+    for step in range(160):
+        now = now + timedelta(seconds=rng.choice((0, 1, 30, 120)))
+        op = rng.random()
+        if op < 0.45 or not keys:
+            key = f"k{len(keys):03d}"
+            needs = rng.sample(keys, k=min(len(keys), rng.choice((0, 0, 0, 1, 2))))
+            nb = now + timedelta(minutes=rng.choice((1, 5))) if rng.random() < 0.3 else None
+            led.admit_outcome(
+                "t",
+                key,
+                1,
+                step,
+                now,
+                *needs,
+                not_before=nb,
+                priority=rng.choice((0, 0, 1, 2, -1, 1000, -1000)),
+            )
+            keys.append(key)
+        elif op < 0.55:  # a rebase: new values, or none (cleared)
+            key = rng.choice(keys)
+            cur = store.load(key)
+            assert cur is not None
+            prio = rng.choice((0, 3, -3))
+            led.admit_outcome("t", key, cur.sequence + 1, step, now, priority=prio)
+        elif op < 0.85:
+            with store.batch():
+                first = next(iter(ready.ready_iter(store, store.load, now)), None)
+                want = brute_ready(store, now)
+                assert (first.key if first is not None else None) == (want[0] if want else None), (
+                    step
+                )
+                if first is not None:
+                    fence = led.claim("t", first.key, "w", timedelta(minutes=2), now)
+                    claimed.append((first.key, fence))
+        elif claimed:
+            key, fence = claimed.pop(rng.randrange(len(claimed)))
+            cur = store.load(key)
+            if cur is not None and cur.status == "claimed" and cur.fence == fence:
+                led.complete(
+                    "t", key, "w", fence, rng.choice(("completed", "completed", "failed")), now
+                )
+        if step % 40 == 39:
+            led.prune(timedelta(minutes=1), now, ("completed",))
+    # Finally everything due: the whole order, drained one by one.
+    later = now + timedelta(hours=1)
+    while True:
+        first = next(iter(ready.ready_iter(store, store.load, later)), None)
+        want = brute_ready(store, later)
+        assert (first.key if first is not None else None) == (want[0] if want else None)
+        if first is None:
+            break
+        led.claim("t", first.key, "w", timedelta(minutes=2), later)

@@ -21,7 +21,11 @@ TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from typing import IO, Any
 
-_BATCH_FIELDS = ("key", "seq", "task", "needs")
+    from ledger_cli.engine.conflict import Outcome
+
+CONFLICT = "conflict"  # engine.conflict.CONFLICT, without importing it for every admit
+
+_BATCH_FIELDS = ("key", "seq", "task", "needs", "not_before", "priority")
 
 
 def read_source(path: str, what: str, limit: int, advice: str) -> bytes:
@@ -65,11 +69,19 @@ def admit(
     task: str | None = None,
     task_file: str | None = None,
     batch: str | None = None,
+    not_before: str | None = None,
+    delay: str | None = None,
+    priority: str | None = None,
 ) -> int:
     if batch is not None:
         if key is not None or seq is not None or needs or task is not None or task_file:
             raise InputError(
                 "ledger: admit --batch takes no KEY, --seq, --needs, --task or --task-file"
+            )
+        if not_before is not None or delay is not None or priority is not None:
+            raise InputError(
+                "ledger: admit --batch takes no --not-before, --delay or --priority"
+                ' (give "not_before" and "priority" on each line)'
             )
         return admit_batch(settings, batch)
     if key is None:
@@ -87,21 +99,53 @@ def admit(
             task_file, "--task-file", MAX_TASK_BYTES, "that is the limit for a task payload"
         )
         value = parse_json(raw, "ledger: bad --task-file JSON")
+    when = None
+    prio = 0
+    if not_before is not None or delay is not None or priority is not None:
+        from ledger_cli.cli.when import When, parse_priority
+
+        when = When(not_before, delay)
+        prio = parse_priority(priority)
     with Session(settings) as s:
         now = s.now()
+        nb = when.at(now) if when is not None else None
         for attempt in s.writes(now):
             with attempt:
-                admitted = s.ledger.admit(s.actor, key, seq_n, value, now, *need_keys)
-                rec = s.load(key)
+                got = s.ledger.admit_outcome(
+                    s.actor, key, seq_n, value, now, *need_keys, not_before=nb, priority=prio
+                )
+    return _report_one(settings, key, got)
+
+
+def _report_one(settings: Settings, key: str, got: Outcome) -> int:
+    """Print an admit's outcome (SPEC §8.4); its exit status: 8 for a conflict."""
+    from ledger_cli.errors import ValidationError
+
+    obj: dict[str, Any] = {
+        "key": key,
+        "admitted": got.admitted,
+        "outcome": got.word,
+        "record": output.record(got.record),
+    }
+    if got.word != CONFLICT:
+        if settings.json:
+            output.json_line(obj)
+        else:
+            output.line(got.word)
+        return 0
+    message = output.clip(output.one_line(got.message(key)))
+    output.diag(message)
     if settings.json:
-        output.json_line({"key": key, "admitted": admitted, "record": output.record(rec)})
+        obj.update(output.error_object("conflict", message, ValidationError.exit_code))
+        output.json_line(obj)
     else:
-        output.line("admitted" if admitted else "duplicate")
-    return 0
+        output.line(got.word)
+    return ValidationError.exit_code
 
 
-def parse_batch_line(number: int, raw: bytes) -> tuple[str, int, Any, tuple[str, ...]]:
-    """One JSON Lines entry: `{"key", "seq"?, "task"?, "needs"?}`."""
+def parse_batch_line(number: int, raw: bytes) -> tuple[str, int, Any, tuple[str, ...], Any]:
+    """One JSON Lines entry: `{"key", "seq"?, "task"?, "needs"?, "not_before"?,
+    "priority"?}`; the last item is `(not_before, priority)` or None."""
     where = f"line {number}"
     obj = parse_json(raw, where, MAX_TASK_BYTES)
     if not isinstance(obj, dict):
@@ -109,7 +153,8 @@ def parse_batch_line(number: int, raw: bytes) -> tuple[str, int, Any, tuple[str,
     unknown = [k for k in obj if k not in _BATCH_FIELDS]
     if unknown:
         raise InputError(
-            f"{where}: unknown field {output.dumps(unknown[0])} (fields: key, seq, task, needs)",
+            f"{where}: unknown field {output.dumps(unknown[0])}"
+            " (fields: key, seq, task, needs, not_before, priority)",
             "bad_batch",
         )
     key = obj.get("key")
@@ -131,7 +176,12 @@ def parse_batch_line(number: int, raw: bytes) -> tuple[str, int, Any, tuple[str,
             needs = tuple(validate_key(n, "need") for n in needs_raw)
         except InputError as exc:
             raise InputError(f"{where}: {exc}", exc.code) from None
-    return key, seq, obj.get("task"), needs
+    when = None
+    if "not_before" in obj or "priority" in obj:
+        from ledger_cli.cli.when import batch_members
+
+        when = batch_members(where, obj)
+    return key, seq, obj.get("task"), needs, when
 
 
 def admit_batch(settings: Settings, source: str) -> int:
@@ -140,12 +190,14 @@ def admit_batch(settings: Settings, source: str) -> int:
     data = read_source(
         source, "--batch", MAX_INPUT_BYTES, "split it into several batches of at most that size"
     )
-    entries: list[tuple[int, str, int, Any, tuple[str, ...]]] = []
+    entries: list[tuple[int, str, int, Any, tuple[str, ...], Any]] = []
     for number, raw in enumerate(data.split(b"\n"), start=1):
         if raw.strip():
             entries.append((number, *parse_batch_line(number, raw)))
     results: list[dict[str, Any]] = []
     refused = 0
+    conflicts = 0
+    exc_code = ValidationError.exit_code
     progress = _Progress(len(entries), enabled=not settings.json and sys.stderr.isatty())
     with Session(settings) as s, progress:
         now = s.now()
@@ -155,13 +207,16 @@ def admit_batch(settings: Settings, source: str) -> int:
 
         lock_first = any(entry[4] for entry in entries)
 
-        def admit_one(entry: tuple[int, str, int, Any, tuple[str, ...]]) -> None:
-            nonlocal refused
-            number, key, seq, task, needs = entry
+        def admit_one(entry: tuple[int, str, int, Any, tuple[str, ...], Any]) -> None:
+            nonlocal refused, conflicts
+            number, key, seq, task, needs, when = entry
+            nb, prio = when if when is not None else (None, 0)
             if lock_first:
                 take(s.store)  # once per chunk's transaction; a no-op on other stores
             try:
-                admitted = s.ledger.admit(s.actor, key, seq, task, now, *needs)
+                got = s.ledger.admit_outcome(
+                    s.actor, key, seq, task, now, *needs, not_before=nb, priority=prio
+                )
             except ValidationError as exc:
                 refused += 1
                 message = output.clip(f"line {number}: {output.one_line(str(exc))}")
@@ -174,17 +229,22 @@ def admit_batch(settings: Settings, source: str) -> int:
                     }
                 )
             else:
+                item: dict[str, Any] = {
+                    "line": number,
+                    "key": key,
+                    "admitted": got.admitted,
+                    "outcome": got.word,
+                    "record": output.record(got.record),
+                }
+                if got.word == CONFLICT:
+                    conflicts += 1
+                    message = output.clip(f"line {number}: {output.one_line(got.message(key))}")
+                    progress.note(message)
+                    item.update(output.error_object("conflict", message, exc_code))
                 if settings.json:
-                    results.append(
-                        {
-                            "line": number,
-                            "key": key,
-                            "admitted": admitted,
-                            "record": output.record(s.load(key)),
-                        }
-                    )
+                    results.append(item)
                 else:
-                    output.line(f"{'admitted' if admitted else 'duplicate'} {key}")
+                    output.line(f"{got.word} {key}")
             progress.advance()
 
         # Committed in short blocks (SPEC §5 "Short lock holds"): a Go writer
@@ -195,7 +255,7 @@ def admit_batch(settings: Settings, source: str) -> int:
         chunked(entries, lambda: s.write(now), admit_one, gap=gap_for(s.store))
     if settings.json:
         output.json_line(results)
-    return ValidationError.exit_code if refused else 0
+    return ValidationError.exit_code if refused or conflicts else 0
 
 
 class _Progress:

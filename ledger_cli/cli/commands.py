@@ -262,8 +262,24 @@ def admit(
         str | None,
         typer.Option("--batch", metavar="F", help="Admit many from JSON Lines in F (- for stdin)."),
     ] = None,
+    not_before: Annotated[
+        str | None,
+        typer.Option(
+            "--not-before", metavar="TIME", help="Not due before TIME (RFC 3339): --next waits."
+        ),
+    ] = None,
+    delay: Annotated[
+        str | None,
+        typer.Option("--delay", metavar="D", help="Not due before now + D (90s, 5m, 2h, 1d)."),
+    ] = None,
+    priority: Annotated[
+        str | None,
+        typer.Option(
+            "--priority", metavar="N", help="-1000..1000, default 0: higher is claimed first."
+        ),
+    ] = None,
 ) -> None:
-    """Admit a task: prints `admitted` or `duplicate`."""
+    """Admit a task: prints `admitted`, `duplicate`, `stale` or `conflict` (exit 8)."""
     from ledger_cli.cli import admission
 
     dispatch(
@@ -275,6 +291,9 @@ def admit(
         task=task,
         task_file=task_file,
         batch=batch,
+        not_before=not_before,
+        delay=delay,
+        priority=priority,
     )
 
 
@@ -617,3 +636,4 @@ def demo(
 
 from ledger_cli.cli import attempt_commands as _attempt_commands  # noqa: E402,F401
 from ledger_cli.cli import operate_commands as _operate_commands  # noqa: E402,F401
+from ledger_cli.cli import schedule_commands as _schedule_commands  # noqa: E402,F401

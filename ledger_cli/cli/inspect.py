@@ -17,14 +17,23 @@ if TYPE_CHECKING:
 
 
 def state(settings: Settings, key: str) -> int:
+    from ledger_cli.engine import schedule
+
     with Session(settings) as s:
         rec = s.ledger.state(key)
         if rec is None:
             raise NoKeyError()
+        kept = schedule.of(s.store, key)
         if settings.json:
             from ledger_cli.cli.outcome import with_attempts
 
-            output.line(with_attempts(output.record(rec), s.store, key))
+            if kept is None:
+                doc = str(output.record(rec))
+            else:  # SPEC §8.1: the extra members after the 14 Go fields
+                from ledger_cli.engine.wireext import record_json
+
+                doc = record_json(rec, kept)
+            output.line(with_attempts(doc, s.store, key))
             return 0
         need_status = {}
         for need in rec.needs or ():
@@ -40,7 +49,7 @@ def state(settings: Settings, key: str) -> int:
     from ledger_cli.cli import render
 
     con = render.console()
-    con.print(render.state_panel(rec, now, need_status, output.task(rec.task)))
+    con.print(render.state_panel(rec, now, need_status, output.task(rec.task), kept))
     for part in runs:
         con.print(part)
     if pruned:
@@ -78,7 +87,17 @@ def list_records(
     records: list[TaskState] = []
     shown = 0
     more = 0
+    from ledger_cli.engine import schedule
+
     with Session(settings) as s:
+        kept = schedule.every(s.store) if schedule.any_kept(s.store) else {}
+        if kept:
+            from ledger_cli.engine.wireext import record_json
+
+            def wire(rec: TaskState) -> str:  # SPEC §8.1: the extra members, when any
+                return record_json(rec, kept.get(rec.key))
+        else:
+            wire = output.record
         source = _source(s.store, wanted, pruned, stream=jsonl)
         for rec in source:
             if max_n is not None and shown >= max_n:
@@ -89,18 +108,18 @@ def list_records(
                 continue
             shown += 1
             if jsonl:  # streamed: printed as read, nothing kept
-                output.line(output.record(rec))
+                output.line(wire(rec))
             elif settings.json or len(records) < TABLE_MAX or not sys.stdout.isatty():
                 records.append(rec)
             else:
                 more += 1  # on a terminal the table stays readable: "N more" below it
         now = s.now()
     if settings.json:
-        output.line("[" + ",".join(output.record(r) for r in records) + "]")
+        output.line("[" + ",".join(wire(r) for r in records) + "]")
     elif not jsonl:
         from ledger_cli.cli import render
 
-        render.console().print(render.record_table(records, now))
+        render.console().print(render.record_table(records, now, kept))
         if more:
             output.line(f"… {more} more (narrow with --status/--owner/--limit, or use --jsonl)")
     return 0

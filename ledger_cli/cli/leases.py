@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from ledger_cli.engine.instant import Instant
+    from ledger_cli.engine.pause import PauseInfo
     from ledger_cli.engine.record import TaskState
 
 
@@ -29,6 +30,16 @@ class NothingReadyError(LedgerError):
     code = "nothing_ready"
     exit_code = 7
     message = "ledger: nothing is ready to claim"
+
+
+class PausedError(NothingReadyError):
+    """`claim --next` / `run --next` on a paused store (SPEC §8.3; exit 7). A
+    NothingReadyError, so a `--drain` worker stops as if nothing were ready."""
+
+    code = "paused"
+
+    def __init__(self, since: str) -> None:
+        super().__init__(f"ledger: claiming is paused ({since}); ledger resume starts it again")
 
 
 def _owner_lease(owner: str, lease: str) -> tuple[str, timedelta]:
@@ -129,8 +140,9 @@ def claim_next_timed(
     outage = Outage("claim --next --wait", DEFAULT_GIVE_UP if give_up is None else give_up)
     while True:
         sent = time.monotonic()
+        held: list[PauseInfo] = []
         try:
-            claimed = _claim_next_once(s, owner, lease_td)
+            claimed = _claim_next_once(s, owner, lease_td, held)
         except StoreError as exc:
             if wait is None or not is_outage(exc):
                 raise
@@ -142,14 +154,20 @@ def claim_next_timed(
             return claimed[0], claimed[1], sent
         left = deadline - time.monotonic()
         if left <= 0:
+            if held:
+                raise PausedError(held[0].describe())
             raise NothingReadyError()
         time.sleep(min(pause, left))
         pause = min(pause * 2, 1.0)
 
 
-def _claim_next_once(s: Session, owner: str, lease_td: timedelta) -> tuple[TaskState, int] | None:
-    """One unit: scan the ready records and claim the first that can be."""
+def _claim_next_once(
+    s: Session, owner: str, lease_td: timedelta, held: list[PauseInfo]
+) -> tuple[TaskState, int] | None:
+    """One unit: scan the ready records and claim the first that can be; on a
+    paused store (SPEC §8.3) claim nothing and append the pause to `held`."""
     from ledger_cli.cli import ready
+    from ledger_cli.engine.pause import paused
 
     # None: each unit reads the store's clock with its first ready query
     # (PostgreSQL: no round trip of its own); else --now or the clock.
@@ -161,8 +179,16 @@ def _claim_next_once(s: Session, owner: str, lease_td: timedelta) -> tuple[TaskS
     for attempt in s.writes(now):
         with attempt:
             claimed = None  # a run rolled back claimed nothing
+            del held[:]
+            # Read in the unit that claims: a claim either saw the pause or
+            # landed before `pause` returned.
+            pause_now = paused(s.store, for_claim=True)
+            if pause_now is not None:
+                held.append(pause_now)
             found = (
-                (now, ready.ready_iter(s.store, s.load, now))
+                None
+                if pause_now is not None
+                else (now, ready.ready_iter(s.store, s.load, now))
                 if now is not None
                 else ready.ready_at_clock(s.store, s.load)  # None: no candidate
             )

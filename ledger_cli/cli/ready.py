@@ -18,6 +18,7 @@ TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from ledger_cli.engine.instant import Instant
     from ledger_cli.engine.record import TaskState
+    from ledger_cli.engine.schedule import Schedule
 
 Loader = Callable[[str], "TaskState | None"]
 
@@ -60,11 +61,38 @@ def _memo(load: Loader) -> Loader:
     return cached
 
 
-def ready_records(candidates: Iterable[TaskState], load: Loader, now: Instant) -> list[TaskState]:
-    """The ready records among `candidates`, oldest first (CreatedAt, then key)."""
+def ready_records(
+    candidates: Iterable[TaskState],
+    load: Loader,
+    now: Instant,
+    schedules: dict[str, Schedule] | None = None,
+) -> list[TaskState]:
+    """The ready records among `candidates`, in the Ready order: oldest first
+    (CreatedAt, then key); with `schedules` (SPEC §8.2), priority first, then the
+    due instant, then key, and a task not yet due is not ready."""
     cached = _memo(load)
-    pool = sorted((r for r in candidates if claimable(r, now)), key=order_key)
+    if not schedules:
+        pool = sorted((r for r in candidates if claimable(r, now)), key=order_key)
+    else:
+        from ledger_cli.engine import schedule
+
+        get = schedules.get
+        pool = sorted(
+            (r for r in candidates if claimable(r, now) and schedule.is_due(r, get(r.key), now)),
+            key=lambda r: schedule.order_key(r, get(r.key)),
+        )
     return [r for r in pool if needs_satisfied(r, cached)]
+
+
+def _scheduled(store: object) -> dict[str, Schedule] | None:
+    """The store's schedules when it keeps any and its ready index does not
+    order by them itself (`orders_schedules`); else None (the index's order
+    is the Ready order)."""
+    from ledger_cli.engine import schedule
+
+    if getattr(store, "orders_schedules", False) or not schedule.any_kept(store):  # type: ignore[arg-type]
+        return None
+    return schedule.every(store)  # type: ignore[arg-type]
 
 
 def candidates(store: object) -> list[TaskState]:
@@ -88,8 +116,9 @@ def ready_iter(store: object, load: Loader, now: Instant) -> Iterator[TaskState]
     source: Callable[[Instant], Iterable[TaskState]] | None = getattr(
         store, "ready_candidates", None
     )
-    if source is None:
-        yield from ready_records(candidates(store), load, now)
+    schedules = _scheduled(store)
+    if source is None or schedules is not None:
+        yield from ready_records(candidates(store), load, now, schedules)
         return
     for rec in source(now):
         if is_ready(rec, cached, now):
@@ -127,7 +156,9 @@ def count_ready(store: object, load: Loader, now: Instant) -> tuple[int, TaskSta
     split = getattr(store, "ready_split", None)
     count = apart = 0
     first: TaskState | None = None
-    if split is None:
+    from ledger_cli.engine import schedule
+
+    if split is None or schedule.any_kept(store):  # type: ignore[arg-type]
         for rec in ready_iter(store, load, now):
             if not nameable(rec.key):
                 apart += 1
@@ -156,6 +187,10 @@ def ready_at_clock(store: object, load: Loader) -> tuple[Instant, Iterator[TaskS
     inside the open batch by its first ready query (`ready_at_clock`, which the
     store must have: `Session.unit_now`); None when no candidate came (then no
     clock was read, and nothing is ready)."""
+    if _scheduled(store) is not None:  # the index's order is not the Ready order
+        store_now: Callable[[], Instant] = store.now  # type: ignore[attr-defined]
+        now = store_now()
+        return now, ready_iter(store, load, now)
     source: Callable[[], tuple[Instant, Iterable[TaskState]] | None]
     source = store.ready_at_clock  # type: ignore[attr-defined]
     got = source()

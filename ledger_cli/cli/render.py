@@ -22,6 +22,7 @@ from rich.tree import Tree
 
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
+from ledger_cli.engine.schedule import Schedule
 
 STATUS_STYLE: dict[str, str] = {
     "pending": "cyan",
@@ -101,7 +102,11 @@ def needs_text(needs: Sequence[str] | None) -> str:
     return ", ".join(needs) if needs else ""
 
 
-def record_table(records: Iterable[TaskState], now: Instant) -> Table:
+def record_table(
+    records: Iterable[TaskState], now: Instant, schedules: Mapping[str, Schedule] | None = None
+) -> Table:
+    """The `list` table; with `schedules` (SPEC §8.1, §8.2) a priority and a
+    not-before column too (the not-before only while it is in the future)."""
     table = Table(
         box=box.SIMPLE_HEAD,
         show_edge=False,
@@ -122,7 +127,15 @@ def record_table(records: Iterable[TaskState], now: Instant) -> Table:
         ("updated", "left"),
     ):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    if schedules:
+        table.add_column("prio", justify="right")
+        table.add_column("not before", justify="left")
     for rec in records:
+        extra: list[Text | str] = []
+        if schedules:
+            kept = schedules.get(rec.key)
+            nb = kept[0] if kept is not None and kept[0] > now else None
+            extra = [str(kept[1]) if kept is not None else "0", when(nb) if nb else ""]
         table.add_row(
             Text(rec.key),
             status_text(rec.status),
@@ -133,12 +146,17 @@ def record_table(records: Iterable[TaskState], now: Instant) -> Table:
             Text(needs_text(rec.needs)),
             Text(rec.blocked_by),
             when(rec.updated_at),
+            *extra,
         )
     return table
 
 
 def state_panel(
-    rec: TaskState, now: Instant, need_status: Mapping[str, str | None], task_json: str
+    rec: TaskState,
+    now: Instant,
+    need_status: Mapping[str, str | None],
+    task_json: str,
+    schedule: Schedule | None = None,
 ) -> Panel:
     """One record as a panel; each need shows its own status (or "never admitted")."""
     grid = Table.grid(padding=(0, 2))
@@ -172,6 +190,11 @@ def state_panel(
         grid.add_row("needs", needs if rec.needs else Text("[]"))
     if rec.blocked_by:
         grid.add_row("blocked by", Text(rec.blocked_by))
+    if schedule is not None and schedule[1]:
+        grid.add_row("priority", str(schedule[1]))
+    if schedule is not None and schedule[0] > now:
+        wait = duration((schedule[0] - now).total_seconds())
+        grid.add_row("not before", Text(f"{schedule[0]} (in {wait})"))
     grid.add_row("task", Text(task_json))
     grid.add_row("rev", str(rec.rev))
     grid.add_row("created", _stamp(rec.created_at, rec.created_by))

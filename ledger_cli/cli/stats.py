@@ -42,6 +42,8 @@ class Stats:
     """Ready by the rule, but keyed with bytes that are not valid UTF-8 (the
     Go service's): `claim --next` never hands one out, so `ready` and the
     oldest age leave them out and count them here."""
+    paused: bool = False  # SPEC §8.3
+    scheduled: int = 0  # SPEC §8.1: pending tasks not yet due
 
     def to_obj(self) -> dict[str, Any]:
         return {
@@ -51,6 +53,8 @@ class Stats:
             "expired_leases": self.expired_leases,
             "oldest_ready_age_seconds": self.oldest_ready_age_seconds,
             "ready_invalid_keys": self.ready_invalid_keys,
+            "paused": self.paused,
+            "scheduled": self.scheduled,
         }
 
     def note(self) -> str | None:
@@ -131,13 +135,42 @@ def gather(store: Store, now: Instant) -> tuple[Stats, dict[str, TaskState] | No
         def load(key: str) -> TaskState | None:  # a pruned need: from the store
             return records[key] if key in records else store.load(key)
 
-        found = ready.ready_records(records.values(), load, now)
+        from ledger_cli.engine import schedule
+
+        kept = schedule.every(store) if schedule.any_kept(store) else None
+        found = ready.ready_records(records.values(), load, now, kept)
         claimable = [r for r in found if ready.nameable(r.key)]  # as claim --next
         apart = len(found) - len(claimable)
         ready_count, first = len(claimable), (claimable[0] if claimable else None)
     oldest = None if first is None else max(now.unix_ns - first.created_at.unix_ns, 0) / 1e9
-    figures = Stats(counts, pruned_count(store), ready_count, expired, oldest, apart)
+    from ledger_cli.engine.pause import paused
+
+    is_paused = paused(store) is not None
+    figures = Stats(
+        counts,
+        pruned_count(store),
+        ready_count,
+        expired,
+        oldest,
+        apart,
+        is_paused,
+        _scheduled(store, now),
+    )
     return figures, records
+
+
+def _scheduled(store: Store, now: Instant) -> int:
+    """Pending tasks whose not-before is still ahead (SPEC §8.1)."""
+    from ledger_cli.engine import schedule
+
+    if not schedule.any_kept(store):
+        return 0
+    count = 0
+    for key, (nb, _) in schedule.every(store).items():
+        if nb > now:
+            rec = store.load(key)
+            count += rec is not None and rec.status == "pending" and nb > rec.created_at
+    return count
 
 
 def prometheus_text(stats: Stats) -> str:
@@ -157,6 +190,8 @@ def prometheus_text(stats: Stats) -> str:
             "Age of the oldest ready task (0 with nothing ready).",
             stats.oldest_ready_age_seconds or 0,
         ),
+        ("ledger_paused", "1 while --next claims are paused (ledger pause), else 0.", stats.paused),
+        ("ledger_scheduled_tasks", "Pending tasks not yet due (--not-before).", stats.scheduled),
     )
     for name, help_text, value in gauges:
         Gauge(name, help_text, registry=registry).set(value)
@@ -210,6 +245,10 @@ def human(stats: Stats, to_file: bool) -> str:
     table.add_row("oldest ready", "-" if oldest is None else render.duration(oldest))
     table.add_row("pruned", str(stats.pruned))
     note = "" if stats.note() is None else f"note: {stats.note()}\n"
+    if stats.scheduled:
+        table.add_row("scheduled", str(stats.scheduled))
+    if stats.paused:
+        table.add_row("paused", "yes: --next claims wait for ledger resume")
     if to_file:  # plain text, no colours
         buf = io.StringIO()
         render.console(file=buf, width=60).print(table)

@@ -112,6 +112,8 @@ def view(store: Store, now: Instant, statuses: set[str] | None, interval: str) -
         line.append_text(render.status_text(status))
         line.append(f" {figures.counts[status]}  ")
     line.append(f"ready {figures.ready}  expired leases {figures.expired_leases}")
+    if figures.scheduled:
+        line.append(f"  scheduled {figures.scheduled}")
     if figures.oldest_ready_age_seconds is not None:
         line.append(f"  oldest ready {render.duration(figures.oldest_ready_age_seconds)}")
     shown, total = unfinished(
@@ -119,6 +121,13 @@ def view(store: Store, now: Instant, statuses: set[str] | None, interval: str) -
     )
     header = Text(f"ledger watch · every {interval} · q to quit · {now}", style="dim")
     parts: list[object] = [header, line, Text(""), render.record_table(shown, now)]
+    if figures.paused:  # SPEC §8.3: a banner while --next claims are paused
+        from ledger_cli.engine.pause import paused
+
+        held = paused(store)
+        since = held.describe() if held is not None else ""
+        banner = f" PAUSED {since}: --next claims wait for ledger resume "
+        parts.insert(1, Text(banner, style="bold white on red"))
     if total > len(shown):
         parts.append(Text(f"… and {total - len(shown)} more", style="dim"))
     if not shown:

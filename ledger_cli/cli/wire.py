@@ -20,9 +20,12 @@ if TYPE_CHECKING:
 
 
 def snapshot(settings: Settings, out: str | None = None) -> int:
+    from ledger_cli.engine import schedule, wireext
+
     with Session(settings) as s:
         snap = s.ledger.snapshot()
-    data = snap.encode()
+        kept = schedule.every(s.store) if schedule.any_kept(s.store) else {}
+    data = wireext.encode(snap.tasks, kept) if kept else snap.encode()
     count = len(snap.tasks or ())
     if out is None or out == "-":
         sys.stdout.flush()
@@ -85,6 +88,9 @@ def restore(settings: Settings, source: str) -> int:
         source, "snapshot", MAX_INPUT_BYTES, "restore it in parts (split its Tasks array)"
     )
     snap = Snapshot.decode(data)
+    from ledger_cli.engine import schedule, wireext
+
+    extensions = wireext.decode(data)
     tasks = snap.tasks or ()
     _check_keys(tasks)
     with Session(settings) as s:
@@ -110,6 +116,8 @@ def restore(settings: Settings, source: str) -> int:
             # Go's Restore step (an insert-if-absent), after a re-check under the lock.
             if s.load(rec.key) is not None or not s.store.compare_and_swap(rec.key, None, rec):
                 raise RestoreConflictError(_landed(rec.key, landed, tasks))
+            if rec.key in extensions:  # SPEC §8.1: the extra members, in the same block
+                schedule.put(s.store, rec.key, extensions[rec.key])
             block_records.append(rec)
 
         chunked(tasks, block, insert, gap=gap_for(s.store))

@@ -23,10 +23,13 @@ def admit(
     task: Any,
     now: Instant,
     needs: tuple[str, ...] | None,
+    seen: list[TaskState] | None = None,
 ) -> bool:
     """Record a task once per key; a duplicate, lower sequence or terminal record is a no-op.
 
-    `needs` is None when the caller named none (it encodes as `null`).
+    `needs` is None when the caller named none (it encodes as `null`). On a
+    no-op, the record that made it one is appended to `seen` when given (the
+    outcome of SPEC §8.4 is judged from that very record: engine/conflict.py).
     """
     if key == "":
         raise ValidationError("ledger: idempotency key must not be empty")
@@ -36,8 +39,8 @@ def admit(
         # no block can follow, and the admission takes no lock.
         from ledger_cli.engine.serial import blocking_writes
 
-        return blocking_writes(core, _admit, core, actor, key, seq, task, now, needs)
-    return _admit(core, actor, key, seq, task, now, needs)
+        return blocking_writes(core, _admit, core, actor, key, seq, task, now, needs, seen)
+    return _admit(core, actor, key, seq, task, now, needs, seen)
 
 
 def _all_completed(core: Core, needs: tuple[str, ...]) -> bool:
@@ -56,11 +59,14 @@ def _admit(
     task: Any,
     now: Instant,
     needs: tuple[str, ...] | None,
+    seen: list[TaskState] | None = None,
 ) -> bool:
     while True:
         cur = core.store.load(key)
         if cur is not None:
             if is_terminal(cur.status) or not seq > cur.sequence:
+                if seen is not None:
+                    seen.append(cur)
                 return False
             created_by, created_at, fence = cur.created_by, cur.created_at, cur.fence
         else:

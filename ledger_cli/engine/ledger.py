@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from ledger_cli.engine.blocks import Blocks
+    from ledger_cli.engine.conflict import Outcome
     from ledger_cli.engine.events import Bus
     from ledger_cli.engine.snapshot import Snapshot
     from ledger_cli.engine.store import Store
@@ -49,6 +50,39 @@ class Ledger:
     def admit(self, actor: str, key: str, seq: int, task: Any, now: TimeLike, *needs: str) -> bool:
         return admission.admit(
             self._core, actor, key, seq, task, Instant.coerce(now), tuple(needs) or None
+        )
+
+    def admit_outcome(
+        self,
+        actor: str,
+        key: str,
+        seq: int,
+        task: Any,
+        now: TimeLike,
+        *needs: str,
+        not_before: TimeLike | None = None,
+        priority: int = 0,
+    ) -> Outcome:
+        """`admit`, telling what happened: admitted, duplicate, stale or conflict.
+
+        An extension beyond the Go package (SPEC §8.4; engine/conflict.py):
+        the same writes as `admit`, whose bool is `outcome.admitted`; a write
+        also keeps `not_before` and `priority` (SPEC §8.1, §8.2;
+        engine/schedule.py).
+        """
+        from ledger_cli.engine import conflict
+        from ledger_cli.engine.schedule import normal
+
+        nb = Instant.coerce(not_before) if not_before is not None else None
+        return conflict.admit(
+            self._core,
+            actor,
+            key,
+            seq,
+            task,
+            Instant.coerce(now),
+            tuple(needs) or None,
+            normal(nb, priority),
         )
 
     def claim(self, actor: str, key: str, owner: str, lease: timedelta, now: TimeLike) -> int:

@@ -51,6 +51,8 @@ class MemStore:
         self._floor = 0
         self._history: list[HistoryEntry] = []
         self._pruned: set[str] = set()
+        self._pause: tuple[str, str, str] | None = None  # SPEC §8.3 (engine/pause.py)
+        self._schedules: dict[str, tuple[Instant, int]] = {}  # SPEC §8.1 (engine/schedule.py)
         self._needed_by: dict[str, set[str]] = {}  # need -> keys naming it (`dependents`)
 
     def forgets(self) -> bool:
@@ -105,6 +107,7 @@ class MemStore:
             del self._tasks[head]
             self._link(head, rec.needs, None)
             self._pruned.discard(head)
+            self._schedules.pop(head, None)  # an evicted key's schedule goes with it
 
     def _link(self, key: str, old: Iterable[str] | None, new: Iterable[str] | None) -> None:
         """Move `key` in the reverse needs map from its `old` needs to its `new` ones."""
@@ -172,6 +175,33 @@ class MemStore:
         with self._lock:
             entries = list(self._history)
         return iter([e for e in entries if key is None or e.key == key])
+
+    def schedule_of(self, key: str) -> tuple[Instant, int] | None:
+        with self._lock:
+            return self._schedules.get(key)
+
+    def set_schedule(self, key: str, value: tuple[Instant, int] | None) -> None:
+        with self._lock:
+            if value is None:
+                self._schedules.pop(key, None)
+            else:
+                self._schedules[key] = value
+
+    def schedules(self) -> dict[str, tuple[Instant, int]]:
+        with self._lock:
+            return dict(self._schedules)
+
+    def has_schedules(self) -> bool:
+        with self._lock:
+            return bool(self._schedules)
+
+    def read_pause(self, for_claim: bool = False) -> tuple[str, str, str] | None:
+        with self._lock:
+            return self._pause
+
+    def write_pause(self, state: tuple[str, str, str] | None) -> None:
+        with self._lock:
+            self._pause = state
 
     def batch(self) -> contextlib.nullcontext[None]:
         return contextlib.nullcontext()

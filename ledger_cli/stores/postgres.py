@@ -36,7 +36,7 @@ from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
 from ledger_cli.engine.rerun import rerun
 from ledger_cli.errors import StoreConflictError, StoreError, StoreUnavailableError
-from ledger_cli.stores import _pgtx, _readysql, _sql
+from ledger_cli.stores import _duepg, _pausesql, _pgtx, _readysql, _schedulesql, _sql
 from ledger_cli.stores.history import HistoryEntry
 
 if TYPE_CHECKING:
@@ -77,6 +77,8 @@ _DDL: tuple[str, ...] = (
     " fence numeric(20,0) NOT NULL CHECK (fence BETWEEN 0 AND 18446744073709551615),"
     " data text NOT NULL)",
     "CREATE INDEX IF NOT EXISTS ledger_history_key ON ledger_history (key, id)",
+    *_pausesql.PG_DDL,
+    *_schedulesql.PG_DDL,
 )
 
 _SCHEMA_CHECK = """
@@ -87,6 +89,12 @@ SELECT
   to_regclass(quote_ident(current_schema()) || '.ledger_tasks_claimable') IS NOT NULL,
   to_regclass(quote_ident(current_schema()) || '.ledger_history') IS NOT NULL,
   to_regclass(quote_ident(current_schema()) || '.ledger_history_key') IS NOT NULL,
+  to_regclass(quote_ident(current_schema()) || '.ledger_pause') IS NOT NULL,
+  to_regclass(quote_ident(current_schema()) || '.ledger_schedule') IS NOT NULL,
+  to_regclass(quote_ident(current_schema()) || '.ledger_due') IS NOT NULL,
+  EXISTS (SELECT 1 FROM pg_proc WHERE proname = 'ledger_due_sync'
+    AND pronamespace = to_regnamespace(quote_ident(current_schema()))
+    AND strpos(prosrc, %s) > 0),
   EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'ledger_ready_sync'
     AND tgrelid = to_regclass(quote_ident(current_schema()) || '.ledger_tasks')),
   EXISTS (SELECT 1 FROM pg_proc WHERE proname = 'ledger_ready_sync'
@@ -117,6 +125,13 @@ _CLOCKED_LOAD = (
     + " FROM (SELECT 1) c LEFT JOIN ledger_tasks t ON t.key = %s"
 )
 _CLOCKED_PAGE = _readysql.clocked_page_sql(_sql.SELECT_COLUMNS, _readysql.PG_LEASE)
+_CLAIM_START = (
+    "SELECT paused, since, actor, reason, clock_timestamp(),"
+    " (SELECT min(rank) FROM ledger_due WHERE rank > -1000001)"
+    " FROM ledger_pause WHERE id = 1 FOR SHARE"
+)
+"""A `--next` claim's first statement: the pause (read FOR SHARE, SPEC §8.3), the
+server's clock and the first priority level of the due index (SPEC §8.2)."""
 _BY_STATUS = f"SELECT {_sql.SELECT_COLUMNS} FROM ledger_tasks WHERE status = ANY(%s)"
 _BY_STATUS_HEAD = f'{_BY_STATUS} ORDER BY key COLLATE "C" LIMIT %s'
 _BLOCKED_BY = "SELECT DISTINCT blocked_by FROM ledger_tasks WHERE status = 'blocked'"
@@ -229,6 +244,11 @@ class PostgresStore:
         Every write to ledger_tasks goes through compare_and_swap, which keeps
         it current; a statement writing ledger_tasks otherwise must drop the
         keys it touches."""
+        self._claim_start: tuple[Instant, int | None] | None = None
+        """The server's clock and the first priority level of ledger_due, read
+        with a `--next` claim's pause check (`read_pause(for_claim=True)`, one
+        round trip for the three) for that claim's `ready_at_clock`; dropped by
+        it, and at the batch's end."""
         self._preloaded: dict[str, TaskState | None] = {}
         """Rows `now_with` read (plainly, no lock) for the next `load` of their
         key in this batch, which takes them (once): that load then costs no
@@ -316,7 +336,7 @@ class PostgresStore:
 
     def _setup(self) -> None:
         with self._errors("schema"):
-            args = (list(_sql.ALL_COLUMNS), _readysql.PG_SYNC_VERSION)
+            args = (list(_sql.ALL_COLUMNS), _duepg.DUE_VERSION, _readysql.PG_SYNC_VERSION)
             row = self._conn.execute(_SCHEMA_CHECK, args).fetchone()
             if row is not None and row[0] == len(_sql.ALL_COLUMNS) and all(row[1:]):
                 return  # up to date: no DDL, no lock
@@ -330,6 +350,14 @@ class PostgresStore:
                 else:  # an older trigger function: replace it (the index stays)
                     for ddl in _readysql.PG_DDL:
                         self._conn.execute(ddl)
+                # The Ready order of SPEC §8.2 (stores/_duepg.py): built by the first
+                # opener that finds it missing or older, then kept by its triggers.
+                row = self._conn.execute(_duepg.INSTALLED, (_duepg.DUE_VERSION,)).fetchone()
+                for ddl in _duepg.DDL:
+                    self._conn.execute(ddl)
+                if row is None or not row[0]:
+                    for sql in _duepg.REBUILD:
+                        self._conn.execute(sql)
 
     def _ready_installed(self) -> bool:
         row = self._conn.execute(
@@ -460,7 +488,51 @@ class PostgresStore:
                 rows = self._conn.execute(_BLOCKED_BY).fetchall()
         return [str(row[0]) for row in rows]
 
+    orders_schedules = True
+    """`ready_candidates` yields the Ready order of SPEC §8.2 and leaves out tasks
+    not yet due (stores/_duepg.py): cli/ready.py needs no scan."""
+
     def ready_candidates(
+        self, now: Instant | None = None, first_rank: tuple[int | None] | None = None
+    ) -> Iterator[TaskState]:
+        """Pending and claimed records whose direct needs are all completed and
+        that are due, in the Ready order (priority, due, key), through the
+        trigger-kept `ledger_due` table (stores/_duepg.py). Inside a batch each
+        is read with FOR UPDATE SKIP LOCKED, one row at a time, as below."""
+        locking = self._depth > 0
+        page = 1 if locking else 16
+        sql = _duepg.page_sql(_sql.SELECT_COLUMNS, _readysql.PG_LEASE, lock=locking, limit=page)
+        at = _readysql.sortable(now)
+        rank = -1_000_001
+        found: Any
+        while True:
+            if first_rank is not None:  # read already (`_claim_start`)
+                found, first_rank = first_rank, None
+            else:
+                with self._lock:
+                    self._check_open()
+                    with self._errors("ready scan"):
+                        found = self._conn.execute(_duepg.NEXT_RANK, (rank,)).fetchone()
+            if found is None or found[0] is None:
+                return
+            rank = int(found[0])
+            after = ("", "")
+            while True:
+                with self._lock:
+                    self._check_open()
+                    with self._errors("ready scan"):
+                        args = (rank, at, after[0], after[1], at)
+                        rows = list(self._conn.execute(sql, args).fetchall())
+                    recs = [_sql.row_to_state(row[:-1]) for row in rows]
+                    if locking and self._depth:  # locked until the batch ends
+                        for rec in recs:
+                            self._held[rec.key] = rec
+                yield from recs
+                if len(rows) < page:
+                    break
+                after = (str(rows[-1][-1]), str(rows[-1][0]))
+
+    def _ready_candidates_created(
         self, now: Instant | None = None, *, after: tuple[str, str] = ("", "")
     ) -> Iterator[TaskState]:
         """Pending and claimed records whose direct needs are all completed, in
@@ -520,9 +592,19 @@ class PostgresStore:
         the candidates."""
         with self._lock:
             self._check_open()
-            if not self._depth:
-                now = self.now()
-                return now, self.ready_candidates(now)
+            start, self._claim_start = self._claim_start, None
+            if self.orders_schedules or not self._depth:  # the clock, then the due index
+                if start is not None and self._depth:  # read with the pause check
+                    now, cands = start[0], self.ready_candidates(start[0], (start[1],))
+                else:
+                    now = self.now()
+                    cands = self.ready_candidates(now)
+                if not self._depth:
+                    return now, cands
+                head = next(cands, None)
+                if head is None:
+                    return None  # no candidate: nothing to judge
+                return now, itertools.chain((head,), cands)
             with self._errors("ready scan"):
                 rows = self._conn.execute(_CLOCKED_PAGE).fetchall()
             if not rows:
@@ -531,7 +613,7 @@ class PostgresStore:
             now = Instant.from_datetime(row[-1]).utc()
             first = _sql.row_to_state(row[:-2])
             self._held[first.key] = first  # locked (FOR UPDATE) until the batch ends
-        rest = self.ready_candidates(now, after=(str(row[-2]), str(row[0])))
+        rest = self._ready_candidates_created(now, after=(str(row[-2]), str(row[0])))
         return now, itertools.chain((first,), rest)
 
     # -- prune (SPEC §6.4; engine/prune.py): pruned keys in ledger_pruned ----------
@@ -599,6 +681,64 @@ class PostgresStore:
                 row = self._conn.execute("SELECT count(*) FROM ledger_pruned").fetchone()
         return int(row[0]) if row is not None else 0
 
+    def schedule_of(self, key: str) -> tuple[Instant, int] | None:
+        """A key's not-before and priority (SPEC §8.1; stores/_schedulesql.py)."""
+        if not _sql.is_utf8(key):
+            return None
+        with self._lock:
+            self._check_open()
+            with self._errors("schedule"):
+                row = self._conn.execute(
+                    _schedulesql.sql(_schedulesql.SELECT_ONE, "%s"), (key,)
+                ).fetchone()
+        return _schedulesql.value_of(*row) if row is not None else None
+
+    def set_schedule(self, key: str, value: tuple[Instant, int] | None) -> None:
+        _no_nul(key)
+        with self.batch(), self._lock, self._errors("schedule"):
+            if value is None:
+                self._conn.execute(_schedulesql.sql(_schedulesql.DELETE, "%s"), (key,))
+            else:
+                args = (key, *_schedulesql.params(value))
+                self._conn.execute(_schedulesql.sql(_schedulesql.UPSERT, "%s"), args)
+
+    def schedules(self) -> dict[str, tuple[Instant, int]]:
+        with self._lock:
+            self._check_open()
+            with self._errors("schedule"):
+                rows = self._conn.execute(_schedulesql.SELECT_ALL).fetchall()
+        return {str(k): _schedulesql.value_of(nb, p) for k, nb, p in rows}
+
+    def has_schedules(self) -> bool:
+        with self._lock:
+            self._check_open()
+            with self._errors("schedule"):
+                row = self._conn.execute(_schedulesql.ANY).fetchone()
+        return bool(row and row[0])
+
+    def read_pause(self, for_claim: bool = False) -> tuple[str, str, str] | None:
+        """The pause (SPEC §8.3; stores/_pausesql.py). A `--next` claim reads the
+        row FOR SHARE in its transaction, so `pause`'s UPDATE waits for it."""
+        with self._lock:
+            self._check_open()
+            if not (for_claim and self._depth):
+                with self._errors("pause"):
+                    row = self._conn.execute(_pausesql.READ).fetchone()
+                return _pausesql.state_of(row)
+            with self._errors("pause"):
+                row = self._conn.execute(_CLAIM_START).fetchone()
+            if row is None:
+                return None
+            self._claim_start = (
+                Instant.from_datetime(row[4]).utc(),
+                None if row[5] is None else int(row[5]),
+            )
+        return _pausesql.state_of(row[:4])
+
+    def write_pause(self, state: tuple[str, str, str] | None) -> None:
+        with self.batch(), self._lock, self._errors("pause"):
+            self._conn.execute(_pausesql.WRITE_PG, _pausesql.params(state))
+
     def status_counts(self) -> dict[str, int]:
         """Unpruned records by status, counted in SQL (`ledger stats`)."""
         with self._lock:
@@ -614,7 +754,7 @@ class PostgresStore:
             with self._errors("ready index check"):
                 return [
                     f"ready index: {what}: {row[0]!r}"
-                    for what, sql in _readysql.PG_CHECKS
+                    for what, sql in (*_readysql.PG_CHECKS, *_duepg.CHECKS)
                     for row in self._conn.execute(sql + " LIMIT 20").fetchall()
                 ]
 
@@ -622,7 +762,7 @@ class PostgresStore:
         """Rebuild the ready index from `ledger_tasks` (`ledger doctor --fix`)."""
         with self.batch(), self._errors("ready index rebuild"):
             self._conn.execute("LOCK TABLE ledger_tasks IN SHARE ROW EXCLUSIVE MODE")
-            for ddl in (*_readysql.PG_DDL, *_readysql.PG_REBUILD):
+            for ddl in (*_readysql.PG_DDL, *_readysql.PG_REBUILD, *_duepg.DDL, *_duepg.REBUILD):
                 self._conn.execute(ddl)
 
     @contextlib.contextmanager
@@ -653,6 +793,7 @@ class PostgresStore:
                     self._blocks_depth = 0
                 if not done or self._depth == 0:
                     self._held.clear()  # rolled back, or the locks are gone
+                    self._claim_start = None
                     self._preloaded.clear()
 
     def now(self) -> Instant:

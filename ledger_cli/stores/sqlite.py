@@ -44,7 +44,7 @@ from typing import Any
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState, byte_order
 from ledger_cli.errors import StoreError, StoreUnavailableError
-from ledger_cli.stores import _readysql, _sql
+from ledger_cli.stores import _dueindex, _pausesql, _readysql, _schedulesql, _sql
 from ledger_cli.stores.history import HistoryEntry
 
 __all__ = ["GO_DDL", "SQLiteStore"]
@@ -78,6 +78,8 @@ _EXTRA_DDL = (
     " fence INTEGER NOT NULL,"
     " data TEXT NOT NULL)",
     "CREATE INDEX IF NOT EXISTS ledger_history_key ON ledger_history (key, id)",
+    *_pausesql.SQLITE_DDL,
+    *_schedulesql.SQLITE_DDL,
 )
 
 _LOAD = f"SELECT {_sql.SELECT_COLUMNS} FROM ledger_tasks WHERE key = ?"
@@ -183,18 +185,32 @@ class SQLiteStore:
         names = {
             row[0]
             for row in self._conn.execute(
-                "SELECT name FROM sqlite_master WHERE name IN (?, ?, ?)",
-                (_sql.CLAIMABLE_INDEX, _sql.HISTORY_TABLE, _sql.HISTORY_INDEX),
+                "SELECT name FROM sqlite_master WHERE name IN (?, ?, ?, ?, ?)",
+                (
+                    _sql.CLAIMABLE_INDEX,
+                    _sql.HISTORY_TABLE,
+                    _sql.HISTORY_INDEX,
+                    _pausesql.TABLE,
+                    _schedulesql.TABLE,
+                ),
             )
         }
-        return len(names) == 3 and self._ready_installed()
+        return len(names) == 5 and self._ready_installed()
 
     def _ready_installed(self) -> bool:
-        marks = ", ".join("?" for _ in _readysql.SQLITE_OBJECTS)
+        names = (*_readysql.SQLITE_OBJECTS, *_dueindex.OBJECTS)
+        marks = ", ".join("?" for _ in names)
         found = self._conn.execute(
-            f"SELECT count(*) FROM sqlite_master WHERE name IN ({marks})", _readysql.SQLITE_OBJECTS
+            f"SELECT count(*) FROM sqlite_master WHERE name IN ({marks})", names
         ).fetchone()[0]
-        return bool(found == len(_readysql.SQLITE_OBJECTS))
+        return bool(found == len(names))
+
+    def _due_installed(self) -> bool:
+        marks = ", ".join("?" for _ in _dueindex.OBJECTS)
+        found = self._conn.execute(
+            f"SELECT count(*) FROM sqlite_master WHERE name IN ({marks})", _dueindex.OBJECTS
+        ).fetchone()[0]
+        return bool(found == len(_dueindex.OBJECTS))
 
     def _migrate(self) -> None:
         """The Go store's create-and-migrate, plus our index and history table.
@@ -222,10 +238,21 @@ class SQLiteStore:
             for ddl in _EXTRA_DDL:
                 conn.execute(ddl)
             if not self._ready_installed():  # the ready index (SPEC §6.1), built once
+                # The order of SPEC §8.2 (ledger_due) first, so that it follows
+                # every ledger_ready row the rebuild writes; a ledger_ready of an
+                # older release is rebuilt by the first opener that migrates.
+                due_missing = not self._due_installed()
+                for ddl in _dueindex.DDL[:2]:
+                    conn.execute(ddl)
                 for ddl in (*_readysql.SQLITE_TABLES, *_readysql.SQLITE_TRIGGERS):
+                    conn.execute(ddl)
+                for ddl in _dueindex.DDL[2:]:
                     conn.execute(ddl)
                 for sql in _readysql.SQLITE_REBUILD:
                     conn.execute(sql)
+                if due_missing:
+                    for sql in _dueindex.REBUILD:
+                        conn.execute(sql)
             conn.execute("COMMIT")
         except BaseException:
             with contextlib.suppress(sqlite3.Error):
@@ -400,10 +427,23 @@ class SQLiteStore:
             rows = self._fetchall("scan", sql, ())
         return [_sql.read_text(row[0], "(blocked by)", "blocked_by") for row in rows]
 
+    orders_schedules = True
+    """`ready_candidates` yields the Ready order of SPEC §8.2 and leaves out tasks
+    not yet due (stores/_dueindex.py): cli/ready.py needs no scan."""
+
     def ready_candidates(self, now: Instant | None = None) -> Iterator[TaskState]:
-        """Pending and claimed records whose direct needs are all completed, in
-        Ready order, read through the trigger-kept `ledger_ready` table."""
-        return self._ready_pages(now, None)
+        """Pending and claimed records whose direct needs are all completed and
+        that are due, in Ready order (priority, due, key), read through the
+        trigger-kept `ledger_due` table."""
+        query = _dueindex.page_sql(_sql.SELECT_COLUMNS, _readysql.SQLITE_LEASE)
+        at = _readysql.sortable(now)
+
+        def fetch(sql: str, args: tuple[Any, ...]) -> list[Any]:
+            with self._lock:
+                self._check_open()
+                return list(self._fetchall("ready scan", sql, args))
+
+        return _dueindex.candidates(fetch, query, at)
 
     def ready_split(self, now: Instant) -> tuple[int, TaskState | None, Iterator[TaskState]]:
         """`ledger stats`' ready figures with the counting done in SQL: how many
@@ -520,6 +560,46 @@ class SQLiteStore:
                 row = self._conn.execute("SELECT count(*) FROM ledger_pruned").fetchone()
         return int(row[0]) if row is not None else 0
 
+    def schedule_of(self, key: str) -> tuple[Instant, int] | None:
+        """A key's not-before and priority (SPEC §8.1; stores/_schedulesql.py)."""
+        with self._lock:
+            self._check_open()
+            one = _schedulesql.sql(_schedulesql.SELECT_ONE, "?")
+            rows = self._fetchall("schedule", one, (key,))
+        return _schedulesql.value_of(*rows[0]) if rows else None
+
+    def set_schedule(self, key: str, value: tuple[Instant, int] | None) -> None:
+        with self.batch(), self._lock, self._errors("schedule"):
+            if value is None:
+                self._conn.execute(_schedulesql.sql(_schedulesql.DELETE, "?"), (key,))
+            else:
+                args = (key, *_schedulesql.params(value))
+                self._conn.execute(_schedulesql.sql(_schedulesql.UPSERT, "?"), args)
+
+    def schedules(self) -> dict[str, tuple[Instant, int]]:
+        with self._lock:
+            self._check_open()
+            rows = self._fetchall("schedule", _schedulesql.SELECT_ALL, ())
+        return {str(k): _schedulesql.value_of(nb, p) for k, nb, p in rows}
+
+    def has_schedules(self) -> bool:
+        with self._lock:
+            self._check_open()
+            rows = self._fetchall("schedule", _schedulesql.ANY, ())
+        return bool(rows and rows[0][0])
+
+    def read_pause(self, for_claim: bool = False) -> tuple[str, str, str] | None:
+        """The pause (SPEC §8.3; stores/_pausesql.py); a `--next` claim reads it in
+        its BEGIN IMMEDIATE batch, which `pause` cannot interleave with."""
+        with self._lock:
+            self._check_open()
+            rows = self._fetchall("pause", _pausesql.READ, ())
+        return _pausesql.state_of(rows[0] if rows else None)
+
+    def write_pause(self, state: tuple[str, str, str] | None) -> None:
+        with self.batch(), self._lock, self._errors("pause"):
+            self._conn.execute(_pausesql.WRITE_SQLITE, _pausesql.params(state))
+
     def status_counts(self) -> dict[str, int]:
         """Unpruned records by status, counted in SQL (`ledger stats`)."""
         with self._lock:
@@ -534,16 +614,16 @@ class SQLiteStore:
             with self._errors("ready index check"):
                 return [
                     f"ready index: {what}: {row[0]!r}"
-                    for what, sql in _readysql.SQLITE_CHECKS
+                    for what, sql in (*_readysql.SQLITE_CHECKS, *_dueindex.CHECKS)
                     for row in self._conn.execute(sql + " LIMIT 20").fetchall()
                 ]
 
     def rebuild_ready_index(self) -> None:
         """Rebuild the ready index from `ledger_tasks` (`ledger doctor --fix`)."""
         with self.batch(), self._errors("ready index rebuild"):
-            for ddl in (*_readysql.SQLITE_TABLES, *_readysql.SQLITE_TRIGGERS):
+            for ddl in (*_readysql.SQLITE_TABLES, *_readysql.SQLITE_TRIGGERS, *_dueindex.DDL):
                 self._conn.execute(ddl)
-            for sql in _readysql.SQLITE_REBUILD:
+            for sql in (*_readysql.SQLITE_REBUILD, *_dueindex.REBUILD):
                 self._conn.execute(sql)
 
     @contextlib.contextmanager

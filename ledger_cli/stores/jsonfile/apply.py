@@ -200,6 +200,9 @@ class _ReadyWork:
         self.root, self.root_fd, self.records = root, root_fd, records
         self.read_digest = read_digest
         self.read_key = read_key
+        from ledger_cli.stores.jsonfile.schedulefile import reader
+
+        self.sched = reader(root)  # SPEC §8.2: the entries' order
         self.rfd = readyindex.open_dir(root, root_fd, create=False)
         # The manifest is read once a write (before and after share it).
         self._chunks = None if self.rfd is None else readyindex.load_chunks(root, root_fd, self.rfd)
@@ -235,7 +238,7 @@ class _ReadyWork:
         completed: list[str] = []
         for digest, (rec, _) in self.records.items():
             if rec.status in LIVE_STATUSES:
-                entry = readyindex.entry_of(rec)
+                entry = readyindex.entry_of(rec, self.sched(rec.key))
                 if entry is not None and readyindex.is_candidate(rec, self.load):
                     adds.add(entry)
             elif rec.status == "completed" and not completed_before(digest):
@@ -264,7 +267,7 @@ class _ReadyWork:
                         dep is not None
                         and key in (dep.needs or ())
                         and readyindex.is_candidate(dep, self.load)
-                        and (entry := readyindex.entry_of(dep)) is not None
+                        and (entry := readyindex.entry_of(dep, self.sched(dep.key))) is not None
                     ):
                         out.add(entry)
         finally:
@@ -276,7 +279,8 @@ class _ReadyWork:
         drops = [
             entry
             for rec, _ in self.records.values()
-            if rec.status not in LIVE_STATUSES and (entry := readyindex.entry_of(rec)) is not None
+            if rec.status not in LIVE_STATUSES
+            and (entry := readyindex.entry_of(rec, self.sched(rec.key))) is not None
         ]
         if drops and self._chunks is not None:
             self._chunks.remove(drops)

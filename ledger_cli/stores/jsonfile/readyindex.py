@@ -35,6 +35,7 @@ import bisect
 import os
 from collections.abc import Callable, Iterable, Iterator
 
+from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
 from ledger_cli.stores import _fsutil
 from ledger_cli.stores._fsutil import fail
@@ -44,22 +45,49 @@ READY_DIR = "ready"
 LEGACY_NEEDS_DIR = "needs"
 """ready/needs/: the waiter files of older releases; no longer read or written."""
 MANIFEST = "manifest"
-MANIFEST_HEADER = "ledger_cli.ready 1"
+MANIFEST_HEADER = "ledger_cli.ready 2"
+"""Version 2: entries sort in the Ready order of SPEC §8.2 (`entry_of`). A
+version 1 manifest (CreatedAt only) means "rebuild", as a missing one does."""
+OLDER_HEADER = "ledger_cli.ready 1"
+RANK = 10**22
+"""The weight of the priority in an entry's sort number (above any due instant)."""
+DUE_OFFSET = 10**21
+"""Added to the due instant's unix ns: every instant Go can hold sorts positive."""
 CHUNK_MAX = 512
 
 Entry = tuple[int, str]
-"""(CreatedAt in unix ns, the key's UTF-8 bytes in hex): sorts as the Ready order."""
+"""(sort number, the key's UTF-8 bytes in hex): sorts as the Ready order. The sort
+number is `(1000 - priority) * RANK + DUE_OFFSET + due` with `due` the later of
+CreatedAt and not-before in unix ns (SPEC §8.2): without schedules, CreatedAt
+order, as before."""
+Schedule = tuple[Instant, int]
 Load = Callable[[str], "TaskState | None"]
 """A record by key, or None."""
 
 
-def entry_of(rec: TaskState) -> Entry | None:
-    """The index entry of a record (None for a key no file can name: a lone surrogate)."""
+def entry_of(rec: TaskState, value: Schedule | None = None) -> Entry | None:
+    """The index entry of a record with its schedule (not-before, priority), None
+    for a key no file can name (a lone surrogate)."""
     try:
         raw = rec.key.encode("utf-8")
     except UnicodeEncodeError:
         return None
-    return (rec.created_at.unix_ns, raw.hex())
+    due = rec.created_at.unix_ns
+    priority = 0
+    if value is not None:
+        priority = value[1]
+        if value[0].unix_ns > due:
+            due = value[0].unix_ns
+    return ((1000 - priority) * RANK + DUE_OFFSET + due, raw.hex())
+
+
+def due_ns(entry: Entry) -> int:
+    return entry[0] % RANK - DUE_OFFSET
+
+
+def next_level(entry: Entry) -> Entry:
+    """The last entry sorting before every entry of the next priority level."""
+    return ((entry[0] // RANK + 1) * RANK - 1, "")
 
 
 def key_of(entry: Entry) -> str:
@@ -220,6 +248,8 @@ def load_chunks(root: str, root_fd: int, rfd: int) -> Chunks | None:
         return None
     lines = data.decode("ascii", "replace").splitlines()
     head = lines[0].split() if lines else []
+    if " ".join(head[:2]) == OLDER_HEADER:
+        return None  # an older release's order: rebuilt by the next holder of the lock
     if len(head) != 3 or " ".join(head[:2]) != MANIFEST_HEADER or not head[2].isdigit():
         raise fail(path, "corrupt ready index manifest header (ledger doctor --fix rebuilds it)")
     ids: list[int] = []
@@ -250,6 +280,9 @@ def rebuild(root: str, root_fd: int, records: Iterable[TaskState]) -> None:
     "rebuild" to the next holder of the lock.
     """
     by_key = {rec.key: rec for rec in records}
+    from ledger_cli.stores.jsonfile.schedulefile import reader
+
+    sched = reader(root)
 
     def load(key: str) -> TaskState | None:
         return by_key.get(key)
@@ -263,7 +296,7 @@ def rebuild(root: str, root_fd: int, records: Iterable[TaskState]) -> None:
         candidates = sorted(
             entry
             for rec in by_key.values()
-            if (entry := entry_of(rec)) is not None and is_candidate(rec, load)
+            if (entry := entry_of(rec, sched(rec.key))) is not None and is_candidate(rec, load)
         )
         half = CHUNK_MAX // 2
         pieces = [candidates[i : i + half] for i in range(0, len(candidates), half)] or [[]]

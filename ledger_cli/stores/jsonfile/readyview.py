@@ -20,6 +20,10 @@ _READY_PAGE = 8
 
 
 class ReadyMethods(RecordReader):
+    orders_schedules = True
+    """`ready_candidates` yields the Ready order of SPEC §8.2 and leaves out tasks
+    not yet due: the index's entries sort by priority, due instant, key."""
+
     def ready_candidates(self, now: Instant | None = None) -> Iterator[TaskState]:
         """Pending and claimed records whose direct needs are all completed, oldest
         CreatedAt first, then key, read through the ready/ index (the caller
@@ -32,14 +36,14 @@ class ReadyMethods(RecordReader):
             with io_errors(self._root), self._locked(create=False) as root_fd:
                 if root_fd is None:
                     return
-                page, after = self._ready_page(root_fd, after)
+                page, after = self._ready_page(root_fd, after, now)
             if after is None:
                 yield from page
                 return
             yield from page
 
     def _ready_page(
-        self, root_fd: int, after: readyindex.Entry | None
+        self, root_fd: int, after: readyindex.Entry | None, now: Instant | None = None
     ) -> tuple[list[TaskState], readyindex.Entry | None]:
         """The live candidates of the chunk holding the first entry past `after`,
         and the last entry looked at (None: the index ends there)."""
@@ -69,14 +73,22 @@ class ReadyMethods(RecordReader):
                 return [], None
             found: list[TaskState] = []
             stale: list[readyindex.Entry] = []
+            from ledger_cli.stores.jsonfile.schedulefile import reader
+
+            sched = reader(self._root)
             # A few live candidates per lock hold (claim --next needs the first).
             entries = entries[:_READY_PAGE]
+            last = entries[-1]
             for entry in entries:
+                if now is not None and readyindex.due_ns(entry) > now.unix_ns:
+                    # Not due yet: nor is the rest of its priority level (SPEC §8.1).
+                    last = readyindex.next_level(entry)
+                    break
                 key = readyindex.key_of(entry)
                 rec = load(key)
                 if (
                     rec is None
-                    or readyindex.entry_of(rec) != entry
+                    or readyindex.entry_of(rec, sched(rec.key)) != entry
                     or not readyindex.is_candidate(rec, load)
                 ):
                     stale.append(entry)
@@ -84,7 +96,7 @@ class ReadyMethods(RecordReader):
                     found.append(rec)
             if stale:
                 chunks.remove(stale)
-            return found, entries[-1]
+            return found, last
         finally:
             _fsutil.close_all([rfd])
 
@@ -114,10 +126,14 @@ class ReadyMethods(RecordReader):
             indexed = set(chunks.entries())
         finally:
             _fsutil.close_all([rfd])
+        from ledger_cli.stores.jsonfile.schedulefile import reader
+
+        sched = reader(self._root)
         return [
             f"ready index: ready candidate {rec.key!r} is missing"
             for rec in sorted(found.values(), key=lambda rec: rec.key)
-            if readyindex.is_candidate(rec, by_key.get) and readyindex.entry_of(rec) not in indexed
+            if readyindex.is_candidate(rec, by_key.get)
+            and readyindex.entry_of(rec, sched(rec.key)) not in indexed
         ]
 
     @store_method

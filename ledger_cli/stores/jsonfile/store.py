@@ -32,6 +32,7 @@ from ledger_cli.stores.jsonfile.locking import (
     io_errors,
     store_method,
 )
+from ledger_cli.stores.jsonfile.pausefile import PauseMethods
 from ledger_cli.stores.jsonfile.pruning import PruneMethods
 from ledger_cli.stores.jsonfile.readyview import ReadyMethods
 from ledger_cli.stores.jsonfile.records import (
@@ -39,10 +40,13 @@ from ledger_cli.stores.jsonfile.records import (
     encode_record,
     key_digest,
 )
+from ledger_cli.stores.jsonfile.schedulefile import ScheduleMethods
 from ledger_cli.stores.jsonfile.tallyview import TallyMethods
 
 
-class JsonFileStore(TallyMethods, ReadyMethods, PruneMethods, DepsMethods):
+class JsonFileStore(
+    TallyMethods, ReadyMethods, PruneMethods, DepsMethods, PauseMethods, ScheduleMethods
+):
     """A directory of JSON records; safe under many concurrent processes.
 
     `lock_timeout` bounds the wait for the store lock (StoreError after it).

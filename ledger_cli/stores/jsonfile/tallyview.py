@@ -117,6 +117,9 @@ class TallyMethods(RecordReader):
                         key=lambda r: (r.created_at.unix_ns, byte_order(r.key)),
                         default=None,
                     )
+                from ledger_cli.stores.jsonfile.schedulefile import reader
+
+                sched = reader(self._root)
                 for entry in chunks.entries():
                     key = readyindex.key_of(entry)
                     digest = key_digest(key)
@@ -124,7 +127,7 @@ class TallyMethods(RecordReader):
                     if (
                         rec is not None
                         and tally.is_plain(rec)
-                        and readyindex.entry_of(rec) == entry
+                        and readyindex.entry_of(rec, sched(rec.key)) == entry
                     ):
                         return rec
                 return None

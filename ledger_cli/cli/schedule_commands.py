@@ -1,0 +1,58 @@
+"""Declarations of `check`, `pause` and `resume` (SPEC §8.3, §8.5).
+
+Registered on the one Typer app of `commands.py` (imported at its end), as
+`operate_commands.py` is.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ledger_cli.cli.commands import Fence, Key, Owner, app, dispatch
+
+
+@app.command(
+    epilog=(
+        "Examples:\n\n\b\n"
+        '  ledger check job-7 --owner "$W" --fence "$F" && upload.sh\n'
+        "  ledger --json check job-7 --owner w1 --fence 3"
+    )
+)
+def check(ctx: typer.Context, key: Key, owner: Owner, fence: Fence) -> None:
+    """Do I still hold this lease? Exit 0 and print the time left; 5 when the
+    fence is stale, the holder is another or the lease ran out; 6 not claimed;
+    3 no record. Reads only."""
+    from ledger_cli.cli import check as check_module
+
+    dispatch(ctx, check_module.check, key=key, owner=owner, fence=fence)
+
+
+@app.command(
+    epilog=(
+        "Examples:\n\n\b\n"
+        '  ledger pause --reason "deploy freeze"\n'
+        "  ledger pause && ledger stats --json | jq .paused"
+    )
+)
+def pause(
+    ctx: typer.Context,
+    reason: Annotated[
+        str | None,
+        typer.Option("--reason", metavar="TEXT", help="Why: shown to claimers and in the log."),
+    ] = None,
+) -> None:
+    """Stop `claim --next` and `run --next` from claiming (exit 7 while paused);
+    everything else works as always."""
+    from ledger_cli.cli import pause as pause_module
+
+    dispatch(ctx, pause_module.pause, reason=reason)
+
+
+@app.command(epilog="Examples:\n\n\b\n  ledger resume")
+def resume(ctx: typer.Context) -> None:
+    """Let `claim --next` and `run --next` claim again after `ledger pause`."""
+    from ledger_cli.cli import pause as pause_module
+
+    dispatch(ctx, pause_module.resume)

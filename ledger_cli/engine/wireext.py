@@ -1,0 +1,73 @@
+"""The schedule extensions in the wire format (SPEC §8.1): a record that has a
+not-before or a priority carries them as extra members after the 14 Go
+fields, `"NotBefore"` (RFC3339Nano) and `"Priority"` (an integer), which Go's
+decoder ignores; a record without one is byte-identical to Go's encoding."""
+
+from __future__ import annotations
+
+from ledger_cli.engine.instant import Instant
+from ledger_cli.engine.wire import encode_snapshot, record_to_json
+from ledger_cli.errors import DecodeError
+
+TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
+if TYPE_CHECKING:
+    from ledger_cli.engine.record import TaskState
+    from ledger_cli.engine.schedule import Schedule
+
+
+def members(value: Schedule) -> str:
+    nb, priority = value
+    parts = []
+    if not nb.is_zero():
+        parts.append(f',"NotBefore":"{nb}"')
+    if priority:
+        parts.append(f',"Priority":{priority}')
+    return "".join(parts)
+
+
+def record_json(rec: TaskState, value: Schedule | None) -> str:
+    text = record_to_json(rec)
+    if value is None:
+        return text
+    return text[:-1] + members(value) + "}"
+
+
+def encode(tasks: tuple[TaskState, ...] | None, schedules: dict[str, Schedule]) -> bytes:
+    """`Snapshot(tasks).encode()`, with each scheduled record's extra members."""
+    if tasks is None or not schedules:
+        return encode_snapshot(tasks)
+    body = ",".join(record_json(rec, schedules.get(rec.key)) for rec in tasks)
+    return ('{"Tasks":[' + body + "]}").encode("utf-8")
+
+
+def decode(data: bytes | str) -> dict[str, Schedule]:
+    """The extensions of a snapshot that `Snapshot.decode` has accepted."""
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+    if b'"NotBefore"' not in raw and b'"Priority"' not in raw:
+        return {}
+    import json
+
+    try:
+        doc = json.loads(raw)
+    except ValueError:
+        return {}
+    tasks = doc.get("Tasks") if isinstance(doc, dict) else None
+    found: dict[str, Schedule] = {}
+    for i, obj in enumerate(tasks if isinstance(tasks, list) else ()):
+        if not isinstance(obj, dict) or ("NotBefore" not in obj and "Priority" not in obj):
+            continue
+        nb_raw = obj.get("NotBefore", "")
+        priority = obj.get("Priority", 0)
+        try:
+            nb = Instant.parse(nb_raw) if nb_raw else Instant.ZERO
+        except (ValueError, TypeError):
+            raise DecodeError(
+                f"ledger: decode: snapshot entry {i}: NotBefore is not an RFC 3339 time"
+            ) from None
+        if type(priority) is not int or not -1000 <= priority <= 1000:
+            raise DecodeError(
+                f"ledger: decode: snapshot entry {i}: Priority is not an integer from -1000 to 1000"
+            )
+        if not nb.is_zero() or priority:
+            found[str(obj.get("Key", ""))] = (nb, priority)
+    return found

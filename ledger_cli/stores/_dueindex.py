@@ -1,0 +1,136 @@
+"""The Ready order of SPEC §8.2 in the SQLite ready index: `ledger_due`.
+
+`ledger_ready` (stores/_readysql.py) keeps the candidates, every pending or
+claimed task whose direct needs are completed. `ledger_due (key, rank, due)`
+keeps the same keys in the Ready order: `rank` is minus the priority (so
+ascending is highest first), `due` the later of CreatedAt and not-before as
+the same sortable UTC text, indexed by (rank, due, key). Triggers in
+built-in SQL keep it current: on `ledger_ready` (whatever wrote the task,
+the Go service included: no schedule row means priority 0, due at
+CreatedAt) and on `ledger_schedule` (an admission's --priority/--not-before).
+
+`claim --next` walks the priority levels present, highest first (one index
+seek each: `min(rank) > r`), and within a level the rows already due in
+(due, key) order; rows not yet due sit at the end of their level and are
+never read. The cost is one seek per level present plus the candidates read,
+not the backlog. An index built by an older release (no `ledger_due`) is
+built by the first opener that migrates; `ledger doctor` checks it and
+`--fix` rebuilds it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from ledger_cli.engine.record import TaskState
+from ledger_cli.stores._readysql import _sqlite_sortkey
+
+OBJECTS = (
+    "ledger_due",
+    "ledger_due_order",
+    "ledger_due_ready_insert",
+    "ledger_due_ready_update",
+    "ledger_due_ready_delete",
+    "ledger_due_schedule_insert",
+    "ledger_due_schedule_update",
+    "ledger_due_schedule_delete",
+)
+
+_NB = _sqlite_sortkey("s.not_before")
+
+
+def _row_of(key: str, created: str) -> str:
+    """SELECT of the ledger_due row of a candidate (key, created text)."""
+    return (
+        f"SELECT {key}, -coalesce(s.priority, 0), max({created}, coalesce({_NB}, ''))"
+        f" FROM (SELECT 1) one LEFT JOIN ledger_schedule s ON s.key = {key}"
+    )
+
+
+DDL = (
+    "CREATE TABLE IF NOT EXISTS ledger_due (key TEXT PRIMARY KEY, rank INTEGER NOT NULL,"
+    " due TEXT NOT NULL) WITHOUT ROWID",
+    "CREATE INDEX IF NOT EXISTS ledger_due_order ON ledger_due (rank, due, key)",
+    "CREATE TRIGGER IF NOT EXISTS ledger_due_ready_insert AFTER INSERT ON ledger_ready BEGIN"
+    f" INSERT OR REPLACE INTO ledger_due (key, rank, due) {_row_of('NEW.key', 'NEW.created')};"
+    " END",
+    "CREATE TRIGGER IF NOT EXISTS ledger_due_ready_update AFTER UPDATE ON ledger_ready BEGIN"
+    " DELETE FROM ledger_due WHERE key = OLD.key;"
+    f" INSERT OR REPLACE INTO ledger_due (key, rank, due) {_row_of('NEW.key', 'NEW.created')};"
+    " END",
+    "CREATE TRIGGER IF NOT EXISTS ledger_due_ready_delete AFTER DELETE ON ledger_ready BEGIN"
+    " DELETE FROM ledger_due WHERE key = OLD.key;"
+    " END",
+    *(
+        f"CREATE TRIGGER IF NOT EXISTS ledger_due_schedule_{event} AFTER {event.upper()}"
+        f" ON ledger_schedule BEGIN"
+        f" DELETE FROM ledger_due WHERE key = {row}.key;"
+        " INSERT OR REPLACE INTO ledger_due (key, rank, due)"
+        f"  SELECT r.key, -coalesce(s.priority, 0), max(r.created, coalesce({_NB}, ''))"
+        f"  FROM ledger_ready r LEFT JOIN ledger_schedule s ON s.key = r.key"
+        f"  WHERE r.key = {row}.key;"
+        " END"
+        for event, row in (("insert", "NEW"), ("update", "NEW"), ("delete", "OLD"))
+    ),
+)
+
+REBUILD = (
+    "DELETE FROM ledger_due",
+    "INSERT INTO ledger_due (key, rank, due)"
+    f" SELECT r.key, -coalesce(s.priority, 0), max(r.created, coalesce({_NB}, ''))"
+    " FROM ledger_ready r LEFT JOIN ledger_schedule s ON s.key = r.key",
+)
+
+CHECKS = (
+    (
+        "a candidate missing from ledger_due (or out of its place)",
+        "SELECT r.key FROM ledger_ready r LEFT JOIN ledger_schedule s ON s.key = r.key"
+        " WHERE NOT EXISTS (SELECT 1 FROM ledger_due d WHERE d.key = r.key"
+        f" AND d.rank = -coalesce(s.priority, 0) AND d.due = max(r.created, coalesce({_NB}, '')))",
+    ),
+    (
+        "a ledger_due row that is no candidate",
+        "SELECT d.key FROM ledger_due d WHERE NOT EXISTS"
+        " (SELECT 1 FROM ledger_ready r WHERE r.key = d.key)",
+    ),
+)
+
+NEXT_RANK = "SELECT min(rank) FROM ledger_due WHERE rank > ?"
+
+
+def page_sql(columns: str, lease: str) -> str:
+    """The next due candidates of one level after (due, key), leaving out claimed
+    rows whose lease runs past now. Parameters: rank, now, due, key, now, limit."""
+    cols = ", ".join(f"t.{c.strip()}" for c in columns.split(","))
+    return (
+        f"SELECT {cols}, d.due FROM ledger_due d JOIN ledger_tasks t ON t.key = d.key"
+        " WHERE d.rank = ? AND d.due <= ? AND (d.due, d.key) > (?, ?)"
+        f" AND (t.status = 'pending' OR {lease} <= ?)"
+        " ORDER BY d.due, d.key LIMIT ?"
+    )
+
+
+def candidates(
+    fetch: Callable[[str, tuple[Any, ...]], Sequence[Sequence[Any]]],
+    page_query: str,
+    now: str,
+    page: int = 16,
+) -> Iterator[TaskState]:
+    """The due candidates in the Ready order: level by level, each by keyset."""
+    from ledger_cli.stores._sql import row_to_state
+
+    rank = -1_000_001
+    while True:
+        found = fetch(NEXT_RANK, (rank,))
+        if not found or found[0][0] is None:
+            return
+        rank = int(found[0][0])
+        after = ("", "")
+        while True:
+            rows = fetch(page_query, (rank, now, after[0], after[1], now, page))
+            for row in rows:
+                yield row_to_state(row[:-1])
+            if len(rows) < page:
+                break
+            after = (str(rows[-1][-1]), str(rows[-1][0]))

@@ -1,0 +1,97 @@
+"""The Ready order of SPEC §8.2 in the PostgreSQL ready index: `ledger_due`.
+
+As on SQLite (stores/_dueindex.py): `ledger_due (key, rank, due)` holds the
+candidates of `ledger_ready` with rank = -priority and due = the later of
+CreatedAt and not-before (sortable text), indexed by (rank, due, key), kept
+by the trigger function `ledger_due_sync` on `ledger_ready` and
+`ledger_schedule` (a row the Go service writes: priority 0, due at
+CreatedAt). `claim --next` walks the priority levels present, highest
+first, reading each level's due rows in order with `FOR UPDATE OF t SKIP
+LOCKED`, so concurrent claimers spread over the queue as before.
+"""
+
+from __future__ import annotations
+
+DUE_VERSION = "ledger_due_sync v1"
+
+DDL = (
+    'CREATE TABLE IF NOT EXISTS ledger_due (key text COLLATE "C" PRIMARY KEY,'
+    ' rank integer NOT NULL, due text COLLATE "C" NOT NULL)',
+    "CREATE INDEX IF NOT EXISTS ledger_due_order ON ledger_due (rank, due, key)",
+    "ALTER TABLE ledger_due SET (autovacuum_vacuum_scale_factor = 0,"
+    " autovacuum_vacuum_threshold = 1000)",
+    f"""CREATE OR REPLACE FUNCTION ledger_due_sync() RETURNS trigger
+LANGUAGE plpgsql AS $$
+-- {DUE_VERSION}
+DECLARE k text;
+BEGIN
+  IF TG_TABLE_NAME = 'ledger_ready' THEN
+    IF TG_OP = 'DELETE' OR (TG_OP = 'UPDATE' AND OLD.key <> NEW.key) THEN
+      DELETE FROM ledger_due WHERE key = OLD.key;
+    END IF;
+    IF TG_OP = 'DELETE' THEN RETURN NULL; END IF;
+    INSERT INTO ledger_due (key, rank, due)
+      SELECT NEW.key, -coalesce(s.priority, 0),
+             greatest(NEW.created, coalesce(ledger_sortkey(s.not_before), ''))
+      FROM (SELECT 1) one LEFT JOIN ledger_schedule s ON s.key = NEW.key
+      ON CONFLICT (key) DO UPDATE SET rank = EXCLUDED.rank, due = EXCLUDED.due;
+    RETURN NULL;
+  END IF;
+  IF TG_OP = 'DELETE' THEN k := OLD.key; ELSE k := NEW.key; END IF;
+  UPDATE ledger_due d SET rank = -coalesce(s.priority, 0),
+         due = greatest(r.created, coalesce(ledger_sortkey(s.not_before), ''))
+    FROM ledger_ready r LEFT JOIN ledger_schedule s ON s.key = r.key
+    WHERE r.key = k AND d.key = k;
+  RETURN NULL;
+END $$""",
+    "DROP TRIGGER IF EXISTS ledger_due_ready ON ledger_ready",
+    "CREATE TRIGGER ledger_due_ready AFTER INSERT OR UPDATE OR DELETE ON ledger_ready"
+    " FOR EACH ROW EXECUTE FUNCTION ledger_due_sync()",
+    "DROP TRIGGER IF EXISTS ledger_due_schedule ON ledger_schedule",
+    "CREATE TRIGGER ledger_due_schedule AFTER INSERT OR UPDATE OR DELETE ON ledger_schedule"
+    " FOR EACH ROW EXECUTE FUNCTION ledger_due_sync()",
+)
+
+_ROW = (
+    "SELECT r.key, -coalesce(s.priority, 0),"
+    " greatest(r.created, coalesce(ledger_sortkey(s.not_before), ''))"
+    " FROM ledger_ready r LEFT JOIN ledger_schedule s ON s.key = r.key"
+)
+
+REBUILD = ("DELETE FROM ledger_due", f"INSERT INTO ledger_due (key, rank, due) {_ROW}")
+
+INSTALLED = """SELECT
+  to_regclass(quote_ident(current_schema()) || '.ledger_due') IS NOT NULL
+  AND EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'ledger_due_schedule'
+    AND tgrelid = to_regclass(quote_ident(current_schema()) || '.ledger_schedule'))
+  AND EXISTS (SELECT 1 FROM pg_proc WHERE proname = 'ledger_due_sync'
+    AND pronamespace = to_regnamespace(quote_ident(current_schema()))
+    AND strpos(prosrc, %s) > 0)"""
+
+CHECKS = (
+    (
+        "a candidate missing from ledger_due (or out of its place)",
+        f"SELECT x.key FROM ({_ROW}) AS x (key, rank, due) WHERE NOT EXISTS"
+        " (SELECT 1 FROM ledger_due d WHERE d.key = x.key AND d.rank = x.rank AND d.due = x.due)",
+    ),
+    (
+        "a ledger_due row that is no candidate",
+        "SELECT d.key FROM ledger_due d WHERE NOT EXISTS"
+        " (SELECT 1 FROM ledger_ready r WHERE r.key = d.key)",
+    ),
+)
+
+NEXT_RANK = "SELECT min(rank) FROM ledger_due WHERE rank > %s"
+
+
+def page_sql(columns: str, lease: str, *, lock: bool, limit: int) -> str:
+    """The next due candidates of one level after (due, key). Parameters: rank,
+    now, due, key, now (the limit is a literal: one generic plan)."""
+    cols = ", ".join(f"t.{c.strip()}" for c in columns.split(","))
+    sql = (
+        f"SELECT {cols}, d.due FROM ledger_due d JOIN ledger_tasks t ON t.key = d.key"
+        " WHERE d.rank = %s AND d.due <= %s AND (d.due, d.key) > (%s, %s)"
+        f" AND (t.status = 'pending' OR {lease} <= %s)"
+        f" ORDER BY d.due, d.key LIMIT {int(limit)}"
+    )
+    return sql + " FOR UPDATE OF t SKIP LOCKED" if lock else sql

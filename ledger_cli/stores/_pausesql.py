@@ -1,0 +1,47 @@
+"""The pause of SPEC §8.3 on the SQL stores: the one-row table `ledger_pause`.
+
+The row always exists (made with the schema), so that PostgreSQL claimers can
+read it `FOR SHARE` and `pause`'s UPDATE waits for every claim transaction
+that read it unpaused: once `pause` has committed, no such claim is left to
+land. On SQLite every write transaction is BEGIN IMMEDIATE, which serialises
+the same way. The Go service knows nothing of the table.
+"""
+
+from __future__ import annotations
+
+TABLE = "ledger_pause"
+
+SQLITE_DDL: tuple[str, ...] = (
+    "CREATE TABLE IF NOT EXISTS ledger_pause ("
+    " id INTEGER PRIMARY KEY CHECK (id = 1),"
+    " paused INTEGER NOT NULL DEFAULT 0,"
+    " since TEXT NOT NULL DEFAULT '',"
+    " actor TEXT NOT NULL DEFAULT '',"
+    " reason TEXT NOT NULL DEFAULT '')",
+    "INSERT OR IGNORE INTO ledger_pause (id) VALUES (1)",
+)
+PG_DDL: tuple[str, ...] = (
+    "CREATE TABLE IF NOT EXISTS ledger_pause ("
+    " id integer PRIMARY KEY CHECK (id = 1),"
+    " paused integer NOT NULL DEFAULT 0,"
+    " since text NOT NULL DEFAULT '',"
+    " actor text NOT NULL DEFAULT '',"
+    " reason text NOT NULL DEFAULT '')",
+    "INSERT INTO ledger_pause (id) VALUES (1) ON CONFLICT DO NOTHING",
+)
+
+READ = "SELECT paused, since, actor, reason FROM ledger_pause WHERE id = 1"
+READ_FOR_CLAIM_PG = READ + " FOR SHARE"
+WRITE_SQLITE = "UPDATE ledger_pause SET paused = ?, since = ?, actor = ?, reason = ? WHERE id = 1"
+WRITE_PG = "UPDATE ledger_pause SET paused = %s, since = %s, actor = %s, reason = %s WHERE id = 1"
+
+
+def state_of(row: tuple[object, ...] | None) -> tuple[str, str, str] | None:
+    """A fetched row as the store's pause state (None while running or without a row)."""
+    if row is None or not row[0]:
+        return None
+    return (str(row[1]), str(row[2]), str(row[3]))
+
+
+def params(state: tuple[str, str, str] | None) -> tuple[int, str, str, str]:
+    return (0, "", "", "") if state is None else (1, *state)
