@@ -32,6 +32,7 @@ from ledger_cli.engine.attempts import KEEP_ATTEMPTS, Attempt, expired, new_part
 from ledger_cli.errors import StoreError
 from ledger_cli.stores import _fsutil
 from ledger_cli.stores._fsutil import fail
+from ledger_cli.stores.jsonfile.locking import store_method
 from ledger_cli.stores.jsonfile.records import key_digest
 
 TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
@@ -139,6 +140,7 @@ class JsonAttempts:
 
     # -- AttemptLog --------------------------------------------------------------
 
+    @store_method
     def start_attempt(self, att: Attempt) -> int:
         digest = self._digest(att.key)
         shown = self._shown(digest[:2], digest)
@@ -165,6 +167,7 @@ class JsonAttempts:
                 os.close(dir_fd)
         return n
 
+    @store_method
     def save_attempt(self, att: Attempt, output: bytes | None) -> None:
         digest = self._digest(att.key)
         shown = self._shown(digest[:2], digest)
@@ -251,6 +254,7 @@ class JsonAttempts:
         except (KeyError, TypeError, ValueError) as exc:
             raise fail(f"{shown}/{name}", f"is not an attempt file ({exc})") from None
 
+    @store_method
     def list_attempts(self, key: str) -> list[Attempt]:
         if key_digest(key) is None:
             return []
@@ -269,6 +273,7 @@ class JsonAttempts:
         finally:
             os.close(dir_fd)
 
+    @store_method
     def read_output(self, key: str, n: int, start: int = 0) -> bytes:
         if key_digest(key) is None:
             return b""
@@ -284,6 +289,7 @@ class JsonAttempts:
         finally:
             os.close(dir_fd)
 
+    @store_method
     def read_new(self, key: str, n: int, seen: int) -> tuple[Attempt | None, bytes]:
         """The header and the new bytes from one open file: consistent."""
         if key_digest(key) is None:
@@ -318,6 +324,7 @@ class JsonAttempts:
         finally:
             os.close(fd)
 
+    @store_method
     def remove_attempts(self, keys: Iterable[str]) -> int:
         removed = 0
         with self._store._locked(create=False) as root_fd:
@@ -361,9 +368,11 @@ class JsonAttempts:
             os.close(top)
         return removed
 
+    @store_method
     def attempt_keys(self) -> list[str]:
         return sorted(self.scan()[0])
 
+    @store_method
     def scan(self) -> tuple[set[str], list[str]]:
         """(every key with an attempt, the stray temporary files' paths)."""
         keys: set[str] = set()
@@ -405,6 +414,7 @@ class JsonAttempts:
             os.close(top)
         return keys, strays
 
+    @store_method
     def remove_strays(self, paths: Iterable[str]) -> int:
         """Remove stray temporary files found by `scan` (under the lock)."""
         removed = 0

@@ -13,6 +13,7 @@ import os
 
 from ledger_cli.stores import _fsutil
 from ledger_cli.stores._fsutil import fail
+from ledger_cli.stores.jsonfile.locking import store_method
 
 TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
@@ -30,6 +31,7 @@ class PauseMethods:
 
         def _locked(self, *, create: bool) -> AbstractContextManager[int | None]: ...
 
+    @store_method
     def read_pause(self, for_claim: bool = False) -> tuple[str, str, str] | None:
         self._check_open()
         shown = os.path.join(self._root, PAUSE_NAME)
@@ -49,6 +51,7 @@ class PauseMethods:
             raise fail(shown, "is not a pause file this release can read") from None
         return state
 
+    @store_method
     def write_pause(self, state: tuple[str, str, str] | None) -> None:
         self._check_open()
         shown = os.path.join(self._root, PAUSE_NAME)

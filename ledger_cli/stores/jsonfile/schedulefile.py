@@ -14,6 +14,7 @@ import os
 from ledger_cli.engine.instant import Instant
 from ledger_cli.stores import _fsutil
 from ledger_cli.stores._fsutil import fail
+from ledger_cli.stores.jsonfile.locking import store_method
 from ledger_cli.stores.jsonfile.records import key_digest
 
 TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
@@ -59,6 +60,7 @@ class ScheduleMethods:
         finally:
             os.close(root_fd)
 
+    @store_method
     def schedule_of(self, key: str) -> tuple[Instant, int] | None:
         self._check_open()
         digest = key_digest(key)
@@ -78,6 +80,7 @@ class ScheduleMethods:
         stored_key, value = _decode(data, shown)
         return value if stored_key == key else None
 
+    @store_method
     def set_schedule(self, key: str, value: tuple[Instant, int] | None) -> None:
         self._check_open()
         digest = key_digest(key)
@@ -137,6 +140,7 @@ class ScheduleMethods:
         finally:
             _fsutil.close_all([rfd, root_fd])
 
+    @store_method
     def schedules(self) -> dict[str, tuple[Instant, int]]:
         self._check_open()
         fd = self._schedule_dir(create=False)
@@ -156,6 +160,7 @@ class ScheduleMethods:
             os.close(fd)
         return found
 
+    @store_method
     def has_schedules(self) -> bool:
         self._check_open()
         fd = self._schedule_dir(create=False)
