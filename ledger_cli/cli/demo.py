@@ -136,6 +136,10 @@ def demo(settings: Settings, workers: int = 3) -> int:
     with Session(Settings(store=store)) as s:
         records = {rec.key: rec for rec in s.store.range()}
         now = s.now()
+        from ledger_cli.cli import outcome
+
+        failed = [rec.key for rec in records.values() if rec.status == "failed"]
+        marks = outcome.failure_marks(s.store, failed)  # as `ledger tree` shows them
     if settings.json:
         output.json_line(
             {
@@ -152,7 +156,7 @@ def demo(settings: Settings, workers: int = 3) -> int:
     con.print(render.record_table(records.values(), now))
     con.print()
     con.print("What the failure blocks (ledger tree):")
-    render.print_trees(con, render.failure_trees(records), "no failed tasks")
+    render.print_trees(con, render.failure_trees(records, marks), "no failed tasks")
     con.print()
     con.print(f"The store is kept at {store}; look around:", markup=False)
     for cmd in ("list", "tree announce", "state integration-tests", "log"):
