@@ -17,17 +17,7 @@ from ledger_cli.errors import FencedError, NoKeyError, NotClaimedError
 
 def left_text(ns: int) -> str:
     """A compact duration, rounded down: 45s, 4m05s, 2h03m, 3d04h (under a second: 0s)."""
-    s = ns // 1_000_000_000
-    if s < 60:
-        return f"{s}s"
-    m, s = divmod(s, 60)
-    if m < 60:
-        return f"{m}m{s:02d}s"
-    h, m = divmod(m, 60)
-    if h < 24:
-        return f"{h}h{m:02d}m"
-    d, h = divmod(h, 24)
-    return f"{d}d{h:02d}h"
+    return output.compact_duration(ns // 1_000_000_000)
 
 
 def check(settings: Settings, key: str, owner: str, fence: str) -> int:

@@ -154,3 +154,18 @@ def report_internal(exc: BaseException, json_mode: bool) -> int:
     if json_mode:
         json_line(error_object("internal", message, INTERNAL_EXIT))
     return INTERNAL_EXIT
+
+
+def compact_duration(s: int) -> str:
+    """Whole seconds as a compact duration: 45s, 4m05s, 2h03m, 3d04h (rich-free:
+    `render.duration` and `ledger check` share it)."""
+    if s < 60:
+        return f"{s}s"
+    m, s = divmod(s, 60)
+    if m < 60:
+        return f"{m}m{s:02d}s"
+    h, m = divmod(m, 60)
+    if h < 24:
+        return f"{h}h{m:02d}m"
+    d, h = divmod(h, 24)
+    return f"{d}d{h:02d}h"

@@ -20,6 +20,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
+from ledger_cli.cli import output
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
 from ledger_cli.engine.schedule import Schedule
@@ -67,17 +68,7 @@ def status_text(status: str) -> Text:
 
 def duration(seconds: float) -> str:
     """A compact duration: 45s, 4m05s, 2h03m, 3d04h."""
-    s = int(seconds)
-    if s < 60:
-        return f"{s}s"
-    m, s = divmod(s, 60)
-    if m < 60:
-        return f"{m}m{s:02d}s"
-    h, m = divmod(m, 60)
-    if h < 24:
-        return f"{h}h{m:02d}m"
-    d, h = divmod(h, 24)
-    return f"{d}d{h:02d}h"
+    return output.compact_duration(int(seconds))
 
 
 def lease_left(rec: TaskState, now: Instant) -> Text:
