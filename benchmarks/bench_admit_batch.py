@@ -131,7 +131,7 @@ def json_nodeps_kind(base: Path) -> Iterator[tuple[Opener | None, str]]:
 
 @contextlib.contextmanager
 def sqlite_kind(base: Path) -> Iterator[tuple[Opener | None, str]]:
-    from ledger_cli.stores.sqlite import SQLiteStore
+    from ledger_cli.stores.sql.sqlite import SQLiteStore
 
     def opener(r: int) -> Store:
         return SQLiteStore(base / f"sqlite-{r}.db")
@@ -153,7 +153,7 @@ def postgres_kind(url: str) -> Iterator[tuple[Opener | None, str]]:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         yield None, f"not reachable at {url}: {first}"
         return
-    from ledger_cli.stores.postgres import PostgresStore
+    from ledger_cli.stores.sql.postgres import PostgresStore
 
     prefix = f"ledger_bench_{uuid.uuid4().hex[:8]}"
     created: list[str] = []

@@ -353,7 +353,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{args.tasks} lines ({size / 1e6:.1f} MB) per command; files in {base}")
 
     from ledger_cli.stores.jsonfile import JsonFileStore
-    from ledger_cli.stores.sqlite import SQLiteStore
+    from ledger_cli.stores.sql.sqlite import SQLiteStore
 
     results: dict[str, dict[str, Any]] = {}
     skipped: dict[str, str] = {}
@@ -384,7 +384,7 @@ def main(argv: list[str] | None = None) -> int:
                 if place is None:
                     skipped["postgresql"] = f"not reachable at {args.postgres_url}"
                 else:
-                    from ledger_cli.stores.postgres import PostgresStore
+                    from ledger_cli.stores.sql.postgres import PostgresStore
 
                     kind = Kind(
                         "postgresql",

@@ -24,7 +24,7 @@ from ledger_cli.cli.context import Settings  # noqa: E402
 from ledger_cli.cli.run import run  # noqa: E402
 from ledger_cli.engine.instant import Instant  # noqa: E402
 from ledger_cli.engine.ledger import Ledger  # noqa: E402
-from ledger_cli.stores.postgres import PostgresStore  # noqa: E402
+from ledger_cli.stores.sql.postgres import PostgresStore  # noqa: E402
 from tests.pg_wire_support import Counts, WireCounter  # noqa: E402
 
 DEFAULT_PG = "postgresql://ledger:ledger@127.0.0.1:5432/ledger_test"

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from ledger_cli.stores import open_store
     from ledger_cli.stores.jsonfile import JsonFileStore
     from ledger_cli.stores.memory import MemStore, MemStoreOptions
-    from ledger_cli.stores.sqlite import SQLiteStore
+    from ledger_cli.stores.sql.sqlite import SQLiteStore
 
 _EXPORTS: dict[str, str] = {
     "Ledger": "ledger_cli.engine.ledger",
@@ -39,7 +39,7 @@ _EXPORTS: dict[str, str] = {
     "MemStore": "ledger_cli.stores.memory",
     "MemStoreOptions": "ledger_cli.stores.memory",
     "JsonFileStore": "ledger_cli.stores.jsonfile",
-    "SQLiteStore": "ledger_cli.stores.sqlite",
+    "SQLiteStore": "ledger_cli.stores.sql.sqlite",
     "open_store": "ledger_cli.stores",
 }
 

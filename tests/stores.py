@@ -67,7 +67,7 @@ def _sqlite_place(tmp: Path) -> Iterator[str]:
 
 
 def _sqlite_open(location: str, clock: Clock) -> Store:
-    from ledger_cli.stores.sqlite import SQLiteStore
+    from ledger_cli.stores.sql.sqlite import SQLiteStore
 
     return SQLiteStore(location)
 
@@ -95,7 +95,7 @@ def _postgres_place(tmp: Path) -> Iterator[str]:
 
 
 def _postgres_open(location: str, clock: Clock) -> Store:
-    from ledger_cli.stores.postgres import PostgresStore
+    from ledger_cli.stores.sql.postgres import PostgresStore
 
     return PostgresStore(location)
 

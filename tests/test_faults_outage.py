@@ -237,7 +237,7 @@ def test_postgres_store_reconnects_after_its_connection_is_killed() -> None:
 
     from ledger_cli.engine.record import TaskState
     from ledger_cli.errors import StoreUnavailableError
-    from ledger_cli.stores.postgres import PostgresStore
+    from ledger_cli.stores.sql.postgres import PostgresStore
     from tests.sql_support import fresh_schema, postgres_url
 
     with fresh_schema("ledger_outage") as conninfo, PostgresStore(conninfo) as store:

@@ -87,7 +87,7 @@ def test_sqlite_drain_waits_out_the_lock(tmp_path: Path) -> None:
 
 def test_sqlite_lock_past_the_busy_timeout_is_an_outage(tmp_path: Path) -> None:
     from ledger_cli.errors import StoreUnavailableError
-    from ledger_cli.stores.sqlite import SQLiteStore
+    from ledger_cli.stores.sql.sqlite import SQLiteStore
 
     db = tmp_path / "s.db"
     with SQLiteStore(db, busy_timeout=0.05) as store:

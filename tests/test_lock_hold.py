@@ -207,7 +207,7 @@ def test_restore_says_what_landed_when_a_writer_takes_a_key_meanwhile(tmp_path: 
     stops at it with exit 8 and names exactly what landed (the snapshot's first N)."""
     from ledger_cli.engine.instant import Instant
     from ledger_cli.engine.ledger import Ledger
-    from ledger_cli.stores.sqlite import SQLiteStore
+    from ledger_cli.stores.sql.sqlite import SQLiteStore
 
     with SQLiteStore(tmp_path / "src.db") as src:
         led = Ledger(src)

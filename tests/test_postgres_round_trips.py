@@ -1,5 +1,5 @@
 """Round trips to PostgreSQL per drained task, and the pipelined batch's
-rollback (stores/_pgtx.py). Counts through a proxy (tests/pg_wire_support.py),
+rollback (stores/sql/postgres_tx.py). Counts through a proxy (tests/pg_wire_support.py),
 never times: the same on any machine.
 """
 
@@ -15,7 +15,7 @@ from ledger_cli.cli.run import run
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.ledger import Ledger
 from ledger_cli.errors import StoreError
-from ledger_cli.stores.postgres import PostgresStore
+from ledger_cli.stores.sql.postgres import PostgresStore
 from tests.pg_wire_support import Counts, WireCounter
 from tests.sql_support import fresh_schema
 
@@ -233,13 +233,13 @@ def test_ready_at_clock_reads_the_clock_with_the_first_candidate(conninfo: str) 
 def test_the_clocked_cut_off_is_the_sortable_text_of_the_clock(conninfo: str) -> None:
     import psycopg
 
-    from ledger_cli.stores import _readysql
+    from ledger_cli.stores.sql import readyindex
 
     with psycopg.connect(conninfo, autocommit=True) as conn:
         for _ in range(20):
-            row = conn.execute(_readysql.PG_CLOCK).fetchone()
+            row = conn.execute(readyindex.PG_CLOCK).fetchone()
             assert row is not None
-            assert row[1] == _readysql.sortable(Instant.from_datetime(row[0]).utc())
+            assert row[1] == readyindex.sortable(Instant.from_datetime(row[0]).utc())
 
 
 def test_a_drain_given_now_writes_that_now_not_the_server_clock(conninfo: str) -> None:

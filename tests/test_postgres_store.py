@@ -21,7 +21,7 @@ from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.ledger import Ledger
 from ledger_cli.engine.record import TaskState, byte_order
 from ledger_cli.stores.history import HistoryEntry
-from ledger_cli.stores.postgres import PostgresStore
+from ledger_cli.stores.sql.postgres import PostgresStore
 from tests.sql_support import HOSTILE_TEXTS, fresh_schema, require_postgres
 
 T0 = Instant.parse("2024-01-01T00:00:00Z")

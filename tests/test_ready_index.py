@@ -164,7 +164,7 @@ def test_claim_next_agrees_with_the_ready_rule(kind: StoreKind, places: tuple[st
 
 def test_rows_written_by_the_go_service_are_indexed(tmp_path: Path) -> None:
     """Plain SQL, as the Go SQLiteStore writes: inserts, and updates to completed."""
-    from ledger_cli.stores.sqlite import SQLiteStore
+    from ledger_cli.stores.sql.sqlite import SQLiteStore
 
     db = tmp_path / "go.db"
     store = SQLiteStore(db)

@@ -97,7 +97,7 @@ def opposite_order_locker(url: str, first: str, then: str) -> Iterator[threading
 
 def _admit_chain(url: str) -> None:
     """`b` claimed by w1, `a` needing `b`: failing `b` locks b, then blocks a."""
-    from ledger_cli.stores.postgres import PostgresStore
+    from ledger_cli.stores.sql.postgres import PostgresStore
 
     with PostgresStore(url) as store:
         ledger = Ledger(store)
@@ -131,7 +131,7 @@ def test_a_deadlocked_command_is_run_again_and_lands_once(pg_url: str) -> None:
     # The rolled-back attempt left no line: one completion, one block.
     assert events.count("ledger.completed") == 1
     assert events.count("ledger.blocked") == 1
-    from ledger_cli.stores.postgres import PostgresStore
+    from ledger_cli.stores.sql.postgres import PostgresStore
 
     with PostgresStore(pg_url) as store:
         a, b = store.load("a"), store.load("b")
@@ -142,7 +142,7 @@ def test_a_deadlocked_command_is_run_again_and_lands_once(pg_url: str) -> None:
 def test_a_deadlocked_library_call_is_run_again_and_its_events_fire_once(pg_url: str) -> None:
     """Outside a batch, `Ledger.complete(..., "failed")` opens one of its own
     (engine/serial.py); rolled back, it is run again, its events after the commit."""
-    from ledger_cli.stores.postgres import PostgresStore
+    from ledger_cli.stores.sql.postgres import PostgresStore
 
     _admit_chain(pg_url)
     bus = Recorder()

@@ -38,10 +38,10 @@ Spec = tuple[str, str]
 def open_spec(spec: Spec) -> Store:
     kind, where = spec
     if kind == "sqlite":
-        from ledger_cli.stores.sqlite import SQLiteStore
+        from ledger_cli.stores.sql.sqlite import SQLiteStore
 
         return SQLiteStore(where)
-    from ledger_cli.stores.postgres import PostgresStore
+    from ledger_cli.stores.sql.postgres import PostgresStore
 
     return PostgresStore(where)
 
@@ -202,7 +202,7 @@ def test_claim_race_gives_one_fence_per_key_per_lease(spec: Spec) -> None:
 
 
 def _first_open(path: str, barrier: Barrier, results: Any) -> None:
-    from ledger_cli.stores.sqlite import SQLiteStore
+    from ledger_cli.stores.sql.sqlite import SQLiteStore
 
     barrier.wait()
     try:

@@ -22,7 +22,7 @@ from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.ledger import Ledger
 from ledger_cli.engine.record import TaskState, byte_order
 from ledger_cli.stores.history import HistoryEntry
-from ledger_cli.stores.sqlite import SQLiteStore
+from ledger_cli.stores.sql.sqlite import SQLiteStore
 from tests.sql_support import HOSTILE_TEXTS
 
 T0 = Instant.parse("2024-01-01T00:00:00Z")
@@ -30,7 +30,7 @@ HOUR = timedelta(hours=1)
 A = "test-actor"
 
 # The Go store's table, written out from spec/engine.md §7 (independently of
-# ledger_cli.stores.sqlite.GO_DDL, so a drift in either shows up here).
+# ledger_cli.stores.sql.sqlite.GO_DDL, so a drift in either shows up here).
 GO_DDL = """CREATE TABLE IF NOT EXISTS ledger_tasks (
     key TEXT PRIMARY KEY,
     status TEXT NOT NULL,

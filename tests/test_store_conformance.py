@@ -613,7 +613,7 @@ def test_a_missing_backend_module_is_not_available_yet(monkeypatch: pytest.Monke
     real = importlib.import_module
 
     def fake(name: str, package: str | None = None) -> Any:
-        if name == "ledger_cli.stores.sqlite":
+        if name == "ledger_cli.stores.sql.sqlite":
             raise ModuleNotFoundError(f"No module named {name!r}", name=name)
         return real(name, package)
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from ledger_cli.stores._sql import hex_bytes, is_utf8, shown
+from ledger_cli.stores.sql.codec import hex_bytes, is_utf8, shown
 
 if TYPE_CHECKING:
     from ledger_cli.cli.context import Session

@@ -4,7 +4,7 @@
 - MemStore: a dict in memory, kept with the store object;
 - JsonFileStore: files of their own under `attempts/` (stores/jsonfile/attempts.py);
 - SQLiteStore and PostgresStore: a side table `ledger_attempts`
-  (stores/_sqlattempts.py); the Go table `ledger_tasks` is not touched.
+  (stores/sql/attempts.py); the Go table `ledger_tasks` is not touched.
 
 The adapters live outside the store classes so that the stores' own modules
 stay as they are; one adapter is made per store object and kept with it.
@@ -65,11 +65,11 @@ def _make(store: object) -> AttemptLog:
 
         return JsonAttempts(store)  # type: ignore[arg-type]
     if kind == "SQLiteStore":
-        from ledger_cli.stores._sqlattempts import SQLiteAttempts
+        from ledger_cli.stores.sql.attempts import SQLiteAttempts
 
         return SQLiteAttempts(store)
     if kind == "PostgresStore":
-        from ledger_cli.stores._sqlattempts import PostgresAttempts
+        from ledger_cli.stores.sql.attempts import PostgresAttempts
 
         return PostgresAttempts(store)
     maker = getattr(store, "attempt_log", None)  # a store of its own kind

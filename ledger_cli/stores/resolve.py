@@ -157,10 +157,10 @@ def open_store(url: str) -> Store:
         return JsonFileStore(target)
     if scheme == "sqlite":
         sqlite_store = _backend(
-            "ledger_cli.stores.sqlite", "SQLiteStore", url, "use a JSON store path meanwhile"
+            "ledger_cli.stores.sql.sqlite", "SQLiteStore", url, "use a JSON store path meanwhile"
         )
         return sqlite_store(target)
     postgres_store = _backend(
-        "ledger_cli.stores.postgres", "PostgresStore", url, "use a JSON store path meanwhile"
+        "ledger_cli.stores.sql.postgres", "PostgresStore", url, "use a JSON store path meanwhile"
     )
     return postgres_store(target)

@@ -22,7 +22,7 @@ the Go store's, never writes created_at/created_by.
 
 Text that is not valid UTF-8 (the Go service writes Go strings, which are bytes)
 affects only its own row: reads use the driver's fast str decoding until a
-value fails to decode, then switch this connection to `_sql.lossless_text`
+value fails to decode, then switch this connection to `codec.lossless_text`
 (each invalid byte a lone surrogate, shown as U+FFFD as Go's encoder shows
 it); a value holding such bytes is bound back as those exact bytes
 (`CAST(? AS TEXT)`), so an operation on that row is byte-exact.
@@ -44,8 +44,8 @@ from typing import Any
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState, byte_order
 from ledger_cli.errors import StoreError, StoreUnavailableError
-from ledger_cli.stores import _dueindex, _pausesql, _readysql, _schedulesql, _sql
 from ledger_cli.stores.history import HistoryEntry
+from ledger_cli.stores.sql import codec, pause, readyindex, schedules, sqlite_due
 
 __all__ = ["GO_DDL", "SQLiteStore"]
 
@@ -78,12 +78,12 @@ _EXTRA_DDL = (
     " fence INTEGER NOT NULL,"
     " data TEXT NOT NULL)",
     "CREATE INDEX IF NOT EXISTS ledger_history_key ON ledger_history (key, id)",
-    *_pausesql.SQLITE_DDL,
-    *_schedulesql.SQLITE_DDL,
+    *pause.SQLITE_DDL,
+    *schedules.SQLITE_DDL,
 )
 
-_LOAD = f"SELECT {_sql.SELECT_COLUMNS} FROM ledger_tasks WHERE key = ?"
-_RANGE = f"SELECT {_sql.SELECT_COLUMNS} FROM ledger_tasks ORDER BY key"
+_LOAD = f"SELECT {codec.SELECT_COLUMNS} FROM ledger_tasks WHERE key = ?"
+_RANGE = f"SELECT {codec.SELECT_COLUMNS} FROM ledger_tasks ORDER BY key"
 _INSERT = (
     "INSERT INTO ledger_tasks (key, status, sequence, owner, fence, lease_until, needs,"
     " blocked_by, task, rev, created_at, updated_at, created_by, updated_by)"
@@ -94,12 +94,12 @@ _UPDATE = (
     " needs = ?, blocked_by = ?, task = ?, rev = rev + 1, updated_at = ?, updated_by = ?"
     " WHERE key = ? AND sequence = ? AND status = ? AND fence = ? AND rev = ?"
 )
-_HISTORY_INSERT = f"INSERT INTO ledger_history ({_sql.HISTORY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)"
+_HISTORY_INSERT = f"INSERT INTO ledger_history ({codec.HISTORY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)"
 _DRIVER_ERRORS = (sqlite3.Error, UnicodeError, OverflowError)
 _UNDECODABLE = "could not decode to utf-8"
 _READY_ODD_KEYS = (
     "SELECT t.key FROM ledger_ready r JOIN ledger_tasks t ON t.key = r.key"
-    f" WHERE {_readysql.FREE} AND t.key GLOB '*[^ -~]*'"
+    f" WHERE {readyindex.FREE} AND t.key GLOB '*[^ -~]*'"
 )
 """The FREE candidates whose key holds anything but printable ASCII: a superset
 of the keys that are not valid UTF-8 (`ready_apart`)."""
@@ -148,17 +148,17 @@ class SQLiteStore:
         # SQLite answers the losers SQLITE_BUSY at once, without its busy
         # handler: wait for the winner here, up to the same busy timeout.
         deadline = time.monotonic() + self._busy_timeout
-        pause = 0.005
+        backoff = 0.005
         while True:
             try:
                 self._pragmas()
                 break
             except _DRIVER_ERRORS as exc:
                 locked = isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc)
-                if not locked or time.monotonic() + pause > deadline:
+                if not locked or time.monotonic() + backoff > deadline:
                     raise self._error("pragma", exc) from None
-                time.sleep(pause)
-                pause = min(pause * 2, 0.1)
+                time.sleep(backoff)
+                backoff = min(backoff * 2, 0.1)
         with self._errors("create ledger_tasks table"):
             if not self._schema_complete():
                 self._migrate()
@@ -180,25 +180,25 @@ class SQLiteStore:
 
     def _schema_complete(self) -> bool:
         cols = {row[1] for row in self._conn.execute("PRAGMA table_info(ledger_tasks)")}
-        if not set(_sql.ALL_COLUMNS) <= cols:
+        if not set(codec.ALL_COLUMNS) <= cols:
             return False
         names = {
             row[0]
             for row in self._conn.execute(
                 "SELECT name FROM sqlite_master WHERE name IN (?, ?, ?, ?, ?)",
                 (
-                    _sql.CLAIMABLE_INDEX,
-                    _sql.HISTORY_TABLE,
-                    _sql.HISTORY_INDEX,
-                    _pausesql.TABLE,
-                    _schedulesql.TABLE,
+                    codec.CLAIMABLE_INDEX,
+                    codec.HISTORY_TABLE,
+                    codec.HISTORY_INDEX,
+                    pause.TABLE,
+                    schedules.TABLE,
                 ),
             )
         }
         return len(names) == 5 and self._ready_installed()
 
     def _ready_installed(self) -> bool:
-        names = (*_readysql.SQLITE_OBJECTS, *_dueindex.OBJECTS)
+        names = (*readyindex.SQLITE_OBJECTS, *sqlite_due.OBJECTS)
         marks = ", ".join("?" for _ in names)
         found = self._conn.execute(
             f"SELECT count(*) FROM sqlite_master WHERE name IN ({marks})", names
@@ -206,11 +206,11 @@ class SQLiteStore:
         return bool(found == len(names))
 
     def _due_installed(self) -> bool:
-        marks = ", ".join("?" for _ in _dueindex.OBJECTS)
+        marks = ", ".join("?" for _ in sqlite_due.OBJECTS)
         found = self._conn.execute(
-            f"SELECT count(*) FROM sqlite_master WHERE name IN ({marks})", _dueindex.OBJECTS
+            f"SELECT count(*) FROM sqlite_master WHERE name IN ({marks})", sqlite_due.OBJECTS
         ).fetchone()[0]
-        return bool(found == len(_dueindex.OBJECTS))
+        return bool(found == len(sqlite_due.OBJECTS))
 
     def _migrate(self) -> None:
         """The Go store's create-and-migrate, plus our index and history table.
@@ -223,13 +223,13 @@ class SQLiteStore:
         try:
             conn.execute(GO_DDL)
             cols = {row[1] for row in conn.execute("PRAGMA table_info(ledger_tasks)")}
-            for name in _sql.MIGRATED_COLUMNS:
+            for name in codec.MIGRATED_COLUMNS:
                 if name not in cols:
                     conn.execute(
                         f"ALTER TABLE ledger_tasks ADD COLUMN {name} TEXT NOT NULL DEFAULT ''"
                     )
                     cols.add(name)
-            missing = [c for c in _sql.ALL_COLUMNS if c not in cols]
+            missing = [c for c in codec.ALL_COLUMNS if c not in cols]
             if missing:
                 raise StoreError(
                     f"ledger: sqlite store {self._path}: table ledger_tasks lacks column(s) "
@@ -242,16 +242,16 @@ class SQLiteStore:
                 # every ledger_ready row the rebuild writes; a ledger_ready of an
                 # older release is rebuilt by the first opener that migrates.
                 due_missing = not self._due_installed()
-                for ddl in _dueindex.DDL[:2]:
+                for ddl in sqlite_due.DDL[:2]:
                     conn.execute(ddl)
-                for ddl in (*_readysql.SQLITE_TABLES, *_readysql.SQLITE_TRIGGERS):
+                for ddl in (*readyindex.SQLITE_TABLES, *readyindex.SQLITE_TRIGGERS):
                     conn.execute(ddl)
-                for ddl in _dueindex.DDL[2:]:
+                for ddl in sqlite_due.DDL[2:]:
                     conn.execute(ddl)
-                for sql in _readysql.SQLITE_REBUILD:
+                for sql in readyindex.SQLITE_REBUILD:
                     conn.execute(sql)
                 if due_missing:
-                    for sql in _dueindex.REBUILD:
+                    for sql in sqlite_due.REBUILD:
                         conn.execute(sql)
             conn.execute("COMMIT")
         except BaseException:
@@ -262,7 +262,7 @@ class SQLiteStore:
     # -- errors ------------------------------------------------------------------
 
     def _error(self, op: str, exc: BaseException) -> StoreError:
-        text = _sql.one_line(exc)
+        text = codec.one_line(exc)
         low = text.lower()
         if isinstance(exc, UnicodeError):
             hint = "keys and text must be valid Unicode (no lone surrogates)"
@@ -325,11 +325,11 @@ class SQLiteStore:
                 and _UNDECODABLE in str(exc).lower()
             ):
                 remedies.discard("decode")
-                self._conn.text_factory = _sql.lossless_text
+                self._conn.text_factory = codec.lossless_text
             elif "bind" in remedies and isinstance(exc, UnicodeEncodeError):
                 remedies.discard("bind")
                 try:
-                    sql, params = _sql.raw_binding(sql, params)
+                    sql, params = codec.raw_binding(sql, params)
                 except UnicodeEncodeError as bad:  # a surrogate that stands for no byte
                     raise self._error(op, bad) from None
             else:
@@ -358,16 +358,16 @@ class SQLiteStore:
                 row = self._cur.execute(_LOAD, (key,)).fetchone()
             except _DRIVER_ERRORS as exc:
                 row = self._retry("load", exc, _LOAD, (key,), one=True)
-        return None if row is None else _sql.row_to_state(row)
+        return None if row is None else codec.row_to_state(row)
 
     def compare_and_swap(self, key: str, old: TaskState | None, new: TaskState) -> bool:
         if old is None:
-            params = _sql.insert_params(key, new, _sql.INT64_MAX)
+            params = codec.insert_params(key, new, codec.INT64_MAX)
             sql, op = _INSERT, "insert"
         else:
-            if not _sql.tuple_fits(old, _sql.INT64_MAX):
+            if not codec.tuple_fits(old, codec.INT64_MAX):
                 return False
-            params = _sql.update_params(key, old, new, _sql.INT64_MAX)
+            params = codec.update_params(key, old, new, codec.INT64_MAX)
             sql, op = _UPDATE, "update"
         with self._lock:
             if self._closed:
@@ -383,7 +383,7 @@ class SQLiteStore:
         with self._lock:
             self._check_open()
             rows = self._fetchall("range", _RANGE, ())
-        records = [_sql.row_to_state(row) for row in rows]
+        records = [codec.row_to_state(row) for row in rows]
         if not self._utf8:  # BINARY collation compares the database's encoding
             records.sort(key=lambda r: byte_order(r.key))
         return iter(records)
@@ -398,11 +398,11 @@ class SQLiteStore:
         if not wanted:
             return []
         marks = ", ".join("?" for _ in wanted)
-        sql = f"SELECT {_sql.SELECT_COLUMNS} FROM ledger_tasks WHERE status IN ({marks})"
+        sql = f"SELECT {codec.SELECT_COLUMNS} FROM ledger_tasks WHERE status IN ({marks})"
         with self._lock:
             self._check_open()
             rows = self._fetchall("scan", sql, tuple(wanted))
-        return _sql.claimable_order(_sql.row_to_state(row) for row in rows)
+        return codec.claimable_order(codec.row_to_state(row) for row in rows)
 
     def by_status_head(self, statuses: Iterable[str], limit: int) -> list[TaskState]:
         """The first `limit` records whose status is one of `statuses`, in key
@@ -414,7 +414,7 @@ class SQLiteStore:
             return sorted(self.by_status(wanted), key=lambda r: byte_order(r.key))[:limit]
         marks = ", ".join("?" for _ in wanted)
         sql = (
-            f"SELECT {_sql.SELECT_COLUMNS} FROM ledger_tasks WHERE status IN ({marks})"
+            f"SELECT {codec.SELECT_COLUMNS} FROM ledger_tasks WHERE status IN ({marks})"
             " ORDER BY key LIMIT ?"
         )
         return self._records(sql, (*wanted, limit))
@@ -425,25 +425,25 @@ class SQLiteStore:
         with self._lock:
             self._check_open()
             rows = self._fetchall("scan", sql, ())
-        return [_sql.read_text(row[0], "(blocked by)", "blocked_by") for row in rows]
+        return [codec.read_text(row[0], "(blocked by)", "blocked_by") for row in rows]
 
     orders_schedules = True
     """`ready_candidates` yields the Ready order of SPEC §8.2 and leaves out tasks
-    not yet due (stores/_dueindex.py): cli/ready.py needs no scan."""
+    not yet due (stores/sql/sqlite_due.py): cli/ready.py needs no scan."""
 
     def ready_candidates(self, now: Instant | None = None) -> Iterator[TaskState]:
         """Pending and claimed records whose direct needs are all completed and
         that are due, in Ready order (priority, due, key), read through the
         trigger-kept `ledger_due` table."""
-        query = _dueindex.page_sql(_sql.SELECT_COLUMNS, _readysql.SQLITE_LEASE)
-        at = _readysql.sortable(now)
+        query = sqlite_due.page_sql(codec.SELECT_COLUMNS, readyindex.SQLITE_LEASE)
+        at = readyindex.sortable(now)
 
         def fetch(sql: str, args: tuple[Any, ...]) -> list[Any]:
             with self._lock:
                 self._check_open()
                 return list(self._fetchall("ready scan", sql, args))
 
-        return _dueindex.candidates(fetch, query, at)
+        return sqlite_due.candidates(fetch, query, at)
 
     def ready_split(self, now: Instant) -> tuple[int, TaskState | None, Iterator[TaskState]]:
         """`ledger stats`' ready figures with the counting done in SQL: how many
@@ -455,10 +455,10 @@ class SQLiteStore:
         (`ready_apart` counts them)."""
         with self._lock:
             self._check_open()
-            ((free,),) = self._fetchall("ready count", _readysql.FREE_COUNT, ())
-        pages = self._ready_pages(now, _readysql.FREE)
-        first = next((r for r in pages if _sql.is_utf8(r.key)), None)
-        return int(free) - self.ready_apart(), first, self._ready_pages(now, _readysql.NOT_FREE)
+            ((free,),) = self._fetchall("ready count", readyindex.FREE_COUNT, ())
+        pages = self._ready_pages(now, readyindex.FREE)
+        first = next((r for r in pages if codec.is_utf8(r.key)), None)
+        return int(free) - self.ready_apart(), first, self._ready_pages(now, readyindex.NOT_FREE)
 
     def ready_apart(self) -> int:
         """How many pending candidates naming no needs have a key that is not
@@ -467,21 +467,21 @@ class SQLiteStore:
         with self._lock:
             self._check_open()
             rows = self._fetchall("ready count", _READY_ODD_KEYS, ())
-        keys = (_sql.read_text(row[0], "(ready)", "key") for row in rows)
-        return sum(not _sql.is_utf8(key) for key in keys)
+        keys = (codec.read_text(row[0], "(ready)", "key") for row in rows)
+        return sum(not codec.is_utf8(key) for key in keys)
 
     def _ready_pages(self, now: Instant | None, only: str | None) -> Iterator[TaskState]:
-        sql = _readysql.page_sql(
-            _sql.SELECT_COLUMNS, "?", _readysql.SQLITE_LEASE, lock=False, only=only
+        sql = readyindex.page_sql(
+            codec.SELECT_COLUMNS, "?", readyindex.SQLITE_LEASE, lock=False, only=only
         )
-        at = _readysql.sortable(now)
+        at = readyindex.sortable(now)
 
         def fetch(created: str, key: str, limit: int) -> list[Any]:
             with self._lock:
                 self._check_open()
                 return list(self._fetchall("ready scan", sql, (created, key, at, limit)))
 
-        return _readysql.candidates(fetch, 16)
+        return readyindex.candidates(fetch, 16)
 
     # -- prune (SPEC §6.4; engine/prune.py): pruned keys in ledger_pruned ----------
 
@@ -509,7 +509,7 @@ class SQLiteStore:
         with self._lock:
             self._check_open()
             rows = self._fetchall("scan", sql, args)  # lossless text on a bad value
-        records = [_sql.row_to_state(row) for row in rows]
+        records = [codec.row_to_state(row) for row in rows]
         if not self._utf8:
             records.sort(key=lambda r: byte_order(r.key))
         return records
@@ -524,7 +524,7 @@ class SQLiteStore:
             part = tuple(wanted[at : at + 500])
             marks = ", ".join("?" * len(part))
             sql = (
-                f"SELECT {_sql.SELECT_COLUMNS} FROM ledger_tasks WHERE key IN"
+                f"SELECT {codec.SELECT_COLUMNS} FROM ledger_tasks WHERE key IN"
                 f" (SELECT key FROM ledger_needs WHERE need IN ({marks}))"
             )
             found += self._records(sql, part)
@@ -534,14 +534,14 @@ class SQLiteStore:
         """Every record but the pruned ones, sorted by key, read in pages of 1000
         (keyset): `list` prints its first rows at once, in constant memory."""
         if not self._utf8:  # key order is not byte order: one sorted read
-            yield from self._records(_readysql.visible_sql(_sql.SELECT_COLUMNS))
+            yield from self._records(readyindex.visible_sql(codec.SELECT_COLUMNS))
             return
-        sql = _readysql.visible_page_sql(_sql.SELECT_COLUMNS, "?")
-        yield from _sql.read_record_pages(self._records, sql)
+        sql = readyindex.visible_page_sql(codec.SELECT_COLUMNS, "?")
+        yield from codec.read_record_pages(self._records, sql)
 
     def pruned_range(self) -> Iterator[TaskState]:
         """The pruned records, sorted by key."""
-        return iter(self._records(_readysql.pruned_sql(_sql.SELECT_COLUMNS)))
+        return iter(self._records(readyindex.pruned_sql(codec.SELECT_COLUMNS)))
 
     def is_pruned(self, key: str) -> bool:
         with self._lock:
@@ -561,50 +561,50 @@ class SQLiteStore:
         return int(row[0]) if row is not None else 0
 
     def schedule_of(self, key: str) -> tuple[Instant, int] | None:
-        """A key's not-before and priority (SPEC §8.1; stores/_schedulesql.py)."""
+        """A key's not-before and priority (SPEC §8.1; stores/sql/schedules.py)."""
         with self._lock:
             self._check_open()
-            one = _schedulesql.sql(_schedulesql.SELECT_ONE, "?")
+            one = schedules.sql(schedules.SELECT_ONE, "?")
             rows = self._fetchall("schedule", one, (key,))
-        return _schedulesql.value_of(*rows[0]) if rows else None
+        return schedules.value_of(*rows[0]) if rows else None
 
     def set_schedule(self, key: str, value: tuple[Instant, int] | None) -> None:
         with self.batch(), self._lock, self._errors("schedule"):
             if value is None:
-                self._conn.execute(_schedulesql.sql(_schedulesql.DELETE, "?"), (key,))
+                self._conn.execute(schedules.sql(schedules.DELETE, "?"), (key,))
             else:
-                args = (key, *_schedulesql.params(value))
-                self._conn.execute(_schedulesql.sql(_schedulesql.UPSERT, "?"), args)
+                args = (key, *schedules.params(value))
+                self._conn.execute(schedules.sql(schedules.UPSERT, "?"), args)
 
     def schedules(self) -> dict[str, tuple[Instant, int]]:
         with self._lock:
             self._check_open()
-            rows = self._fetchall("schedule", _schedulesql.SELECT_ALL, ())
-        return {str(k): _schedulesql.value_of(nb, p) for k, nb, p in rows}
+            rows = self._fetchall("schedule", schedules.SELECT_ALL, ())
+        return {str(k): schedules.value_of(nb, p) for k, nb, p in rows}
 
     def has_schedules(self) -> bool:
         with self._lock:
             self._check_open()
-            rows = self._fetchall("schedule", _schedulesql.ANY, ())
+            rows = self._fetchall("schedule", schedules.ANY, ())
         return bool(rows and rows[0][0])
 
     def read_pause(self, for_claim: bool = False) -> tuple[str, str, str] | None:
-        """The pause (SPEC §8.3; stores/_pausesql.py); a `--next` claim reads it in
+        """The pause (SPEC §8.3; stores/sql/pause.py); a `--next` claim reads it in
         its BEGIN IMMEDIATE batch, which `pause` cannot interleave with."""
         with self._lock:
             self._check_open()
-            rows = self._fetchall("pause", _pausesql.READ, ())
-        return _pausesql.state_of(rows[0] if rows else None)
+            rows = self._fetchall("pause", pause.READ, ())
+        return pause.state_of(rows[0] if rows else None)
 
     def write_pause(self, state: tuple[str, str, str] | None) -> None:
         with self.batch(), self._lock, self._errors("pause"):
-            self._conn.execute(_pausesql.WRITE_SQLITE, _pausesql.params(state))
+            self._conn.execute(pause.WRITE_SQLITE, pause.params(state))
 
     def status_counts(self) -> dict[str, int]:
         """Unpruned records by status, counted in SQL (`ledger stats`)."""
         with self._lock:
             self._check_open()
-            rows = self._fetchall("count", _readysql.STATUS_COUNTS_SQL, ())
+            rows = self._fetchall("count", readyindex.STATUS_COUNTS_SQL, ())
         return {str(status): int(n) for status, n in rows}
 
     def check_ready_index(self) -> list[str]:
@@ -614,16 +614,16 @@ class SQLiteStore:
             with self._errors("ready index check"):
                 return [
                     f"ready index: {what}: {row[0]!r}"
-                    for what, sql in (*_readysql.SQLITE_CHECKS, *_dueindex.CHECKS)
+                    for what, sql in (*readyindex.SQLITE_CHECKS, *sqlite_due.CHECKS)
                     for row in self._conn.execute(sql + " LIMIT 20").fetchall()
                 ]
 
     def rebuild_ready_index(self) -> None:
         """Rebuild the ready index from `ledger_tasks` (`ledger doctor --fix`)."""
         with self.batch(), self._errors("ready index rebuild"):
-            for ddl in (*_readysql.SQLITE_TABLES, *_readysql.SQLITE_TRIGGERS, *_dueindex.DDL):
+            for ddl in (*readyindex.SQLITE_TABLES, *readyindex.SQLITE_TRIGGERS, *sqlite_due.DDL):
                 self._conn.execute(ddl)
-            for sql in (*_readysql.SQLITE_REBUILD, *_dueindex.REBUILD):
+            for sql in (*readyindex.SQLITE_REBUILD, *sqlite_due.REBUILD):
                 self._conn.execute(sql)
 
     @contextlib.contextmanager
@@ -672,7 +672,7 @@ class SQLiteStore:
                 e.actor,
                 e.event,
                 e.key,
-                _sql.check_uint(e.fence, "fence", e.key, _sql.INT64_MAX),
+                codec.check_uint(e.fence, "fence", e.key, codec.INT64_MAX),
                 e.data,
             )
             for e in entries
@@ -684,7 +684,7 @@ class SQLiteStore:
                 # A key or text holding invalid bytes: bind those rows as bytes.
                 with self._errors("history insert"):
                     for row in params:
-                        self._conn.execute(*_sql.raw_binding(_HISTORY_INSERT, row))
+                        self._conn.execute(*codec.raw_binding(_HISTORY_INSERT, row))
             except _DRIVER_ERRORS as exc:
                 raise self._error("history insert", exc) from None
 
@@ -696,7 +696,7 @@ class SQLiteStore:
                 self._check_open()
                 return self._fetchall("history read", sql, args)
 
-        yield from _sql.read_history_pages(fetch, "?", key)
+        yield from codec.read_history_pages(fetch, "?", key)
 
     # -- lifecycle ---------------------------------------------------------------
 

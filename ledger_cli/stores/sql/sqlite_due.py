@@ -1,6 +1,6 @@
 """The Ready order of SPEC §8.2 in the SQLite ready index: `ledger_due`.
 
-`ledger_ready` (stores/_readysql.py) keeps the candidates, every pending or
+`ledger_ready` (stores/sql/readyindex.py) keeps the candidates, every pending or
 claimed task whose direct needs are completed. `ledger_due (key, rank, due)`
 keeps the same keys in the Ready order: `rank` is minus the priority (so
 ascending is highest first), `due` the later of CreatedAt and not-before as
@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from ledger_cli.engine.record import TaskState
-from ledger_cli.stores._readysql import _sqlite_sortkey
+from ledger_cli.stores.sql.readyindex import _sqlite_sortkey
 
 OBJECTS = (
     "ledger_due",
@@ -118,7 +118,7 @@ def candidates(
     page: int = 16,
 ) -> Iterator[TaskState]:
     """The due candidates in the Ready order: level by level, each by keyset."""
-    from ledger_cli.stores._sql import row_to_state
+    from ledger_cli.stores.sql.codec import row_to_state
 
     rank = -1_000_001
     while True:

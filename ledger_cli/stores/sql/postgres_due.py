@@ -1,6 +1,6 @@
 """The Ready order of SPEC §8.2 in the PostgreSQL ready index: `ledger_due`.
 
-As on SQLite (stores/_dueindex.py): `ledger_due (key, rank, due)` holds the
+As on SQLite (stores/sql/sqlite_due.py): `ledger_due (key, rank, due)` holds the
 candidates of `ledger_ready` with rank = -priority and due = the later of
 CreatedAt and not-before (sortable text), indexed by (rank, due, key), kept
 by the trigger function `ledger_due_sync` on `ledger_ready` and

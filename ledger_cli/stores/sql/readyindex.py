@@ -391,7 +391,7 @@ def candidates(fetch: Fetch, page: int, after: tuple[str, str] = ("", "")) -> It
     rows at a time by keyset (`fetch(created, key, limit)` runs the page query
     under the store's lock). Keys are never empty: nothing sorts at or before
     the default, the start."""
-    from ledger_cli.stores._sql import row_to_state
+    from ledger_cli.stores.sql.codec import row_to_state
 
     while True:
         rows = fetch(after[0], after[1], page)

@@ -36,8 +36,8 @@ from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
 from ledger_cli.engine.rerun import rerun
 from ledger_cli.errors import StoreConflictError, StoreError, StoreUnavailableError
-from ledger_cli.stores import _duepg, _pausesql, _pgtx, _readysql, _schedulesql, _sql
 from ledger_cli.stores.history import HistoryEntry
+from ledger_cli.stores.sql import codec, pause, postgres_due, postgres_tx, readyindex, schedules
 
 if TYPE_CHECKING:
     import psycopg
@@ -64,7 +64,7 @@ _DDL: tuple[str, ...] = (
     " updated_by text NOT NULL DEFAULT '')",
     *(
         f"ALTER TABLE ledger_tasks ADD COLUMN IF NOT EXISTS {col} text NOT NULL DEFAULT ''"
-        for col in _sql.MIGRATED_COLUMNS
+        for col in codec.MIGRATED_COLUMNS
     ),
     "CREATE INDEX IF NOT EXISTS ledger_tasks_claimable"
     ' ON ledger_tasks (status, created_at COLLATE "C", key)',
@@ -77,8 +77,8 @@ _DDL: tuple[str, ...] = (
     " fence numeric(20,0) NOT NULL CHECK (fence BETWEEN 0 AND 18446744073709551615),"
     " data text NOT NULL)",
     "CREATE INDEX IF NOT EXISTS ledger_history_key ON ledger_history (key, id)",
-    *_pausesql.PG_DDL,
-    *_schedulesql.PG_DDL,
+    *pause.PG_DDL,
+    *schedules.PG_DDL,
 )
 
 _SCHEMA_CHECK = """
@@ -109,10 +109,10 @@ _SETUP_LOCK = 0x6C6564676572  # pg_advisory_xact_lock key ("ledger"): openers se
 # Writers of blocks and un-blocks (engine/serial.py): one lock per schema ("ledg").
 _BLOCKS_LOCK_SQL = "SELECT pg_advisory_xact_lock(1818584167, hashtext(current_schema()))"
 
-_LOAD = f"SELECT {_sql.SELECT_COLUMNS} FROM ledger_tasks WHERE key = %s"
-_RANGE = f'SELECT {_sql.SELECT_COLUMNS} FROM ledger_tasks ORDER BY key COLLATE "C"'
+_LOAD = f"SELECT {codec.SELECT_COLUMNS} FROM ledger_tasks WHERE key = %s"
+_RANGE = f'SELECT {codec.SELECT_COLUMNS} FROM ledger_tasks ORDER BY key COLLATE "C"'
 _DEPENDENTS = (
-    f"SELECT {_sql.SELECT_COLUMNS} FROM ledger_tasks"
+    f"SELECT {codec.SELECT_COLUMNS} FROM ledger_tasks"
     " WHERE key IN (SELECT key FROM ledger_needs WHERE need = ANY(%s))"
 )
 _CLOCK = "SELECT clock_timestamp()"
@@ -121,10 +121,10 @@ _CLOCK = "SELECT clock_timestamp()"
 # before the row's snapshot is taken, as reading the clock and then the record.
 _CLOCKED_LOAD = (
     "SELECT statement_timestamp(), "
-    + ", ".join(f"t.{c.strip()}" for c in _sql.SELECT_COLUMNS.split(","))
+    + ", ".join(f"t.{c.strip()}" for c in codec.SELECT_COLUMNS.split(","))
     + " FROM (SELECT 1) c LEFT JOIN ledger_tasks t ON t.key = %s"
 )
-_CLOCKED_PAGE = _readysql.clocked_page_sql(_sql.SELECT_COLUMNS, _readysql.PG_LEASE)
+_CLOCKED_PAGE = readyindex.clocked_page_sql(codec.SELECT_COLUMNS, readyindex.PG_LEASE)
 _CLAIM_START = (
     "SELECT paused, since, actor, reason, clock_timestamp(),"
     " (SELECT min(rank) FROM ledger_due WHERE rank > -1000001)"
@@ -132,7 +132,7 @@ _CLAIM_START = (
 )
 """A `--next` claim's first statement: the pause (read FOR SHARE, SPEC §8.3), the
 server's clock and the first priority level of the due index (SPEC §8.2)."""
-_BY_STATUS = f"SELECT {_sql.SELECT_COLUMNS} FROM ledger_tasks WHERE status = ANY(%s)"
+_BY_STATUS = f"SELECT {codec.SELECT_COLUMNS} FROM ledger_tasks WHERE status = ANY(%s)"
 _BY_STATUS_HEAD = f'{_BY_STATUS} ORDER BY key COLLATE "C" LIMIT %s'
 _BLOCKED_BY = "SELECT DISTINCT blocked_by FROM ledger_tasks WHERE status = 'blocked'"
 # Both writes return the row they wrote (no second round trip to read it back).
@@ -140,17 +140,17 @@ _INSERT = (
     "INSERT INTO ledger_tasks (key, status, sequence, owner, fence, lease_until, needs,"
     " blocked_by, task, rev, created_at, updated_at, created_by, updated_by)"
     " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, 0, %s, %s, %s, %s)"
-    f" ON CONFLICT (key) DO NOTHING RETURNING {_sql.SELECT_COLUMNS}"
+    f" ON CONFLICT (key) DO NOTHING RETURNING {codec.SELECT_COLUMNS}"
 )
 _UPDATE = (
     "UPDATE ledger_tasks SET status = %s, sequence = %s, owner = %s, fence = %s,"
     " lease_until = %s, needs = %s, blocked_by = %s, task = %s, rev = rev + 1,"
     " updated_at = %s, updated_by = %s"
     " WHERE key = %s AND sequence = %s AND status = %s AND fence = %s AND rev = %s"
-    f" RETURNING {_sql.SELECT_COLUMNS}"
+    f" RETURNING {codec.SELECT_COLUMNS}"
 )
 _HISTORY_INSERT = (
-    f"INSERT INTO ledger_history ({_sql.HISTORY_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s)"
+    f"INSERT INTO ledger_history ({codec.HISTORY_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s)"
 )
 
 _CLOSE_WAIT = 1.0
@@ -184,9 +184,10 @@ def _quiet(psycopg: Any) -> None:
 
 
 def _no_nul(key: str, **fields: str) -> None:
-    if not _sql.is_utf8(key):
+    if not codec.is_utf8(key):
         raise StoreError(
-            f"ledger: PostgreSQL cannot store key {_sql.hex_bytes(key)!r}: text must be valid UTF-8"
+            f"ledger: PostgreSQL cannot store key {codec.hex_bytes(key)!r}: "
+            "text must be valid UTF-8"
         )
     if "\x00" in key:
         raise StoreError(
@@ -259,7 +260,7 @@ class PostgresStore:
             params = pg.conninfo.conninfo_to_dict(url)
         except pg.Error as exc:
             raise StoreError(
-                f"ledger: bad PostgreSQL URL: {_sql.one_line(exc)}; "
+                f"ledger: bad PostgreSQL URL: {codec.one_line(exc)}; "
                 "use postgresql://USER:PASSWORD@HOST:PORT/DATABASE"
             ) from None
         self._where = self._describe(params)
@@ -269,8 +270,10 @@ class PostgresStore:
             kwargs["application_name"] = "ledger_cli"
         self._url, self._kwargs = url, kwargs
         self._conn: psycopg.Connection[Any] = self._connect()
-        self._pipeline = _pgtx.Pipelined(self._conn, pg) if _pgtx.supported(pg) else None
-        """Batches on a pipeline (stores/_pgtx.py); None: psycopg's transactions."""
+        self._pipeline = (
+            postgres_tx.Pipelined(self._conn, pg) if postgres_tx.supported(pg) else None
+        )
+        """Batches on a pipeline (stores/sql/postgres_tx.py); None: psycopg's transactions."""
         try:
             self._setup()
         except BaseException:
@@ -285,7 +288,7 @@ class PostgresStore:
             conn: psycopg.Connection[Any] = pg.connect(self._url, autocommit=True, **self._kwargs)
         except pg.Error as exc:
             raise StoreUnavailableError(
-                f"ledger: cannot connect to PostgreSQL at {self._where}: {_sql.one_line(exc)}; "
+                f"ledger: cannot connect to PostgreSQL at {self._where}: {codec.one_line(exc)}; "
                 "check that the server is running and the URL (host, port, user, password, "
                 "database) is right"
             ) from None
@@ -305,7 +308,7 @@ class PostgresStore:
             conn.close()
         self._conn, self._lost = new, False
         if self._pipeline is not None:
-            self._pipeline = _pgtx.Pipelined(new, self._psycopg)
+            self._pipeline = postgres_tx.Pipelined(new, self._psycopg)
 
     def interrupt(self) -> None:
         """Cut the connection under a call another thread is blocked in (a
@@ -336,27 +339,29 @@ class PostgresStore:
 
     def _setup(self) -> None:
         with self._errors("schema"):
-            args = (list(_sql.ALL_COLUMNS), _duepg.DUE_VERSION, _readysql.PG_SYNC_VERSION)
+            args = (list(codec.ALL_COLUMNS), postgres_due.DUE_VERSION, readyindex.PG_SYNC_VERSION)
             row = self._conn.execute(_SCHEMA_CHECK, args).fetchone()
-            if row is not None and row[0] == len(_sql.ALL_COLUMNS) and all(row[1:]):
+            if row is not None and row[0] == len(codec.ALL_COLUMNS) and all(row[1:]):
                 return  # up to date: no DDL, no lock
             with self._conn.transaction():
                 self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SETUP_LOCK,))
                 for ddl in _DDL:
                     self._conn.execute(ddl)
                 if not self._ready_installed():  # the ready index (SPEC §6.1), built once
-                    for ddl in (*_readysql.PG_DDL, *_readysql.PG_REBUILD):
+                    for ddl in (*readyindex.PG_DDL, *readyindex.PG_REBUILD):
                         self._conn.execute(ddl)
                 else:  # an older trigger function: replace it (the index stays)
-                    for ddl in _readysql.PG_DDL:
+                    for ddl in readyindex.PG_DDL:
                         self._conn.execute(ddl)
-                # The Ready order of SPEC §8.2 (stores/_duepg.py): built by the first
+                # The Ready order of SPEC §8.2 (stores/sql/postgres_due.py): built by the first
                 # opener that finds it missing or older, then kept by its triggers.
-                row = self._conn.execute(_duepg.INSTALLED, (_duepg.DUE_VERSION,)).fetchone()
-                for ddl in _duepg.DDL:
+                row = self._conn.execute(
+                    postgres_due.INSTALLED, (postgres_due.DUE_VERSION,)
+                ).fetchone()
+                for ddl in postgres_due.DDL:
                     self._conn.execute(ddl)
                 if row is None or not row[0]:
-                    for sql in _duepg.REBUILD:
+                    for sql in postgres_due.REBUILD:
                         self._conn.execute(sql)
 
     def _ready_installed(self) -> bool:
@@ -370,7 +375,7 @@ class PostgresStore:
 
     def _error(self, op: str, exc: BaseException) -> StoreError:
         psycopg = self._psycopg
-        text = _sql.one_line(exc)
+        text = codec.one_line(exc)
         if isinstance(exc, UnicodeError):
             hint = "keys and text must be valid Unicode (no lone surrogates)"
         elif isinstance(exc, psycopg.errors.DeadlockDetected | psycopg.errors.SerializationFailure):
@@ -404,7 +409,7 @@ class PostgresStore:
     # -- Store -------------------------------------------------------------------
 
     def load(self, key: str) -> TaskState | None:
-        if not _sql.is_utf8(key):
+        if not codec.is_utf8(key):
             return None  # PostgreSQL text holds valid UTF-8 only: no such row exists
         _no_nul(key)
         with self._lock:
@@ -417,17 +422,17 @@ class PostgresStore:
                     return self._preloaded.pop(key)
             with self._errors("load"):
                 row = self._conn.execute(_LOAD, (key,)).fetchone()
-        return None if row is None else _sql.row_to_state(row)
+        return None if row is None else codec.row_to_state(row)
 
     def compare_and_swap(self, key: str, old: TaskState | None, new: TaskState) -> bool:
         _no_nul(key, **_state_fields(new))
         if old is None:
-            params = _sql.insert_params(key, new, _sql.UINT64_MAX)
+            params = codec.insert_params(key, new, codec.UINT64_MAX)
             sql, op = _INSERT, "insert"
         else:
-            if not _sql.tuple_fits(old, _sql.UINT64_MAX) or "\x00" in old.status:
+            if not codec.tuple_fits(old, codec.UINT64_MAX) or "\x00" in old.status:
                 return False
-            params = _sql.update_params(key, old, new, _sql.UINT64_MAX)
+            params = codec.update_params(key, old, new, codec.UINT64_MAX)
             sql, op = _UPDATE, "update"
         with self._lock:
             self._check_open()
@@ -438,7 +443,7 @@ class PostgresStore:
             if row is None:
                 self._held.pop(key, None)
             else:
-                self._held[key] = _sql.row_to_state(row)
+                self._held[key] = codec.row_to_state(row)
             return row is not None
 
     def _swap(self, sql: str, params: Sequence[object], op: str) -> Any:
@@ -451,7 +456,7 @@ class PostgresStore:
             self._check_open()
             with self._errors("range"):
                 rows = self._conn.execute(_RANGE).fetchall()
-        return iter([_sql.row_to_state(row) for row in rows])
+        return iter([codec.row_to_state(row) for row in rows])
 
     def by_status(self, statuses: Iterable[str]) -> list[TaskState]:
         """Records whose status is one of `statuses`, oldest CreatedAt first, then key.
@@ -465,7 +470,7 @@ class PostgresStore:
             self._check_open()
             with self._errors("scan"):
                 rows = self._conn.execute(_BY_STATUS, (wanted,)).fetchall()
-        return _sql.claimable_order(_sql.row_to_state(row) for row in rows)
+        return codec.claimable_order(codec.row_to_state(row) for row in rows)
 
     def by_status_head(self, statuses: Iterable[str], limit: int) -> list[TaskState]:
         """The first `limit` records whose status is one of `statuses`, in key
@@ -478,7 +483,7 @@ class PostgresStore:
             self._check_open()
             with self._errors("scan"):
                 rows = self._conn.execute(_BY_STATUS_HEAD, (wanted, limit)).fetchall()
-        return [_sql.row_to_state(row) for row in rows]
+        return [codec.row_to_state(row) for row in rows]
 
     def blocked_by_keys(self) -> list[str]:
         """The keys blocked records are blocked by, each once (`watch`'s failed roots)."""
@@ -490,19 +495,21 @@ class PostgresStore:
 
     orders_schedules = True
     """`ready_candidates` yields the Ready order of SPEC §8.2 and leaves out tasks
-    not yet due (stores/_duepg.py): cli/ready.py needs no scan."""
+    not yet due (stores/sql/postgres_due.py): cli/ready.py needs no scan."""
 
     def ready_candidates(
         self, now: Instant | None = None, first_rank: tuple[int | None] | None = None
     ) -> Iterator[TaskState]:
         """Pending and claimed records whose direct needs are all completed and
         that are due, in the Ready order (priority, due, key), through the
-        trigger-kept `ledger_due` table (stores/_duepg.py). Inside a batch each
+        trigger-kept `ledger_due` table (stores/sql/postgres_due.py). Inside a batch each
         is read with FOR UPDATE SKIP LOCKED, one row at a time, as below."""
         locking = self._depth > 0
         page = 1 if locking else 16
-        sql = _duepg.page_sql(_sql.SELECT_COLUMNS, _readysql.PG_LEASE, lock=locking, limit=page)
-        at = _readysql.sortable(now)
+        sql = postgres_due.page_sql(
+            codec.SELECT_COLUMNS, readyindex.PG_LEASE, lock=locking, limit=page
+        )
+        at = readyindex.sortable(now)
         rank = -1_000_001
         found: Any
         while True:
@@ -512,7 +519,7 @@ class PostgresStore:
                 with self._lock:
                     self._check_open()
                     with self._errors("ready scan"):
-                        found = self._conn.execute(_duepg.NEXT_RANK, (rank,)).fetchone()
+                        found = self._conn.execute(postgres_due.NEXT_RANK, (rank,)).fetchone()
             if found is None or found[0] is None:
                 return
             rank = int(found[0])
@@ -523,7 +530,7 @@ class PostgresStore:
                     with self._errors("ready scan"):
                         args = (rank, at, after[0], after[1], at)
                         rows = list(self._conn.execute(sql, args).fetchall())
-                    recs = [_sql.row_to_state(row[:-1]) for row in rows]
+                    recs = [codec.row_to_state(row[:-1]) for row in rows]
                     if locking and self._depth:  # locked until the batch ends
                         for rec in recs:
                             self._held[rec.key] = rec
@@ -555,19 +562,19 @@ class PostgresStore:
         with self._lock:
             self._check_open()
             with self._errors("ready count"):
-                row = self._conn.execute(_readysql.FREE_COUNT).fetchone()
+                row = self._conn.execute(readyindex.FREE_COUNT).fetchone()
         free = 0 if row is None else int(row[0])
-        first = next(self._ready_pages(now, ("", ""), False, _readysql.FREE), None)
-        return free, first, self._ready_pages(now, ("", ""), False, _readysql.NOT_FREE)
+        first = next(self._ready_pages(now, ("", ""), False, readyindex.FREE), None)
+        return free, first, self._ready_pages(now, ("", ""), False, readyindex.NOT_FREE)
 
     def _ready_pages(
         self, now: Instant | None, after: tuple[str, str], locking: bool, only: str | None
     ) -> Iterator[TaskState]:
         page = 1 if locking else 16
-        sql = _readysql.page_sql(
-            _sql.SELECT_COLUMNS, "%s", _readysql.PG_LEASE, lock=locking, limit=page, only=only
+        sql = readyindex.page_sql(
+            codec.SELECT_COLUMNS, "%s", readyindex.PG_LEASE, lock=locking, limit=page, only=only
         )
-        at = _readysql.sortable(now)
+        at = readyindex.sortable(now)
 
         def fetch(created: str, key: str, limit: int) -> list[Any]:
             with self._lock:
@@ -577,11 +584,11 @@ class PostgresStore:
                     rows = list(self._conn.execute(sql, args).fetchall())
                 if locking and self._depth:  # locked until the batch ends
                     for row in rows:
-                        rec = _sql.row_to_state(row[:-1])
+                        rec = codec.row_to_state(row[:-1])
                         self._held[rec.key] = rec
                 return rows
 
-        return _readysql.candidates(fetch, page, after)
+        return readyindex.candidates(fetch, page, after)
 
     def ready_at_clock(self) -> tuple[Instant, Iterator[TaskState]] | None:
         """`(now, ready_candidates(now))` with `now` the server's clock, read
@@ -611,7 +618,7 @@ class PostgresStore:
                 return None
             row = rows[0]
             now = Instant.from_datetime(row[-1]).utc()
-            first = _sql.row_to_state(row[:-2])
+            first = codec.row_to_state(row[:-2])
             self._held[first.key] = first  # locked (FOR UPDATE) until the batch ends
         rest = self._ready_candidates_created(now, after=(str(row[-2]), str(row[0])))
         return now, itertools.chain((first,), rest)
@@ -645,14 +652,14 @@ class PostgresStore:
             self._check_open()
             with self._errors("scan"):
                 rows = self._conn.execute(sql, args).fetchall()
-        records = [_sql.row_to_state(row) for row in rows]
+        records = [codec.row_to_state(row) for row in rows]
         return records
 
     def dependents(self, keys: Iterable[str]) -> list[TaskState]:
         """The records naming any of `keys` in their needs (engine
         `dependents_walk`), through the trigger-kept `ledger_needs` table
         (every record's needs, indexed by need)."""
-        wanted = [k for k in dict.fromkeys(keys) if "\x00" not in k and _sql.is_utf8(k)]
+        wanted = [k for k in dict.fromkeys(keys) if "\x00" not in k and codec.is_utf8(k)]
         if not wanted:
             return []
         return self._records(_DEPENDENTS, (wanted,))
@@ -660,12 +667,12 @@ class PostgresStore:
     def visible_range(self) -> Iterator[TaskState]:
         """Every record but the pruned ones, sorted by key, read in pages of 1000
         (keyset): `list` prints its first rows at once, in constant memory."""
-        sql = _readysql.visible_page_sql(_sql.SELECT_COLUMNS, "%s")
-        yield from _sql.read_record_pages(self._records, sql)
+        sql = readyindex.visible_page_sql(codec.SELECT_COLUMNS, "%s")
+        yield from codec.read_record_pages(self._records, sql)
 
     def pruned_range(self) -> Iterator[TaskState]:
         """The pruned records, sorted by key."""
-        return iter(self._records(_readysql.pruned_sql(_sql.SELECT_COLUMNS)))
+        return iter(self._records(readyindex.pruned_sql(codec.SELECT_COLUMNS)))
 
     def is_pruned(self, key: str) -> bool:
         with self._lock:
@@ -682,49 +689,49 @@ class PostgresStore:
         return int(row[0]) if row is not None else 0
 
     def schedule_of(self, key: str) -> tuple[Instant, int] | None:
-        """A key's not-before and priority (SPEC §8.1; stores/_schedulesql.py)."""
-        if not _sql.is_utf8(key):
+        """A key's not-before and priority (SPEC §8.1; stores/sql/schedules.py)."""
+        if not codec.is_utf8(key):
             return None
         with self._lock:
             self._check_open()
             with self._errors("schedule"):
                 row = self._conn.execute(
-                    _schedulesql.sql(_schedulesql.SELECT_ONE, "%s"), (key,)
+                    schedules.sql(schedules.SELECT_ONE, "%s"), (key,)
                 ).fetchone()
-        return _schedulesql.value_of(*row) if row is not None else None
+        return schedules.value_of(*row) if row is not None else None
 
     def set_schedule(self, key: str, value: tuple[Instant, int] | None) -> None:
         _no_nul(key)
         with self.batch(), self._lock, self._errors("schedule"):
             if value is None:
-                self._conn.execute(_schedulesql.sql(_schedulesql.DELETE, "%s"), (key,))
+                self._conn.execute(schedules.sql(schedules.DELETE, "%s"), (key,))
             else:
-                args = (key, *_schedulesql.params(value))
-                self._conn.execute(_schedulesql.sql(_schedulesql.UPSERT, "%s"), args)
+                args = (key, *schedules.params(value))
+                self._conn.execute(schedules.sql(schedules.UPSERT, "%s"), args)
 
     def schedules(self) -> dict[str, tuple[Instant, int]]:
         with self._lock:
             self._check_open()
             with self._errors("schedule"):
-                rows = self._conn.execute(_schedulesql.SELECT_ALL).fetchall()
-        return {str(k): _schedulesql.value_of(nb, p) for k, nb, p in rows}
+                rows = self._conn.execute(schedules.SELECT_ALL).fetchall()
+        return {str(k): schedules.value_of(nb, p) for k, nb, p in rows}
 
     def has_schedules(self) -> bool:
         with self._lock:
             self._check_open()
             with self._errors("schedule"):
-                row = self._conn.execute(_schedulesql.ANY).fetchone()
+                row = self._conn.execute(schedules.ANY).fetchone()
         return bool(row and row[0])
 
     def read_pause(self, for_claim: bool = False) -> tuple[str, str, str] | None:
-        """The pause (SPEC §8.3; stores/_pausesql.py). A `--next` claim reads the
+        """The pause (SPEC §8.3; stores/sql/pause.py). A `--next` claim reads the
         row FOR SHARE in its transaction, so `pause`'s UPDATE waits for it."""
         with self._lock:
             self._check_open()
             if not (for_claim and self._depth):
                 with self._errors("pause"):
-                    row = self._conn.execute(_pausesql.READ).fetchone()
-                return _pausesql.state_of(row)
+                    row = self._conn.execute(pause.READ).fetchone()
+                return pause.state_of(row)
             with self._errors("pause"):
                 row = self._conn.execute(_CLAIM_START).fetchone()
             if row is None:
@@ -733,18 +740,18 @@ class PostgresStore:
                 Instant.from_datetime(row[4]).utc(),
                 None if row[5] is None else int(row[5]),
             )
-        return _pausesql.state_of(row[:4])
+        return pause.state_of(row[:4])
 
     def write_pause(self, state: tuple[str, str, str] | None) -> None:
         with self.batch(), self._lock, self._errors("pause"):
-            self._conn.execute(_pausesql.WRITE_PG, _pausesql.params(state))
+            self._conn.execute(pause.WRITE_PG, pause.params(state))
 
     def status_counts(self) -> dict[str, int]:
         """Unpruned records by status, counted in SQL (`ledger stats`)."""
         with self._lock:
             self._check_open()
             with self._errors("count"):
-                rows = self._conn.execute(_readysql.STATUS_COUNTS_SQL).fetchall()
+                rows = self._conn.execute(readyindex.STATUS_COUNTS_SQL).fetchall()
         return {str(status): int(n) for status, n in rows}
 
     def check_ready_index(self) -> list[str]:
@@ -754,7 +761,7 @@ class PostgresStore:
             with self._errors("ready index check"):
                 return [
                     f"ready index: {what}: {row[0]!r}"
-                    for what, sql in (*_readysql.PG_CHECKS, *_duepg.CHECKS)
+                    for what, sql in (*readyindex.PG_CHECKS, *postgres_due.CHECKS)
                     for row in self._conn.execute(sql + " LIMIT 20").fetchall()
                 ]
 
@@ -762,7 +769,12 @@ class PostgresStore:
         """Rebuild the ready index from `ledger_tasks` (`ledger doctor --fix`)."""
         with self.batch(), self._errors("ready index rebuild"):
             self._conn.execute("LOCK TABLE ledger_tasks IN SHARE ROW EXCLUSIVE MODE")
-            for ddl in (*_readysql.PG_DDL, *_readysql.PG_REBUILD, *_duepg.DDL, *_duepg.REBUILD):
+            for ddl in (
+                *readyindex.PG_DDL,
+                *readyindex.PG_REBUILD,
+                *postgres_due.DDL,
+                *postgres_due.REBUILD,
+            ):
                 self._conn.execute(ddl)
 
     @contextlib.contextmanager
@@ -779,7 +791,9 @@ class PostgresStore:
             tx: contextlib.AbstractContextManager[Any]
             if self._pipeline is None:
                 tx = self._conn.transaction()
-            elif self._depth == 1:  # BEGIN and COMMIT ride with statements (stores/_pgtx.py)
+            elif (
+                self._depth == 1
+            ):  # BEGIN and COMMIT ride with statements (stores/sql/postgres_tx.py)
                 tx = self._pipeline.transaction()
             else:
                 tx = self._pipeline.savepoint(self._depth)
@@ -815,7 +829,7 @@ class PostgresStore:
         then its record would: one statement). The row is kept for the next
         `load(key)` in this batch, which costs nothing then. Outside a batch,
         or for a key no row can have: `now()` alone."""
-        if not _sql.is_utf8(key) or "\x00" in key:
+        if not codec.is_utf8(key) or "\x00" in key:
             return self.now()  # load() answers (or refuses) such a key itself
         with self._lock:
             self._check_open()
@@ -826,7 +840,7 @@ class PostgresStore:
             now = self._instant(row)
             assert row is not None  # (_instant refuses a missing row)
             if key not in self._held:
-                self._preloaded[key] = None if row[1] is None else _sql.row_to_state(row[1:])
+                self._preloaded[key] = None if row[1] is None else codec.row_to_state(row[1:])
         return now
 
     # -- History -----------------------------------------------------------------
@@ -837,7 +851,7 @@ class PostgresStore:
         params = []
         for e in entries:
             _no_nul(e.key, actor=e.actor, event=e.event, data=e.data, time=e.time)
-            fence = _sql.check_uint(e.fence, "fence", e.key)
+            fence = codec.check_uint(e.fence, "fence", e.key)
             params.append((e.time, e.actor, e.event, e.key, fence, e.data))
         # Inside a batch (a write's history) the entries join its transaction
         # as they are: a savepoint would cost two round trips and save nothing,
@@ -864,7 +878,7 @@ class PostgresStore:
                 with self._errors("history read"):
                     return list(self._conn.execute(sql, args).fetchall())
 
-        yield from _sql.read_history_pages(fetch, "%s", key)
+        yield from codec.read_history_pages(fetch, "%s", key)
 
     # -- blocks and un-blocks (SPEC §6.2; engine/serial.py) ----------------------
 
