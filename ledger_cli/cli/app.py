@@ -51,7 +51,7 @@ def _wants_json(args: Sequence[str]) -> bool:
 def run_typer(args: Sequence[str]) -> int:
     import typer
 
-    from ledger_cli.cli.commands import COMPLETE_VAR, build_cli
+    from ledger_cli.cli.declarations import COMPLETE_VAR, build_cli
     from ledger_cli.cli.typer_compat import ClickException
 
     cli = build_cli()

@@ -143,7 +143,7 @@ COMMANDS: dict[str, Spec] = {
 
 def list_jsonl(settings: Settings, status: list[str] | None = None, **kwargs: Any) -> int:
     """`list --jsonl` (the click command's `--status` is list_records' `statuses`)."""
-    from ledger_cli.cli.inspect import list_records
+    from ledger_cli.cli.commands.inspect import list_records
 
     return list_records(settings, statuses=status, **kwargs)
 

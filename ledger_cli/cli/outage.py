@@ -4,7 +4,7 @@ and the `--give-up-after` limit of the long-lived commands.
 An outage is a StoreUnavailableError: a lost or refused PostgreSQL connection
 (a restart, a network cut: the store opens a new connection by itself at the
 next call), or SQLite's write lock held past the busy timeout. `ledger run`'s
-lease keeping (cli/leasekeeper.py) and its completion retry until the lease it
+lease keeping (cli/commands/run/leasekeeper.py) and its completion retry until the lease it
 last proved runs out; `run --next --drain` and `claim --next --wait` retry
 until the store has been unreachable for longer than `--give-up-after`
 (default 5m), then exit 9 with the last error.

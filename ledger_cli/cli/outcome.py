@@ -74,7 +74,7 @@ def state_attempts(store: Store, key: str) -> list[RenderableType]:
     from rich.table import Table
     from rich.text import Text
 
-    from ledger_cli.cli.output_cmd import last_lines
+    from ledger_cli.cli.commands.output import last_lines
     from ledger_cli.engine.attempts import seconds_text
     from ledger_cli.stores.attempts import attempt_log
 

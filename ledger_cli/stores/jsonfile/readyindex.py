@@ -273,16 +273,19 @@ def load_chunks(root: str, root_fd: int, rfd: int) -> Chunks | None:
 # -- rebuilding ------------------------------------------------------------------------------
 
 
-def rebuild(root: str, root_fd: int, records: Iterable[TaskState]) -> None:
-    """Write the whole index afresh from `records` (every record of the store), durably.
+def rebuild(
+    root: str,
+    root_fd: int,
+    records: Iterable[TaskState],
+    sched: Callable[[str], Schedule | None],
+) -> None:
+    """Write the whole index afresh from `records` (every record of the store),
+    ordered by each key's schedule as `sched` reads it (schedulefile.reader), durably.
 
     The manifest goes last: a crash in between leaves no manifest, which means
     "rebuild" to the next holder of the lock.
     """
     by_key = {rec.key: rec for rec in records}
-    from ledger_cli.stores.jsonfile.schedulefile import reader
-
-    sched = reader(root)
 
     def load(key: str) -> TaskState | None:
         return by_key.get(key)

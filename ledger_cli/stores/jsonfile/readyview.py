@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
 from ledger_cli.stores import _fsutil
-from ledger_cli.stores.jsonfile import depsindex, prunedfile, readyindex
+from ledger_cli.stores.jsonfile import depsindex, prunedfile, readyindex, schedulefile
 from ledger_cli.stores.jsonfile.depsview import unlocked_check
 from ledger_cli.stores.jsonfile.locking import io_errors, store_method
 from ledger_cli.stores.jsonfile.reading import RecordReader
@@ -159,4 +159,5 @@ class ReadyMethods(RecordReader):
         pruned = [
             r for r in prunedfile.read_all(self._root, root_fd) if key_digest(r.key) not in found
         ]
-        readyindex.rebuild(self._root, root_fd, [*pruned, *found.values()])
+        schedules = schedulefile.reader(self._root)
+        readyindex.rebuild(self._root, root_fd, [*pruned, *found.values()], schedules)

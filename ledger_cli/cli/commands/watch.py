@@ -104,7 +104,7 @@ def view(store: Store, now: Instant, statuses: set[str] | None, interval: str) -
     from rich.text import Text
 
     from ledger_cli.cli import render
-    from ledger_cli.cli.stats import STATUSES, gather
+    from ledger_cli.cli.commands.stats import STATUSES, gather
 
     figures, records = gather(store, now)
     line = Text()

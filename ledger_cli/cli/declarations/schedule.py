@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from ledger_cli.cli.commands import Fence, Key, Owner, app, dispatch
+from ledger_cli.cli.declarations import Fence, Key, Owner, app, dispatch
 
 
 @app.command(
@@ -24,7 +24,7 @@ def check(ctx: typer.Context, key: Key, owner: Owner, fence: Fence) -> None:
     """Do I still hold this lease? Exit 0 and print the time left; 5 when the
     fence is stale, the holder is another or the lease ran out; 6 not claimed;
     3 no record. Reads only."""
-    from ledger_cli.cli import check as check_module
+    from ledger_cli.cli.commands import check as check_module
 
     dispatch(ctx, check_module.check, key=key, owner=owner, fence=fence)
 
@@ -45,7 +45,7 @@ def pause(
 ) -> None:
     """Stop `claim --next` and `run --next` from claiming (exit 7 while paused);
     everything else works as always."""
-    from ledger_cli.cli import pause as pause_module
+    from ledger_cli.cli.commands import pause as pause_module
 
     dispatch(ctx, pause_module.pause, reason=reason)
 
@@ -53,6 +53,6 @@ def pause(
 @app.command(epilog="Examples:\n\n\b\n  ledger resume")
 def resume(ctx: typer.Context) -> None:
     """Let `claim --next` and `run --next` claim again after `ledger pause`."""
-    from ledger_cli.cli import pause as pause_module
+    from ledger_cli.cli.commands import pause as pause_module
 
     dispatch(ctx, pause_module.resume)

@@ -20,7 +20,7 @@ them to the store while the command runs.
 - `finish()` (after the command exited) drains the pipes to their end (a
   daemon the command left behind holding them is not waited for beyond a
   moment); the caller then saves the end and the whole tail, in the
-  completion's unit (cli/run_attempts.py).
+  completion's unit (cli/commands/run/attempts.py).
 """
 
 from __future__ import annotations

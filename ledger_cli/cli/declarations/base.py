@@ -280,7 +280,7 @@ def admit(
     ] = None,
 ) -> None:
     """Admit a task: prints `admitted`, `duplicate`, `stale` or `conflict` (exit 8)."""
-    from ledger_cli.cli import admission
+    from ledger_cli.cli.commands import admit as admission
 
     dispatch(
         ctx,
@@ -316,7 +316,7 @@ def claim(
     give_up_after: GiveUp = None,
 ) -> None:
     """Claim KEY (prints the fence), or the oldest ready task with --next (prints KEY FENCE)."""
-    from ledger_cli.cli import leases
+    from ledger_cli.cli.commands import claim as leases
 
     dispatch(
         ctx,
@@ -333,7 +333,7 @@ def claim(
 @app.command(epilog=examples('ledger renew fetch --owner w1 --fence "$F" --lease 5m'))
 def renew(ctx: typer.Context, key: Key, owner: Owner, fence: Fence, lease: Lease) -> None:
     """Extend a lease you hold."""
-    from ledger_cli.cli import leases
+    from ledger_cli.cli.commands import claim as leases
 
     dispatch(ctx, leases.renew, key=key, owner=owner, fence=fence, lease=lease)
 
@@ -341,7 +341,7 @@ def renew(ctx: typer.Context, key: Key, owner: Owner, fence: Fence, lease: Lease
 @app.command(epilog=examples('ledger release fetch --owner w1 --fence "$F"'))
 def release(ctx: typer.Context, key: Key, owner: Owner, fence: Fence) -> None:
     """Give a claim back: the task is pending again."""
-    from ledger_cli.cli import leases
+    from ledger_cli.cli.commands import claim as leases
 
     dispatch(ctx, leases.release, key=key, owner=owner, fence=fence)
 
@@ -349,7 +349,7 @@ def release(ctx: typer.Context, key: Key, owner: Owner, fence: Fence) -> None:
 @app.command(epilog=examples("F=$(ledger takeover fetch --owner w2 --lease 5m)"))
 def takeover(ctx: typer.Context, key: Key, owner: Owner, lease: Lease) -> None:
     """Take over a stale lease; prints the new fence."""
-    from ledger_cli.cli import leases
+    from ledger_cli.cli.commands import claim as leases
 
     dispatch(ctx, leases.takeover, key=key, owner=owner, lease=lease)
 
@@ -368,7 +368,7 @@ def complete(
     failed: Annotated[bool, typer.Option("--failed", help="Complete as failed.")] = False,
 ) -> None:
     """Finish a claimed task as completed (or failed)."""
-    from ledger_cli.cli import completion
+    from ledger_cli.cli.commands import complete as completion
 
     dispatch(ctx, completion.complete, key=key, owner=owner, fence=fence, failed=failed)
 
@@ -379,7 +379,7 @@ def complete(
 @app.command(epilog=examples("ledger state report", "ledger --json state report | jq .Status"))
 def state(ctx: typer.Context, key: Key) -> None:
     """Show one record."""
-    from ledger_cli.cli import inspect
+    from ledger_cli.cli.commands import inspect
 
     dispatch(ctx, inspect.state, key=key)
 
@@ -387,7 +387,7 @@ def state(ctx: typer.Context, key: Key) -> None:
 @app.command(epilog=examples('ledger blocked report && echo "report is stuck"'))
 def blocked(ctx: typer.Context, key: Key) -> None:
     """Print the blocking key and exit 0 when blocked; exit 1 when not."""
-    from ledger_cli.cli import inspect
+    from ledger_cli.cli.commands import inspect
 
     dispatch(ctx, inspect.blocked, key=key)
 
@@ -416,7 +416,7 @@ def list_(
     pruned: Annotated[bool, typer.Option("--pruned", help="List the pruned records only.")] = False,
 ) -> None:
     """List records as a table (--json: an array, --jsonl: one per line)."""
-    from ledger_cli.cli import inspect
+    from ledger_cli.cli.commands import inspect
 
     dispatch(
         ctx,
@@ -449,7 +449,7 @@ def prune(
     ] = False,
 ) -> None:
     """Prune finished records: keep their keys (admit stays idempotent), drop the rest."""
-    from ledger_cli.cli import retention
+    from ledger_cli.cli.commands import prune as retention
 
     dispatch(ctx, retention.prune, older_than=older_than, statuses=status, dry_run=dry_run)
 
@@ -460,7 +460,7 @@ def tree(
     key: Annotated[str | None, opt_key("Show this task's chain of needs instead.")] = None,
 ) -> None:
     """Why is it stuck: failures and what they block, or KEY's chain of needs."""
-    from ledger_cli.cli import inspect
+    from ledger_cli.cli.commands import inspect
 
     dispatch(ctx, inspect.tree, key=key)
 
@@ -472,7 +472,7 @@ def log(
     jsonl: JsonLines = False,
 ) -> None:
     """The history of writes, oldest first."""
-    from ledger_cli.cli import inspect
+    from ledger_cli.cli.commands import inspect
 
     dispatch(ctx, inspect.log, key=key, jsonl=jsonl)
 
@@ -548,7 +548,7 @@ def run(
     ] = None,
 ) -> None:
     """Claim, run `-- CMD…` under the lease (renewed), complete by its exit status."""
-    from ledger_cli.cli import run as run_module
+    from ledger_cli.cli.commands import run as run_module
 
     dispatch(
         ctx,
@@ -585,7 +585,7 @@ def snapshot(
     ] = None,
 ) -> None:
     """Write every record in the Go-compatible wire format."""
-    from ledger_cli.cli import wire
+    from ledger_cli.cli.commands import snapshot as wire
 
     dispatch(ctx, wire.snapshot, out=out)
 
@@ -596,7 +596,7 @@ def restore(
     source: Annotated[str, typer.Argument(metavar="F|-", help="A snapshot file, - for stdin.")],
 ) -> None:
     """Insert every record of a snapshot (nothing when a key is taken)."""
-    from ledger_cli.cli import wire
+    from ledger_cli.cli.commands import snapshot as wire
 
     dispatch(ctx, wire.restore, source=source)
 
@@ -616,7 +616,7 @@ def doctor(
     ] = False,
 ) -> None:
     """Check the store: problems exit 9, notes exit 0."""
-    from ledger_cli.cli import doctor as doctor_module
+    from ledger_cli.cli.commands import doctor as doctor_module
 
     dispatch(ctx, doctor_module.doctor, fix=fix)
 
@@ -627,7 +627,7 @@ def demo(
     workers: Annotated[int, typer.Option("--workers", min=1, max=8, help="Worker processes.")] = 3,
 ) -> None:
     """Run a small real workflow on a temporary store and show the result."""
-    from ledger_cli.cli import demo as demo_module
+    from ledger_cli.cli.commands import demo as demo_module
 
     dispatch(ctx, demo_module.demo, workers=workers)
 

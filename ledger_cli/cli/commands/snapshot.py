@@ -8,7 +8,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from ledger_cli.cli import output
-from ledger_cli.cli.admission import read_source
+from ledger_cli.cli.commands.admit import read_source
 from ledger_cli.cli.context import Session, Settings
 from ledger_cli.cli.inputs import InputError
 

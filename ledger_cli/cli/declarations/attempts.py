@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from ledger_cli.cli.commands import Key, app, complete_key, dispatch, examples
+from ledger_cli.cli.declarations import Key, app, complete_key, dispatch, examples
 
 OUTPUT_EXAMPLES = examples(
     "ledger output nightly-backup",
@@ -38,7 +38,7 @@ def output(
     ] = None,
 ) -> None:
     """Print the kept output (stdout and stderr) of a run of KEY, byte for byte."""
-    from ledger_cli.cli import output_cmd
+    from ledger_cli.cli.commands import output as output_cmd
 
     dispatch(ctx, output_cmd.output_cmd, key=key, attempt=attempt, follow=follow, tail=tail)
 
@@ -67,7 +67,7 @@ def wait(
     ] = None,
 ) -> None:
     """Wait until every KEY is completed, failed or blocked (exit 0 when all completed)."""
-    from ledger_cli.cli import wait as wait_module
+    from ledger_cli.cli.commands import wait as wait_module
 
     dispatch(
         ctx,

@@ -3,13 +3,13 @@ background, complete by the command's exit status.
 
 - The command runs in its own process group with LEDGER_KEY, LEDGER_FENCE and
   LEDGER_TASK (the task as JSON) in its environment.
-- A thread renews the lease every third of it (cli/leasekeeper.py). When a
+- A thread renews the lease every third of it (cli/commands/run/leasekeeper.py). When a
   renew is refused (the fence is stale: someone took over; or the record is
   no longer claimed), the whole process group is stopped and `run` exits 5
   without completing. A renew that cannot be made (a store outage) is tried
   again until it lands; when none has landed by a margin (a tenth of the
   lease, at most 1 s) before the lease last proved can run out, the process
-  group is stopped and `run` exits 5 (cli/supervisor.py).
+  group is stopped and `run` exits 5 (cli/commands/run/supervisor.py).
 - SIGINT/SIGTERM: the signal is passed to the command's process group, then the
   claim is released; exit 128+signal.
 - Otherwise the record is completed (exit status 0) or failed (anything else)
@@ -47,9 +47,9 @@ from typing import TYPE_CHECKING
 
 from ledger_cli.cli.context import Session, Settings
 from ledger_cli.cli.inputs import InputError, parse_duration, parse_uint, validate_text
-from ledger_cli.cli.leases import NothingReadyError, claim_next_timed
+from ledger_cli.cli.commands.claim import NothingReadyError, claim_next_timed
 from ledger_cli.cli.outage import Outage, is_outage, open_session, parse_give_up
-from ledger_cli.cli.supervisor import (
+from ledger_cli.cli.commands.run.supervisor import (
     DEFAULT_BACKOFF,
     STOP_GRACE,
     LeaseLostError,
@@ -59,7 +59,7 @@ from ledger_cli.cli.supervisor import (
 from ledger_cli.errors import NoKeyError, StoreError
 
 if TYPE_CHECKING:
-    from ledger_cli.cli.run_attempts import RunOptions
+    from ledger_cli.cli.commands.run.attempts import RunOptions
     from ledger_cli.engine.record import TaskState
 
 __all__ = ["STOP_GRACE", "LeaseLostError", "Supervisor", "exit_code", "run"]
@@ -101,7 +101,7 @@ def run(
     attempts = parse_uint(retries, "--retries", MAX_RETRIES) + 1 if retries is not None else 1
     backoff_td = parse_duration(backoff, "--backoff") if backoff is not None else DEFAULT_BACKOFF
     give_up = parse_give_up(give_up_after)
-    from ledger_cli.cli.run_attempts import RunOptions
+    from ledger_cli.cli.commands.run.attempts import RunOptions
 
     options = RunOptions(keep_output, timeout, kill_after)  # SPEC §7.1, §7.4
     with open_session(settings, give_up if drain or wait is not None else None) as s:

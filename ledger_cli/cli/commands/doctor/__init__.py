@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from ledger_cli.cli import output
 from ledger_cli.cli.context import Session, Settings, store_url
-from ledger_cli.cli.doctor_records import check_records
+from ledger_cli.cli.commands.doctor.records import check_records
 from ledger_cli.errors import LedgerError, StoreError
 
 if TYPE_CHECKING:
@@ -209,7 +209,7 @@ def doctor(settings: Settings, fix: bool = False) -> int:
                 found.problems.append(output.one_line(str(exc)))
         _check_needs(records, found)
         check_records(s, records, found, fix, history)
-        from ledger_cli.cli.readycheck import check_deps_index, check_ready_index, check_tally
+        from ledger_cli.cli.commands.doctor.indexes import check_deps_index, check_ready_index, check_tally
 
         # The dependents index first: the JSON store's ready index finds the tasks
         # a completed need makes ready through it. The JSON store reads its
@@ -222,7 +222,7 @@ def doctor(settings: Settings, fix: bool = False) -> int:
             check_deps_index(s.store, found, fix)
             check_ready_index(s.store, found, fix)
             check_tally(s.store, found, fix)
-        from ledger_cli.cli.attempt_upkeep import check_attempts
+        from ledger_cli.cli.commands.doctor.attempts import check_attempts
 
         check_attempts(s.store, found, fix)
     problems = list(dict.fromkeys(found.problems))

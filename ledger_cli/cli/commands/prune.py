@@ -21,7 +21,7 @@ def prune(
     with Session(settings) as s:
         n = s.ledger.prune(age, s.now(), wanted, dry_run)
         if not dry_run:
-            from ledger_cli.cli.attempt_upkeep import drop_pruned_attempts
+            from ledger_cli.cli.commands.doctor.attempts import drop_pruned_attempts
 
             drop_pruned_attempts(s.store)  # a pruned key's attempts go too (SPEC §7.1)
     if settings.json:

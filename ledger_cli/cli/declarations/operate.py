@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from ledger_cli.cli.commands import Key, app, complete_status, dispatch, examples
+from ledger_cli.cli.declarations import Key, app, complete_status, dispatch, examples
 
 Reason = Annotated[
     str | None,
@@ -21,7 +21,7 @@ Reason = Annotated[
 @app.command(epilog=examples('ledger retry load --reason "upstream fixed"'))
 def retry(ctx: typer.Context, key: Key, reason: Reason = None) -> None:
     """Reopen a failed task and un-block what its failure blocked."""
-    from ledger_cli.cli import remedies
+    from ledger_cli.cli.commands import retry as remedies
 
     dispatch(ctx, remedies.retry, key=key, reason=reason)
 
@@ -29,7 +29,7 @@ def retry(ctx: typer.Context, key: Key, reason: Reason = None) -> None:
 @app.command(epilog=examples('ledger cancel report --reason "superseded"'))
 def cancel(ctx: typer.Context, key: Key, reason: Reason = None) -> None:
     """Fail a pending, claimed or blocked task without its lease (the holder is fenced off)."""
-    from ledger_cli.cli import remedies
+    from ledger_cli.cli.commands import retry as remedies
 
     dispatch(ctx, remedies.cancel, key=key, reason=reason)
 
@@ -50,7 +50,7 @@ def stats(
     ] = None,
 ) -> None:
     """Counts by status, ready tasks, expired leases, the oldest ready task's age."""
-    from ledger_cli.cli import stats as stats_module
+    from ledger_cli.cli.commands import stats as stats_module
 
     dispatch(ctx, stats_module.stats, prometheus=prometheus, out=out)
 
@@ -73,6 +73,6 @@ def watch(
     ] = None,
 ) -> None:
     """A live view of the stats and the unfinished tasks (q or Ctrl-C to leave)."""
-    from ledger_cli.cli import watch as watch_module
+    from ledger_cli.cli.commands import watch as watch_module
 
     dispatch(ctx, watch_module.watch, interval=interval, statuses=status)

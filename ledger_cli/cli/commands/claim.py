@@ -119,7 +119,7 @@ def claim_next_timed(
     s: Session, owner: str, lease: str, wait: str | None, give_up: float | None = None
 ) -> tuple[TaskState, int, float]:
     """`claim_next`, and the monotonic time just before the winning claim
-    was sent (the lease is proved from then: cli/leasekeeper.py).
+    was sent (the lease is proved from then: cli/commands/run/leasekeeper.py).
 
     With `wait`, a store outage (cli/outage.py) is waited out, over a new
     connection, up to `give_up` seconds of failures (the --wait clock stops

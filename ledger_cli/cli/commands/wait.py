@@ -189,7 +189,7 @@ def _wait_all(s: Session, every: float, deadline: float | None) -> int:
             if s.settings.json:
                 output.json_line({"settled": [], "unsettled": [], "timed_out": True})
             return TIMED_OUT_EXIT
-    from ledger_cli.cli.stats import gather
+    from ledger_cli.cli.commands.stats import gather
 
     stats, _records = gather(s.store, s.now())
     bad = stats.counts.get("failed", 0) + stats.counts.get("blocked", 0)

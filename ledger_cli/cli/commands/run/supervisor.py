@@ -2,7 +2,7 @@
 
 - The command runs in its own process group with LEDGER_KEY, LEDGER_FENCE,
   LEDGER_TASK (the task as JSON) and LEDGER_ATTEMPT in its environment.
-- The lease is kept by cli/leasekeeper.py. A refused renewal (the lease is
+- The lease is kept by cli/commands/run/leasekeeper.py. A refused renewal (the lease is
   lost) stops the process group (SIGTERM, SIGKILL after STOP_GRACE) and exits
   5 without completing. A renewal that cannot be made is tried again; when
   none has landed by a margin before the end of the lease last proved (a tenth
@@ -30,9 +30,9 @@ from typing import TYPE_CHECKING, Any
 
 from ledger_cli.cli import output
 from ledger_cli.cli.context import Session
-from ledger_cli.cli.leasekeeper import REFUSALS, LeaseKeeper
+from ledger_cli.cli.commands.run.leasekeeper import REFUSALS, LeaseKeeper
 from ledger_cli.cli.outage import Outage
-from ledger_cli.cli.run_attempts import TIMEOUT_EXIT, annotate_completion
+from ledger_cli.cli.commands.run.attempts import TIMEOUT_EXIT, annotate_completion
 from ledger_cli.errors import FencedError, LedgerError, StoreError
 
 if TYPE_CHECKING:
@@ -97,7 +97,7 @@ class Supervisor:
             self._on_lost,
         )
         self.poll = min(0.1, self.keeper.margin / 4)
-        from ledger_cli.cli.run_attempts import RunOptions
+        from ledger_cli.cli.commands.run.attempts import RunOptions
 
         self.options = RunOptions()
         """--keep-output, --timeout, --kill-after (run.py sets them)."""
@@ -176,8 +176,8 @@ class Supervisor:
     def _attempt(self) -> int | None:
         """Run the command once; its exit status (None: a signal or a lost lease
         stopped it). Raises OSError when it cannot be started. The attempt and
-        its output are recorded beside the record (cli/run_attempts.py)."""
-        from ledger_cli.cli.run_attempts import AttemptRecorder, Deadline
+        its output are recorded beside the record (cli/commands/run/attempts.py)."""
+        from ledger_cli.cli.commands.run.attempts import AttemptRecorder, Deadline
 
         opts = self.options
         rec = AttemptRecorder(self.s, self.key, self.fence, self.owner, self.attempt, opts.keep)

@@ -29,7 +29,7 @@ def complete_status(incomplete: str) -> list[str]:
 
 def store_on_line(ctx: Any) -> str | None:
     """`--store` as given on the line being completed (the later one wins)."""
-    from ledger_cli.cli.commands import SETTINGS_KEY
+    from ledger_cli.cli.declarations import SETTINGS_KEY
 
     given = ctx.find_root().meta.get(SETTINGS_KEY, {})
     url = given.get("store")

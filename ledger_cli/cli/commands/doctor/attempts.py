@@ -9,7 +9,7 @@ from ledger_cli.errors import StoreError
 
 TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
-    from ledger_cli.cli.doctor import Findings
+    from ledger_cli.cli.commands.doctor import Findings
     from ledger_cli.engine.store import Store
 
 

@@ -30,7 +30,7 @@ TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from typing import Any
 
-    from ledger_cli.cli.capture import Capture
+    from ledger_cli.cli.commands.run.capture import Capture
     from ledger_cli.cli.context import Session
     from ledger_cli.engine.attempts import AttemptLog
 
@@ -66,7 +66,7 @@ class AttemptRecorder:
         except Exception as exc:
             self._warn("recording the run", exc)
         if keep > 0:
-            from ledger_cli.cli.capture import Capture
+            from ledger_cli.cli.commands.run.capture import Capture
 
             sink: Any = self.log if self.log is not None else _NoLog()
             self.capture = Capture(keep, sink, self.att)
@@ -240,10 +240,10 @@ def parse_timeouts(timeout: str | None, kill_after: str | None) -> tuple[float |
 
 def parse_keep(keep: str | None) -> int:
     if keep is None:
-        from ledger_cli.cli.capture import DEFAULT_KEEP
+        from ledger_cli.cli.commands.run.capture import DEFAULT_KEEP
 
         return DEFAULT_KEEP
-    from ledger_cli.cli.capture import parse_size
+    from ledger_cli.cli.commands.run.capture import parse_size
 
     return parse_size(keep)
 
