@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ledger_cli.cli import output
 from ledger_cli.cli.context import Session, Settings
-from ledger_cli.cli.inputs import parse_uint
+from ledger_cli.cli.inputs import parse_uint, validate_key, validate_text
 from ledger_cli.errors import FencedError, NoKeyError, NotClaimedError
 
 
@@ -21,6 +21,8 @@ def left_text(ns: int) -> str:
 
 
 def check(settings: Settings, key: str, owner: str, fence: str) -> int:
+    key = validate_key(key)
+    owner = validate_text(owner, "owner")
     fence_n = parse_uint(fence, "--fence")
     with Session(settings) as s:
         rec = s.load(key)
