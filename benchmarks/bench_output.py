@@ -127,7 +127,8 @@ def drain(tmp: Path, kind: str, tasks: int, rounds: int) -> None:
 
 
 def wait_reads(keys: int) -> None:
-    from ledger_cli.cli import context, wait
+    from ledger_cli.cli import context
+    from ledger_cli.cli.commands import wait
     from ledger_cli.engine.record import TaskState
     from ledger_cli.stores.memory import MemStore
 

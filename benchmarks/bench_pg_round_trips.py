@@ -20,8 +20,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from ledger_cli.cli.commands.run import run  # noqa: E402
 from ledger_cli.cli.context import Settings  # noqa: E402
-from ledger_cli.cli.run import run  # noqa: E402
 from ledger_cli.engine.instant import Instant  # noqa: E402
 from ledger_cli.engine.ledger import Ledger  # noqa: E402
 from ledger_cli.stores.sql.postgres import PostgresStore  # noqa: E402

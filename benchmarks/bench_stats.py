@@ -8,7 +8,7 @@ Each store holds BASE=100 (small) or N (big; default 100,000, `--quick`
 claimed task, a failed one and the task it blocks, a completed one). Timed:
 
 - in process, through the library, the median of R runs (default 5) taken in
-  turn on the same store: `collect` as shipped (cli/stats.py) and as it was
+  turn on the same store: `collect` as shipped (cli/commands/stats.py) and as it was
   before (the counts, then the ready index walked for the ready figure, each
   page of candidates a query or a lock hold, each candidate read and judged).
   Now a SQL store counts its pending candidates that name no needs in SQL
@@ -63,7 +63,8 @@ from bench_queue import (  # noqa: E402
     places,
 )
 
-from ledger_cli.cli import ready, stats, watch  # noqa: E402
+from ledger_cli.cli.commands import stats, watch  # noqa: E402
+from ledger_cli.engine import ready  # noqa: E402
 from ledger_cli.engine.instant import Instant  # noqa: E402
 from ledger_cli.engine.ledger import Ledger  # noqa: E402
 from ledger_cli.engine.prune import visible  # noqa: E402

@@ -65,7 +65,7 @@ def build_store(store: str) -> None:
     integration tests fail, so everything after them is blocked; the docs are
     still being built (a live lease) when the picture is taken."""
     sys.path.insert(0, str(HERE.parent))
-    from ledger_cli.cli.demo import PIPELINE
+    from ledger_cli.cli.commands.demo import PIPELINE
     from ledger_cli.engine.attempts import Attempt
     from ledger_cli.engine.instant import Instant
     from ledger_cli.engine.ledger import Ledger

@@ -4,7 +4,7 @@
     .venv/bin/python docs/make_reference.py --check  # exit 1 when it is stale
 
 The commands, their arguments, options, help and examples are read from the
-Typer app (`ledger_cli.cli.commands.build_cli()`); the error codes and their
+Typer app (`ledger_cli.cli.declarations.build_cli()`); the error codes and their
 exit codes from the error classes (`ledger_cli.errors`). What the code keeps in
 no one place (what each exit code means, the environment variables, each
 command's `--json` shape) is the data below, and `render()` refuses to write
@@ -160,10 +160,10 @@ def _param_rows(params: list[Any]) -> list[str]:
 def render() -> str:
     from ledger_cli import errors
     from ledger_cli.cli import context
-    from ledger_cli.cli.commands import _GLOBAL_NAMES, build_cli
+    from ledger_cli.cli.declarations import _GLOBAL_NAMES, build_cli
     from ledger_cli.cli.typer_compat import Context
 
-    _import_every_module()  # error classes live beside their commands too (cli/leases.py…)
+    _import_every_module()  # error classes live beside their commands too (cli/commands/claim.py…)
     group: Any = build_cli()
     root = Context(group, info_name="ledger")
     names = list(group.commands)

@@ -161,9 +161,9 @@ def between_blocks(
     report = invoke(root, "doctor")
     if "escaped block" not in report.stdout and "orphaned block" not in report.stdout:
         return False
-    from ledger_cli.cli.ready import ready_iter
     from ledger_cli.engine.instant import Instant
     from ledger_cli.engine.invariants import failure_roots
+    from ledger_cli.engine.ready import ready_iter
 
     store = JsonFileStore(root)
     behind_a_failure = failure_roots(store.range())

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from ledger_cli.cli.commands import app
+from ledger_cli.cli.declarations import registered_app
 from tests.cli_support import T0, Cli, make_cli
 
 
@@ -237,7 +237,7 @@ def test_help_and_typer_runner(cli: Cli) -> None:
     assert "admit" in out and "demo" in out and "\x1b[" not in out
     from typer.testing import CliRunner
 
-    res = CliRunner().invoke(app, ["admit", "--help"])
+    res = CliRunner().invoke(registered_app(), ["admit", "--help"])
     assert res.exit_code == 0 and "--task-file" in res.stdout and "--json" in res.stdout
 
 
@@ -276,7 +276,7 @@ JSON_CASES: dict[str, list[list[str]]] = {
 
 
 def test_every_command_has_json_cases() -> None:
-    from ledger_cli.cli.commands import build_cli
+    from ledger_cli.cli.declarations import build_cli
 
     assert set(JSON_CASES) == set(build_cli().commands)  # type: ignore[attr-defined]
 

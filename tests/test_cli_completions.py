@@ -6,15 +6,15 @@ import subprocess
 
 import pytest
 
-from ledger_cli.cli import shellcomp
+from ledger_cli.cli import shell_completion
 from tests.cli_support import ROOT, ledger_cmd, subprocess_env
 
 
-@pytest.mark.parametrize(("shell", "name"), sorted(shellcomp.FILES.items()))
+@pytest.mark.parametrize(("shell", "name"), sorted(shell_completion.FILES.items()))
 def test_completion_scripts_are_current(shell: str, name: str) -> None:
     path = ROOT / "completions" / name
-    assert path.read_text(encoding="utf-8") == shellcomp.script(shell), (
-        f"{path} is stale: run `python -m ledger_cli.cli.shellcomp`"
+    assert path.read_text(encoding="utf-8") == shell_completion.script(shell), (
+        f"{path} is stale: run `python -m ledger_cli.cli.shell_completion`"
     )
     assert "_LEDGER_COMPLETE" in path.read_text(encoding="utf-8")
 
@@ -29,7 +29,7 @@ def test_show_completion_prints_the_same_script() -> None:
         env=env,
         check=True,
     )
-    assert res.stdout == shellcomp.script("bash")
+    assert res.stdout == shell_completion.script("bash")
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ledger_cli.cli import fast
-from ledger_cli.cli.commands import build_cli
+from ledger_cli.cli.declarations import build_cli
 from tests.cli_support import Cli, Outcome, make_cli, subprocess_env
 
 

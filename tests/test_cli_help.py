@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from ledger_cli.cli.commands import build_cli
+from ledger_cli.cli.declarations import build_cli
 from tests.cli_support import make_cli
 
 COMMANDS = sorted(build_cli().commands)  # type: ignore[attr-defined]

@@ -176,7 +176,7 @@ def _invocations(line: str) -> list[list[str]]:
 
 @pytest.mark.parametrize("page", PAGES)
 def test_illustrations_name_real_commands_and_options(page: str) -> None:
-    from ledger_cli.cli.commands import build_cli
+    from ledger_cli.cli.declarations import build_cli
 
     group = build_cli()
     text = (ROOT / page).read_text(encoding="utf-8")

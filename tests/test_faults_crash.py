@@ -240,7 +240,7 @@ class _RangeOnly:
 
 
 def _ready_index_agrees(root: Path, where: str) -> None:
-    from ledger_cli.cli.ready import is_ready, order_key, ready_iter
+    from ledger_cli.engine.ready import is_ready, order_key, ready_iter
 
     store = JsonFileStore(root)
     assert store.check_ready_index() == [], where

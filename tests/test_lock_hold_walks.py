@@ -175,7 +175,7 @@ def test_every_long_walk_commits_in_blocks(
     def nothing_claimable() -> None:
         other = _open(kind, location)
         try:
-            from ledger_cli.cli.ready import ready_iter
+            from ledger_cli.engine.ready import ready_iter
 
             handed = [r.key for r in ready_iter(other, other.load, Instant.parse(NOW))]
             assert [k for k in handed if k in set(DEPS)] == [], handed[:5]

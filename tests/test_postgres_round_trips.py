@@ -10,8 +10,8 @@ from datetime import timedelta
 
 import pytest
 
+from ledger_cli.cli.commands.run import run
 from ledger_cli.cli.context import Session, Settings
-from ledger_cli.cli.run import run
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.ledger import Ledger
 from ledger_cli.errors import StoreError
@@ -287,7 +287,7 @@ def test_a_drain_judges_leases_by_the_server_clock(conninfo: str) -> None:
 
 def test_the_complete_command_reads_the_clock_with_its_load(conninfo: str) -> None:
     """`ledger complete`: BEGIN + clock + load; UPDATE; history + COMMIT."""
-    from ledger_cli.cli.completion import complete
+    from ledger_cli.cli.commands.complete import complete
 
     _admit(conninfo, 2)
     with PostgresStore(conninfo) as store:

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from ledger_cli.cli.ready import ready_iter
 from ledger_cli.engine import prune
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.ledger import Ledger
+from ledger_cli.engine.ready import ready_iter
 from ledger_cli.engine.store import Store
 from ledger_cli.errors import LedgerError
 from tests.cli_support import run_ledger

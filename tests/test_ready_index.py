@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
+from ledger_cli.cli.commands.claim import claim_next
+from ledger_cli.cli.commands.stats import collect
 from ledger_cli.cli.context import Session, Settings
-from ledger_cli.cli.leases import claim_next
-from ledger_cli.cli.ready import count_ready, is_ready, order_key, ready_iter
-from ledger_cli.cli.stats import collect
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.ledger import Ledger
 from ledger_cli.engine.prune import count_pruned
+from ledger_cli.engine.ready import count_ready, is_ready, order_key, ready_iter
 from ledger_cli.engine.store import Store
 from ledger_cli.errors import LedgerError
 from tests.cli_support import run_ledger

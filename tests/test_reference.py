@@ -8,7 +8,7 @@ import importlib.util
 import re
 from types import ModuleType
 
-from ledger_cli.cli.commands import build_cli
+from ledger_cli.cli.declarations import build_cli
 from tests.cli_support import ROOT
 
 PAGE = ROOT / "docs" / "reference.md"

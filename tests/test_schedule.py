@@ -309,7 +309,7 @@ def test_postgres_due_index_go_rows_older_index_and_doctor(tmp_path: Path) -> No
             conn.execute("DROP FUNCTION ledger_due_sync() CASCADE")
         store = PostgresStore(conninfo)  # the first opener builds it
         try:
-            from ledger_cli.cli import ready
+            from ledger_cli.engine import ready
 
             now = Instant.parse(T2)
             with store.batch():

@@ -641,7 +641,7 @@ def test_claim_next_agrees_with_the_brute_force_ready_rule(store: Store) -> None
     offers is the brute-force rule's first, every step."""
     import random
 
-    from ledger_cli.cli import ready
+    from ledger_cli.engine import ready
     from ledger_cli.engine.ledger import Ledger
     from tests.schedule_support import brute_ready
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger_cli.cli import stats, watch
+from ledger_cli.cli.commands import stats, watch
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
 from ledger_cli.stores.jsonfile import JsonFileStore
@@ -25,7 +25,7 @@ LATER = "2026-01-02T05:00:00Z"
 
 def brute(store: JsonFileStore, now: Instant) -> stats.Stats:
     """`stats` as it was: every unpruned record read and judged."""
-    from ledger_cli.cli import ready
+    from ledger_cli.engine import ready
 
     records = {r.key: r for r in store.scan_visible()}
     counts = collections.Counter(r.status for r in records.values())

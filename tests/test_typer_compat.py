@@ -58,7 +58,8 @@ def test_each_private_name_is_where_typer_compat_expects_it(module: str, path: s
 
 
 def test_the_names_behave_as_the_cli_uses_them() -> None:
-    from ledger_cli.cli.commands import COMPLETE_VAR, build_cli
+    from ledger_cli.cli.declarations import build_cli
+    from ledger_cli.cli.shell_completion import COMPLETE_VAR
 
     cli = build_cli()
     assert isinstance(cli, typer_compat.Command)

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from ledger_cli.cli.stats import gather
-from ledger_cli.cli.watch import UNFINISHED, unfinished
+from ledger_cli.cli.commands.stats import gather
+from ledger_cli.cli.commands.watch import UNFINISHED, unfinished
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.ledger import Ledger
 from ledger_cli.engine.record import TaskState, byte_order

@@ -3,7 +3,8 @@
 `admit`, `claim`, `renew`, `release`, `takeover`, `complete`, `run … -- CMD`
 and `list --jsonl` take the fast path (`fast.py`: no typer import);
 everything else, and anything the fast path is unsure of, goes to the Typer
-app in `commands.py`.
+app in `declarations/`; either runs the command's work in `commands/`
+through `execute.py`.
 
 Exit codes are SPEC §4's: each error class carries its own (`errors.py`);
 click's usage errors are 2; an unexpected exception is 70 (one line on
@@ -14,33 +15,14 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from ledger_cli.cli import output
-from ledger_cli.cli.context import Settings
-from ledger_cli.errors import LedgerError
+from ledger_cli.cli.execute import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, execute
 
 TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
-    from typing import Any, NoReturn
-
-EXIT_INTERRUPTED = 130
-EXIT_BROKEN_PIPE = 141
-
-
-def execute(settings: Settings, fn: Callable[..., int], **kwargs: Any) -> int:
-    """Run one command implementation; errors become the documented exit codes."""
-    try:
-        return fn(settings, **kwargs)
-    except LedgerError as exc:
-        return output.report(exc, settings.json)
-    except KeyboardInterrupt:
-        output.diag("ledger: interrupted")
-        return EXIT_INTERRUPTED
-    except BrokenPipeError:
-        raise
-    except Exception as exc:
-        return output.report_internal(exc, settings.json)
+    from typing import NoReturn
 
 
 def _wants_json(args: Sequence[str]) -> bool:
@@ -51,7 +33,8 @@ def _wants_json(args: Sequence[str]) -> bool:
 def run_typer(args: Sequence[str]) -> int:
     import typer
 
-    from ledger_cli.cli.declarations import COMPLETE_VAR, build_cli
+    from ledger_cli.cli.declarations import build_cli
+    from ledger_cli.cli.shell_completion import COMPLETE_VAR
     from ledger_cli.cli.typer_compat import ClickException
 
     cli = build_cli()

@@ -24,14 +24,27 @@ from collections.abc import Callable, Sequence
 
 TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
-    from typing import TypeVar
+    from collections.abc import Iterator
+    from contextlib import AbstractContextManager
+    from typing import Protocol, TypeVar
 
     from ledger_cli.cli.chunks import _Cost
-    from ledger_cli.cli.context import Session
     from ledger_cli.engine.instant import Instant
+    from ledger_cli.engine.store import Store
 
     T = TypeVar("T")
     R = TypeVar("R")
+
+    class Session(Protocol):
+        """What the driver needs of its `context.Session` (named by shape, so
+        this module need not import the one that imports it)."""
+
+        store: Store
+
+        def now(self) -> Instant: ...
+        def unit_open(self) -> bool: ...
+        def defer(self, fn: Callable[[], object]) -> None: ...
+        def writes(self, now: Instant | None) -> Iterator[AbstractContextManager[object]]: ...
 
 
 class SessionBlocks:

@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 ENV_STORE = "LEDGER_STORE"
 ENV_ACTOR = "LEDGER_ACTOR"
 ENV_NOW = "LEDGER_NOW"
+SETTINGS_KEY = "ledger.settings"
+"""Where the typer app keeps the global settings given on the line (ctx.meta)."""
 
 
 def env(name: str) -> str | None:

@@ -83,7 +83,7 @@ COMMANDS: dict[str, Spec] = {
             "--delay": Opt("delay"),
             "--priority": Opt("priority"),
         },
-        "admission:admit",
+        "commands.admit:admit",
     ),
     "claim": Spec(
         (("key", False),),
@@ -94,19 +94,23 @@ COMMANDS: dict[str, Spec] = {
             "--wait": Opt("wait"),
             "--give-up-after": Opt("give_up_after"),
         },
-        "leases:claim",
+        "commands.claim:claim",
     ),
     "renew": Spec(
         (("key", True),),
         {"--owner": _OWNER, "--fence": _FENCE, "--lease": _LEASE},
-        "leases:renew",
+        "commands.renew:renew",
     ),
-    "release": Spec((("key", True),), {"--owner": _OWNER, "--fence": _FENCE}, "leases:release"),
-    "takeover": Spec((("key", True),), {"--owner": _OWNER, "--lease": _LEASE}, "leases:takeover"),
+    "release": Spec(
+        (("key", True),), {"--owner": _OWNER, "--fence": _FENCE}, "commands.release:release"
+    ),
+    "takeover": Spec(
+        (("key", True),), {"--owner": _OWNER, "--lease": _LEASE}, "commands.takeover:takeover"
+    ),
     "complete": Spec(
         (("key", True),),
         {"--owner": _OWNER, "--fence": _FENCE, "--failed": Opt("failed", flag=True)},
-        "completion:complete",
+        "commands.complete:complete",
     ),
     "run": Spec(
         (("key", False),),
@@ -123,7 +127,7 @@ COMMANDS: dict[str, Spec] = {
             "--timeout": Opt("timeout"),
             "--kill-after": Opt("kill_after"),
         },
-        "run:run",
+        "commands.run:run",
         rest="command",
     ),
     "list": Spec(
@@ -143,7 +147,7 @@ COMMANDS: dict[str, Spec] = {
 
 def list_jsonl(settings: Settings, status: list[str] | None = None, **kwargs: Any) -> int:
     """`list --jsonl` (the click command's `--status` is list_records' `statuses`)."""
-    from ledger_cli.cli.commands.inspect import list_records
+    from ledger_cli.cli.commands.list import list_records
 
     return list_records(settings, statuses=status, **kwargs)
 

@@ -1,7 +1,13 @@
-"""Shell completion of keys and statuses (SPEC §6.8).
+"""Shell completion (SPEC §6.8): the scripts in `completions/`, and the keys
+and statuses they complete.
 
-Wired through typer's public `autocompletion=` parameter (see `commands.py`
-and `operate_commands.py`). KEY arguments complete from the store named on
+`python -m ledger_cli.cli.shell_completion [DIR]` rewrites the scripts (default
+`completions/`); a test regenerates them and fails when they differ. Each is
+exactly what `ledger --show-completion SHELL` prints (typer detects the shell
+unless told, so the scripts are made from typer's templates directly).
+
+Keys and statuses are wired through typer's public `autocompletion=` parameter
+(`declarations/base.py`). KEY arguments complete from the store named on
 the line being completed (`--store`, before or after the command) or in
 LEDGER_STORE, else the default store; at most MAX_KEYS candidates; nothing,
 silently, when the store cannot be read (completion must never print an
@@ -13,12 +19,16 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import sys
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ledger_cli.engine.record import TaskState
 
+COMPLETE_VAR = "_LEDGER_COMPLETE"
+FILES: dict[str, str] = {"bash": "ledger.bash", "zsh": "_ledger", "fish": "ledger.fish"}
 MAX_KEYS = 1000
 STATUSES = ("pending", "claimed", "completed", "failed", "blocked")
 
@@ -29,7 +39,7 @@ def complete_status(incomplete: str) -> list[str]:
 
 def store_on_line(ctx: Any) -> str | None:
     """`--store` as given on the line being completed (the later one wins)."""
-    from ledger_cli.cli.declarations import SETTINGS_KEY
+    from ledger_cli.cli.context import SETTINGS_KEY
 
     given = ctx.find_root().meta.get(SETTINGS_KEY, {})
     url = given.get("store")
@@ -102,3 +112,30 @@ def _sqlite_keys(url: str, prefix: str, limit: int) -> list[str] | None:
     finally:
         conn.close()
     return [str(row[0]) for row in rows]
+
+
+# -- the scripts -------------------------------------------------------------------
+
+
+def script(shell: str) -> str:
+    """What `ledger --show-completion SHELL` prints, for this app's program
+    name and completion variable (no shell detection involved)."""
+    from ledger_cli.cli.typer_compat import get_completion_script
+
+    return get_completion_script(prog_name="ledger", complete_var=COMPLETE_VAR, shell=shell) + "\n"
+
+
+def write_all(directory: Path) -> list[Path]:
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for shell, name in FILES.items():
+        path = directory / name
+        path.write_text(script(shell), encoding="utf-8")
+        written.append(path)
+    return written
+
+
+if __name__ == "__main__":
+    target = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("completions")
+    for path in write_all(target):
+        print(path)

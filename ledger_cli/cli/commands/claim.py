@@ -1,4 +1,4 @@
-"""`ledger claim` (by key and `--next`), `renew`, `release`, `takeover`."""
+"""`ledger claim KEY` and `ledger claim --next`: take a lease, print its fence."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from ledger_cli.cli.context import Session, Settings
 from ledger_cli.cli.inputs import (
     InputError,
     parse_duration,
-    parse_uint,
     validate_text,
 )
 from ledger_cli.errors import LedgerError
@@ -42,7 +41,7 @@ class PausedError(NothingReadyError):
         super().__init__(f"ledger: claiming is paused ({since}); ledger resume starts it again")
 
 
-def _owner_lease(owner: str, lease: str) -> tuple[str, timedelta]:
+def owner_and_lease(owner: str, lease: str) -> tuple[str, timedelta]:
     return validate_text(owner, "owner"), parse_duration(lease, "lease")
 
 
@@ -79,18 +78,18 @@ def claim(
         raise InputError("ledger: claim needs a KEY (or --next)")
     if wait is not None:
         raise InputError("ledger: --wait goes with --next")
-    owner, lease_td = _owner_lease(owner, lease)
+    owner, lease_td = owner_and_lease(owner, lease)
     with Session(settings) as s:
         now = s.now()
         for attempt in s.writes(now):
             with attempt:
                 fence = s.ledger.claim(s.actor, key, owner, lease_td, now)
                 rec = s.load(key)
-    _print_fence(settings, key, fence, rec)
+    print_fence(settings, key, fence, rec)
     return 0
 
 
-def _print_fence(settings: Settings, key: str, fence: int, rec: TaskState | None) -> None:
+def print_fence(settings: Settings, key: str, fence: int, rec: TaskState | None) -> None:
     if settings.json:
         output.json_line({"key": key, "fence": fence, "record": output.record(rec)})
     else:
@@ -99,7 +98,7 @@ def _print_fence(settings: Settings, key: str, fence: int, rec: TaskState | None
 
 def _nameable(key: str) -> bool:
     """A key `--next` can print so that a worker can name it back (`ready.nameable`)."""
-    from ledger_cli.cli.ready import nameable
+    from ledger_cli.engine.ready import nameable
 
     return nameable(key)
 
@@ -128,7 +127,7 @@ def claim_next_timed(
     from ledger_cli.cli.outage import DEFAULT_GIVE_UP, Outage, is_outage
     from ledger_cli.errors import EmptyOwnerError, InvalidLeaseError, StoreError
 
-    owner, lease_td = _owner_lease(owner, lease)
+    owner, lease_td = owner_and_lease(owner, lease)
     # The engine would say so at the first claim; say it even when nothing is ready.
     if owner == "":
         raise EmptyOwnerError()
@@ -166,7 +165,7 @@ def _claim_next_once(
 ) -> tuple[TaskState, int] | None:
     """One unit: scan the ready records and claim the first that can be; on a
     paused store (SPEC §8.3) claim nothing and append the pause to `held`."""
-    from ledger_cli.cli import ready
+    from ledger_cli.engine import ready
     from ledger_cli.engine.pause import paused
 
     # None: each unit reads the store's clock with its first ready query
@@ -214,48 +213,3 @@ def _claim_first(
         rec = s.load(cand.key)
         return (rec if rec is not None else cand), fence
     return None
-
-
-def renew(settings: Settings, key: str, owner: str, fence: str, lease: str) -> int:
-    owner, lease_td = _owner_lease(owner, lease)
-    fence_n = parse_uint(fence, "--fence")
-    with Session(settings) as s:
-        now = s.now()
-        for attempt in s.writes(now):
-            with attempt:
-                s.ledger.renew(s.actor, key, owner, fence_n, lease_td, now)
-                rec = s.load(key)
-    if settings.json:
-        output.json_line({"key": key, "record": output.record(rec)})
-    else:
-        until = str(rec.lease_until) if rec is not None else "?"
-        output.line(f"renewed {key} until {until}")
-    return 0
-
-
-def release(settings: Settings, key: str, owner: str, fence: str) -> int:
-    owner = validate_text(owner, "owner")
-    fence_n = parse_uint(fence, "--fence")
-    with Session(settings) as s:
-        now = s.now()
-        for attempt in s.writes(now):
-            with attempt:
-                s.ledger.release(s.actor, key, owner, fence_n, now)
-                rec = s.load(key)
-    if settings.json:
-        output.json_line({"key": key, "record": output.record(rec)})
-    else:
-        output.line(f"released {key}")
-    return 0
-
-
-def takeover(settings: Settings, key: str, owner: str, lease: str) -> int:
-    owner, lease_td = _owner_lease(owner, lease)
-    with Session(settings) as s:
-        now = s.now()
-        for attempt in s.writes(now):
-            with attempt:
-                fence = s.ledger.takeover(s.actor, key, owner, lease_td, now)
-                rec = s.load(key)
-    _print_fence(settings, key, fence, rec)
-    return 0

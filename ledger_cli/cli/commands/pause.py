@@ -1,4 +1,4 @@
-"""`ledger pause [--reason TEXT]` and `ledger resume` (SPEC §8.3).
+"""`ledger pause [--reason TEXT]` (SPEC §8.3; `resume.py` undoes it).
 
 Pausing stops `claim --next` and `run --next` (exit 7, saying since when, by
 whom and why); everything else works as always. Each change is one unit
@@ -12,10 +12,10 @@ from __future__ import annotations
 from ledger_cli.cli import output
 from ledger_cli.cli.context import Session, Settings
 from ledger_cli.cli.inputs import validate_text
-from ledger_cli.engine.pause import PAUSED, RESUMED, PauseInfo, paused, set_paused
+from ledger_cli.engine.pause import PAUSED, PauseInfo, paused, set_paused
 
 
-def _history(s: Session, now: str, event: str, data: str) -> None:
+def write_history(s: Session, now: str, event: str, data: str) -> None:
     from ledger_cli.stores.history import HistoryEntry
 
     append = getattr(s.store, "append_history", None)
@@ -34,7 +34,7 @@ def pause(settings: Settings, reason: str | None = None) -> int:
                 held = PauseInfo(now, s.actor, why)
                 set_paused(s.store, held)
                 text = f"claiming paused by {s.actor}" + (f": {why}" if why else "")
-                _history(s, str(now), PAUSED, text)
+                write_history(s, str(now), PAUSED, text)
     if settings.json:
         output.json_line(
             {
@@ -49,21 +49,4 @@ def pause(settings: Settings, reason: str | None = None) -> int:
         output.line(f"paused: --next claims wait until ledger resume ({held.describe()})")
     else:
         output.line(f"already paused ({held.describe()})")
-    return 0
-
-
-def resume(settings: Settings) -> int:
-    with Session(settings) as s:
-        now = s.now()
-        with s.store.batch():
-            held = paused(s.store)
-            if held is not None:
-                set_paused(s.store, None)
-                _history(s, str(now), RESUMED, f"claiming resumed by {s.actor}")
-    if settings.json:
-        output.json_line({"paused": False, "changed": held is not None})
-    elif held is not None:
-        output.line(f"resumed (paused {held.describe()})")
-    else:
-        output.line("not paused: claiming runs")
     return 0

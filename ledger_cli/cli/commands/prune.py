@@ -9,6 +9,10 @@ from ledger_cli.cli import output
 from ledger_cli.cli.context import Session, Settings
 from ledger_cli.cli.inputs import InputError, parse_duration, parse_status
 
+TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
+if TYPE_CHECKING:
+    from ledger_cli.engine.store import Store
+
 
 def prune(
     settings: Settings, older_than: str, statuses: list[str] | None = None, dry_run: bool = False
@@ -21,11 +25,19 @@ def prune(
     with Session(settings) as s:
         n = s.ledger.prune(age, s.now(), wanted, dry_run)
         if not dry_run:
-            from ledger_cli.cli.commands.doctor.attempts import drop_pruned_attempts
-
-            drop_pruned_attempts(s.store)  # a pruned key's attempts go too (SPEC §7.1)
+            _drop_pruned_attempts(s.store)  # a pruned key's attempts go too (SPEC §7.1)
     if settings.json:
         output.json_line({"pruned": n, "dry_run": dry_run})
     else:
         output.line(f"{'would prune' if dry_run else 'pruned'} {n} records")
     return 0
+
+
+def _drop_pruned_attempts(store: Store) -> int:
+    """Remove the attempts of every pruned key; how many were removed."""
+    from ledger_cli.engine.prune import is_pruned
+    from ledger_cli.stores.attempts import attempt_log
+
+    log = attempt_log(store)
+    gone = [key for key in log.attempt_keys() if is_pruned(store, key)]
+    return log.remove_attempts(gone) if gone else 0

@@ -1,6 +1,6 @@
-"""`ledger retry` and `ledger cancel`: the operator's remedies (SPEC §6.2, §6.3).
+"""`ledger retry KEY [--reason TEXT]`: reopen a failed task and un-block what needs it (SPEC §6.2).
 
-Each is one engine call (`Ledger.retry` / `Ledger.cancel`) through the
+The engine call (`Ledger.retry`; `cancel.py` makes the other remedy) runs through the
 session's block driver (cli/blockwrites.py): the reopen or the failure
 commits first, then the un-blocks or blocks land in short blocks, each with
 its history lines (actor, and the reason in each event's text).
@@ -13,13 +13,13 @@ from ledger_cli.cli.context import Session, Settings
 from ledger_cli.cli.inputs import validate_key, validate_text
 
 
-def _reason(reason: str | None) -> str | None:
+def reason_text(reason: str | None) -> str | None:
     return validate_text(reason, "--reason") if reason else None
 
 
 def retry(settings: Settings, key: str, reason: str | None = None) -> int:
     validate_key(key)
-    why = _reason(reason)
+    why = reason_text(reason)
     with Session(settings) as s:
         now = s.blocks.now = s.now()
         unblocked = s.ledger.retry(s.actor, key, now, why)
@@ -30,20 +30,4 @@ def retry(settings: Settings, key: str, reason: str | None = None) -> int:
         output.line(f"retried {key}")
         for dep in unblocked:
             output.line(f"unblocked {dep}")
-    return 0
-
-
-def cancel(settings: Settings, key: str, reason: str | None = None) -> int:
-    validate_key(key)
-    why = _reason(reason)
-    with Session(settings) as s:
-        now = s.blocks.now = s.now()
-        blocked = s.ledger.cancel(s.actor, key, now, why)
-        rec = s.load(key)
-    if settings.json:
-        output.json_line({"key": key, "record": output.record(rec), "blocked": blocked})
-    else:
-        output.line(f"cancelled {key}")
-        for dep in blocked:
-            output.line(f"blocked {dep}")
     return 0

@@ -99,7 +99,7 @@ def gather(store: Store, now: Instant) -> tuple[Stats, dict[str, TaskState] | No
     a record written while it runs is counted as it was read, or (a record
     new since the scan passed its directory) not at all.
     """
-    from ledger_cli.cli import ready
+    from ledger_cli.engine import ready
 
     counter: Callable[[], dict[str, int] | None] | None = getattr(store, "status_counts", None)
     by_status: Callable[[Iterable[str]], list[TaskState]] | None = getattr(store, "by_status", None)

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from ledger_cli.cli.declarations import Key, app, complete_key, dispatch, examples
+from ledger_cli.cli.declarations.base import Key, app, complete_key, dispatch, examples
 
 OUTPUT_EXAMPLES = examples(
     "ledger output nightly-backup",
@@ -38,9 +38,9 @@ def output(
     ] = None,
 ) -> None:
     """Print the kept output (stdout and stderr) of a run of KEY, byte for byte."""
-    from ledger_cli.cli.commands import output as output_cmd
+    from ledger_cli.cli.commands.output import output_cmd as work
 
-    dispatch(ctx, output_cmd.output_cmd, key=key, attempt=attempt, follow=follow, tail=tail)
+    dispatch(ctx, work, key=key, attempt=attempt, follow=follow, tail=tail)
 
 
 @app.command(epilog=WAIT_EXAMPLES)
@@ -67,11 +67,11 @@ def wait(
     ] = None,
 ) -> None:
     """Wait until every KEY is completed, failed or blocked (exit 0 when all completed)."""
-    from ledger_cli.cli.commands import wait as wait_module
+    from ledger_cli.cli.commands.wait import wait as work
 
     dispatch(
         ctx,
-        wait_module.wait,
+        work,
         keys=list(keys or []),
         all_=all_,
         timeout=timeout,

@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from ledger_cli.cli.declarations import Key, app, complete_status, dispatch, examples
+from ledger_cli.cli.declarations.base import Key, app, complete_status, dispatch, examples
 
 Reason = Annotated[
     str | None,
@@ -21,17 +21,17 @@ Reason = Annotated[
 @app.command(epilog=examples('ledger retry load --reason "upstream fixed"'))
 def retry(ctx: typer.Context, key: Key, reason: Reason = None) -> None:
     """Reopen a failed task and un-block what its failure blocked."""
-    from ledger_cli.cli.commands import retry as remedies
+    from ledger_cli.cli.commands.retry import retry as work
 
-    dispatch(ctx, remedies.retry, key=key, reason=reason)
+    dispatch(ctx, work, key=key, reason=reason)
 
 
 @app.command(epilog=examples('ledger cancel report --reason "superseded"'))
 def cancel(ctx: typer.Context, key: Key, reason: Reason = None) -> None:
     """Fail a pending, claimed or blocked task without its lease (the holder is fenced off)."""
-    from ledger_cli.cli.commands import retry as remedies
+    from ledger_cli.cli.commands.cancel import cancel as work
 
-    dispatch(ctx, remedies.cancel, key=key, reason=reason)
+    dispatch(ctx, work, key=key, reason=reason)
 
 
 @app.command(
@@ -50,9 +50,9 @@ def stats(
     ] = None,
 ) -> None:
     """Counts by status, ready tasks, expired leases, the oldest ready task's age."""
-    from ledger_cli.cli.commands import stats as stats_module
+    from ledger_cli.cli.commands.stats import stats as work
 
-    dispatch(ctx, stats_module.stats, prometheus=prometheus, out=out)
+    dispatch(ctx, work, prometheus=prometheus, out=out)
 
 
 @app.command(epilog=examples("ledger watch", "ledger watch --interval 5s --status claimed"))
@@ -73,6 +73,6 @@ def watch(
     ] = None,
 ) -> None:
     """A live view of the stats and the unfinished tasks (q or Ctrl-C to leave)."""
-    from ledger_cli.cli.commands import watch as watch_module
+    from ledger_cli.cli.commands.watch import watch as work
 
-    dispatch(ctx, watch_module.watch, interval=interval, statuses=status)
+    dispatch(ctx, work, interval=interval, statuses=status)

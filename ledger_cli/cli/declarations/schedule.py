@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from ledger_cli.cli.declarations import Fence, Key, Owner, app, dispatch
+from ledger_cli.cli.declarations.base import Fence, Key, Owner, app, dispatch
 
 
 @app.command(
@@ -24,9 +24,9 @@ def check(ctx: typer.Context, key: Key, owner: Owner, fence: Fence) -> None:
     """Do I still hold this lease? Exit 0 and print the time left; 5 when the
     fence is stale, the holder is another or the lease ran out; 6 not claimed;
     3 no record. Reads only."""
-    from ledger_cli.cli.commands import check as check_module
+    from ledger_cli.cli.commands.check import check as work
 
-    dispatch(ctx, check_module.check, key=key, owner=owner, fence=fence)
+    dispatch(ctx, work, key=key, owner=owner, fence=fence)
 
 
 @app.command(
@@ -45,14 +45,14 @@ def pause(
 ) -> None:
     """Stop `claim --next` and `run --next` from claiming (exit 7 while paused);
     everything else works as always."""
-    from ledger_cli.cli.commands import pause as pause_module
+    from ledger_cli.cli.commands.pause import pause as work
 
-    dispatch(ctx, pause_module.pause, reason=reason)
+    dispatch(ctx, work, reason=reason)
 
 
 @app.command(epilog="Examples:\n\n\b\n  ledger resume")
 def resume(ctx: typer.Context) -> None:
     """Let `claim --next` and `run --next` claim again after `ledger pause`."""
-    from ledger_cli.cli.commands import pause as pause_module
+    from ledger_cli.cli.commands.resume import resume as work
 
-    dispatch(ctx, pause_module.resume)
+    dispatch(ctx, work)

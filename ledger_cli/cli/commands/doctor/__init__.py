@@ -6,7 +6,8 @@ format version, anything else the store itself refuses to read.
 Notes (exit 0): needs naming keys never admitted; stray temporary files left
 by a crash (`--fix` removes them, holding the store lock).
 The record-level checks (invalid UTF-8 from another writer, escaped and
-orphaned blocks, writes without a history line) are `doctor_records`'.
+orphaned blocks, writes without a history line) are in `records.py`, the
+derived indexes' in `indexes.py`, the attempts' in `attempts.py`.
 
 For a JSON store the directory is walked file by file, so every bad record
 is named, not just the first; other stores are checked through their API.
@@ -20,8 +21,9 @@ import stat
 from typing import TYPE_CHECKING, Any
 
 from ledger_cli.cli import output
-from ledger_cli.cli.context import Session, Settings, store_url
+from ledger_cli.cli.commands.doctor.findings import Findings
 from ledger_cli.cli.commands.doctor.records import check_records
+from ledger_cli.cli.context import Session, Settings, store_url
 from ledger_cli.errors import LedgerError, StoreError
 
 if TYPE_CHECKING:
@@ -30,13 +32,6 @@ if TYPE_CHECKING:
 
 TEMP_SUFFIX = ".tmp"
 RECORDS_DIR = "records"
-
-
-class Findings:
-    def __init__(self) -> None:
-        self.problems: list[str] = []
-        self.notes: list[str] = []
-        self.fixed: list[str] = []
 
 
 def _read_regular(path: str) -> bytes:
@@ -209,7 +204,11 @@ def doctor(settings: Settings, fix: bool = False) -> int:
                 found.problems.append(output.one_line(str(exc)))
         _check_needs(records, found)
         check_records(s, records, found, fix, history)
-        from ledger_cli.cli.commands.doctor.indexes import check_deps_index, check_ready_index, check_tally
+        from ledger_cli.cli.commands.doctor.indexes import (
+            check_deps_index,
+            check_ready_index,
+            check_tally,
+        )
 
         # The dependents index first: the JSON store's ready index finds the tasks
         # a completed need makes ready through it. The JSON store reads its

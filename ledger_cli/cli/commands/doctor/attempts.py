@@ -1,6 +1,6 @@
-"""Keeping attempts in step with their records (SPEC §7.1): `prune` removes a
-pruned key's attempts; `doctor` notes attempts whose key has no record and
-`--fix` removes them."""
+"""`ledger doctor`'s check of the attempts (SPEC §7.1): attempts whose key has
+no record are a note, and `--fix` removes them (`prune` drops a pruned key's
+attempts itself)."""
 
 from __future__ import annotations
 
@@ -9,18 +9,8 @@ from ledger_cli.errors import StoreError
 
 TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
-    from ledger_cli.cli.commands.doctor import Findings
+    from ledger_cli.cli.commands.doctor.findings import Findings
     from ledger_cli.engine.store import Store
-
-
-def drop_pruned_attempts(store: Store) -> int:
-    """Remove the attempts of every pruned key; how many were removed."""
-    from ledger_cli.engine.prune import is_pruned
-    from ledger_cli.stores.attempts import attempt_log
-
-    log = attempt_log(store)
-    gone = [key for key in log.attempt_keys() if is_pruned(store, key)]
-    return log.remove_attempts(gone) if gone else 0
 
 
 def check_attempts(store: Store, found: Findings, fix: bool) -> None:

@@ -45,10 +45,7 @@ from datetime import timedelta
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from ledger_cli.cli.context import Session, Settings
-from ledger_cli.cli.inputs import InputError, parse_duration, parse_uint, validate_text
 from ledger_cli.cli.commands.claim import NothingReadyError, claim_next_timed
-from ledger_cli.cli.outage import Outage, is_outage, open_session, parse_give_up
 from ledger_cli.cli.commands.run.supervisor import (
     DEFAULT_BACKOFF,
     STOP_GRACE,
@@ -56,6 +53,9 @@ from ledger_cli.cli.commands.run.supervisor import (
     Supervisor,
     exit_code,
 )
+from ledger_cli.cli.context import Session, Settings
+from ledger_cli.cli.inputs import InputError, parse_duration, parse_uint, validate_text
+from ledger_cli.cli.outage import Outage, is_outage, open_session, parse_give_up
 from ledger_cli.errors import NoKeyError, StoreError
 
 if TYPE_CHECKING:

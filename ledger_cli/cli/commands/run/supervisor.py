@@ -29,10 +29,10 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from ledger_cli.cli import output
-from ledger_cli.cli.context import Session
-from ledger_cli.cli.commands.run.leasekeeper import REFUSALS, LeaseKeeper
-from ledger_cli.cli.outage import Outage
 from ledger_cli.cli.commands.run.attempts import TIMEOUT_EXIT, annotate_completion
+from ledger_cli.cli.commands.run.leasekeeper import REFUSALS, LeaseKeeper
+from ledger_cli.cli.context import Session
+from ledger_cli.cli.outage import Outage
 from ledger_cli.errors import FencedError, LedgerError, StoreError
 
 if TYPE_CHECKING:

@@ -1,0 +1,26 @@
+"""`ledger release KEY --owner O --fence F`: give a claim back."""
+
+from __future__ import annotations
+
+from ledger_cli.cli import output
+from ledger_cli.cli.context import Session, Settings
+from ledger_cli.cli.inputs import (
+    parse_uint,
+    validate_text,
+)
+
+
+def release(settings: Settings, key: str, owner: str, fence: str) -> int:
+    owner = validate_text(owner, "owner")
+    fence_n = parse_uint(fence, "--fence")
+    with Session(settings) as s:
+        now = s.now()
+        for attempt in s.writes(now):
+            with attempt:
+                s.ledger.release(s.actor, key, owner, fence_n, now)
+                rec = s.load(key)
+    if settings.json:
+        output.json_line({"key": key, "record": output.record(rec)})
+    else:
+        output.line(f"released {key}")
+    return 0

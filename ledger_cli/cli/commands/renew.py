@@ -1,0 +1,27 @@
+"""`ledger renew KEY --owner O --fence F --lease D`: extend a lease you hold."""
+
+from __future__ import annotations
+
+from ledger_cli.cli import output
+from ledger_cli.cli.commands.claim import owner_and_lease
+from ledger_cli.cli.context import Session, Settings
+from ledger_cli.cli.inputs import (
+    parse_uint,
+)
+
+
+def renew(settings: Settings, key: str, owner: str, fence: str, lease: str) -> int:
+    owner, lease_td = owner_and_lease(owner, lease)
+    fence_n = parse_uint(fence, "--fence")
+    with Session(settings) as s:
+        now = s.now()
+        for attempt in s.writes(now):
+            with attempt:
+                s.ledger.renew(s.actor, key, owner, fence_n, lease_td, now)
+                rec = s.load(key)
+    if settings.json:
+        output.json_line({"key": key, "record": output.record(rec)})
+    else:
+        until = str(rec.lease_until) if rec is not None else "?"
+        output.line(f"renewed {key} until {until}")
+    return 0

@@ -1,0 +1,48 @@
+"""`ledger state KEY`: one record, with its attempts and schedule."""
+
+from __future__ import annotations
+
+from ledger_cli.cli import output
+from ledger_cli.cli.context import Session, Settings
+from ledger_cli.errors import NoKeyError
+
+
+def state(settings: Settings, key: str) -> int:
+    from ledger_cli.engine import schedule
+
+    with Session(settings) as s:
+        rec = s.ledger.state(key)
+        if rec is None:
+            raise NoKeyError()
+        kept = schedule.of(s.store, key)
+        if settings.json:
+            from ledger_cli.cli.outcome import with_attempts
+
+            if kept is None:
+                doc = str(output.record(rec))
+            else:  # SPEC §8.1: the extra members after the 14 Go fields
+                from ledger_cli.engine.wireext import record_json
+
+                doc = record_json(rec, kept)
+            output.line(with_attempts(doc, s.store, key))
+            return 0
+        need_status = {}
+        for need in rec.needs or ():
+            dep = s.load(need)
+            need_status[need] = dep.status if dep is not None else None
+        now = s.now()
+        from ledger_cli.engine.prune import is_pruned
+
+        pruned = is_pruned(s.store, key)
+        from ledger_cli.cli.outcome import state_attempts
+
+        runs = state_attempts(s.store, key)  # the last attempts, the output's last lines
+    from ledger_cli.cli import render
+
+    con = render.console()
+    con.print(render.state_panel(rec, now, need_status, output.task(rec.task), kept))
+    for part in runs:
+        con.print(part)
+    if pruned:
+        output.line("pruned: its task, needs and history were removed; the key stays admitted")
+    return 0

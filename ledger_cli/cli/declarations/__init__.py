@@ -1,0 +1,37 @@
+"""The Typer app: every command's declaration (SPEC §4), one module per group.
+
+Declarations only: each command gathers its options and hands the raw strings
+to its work in `cli/commands/` (imported when it runs). Values are parsed
+there, by `inputs`, so the typer path and the fast path (`fast.py`) share one
+parser. `base.py` holds the app, the global settings (`--store`, `--actor`,
+`--now`, `--json`, accepted before and after the command), `--version`, the
+option types and `dispatch`; each group registers its commands on that app
+when imported, in the order of GROUPS, which is the order `ledger --help`
+lists them in.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
+if TYPE_CHECKING:
+    import typer
+
+    from ledger_cli.cli.typer_compat import Command
+
+GROUPS = ("tasks", "inspection", "run", "store", "attempts", "operate", "schedule")
+
+
+def registered_app() -> typer.Typer:
+    """The Typer app with every group's commands registered on it."""
+    from ledger_cli.cli.declarations.base import app
+
+    for group in GROUPS:
+        __import__(f"{__name__}.{group}")
+    return app
+
+
+def build_cli() -> Command:
+    """The click group of the app (what `typer.testing.CliRunner` runs too)."""
+    from ledger_cli.cli import typer_compat as compat
+
+    return compat.get_command(registered_app())

@@ -1,0 +1,118 @@
+"""Declarations of `state`, `blocked`, `list`, `prune`, `tree` and `log`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ledger_cli.cli.declarations.base import (
+    JsonLines,
+    Key,
+    app,
+    complete_status,
+    dispatch,
+    examples,
+    opt_key,
+)
+
+
+@app.command(epilog=examples("ledger state report", "ledger --json state report | jq .Status"))
+def state(ctx: typer.Context, key: Key) -> None:
+    """Show one record."""
+    from ledger_cli.cli.commands.state import state as work
+
+    dispatch(ctx, work, key=key)
+
+
+@app.command(epilog=examples('ledger blocked report && echo "report is stuck"'))
+def blocked(ctx: typer.Context, key: Key) -> None:
+    """Print the blocking key and exit 0 when blocked; exit 1 when not."""
+    from ledger_cli.cli.commands.blocked import blocked as work
+
+    dispatch(ctx, work, key=key)
+
+
+@app.command(
+    "list", epilog=examples("ledger list --status failed", "ledger list --jsonl | jq -r .Key")
+)
+def list_(
+    ctx: typer.Context,
+    status: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--status",
+            metavar="S",
+            help="Only this status (repeatable).",
+            autocompletion=complete_status,
+        ),
+    ] = None,
+    owner: Annotated[
+        str | None, typer.Option("--owner", metavar="O", help="Only this owner.")
+    ] = None,
+    limit: Annotated[
+        str | None, typer.Option("--limit", metavar="N", help="At most N records.")
+    ] = None,
+    jsonl: JsonLines = False,
+    pruned: Annotated[bool, typer.Option("--pruned", help="List the pruned records only.")] = False,
+) -> None:
+    """List records as a table (--json: an array, --jsonl: one per line)."""
+    from ledger_cli.cli.commands.list import list_records as work
+
+    dispatch(
+        ctx,
+        work,
+        statuses=status,
+        owner=owner,
+        limit=limit,
+        jsonl=jsonl,
+        pruned=pruned,
+    )
+
+
+@app.command(
+    epilog=examples(
+        "ledger prune --older-than 30d --dry-run", "ledger prune --older-than 7d --status failed"
+    )
+)
+def prune(
+    ctx: typer.Context,
+    older_than: Annotated[
+        str,
+        typer.Option("--older-than", metavar="D", help="Only records last updated at least D ago."),
+    ],
+    status: Annotated[
+        list[str] | None,
+        typer.Option("--status", metavar="S", help="completed or failed (default both)."),
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Count what would be pruned; change nothing.")
+    ] = False,
+) -> None:
+    """Prune finished records: keep their keys (admit stays idempotent), drop the rest."""
+    from ledger_cli.cli.commands.prune import prune as work
+
+    dispatch(ctx, work, older_than=older_than, statuses=status, dry_run=dry_run)
+
+
+@app.command(epilog=examples("ledger tree", "ledger tree report"))
+def tree(
+    ctx: typer.Context,
+    key: Annotated[str | None, opt_key("Show this task's chain of needs instead.")] = None,
+) -> None:
+    """Why is it stuck: failures and what they block, or KEY's chain of needs."""
+    from ledger_cli.cli.commands.tree import tree as work
+
+    dispatch(ctx, work, key=key)
+
+
+@app.command(epilog=examples("ledger log report", "ledger log --jsonl | tail -n 5"))
+def log(
+    ctx: typer.Context,
+    key: Annotated[str | None, opt_key("Only this task's history.")] = None,
+    jsonl: JsonLines = False,
+) -> None:
+    """The history of writes, oldest first."""
+    from ledger_cli.cli.commands.log import log as work
+
+    dispatch(ctx, work, key=key, jsonl=jsonl)

@@ -1,0 +1,69 @@
+"""Declarations of the whole-store commands: `snapshot`, `restore`, `doctor`, `demo`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ledger_cli.cli.declarations.base import app, dispatch, examples
+
+
+@app.command(
+    epilog=examples(
+        "ledger snapshot -o ledger.snapshot.json",
+        "ledger --store sqlite:app.db snapshot | jq length",
+    )
+)
+def snapshot(
+    ctx: typer.Context,
+    out: Annotated[
+        str | None, typer.Option("-o", "--output", metavar="F", help="Write to F.")
+    ] = None,
+) -> None:
+    """Write every record in the Go-compatible wire format."""
+    from ledger_cli.cli.commands.snapshot import snapshot as work
+
+    dispatch(ctx, work, out=out)
+
+
+@app.command(epilog=examples("ledger --store /srv/ledger-new restore ledger.snapshot.json"))
+def restore(
+    ctx: typer.Context,
+    source: Annotated[str, typer.Argument(metavar="F|-", help="A snapshot file, - for stdin.")],
+) -> None:
+    """Insert every record of a snapshot (nothing when a key is taken)."""
+    from ledger_cli.cli.commands.restore import restore as work
+
+    dispatch(ctx, work, source=source)
+
+
+@app.command(epilog=examples("ledger doctor", "ledger doctor --fix"))
+def doctor(
+    ctx: typer.Context,
+    fix: Annotated[
+        bool,
+        typer.Option(
+            "--fix",
+            help="Repair what can be repaired safely: remove a crash's temporary files, "
+            "block each escaped block and un-block each orphaned one (the engine's "
+            "walks), rebuild the ready and dependents indexes from the records. "
+            "A damaged record is never touched.",
+        ),
+    ] = False,
+) -> None:
+    """Check the store: problems exit 9, notes exit 0."""
+    from ledger_cli.cli.commands.doctor import doctor as work
+
+    dispatch(ctx, work, fix=fix)
+
+
+@app.command(epilog=examples("ledger demo", "ledger demo --workers 5"))
+def demo(
+    ctx: typer.Context,
+    workers: Annotated[int, typer.Option("--workers", min=1, max=8, help="Worker processes.")] = 3,
+) -> None:
+    """Run a small real workflow on a temporary store and show the result."""
+    from ledger_cli.cli.commands.demo import demo as work
+
+    dispatch(ctx, work, workers=workers)

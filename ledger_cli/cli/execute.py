@@ -1,0 +1,37 @@
+"""Run one command's work; its errors become SPEC §4's exit codes.
+
+Each error class carries its own code (`errors.py`); an unexpected exception
+is 70 (one line on stderr, the traceback only with LEDGER_DEBUG=1). Both the
+fast path and the Typer app's `dispatch` come through here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ledger_cli.cli import output
+from ledger_cli.errors import LedgerError
+
+TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ledger_cli.cli.context import Settings
+
+EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141
+
+
+def execute(settings: Settings, fn: Callable[..., int], **kwargs: Any) -> int:
+    """Run one command implementation; errors become the documented exit codes."""
+    try:
+        return fn(settings, **kwargs)
+    except LedgerError as exc:
+        return output.report(exc, settings.json)
+    except KeyboardInterrupt:
+        output.diag("ledger: interrupted")
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        raise
+    except Exception as exc:
+        return output.report_internal(exc, settings.json)
