@@ -13,7 +13,7 @@ import pytest
 
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.ledger import Ledger
-from ledger_cli.stores.sql import readyindex
+from ledger_cli.stores.sql import postgres_readyindex
 from ledger_cli.stores.sql.postgres import _SETUP_LOCK, PostgresStore
 from tests.stores import KINDS
 
@@ -49,8 +49,8 @@ def test_an_older_trigger_function_is_replaced_and_the_index_kept(url: str) -> N
     ledger.admit("t", "a", 1, None, T0)
     ledger.admit("t", "b", 1, None, T0, "a")
     store.close()
-    (ddl,) = [d for d in readyindex.PG_DDL if "OR REPLACE FUNCTION ledger_ready_sync" in d]
-    older = ddl.replace(f"-- {readyindex.PG_SYNC_VERSION}", "-- an older version")
+    (ddl,) = [d for d in postgres_readyindex.PG_DDL if "OR REPLACE FUNCTION ledger_ready_sync" in d]
+    older = ddl.replace(f"-- {postgres_readyindex.PG_SYNC_VERSION}", "-- an older version")
     with psycopg.connect(url, autocommit=True) as conn:  # as a v1 store was
         conn.execute(older)
         conn.execute(
@@ -60,14 +60,14 @@ def test_an_older_trigger_function_is_replaced_and_the_index_kept(url: str) -> N
         assert conn.execute(
             "SELECT strpos(prosrc, %s) FROM pg_proc WHERE proname = 'ledger_ready_sync'"
             " AND pronamespace = current_schema()::regnamespace",
-            (readyindex.PG_SYNC_VERSION,),
+            (postgres_readyindex.PG_SYNC_VERSION,),
         ).fetchone() == (0,)
     store = PostgresStore(url)
     with psycopg.connect(url, autocommit=True) as conn:
         (found,) = conn.execute(
             "SELECT strpos(prosrc, %s) > 0 FROM pg_proc WHERE proname = 'ledger_ready_sync'"
             " AND pronamespace = current_schema()::regnamespace",
-            (readyindex.PG_SYNC_VERSION,),
+            (postgres_readyindex.PG_SYNC_VERSION,),
         ).fetchone() or (False,)
         assert found
         (options,) = conn.execute(

@@ -37,7 +37,15 @@ from ledger_cli.engine.record import TaskState
 from ledger_cli.engine.rerun import rerun
 from ledger_cli.errors import StoreConflictError, StoreError, StoreUnavailableError
 from ledger_cli.stores.history import HistoryEntry
-from ledger_cli.stores.sql import codec, pause, postgres_due, postgres_tx, readyindex, schedules
+from ledger_cli.stores.sql import (
+    codec,
+    pause,
+    postgres_due,
+    postgres_readyindex,
+    postgres_tx,
+    readyindex,
+    schedules,
+)
 
 if TYPE_CHECKING:
     import psycopg
@@ -124,7 +132,9 @@ _CLOCKED_LOAD = (
     + ", ".join(f"t.{c.strip()}" for c in codec.SELECT_COLUMNS.split(","))
     + " FROM (SELECT 1) c LEFT JOIN ledger_tasks t ON t.key = %s"
 )
-_CLOCKED_PAGE = readyindex.clocked_page_sql(codec.SELECT_COLUMNS, readyindex.PG_LEASE)
+_CLOCKED_PAGE = postgres_readyindex.clocked_page_sql(
+    codec.SELECT_COLUMNS, postgres_readyindex.PG_LEASE
+)
 _CLAIM_START = (
     "SELECT paused, since, actor, reason, clock_timestamp(),"
     " (SELECT min(rank) FROM ledger_due WHERE rank > -1000001)"
@@ -339,7 +349,11 @@ class PostgresStore:
 
     def _setup(self) -> None:
         with self._errors("schema"):
-            args = (list(codec.ALL_COLUMNS), postgres_due.DUE_VERSION, readyindex.PG_SYNC_VERSION)
+            args = (
+                list(codec.ALL_COLUMNS),
+                postgres_due.DUE_VERSION,
+                postgres_readyindex.PG_SYNC_VERSION,
+            )
             row = self._conn.execute(_SCHEMA_CHECK, args).fetchone()
             if row is not None and row[0] == len(codec.ALL_COLUMNS) and all(row[1:]):
                 return  # up to date: no DDL, no lock
@@ -348,10 +362,10 @@ class PostgresStore:
                 for ddl in _DDL:
                     self._conn.execute(ddl)
                 if not self._ready_installed():  # the ready index (SPEC §6.1), built once
-                    for ddl in (*readyindex.PG_DDL, *readyindex.PG_REBUILD):
+                    for ddl in (*postgres_readyindex.PG_DDL, *postgres_readyindex.PG_REBUILD):
                         self._conn.execute(ddl)
                 else:  # an older trigger function: replace it (the index stays)
-                    for ddl in readyindex.PG_DDL:
+                    for ddl in postgres_readyindex.PG_DDL:
                         self._conn.execute(ddl)
                 # The Ready order of SPEC §8.2 (stores/sql/postgres_due.py): built by the first
                 # opener that finds it missing or older, then kept by its triggers.
@@ -507,7 +521,7 @@ class PostgresStore:
         locking = self._depth > 0
         page = 1 if locking else 16
         sql = postgres_due.page_sql(
-            codec.SELECT_COLUMNS, readyindex.PG_LEASE, lock=locking, limit=page
+            codec.SELECT_COLUMNS, postgres_readyindex.PG_LEASE, lock=locking, limit=page
         )
         at = readyindex.sortable(now)
         rank = -1_000_001
@@ -572,7 +586,12 @@ class PostgresStore:
     ) -> Iterator[TaskState]:
         page = 1 if locking else 16
         sql = readyindex.page_sql(
-            codec.SELECT_COLUMNS, "%s", readyindex.PG_LEASE, lock=locking, limit=page, only=only
+            codec.SELECT_COLUMNS,
+            "%s",
+            postgres_readyindex.PG_LEASE,
+            lock=locking,
+            limit=page,
+            only=only,
         )
         at = readyindex.sortable(now)
 
@@ -761,7 +780,7 @@ class PostgresStore:
             with self._errors("ready index check"):
                 return [
                     f"ready index: {what}: {row[0]!r}"
-                    for what, sql in (*readyindex.PG_CHECKS, *postgres_due.CHECKS)
+                    for what, sql in (*postgres_readyindex.PG_CHECKS, *postgres_due.CHECKS)
                     for row in self._conn.execute(sql + " LIMIT 20").fetchall()
                 ]
 
@@ -770,8 +789,8 @@ class PostgresStore:
         with self.batch(), self._errors("ready index rebuild"):
             self._conn.execute("LOCK TABLE ledger_tasks IN SHARE ROW EXCLUSIVE MODE")
             for ddl in (
-                *readyindex.PG_DDL,
-                *readyindex.PG_REBUILD,
+                *postgres_readyindex.PG_DDL,
+                *postgres_readyindex.PG_REBUILD,
                 *postgres_due.DDL,
                 *postgres_due.REBUILD,
             ):

@@ -45,7 +45,14 @@ from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState, byte_order
 from ledger_cli.errors import StoreError, StoreUnavailableError
 from ledger_cli.stores.history import HistoryEntry
-from ledger_cli.stores.sql import codec, pause, readyindex, schedules, sqlite_due
+from ledger_cli.stores.sql import (
+    codec,
+    pause,
+    readyindex,
+    schedules,
+    sqlite_due,
+    sqlite_readyindex,
+)
 
 __all__ = ["GO_DDL", "SQLiteStore"]
 
@@ -198,7 +205,7 @@ class SQLiteStore:
         return len(names) == 5 and self._ready_installed()
 
     def _ready_installed(self) -> bool:
-        names = (*readyindex.SQLITE_OBJECTS, *sqlite_due.OBJECTS)
+        names = (*sqlite_readyindex.SQLITE_OBJECTS, *sqlite_due.OBJECTS)
         marks = ", ".join("?" for _ in names)
         found = self._conn.execute(
             f"SELECT count(*) FROM sqlite_master WHERE name IN ({marks})", names
@@ -244,11 +251,11 @@ class SQLiteStore:
                 due_missing = not self._due_installed()
                 for ddl in sqlite_due.DDL[:2]:
                     conn.execute(ddl)
-                for ddl in (*readyindex.SQLITE_TABLES, *readyindex.SQLITE_TRIGGERS):
+                for ddl in (*sqlite_readyindex.SQLITE_TABLES, *sqlite_readyindex.SQLITE_TRIGGERS):
                     conn.execute(ddl)
                 for ddl in sqlite_due.DDL[2:]:
                     conn.execute(ddl)
-                for sql in readyindex.SQLITE_REBUILD:
+                for sql in sqlite_readyindex.SQLITE_REBUILD:
                     conn.execute(sql)
                 if due_missing:
                     for sql in sqlite_due.REBUILD:
@@ -435,7 +442,7 @@ class SQLiteStore:
         """Pending and claimed records whose direct needs are all completed and
         that are due, in Ready order (priority, due, key), read through the
         trigger-kept `ledger_due` table."""
-        query = sqlite_due.page_sql(codec.SELECT_COLUMNS, readyindex.SQLITE_LEASE)
+        query = sqlite_due.page_sql(codec.SELECT_COLUMNS, sqlite_readyindex.SQLITE_LEASE)
         at = readyindex.sortable(now)
 
         def fetch(sql: str, args: tuple[Any, ...]) -> list[Any]:
@@ -472,7 +479,7 @@ class SQLiteStore:
 
     def _ready_pages(self, now: Instant | None, only: str | None) -> Iterator[TaskState]:
         sql = readyindex.page_sql(
-            codec.SELECT_COLUMNS, "?", readyindex.SQLITE_LEASE, lock=False, only=only
+            codec.SELECT_COLUMNS, "?", sqlite_readyindex.SQLITE_LEASE, lock=False, only=only
         )
         at = readyindex.sortable(now)
 
@@ -614,16 +621,20 @@ class SQLiteStore:
             with self._errors("ready index check"):
                 return [
                     f"ready index: {what}: {row[0]!r}"
-                    for what, sql in (*readyindex.SQLITE_CHECKS, *sqlite_due.CHECKS)
+                    for what, sql in (*sqlite_readyindex.SQLITE_CHECKS, *sqlite_due.CHECKS)
                     for row in self._conn.execute(sql + " LIMIT 20").fetchall()
                 ]
 
     def rebuild_ready_index(self) -> None:
         """Rebuild the ready index from `ledger_tasks` (`ledger doctor --fix`)."""
         with self.batch(), self._errors("ready index rebuild"):
-            for ddl in (*readyindex.SQLITE_TABLES, *readyindex.SQLITE_TRIGGERS, *sqlite_due.DDL):
+            for ddl in (
+                *sqlite_readyindex.SQLITE_TABLES,
+                *sqlite_readyindex.SQLITE_TRIGGERS,
+                *sqlite_due.DDL,
+            ):
                 self._conn.execute(ddl)
-            for sql in (*readyindex.SQLITE_REBUILD, *sqlite_due.REBUILD):
+            for sql in (*sqlite_readyindex.SQLITE_REBUILD, *sqlite_due.REBUILD):
                 self._conn.execute(sql)
 
     @contextlib.contextmanager
