@@ -39,6 +39,7 @@ from ledger_cli.errors import StoreConflictError, StoreError, StoreUnavailableEr
 from ledger_cli.stores.history import HistoryEntry
 from ledger_cli.stores.sql import (
     codec,
+    paging,
     pause,
     postgres_due,
     postgres_readyindex,
@@ -687,7 +688,7 @@ class PostgresStore:
         """Every record but the pruned ones, sorted by key, read in pages of 1000
         (keyset): `list` prints its first rows at once, in constant memory."""
         sql = readyindex.visible_page_sql(codec.SELECT_COLUMNS, "%s")
-        yield from codec.read_record_pages(self._records, sql)
+        yield from paging.read_record_pages(self._records, sql)
 
     def pruned_range(self) -> Iterator[TaskState]:
         """The pruned records, sorted by key."""
@@ -897,7 +898,7 @@ class PostgresStore:
                 with self._errors("history read"):
                     return list(self._conn.execute(sql, args).fetchall())
 
-        yield from codec.read_history_pages(fetch, "%s", key)
+        yield from paging.read_history_pages(fetch, "%s", key)
 
     # -- blocks and un-blocks (SPEC §6.2; engine/serial.py) ----------------------
 

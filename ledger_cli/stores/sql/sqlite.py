@@ -47,6 +47,7 @@ from ledger_cli.errors import StoreError, StoreUnavailableError
 from ledger_cli.stores.history import HistoryEntry
 from ledger_cli.stores.sql import (
     codec,
+    paging,
     pause,
     readyindex,
     schedules,
@@ -544,7 +545,7 @@ class SQLiteStore:
             yield from self._records(readyindex.visible_sql(codec.SELECT_COLUMNS))
             return
         sql = readyindex.visible_page_sql(codec.SELECT_COLUMNS, "?")
-        yield from codec.read_record_pages(self._records, sql)
+        yield from paging.read_record_pages(self._records, sql)
 
     def pruned_range(self) -> Iterator[TaskState]:
         """The pruned records, sorted by key."""
@@ -707,7 +708,7 @@ class SQLiteStore:
                 self._check_open()
                 return self._fetchall("history read", sql, args)
 
-        yield from codec.read_history_pages(fetch, "?", key)
+        yield from paging.read_history_pages(fetch, "?", key)
 
     # -- lifecycle ---------------------------------------------------------------
 
