@@ -14,7 +14,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from ledger_cli.stores.sql.sqlite import GO_DDL
+from ledger_cli.stores.sql.sqlite_schema import GO_DDL
 
 GO_PRAGMAS = (
     "PRAGMA journal_mode=WAL",

@@ -233,11 +233,11 @@ def test_ready_at_clock_reads_the_clock_with_the_first_candidate(conninfo: str) 
 def test_the_clocked_cut_off_is_the_sortable_text_of_the_clock(conninfo: str) -> None:
     import psycopg
 
-    from ledger_cli.stores.sql import readyindex
+    from ledger_cli.stores.sql import postgres_readyindex, readyindex
 
     with psycopg.connect(conninfo, autocommit=True) as conn:
         for _ in range(20):
-            row = conn.execute(readyindex.PG_CLOCK).fetchone()
+            row = conn.execute(postgres_readyindex.PG_CLOCK).fetchone()
             assert row is not None
             assert row[1] == readyindex.sortable(Instant.from_datetime(row[0]).utc())
 

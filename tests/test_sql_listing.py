@@ -10,7 +10,7 @@ import pytest
 
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.ledger import Ledger
-from ledger_cli.stores.sql import codec
+from ledger_cli.stores.sql import paging
 from tests.stores import KINDS
 
 T0 = Instant.parse("2026-03-01T00:00:00Z")
@@ -20,8 +20,8 @@ T0 = Instant.parse("2026-03-01T00:00:00Z")
 def test_listing_pages_cover_every_unpruned_record_in_key_order(
     scheme: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(codec, "FIRST_RECORD_PAGE", 3)
-    monkeypatch.setattr(codec, "RECORD_PAGE", 10)
+    monkeypatch.setattr(paging, "FIRST_RECORD_PAGE", 3)
+    monkeypatch.setattr(paging, "RECORD_PAGE", 10)
     kind = KINDS[scheme]
     with kind.place(tmp_path) as location:
         store = kind.open(location, lambda: T0)

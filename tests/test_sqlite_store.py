@@ -30,7 +30,7 @@ HOUR = timedelta(hours=1)
 A = "test-actor"
 
 # The Go store's table, written out from spec/engine.md §7 (independently of
-# ledger_cli.stores.sql.sqlite.GO_DDL, so a drift in either shows up here).
+# ledger_cli.stores.sql.sqlite_schema.GO_DDL, so a drift in either shows up here).
 GO_DDL = """CREATE TABLE IF NOT EXISTS ledger_tasks (
     key TEXT PRIMARY KEY,
     status TEXT NOT NULL,

@@ -49,7 +49,7 @@ PG_DDL = (
     " kept_bytes BIGINT NOT NULL, output BYTEA NOT NULL DEFAULT ''::bytea,"
     " PRIMARY KEY (key, n))"
 )
-_PG_SETUP_LOCK = 0x6C6564676572  # postgres.py _SETUP_LOCK: openers serialise DDL
+_PG_SETUP_LOCK = 0x6C6564676572  # postgres_schema.py SETUP_LOCK: openers serialise DDL
 _PG_ATTEMPT_LOCK = 0x61747470  # "attp": (class, hashtext(key)) advisory locks
 
 

@@ -11,20 +11,26 @@ The encodings are the Go `SQLiteStore`'s (spec/engine.md §7):
   departure 3);
   an empty or NULL value reads as None.
 
-Nothing here imports a database driver.
+Text that is not valid UTF-8 (the Go service's bytes) is handled in `utf8.py`,
+whose names are re-exported here; paged reads are in `paging.py`. Nothing here
+imports a database driver.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ledger_cli.engine import gojson
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState, byte_order
 from ledger_cli.errors import DecodeError, EncodeError, StoreError
-from ledger_cli.stores.history import HistoryEntry
+from ledger_cli.stores.sql.utf8 import hex_bytes as hex_bytes
+from ledger_cli.stores.sql.utf8 import is_utf8 as is_utf8
+from ledger_cli.stores.sql.utf8 import lossless_text as lossless_text
+from ledger_cli.stores.sql.utf8 import raw_binding as raw_binding
+from ledger_cli.stores.sql.utf8 import shown as shown
 
 UINT64_MAX = 2**64 - 1
 INT64_MAX = 2**63 - 1
@@ -61,65 +67,6 @@ MIGRATED_COLUMNS: tuple[str, ...] = ("created_at", "updated_at", "created_by", "
 """The columns the Go store's idempotent migration adds when they are missing."""
 
 HISTORY_COLUMNS = "time, actor, event, key, fence, data"
-HISTORY_PAGE = 1000
-
-
-def read_history_pages(
-    fetch: Callable[[str, tuple[Any, ...]], Sequence[Sequence[Any]]],
-    mark: str,
-    key: str | None,
-) -> Iterator[HistoryEntry]:
-    """History oldest first, read in pages by id so a long log is never held whole.
-
-    `fetch(sql, args)` runs one query (with the store's lock and error mapping);
-    `mark` is the driver's placeholder (`?` or `%s`).
-    """
-    last = 0
-    where = "" if key is None else f"key = {mark} AND "
-    sql = (
-        f"SELECT id, {HISTORY_COLUMNS} FROM ledger_history"
-        f" WHERE {where}id > {mark} ORDER BY id LIMIT {mark}"
-    )
-    while True:
-        args = (last, HISTORY_PAGE) if key is None else (key, last, HISTORY_PAGE)
-        rows = fetch(sql, args)
-        for row in rows:
-            yield HistoryEntry(
-                time=str(row[1]),
-                actor=str(row[2]),
-                event=str(row[3]),
-                key=str(row[4]),
-                fence=int(row[5]),
-                data=str(row[6]),
-            )
-        if len(rows) < HISTORY_PAGE:
-            return
-        last = int(rows[-1][0])
-
-
-RECORD_PAGE = 1000
-"""Rows per page when a record listing is read by key (`visible_range`)."""
-FIRST_RECORD_PAGE = 100
-"""Rows of the first page: decoding 1000 rows before printing the first took
-about 9 ms; a short first page puts the first row out in about 1 ms."""
-
-
-def read_record_pages(
-    fetch: Callable[[str, tuple[Any, ...]], list[TaskState]], sql: str
-) -> Iterator[TaskState]:
-    """Records in key order, read in pages (keyset: `sql` takes the last key seen
-    and the page size), so a long listing is never held whole; the first page
-    is short, so the first row comes at once."""
-    after = ""
-    size = min(FIRST_RECORD_PAGE, RECORD_PAGE)
-    while True:
-        page = fetch(sql, (after, size))
-        yield from page
-        if len(page) < size:
-            return
-        after = page[-1].key
-        size = RECORD_PAGE
-
 
 _MARSHAL_TIME_ERROR = "ledger: encode time: year outside of range [0,9999]"
 
@@ -284,68 +231,6 @@ def read_text(value: Any, key: str, column: str) -> str:
     if isinstance(value, (bytes, bytearray, memoryview)):
         return lossless_text(bytes(value))
     raise corrupt(key, column, f"{value!r} is not text")
-
-
-# -- text that is not valid UTF-8 ----------------------------------------------
-#
-# Go strings are bytes: the Go service can write a key, owner or actor that is
-# not valid UTF-8. Such text is read with `surrogateescape` (each bad byte
-# becomes one lone surrogate U+DC80..U+DCFF), so the str maps back to the
-# exact bytes: an operation on that row addresses it byte-exactly and writes
-# its other columns back unchanged. Every encoder of this package shows such a
-# surrogate as U+FFFD, as Go's encoder shows the bad byte.
-
-
-def lossless_text(raw: bytes) -> str:
-    """A text column's bytes as str: UTF-8, each invalid byte a lone surrogate."""
-    return raw.decode("utf-8", "surrogateescape")
-
-
-def is_utf8(text: str) -> bool:
-    """False when `text` holds a lone surrogate (an invalid byte, or bad input)."""
-    if text.isascii():
-        return True
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def shown(text: str) -> str:
-    """`text` as Go's encoder shows it: each lone surrogate becomes U+FFFD."""
-    if is_utf8(text):
-        return text
-    return "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in text)
-
-
-def hex_bytes(text: str) -> str:
-    """The exact bytes of a text value read with `lossless_text`, for messages:
-    printable ASCII as is, every other byte `\\xNN` (a shell's `$'…'` form)."""
-    try:
-        raw = text.encode("utf-8", "surrogateescape")
-    except UnicodeEncodeError:  # a surrogate no byte maps to (bad input, not a row)
-        raw = text.encode("utf-8", "surrogatepass")
-    return "".join(chr(b) if 0x20 <= b < 0x7F and b != 0x5C else f"\\x{b:02x}" for b in raw)
-
-
-def raw_binding(sql: str, params: Sequence[Any]) -> tuple[str, tuple[Any, ...]]:
-    """`sql`/`params` with every str that is not valid UTF-8 bound as its exact
-    bytes, cast back to TEXT (`CAST(? AS TEXT)`), so the row holds the very
-    bytes it was read with. `sql` uses `?` placeholders and no `?` in literals."""
-    parts = sql.split("?")
-    if len(parts) != len(params) + 1:
-        raise ValueError("placeholder count does not match the parameters")
-    out_sql = [parts[0]]
-    out: list[Any] = []
-    for value, rest in zip(params, parts[1:], strict=True):
-        if isinstance(value, str) and not is_utf8(value):
-            out.append(value.encode("utf-8", "surrogateescape"))
-            out_sql.append("CAST(? AS TEXT)" + rest)
-        else:
-            out.append(value)
-            out_sql.append("?" + rest)
-    return "".join(out_sql), tuple(out)
 
 
 def corrupt(key: str, column: str, detail: str) -> StoreError:

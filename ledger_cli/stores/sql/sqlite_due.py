@@ -1,13 +1,13 @@
 """The Ready order of SPEC §8.2 in the SQLite ready index: `ledger_due`.
 
-`ledger_ready` (stores/sql/readyindex.py) keeps the candidates, every pending or
-claimed task whose direct needs are completed. `ledger_due (key, rank, due)`
-keeps the same keys in the Ready order: `rank` is minus the priority (so
-ascending is highest first), `due` the later of CreatedAt and not-before as
-the same sortable UTC text, indexed by (rank, due, key). Triggers in
-built-in SQL keep it current: on `ledger_ready` (whatever wrote the task,
-the Go service included: no schedule row means priority 0, due at
-CreatedAt) and on `ledger_schedule` (an admission's --priority/--not-before).
+`ledger_ready` (stores/sql/readyindex.py, sqlite_readyindex.py) keeps the
+candidates, every pending or claimed task whose direct needs are completed.
+`ledger_due (key, rank, due)` keeps the same keys in the Ready order: `rank`
+is minus the priority (so ascending is highest first), `due` the later of
+CreatedAt and not-before as the same sortable UTC text, indexed by (rank,
+due, key). Triggers in built-in SQL keep it current: on `ledger_ready`
+(whatever wrote the task, the Go service included: no schedule row means
+priority 0, due at CreatedAt) and on `ledger_schedule` (an admission's --priority/--not-before).
 
 `claim --next` walks the priority levels present, highest first (one index
 seek each: `min(rank) > r`), and within a level the rows already due in
@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from ledger_cli.engine.record import TaskState
-from ledger_cli.stores.sql.readyindex import _sqlite_sortkey
+from ledger_cli.stores.sql.sqlite_readyindex import _sqlite_sortkey
 
 OBJECTS = (
     "ledger_due",

@@ -1,0 +1,315 @@
+"""The PostgreSQL store's connection: opening, reconnecting, errors, transactions.
+
+`PostgresConnection` is the base of `PostgresStore` (postgres.py) and of its
+method groups (postgres_claim.py, postgres_reads.py, postgres_sidetables.py):
+it loads psycopg lazily, parses the URL and connects (autocommit), runs the
+schema set-up (postgres_schema.py), replaces a lost connection outside a
+batch, maps driver errors to StoreError / StoreConflictError /
+StoreUnavailableError, and owns the batch machinery (a transaction, nested
+savepoints, on a pipeline when psycopg has one: postgres_tx.py), the server's
+clock, the blocks lock of engine/serial.py and `close`. It also holds the
+state a batch keeps: the rows this transaction holds locked and the rows read
+ahead for the next `load`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from ledger_cli.engine.instant import Instant
+from ledger_cli.engine.record import TaskState
+from ledger_cli.errors import StoreConflictError, StoreError, StoreUnavailableError
+from ledger_cli.stores.sql import codec, postgres_schema, postgres_tx
+
+if TYPE_CHECKING:
+    import psycopg
+
+# Writers of blocks and un-blocks (engine/serial.py): one lock per schema ("ledg").
+_BLOCKS_LOCK_SQL = "SELECT pg_advisory_xact_lock(1818584167, hashtext(current_schema()))"
+_CLOCK = "SELECT clock_timestamp()"
+
+_CLOSE_WAIT = 1.0
+"""Seconds `close()` waits for another thread's call on the connection."""
+
+_INSTALL_HINT = "pip install 'ledger_cli[postgres]'"
+
+
+def _psycopg() -> Any:
+    try:
+        import psycopg
+    except ImportError:
+        raise StoreError(
+            f"ledger: the PostgreSQL store needs the psycopg driver: {_INSTALL_HINT}"
+        ) from None
+    _quiet(psycopg)
+    return psycopg
+
+
+def _quiet(psycopg: Any) -> None:
+    """Keep psycopg's own warnings (`error ignored terminating <psycopg.Pipeline
+    [BAD]>: the connection is lost`, logged as it cleans up after a lost
+    connection) off stderr: the error itself reaches the caller as a
+    StoreError. Without a handler of its own, Python's last-resort handler
+    prints them; an application that configures logging still gets them."""
+    import logging
+
+    log = logging.getLogger("psycopg")
+    if not any(isinstance(h, logging.NullHandler) for h in log.handlers):
+        log.addHandler(logging.NullHandler())
+
+
+def no_nul(key: str, **fields: str) -> None:
+    if not codec.is_utf8(key):
+        raise StoreError(
+            f"ledger: PostgreSQL cannot store key {codec.hex_bytes(key)!r}: "
+            "text must be valid UTF-8"
+        )
+    if "\x00" in key:
+        raise StoreError(
+            f"ledger: PostgreSQL cannot store key {key!r}: text cannot contain a NUL character"
+        )
+    for name, value in fields.items():
+        if isinstance(value, str) and "\x00" in value:
+            raise StoreError(
+                f"ledger: PostgreSQL cannot store {name} {value!r} of key {key!r}: "
+                "text cannot contain a NUL character"
+            )
+
+
+class PostgresConnection:
+    """The connection, error mapping and batches of a `PostgresStore`."""
+
+    def __init__(self, url: str, *, connect_timeout: int = 10) -> None:
+        pg = _psycopg()
+        self._psycopg = pg
+        self._lock = threading.RLock()
+        self._depth = 0
+        self._blocks_depth = 0  # the batch depth that took lock_blocks' lock; 0: not held
+        self._closed = False
+        self._lost = False
+        """A connection error was seen: reconnect before the next statement
+        outside a batch (psycopg may not have marked the connection broken)."""
+        self._where = "the given URL"
+        self._held: dict[str, TaskState] = {}
+        """Rows this transaction holds locked, by key (only while _depth > 0).
+        Every write to ledger_tasks goes through compare_and_swap, which keeps
+        it current; a statement writing ledger_tasks otherwise must drop the
+        keys it touches."""
+        self._claim_start: tuple[Instant, int | None] | None = None
+        """The server's clock and the first priority level of ledger_due, read
+        with a `--next` claim's pause check (`read_pause(for_claim=True)`, one
+        round trip for the three) for that claim's `ready_at_clock`; dropped by
+        it, and at the batch's end."""
+        self._preloaded: dict[str, TaskState | None] = {}
+        """Rows `now_with` read (plainly, no lock) for the next `load` of their
+        key in this batch, which takes them (once): that load then costs no
+        round trip and returns what it would have read at that point of the
+        transaction. Dropped with `_held`, and by a write of the key."""
+        kwargs: dict[str, Any] = {}
+        try:
+            params = pg.conninfo.conninfo_to_dict(url)
+        except pg.Error as exc:
+            raise StoreError(
+                f"ledger: bad PostgreSQL URL: {codec.one_line(exc)}; "
+                "use postgresql://USER:PASSWORD@HOST:PORT/DATABASE"
+            ) from None
+        self._where = self._describe(params)
+        if "connect_timeout" not in params:
+            kwargs["connect_timeout"] = connect_timeout
+        if "application_name" not in params:
+            kwargs["application_name"] = "ledger_cli"
+        self._url, self._kwargs = url, kwargs
+        self._conn: psycopg.Connection[Any] = self._connect()
+        self._pipeline = (
+            postgres_tx.Pipelined(self._conn, pg) if postgres_tx.supported(pg) else None
+        )
+        """Batches on a pipeline (stores/sql/postgres_tx.py); None: psycopg's transactions."""
+        try:
+            self._setup()
+        except BaseException:
+            with contextlib.suppress(Exception):
+                self._conn.close()
+            self._closed = True
+            raise
+
+    def _connect(self) -> psycopg.Connection[Any]:
+        pg = self._psycopg
+        try:
+            conn: psycopg.Connection[Any] = pg.connect(self._url, autocommit=True, **self._kwargs)
+        except pg.Error as exc:
+            raise StoreUnavailableError(
+                f"ledger: cannot connect to PostgreSQL at {self._where}: {codec.one_line(exc)}; "
+                "check that the server is running and the URL (host, port, user, password, "
+                "database) is right"
+            ) from None
+        return conn
+
+    def _reconnect_if_lost(self) -> None:
+        """Outside a batch: replace a connection that was lost (a server
+        restart, a network cut) by a new one, so that the store outlives an
+        outage. Inside a batch the transaction died with its connection: the
+        error stands, and the next batch reconnects. Setup (the schema) is not
+        run again: the tables outlive a restart."""
+        conn = self._conn
+        if not (conn.closed or conn.broken or self._lost):
+            return
+        new = self._connect()  # StoreUnavailableError while the server is away
+        with contextlib.suppress(Exception):
+            conn.close()
+        self._conn, self._lost = new, False
+        if self._pipeline is not None:
+            self._pipeline = postgres_tx.Pipelined(new, self._psycopg)
+
+    def interrupt(self) -> None:
+        """Cut the connection under a call another thread is blocked in (a
+        read on a stalled connection never returns by itself): that call fails
+        with StoreUnavailableError, and the next call outside a batch opens a
+        new connection. Takes no lock (the blocked call holds it)."""
+        import os
+        import socket
+
+        self._lost = True
+        with contextlib.suppress(Exception):
+            sock = socket.socket(fileno=os.dup(self._conn.fileno()))
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            finally:
+                sock.close()
+
+    @staticmethod
+    def _describe(params: dict[str, Any]) -> str:
+        """user@host:port/dbname of a connection (never the password), for messages."""
+        user = f"{params['user']}@" if params.get("user") else ""
+        host = str(params.get("host") or params.get("hostaddr") or "localhost")
+        port = f":{params['port']}" if params.get("port") else ""
+        dbname = f"/{params['dbname']}" if params.get("dbname") else ""
+        return f"{user}{host}{port}{dbname}"
+
+    # -- set-up ------------------------------------------------------------------
+
+    def _setup(self) -> None:
+        with self._errors("schema"):
+            postgres_schema.setup(self._conn)
+
+    # -- errors ------------------------------------------------------------------
+
+    def _error(self, op: str, exc: BaseException) -> StoreError:
+        psycopg = self._psycopg
+        text = codec.one_line(exc)
+        if isinstance(exc, UnicodeError):
+            hint = "keys and text must be valid Unicode (no lone surrogates)"
+        elif isinstance(exc, psycopg.errors.DeadlockDetected | psycopg.errors.SerializationFailure):
+            hint = "two transactions waited for each other; nothing was written, retry"
+            return StoreConflictError(f"ledger: postgres {op} ({self._where}): {text}; {hint}")
+        elif isinstance(exc, psycopg.errors.UndefinedTable | psycopg.errors.InvalidSchemaName):
+            hint = "check the database and the search_path in the URL"
+        elif isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
+            hint = "the connection to the server failed; check the server and retry"
+            self._lost = True
+            return StoreUnavailableError(f"ledger: postgres {op} ({self._where}): {text}; {hint}")
+        else:
+            hint = "check the server log"
+        return StoreError(f"ledger: postgres {op} ({self._where}): {text}; {hint}")
+
+    @contextlib.contextmanager
+    def _errors(self, op: str) -> Iterator[None]:
+        try:
+            yield
+        except StoreError:
+            raise
+        except (self._psycopg.Error, UnicodeError) as exc:
+            raise self._error(op, exc) from None
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreError(f"ledger: postgres store {self._where} is closed")
+        if not self._depth:
+            self._reconnect_if_lost()
+
+    # -- transactions and the clock ----------------------------------------------
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """One transaction for the block; nested blocks are savepoints.
+
+        An exception rolls back the block it leaves. Rows written in a batch stay
+        locked until it ends, so keep batches short.
+        """
+        with self._lock:
+            self._check_open()
+            self._depth += 1
+            done = False
+            tx: contextlib.AbstractContextManager[Any]
+            if self._pipeline is None:
+                tx = self._conn.transaction()
+            elif (
+                self._depth == 1
+            ):  # BEGIN and COMMIT ride with statements (stores/sql/postgres_tx.py)
+                tx = self._pipeline.transaction()
+            else:
+                tx = self._pipeline.savepoint(self._depth)
+            try:
+                with self._errors("commit"), tx:
+                    yield
+                done = True
+            finally:
+                self._depth -= 1
+                if self._depth < self._blocks_depth:  # committed, or its savepoint left
+                    self._blocks_depth = 0
+                if not done or self._depth == 0:
+                    self._held.clear()  # rolled back, or the locks are gone
+                    self._claim_start = None
+                    self._preloaded.clear()
+
+    def now(self) -> Instant:
+        """The server's `clock_timestamp()` (microseconds), in UTC."""
+        with self._lock:
+            self._check_open()
+            with self._errors("clock"):
+                row = self._conn.execute(_CLOCK).fetchone()
+        return self._instant(row)
+
+    def _instant(self, row: Any) -> Instant:
+        if row is None:
+            raise StoreError(f"ledger: postgres clock ({self._where}): no row returned")
+        return Instant.from_datetime(row[0]).utc()
+
+    # -- blocks and un-blocks (SPEC §6.2; engine/serial.py) ----------------------
+
+    def lock_blocks(self) -> bool:
+        """Inside a batch: take the lock that serializes the transactions writing
+        a block, a failure or an un-block (`pg_advisory_xact_lock` on a key of
+        this schema, held to the commit) and return True; outside: False."""
+        with self._lock:
+            self._check_open()
+            if self._depth == 0:
+                return False
+            if self._blocks_depth == 0:
+                with self._errors("lock"):
+                    self._conn.execute(_BLOCKS_LOCK_SQL)
+                self._blocks_depth = self._depth
+            return True
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    def close(self) -> None:
+        # A thread blocked on a stalled connection holds the lock: do not wait
+        # for it (the process is ending; the socket goes with it).
+        if not self._lock.acquire(timeout=_CLOSE_WAIT):
+            self._closed = True
+            return
+        try:
+            if self._closed:
+                return
+            self._closed = True
+            if self._conn.broken:
+                with contextlib.suppress(Exception):
+                    self._conn.close()
+                return
+            with self._errors("close"):
+                self._conn.close()
+        finally:
+            self._lock.release()

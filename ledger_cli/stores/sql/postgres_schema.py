@@ -1,0 +1,119 @@
+"""The PostgreSQL store's schema and its set-up on open (SPEC §3.4, §6.1, §8.2).
+
+The DDL of `ledger_tasks` (the Go table on PostgreSQL: `text COLLATE "C"`
+keys, `numeric(20,0)` unsigned 64-bit numbers), our history, pause and
+schedule tables, and `setup`: one round trip to check the schema is complete
+(SCHEMA_CHECK) and, only when it is not, the DDL under an advisory lock
+(SETUP_LOCK) that serialises concurrent openers, building the ready index and
+the Ready order the first time and replacing an older trigger function.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ledger_cli.stores.sql import codec, pause, postgres_due, postgres_readyindex, schedules
+
+if TYPE_CHECKING:
+    import psycopg
+
+_UINT = "numeric(20,0) NOT NULL DEFAULT 0 CHECK ({col} BETWEEN 0 AND 18446744073709551615)"
+
+DDL: tuple[str, ...] = (
+    "CREATE TABLE IF NOT EXISTS ledger_tasks ("
+    ' key text COLLATE "C" PRIMARY KEY,'
+    " status text NOT NULL,"
+    f" sequence {_UINT.format(col='sequence')},"
+    " owner text NOT NULL DEFAULT '',"
+    f" fence {_UINT.format(col='fence')},"
+    " lease_until text NOT NULL DEFAULT '',"
+    " needs text NOT NULL DEFAULT '[]',"
+    " blocked_by text NOT NULL DEFAULT '',"
+    " task bytea,"
+    f" rev {_UINT.format(col='rev')},"
+    " created_at text NOT NULL DEFAULT '',"
+    " updated_at text NOT NULL DEFAULT '',"
+    " created_by text NOT NULL DEFAULT '',"
+    " updated_by text NOT NULL DEFAULT '')",
+    *(
+        f"ALTER TABLE ledger_tasks ADD COLUMN IF NOT EXISTS {col} text NOT NULL DEFAULT ''"
+        for col in codec.MIGRATED_COLUMNS
+    ),
+    "CREATE INDEX IF NOT EXISTS ledger_tasks_claimable"
+    ' ON ledger_tasks (status, created_at COLLATE "C", key)',
+    "CREATE TABLE IF NOT EXISTS ledger_history ("
+    " id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
+    " time text NOT NULL,"
+    " actor text NOT NULL,"
+    " event text NOT NULL,"
+    ' key text COLLATE "C" NOT NULL,'
+    " fence numeric(20,0) NOT NULL CHECK (fence BETWEEN 0 AND 18446744073709551615),"
+    " data text NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS ledger_history_key ON ledger_history (key, id)",
+    *pause.PG_DDL,
+    *schedules.PG_DDL,
+)
+
+SCHEMA_CHECK = """
+SELECT
+  (SELECT count(*) FROM pg_attribute
+    WHERE attrelid = to_regclass(quote_ident(current_schema()) || '.ledger_tasks')
+      AND attnum > 0 AND NOT attisdropped AND attname = ANY(%s)),
+  to_regclass(quote_ident(current_schema()) || '.ledger_tasks_claimable') IS NOT NULL,
+  to_regclass(quote_ident(current_schema()) || '.ledger_history') IS NOT NULL,
+  to_regclass(quote_ident(current_schema()) || '.ledger_history_key') IS NOT NULL,
+  to_regclass(quote_ident(current_schema()) || '.ledger_pause') IS NOT NULL,
+  to_regclass(quote_ident(current_schema()) || '.ledger_schedule') IS NOT NULL,
+  to_regclass(quote_ident(current_schema()) || '.ledger_due') IS NOT NULL,
+  EXISTS (SELECT 1 FROM pg_proc WHERE proname = 'ledger_due_sync'
+    AND pronamespace = to_regnamespace(quote_ident(current_schema()))
+    AND strpos(prosrc, %s) > 0),
+  EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'ledger_ready_sync'
+    AND tgrelid = to_regclass(quote_ident(current_schema()) || '.ledger_tasks')),
+  EXISTS (SELECT 1 FROM pg_proc WHERE proname = 'ledger_ready_sync'
+    AND pronamespace = to_regnamespace(quote_ident(current_schema()))
+    AND strpos(prosrc, %s) > 0)
+"""
+"""One round trip on open: every Go column, the indexes, the history table, the
+ready index's trigger (SPEC §6.1) and its function's version. When all are
+there, no DDL runs."""
+
+SETUP_LOCK = 0x6C6564676572  # pg_advisory_xact_lock key ("ledger"): openers serialise DDL
+
+
+def setup(conn: psycopg.Connection[Any]) -> None:
+    """Bring the schema of `conn`'s search_path up to date (no DDL when it is)."""
+    args = (
+        list(codec.ALL_COLUMNS),
+        postgres_due.DUE_VERSION,
+        postgres_readyindex.PG_SYNC_VERSION,
+    )
+    row = conn.execute(SCHEMA_CHECK, args).fetchone()
+    if row is not None and row[0] == len(codec.ALL_COLUMNS) and all(row[1:]):
+        return  # up to date: no DDL, no lock
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (SETUP_LOCK,))
+        for ddl in DDL:
+            conn.execute(ddl)
+        if not _ready_installed(conn):  # the ready index (SPEC §6.1), built once
+            for ddl in (*postgres_readyindex.PG_DDL, *postgres_readyindex.PG_REBUILD):
+                conn.execute(ddl)
+        else:  # an older trigger function: replace it (the index stays)
+            for ddl in postgres_readyindex.PG_DDL:
+                conn.execute(ddl)
+        # The Ready order of SPEC §8.2 (stores/sql/postgres_due.py): built by the first
+        # opener that finds it missing or older, then kept by its triggers.
+        row = conn.execute(postgres_due.INSTALLED, (postgres_due.DUE_VERSION,)).fetchone()
+        for ddl in postgres_due.DDL:
+            conn.execute(ddl)
+        if row is None or not row[0]:
+            for sql in postgres_due.REBUILD:
+                conn.execute(sql)
+
+
+def _ready_installed(conn: psycopg.Connection[Any]) -> bool:
+    row = conn.execute(
+        "SELECT count(*) FROM pg_trigger WHERE tgname = 'ledger_ready_sync'"
+        " AND tgrelid = to_regclass(quote_ident(current_schema()) || '.ledger_tasks')"
+    ).fetchone()
+    return row is not None and row[0] == 1

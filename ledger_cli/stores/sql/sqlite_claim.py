@@ -1,0 +1,98 @@
+"""The SQLite store's claim path: the Ready candidates and the pause.
+
+`SQLiteClaims` reads the Ready order (SPEC §8.2) through `ledger_due`
+(sqlite_due.py) and the plain candidate order through `ledger_ready`
+(readyindex.py, sqlite_readyindex.py), the ready figures of `ledger stats`
+(keys that are not valid UTF-8 counted apart, as `claim --next` never hands
+one out), and the pause (SPEC §8.3), which a `--next` claim reads inside its
+BEGIN IMMEDIATE batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from ledger_cli.engine.instant import Instant
+from ledger_cli.engine.record import TaskState
+from ledger_cli.stores.sql import codec, pause, readyindex, sqlite_due, sqlite_readyindex
+from ledger_cli.stores.sql.sqlite_conn import SQLiteConnection
+
+_READY_ODD_KEYS = (
+    "SELECT t.key FROM ledger_ready r JOIN ledger_tasks t ON t.key = r.key"
+    f" WHERE {readyindex.FREE} AND t.key GLOB '*[^ -~]*'"
+)
+"""The FREE candidates whose key holds anything but printable ASCII: a superset
+of the keys that are not valid UTF-8 (`ready_apart`)."""
+
+
+class SQLiteClaims(SQLiteConnection):
+    """The claim path of an `SQLiteStore`: candidates, ready figures, the pause."""
+
+    orders_schedules = True
+    """`ready_candidates` yields the Ready order of SPEC §8.2 and leaves out tasks
+    not yet due (stores/sql/sqlite_due.py): cli/ready.py needs no scan."""
+
+    def ready_candidates(self, now: Instant | None = None) -> Iterator[TaskState]:
+        """Pending and claimed records whose direct needs are all completed and
+        that are due, in Ready order (priority, due, key), read through the
+        trigger-kept `ledger_due` table."""
+        query = sqlite_due.page_sql(codec.SELECT_COLUMNS, sqlite_readyindex.SQLITE_LEASE)
+        at = readyindex.sortable(now)
+
+        def fetch(sql: str, args: tuple[Any, ...]) -> list[Any]:
+            with self._lock:
+                self._check_open()
+                return list(self._fetchall("ready scan", sql, args))
+
+        return sqlite_due.candidates(fetch, query, at)
+
+    def ready_split(self, now: Instant) -> tuple[int, TaskState | None, Iterator[TaskState]]:
+        """`ledger stats`' ready figures with the counting done in SQL: how many
+        pending candidates name no needs (each one is ready), the first of them
+        in Ready order, and every other candidate (claimed, or naming needs;
+        in Ready order) for the caller to judge by the Ready rule.
+        A key that is not valid UTF-8 (the Go service's bytes) is left out of
+        the count and the first, as `claim --next` never hands one out
+        (`ready_apart` counts them)."""
+        with self._lock:
+            self._check_open()
+            ((free,),) = self._fetchall("ready count", readyindex.FREE_COUNT, ())
+        pages = self._ready_pages(now, readyindex.FREE)
+        first = next((r for r in pages if codec.is_utf8(r.key)), None)
+        return int(free) - self.ready_apart(), first, self._ready_pages(now, readyindex.NOT_FREE)
+
+    def ready_apart(self) -> int:
+        """How many pending candidates naming no needs have a key that is not
+        valid UTF-8: a GLOB in SQL finds the keys with any byte outside
+        printable ASCII (few), Python judges those."""
+        with self._lock:
+            self._check_open()
+            rows = self._fetchall("ready count", _READY_ODD_KEYS, ())
+        keys = (codec.read_text(row[0], "(ready)", "key") for row in rows)
+        return sum(not codec.is_utf8(key) for key in keys)
+
+    def _ready_pages(self, now: Instant | None, only: str | None) -> Iterator[TaskState]:
+        sql = readyindex.page_sql(
+            codec.SELECT_COLUMNS, "?", sqlite_readyindex.SQLITE_LEASE, lock=False, only=only
+        )
+        at = readyindex.sortable(now)
+
+        def fetch(created: str, key: str, limit: int) -> list[Any]:
+            with self._lock:
+                self._check_open()
+                return list(self._fetchall("ready scan", sql, (created, key, at, limit)))
+
+        return readyindex.candidates(fetch, 16)
+
+    def read_pause(self, for_claim: bool = False) -> tuple[str, str, str] | None:
+        """The pause (SPEC §8.3; stores/sql/pause.py); a `--next` claim reads it in
+        its BEGIN IMMEDIATE batch, which `pause` cannot interleave with."""
+        with self._lock:
+            self._check_open()
+            rows = self._fetchall("pause", pause.READ, ())
+        return pause.state_of(rows[0] if rows else None)
+
+    def write_pause(self, state: tuple[str, str, str] | None) -> None:
+        with self.batch(), self._lock, self._errors("pause"):
+            self._conn.execute(pause.WRITE_SQLITE, pause.params(state))

@@ -1,0 +1,232 @@
+"""The SQLite store's connection: opening, errors, text recovery, transactions.
+
+`SQLiteConnection` is the base of `SQLiteStore` (sqlite.py) and of its method
+groups (sqlite_claim.py, sqlite_reads.py, sqlite_sidetables.py): it opens the
+file (autocommit, one connection guarded by a lock), sets the pragmas (WAL,
+`synchronous=FULL`, waiting out a concurrent first opener's switch to WAL),
+migrates the schema when it is incomplete (sqlite_schema.py), maps driver
+errors to StoreError / StoreUnavailableError, runs a statement again after a
+text failure (lossless decoding, raw binding: `_retry`), and owns the batch
+machinery (BEGIN IMMEDIATE … COMMIT, nested savepoints) and `close`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from ledger_cli.errors import StoreError, StoreUnavailableError
+from ledger_cli.stores.sql import codec, sqlite_schema
+
+DRIVER_ERRORS = (sqlite3.Error, UnicodeError, OverflowError)
+_UNDECODABLE = "could not decode to utf-8"
+
+
+class SQLiteConnection:
+    """The connection, error mapping and batches of an `SQLiteStore`."""
+
+    def __init__(self, path: str | os.PathLike[str], *, busy_timeout: float = 5.0) -> None:
+        self._path = os.fspath(path)
+        self._busy_timeout = busy_timeout
+        self._lock = threading.RLock()
+        self._depth = 0
+        self._closed = False
+        try:
+            self._conn = sqlite3.connect(
+                self._path,
+                timeout=busy_timeout,
+                isolation_level=None,  # autocommit: transactions are explicit
+                check_same_thread=False,
+                cached_statements=64,
+            )
+        except sqlite3.Error as exc:
+            raise self._error("open", exc) from None
+        self._cur = self._conn.cursor()  # reused by the hot paths (load, CAS)
+        try:
+            self._setup()
+        except BaseException:
+            self._conn.close()
+            self._closed = True
+            raise
+
+    @property
+    def path(self) -> str:
+        return self._path
+
+    # -- set-up ------------------------------------------------------------------
+
+    def _setup(self) -> None:
+        # Concurrent first openers of a new file race to switch it to WAL, and
+        # SQLite answers the losers SQLITE_BUSY at once, without its busy
+        # handler: wait for the winner here, up to the same busy timeout.
+        deadline = time.monotonic() + self._busy_timeout
+        backoff = 0.005
+        while True:
+            try:
+                self._pragmas()
+                break
+            except DRIVER_ERRORS as exc:
+                locked = isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc)
+                if not locked or time.monotonic() + backoff > deadline:
+                    raise self._error("pragma", exc) from None
+                time.sleep(backoff)
+                backoff = min(backoff * 2, 0.1)
+        with self._errors("create ledger_tasks table"):
+            if not sqlite_schema.schema_complete(self._conn):
+                sqlite_schema.migrate(self._conn, self._path)
+
+    def _pragmas(self) -> None:
+        conn = self._conn
+        ms = int(self._busy_timeout * 1000)
+        # The order and settings of the Go store, except synchronous (see module doc).
+        conn.execute(f"PRAGMA busy_timeout={ms}")
+        mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+        if str(mode).lower() not in ("wal", "memory"):
+            raise StoreError(
+                f"ledger: sqlite store {self._path}: cannot switch to WAL mode "
+                f"(journal_mode is {mode}); check that the file and its directory are writable"
+            )
+        conn.execute("PRAGMA synchronous=FULL")
+        conn.execute("PRAGMA foreign_keys=ON")
+        self._utf8 = str(conn.execute("PRAGMA encoding").fetchone()[0]).upper() == "UTF-8"
+
+    # -- errors ------------------------------------------------------------------
+
+    def _error(self, op: str, exc: BaseException) -> StoreError:
+        text = codec.one_line(exc)
+        low = text.lower()
+        if isinstance(exc, UnicodeError):
+            hint = "keys and text must be valid Unicode (no lone surrogates)"
+        elif "locked" in low or "busy" in low:
+            hint = (
+                f"another process held the write lock for more than {self._busy_timeout:g}s; retry"
+            )
+        elif "unable to open" in low:
+            hint = "check that the directory exists and is writable"
+        elif "malformed" in low or "not a database" in low or "corrupt" in low:
+            hint = "the file is damaged or not an SQLite database; restore it from a backup"
+        elif "readonly" in low or "read-only" in low:
+            hint = "the database (or its directory, for the WAL files) is not writable"
+        elif "disk" in low or "i/o" in low or "full" in low:
+            hint = "check the disk"
+        else:
+            hint = "check the database file"
+        if "locked" in low or "busy" in low:  # an outage: the holder will let go
+            return StoreUnavailableError(f"ledger: sqlite {op} ({self._path}): {text}; {hint}")
+        return StoreError(f"ledger: sqlite {op} ({self._path}): {text}; {hint}")
+
+    @contextlib.contextmanager
+    def _errors(self, op: str) -> Iterator[None]:
+        try:
+            yield
+        except DRIVER_ERRORS as exc:
+            raise self._error(op, exc) from None
+
+    def _fetchall(self, op: str, sql: str, params: tuple[Any, ...]) -> list[Any]:
+        try:
+            return self._conn.execute(sql, params).fetchall()
+        except DRIVER_ERRORS as exc:
+            rows: list[Any] = self._retry(op, exc, sql, params, many=True)
+            return rows
+
+    def _retry(
+        self,
+        op: str,
+        exc: BaseException,
+        sql: str,
+        params: Sequence[Any],
+        *,
+        one: bool = False,
+        many: bool = False,
+    ) -> Any:
+        """Run a statement again after a text failure, else raise StoreError.
+
+        A stored value that is not valid UTF-8 switches this connection to
+        lossless decoding for good (the driver's str decoding is faster, so it
+        stays on until needed); a str that holds such bytes (a lone surrogate)
+        is bound as those bytes. Nothing was written when either failure was
+        raised (binding fails before the statement runs; decoding fails in a
+        read), so running it again is safe. Each remedy is applied once.
+        """
+        remedies = {"decode", "bind"}
+        while True:
+            if (
+                "decode" in remedies
+                and isinstance(exc, sqlite3.OperationalError)
+                and _UNDECODABLE in str(exc).lower()
+            ):
+                remedies.discard("decode")
+                self._conn.text_factory = codec.lossless_text
+            elif "bind" in remedies and isinstance(exc, UnicodeEncodeError):
+                remedies.discard("bind")
+                try:
+                    sql, params = codec.raw_binding(sql, params)
+                except UnicodeEncodeError as bad:  # a surrogate that stands for no byte
+                    raise self._error(op, bad) from None
+            else:
+                raise self._error(op, exc) from None
+            try:
+                cur = self._cur.execute(sql, params)
+                if one:
+                    return cur.fetchone()
+                if many:
+                    return cur.fetchall()
+                return None
+            except DRIVER_ERRORS as again:
+                exc = again
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreError(f"ledger: sqlite store {self._path} is closed")
+
+    # -- transactions ------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """One write transaction for the block (BEGIN IMMEDIATE … COMMIT, one fsync).
+
+        Re-entrant: a nested block is a savepoint. An exception rolls back the
+        block it leaves (and, unless caught inside, the outer ones).
+        """
+        with self._lock:
+            self._check_open()
+            depth = self._depth
+            savepoint = f"ledger_batch_{depth}"
+            with self._errors("begin"):
+                self._conn.execute("BEGIN IMMEDIATE" if depth == 0 else f"SAVEPOINT {savepoint}")
+            self._depth = depth + 1
+            try:
+                yield
+            except BaseException:
+                self._depth = depth
+                with contextlib.suppress(sqlite3.Error):
+                    if depth == 0:
+                        self._conn.execute("ROLLBACK")
+                    else:
+                        self._conn.execute(f"ROLLBACK TO {savepoint}")
+                        self._conn.execute(f"RELEASE {savepoint}")
+                raise
+            self._depth = depth
+            try:
+                with self._errors("commit"):
+                    self._conn.execute("COMMIT" if depth == 0 else f"RELEASE {savepoint}")
+            except StoreError:
+                if depth == 0 and self._conn.in_transaction:
+                    with contextlib.suppress(sqlite3.Error):
+                        self._conn.execute("ROLLBACK")
+                raise
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            with self._errors("close"):
+                self._conn.close()

@@ -1,0 +1,132 @@
+"""The SQLite store's schema: the Go table, ours beside it, and the migration.
+
+GO_DDL is the Go `SQLiteStore`'s `ledger_tasks` (spec/engine.md §7), column
+for column; EXTRA_DDL our claimable-work index, history, pause and schedule
+tables. `schema_complete` checks (reads only) that every column and object is
+there, and `migrate` runs the Go store's create-and-migrate plus ours, and
+builds the ready index and the Ready order the first time, in one BEGIN
+IMMEDIATE transaction so concurrent openers (a Go service too) serialise.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+
+from ledger_cli.errors import StoreError
+from ledger_cli.stores.sql import codec, pause, schedules, sqlite_due, sqlite_readyindex
+
+GO_DDL = """CREATE TABLE IF NOT EXISTS ledger_tasks (
+    key TEXT PRIMARY KEY,
+    status TEXT NOT NULL,
+    sequence INTEGER NOT NULL,
+    owner TEXT NOT NULL DEFAULT '',
+    fence INTEGER NOT NULL DEFAULT 0,
+    lease_until TEXT NOT NULL DEFAULT '',
+    needs TEXT NOT NULL DEFAULT '[]',
+    blocked_by TEXT NOT NULL DEFAULT '',
+    task BLOB,
+    rev INTEGER NOT NULL DEFAULT 0,
+    created_at TEXT NOT NULL DEFAULT '',
+    updated_at TEXT NOT NULL DEFAULT '',
+    created_by TEXT NOT NULL DEFAULT '',
+    updated_by TEXT NOT NULL DEFAULT ''
+)"""
+"""The Go store's table (spec/engine.md §7), column for column."""
+
+EXTRA_DDL = (
+    "CREATE INDEX IF NOT EXISTS ledger_tasks_claimable ON ledger_tasks (status, created_at, key)",
+    "CREATE TABLE IF NOT EXISTS ledger_history ("
+    " id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    " time TEXT NOT NULL,"
+    " actor TEXT NOT NULL,"
+    " event TEXT NOT NULL,"
+    " key TEXT NOT NULL,"
+    " fence INTEGER NOT NULL,"
+    " data TEXT NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS ledger_history_key ON ledger_history (key, id)",
+    *pause.SQLITE_DDL,
+    *schedules.SQLITE_DDL,
+)
+
+
+def schema_complete(conn: sqlite3.Connection) -> bool:
+    cols = {row[1] for row in conn.execute("PRAGMA table_info(ledger_tasks)")}
+    if not set(codec.ALL_COLUMNS) <= cols:
+        return False
+    names = {
+        row[0]
+        for row in conn.execute(
+            "SELECT name FROM sqlite_master WHERE name IN (?, ?, ?, ?, ?)",
+            (
+                codec.CLAIMABLE_INDEX,
+                codec.HISTORY_TABLE,
+                codec.HISTORY_INDEX,
+                pause.TABLE,
+                schedules.TABLE,
+            ),
+        )
+    }
+    return len(names) == 5 and _ready_installed(conn)
+
+
+def _ready_installed(conn: sqlite3.Connection) -> bool:
+    names = (*sqlite_readyindex.SQLITE_OBJECTS, *sqlite_due.OBJECTS)
+    marks = ", ".join("?" for _ in names)
+    found = conn.execute(
+        f"SELECT count(*) FROM sqlite_master WHERE name IN ({marks})", names
+    ).fetchone()[0]
+    return bool(found == len(names))
+
+
+def _due_installed(conn: sqlite3.Connection) -> bool:
+    marks = ", ".join("?" for _ in sqlite_due.OBJECTS)
+    found = conn.execute(
+        f"SELECT count(*) FROM sqlite_master WHERE name IN ({marks})", sqlite_due.OBJECTS
+    ).fetchone()[0]
+    return bool(found == len(sqlite_due.OBJECTS))
+
+
+def migrate(conn: sqlite3.Connection, path: str) -> None:
+    """The Go store's create-and-migrate, plus our index and history table.
+
+    All in one BEGIN IMMEDIATE transaction, so concurrent openers (and a Go
+    service migrating at the same time) serialise; every step is idempotent.
+    """
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute(GO_DDL)
+        cols = {row[1] for row in conn.execute("PRAGMA table_info(ledger_tasks)")}
+        for name in codec.MIGRATED_COLUMNS:
+            if name not in cols:
+                conn.execute(f"ALTER TABLE ledger_tasks ADD COLUMN {name} TEXT NOT NULL DEFAULT ''")
+                cols.add(name)
+        missing = [c for c in codec.ALL_COLUMNS if c not in cols]
+        if missing:
+            raise StoreError(
+                f"ledger: sqlite store {path}: table ledger_tasks lacks column(s) "
+                f"{', '.join(missing)}; this is not a ledger database"
+            )
+        for ddl in EXTRA_DDL:
+            conn.execute(ddl)
+        if not _ready_installed(conn):  # the ready index (SPEC §6.1), built once
+            # The order of SPEC §8.2 (ledger_due) first, so that it follows
+            # every ledger_ready row the rebuild writes; a ledger_ready of an
+            # older release is rebuilt by the first opener that migrates.
+            due_missing = not _due_installed(conn)
+            for ddl in sqlite_due.DDL[:2]:
+                conn.execute(ddl)
+            for ddl in (*sqlite_readyindex.SQLITE_TABLES, *sqlite_readyindex.SQLITE_TRIGGERS):
+                conn.execute(ddl)
+            for ddl in sqlite_due.DDL[2:]:
+                conn.execute(ddl)
+            for sql in sqlite_readyindex.SQLITE_REBUILD:
+                conn.execute(sql)
+            if due_missing:
+                for sql in sqlite_due.REBUILD:
+                    conn.execute(sql)
+        conn.execute("COMMIT")
+    except BaseException:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
+        raise
