@@ -61,6 +61,20 @@ def test_check_says_whether_the_lease_is_still_held(cli: Cli) -> None:
     assert cli("check", "a", "--owner", "w", "--fence", "x").code == 2
 
 
+def test_check_refuses_bad_text_with_one_line(cli: Cli) -> None:
+    """A key or owner the writes would refuse is refused here too (exit 2, one
+    line), not looked up."""
+    cli.ok("admit", "a")
+    fence = cli.ok("claim", "a", "--owner", "w", "--lease", "1m").stdout.strip()
+    bad_owner = cli("check", "a", "--owner", "w\x07", "--fence", fence)
+    assert (bad_owner.code, bad_owner.stderr) == (
+        2,
+        'ledger: owner "w\\a" contains a control character\n',
+    )
+    empty_key = cli("check", "", "--owner", "w", "--fence", fence)
+    assert (empty_key.code, empty_key.stderr) == (2, "ledger: key must not be empty\n")
+
+
 def test_check_writes_nothing(cli: Cli) -> None:
     cli.ok("admit", "a")
     fence = cli.ok("claim", "a", "--owner", "w", "--lease", "1m").stdout.strip()
@@ -173,3 +187,65 @@ def test_no_claim_lands_after_pause_returns(url: str, tmp_path: Path) -> None:
     assert refused.returncode == 7 and "claiming is paused" in refused.stderr
     assert run_ledger(url, "resume").returncode == 0
     assert run_ledger(url, "claim", "--next", "--owner", "z", "--lease", "1m").returncode == 0
+
+
+# -- two pauses at once on PostgreSQL ------------------------------------------------
+
+
+def _waiting_on_a_lock(url: str, application: str) -> bool:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity"
+            " WHERE application_name = %s AND wait_event_type = 'Lock'",
+            (application,),
+        ).fetchone()
+    return row is not None and row[0] > 0
+
+
+@pytest.mark.parametrize("verb", ["pause", "resume"])
+def test_of_two_pauses_at_once_one_changes_and_the_other_says_already(
+    tmp_path: Path, verb: str
+) -> None:
+    """A pause (or resume) that commits while another one is between its read
+    and its write: the second waits for the first and then says `already`, and
+    one history line is written, not two. Staged: a transaction makes the
+    change and holds the row; `ledger pause` starts, and once it waits on the
+    row lock the transaction commits. Read without the lock, the second saw
+    the old state and printed `paused` (`resumed`) as well."""
+    from urllib.parse import quote
+
+    import psycopg
+
+    with KINDS["postgresql"].place(tmp_path) as url:
+        assert run_ledger(url, "admit", "a").returncode == 0
+        if verb == "resume":
+            assert run_ledger(url, "pause").returncode == 0
+        app = f"second_{verb}"
+        second_url = f"{url}&{quote('application_name')}={app}"
+        with psycopg.connect(url) as conn:
+            paused = 1 if verb == "pause" else 0
+            conn.execute(
+                "UPDATE ledger_pause SET paused = %s, since = %s, actor = 'first',"
+                " reason = '' WHERE id = 1",
+                (paused, T0 if paused else ""),
+            )
+            second = subprocess.Popen(
+                [*ledger_cmd(), "--store", second_url, verb],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=subprocess_env(),
+            )
+            deadline = time.monotonic() + EXIT_TIMEOUT
+            while not _waiting_on_a_lock(url, app):
+                assert second.poll() is None, second.communicate()
+                assert time.monotonic() < deadline, "the second never reached the row"
+                time.sleep(0.05)
+            conn.commit()
+        out, err = second.communicate(timeout=EXIT_TIMEOUT)
+        assert (second.returncode, err) == (0, "")
+        assert out.startswith("already paused" if verb == "pause" else "not paused"), out
+        log = run_ledger(url, "log", "--jsonl").stdout.splitlines()
+        assert [json.loads(line)["event"] for line in log].count(f"ledger.{verb}d") == 0

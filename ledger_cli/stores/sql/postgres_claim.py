@@ -64,7 +64,7 @@ class PostgresClaims(PostgresConnection):
 
     orders_schedules = True
     """`ready_candidates` yields the Ready order of SPEC §8.2 and leaves out tasks
-    not yet due (stores/sql/postgres_due.py): cli/ready.py needs no scan."""
+    not yet due (stores/sql/postgres_due.py): engine/ready.py needs no scan."""
 
     def ready_candidates(
         self, now: Instant | None = None, first_rank: tuple[int | None] | None = None
@@ -199,12 +199,16 @@ class PostgresClaims(PostgresConnection):
 
     def read_pause(self, for_claim: bool = False) -> tuple[str, str, str] | None:
         """The pause (SPEC §8.3; stores/sql/pause.py). A `--next` claim reads the
-        row FOR SHARE in its transaction, so `pause`'s UPDATE waits for it."""
+        row FOR SHARE in its transaction, so `pause`'s UPDATE waits for it. Any
+        other read inside a batch (`pause`, `resume`: read, then write) locks
+        the row FOR UPDATE, so of two at once the second reads what the first
+        wrote and says "already" instead of both changing it."""
         with self._lock:
             self._check_open()
             if not (for_claim and self._depth):
+                query = pause.READ_FOR_WRITE_PG if self._depth else pause.READ
                 with self._errors("pause"):
-                    row = self._conn.execute(pause.READ).fetchone()
+                    row = self._conn.execute(query).fetchone()
                 return pause.state_of(row)
             with self._errors("pause"):
                 row = self._conn.execute(_CLAIM_START).fetchone()

@@ -31,7 +31,7 @@ class SQLiteClaims(SQLiteConnection):
 
     orders_schedules = True
     """`ready_candidates` yields the Ready order of SPEC §8.2 and leaves out tasks
-    not yet due (stores/sql/sqlite_due.py): cli/ready.py needs no scan."""
+    not yet due (stores/sql/sqlite_due.py): engine/ready.py needs no scan."""
 
     def ready_candidates(self, now: Instant | None = None) -> Iterator[TaskState]:
         """Pending and claimed records whose direct needs are all completed and
