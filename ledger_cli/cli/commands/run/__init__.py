@@ -46,10 +46,10 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 from ledger_cli.cli.commands.claim import NothingReadyError, claim_next_timed
+from ledger_cli.cli.commands.run.outcome import LeaseLostError
 from ledger_cli.cli.commands.run.supervisor import (
     DEFAULT_BACKOFF,
     STOP_GRACE,
-    LeaseLostError,
     Supervisor,
     exit_code,
 )
