@@ -40,7 +40,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger_cli.engine.dependencies import dependents_walk
+from ledger_cli.engine.dependents import dependents_walk
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.ledger import Ledger
 from ledger_cli.engine.record import TaskState
