@@ -128,8 +128,8 @@ def drain(tmp: Path, kind: str, tasks: int, rounds: int) -> None:
 
 def wait_reads(keys: int) -> None:
     from ledger_cli.cli import context, wait
+    from ledger_cli.engine.memstore import MemStore
     from ledger_cli.engine.record import TaskState
-    from ledger_cli.stores.memory import MemStore
 
     class Counting(MemStore):
         loads = 0

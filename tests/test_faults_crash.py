@@ -124,7 +124,7 @@ def _library_batch_from_spares(root: Path) -> None:
 
 def _library_history(root: Path) -> None:
     """One history line appended alone (the single-file path)."""
-    from ledger_cli.stores.history import HistoryEntry
+    from ledger_cli.engine.history import HistoryEntry
 
     JsonFileStore(root).append_history([HistoryEntry(T0, "lib", "ledger.note", "a", 1, "note")])
 

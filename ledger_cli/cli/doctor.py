@@ -25,8 +25,8 @@ from ledger_cli.cli.doctor_records import check_records
 from ledger_cli.errors import LedgerError, StoreError
 
 if TYPE_CHECKING:
+    from ledger_cli.engine.history import HistoryEntry
     from ledger_cli.engine.record import TaskState
-    from ledger_cli.stores.history import HistoryEntry
 
 TEMP_SUFFIX = ".tmp"
 RECORDS_DIR = "records"

@@ -21,10 +21,10 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from ledger_cli.engine import gojson
+from ledger_cli.engine.history import HistoryEntry
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState, byte_order
 from ledger_cli.errors import DecodeError, EncodeError, StoreError
-from ledger_cli.stores.history import HistoryEntry
 
 UINT64_MAX = 2**64 - 1
 INT64_MAX = 2**63 - 1

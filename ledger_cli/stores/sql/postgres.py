@@ -32,11 +32,11 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ledger_cli.engine.history import HistoryEntry
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
 from ledger_cli.engine.rerun import rerun
 from ledger_cli.errors import StoreConflictError, StoreError, StoreUnavailableError
-from ledger_cli.stores.history import HistoryEntry
 from ledger_cli.stores.sql import codec, pause, postgres_due, postgres_tx, readyindex, schedules
 
 if TYPE_CHECKING:

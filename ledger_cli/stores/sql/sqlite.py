@@ -41,10 +41,10 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
+from ledger_cli.engine.history import HistoryEntry
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState, byte_order
 from ledger_cli.errors import StoreError, StoreUnavailableError
-from ledger_cli.stores.history import HistoryEntry
 from ledger_cli.stores.sql import codec, pause, readyindex, schedules, sqlite_due
 
 __all__ = ["GO_DDL", "SQLiteStore"]
