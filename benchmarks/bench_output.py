@@ -129,8 +129,8 @@ def drain(tmp: Path, kind: str, tasks: int, rounds: int) -> None:
 def wait_reads(keys: int) -> None:
     from ledger_cli.cli import context
     from ledger_cli.cli.commands import wait
+    from ledger_cli.engine.memstore import MemStore
     from ledger_cli.engine.record import TaskState
-    from ledger_cli.stores.memory import MemStore
 
     class Counting(MemStore):
         loads = 0

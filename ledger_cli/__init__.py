@@ -19,13 +19,13 @@ if TYPE_CHECKING:
     from ledger_cli.engine.events import Event
     from ledger_cli.engine.instant import Instant
     from ledger_cli.engine.ledger import Ledger
+    from ledger_cli.engine.memstore import MemStore, MemStoreOptions
     from ledger_cli.engine.record import TaskState
     from ledger_cli.engine.snapshot import Snapshot
     from ledger_cli.engine.status import Status
     from ledger_cli.engine.store import Store
     from ledger_cli.stores import open_store
     from ledger_cli.stores.jsonfile import JsonFileStore
-    from ledger_cli.stores.memory import MemStore, MemStoreOptions
     from ledger_cli.stores.sql.sqlite import SQLiteStore
 
 _EXPORTS: dict[str, str] = {
@@ -36,8 +36,8 @@ _EXPORTS: dict[str, str] = {
     "Event": "ledger_cli.engine.events",
     "Instant": "ledger_cli.engine.instant",
     "Store": "ledger_cli.engine.store",
-    "MemStore": "ledger_cli.stores.memory",
-    "MemStoreOptions": "ledger_cli.stores.memory",
+    "MemStore": "ledger_cli.engine.memstore",
+    "MemStoreOptions": "ledger_cli.engine.memstore",
     "JsonFileStore": "ledger_cli.stores.jsonfile",
     "SQLiteStore": "ledger_cli.stores.sql.sqlite",
     "open_store": "ledger_cli.stores",

@@ -20,8 +20,8 @@ import pytest
 from typer.testing import CliRunner
 
 from ledger_cli.cli import app, context
+from ledger_cli.engine.memstore import MemStore
 from ledger_cli.engine.store import Store
-from ledger_cli.stores.memory import MemStore
 
 T0 = "2026-01-02T03:04:05Z"
 ROOT = Path(__file__).resolve().parent.parent

@@ -56,7 +56,7 @@ def _memory_place(tmp: Path) -> Iterator[str]:
 
 
 def _memory_open(location: str, clock: Clock) -> Store:
-    from ledger_cli.stores.memory import MemStore, MemStoreOptions
+    from ledger_cli.engine.memstore import MemStore, MemStoreOptions
 
     return MemStore(MemStoreOptions(now=clock))
 

@@ -305,7 +305,7 @@ def test_claim_next_wait_polls_then_exits_7(cli: Cli) -> None:
 def test_now_comes_from_the_store_clock_when_it_has_one(monkeypatch: pytest.MonkeyPatch) -> None:
     from ledger_cli.cli.context import Session, Settings
     from ledger_cli.engine.instant import Instant
-    from ledger_cli.stores.memory import MemStore
+    from ledger_cli.engine.memstore import MemStore
 
     class ClockStore(MemStore):
         def now(self) -> Instant:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from ledger_cli.engine import prune
-from ledger_cli.engine.dependencies import dependents_walk
+from ledger_cli.engine.dependents import dependents_walk
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.ledger import Ledger
 from ledger_cli.engine.record import TaskState

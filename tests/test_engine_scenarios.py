@@ -15,10 +15,10 @@ from ledger_cli.engine import events
 from ledger_cli.engine.events import Recorder
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.ledger import Ledger
+from ledger_cli.engine.memstore import MemStore, MemStoreOptions
 from ledger_cli.engine.record import TaskState
 from ledger_cli.engine.snapshot import Snapshot
 from ledger_cli.engine.status import Status
-from ledger_cli.stores.memory import MemStore, MemStoreOptions
 
 T0 = Instant.parse("2024-01-01T00:00:00Z")
 L = timedelta(hours=1)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ledger_cli.stores.memory import MemStore, MemStoreOptions
+from ledger_cli.engine.memstore import MemStore, MemStoreOptions
 from tests.conformance import load_trace, replay, trace_names
 
 ALL = trace_names()

@@ -1,5 +1,5 @@
 """The fast decoder of the records this port wrote (engine/fastwire.py) against
-the Go-compatible one (engine/wire.py): the same record, value for value and
+the Go-compatible one (engine/wire/decode.py): the same record, value for value and
 type for type (an int is not a float, -0.0 is not 0), for random records and
 for inputs that only look canonical."""
 

@@ -40,7 +40,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger_cli.engine.dependencies import dependents_walk
+from ledger_cli.engine.dependents import dependents_walk
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.ledger import Ledger
 from ledger_cli.engine.record import TaskState
@@ -124,7 +124,7 @@ def _library_batch_from_spares(root: Path) -> None:
 
 def _library_history(root: Path) -> None:
     """One history line appended alone (the single-file path)."""
-    from ledger_cli.stores.history import HistoryEntry
+    from ledger_cli.engine.history import HistoryEntry
 
     JsonFileStore(root).append_history([HistoryEntry(T0, "lib", "ledger.note", "a", 1, "note")])
 

@@ -39,8 +39,8 @@ from typing import Any
 import pytest
 
 from ledger_cli.engine import events
+from ledger_cli.engine.history import HistoryEntry
 from ledger_cli.engine.instant import Instant
-from ledger_cli.stores.history import HistoryEntry
 from ledger_cli.stores.jsonfile import JsonFileStore, key_digest
 from tests.cli_support import ledger_cmd, run_ledger, subprocess_env
 from tests.faults_workers import LEASE

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from ledger_cli.engine.events import Event
+from ledger_cli.engine.history import HistoryEntry
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
-from ledger_cli.stores.history import HistoryEntry
 
 T = Instant.parse("2024-01-02T03:04:05.123456789+01:00")
 
@@ -137,7 +137,7 @@ def test_hot_modules_do_not_import_dataclasses(tmp_path: Path) -> None:
         "import sys\n"
         "from ledger_cli.engine.record import TaskState\n"
         "from ledger_cli.engine.events import Event\n"
-        "from ledger_cli.stores.history import HistoryEntry\n"
+        "from ledger_cli.engine.history import HistoryEntry\n"
         "t = TaskState(key='k')\n"
         "assert t.replace(rev=1).rev == 1 and t == TaskState(key='k')\n"
         "assert 'dataclasses' not in sys.modules\n"

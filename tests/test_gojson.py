@@ -14,11 +14,13 @@ from ledger_cli.engine.gojson import (
     EscapedStr,
     Number,
     RawObject,
+    decode,
     encode_string,
     encode_value,
     format_float,
     loads,
     parse,
+    scan,
     to_task_value,
 )
 from ledger_cli.errors import DecodeError, EncodeError
@@ -383,7 +385,7 @@ def test_malformed_input_is_a_decode_error(text: str) -> None:
     with pytest.raises(DecodeError, match=r"^ledger: decode: "):
         loads(text)
     with pytest.raises(DecodeError, match=r"^ledger: decode: "):
-        gojson._SlowParser(text).parse()
+        scan.SlowParser(text).parse()
 
 
 def test_bom_in_bytes_is_a_syntax_error() -> None:
@@ -487,8 +489,8 @@ _SAMPLES = [
 
 @pytest.mark.parametrize("text", _SAMPLES)
 def test_slow_parser_agrees_with_fast_path(text: str) -> None:
-    fast = gojson._DECODER.decode(text)
-    slow = gojson._SlowParser(text).parse()
+    fast = decode._DECODER.decode(text)
+    slow = scan.SlowParser(text).parse()
     assert slow == fast
     assert to_task_value(slow) == to_task_value(fast)
     assert encode_value(to_task_value(slow)) == encode_value(to_task_value(fast))

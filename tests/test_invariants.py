@@ -29,8 +29,8 @@ from ledger_cli.engine.invariants import (
     fix_orphaned_block,
 )
 from ledger_cli.engine.ledger import Ledger
+from ledger_cli.engine.memstore import MemStore
 from ledger_cli.engine.record import TaskState
-from ledger_cli.stores.memory import MemStore
 from tests.cli_support import Cli, ledger_cmd, subprocess_env
 from tests.go_support import go_db, go_row
 

@@ -17,13 +17,13 @@ from typing import Any
 
 import pytest
 
+from ledger_cli.engine.history import HistoryEntry
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.ledger import Ledger
 from ledger_cli.engine.record import TaskState
 from ledger_cli.engine.wire import record_from_json, record_to_json
 from ledger_cli.errors import StoreError
 from ledger_cli.stores import _fsutil, jsonfile
-from ledger_cli.stores.history import HistoryEntry
 from ledger_cli.stores.jsonfile import JsonFileStore, durability, key_digest
 from ledger_cli.stores.jsonfile.locking import DEFAULT_LOCK_TIMEOUT
 

@@ -19,11 +19,11 @@ from typing import Any
 
 import pytest
 
+from ledger_cli.engine.history import HistoryEntry
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.ledger import Ledger
 from ledger_cli.engine.record import TaskState
 from ledger_cli.errors import LeaseActiveError
-from ledger_cli.stores.history import HistoryEntry
 from ledger_cli.stores.jsonfile import JsonFileStore
 
 FORK = multiprocessing.get_context("fork")

@@ -146,9 +146,9 @@ def test_sqlite_batch_and_restore_let_a_go_writer_in(tmp_path: Path) -> None:
 def json_writer(root: Path, prefix: str) -> Callable[[int], None]:
     """Another process's writes on a JSON store: a record and its history line,
     each waiting at most JSON_WAIT for the store's lock."""
+    from ledger_cli.engine.history import HistoryEntry
     from ledger_cli.engine.instant import Instant
     from ledger_cli.engine.record import TaskState
-    from ledger_cli.stores.history import HistoryEntry
     from ledger_cli.stores.jsonfile import JsonFileStore
 
     store = JsonFileStore(root, lock_timeout=JSON_WAIT)

@@ -248,7 +248,7 @@ def test_json_dependents_walk_reads_in_short_lock_holds(
     """The JSON store's `dependents` hook, outside a batch, releases its lock
     after every READS_PER_HOLD files (200,000 dependents read in one hold held
     it 36 s); the walk still finds every dependent, two levels deep."""
-    from ledger_cli.engine.dependencies import dependents_walk
+    from ledger_cli.engine.dependents import dependents_walk
     from ledger_cli.stores.jsonfile import JsonFileStore, depsview
 
     store = JsonFileStore(tmp_path / "store")

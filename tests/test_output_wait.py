@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from ledger_cli.engine.attempts import Attempt
+from ledger_cli.engine.memstore import MemStore
 from ledger_cli.engine.store import Store
 from ledger_cli.stores.attempts import attempt_log
-from ledger_cli.stores.memory import MemStore
 from ledger_cli.stores.resolve import open_store
 from tests.cli_support import Cli, ledger_cmd, run_ledger, subprocess_env
 from tests.stores import KINDS

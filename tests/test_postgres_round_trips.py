@@ -130,7 +130,7 @@ def test_a_nested_batch_after_a_failed_queued_statement_fails_the_batch(
     _fail_history_of(conninfo, "bad")
     store = PostgresStore(conninfo)
     try:
-        from ledger_cli.stores.history import HistoryEntry
+        from ledger_cli.engine.history import HistoryEntry
 
         with pytest.raises(StoreError), store.batch():
             Ledger(store).admit("t", "second", 1, None, T0)

@@ -47,7 +47,7 @@ def _history_keys(store: Store) -> set[str]:
 
 def _setup(store: Store) -> Ledger:
     from ledger_cli.engine.events import Recorder
-    from ledger_cli.stores.history import HistoryEntry
+    from ledger_cli.engine.history import HistoryEntry
 
     rec = Recorder()
     led = Ledger(store, rec)

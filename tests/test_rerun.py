@@ -26,8 +26,8 @@ from ledger_cli.engine import rerun
 from ledger_cli.engine.events import Recorder
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.ledger import Ledger
+from ledger_cli.engine.memstore import MemStore
 from ledger_cli.errors import StoreConflictError
-from ledger_cli.stores.memory import MemStore
 from tests.cli_support import ledger_cmd, subprocess_env
 from tests.stores import KINDS
 from tests.timing_support import wait_until

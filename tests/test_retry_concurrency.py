@@ -108,7 +108,7 @@ class Interleaved:
     (another process's whole operation, slotted between a read and a write)."""
 
     def __init__(self) -> None:
-        from ledger_cli.stores.memory import MemStore
+        from ledger_cli.engine.memstore import MemStore
 
         self.inner = MemStore()
         self.hook: tuple[str, Any] | None = None

@@ -18,10 +18,10 @@ import pytest
 
 from ledger_cli import errors
 from ledger_cli.engine import gojson
+from ledger_cli.engine.history import HistoryEntry
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.ledger import Ledger
 from ledger_cli.engine.record import TaskState, byte_order
-from ledger_cli.stores.history import HistoryEntry
 from ledger_cli.stores.sql.sqlite import SQLiteStore
 from tests.sql_support import HOSTILE_TEXTS
 

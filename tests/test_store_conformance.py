@@ -19,11 +19,11 @@ from typing import Any
 
 import pytest
 
+from ledger_cli.engine.history import HistoryEntry
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState, byte_order
 from ledger_cli.engine.store import Store
 from ledger_cli.errors import StoreError
-from ledger_cli.stores.history import HistoryEntry
 from ledger_cli.stores.resolve import SCHEMES, open_store, scheme_of
 from tests.conformance import load_trace, replay, trace_names
 from tests.stores import KINDS, StoreKind

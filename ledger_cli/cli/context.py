@@ -250,7 +250,7 @@ class Session:
             number += 1
 
     def _append_history(self, events: list[Event], now: Instant) -> None:
-        from ledger_cli.stores.history import HistoryEntry
+        from ledger_cli.engine.history import HistoryEntry
 
         append = getattr(self.store, "append_history", None)
         if append is None:

@@ -15,7 +15,7 @@ literal within 64 bits (INT64_MIN..UINT64_MAX) is an exact `int`, `-0` is
 -0.0, every other number a float64 (Python's and Go's float parsing are both
 correctly rounded). Anything this path does not recognise as the canonical
 shape — an escape the C scanner decodes differently from Go (`gojson`'s
-_NEEDS_SLOW), nesting deeper than the C scanner goes, a field missing, extra,
+NEEDS_SLOW), nesting deeper than the C scanner goes, a field missing, extra,
 renamed, out of order or of another type — goes to the Go-compatible
 decoder, so the result is the same record either way
 (tests/test_fastwire.py compares the two on random records).
@@ -72,7 +72,7 @@ def _constant(name: str) -> Any:
 
 
 _DECODE = json.JSONDecoder(parse_int=_int, parse_float=_float, parse_constant=_constant).decode
-_NEEDS_SLOW = gojson._NEEDS_SLOW  # the same rule, one definition
+_NEEDS_SLOW = gojson.NEEDS_SLOW  # the same rule, one definition
 
 
 def _uint(v: object) -> bool:

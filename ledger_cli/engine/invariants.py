@@ -11,7 +11,7 @@ in its transitive needs":
   walk's window). `--next` never hands one out and nothing blocks it until
   someone claims it by key. Repair: block it as Claim's walk would,
   `BlockedBy` = the nearest failed or blocked key of its needs
-  (`dependencies.nearest_blocking`, `dependencies.block_one`).
+  (`dependencies.nearest_blocking`, `reopen.block_one`).
 - an **orphaned block** (SPEC §6.2): a `blocked` record while no record in
   its transitive needs is `failed` (its failure was retried, or the row was
   edited). Repair: `pending`, `BlockedBy` "" (Owner and lease are already
@@ -36,7 +36,7 @@ from collections.abc import Iterable
 
 from ledger_cli.engine import events
 from ledger_cli.engine.core import Core
-from ledger_cli.engine.dependencies import block_one, nearest_blocking
+from ledger_cli.engine.dependencies import nearest_blocking
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState, byte_order
 from ledger_cli.engine.status import Status
@@ -135,6 +135,8 @@ def find_orphaned_blocks(records: Iterable[TaskState]) -> list[OrphanedBlock]:
 def fix_escaped_block(core: Core, actor: str, now: Instant, found: EscapedBlock) -> bool:
     """Block the record as Claim's walk would; False when it no longer is one
     (finished, blocked or its needs changed meanwhile: nothing written)."""
+    from ledger_cli.engine.reopen import block_one
+
     cur = core.store.load(found.key)
     if cur is None or cur.status not in _LIVE:
         return False

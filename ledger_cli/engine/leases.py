@@ -6,7 +6,7 @@ from datetime import timedelta
 
 from ledger_cli.engine import events
 from ledger_cli.engine.core import Core
-from ledger_cli.engine.dependencies import block_one, blocking_ancestor
+from ledger_cli.engine.dependencies import blocking_ancestor
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
 from ledger_cli.engine.status import Status
@@ -36,6 +36,8 @@ def _refuse_if_ancestor_blocks(
     """A failed or blocked ancestor blocks the record (a refusal that writes)."""
     blocker = blocking_ancestor(core, cur.needs)
     if blocker is not None:
+        from ledger_cli.engine.reopen import block_one
+
         block_one(core, actor, now, key, cur, blocker)  # under engine/serial.py's lock
         raise NotClaimedError()
 

@@ -38,7 +38,7 @@ class Ledger:
         completion, retry, cancel and prune in short blocks (engine/blocks.py);
         None: each runs in the caller's batch, or in none, as Go's would."""
         if store is None:
-            from ledger_cli.stores.memory import MemStore
+            from ledger_cli.engine.memstore import MemStore
 
             store = MemStore()
         self._core = Core(store, bus, blocks)

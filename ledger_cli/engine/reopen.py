@@ -1,4 +1,8 @@
-"""Un-blocking: the walk that follows a reopened record (SPEC §6.2).
+"""Blocking and un-blocking: `block_one` (Go's blockOne, spec/engine.md §3.3)
+and the walk that follows a reopened record (SPEC §6.2).
+
+They call each other (a block's confirming read may settle; a settle may
+block again), so both sides of the race below live in this one module.
 
 An extension beyond the Go package. In Go a failed or blocked record never
 changes again, so a block, once written, stays true. `retry` breaks that: it
@@ -61,11 +65,11 @@ from collections.abc import Callable, Iterable
 
 from ledger_cli.engine import events
 from ledger_cli.engine.core import Core
-from ledger_cli.engine.dependencies import block_one, dependents_walk
+from ledger_cli.engine.dependents import dependents_walk
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState, byte_order
 from ledger_cli.engine.serial import blocking_writes
-from ledger_cli.engine.status import Status
+from ledger_cli.engine.status import Status, is_terminal
 
 TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
@@ -79,6 +83,36 @@ def still_blocking(core: Core, key: str) -> bool:
     a bounded MemStore evicts terminal records, and Go keeps such a block."""
     rec = core.store.load(key)
     return rec is None or rec.status in _BLOCKING
+
+
+def block_one(core: Core, actor: str, now: Instant, key: str, cur: TaskState, blocker: str) -> bool:
+    """Move `cur` to blocked by `blocker`; give up silently if it went terminal.
+
+    Returns whether it wrote. Extension (SPEC §6.2): after the write, the
+    blocker is read again (`confirm_block`), so that a concurrent
+    `retry` cannot leave this block orphaned; without retries that read
+    always finds the blocker still failed or blocked and changes nothing.
+    The write and that read run under `serial.blocking_writes`.
+    """
+    return blocking_writes(core, _block_one, core, actor, now, key, cur, blocker)
+
+
+def _block_one(
+    core: Core, actor: str, now: Instant, key: str, cur: TaskState, blocker: str
+) -> bool:
+    while True:
+        nxt = cur.replace(
+            status=Status.BLOCKED.value, blocked_by=blocker, updated_by=actor, updated_at=now
+        )
+        nxt.validate()
+        if core.store.compare_and_swap(key, cur, nxt):
+            core.emit(events.BLOCKED, key, f"key {key} blocked by {blocker}")
+            confirm_block(core, actor, now, key, blocker)
+            return True
+        fresh = core.store.load(key)
+        if fresh is None or is_terminal(fresh.status):
+            return False
+        cur = fresh
 
 
 def confirm_block(core: Core, actor: str, now: Instant, key: str, blocker: str) -> None:

@@ -10,11 +10,17 @@ from __future__ import annotations
 
 from ledger_cli.engine import events
 from ledger_cli.engine.core import Core
-from ledger_cli.engine.dependencies import block_one, blocking_need
+from ledger_cli.engine.dependencies import blocking_need
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.prune import is_pruned
 from ledger_cli.engine.record import TaskState
-from ledger_cli.engine.reopen import confirm_block, nearest_failed, settle, settle_in_blocks
+from ledger_cli.engine.reopen import (
+    block_one,
+    confirm_block,
+    nearest_failed,
+    settle,
+    settle_in_blocks,
+)
 from ledger_cli.engine.serial import blocking_writes
 from ledger_cli.engine.status import Status
 from ledger_cli.errors import NotFailedError

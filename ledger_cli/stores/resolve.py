@@ -148,7 +148,7 @@ def open_store(url: str) -> Store:
     """Open the store a URL names. A bad URL or a missing backend is a StoreError."""
     scheme, target = _parse(url)
     if scheme == "memory":
-        from ledger_cli.stores.memory import MemStore
+        from ledger_cli.engine.memstore import MemStore
 
         return MemStore()
     if scheme == "json":

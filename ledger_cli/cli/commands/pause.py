@@ -16,7 +16,7 @@ from ledger_cli.engine.pause import PAUSED, PauseInfo, paused, set_paused
 
 
 def write_history(s: Session, now: str, event: str, data: str) -> None:
-    from ledger_cli.stores.history import HistoryEntry
+    from ledger_cli.engine.history import HistoryEntry
 
     append = getattr(s.store, "append_history", None)
     if append is not None:

@@ -115,7 +115,7 @@ def _landed(key: str, landed: int, tasks: tuple[TaskState, ...]) -> str:
 
 
 def _append_restored(s: Session, now: Instant, records: list[TaskState]) -> None:
-    from ledger_cli.stores.history import HistoryEntry
+    from ledger_cli.engine.history import HistoryEntry
 
     append = getattr(s.store, "append_history", None)
     if append is None or not records:

@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 import os
 
+from ledger_cli.engine.history import HistoryEntry
 from ledger_cli.stores import _fsutil
 from ledger_cli.stores._fsutil import fail
-from ledger_cli.stores.history import HistoryEntry
 from ledger_cli.stores.jsonfile.layout import HISTORY_NAME, shown
 
 

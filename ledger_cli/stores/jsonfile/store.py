@@ -8,10 +8,10 @@ import functools
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
+from ledger_cli.engine.history import HistoryEntry
 from ledger_cli.engine.record import TaskState, byte_order
 from ledger_cli.errors import StoreError
 from ledger_cli.stores import _fsutil
-from ledger_cli.stores.history import HistoryEntry
 from ledger_cli.stores.jsonfile import (
     apply,
     historyfile,

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from ledger_cli.engine.history import HistoryEntry
 from ledger_cli.engine.record import TaskState
-from ledger_cli.stores.history import HistoryEntry
 from ledger_cli.stores.sql.codec import HISTORY_COLUMNS
 
 HISTORY_PAGE = 1000

@@ -38,9 +38,9 @@ import contextlib
 from collections.abc import Sequence
 from typing import Any
 
+from ledger_cli.engine.history import HistoryEntry
 from ledger_cli.engine.record import TaskState
 from ledger_cli.engine.rerun import rerun
-from ledger_cli.stores.history import HistoryEntry
 from ledger_cli.stores.sql import codec
 from ledger_cli.stores.sql.postgres_claim import PostgresClaims
 from ledger_cli.stores.sql.postgres_conn import no_nul

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from ledger_cli.engine.history import HistoryEntry
 from ledger_cli.engine.record import TaskState
-from ledger_cli.stores.history import HistoryEntry
 from ledger_cli.stores.sql import codec, paging, readyindex
 from ledger_cli.stores.sql.postgres_conn import PostgresConnection
 

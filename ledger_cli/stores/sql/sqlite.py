@@ -45,8 +45,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ledger_cli.engine.history import HistoryEntry
 from ledger_cli.engine.record import TaskState
-from ledger_cli.stores.history import HistoryEntry
 from ledger_cli.stores.sql import codec
 from ledger_cli.stores.sql.sqlite_claim import SQLiteClaims
 from ledger_cli.stores.sql.sqlite_conn import DRIVER_ERRORS

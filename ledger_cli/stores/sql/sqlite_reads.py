@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from ledger_cli.engine.history import HistoryEntry
 from ledger_cli.engine.record import TaskState, byte_order
-from ledger_cli.stores.history import HistoryEntry
 from ledger_cli.stores.sql import codec, paging, readyindex
 from ledger_cli.stores.sql.sqlite_conn import DRIVER_ERRORS, SQLiteConnection
 

@@ -27,8 +27,8 @@ from ledger_cli.cli.context import Session, Settings, store_url
 from ledger_cli.errors import LedgerError, StoreError
 
 if TYPE_CHECKING:
+    from ledger_cli.engine.history import HistoryEntry
     from ledger_cli.engine.record import TaskState
-    from ledger_cli.stores.history import HistoryEntry
 
 TEMP_SUFFIX = ".tmp"
 RECORDS_DIR = "records"

@@ -21,8 +21,8 @@ from ledger_cli.stores.sql.codec import hex_bytes, is_utf8, shown
 
 if TYPE_CHECKING:
     from ledger_cli.cli.context import Session
+    from ledger_cli.engine.history import HistoryEntry
     from ledger_cli.engine.record import TaskState
-    from ledger_cli.stores.history import HistoryEntry
 
 MAX_NAMED = 10
 """A note about many records names this many of them, then counts the rest."""

@@ -1,4 +1,9 @@
-"""MemStore: the in-memory Store, optionally bounded (spec/engine.md §5)."""
+"""MemStore: the in-memory Store, optionally bounded (spec/engine.md §5).
+
+The Go package's own store (its store.go), and `Ledger()`'s default when no
+store is given, so it lives in the engine. `ledger_cli.engine.memstore` names
+it among the backends (the `memory:` URL).
+"""
 
 from __future__ import annotations
 
@@ -13,7 +18,10 @@ from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState, byte_order
 from ledger_cli.engine.status import Status
 from ledger_cli.errors import InvalidMaxEntriesError
-from ledger_cli.stores.history import HistoryEntry
+
+TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
+if TYPE_CHECKING:
+    from ledger_cli.engine.history import HistoryEntry
 
 EVICT_SCAN_BUDGET = 8
 """Rotations one eviction round may spend on exempt heads before giving up."""

@@ -1,10 +1,5 @@
-"""The wire format of records and snapshots (spec/engine.md §6).
+"""Decoding: Go's `json.Unmarshal` of a record or snapshot, quirks included.
 
-Encoding is byte-identical to Go's `json.Marshal` of `Snapshot{Tasks
-[]TaskState}` (no struct tags): compact, the 14 record keys in field order,
-times in RFC3339Nano, Task through `gojson.encode_value`.
-
-Decoding emulates Go's `json.Unmarshal` into that struct, quirks included:
 - field names match case-insensitively (Go's fold: ASCII case, plus the
   Kelvin sign for k and the long s for s); unknown fields are ignored;
 - a repeated field decodes again *into the same value*: a string, number or
@@ -26,163 +21,16 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ledger_cli.engine import gojson
-from ledger_cli.engine.gojson import EscapedStr, Number, RawObject, encode_string
+from ledger_cli.engine.gojson import UINT64_MAX, EscapedStr, Number, RawObject
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState, go_quote
-from ledger_cli.errors import DecodeError, EncodeError
+from ledger_cli.engine.wire.encode import FIELD_NAMES
+from ledger_cli.errors import DecodeError
 
 TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = [
-    "FIELD_NAMES",
-    "decode_snapshot",
-    "encode_snapshot",
-    "record_from_json",
-    "record_from_raw",
-    "record_to_json",
-    "record_to_obj",
-]
-
-FIELD_NAMES: tuple[str, ...] = (
-    "Key",
-    "Status",
-    "Sequence",
-    "Owner",
-    "Fence",
-    "LeaseUntil",
-    "Needs",
-    "BlockedBy",
-    "Task",
-    "Rev",
-    "CreatedBy",
-    "CreatedAt",
-    "UpdatedBy",
-    "UpdatedAt",
-)
-"""The record keys in wire order (spec/engine.md §1.3)."""
-
-_UINT64_MAX = 2**64 - 1
-_MARSHAL_TIME_ERROR = (
-    "json: error calling MarshalJSON for type time.Time: "
-    "Time.MarshalJSON: year outside of range [0,9999]"
-)
-
-# ---------------------------------------------------------------------------
-# Encoding
-# ---------------------------------------------------------------------------
-
-
-def _enc_str(value: object, field: str) -> str:
-    if not isinstance(value, str):
-        raise EncodeError(f"ledger: {field} must be a string, not {type(value).__name__}")
-    return encode_string(value)
-
-
-def _enc_uint(value: object, field: str) -> str:
-    if type(value) is not int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise EncodeError(f"ledger: {field} must be an int, not {type(value).__name__}")
-        value = int(value)
-    if not 0 <= value <= _UINT64_MAX:
-        raise EncodeError(f"ledger: {field} {value} is outside the uint64 range")
-    return str(value)
-
-
-def _enc_time(value: object, field: str) -> str:
-    if type(value) is not Instant:
-        try:
-            value = Instant.coerce(value)  # type: ignore[arg-type]
-        except (TypeError, ValueError) as exc:
-            raise EncodeError(f"ledger: {field}: {exc}") from None
-    text = str(value)  # cached on the Instant
-    # Years 0..9999 print as exactly four digits; others as "-0001", "10000".
-    if text[4] != "-" or text[0] == "-":
-        raise EncodeError(_MARSHAL_TIME_ERROR)
-    return '"' + text + '"'
-
-
-def _enc_needs(value: object) -> str:
-    if value is None:
-        return "null"
-    if not isinstance(value, (tuple, list)):
-        raise EncodeError(f"ledger: Needs must be a tuple or None, not {type(value).__name__}")
-    return "[" + ",".join(_enc_str(k, "Needs entry") for k in value) + "]"
-
-
-def record_to_json(rec: TaskState) -> str:
-    """One record as Go marshals a TaskState: 14 keys, compact, field order."""
-    return "".join(
-        (
-            '{"Key":',
-            _enc_str(rec.key, "Key"),
-            ',"Status":',
-            _enc_str(rec.status, "Status"),
-            ',"Sequence":',
-            _enc_uint(rec.sequence, "Sequence"),
-            ',"Owner":',
-            _enc_str(rec.owner, "Owner"),
-            ',"Fence":',
-            _enc_uint(rec.fence, "Fence"),
-            ',"LeaseUntil":',
-            _enc_time(rec.lease_until, "LeaseUntil"),
-            ',"Needs":',
-            _enc_needs(rec.needs),
-            ',"BlockedBy":',
-            _enc_str(rec.blocked_by, "BlockedBy"),
-            ',"Task":',
-            gojson.encode_value(rec.task),
-            ',"Rev":',
-            _enc_uint(rec.rev, "Rev"),
-            ',"CreatedBy":',
-            _enc_str(rec.created_by, "CreatedBy"),
-            ',"CreatedAt":',
-            _enc_time(rec.created_at, "CreatedAt"),
-            ',"UpdatedBy":',
-            _enc_str(rec.updated_by, "UpdatedBy"),
-            ',"UpdatedAt":',
-            _enc_time(rec.updated_at, "UpdatedAt"),
-            "}",
-        )
-    )
-
-
-def encode_snapshot(tasks: tuple[TaskState, ...] | list[TaskState] | None) -> bytes:
-    """`{"Tasks":null}` for None, else `{"Tasks":[rec,...]}`; UTF-8, no newline."""
-    if tasks is None:
-        return b'{"Tasks":null}'
-    body = ",".join(record_to_json(rec) for rec in tasks)
-    return ('{"Tasks":[' + body + "]}").encode("utf-8")
-
-
-def record_to_obj(rec: TaskState) -> dict[str, Any]:
-    """The wire record as a dict: the 14 keys in order, times as RFC3339Nano
-    strings, Needs a list or None, Task the generic value (not copied).
-
-    For JSON output prefer `record_to_json`, which formats exactly as Go does.
-    """
-    return {
-        "Key": rec.key,
-        "Status": str(rec.status),
-        "Sequence": rec.sequence,
-        "Owner": rec.owner,
-        "Fence": rec.fence,
-        "LeaseUntil": str(rec.lease_until),
-        "Needs": None if rec.needs is None else list(rec.needs),
-        "BlockedBy": rec.blocked_by,
-        "Task": rec.task,
-        "Rev": rec.rev,
-        "CreatedBy": rec.created_by,
-        "CreatedAt": str(rec.created_at),
-        "UpdatedBy": rec.updated_by,
-        "UpdatedAt": str(rec.updated_at),
-    }
-
-
-# ---------------------------------------------------------------------------
-# Decoding
-# ---------------------------------------------------------------------------
 
 _KEY, _STATUS, _SEQUENCE, _OWNER, _FENCE, _LEASE_UNTIL, _NEEDS = range(7)
 _BLOCKED_BY, _TASK, _REV, _CREATED_BY, _CREATED_AT, _UPDATED_BY, _UPDATED_AT = range(7, 14)
@@ -327,7 +175,7 @@ class _Decoder:
         elif idx in _UINT_FIELDS:
             if type(raw) is Number:
                 lit = raw.literal
-                if lit.isdigit() and lit.isascii() and len(lit) <= 20 and int(lit) <= _UINT64_MAX:
+                if lit.isdigit() and lit.isascii() and len(lit) <= 20 and int(lit) <= UINT64_MAX:
                     fields[idx] = int(lit)
                 else:
                     self.type_error("number " + lit, where, _GO_TYPES[idx])

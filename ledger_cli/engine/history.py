@@ -1,6 +1,8 @@
 """The append-only history of writes made through the command line.
 
-Every store keeps one (the JSON store as a JSON-lines file beside its records,
+`HistoryEntry` is a record the stores keep, as `TaskState` is, so it is
+defined here, beside the Store protocol, for stores and CLI alike. Every
+store keeps one (the JSON store as a JSON-lines file beside its records,
 appended under its lock; SQL stores as a table; MemStore in memory). The CLI
 appends one entry per event inside the same `store.batch()` as the write.
 """

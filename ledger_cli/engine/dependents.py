@@ -1,0 +1,50 @@
+"""The dependents walk: every record that transitively needs given keys.
+
+A read only, over any store: the failure walks (`dependencies.block_found`)
+and the un-blocking walks (`reopen.settle`) both start from it, so it sits
+below both.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+
+from ledger_cli.engine.record import TaskState
+
+
+def dependents_walk(store: object, roots: Iterable[str]) -> dict[str, TaskState]:
+    """Every record that transitively needs any of `roots` (status not
+    consulted; a root itself only when it is reached through needs), by key.
+
+    Through the store's `dependents(keys)` hook when it has one (the records
+    naming any of `keys` in their needs: SQL stores read their trigger-kept
+    `ledger_needs` table, MemStore a reverse map), one read per level: the cost
+    follows the dependents, not the store. Else one Range. Either way each
+    record is read after every write that came before the call, which is all
+    the read-after-write arguments (`reopen`) need.
+    """
+    hook = getattr(store, "dependents", None)
+    found: dict[str, TaskState] = {}
+    if callable(hook):
+        frontier = list(dict.fromkeys(roots))
+        while frontier:
+            nxt: list[str] = []
+            for rec in hook(frontier):
+                if rec.key not in found:
+                    found[rec.key] = rec
+                    nxt.append(rec.key)
+            frontier = nxt
+        return found
+    records: list[TaskState] = list(store.range())  # type: ignore[attr-defined]
+    needed_by: dict[str, list[TaskState]] = {}
+    for rec in records:
+        for need in rec.needs or ():
+            needed_by.setdefault(need, []).append(rec)
+    queue: deque[str] = deque(roots)
+    while queue:
+        for dep in needed_by.get(queue.popleft(), ()):
+            if dep.key not in found:
+                found[dep.key] = dep
+                queue.append(dep.key)
+    return found
