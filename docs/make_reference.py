@@ -160,7 +160,8 @@ def _param_rows(params: list[Any]) -> list[str]:
 def render() -> str:
     from ledger_cli import errors
     from ledger_cli.cli import context
-    from ledger_cli.cli.declarations import _GLOBAL_NAMES, build_cli
+    from ledger_cli.cli.declarations import build_cli
+    from ledger_cli.cli.declarations.base import _GLOBAL_NAMES
     from ledger_cli.cli.typer_compat import Context
 
     _import_every_module()  # error classes live beside their commands too (cli/commands/claim.py…)

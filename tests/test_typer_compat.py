@@ -29,6 +29,7 @@ PRIVATE = [
     ("typer.core", "TyperCommand"),
     ("typer.core", "TyperGroup"),
     ("typer.main", "get_command"),
+    ("typer.main", "Typer.__init__"),  # sets registered_commands (checked below)
 ]
 
 
@@ -55,6 +56,12 @@ def test_each_private_name_is_where_typer_compat_expects_it(module: str, path: s
         if not hasattr(obj, part):
             pytest.fail(f"typer {typer.__version__} moved {module}.{path}: no {part!r}")
         obj = getattr(obj, part)
+
+
+def test_registered_commands_is_the_apps_list() -> None:
+    app = typer.Typer()
+    app.command("one")(lambda: None)
+    assert [c.name for c in typer_compat.registered_commands(app)] == ["one"]
 
 
 def test_the_names_behave_as_the_cli_uses_them() -> None:

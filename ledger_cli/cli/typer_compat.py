@@ -9,10 +9,12 @@ typer with an error that names what moved.
 
 Supported: typer 0.28 and 0.29 (pyproject pins `typer>=0.28,<0.30`; CI runs
 the CLI tests against both lines). Importing this module imports typer: only
-the typer path of `app.py` and the declarations in `commands.py` do.
+the typer path of `app.py` and the declarations in `declarations/` do.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from typer import _click
 from typer._completion_shared import get_completion_script
@@ -39,6 +41,13 @@ def plain_argument(param: Parameter) -> None:
     param.display_type_rich = lambda ctx: None  # type: ignore[attr-defined]
 
 
+def registered_commands(app: Any) -> list[Any]:
+    """The app's commands in registration order (`Typer.registered_commands`,
+    an undocumented attribute): `declarations` orders them for the help."""
+    commands: list[Any] = app.registered_commands
+    return commands
+
+
 SUPPORTED = ((0, 28), (0, 29))
 """The typer lines this module is known to work with (major, minor)."""
 
@@ -54,4 +63,5 @@ __all__ = [
     "get_command",
     "get_completion_script",
     "plain_argument",
+    "registered_commands",
 ]

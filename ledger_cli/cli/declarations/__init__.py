@@ -6,14 +6,15 @@ there, by `inputs`, so the typer path and the fast path (`fast.py`) share one
 parser. `base.py` holds the app, the global settings (`--store`, `--actor`,
 `--now`, `--json`, accepted before and after the command), `--version`, the
 option types and `dispatch`; each group registers its commands on that app
-when imported, in the order of GROUPS, which is the order `ledger --help`
-lists them in.
+when imported, and `ledger --help` lists them in GROUPS order.
 """
 
 from __future__ import annotations
 
 TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
+    from typing import Any
+
     import typer
 
     from ledger_cli.cli.typer_compat import Command
@@ -23,10 +24,16 @@ GROUPS = ("tasks", "inspection", "run", "store", "attempts", "operate", "schedul
 
 def registered_app() -> typer.Typer:
     """The Typer app with every group's commands registered on it."""
+    from ledger_cli.cli import typer_compat as compat
     from ledger_cli.cli.declarations.base import app
 
     for group in GROUPS:
         __import__(f"{__name__}.{group}")
+
+    def rank(info: Any) -> int:  # whoever imported a group first, help keeps GROUPS order
+        return GROUPS.index(str(info.callback.__module__).rpartition(".")[2])
+
+    compat.registered_commands(app).sort(key=rank)
     return app
 
 
