@@ -23,7 +23,6 @@ from ledger_cli.stores.jsonfile import (
 from ledger_cli.stores.jsonfile.batch import PendingBatch
 from ledger_cli.stores.jsonfile.depsview import DepsMethods
 from ledger_cli.stores.jsonfile.layout import (
-    HISTORY_NAME,
     JOURNAL_NAME,
     LIVE_STATUSES,
 )
@@ -282,44 +281,7 @@ class JsonFileStore(
         self._check_open()
         batch = self._batch
         pending = list(batch.history) if batch is not None and batch.mine() else []
-        return self._stream_history(key, pending)
-
-    def _stream_history(self, key: str | None, pending: list[bytes]) -> Iterator[HistoryEntry]:
-        path = self._shown(HISTORY_NAME)
-        with io_errors(self._root):
-            fd = None
-            root_fd = _fsutil.open_root(self._root)
-            if root_fd is not None:
-                try:
-                    flags = (
-                        os.O_RDONLY | _fsutil.O_NOFOLLOW | _fsutil.O_NONBLOCK | _fsutil.O_CLOEXEC
-                    )
-                    fd = os.open(HISTORY_NAME, flags, dir_fd=root_fd)
-                except FileNotFoundError:
-                    fd = None
-                except OSError as exc:
-                    raise _fsutil.open_failed(path, exc) from None
-                finally:
-                    os.close(root_fd)
-            number = 0
-            if fd is not None:
-                _fsutil.require_regular(fd, path)  # closes fd when it refuses
-                try:
-                    rest = b""
-                    while chunk := os.read(fd, 1 << 20):
-                        lines = (rest + chunk).split(b"\n")
-                        rest = lines.pop()  # an incomplete (maybe torn) line, for now
-                        for entry in historyfile.parse_lines(lines, path, number):
-                            if key is None or entry.key == key:
-                                yield entry
-                        number += len(lines)
-                finally:
-                    os.close(fd)
-            for entry in historyfile.parse_lines(
-                b"".join(pending).split(b"\n")[:-1], "(pending batch)", 0
-            ):
-                if key is None or entry.key == key:
-                    yield entry
+        return historyfile.stream(self._root, key, pending)
 
     def close(self) -> None:
         self._closed = True
