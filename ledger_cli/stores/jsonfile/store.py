@@ -14,6 +14,7 @@ from ledger_cli.stores import _fsutil
 from ledger_cli.stores.history import HistoryEntry
 from ledger_cli.stores.jsonfile import (
     apply,
+    attemptfiles,
     historyfile,
     journal,
     layout,
@@ -217,7 +218,7 @@ class JsonFileStore(
         with self._mutex:
             if self._batch is not None:  # nested: a savepoint; the outermost batch commits
                 outer = self._batch
-                mark = (len(outer.undo), len(outer.history))
+                mark = outer.mark()
                 outer.marks.append(mark)
                 try:
                     yield
@@ -239,7 +240,7 @@ class JsonFileStore(
             self._batch = batch
             try:
                 yield
-                if batch.records or batch.history:
+                if batch.records or batch.history or batch.attempts:
                     root_fd = self._root_fd
                     assert root_fd is not None
                     with io_errors(self._root):
@@ -333,11 +334,13 @@ class JsonFileStore(
         history_at: int | None,
         counts: tally.Counts | None = None,
         journaled: bool = False,
+        attempts: list[attemptfiles.Op] | None = None,
         *,
         before: dict[str, TaskState | None] | None = None,
     ) -> None:
-        """Apply writes durably. `before`: the records as they are on disk (read
-        under this lock hold), by digest; default the open batch's cache."""
+        """Apply writes durably (`attempts`: attempt files, journalled with them).
+        `before`: the records as they are on disk (read under this lock
+        hold), by digest; default the open batch's cache."""
         root_fd = self._root_fd
         assert root_fd is not None
         self._drop_dirs()  # this may create directories a cached lookup found missing
@@ -378,6 +381,10 @@ class JsonFileStore(
             completed_before,
             counts,
             journaled,
+            functools.partial(attemptfiles.apply_ops, self._root, root_fd, attempts)
+            if attempts
+            else None,
+            attemptfiles.op_fsyncs(attempts or ()),
         )
         # A large commit: a run of them (chunked) likely goes on, so files for
         # the next one are made before it takes the lock.
