@@ -46,8 +46,7 @@ class AttemptRecorder:
 
         self.s = session
         self.keep = keep
-        host = os.environ.get("LEDGER_HOST") or os.uname().nodename
-        self.att = Attempt(key, fence=fence, try_=try_, owner=owner, host=host, started="")
+        self.att = Attempt(key, fence=fence, try_=try_, owner=owner, host=_host(), started="")
         self._fixed = session.settings.now is not None
         """--now fixes the clock: the attempt starts and ends at that instant."""
         self._instant = Instant
@@ -102,13 +101,31 @@ class AttemptRecorder:
 
         self._mono = time.monotonic()
         self.att.pid = pid
-        self.att.started = str((self.s.now() if self._fixed else self._instant.now()).utc())
+        begun = self.att.n > 0  # started in the claim's unit (`ClaimStart`)
+        if not begun:
+            self.att.started = str((self.s.now() if self._fixed else self._instant.now()).utc())
         if self.capture is not None:
             self.capture.start()  # the pump first: the command never waits on the store
         if self.log is None:
             return
-        self._starter = threading.Thread(target=self._start, name="ledger-attempt", daemon=True)
+        target = self._note_pid if begun else self._start
+        self._starter = threading.Thread(target=target, name="ledger-attempt", daemon=True)
         self._starter.start()
+
+    def begun(self, n: int, started: str) -> None:
+        """The attempt was started in the claim's unit as `n` (`ClaimStart`):
+        once the command runs only its pid is noted."""
+        self.att.n, self.att.started = n, started
+
+    def _note_pid(self) -> None:
+        assert self.log is not None
+        self.recorded = True
+        if self.capture is not None:
+            self.capture.recording = True
+        try:
+            self.log.note_pid(self.att.copy())  # type: ignore[attr-defined]
+        except Exception as exc:
+            self._warn("recording the run", exc)
 
     def _start(self) -> None:
         assert self.log is not None
@@ -202,6 +219,47 @@ class AttemptRecorder:
 
     def to_obj(self) -> dict[str, Any]:
         return self.att.to_obj()
+
+
+class ClaimStart:
+    """Called in the claim's unit once it claimed (cli/leases.py): records the
+    first attempt's start there, on a store whose attempts commit with its
+    batch (JSON: one journal, one sync for the claim and the start), before
+    the command's pid is known (`AttemptRecorder.begun`, then `note_pid`).
+    `got`: (n, started) of the last claim, None when not recorded this way
+    (the runner then records the start once the command runs, as before)."""
+
+    def __init__(self, session: Session, owner: str) -> None:
+        self.s, self.owner = session, owner
+        self.got: tuple[int, str] | None = None
+
+    def __call__(self, rec: Any, fence: int) -> None:
+        from ledger_cli.engine.instant import Instant
+        from ledger_cli.stores.attempts import attempt_log
+
+        self.got = None
+        try:
+            log = attempt_log(self.s.store)
+        except StoreError:
+            return
+        if not getattr(log, "folds_into_batch", False):
+            return
+        fixed = self.s.settings.now is not None
+        started = str((self.s.now() if fixed else Instant.now()).utc())
+        att = Attempt(rec.key, fence=fence, try_=1, owner=self.owner, host=_host(), started=started)
+        try:
+            with self.s.store.batch():  # a savepoint: a refusal leaves the claim
+                n = log.start_attempt(att)
+        except StoreError as exc:
+            if _is_outage(exc):
+                raise  # the claim's unit is tried again, this start with it
+            return
+        self.got = (n, started)
+
+
+def _host() -> str:
+    """The runner's host name (LEDGER_HOST when set)."""
+    return os.environ.get("LEDGER_HOST") or os.uname().nodename
 
 
 class _NoLog:
