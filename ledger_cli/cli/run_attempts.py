@@ -96,7 +96,8 @@ class AttemptRecorder:
         """The command runs: start the capture, and record the attempt (its
         `n`) in a thread of its own: the supervisor never waits on the store
         while the command runs (a store outage delays the record, not the
-        lease's hard stop)."""
+        lease's hard stop). An attempt the claim's unit started (`begun`)
+        only has its pid noted, here: no lock, no fsync (JSON's note_pid)."""
         import threading
 
         self._mono = time.monotonic()
@@ -108,8 +109,10 @@ class AttemptRecorder:
             self.capture.start()  # the pump first: the command never waits on the store
         if self.log is None:
             return
-        target = self._note_pid if begun else self._start
-        self._starter = threading.Thread(target=target, name="ledger-attempt", daemon=True)
+        if begun:
+            self._note_pid()  # no lock, no fsync: a rename beside the attempt
+            return
+        self._starter = threading.Thread(target=self._start, name="ledger-attempt", daemon=True)
         self._starter.start()
 
     def begun(self, n: int, started: str) -> None:
