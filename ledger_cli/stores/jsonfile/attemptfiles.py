@@ -314,3 +314,45 @@ def apply_ops(root: str, root_fd: int, ops: list[Op], *, sync: bool) -> None:
                 _fsutil.fsync_fd(dir_fd, shown(root, digest[:2], digest))
     finally:
         _fsutil.close_all(dirs.values())
+
+
+def scan(root: str) -> tuple[set[str], list[str]]:
+    """(every key with an attempt, the stray temporary files' paths): no lock."""
+    keys: set[str] = set()
+    strays: list[str] = []
+    root_fd = _fsutil.open_root(root)
+    if root_fd is None:
+        return keys, strays
+    try:
+        top = _fsutil.open_subdir(root_fd, ATTEMPTS_DIR, shown(root), create=False)
+    finally:
+        os.close(root_fd)
+    if top is None:
+        return keys, strays
+    try:
+        for shard_name in sorted(os.listdir(top)):
+            shard = _fsutil.open_subdir(top, shard_name, shown(root, shard_name), create=False)
+            if shard is None:
+                continue
+            try:
+                for digest in sorted(os.listdir(shard)):
+                    where = shown(root, shard_name, digest)
+                    d = _fsutil.open_subdir(shard, digest, where, create=False)
+                    if d is None:
+                        continue
+                    try:
+                        for name in sorted(os.listdir(d)):
+                            if name.endswith(_fsutil.TEMP_SUFFIX):
+                                strays.append(f"{where}/{name}")
+                        for n in names(d, where):
+                            att = header(d, n, where)
+                            if att is not None:
+                                keys.add(att.key)
+                                break
+                    finally:
+                        os.close(d)
+            finally:
+                os.close(shard)
+    finally:
+        os.close(top)
+    return keys, strays

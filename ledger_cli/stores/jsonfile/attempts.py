@@ -202,6 +202,29 @@ class JsonAttempts:
             batch.add_attempt((digest, att.n, files.encode(att, output)))
 
     @store_method
+    def drop_attempt(self, key: str, n: int) -> None:
+        """Remove attempt n of `key`: one started with a claim whose command
+        never ran (it could not be started, or a signal came first)."""
+        if key_digest(key) is None:
+            return
+        digest = self._digest(key)
+        with self._store._locked(create=False) as root_fd:
+            if root_fd is None:
+                return
+            batch = self._my_batch()
+            if batch is not None:
+                batch.add_attempt((digest, n, None))
+                return
+            dir_fd = self._key_dir(key, create=False, root_fd=root_fd)
+            if dir_fd is None:
+                return
+            try:
+                files.remove(dir_fd, n)
+                _fsutil.fsync_fd(dir_fd, self._shown(digest[:2], digest))
+            finally:
+                os.close(dir_fd)
+
+    @store_method
     def note_pid(self, att: Attempt) -> None:
         """The running command's pid, for an attempt started without it (in
         the claim's commit): a note beside the attempt, no fsync, no lock
@@ -330,44 +353,7 @@ class JsonAttempts:
     @store_method
     def scan(self) -> tuple[set[str], list[str]]:
         """(every key with an attempt, the stray temporary files' paths)."""
-        keys: set[str] = set()
-        strays: list[str] = []
-        root_fd = _fsutil.open_root(self._root)
-        if root_fd is None:
-            return keys, strays
-        try:
-            top = _fsutil.open_subdir(root_fd, files.ATTEMPTS_DIR, self._shown(), create=False)
-        finally:
-            os.close(root_fd)
-        if top is None:
-            return keys, strays
-        try:
-            for shard_name in sorted(os.listdir(top)):
-                shard = _fsutil.open_subdir(top, shard_name, self._shown(shard_name), create=False)
-                if shard is None:
-                    continue
-                try:
-                    for digest in sorted(os.listdir(shard)):
-                        shown = self._shown(shard_name, digest)
-                        d = _fsutil.open_subdir(shard, digest, shown, create=False)
-                        if d is None:
-                            continue
-                        try:
-                            for name in sorted(os.listdir(d)):
-                                if name.endswith(_fsutil.TEMP_SUFFIX):
-                                    strays.append(f"{shown}/{name}")
-                            for n in files.names(d, shown):
-                                att = files.header(d, n, shown)
-                                if att is not None:
-                                    keys.add(att.key)
-                                    break
-                        finally:
-                            os.close(d)
-                finally:
-                    os.close(shard)
-        finally:
-            os.close(top)
-        return keys, strays
+        return files.scan(self._root)
 
     @store_method
     def remove_strays(self, paths: Iterable[str]) -> int:
