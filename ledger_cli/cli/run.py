@@ -130,7 +130,7 @@ def run(
             rec = claimed
         sup = Supervisor(s, rec, fence, owner, lease_td, command, sent)
         sup.attempts, sup.backoff, sup.options = attempts, backoff_td, options
-        sup.begun = begin.got
+        sup.begun = begin.take(rec.key, fence)
         return sup.run()
 
 
@@ -216,8 +216,15 @@ class Drainer:
             got = self._claim()
             if got is not None and self.signum is not None:
                 # The signal came while claiming: give the task back untouched.
+                begun = self.begin.take(got[0].key, got[1])
+                if begun is not None:
+                    from ledger_cli.cli.run_attempts import drop_begun
+
+                    drop_begun(self.s, got[0].key, begun[0])
                 sup = Supervisor(self.s, got[0], got[1], self.owner, self.lease_td, self.command)
                 sup._release()
+            if got is None:
+                self.begin.got = None  # a start rolled back with its unit, if any
             if self.signum is not None:
                 return 128 + self.signum
             if got is None:
@@ -227,7 +234,7 @@ class Drainer:
             rec, fence, sent = got
             sup = Supervisor(self.s, rec, fence, self.owner, self.lease_td, self.command, sent)
             sup.attempts, sup.backoff = self.attempts, self.backoff
-            sup.begun, self.begin.got = self.begin.got, None
+            sup.begun = self.begin.take(rec.key, fence)
             if self.options is not None:
                 sup.options = self.options
             code = sup.run()  # a lost lease raises LeaseLostError: exit 5 at once

@@ -91,6 +91,8 @@ class AttemptRecorder:
     def not_started(self) -> None:
         if self.capture is not None:
             self.capture.abandon()
+        if self.att.n > 0:  # started with the claim, but no command ran
+            drop_begun(self.s, self.att.key, self.att.n)
 
     def started(self, pid: int) -> None:
         """The command runs: start the capture, and record the attempt (its
@@ -229,12 +231,22 @@ class ClaimStart:
     first attempt's start there, on a store whose attempts commit with its
     batch (JSON: one journal, one sync for the claim and the start), before
     the command's pid is known (`AttemptRecorder.begun`, then `note_pid`).
-    `got`: (n, started) of the last claim, None when not recorded this way
-    (the runner then records the start once the command runs, as before)."""
+    `take(key, fence)`: (n, started) of that claim, None when it was not
+    recorded this way (the runner then records the start once the command
+    runs, as before)."""
 
     def __init__(self, session: Session, owner: str) -> None:
         self.s, self.owner = session, owner
-        self.got: tuple[int, str] | None = None
+        self.got: tuple[str, int, int, str] | None = None
+        """(key, fence, n, started) of the last call's start."""
+
+    def take(self, key: str, fence: int) -> tuple[int, str] | None:
+        """The start recorded with the claim of `key` at `fence` (once): a
+        unit rolled back and tried again may have called this for another."""
+        got, self.got = self.got, None
+        if got is None or got[:2] != (key, fence):
+            return None
+        return got[2], got[3]
 
     def __call__(self, rec: Any, fence: int) -> None:
         from ledger_cli.engine.instant import Instant
@@ -257,7 +269,18 @@ class ClaimStart:
             if _is_outage(exc):
                 raise  # the claim's unit is tried again, this start with it
             return
-        self.got = (n, started)
+        self.got = (rec.key, fence, n, started)
+
+
+def drop_begun(session: Session, key: str, n: int) -> None:
+    """Remove attempt n, which a claim's unit started (`ClaimStart`), when no
+    command ran for it: an attempt is a start of the command (SPEC §7.1)."""
+    from ledger_cli.stores.attempts import attempt_log
+
+    try:
+        attempt_log(session.store).drop_attempt(key, n)  # type: ignore[attr-defined]
+    except Exception as exc:  # one warning, as every failure to record
+        output.diag(f"ledger: removing attempt {n} of {key}: {output.one_line(str(exc))}")
 
 
 def _host() -> str:
