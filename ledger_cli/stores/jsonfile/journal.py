@@ -1,7 +1,8 @@
 """journal.json: the commit point of a batch.
 
 When the outermost batch exits, the journal (all records and history lines,
-and the tally counts after them: tally.py) is written, fsynced and renamed
+the tally counts after them: tally.py, and the attempt files written in the
+batch: attemptfiles.py, after the lines) is written, fsynced and renamed
 into place — the commit point — then applied to the record files, made
 durable, and removed. A journal found later (a crash during apply) is
 replayed first thing under the lock. A journal that does not parse is
