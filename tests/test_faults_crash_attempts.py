@@ -145,3 +145,100 @@ def test_a_crash_at_each_step_of_recording_an_attempt(
         shutil.rmtree(root, ignore_errors=True)
     print(f"\n{step}: {dict(outcomes)}")
     assert outcomes["kills"] == total
+
+
+# -- the folded commits of `ledger run` (issue 21) ------------------------------------
+#
+# `ledger run` on the JSON store starts its first attempt in the claim's unit
+# and saves the attempt's end in the completion's: one journal, one commit for
+# each pair. A crash at any step of `run --next -- true` must leave the claim
+# and the attempt's start both or neither, and the completion and the end both
+# or neither; the next open recovers (a journal is replayed), and `doctor`
+# finds no problem.
+
+RUN = ("run", "--next", "--owner", "w", "--lease", "1h", "--", "true")
+
+
+def _fake_meminfo(root: Path, kib: int) -> None:
+    from ledger_cli.stores.jsonfile import durability
+
+    meminfo = root.parent / f"meminfo-{kib}"
+    meminfo.write_text(f"Dirty: {kib} kB\nWriteback: 0 kB\n")
+    durability.MEMINFO = str(meminfo)
+
+
+def _run_child(root: str, kib: int, kill_at: tuple[str, int] | None) -> None:
+    _fake_meminfo(Path(root), kib)
+    with OsFaults(kill_at=kill_at):
+        invoke(root, *RUN)
+
+
+def _run_state(root: Path) -> tuple[str, list[tuple[int, bool, int | None]]]:
+    store = JsonFileStore(root)  # opening it replays a journal a crash left
+    rec = store.load(KEY)
+    assert rec is not None
+    atts = attempt_log(store).list_attempts(KEY)
+    return str(rec.status), [(a.n, a.ended is not None, a.exit) for a in atts]
+
+
+@pytest.fixture(scope="module")
+def run_steps(tmp_path_factory: pytest.TempPathFactory) -> dict[int, dict[str, int]]:
+    """The step occurrences of one `run --next -- true`, with syncfs(2) (100 KiB
+    dirty) and without (1 GiB dirty: every file fsynced)."""
+    out = {}
+    for kib in (100, 1 << 20):
+        root = tmp_path_factory.mktemp(f"run-{kib}") / "store"
+        invoke(root, "admit", KEY)
+        proc = FORK.Process(target=_count_child, args=(str(root), kib))
+        proc.start()
+        proc.join(60)
+        assert proc.exitcode == 0
+        out[kib] = json.loads((root.parent / "steps.json").read_text())
+        assert _run_state(root) == ("completed", [(1, True, 0)])
+    return out
+
+
+def _count_child(root: str, kib: int) -> None:
+    _fake_meminfo(Path(root), kib)
+    counting = OsFaults()
+    with counting:
+        res = invoke(root, *RUN)
+    assert res.code == 0, res.stderr
+    (Path(root).parent / "steps.json").write_text(json.dumps(dict(counting.steps)))
+
+
+@pytest.mark.parametrize("kib", [100, 1 << 20], ids=["syncfs", "fsync-each"])
+@pytest.mark.parametrize("step", [s for s in STEPS if s != "linked"])
+def test_a_crash_in_run_leaves_the_claim_and_the_attempt_together(
+    run_steps: dict[int, dict[str, int]], scratch: Path, step: str, kib: int
+) -> None:
+    total = run_steps[kib].get(step, 0)
+    if total == 0:
+        pytest.skip(f"run never reaches {step} here")
+    seen: collections.Counter[tuple[str, int]] = collections.Counter()
+    for n in range(1, total + 1):
+        root = scratch / f"{step}-{n}" / "store"
+        root.parent.mkdir()
+        invoke(root, "admit", KEY)
+        proc = FORK.Process(target=_run_child, args=(str(root), kib, (step, n)))
+        proc.start()
+        proc.join(60)
+        where = f"{step} #{n}"
+        assert proc.exitcode == -signal.SIGKILL, f"{where}: exit {proc.exitcode}"
+        status, atts = _run_state(root)
+        # Both or neither: no claim without its attempt, no end without the completion.
+        assert (status, atts) in (
+            ("pending", []),
+            ("claimed", [(1, False, None)]),
+            ("completed", [(1, True, 0)]),
+        ), (where, status, atts)
+        seen[(status, len(atts))] += 1
+        doc = json.loads(invoke(root, "--json", "doctor").stdout)
+        assert doc["problems"] == [], (where, doc)
+        assert all("temporary file" in note for note in doc["notes"]), (where, doc["notes"])
+        if status == "claimed":  # the next runner, once the lease is over, gets attempt 2
+            res = invoke(root, *RUN, now="2099-01-01T00:00:00Z")
+            assert res.code == 0, (where, res.stderr)
+            assert _run_state(root) == ("completed", [(1, False, None), (2, True, 0)]), where
+        shutil.rmtree(root.parent, ignore_errors=True)
+    print(f"\n{step}/{kib}: {dict(seen)}")

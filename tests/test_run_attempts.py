@@ -295,3 +295,17 @@ def test_a_huge_line_is_kept_tail_bounded_in_bounded_memory(tmp_path: Path) -> N
     assert att["output_bytes"] == 128 * (1 << 20) + 3 and att["kept_bytes"] == 1 << 20
     kept = ledger(url, "output", "job").stdout
     assert kept == ((bytes(range(256)) * 4096) + b"END")[-(1 << 20) :]
+
+
+def test_a_command_that_cannot_start_leaves_no_attempt(url: str, tmp_path: Path) -> None:
+    # On JSON the first attempt starts in the claim's unit, before the command
+    # runs: one that cannot be started takes that attempt back (SPEC §7.1: an
+    # attempt is a start of the command).
+    assert ledger(url, "admit", "job").returncode == 0
+    res = ledger(url, "run", "job", "--owner", "w1", "--lease", "1m", "--",
+                 str(tmp_path / "no-such-command"))  # fmt: skip
+    assert res.returncode == 127
+    assert attempts(url) == []
+    res = ledger(url, "run", "job", "--owner", "w1", "--lease", "1m", "--", "true")
+    assert res.returncode == 0, res.stderr
+    assert [a["n"] for a in attempts(url)] == [1]

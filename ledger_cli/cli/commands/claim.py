@@ -16,7 +16,7 @@ from ledger_cli.errors import LedgerError
 
 TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
 
     from ledger_cli.engine.instant import Instant
     from ledger_cli.engine.pause import PauseInfo
@@ -115,14 +115,20 @@ def claim_next(s: Session, owner: str, lease: str, wait: str | None) -> tuple[Ta
 
 
 def claim_next_timed(
-    s: Session, owner: str, lease: str, wait: str | None, give_up: float | None = None
+    s: Session,
+    owner: str,
+    lease: str,
+    wait: str | None,
+    give_up: float | None = None,
+    in_unit: Callable[[TaskState, int], None] | None = None,
 ) -> tuple[TaskState, int, float]:
     """`claim_next`, and the monotonic time just before the winning claim
     was sent (the lease is proved from then: cli/commands/run/leasekeeper.py).
 
     With `wait`, a store outage (cli/outage.py) is waited out, over a new
     connection, up to `give_up` seconds of failures (the --wait clock stops
-    meanwhile); without, it is an error at once (exit 9).
+    meanwhile); without, it is an error at once (exit 9). `in_unit(rec,
+    fence)` runs in the claim's unit once it claimed (`run`: the attempt's start).
     """
     from ledger_cli.cli.outage import DEFAULT_GIVE_UP, Outage, is_outage
     from ledger_cli.errors import EmptyOwnerError, InvalidLeaseError, StoreError
@@ -141,7 +147,7 @@ def claim_next_timed(
         sent = time.monotonic()
         held: list[PauseInfo] = []
         try:
-            claimed = _claim_next_once(s, owner, lease_td, held)
+            claimed = _claim_next_once(s, owner, lease_td, held, in_unit)
         except StoreError as exc:
             if wait is None or not is_outage(exc):
                 raise
@@ -161,7 +167,11 @@ def claim_next_timed(
 
 
 def _claim_next_once(
-    s: Session, owner: str, lease_td: timedelta, held: list[PauseInfo]
+    s: Session,
+    owner: str,
+    lease_td: timedelta,
+    held: list[PauseInfo],
+    in_unit: Callable[[TaskState, int], None] | None = None,
 ) -> tuple[TaskState, int] | None:
     """One unit: scan the ready records and claim the first that can be; on a
     paused store (SPEC §8.3) claim nothing and append the pause to `held`."""
@@ -194,6 +204,8 @@ def _claim_next_once(
             if found is not None:
                 attempt.now = found[0]
                 claimed = _claim_first(s, found[1], owner, lease_td, found[0])
+                if claimed is not None and in_unit is not None:
+                    in_unit(*claimed)
     return claimed
 
 

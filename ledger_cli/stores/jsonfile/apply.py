@@ -49,6 +49,8 @@ def write_records(
     completed_before: Callable[[str], bool] = lambda digest: False,
     counts: tally.Counts | None = None,
     journaled: bool = False,
+    also: Callable[..., None] | None = None,
+    also_fsyncs: int = 0,
 ) -> None:
     """Write records, their live/ markers, ready/ and deps/ entries and history
     lines; durable on return.
@@ -76,6 +78,8 @@ def write_records(
     before it is durable replays it), so nothing need be durable before the
     end: one syncfs(2) makes it all durable, when durability.use_syncfs()
     allows, whatever the size; else an fsync a file (and directory).
+    `also(sync=…)`: more files of the commit (attempts), written before the
+    end's sync; `also_fsyncs` the fsyncs it makes with `sync`.
     """
     files = len(records) + (1 if history else 0)
     bulk = files > SYNC_EACH_MAX
@@ -85,6 +89,7 @@ def write_records(
         # The fsyncs a small journalled apply makes without syncfs: a record
         # file and its directory each, the history, the tally's two or three.
         saved = 2 * len(records) + (1 if history else 0) + (3 if counts is not None else 0)
+        saved += also_fsyncs
         use_syncfs = journaled and durability.use_syncfs_small(saved)
     rfd = lfd = None
     shard_fds: dict[str, int] = {}
@@ -134,6 +139,8 @@ def write_records(
             tally.apply(root, root_fd, counts, records, sync=not use_syncfs)
         if history:
             historyfile.append_lines(root, root_fd, history, history_at, sync=not use_syncfs)
+        if also is not None:
+            also(sync=not use_syncfs)
         if use_syncfs:
             _fsutil.sync_filesystem(root_fd, root)
         else:

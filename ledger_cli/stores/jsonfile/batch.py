@@ -6,6 +6,10 @@ import _thread
 
 from ledger_cli.engine.record import TaskState
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ledger_cli.stores.jsonfile.attemptfiles import Op
+
 
 class PendingBatch:
     """Writes of an open batch, in memory until the outermost batch commits.
@@ -15,15 +19,26 @@ class PendingBatch:
     writes only.
     """
 
-    __slots__ = ("cache", "history", "marks", "owns_lock", "records", "thread", "undo")
+    __slots__ = (
+        "attempts",
+        "cache",
+        "history",
+        "marks",
+        "owns_lock",
+        "records",
+        "thread",
+        "undo",
+    )
 
     def __init__(self) -> None:
         self.records: dict[str, tuple[TaskState, bytes]] = {}
         self.history: list[bytes] = []
+        self.attempts: list[Op] = []
+        """Attempt files written with the batch, in order (attemptfiles.py)."""
         self.thread = _thread.get_ident()
         self.owns_lock = False
         self.undo: list[tuple[str, tuple[TaskState, bytes] | None]] = []
-        self.marks: list[tuple[int, int]] = []
+        self.marks: list[tuple[int, int, int]] = []
         self.cache: dict[str, TaskState | None] = {}
         """Records read while the batch holds the lock: nobody else can change them."""
 
@@ -32,8 +47,15 @@ class PendingBatch:
             self.undo.append((digest, self.records.get(digest)))
         self.records[digest] = (rec, data)
 
-    def rollback(self, mark: tuple[int, int]) -> None:
-        undo_at, history_at = mark
+    def add_attempt(self, op: Op) -> None:
+        self.attempts.append(op)
+
+    def mark(self) -> tuple[int, int, int]:
+        """Where a savepoint begins (what `rollback` goes back to)."""
+        return len(self.undo), len(self.history), len(self.attempts)
+
+    def rollback(self, mark: tuple[int, int, int]) -> None:
+        undo_at, history_at, attempts_at = mark
         for digest, previous in reversed(self.undo[undo_at:]):
             if previous is None:
                 del self.records[digest]
@@ -41,6 +63,7 @@ class PendingBatch:
                 self.records[digest] = previous
         del self.undo[undo_at:]
         del self.history[history_at:]
+        del self.attempts[attempts_at:]
 
     def mine(self) -> bool:
         """True in the thread that opened the batch."""

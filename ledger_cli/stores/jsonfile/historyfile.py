@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 
 from ledger_cli.engine.history import HistoryEntry
 from ledger_cli.stores import _fsutil
 from ledger_cli.stores._fsutil import fail
 from ledger_cli.stores.jsonfile.layout import HISTORY_NAME, shown
+from ledger_cli.stores.jsonfile.locking import io_errors
 
 
 def open_for_append(root: str, root_fd: int) -> tuple[int, int]:
@@ -116,3 +118,40 @@ def drop_keys(root: str, root_fd: int, keys: set[str]) -> None:
             kept.append(line + b"\n")
     _fsutil.replace_file(root_fd, HISTORY_NAME, b"".join(kept), path, sync=True)
     _fsutil.fsync_fd(root_fd, root)
+
+
+def stream(root: str, key: str | None, pending: list[bytes]) -> Iterator[HistoryEntry]:
+    """History entries oldest first, streamed, then the `pending` lines of an
+    open batch (a torn last line, left by a crash or an append in progress,
+    is skipped): `log` prints each as it is read."""
+    path = shown(root, HISTORY_NAME)
+    with io_errors(root):
+        fd = None
+        root_fd = _fsutil.open_root(root)
+        if root_fd is not None:
+            try:
+                flags = os.O_RDONLY | _fsutil.O_NOFOLLOW | _fsutil.O_NONBLOCK | _fsutil.O_CLOEXEC
+                fd = os.open(HISTORY_NAME, flags, dir_fd=root_fd)
+            except FileNotFoundError:
+                fd = None
+            except OSError as exc:
+                raise _fsutil.open_failed(path, exc) from None
+            finally:
+                os.close(root_fd)
+        number = 0
+        if fd is not None:
+            _fsutil.require_regular(fd, path)  # closes fd when it refuses
+            try:
+                rest = b""
+                while chunk := os.read(fd, 1 << 20):
+                    lines = (rest + chunk).split(b"\n")
+                    rest = lines.pop()  # an incomplete (maybe torn) line, for now
+                    for entry in parse_lines(lines, path, number):
+                        if key is None or entry.key == key:
+                            yield entry
+                    number += len(lines)
+            finally:
+                os.close(fd)
+        for entry in parse_lines(b"".join(pending).split(b"\n")[:-1], "(pending batch)", 0):
+            if key is None or entry.key == key:
+                yield entry

@@ -1,7 +1,8 @@
 """journal.json: the commit point of a batch.
 
 When the outermost batch exits, the journal (all records and history lines,
-and the tally counts after them: tally.py) is written, fsynced and renamed
+the tally counts after them: tally.py, and the attempt files written in the
+batch: attemptfiles.py, after the lines) is written, fsynced and renamed
 into place — the commit point — then applied to the record files, made
 durable, and removed. A journal found later (a crash during apply) is
 replayed first thing under the lock. A journal that does not parse is
@@ -35,16 +36,30 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from ledger_cli.stores.jsonfile.attemptfiles import Op
+
 _UNKNOWN: Any = object()
 
 JOURNAL_VERSION = 1
+ATTEMPTS_VERSION = 2
+"""A journal that carries attempt files (after its lines, their bytes: the
+header lists each one's key digest, n and length; null: a removal). An
+older release refuses it (corrupt header) rather than lose them."""
 JOURNAL_FORMAT = "ledger_cli.journal"
 
 WriteRecords = Callable[
-    [dict[str, tuple[TaskState, bytes]], list[bytes], "int | None", "Counts | None", bool], None
+    [
+        dict[str, tuple[TaskState, bytes]],
+        list[bytes],
+        "int | None",
+        "Counts | None",
+        bool,
+        "list[Op]",
+    ],
+    None,
 ]
 """Apply (records, history lines, history size before them, the tally counts
-after them or None: unchanged, journalled), durably."""
+after them or None: unchanged, journalled, attempt files), durably."""
 
 
 def commit(
@@ -52,11 +67,11 @@ def commit(
 ) -> None:
     """Commit a batch; `counts`: the tally after it (None: the batch changes no count)."""
     records = batch.records
-    if len(records) + len(batch.history) <= 1 and counts is None:
+    if len(records) + len(batch.history) <= 1 and counts is None and not batch.attempts:
         # One file: atomic by itself (a torn history append is cut on the next
         # one). The root directory first: the last journal's removal is durable.
         _fsutil.fsync_fd(root_fd, root)
-        write(records, batch.history, None, None, False)
+        write(records, batch.history, None, None, False, [])
         return
     history_at = None
     if batch.history:
@@ -70,22 +85,29 @@ def commit(
         "history_at": history_at,
         "counts": counts,
     }
+    if batch.attempts:  # after the lines, their bytes (any bytes: output)
+        header["version"] = ATTEMPTS_VERSION
+        header["attempts"] = [
+            [digest, n, None if data is None else len(data)] for digest, n, data in batch.attempts
+        ]
     journal = b"".join(
         [
             (json.dumps(header) + "\n").encode("utf-8"),
             *(data for _, data in records.values()),
             *batch.history,
+            *(data for _, _, data in batch.attempts if data is not None),
         ]
     )
     _fsutil.replace_file(root_fd, JOURNAL_NAME, journal, shown(root, JOURNAL_NAME), sync=True)
     _fsutil.fsync_fd(root_fd, root)  # the commit point
-    write(records, batch.history, history_at, counts, True)
+    write(records, batch.history, history_at, counts, True, batch.attempts)
     _fsutil.unlink_quiet(root_fd, JOURNAL_NAME)  # not fsynced: see the module's note
 
 
 def replay(root: str, root_fd: int, journal: bytes, checksummed: bool, write: WriteRecords) -> None:
     """Finish a batch that a crash interrupted after its commit point."""
     path = shown(root, JOURNAL_NAME)
+    journal, attempts = _attempts_part(journal, path)
     lines = journal.split(b"\n")
     if lines[-1] != b"":
         raise fail(path, "corrupt journal (no final newline); refusing to replay")
@@ -102,7 +124,7 @@ def replay(root: str, root_fd: int, journal: bytes, checksummed: bool, write: Wr
                 raise ValueError("damaged counts")
         ok = (
             header["format"] == JOURNAL_FORMAT
-            and header["version"] == JOURNAL_VERSION
+            and header["version"] in (JOURNAL_VERSION, ATTEMPTS_VERSION)
             and type(n_records) is int
             and type(n_history) is int
             and len(lines) == 1 + n_records + n_history
@@ -123,5 +145,42 @@ def replay(root: str, root_fd: int, journal: bytes, checksummed: bool, write: Wr
     if counts is _UNKNOWN:
         tally.invalidate(root, root_fd)
         counts = None
-    write(records, history, history_at, counts, True)
+    write(records, history, history_at, counts, True, attempts)
     _fsutil.unlink_quiet(root_fd, JOURNAL_NAME)  # not fsynced: see the module's note
+
+
+def _attempts_part(journal: bytes, path: str) -> tuple[bytes, list[Op]]:
+    """(the journal's lines, the attempt files after them: version 2)."""
+    first = journal.partition(b"\n")[0]
+    try:
+        header = json.loads(first.decode("utf-8"))
+        listed = header.get("attempts") if isinstance(header, dict) else None
+        if listed is None:
+            return journal, []
+        ops: list[Op] = []
+        size = 0
+        for digest, n, length in listed:
+            ok = type(digest) is str and key_digest_shaped(digest) and type(n) is int and n > 0
+            if not ok or not (length is None or (type(length) is int and length > 0)):
+                raise ValueError("a bad attempt entry")
+            ops.append((digest, n, None if length is None else b""))
+            size += length or 0
+        if header.get("version") != ATTEMPTS_VERSION or size > len(journal):
+            raise ValueError("no room for the attempts")
+    except (TypeError, UnicodeDecodeError, ValueError):
+        raise fail(path, "corrupt journal header; refusing to replay") from None
+    at = len(journal) - size
+    tail = memoryview(journal)[at:]
+    out: list[Op] = []
+    for (digest, n, data), (_d, _n, length) in zip(ops, listed, strict=True):
+        if data is not None:
+            out.append((digest, n, bytes(tail[:length])))
+            tail = tail[length:]
+        else:
+            out.append((digest, n, None))
+    return journal[:at], out
+
+
+def key_digest_shaped(name: str) -> bool:
+    """A key digest as file names use it (64 lowercase hex digits)."""
+    return len(name) == 64 and all(c in "0123456789abcdef" for c in name)

@@ -14,6 +14,7 @@ from ledger_cli.errors import StoreError
 from ledger_cli.stores import _fsutil
 from ledger_cli.stores.jsonfile import (
     apply,
+    attemptfiles,
     historyfile,
     journal,
     layout,
@@ -23,7 +24,6 @@ from ledger_cli.stores.jsonfile import (
 from ledger_cli.stores.jsonfile.batch import PendingBatch
 from ledger_cli.stores.jsonfile.depsview import DepsMethods
 from ledger_cli.stores.jsonfile.layout import (
-    HISTORY_NAME,
     JOURNAL_NAME,
     LIVE_STATUSES,
 )
@@ -218,7 +218,7 @@ class JsonFileStore(
         with self._mutex:
             if self._batch is not None:  # nested: a savepoint; the outermost batch commits
                 outer = self._batch
-                mark = (len(outer.undo), len(outer.history))
+                mark = outer.mark()
                 outer.marks.append(mark)
                 try:
                     yield
@@ -240,7 +240,7 @@ class JsonFileStore(
             self._batch = batch
             try:
                 yield
-                if batch.records or batch.history:
+                if batch.records or batch.history or batch.attempts:
                     root_fd = self._root_fd
                     assert root_fd is not None
                     with io_errors(self._root):
@@ -282,44 +282,7 @@ class JsonFileStore(
         self._check_open()
         batch = self._batch
         pending = list(batch.history) if batch is not None and batch.mine() else []
-        return self._stream_history(key, pending)
-
-    def _stream_history(self, key: str | None, pending: list[bytes]) -> Iterator[HistoryEntry]:
-        path = self._shown(HISTORY_NAME)
-        with io_errors(self._root):
-            fd = None
-            root_fd = _fsutil.open_root(self._root)
-            if root_fd is not None:
-                try:
-                    flags = (
-                        os.O_RDONLY | _fsutil.O_NOFOLLOW | _fsutil.O_NONBLOCK | _fsutil.O_CLOEXEC
-                    )
-                    fd = os.open(HISTORY_NAME, flags, dir_fd=root_fd)
-                except FileNotFoundError:
-                    fd = None
-                except OSError as exc:
-                    raise _fsutil.open_failed(path, exc) from None
-                finally:
-                    os.close(root_fd)
-            number = 0
-            if fd is not None:
-                _fsutil.require_regular(fd, path)  # closes fd when it refuses
-                try:
-                    rest = b""
-                    while chunk := os.read(fd, 1 << 20):
-                        lines = (rest + chunk).split(b"\n")
-                        rest = lines.pop()  # an incomplete (maybe torn) line, for now
-                        for entry in historyfile.parse_lines(lines, path, number):
-                            if key is None or entry.key == key:
-                                yield entry
-                        number += len(lines)
-                finally:
-                    os.close(fd)
-            for entry in historyfile.parse_lines(
-                b"".join(pending).split(b"\n")[:-1], "(pending batch)", 0
-            ):
-                if key is None or entry.key == key:
-                    yield entry
+        return historyfile.stream(self._root, key, pending)
 
     def close(self) -> None:
         self._closed = True
@@ -371,11 +334,13 @@ class JsonFileStore(
         history_at: int | None,
         counts: tally.Counts | None = None,
         journaled: bool = False,
+        attempts: list[attemptfiles.Op] | None = None,
         *,
         before: dict[str, TaskState | None] | None = None,
     ) -> None:
-        """Apply writes durably. `before`: the records as they are on disk (read
-        under this lock hold), by digest; default the open batch's cache."""
+        """Apply writes durably (`attempts`: attempt files, journalled with them).
+        `before`: the records as they are on disk (read under this lock
+        hold), by digest; default the open batch's cache."""
         root_fd = self._root_fd
         assert root_fd is not None
         self._drop_dirs()  # this may create directories a cached lookup found missing
@@ -416,6 +381,10 @@ class JsonFileStore(
             completed_before,
             counts,
             journaled,
+            functools.partial(attemptfiles.apply_ops, self._root, root_fd, attempts)
+            if attempts
+            else None,
+            attemptfiles.op_fsyncs(attempts or ()),
         )
         # A large commit: a run of them (chunked) likely goes on, so files for
         # the next one are made before it takes the lock.

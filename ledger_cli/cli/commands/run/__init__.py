@@ -110,8 +110,11 @@ def run(
             worker.attempts, worker.backoff, worker.outage.give_up = attempts, backoff_td, give_up
             worker.options = options
             return worker.run()
+        from ledger_cli.cli.run_attempts import ClaimStart
+
+        begin = ClaimStart(s, owner)  # the first attempt's start, in the claim's unit
         if next_:
-            rec, fence, sent = claim_next_timed(s, owner, lease, wait, give_up)
+            rec, fence, sent = claim_next_timed(s, owner, lease, wait, give_up, begin)
         else:
             assert key is not None
             sent = time.monotonic()
@@ -120,11 +123,14 @@ def run(
                 with attempt:
                     fence = s.ledger.claim(s.actor, key, owner, lease_td, now)
                     claimed = s.load(key)
+                    if claimed is not None:
+                        begin(claimed, fence)
             if claimed is None:
                 raise NoKeyError()
             rec = claimed
         sup = Supervisor(s, rec, fence, owner, lease_td, command, sent)
         sup.attempts, sup.backoff, sup.options = attempts, backoff_td, options
+        sup.begun = begin.take(rec.key, fence)
         return sup.run()
 
 
@@ -154,6 +160,10 @@ class Drainer:
         self.outage = Outage("the drain")
         self.options: RunOptions | None = None
         """--keep-output, --timeout, --kill-after for every task (run_attempts.py)."""
+        from ledger_cli.cli.run_attempts import ClaimStart
+
+        self.begin = ClaimStart(session, owner)
+        """Each task's first attempt starts in its claim's unit."""
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         if self.signum is None:
@@ -179,7 +189,7 @@ class Drainer:
         pause = 0.05
         while self.signum is None:
             try:
-                got = claim_next_timed(self.s, self.owner, self.lease, None)
+                got = claim_next_timed(self.s, self.owner, self.lease, None, None, self.begin)
             except NothingReadyError:
                 self.outage.ok()
                 left = deadline - time.monotonic()
@@ -206,8 +216,15 @@ class Drainer:
             got = self._claim()
             if got is not None and self.signum is not None:
                 # The signal came while claiming: give the task back untouched.
+                begun = self.begin.take(got[0].key, got[1])
+                if begun is not None:
+                    from ledger_cli.cli.run_attempts import drop_begun
+
+                    drop_begun(self.s, got[0].key, begun[0])
                 sup = Supervisor(self.s, got[0], got[1], self.owner, self.lease_td, self.command)
                 sup._release()
+            if got is None:
+                self.begin.got = None  # a start rolled back with its unit, if any
             if self.signum is not None:
                 return 128 + self.signum
             if got is None:
@@ -217,6 +234,7 @@ class Drainer:
             rec, fence, sent = got
             sup = Supervisor(self.s, rec, fence, self.owner, self.lease_td, self.command, sent)
             sup.attempts, sup.backoff = self.attempts, self.backoff
+            sup.begun = self.begin.take(rec.key, fence)
             if self.options is not None:
                 sup.options = self.options
             code = sup.run()  # a lost lease raises LeaseLostError: exit 5 at once

@@ -46,8 +46,7 @@ class AttemptRecorder:
 
         self.s = session
         self.keep = keep
-        host = os.environ.get("LEDGER_HOST") or os.uname().nodename
-        self.att = Attempt(key, fence=fence, try_=try_, owner=owner, host=host, started="")
+        self.att = Attempt(key, fence=fence, try_=try_, owner=owner, host=_host(), started="")
         self._fixed = session.settings.now is not None
         """--now fixes the clock: the attempt starts and ends at that instant."""
         self._instant = Instant
@@ -92,23 +91,46 @@ class AttemptRecorder:
     def not_started(self) -> None:
         if self.capture is not None:
             self.capture.abandon()
+        if self.att.n > 0:  # started with the claim, but no command ran
+            drop_begun(self.s, self.att.key, self.att.n)
 
     def started(self, pid: int) -> None:
         """The command runs: start the capture, and record the attempt (its
         `n`) in a thread of its own: the supervisor never waits on the store
         while the command runs (a store outage delays the record, not the
-        lease's hard stop)."""
+        lease's hard stop). An attempt the claim's unit started (`begun`)
+        only has its pid noted, here: no lock, no fsync (JSON's note_pid)."""
         import threading
 
         self._mono = time.monotonic()
         self.att.pid = pid
-        self.att.started = str((self.s.now() if self._fixed else self._instant.now()).utc())
+        begun = self.att.n > 0  # started in the claim's unit (`ClaimStart`)
+        if not begun:
+            self.att.started = str((self.s.now() if self._fixed else self._instant.now()).utc())
         if self.capture is not None:
             self.capture.start()  # the pump first: the command never waits on the store
         if self.log is None:
             return
+        if begun:
+            self._note_pid()  # no lock, no fsync: a rename beside the attempt
+            return
         self._starter = threading.Thread(target=self._start, name="ledger-attempt", daemon=True)
         self._starter.start()
+
+    def begun(self, n: int, started: str) -> None:
+        """The attempt was started in the claim's unit as `n` (`ClaimStart`):
+        once the command runs only its pid is noted."""
+        self.att.n, self.att.started = n, started
+
+    def _note_pid(self) -> None:
+        assert self.log is not None
+        self.recorded = True
+        if self.capture is not None:
+            self.capture.recording = True
+        try:
+            self.log.note_pid(self.att.copy())  # type: ignore[attr-defined]
+        except Exception as exc:
+            self._warn("recording the run", exc)
 
     def _start(self) -> None:
         assert self.log is not None
@@ -202,6 +224,68 @@ class AttemptRecorder:
 
     def to_obj(self) -> dict[str, Any]:
         return self.att.to_obj()
+
+
+class ClaimStart:
+    """Called in the claim's unit once it claimed (cli/leases.py): records the
+    first attempt's start there, on a store whose attempts commit with its
+    batch (JSON: one journal, one sync for the claim and the start), before
+    the command's pid is known (`AttemptRecorder.begun`, then `note_pid`).
+    `take(key, fence)`: (n, started) of that claim, None when it was not
+    recorded this way (the runner then records the start once the command
+    runs, as before)."""
+
+    def __init__(self, session: Session, owner: str) -> None:
+        self.s, self.owner = session, owner
+        self.got: tuple[str, int, int, str] | None = None
+        """(key, fence, n, started) of the last call's start."""
+
+    def take(self, key: str, fence: int) -> tuple[int, str] | None:
+        """The start recorded with the claim of `key` at `fence` (once): a
+        unit rolled back and tried again may have called this for another."""
+        got, self.got = self.got, None
+        if got is None or got[:2] != (key, fence):
+            return None
+        return got[2], got[3]
+
+    def __call__(self, rec: Any, fence: int) -> None:
+        from ledger_cli.engine.instant import Instant
+        from ledger_cli.stores.attempts import attempt_log
+
+        self.got = None
+        try:
+            log = attempt_log(self.s.store)
+        except StoreError:
+            return
+        if not getattr(log, "folds_into_batch", False):
+            return
+        fixed = self.s.settings.now is not None
+        started = str((self.s.now() if fixed else Instant.now()).utc())
+        att = Attempt(rec.key, fence=fence, try_=1, owner=self.owner, host=_host(), started=started)
+        try:
+            with self.s.store.batch():  # a savepoint: a refusal leaves the claim
+                n = log.start_attempt(att)
+        except StoreError as exc:
+            if _is_outage(exc):
+                raise  # the claim's unit is tried again, this start with it
+            return
+        self.got = (rec.key, fence, n, started)
+
+
+def drop_begun(session: Session, key: str, n: int) -> None:
+    """Remove attempt n, which a claim's unit started (`ClaimStart`), when no
+    command ran for it: an attempt is a start of the command (SPEC §7.1)."""
+    from ledger_cli.stores.attempts import attempt_log
+
+    try:
+        attempt_log(session.store).drop_attempt(key, n)  # type: ignore[attr-defined]
+    except Exception as exc:  # one warning, as every failure to record
+        output.diag(f"ledger: removing attempt {n} of {key}: {output.one_line(str(exc))}")
+
+
+def _host() -> str:
+    """The runner's host name (LEDGER_HOST when set)."""
+    return os.environ.get("LEDGER_HOST") or os.uname().nodename
 
 
 class _NoLog:

@@ -25,6 +25,7 @@ them to the store while the command runs.
 
 from __future__ import annotations
 
+import _thread
 import os
 import select
 import threading
@@ -127,8 +128,6 @@ class Capture:
             self.dest[r] = dest
             self._read_fds.append(r)
             self._child_fds.append(w)
-        self._pump = threading.Thread(target=self._pump_loop, name="ledger-pump", daemon=True)
-        self._flusher = threading.Thread(target=self._flush_loop, name="ledger-flush", daemon=True)
 
     def popen_kwargs(self) -> dict[str, int]:
         return {"stdout": self._child_fds[0], "stderr": self._child_fds[1]}
@@ -138,7 +137,11 @@ class Capture:
         for fd in self._child_fds:
             os.close(fd)
         self._child_fds = []
-        self._pump.start()  # the flusher starts with the first output
+        # The flusher starts with the first output. A bare thread: the caller
+        # does not wait for it to be scheduled (threading.Thread.start does,
+        # a few milliseconds a task on a busy machine); `finish` waits for
+        # what it read through `_drained`.
+        _thread.start_new_thread(self._pump_loop, ())
 
     def abandon(self) -> None:
         """The command could not be started: close everything."""
@@ -173,9 +176,11 @@ class Capture:
                             except (OSError, ValueError):
                                 broken.add(dest)  # our own stdout is gone: keep capturing
                         self.tail.append(chunk)
-                        if not self._flusher.is_alive() and not self._flusher_started:
+                        if not self._flusher_started:
                             self._flusher_started = True  # output came: flush while it runs
-                            self._flusher.start()
+                            threading.Thread(
+                                target=self._flush_loop, name="ledger-flush", daemon=True
+                            ).start()
                         if len(chunk) < READ_SIZE:
                             break
                 if self._stop.is_set() and open_fds:

@@ -97,6 +97,8 @@ class Supervisor(OutcomeWrites):
         self.options = RunOptions()
         """--keep-output, --timeout, --kill-after (run.py sets them)."""
         self.recorder: Any = None
+        self.begun: tuple[int, str] | None = None
+        """(n, started) of the first attempt when the claim's unit recorded it."""
         """The last attempt's AttemptRecorder (None before the first start)."""
         self.timed_out = False
         self.unproved = False
@@ -176,6 +178,8 @@ class Supervisor(OutcomeWrites):
 
         opts = self.options
         rec = AttemptRecorder(self.s, self.key, self.fence, self.owner, self.attempt, opts.keep)
+        if self.attempt == 1 and self.begun is not None:
+            rec.begun(*self.begun)  # started in the claim's unit (run_attempts.ClaimStart)
         self.recorder, deadline = rec, Deadline(opts)
         try:
             self.proc = subprocess.Popen(

@@ -1,0 +1,358 @@
+"""The attempt files of the JSON store (SPEC §7.1): their format, their
+directories, and the writes a batch's journal carries (attempts.py has the
+AttemptLog over them).
+
+    attempts/<first two hex digits>/<key digest>/<n>.att
+    attempts/<first two hex digits>/<key digest>/<n>.pid
+
+`<n>.att`: a first line that is a JSON object (the §7.1 fields, the key and
+a format tag; no newline inside), then the kept output, raw bytes as the
+command wrote them; replaced whole, never torn.
+
+`<n>.pid`: the command's pid, written (not fsynced) once the command runs
+when the start itself went with the claim's commit, before the pid was
+known. A reader takes it only while the header has no pid and no end. After
+a power cut it may be missing or empty: it is then ignored (the command died
+with the machine); any later save of the attempt carries the pid itself.
+
+A batch's attempt writes (`Op`: a start, a save, a removal beyond the newest
+16) go in its journal beside the records and are applied with them
+(`apply_ops`), so one commit makes both durable.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from ledger_cli.engine.attempts import KEEP_ATTEMPTS, Attempt
+from ledger_cli.stores import _fsutil
+from ledger_cli.stores._fsutil import fail
+
+TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+ATTEMPTS_DIR = "attempts"
+FORMAT = "ledger_cli.attempt"
+SUFFIX = ".att"
+PID_SUFFIX = ".pid"
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _fsutil.O_NOFOLLOW | _fsutil.O_CLOEXEC
+_READ = os.O_RDONLY | _fsutil.O_NOFOLLOW | _fsutil.O_NONBLOCK | _fsutil.O_CLOEXEC
+
+Op = tuple[str, int, "bytes | None"]
+"""A batch's attempt write: (key digest, n, the whole file; None: remove it)."""
+
+
+def encode(att: Attempt, output: bytes) -> bytes:
+    head = {"format": FORMAT, "key": att.key, **att.to_obj()}
+    return json.dumps(head, ensure_ascii=True, separators=(",", ":")).encode() + b"\n" + output
+
+
+def attempt_number(name: str) -> int | None:
+    """n of an attempt file name (`12.att`), else None."""
+    if not name.endswith(SUFFIX):
+        return None
+    stem = name[: -len(SUFFIX)]
+    return int(stem) if stem.isdigit() and stem[0] != "0" else None
+
+
+def shown(root: str, *parts: str) -> str:
+    return os.path.join(root, ATTEMPTS_DIR, *parts)
+
+
+def key_dir(
+    root: str, digest: str, *, create: bool, root_fd: int | None = None, sync: bool = True
+) -> int | None:
+    """The key's attempt directory (fd), None when missing and not `create`
+    (with `sync`, each directory made is durable before this returns)."""
+    opened = root_fd is None
+    if root_fd is None:
+        root_fd = _fsutil.open_root(root)
+        if root_fd is None:
+            return None
+    fds: list[int | None] = []
+    try:
+        top = _fsutil.open_subdir(root_fd, ATTEMPTS_DIR, shown(root), create=create, sync=sync)
+        fds.append(top)
+        if top is None:
+            return None
+        shard = _fsutil.open_subdir(
+            top, digest[:2], shown(root, digest[:2]), create=create, sync=sync
+        )
+        fds.append(shard)
+        if shard is None:
+            return None
+        return _fsutil.open_subdir(
+            shard, digest, shown(root, digest[:2], digest), create=create, sync=sync
+        )
+    finally:
+        if opened:
+            fds.append(root_fd)
+        _fsutil.close_all(fds)
+
+
+def names(dir_fd: int, where: str, *, every: bool = False) -> list[int]:
+    """The attempt numbers in a key's directory: the newest 16 (a crash
+    between a start's rename and its removal of the oldest can leave one
+    more, which readers skip and the next start removes), or `every` one."""
+    try:
+        listed = os.listdir(dir_fd)
+    except OSError as exc:
+        raise fail(where, "cannot list", exc) from None
+    found = sorted(n for n in map(attempt_number, listed) if n is not None)
+    if every or not found:
+        return found
+    return newest(found)
+
+
+def newest(found: list[int]) -> list[int]:
+    """Of sorted attempt numbers, the ones readers show (the newest 16)."""
+    return [n for n in found if n > found[-1] - KEEP_ATTEMPTS] if found else found
+
+
+def write_temp(dir_fd: int, name: str, data: bytes, where: str, *, sync: bool = True) -> str:
+    tmp = f".{name}.{os.urandom(6).hex()}{_fsutil.TEMP_SUFFIX}"
+    try:
+        fd = os.open(tmp, _CREATE, _fsutil.FILE_MODE, dir_fd=dir_fd)
+    except OSError as exc:
+        raise fail(where, "cannot create a temporary file", exc) from None
+    try:
+        try:
+            os.fchmod(fd, _fsutil.FILE_MODE)
+            _fsutil.write_all(fd, data)
+            if sync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+    except BaseException as exc:
+        _fsutil.unlink_quiet(dir_fd, tmp)
+        if isinstance(exc, OSError):
+            raise fail(where, "cannot write", exc) from None
+        raise
+    return tmp
+
+
+def open_attempt(dir_fd: int, name: str, where: str) -> tuple[int, dict[str, object]] | None:
+    """(fd positioned after the header, header), or None when missing."""
+    path = f"{where}/{name}"
+    try:
+        fd = os.open(name, _READ, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise _fsutil.open_failed(path, exc) from None
+    try:
+        _fsutil.require_regular(fd, path)
+        head = b""
+        while b"\n" not in head:
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                raise fail(path, "is not an attempt file (no header line)")
+            head += chunk
+        line = head.partition(b"\n")[0]
+        obj = parse_head(line, path)
+        os.lseek(fd, len(line) + 1, os.SEEK_SET)
+        return fd, obj
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def parse_head(line: bytes, path: str) -> dict[str, object]:
+    try:
+        obj = json.loads(line)
+    except ValueError as exc:
+        raise fail(path, f"is not an attempt file ({exc})") from None
+    if not isinstance(obj, dict) or obj.get("format") != FORMAT:
+        raise fail(path, "is not an attempt file (unknown format)")
+    return obj
+
+
+def decode(dir_fd: int, n: int, obj: dict[str, object], where: str) -> Attempt:
+    """The attempt of a header, with the pid of `<n>.pid` while it has none."""
+    try:
+        att = Attempt.from_obj(str(obj["key"]), obj)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise fail(f"{where}/{n}{SUFFIX}", f"is not an attempt file ({exc})") from None
+    if att.pid is None and att.ended is None:
+        att.pid = read_pid(dir_fd, n)
+    return att
+
+
+def read_rest(fd: int, path: str) -> bytes:
+    chunks = []
+    try:
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+    except OSError as exc:
+        raise fail(path, "cannot read", exc) from None
+    return b"".join(chunks)
+
+
+def read_output(dir_fd: int, name: str, where: str, start: int) -> bytes | None:
+    opened = open_attempt(dir_fd, name, where)
+    if opened is None:
+        return None
+    fd = opened[0]
+    try:
+        if start:
+            os.lseek(fd, start, os.SEEK_CUR)
+        return read_rest(fd, f"{where}/{name}")
+    finally:
+        os.close(fd)
+
+
+def header(dir_fd: int, n: int, where: str) -> Attempt | None:
+    opened = open_attempt(dir_fd, f"{n}{SUFFIX}", where)
+    if opened is None:
+        return None
+    fd, obj = opened
+    os.close(fd)
+    return decode(dir_fd, n, obj, where)
+
+
+def exists(dir_fd: int, name: str) -> bool:
+    try:
+        os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def read_pid(dir_fd: int, n: int) -> int | None:
+    """The pid noted in `<n>.pid`; None when missing or not whole (a power cut)."""
+    try:
+        fd = os.open(f"{n}{PID_SUFFIX}", _READ, dir_fd=dir_fd)
+    except OSError:
+        return None
+    try:
+        data = os.read(fd, 32)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    text = data.strip()
+    return int(text) if text.isdigit() and len(text) < 12 else None
+
+
+def write_pid(dir_fd: int, n: int, pid: int, where: str) -> None:
+    """Note the running command's pid beside attempt n: renamed into place
+    (whole for every reader), not fsynced (see the module's note)."""
+    name = f"{n}{PID_SUFFIX}"
+    tmp = write_temp(dir_fd, name, b"%d\n" % pid, where, sync=False)
+    try:
+        os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except OSError as exc:
+        _fsutil.unlink_quiet(dir_fd, tmp)
+        raise fail(where, "cannot note the pid", exc) from None
+
+
+def remove(dir_fd: int, n: int) -> None:
+    """Remove attempt n (and its pid note); missing is fine."""
+    _fsutil.unlink_quiet(dir_fd, f"{n}{SUFFIX}")
+    _fsutil.unlink_quiet(dir_fd, f"{n}{PID_SUFFIX}")
+
+
+def _progress(att: dict[str, object]) -> tuple[bool, int]:
+    out = att.get("output_bytes")
+    return att.get("ended") is not None, out if type(out) is int else 0
+
+
+def _behind(dir_fd: int, name: str, where: str, mine: dict[str, object]) -> bool:
+    """Whether the header `mine` is behind the attempt file on disk (which
+    has its end, or more output): a journal brought back by a power cut (its
+    removal was not durable yet) never undoes a later save of the attempt."""
+    try:
+        opened = open_attempt(dir_fd, name, where)
+    except Exception:
+        return False  # unreadable: rewritten
+    if opened is None:
+        return False
+    os.close(opened[0])
+    return _progress(opened[1]) > _progress(mine)
+
+
+def op_fsyncs(ops: Iterable[Op]) -> int:
+    """The fsyncs `apply_ops` makes with `sync`: a file and a directory a write."""
+    return 2 * sum(1 for op in ops if op[2] is not None)
+
+
+def apply_ops(root: str, root_fd: int, ops: list[Op], *, sync: bool) -> None:
+    """Apply a batch's attempt writes in order (each file replaced whole);
+    with `sync`, each file and directory is fsynced, else the caller's
+    syncfs(2) makes them durable. Repeating them (a journal replay) is
+    harmless: a removal of a missing file is nothing, and a write behind the
+    file on disk is skipped."""
+    dirs: dict[str, int] = {}
+    try:
+        for digest, n, data in ops:
+            dir_fd = dirs.get(digest)
+            where = shown(root, digest[:2], digest)
+            if dir_fd is None:
+                got = key_dir(root, digest, create=data is not None, root_fd=root_fd, sync=sync)
+                if got is None:
+                    continue  # a removal in a directory that is gone
+                dirs[digest] = dir_fd = got
+            if data is None:
+                remove(dir_fd, n)
+                continue
+            name = f"{n}{SUFFIX}"
+            mine = parse_head(data.partition(b"\n")[0], where)
+            if _behind(dir_fd, name, where, mine):
+                continue
+            tmp = write_temp(dir_fd, name, data, where, sync=sync)
+            try:
+                os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+            except OSError as exc:
+                _fsutil.unlink_quiet(dir_fd, tmp)
+                raise fail(where, "cannot record the attempt", exc) from None
+            if mine.get("pid") is not None:
+                _fsutil.unlink_quiet(dir_fd, f"{n}{PID_SUFFIX}")  # the header has it now
+        if sync:
+            for digest, dir_fd in dirs.items():
+                _fsutil.fsync_fd(dir_fd, shown(root, digest[:2], digest))
+    finally:
+        _fsutil.close_all(dirs.values())
+
+
+def scan(root: str) -> tuple[set[str], list[str]]:
+    """(every key with an attempt, the stray temporary files' paths): no lock."""
+    keys: set[str] = set()
+    strays: list[str] = []
+    root_fd = _fsutil.open_root(root)
+    if root_fd is None:
+        return keys, strays
+    try:
+        top = _fsutil.open_subdir(root_fd, ATTEMPTS_DIR, shown(root), create=False)
+    finally:
+        os.close(root_fd)
+    if top is None:
+        return keys, strays
+    try:
+        for shard_name in sorted(os.listdir(top)):
+            shard = _fsutil.open_subdir(top, shard_name, shown(root, shard_name), create=False)
+            if shard is None:
+                continue
+            try:
+                for digest in sorted(os.listdir(shard)):
+                    where = shown(root, shard_name, digest)
+                    d = _fsutil.open_subdir(shard, digest, where, create=False)
+                    if d is None:
+                        continue
+                    try:
+                        for name in sorted(os.listdir(d)):
+                            if name.endswith(_fsutil.TEMP_SUFFIX):
+                                strays.append(f"{where}/{name}")
+                        for n in names(d, where):
+                            att = header(d, n, where)
+                            if att is not None:
+                                keys.add(att.key)
+                                break
+                    finally:
+                        os.close(d)
+            finally:
+                os.close(shard)
+    finally:
+        os.close(top)
+    return keys, strays
