@@ -110,7 +110,7 @@ def run(
             worker.attempts, worker.backoff, worker.outage.give_up = attempts, backoff_td, give_up
             worker.options = options
             return worker.run()
-        from ledger_cli.cli.run_attempts import ClaimStart
+        from ledger_cli.cli.commands.run.attempts import ClaimStart
 
         begin = ClaimStart(s, owner)  # the first attempt's start, in the claim's unit
         if next_:
@@ -160,7 +160,7 @@ class Drainer:
         self.outage = Outage("the drain")
         self.options: RunOptions | None = None
         """--keep-output, --timeout, --kill-after for every task (run_attempts.py)."""
-        from ledger_cli.cli.run_attempts import ClaimStart
+        from ledger_cli.cli.commands.run.attempts import ClaimStart
 
         self.begin = ClaimStart(session, owner)
         """Each task's first attempt starts in its claim's unit."""
@@ -218,7 +218,7 @@ class Drainer:
                 # The signal came while claiming: give the task back untouched.
                 begun = self.begin.take(got[0].key, got[1])
                 if begun is not None:
-                    from ledger_cli.cli.run_attempts import drop_begun
+                    from ledger_cli.cli.commands.run.attempts import drop_begun
 
                     drop_begun(self.s, got[0].key, begun[0])
                 sup = Supervisor(self.s, got[0], got[1], self.owner, self.lease_td, self.command)

@@ -227,7 +227,7 @@ class AttemptRecorder:
 
 
 class ClaimStart:
-    """Called in the claim's unit once it claimed (cli/leases.py): records the
+    """Called in the claim's unit once it claimed (commands/claim.py): records the
     first attempt's start there, on a store whose attempts commit with its
     batch (JSON: one journal, one sync for the claim and the start), before
     the command's pid is known (`AttemptRecorder.begun`, then `note_pid`).
