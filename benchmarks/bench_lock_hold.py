@@ -28,9 +28,14 @@ held by someone else:
 - JSON: a second `JsonFileStore` loops an empty `batch()`, which takes the
   store's lock, and records the longest wait;
 - PostgreSQL: row locks do not block writers of other rows, so the probe
-  polls `pg_stat_activity` every few ms for the age of the command's open
-  transaction (found by an application_name unique to the run): the longest
-  age seen is the longest hold of its row locks.
+  polls `pg_stat_activity` and `pg_locks` every few ms for the command's open
+  transactions (found by an application_name unique to the run). A
+  transaction holds write locks from the first poll that sees it writing (a
+  transaction id: a row written or locked FOR UPDATE; a table lock stronger
+  than ROW SHARE, as LOCK TABLE takes; an advisory lock, as the block
+  writers' lock) to its end: the longest such span is the longest hold.
+  Beside it (`any open transaction`) the longest age of any transaction of
+  the command, a read-only statement included: a read blocks no writer.
 The probe's own hold is nothing (it commits at once). Prints, per store and
 command: wall time, longest hold, the ratio of the one-batch hold to the
 chunked one, and the chunked wall time against the one batch's. Target:
@@ -66,7 +71,7 @@ class Probe:
     """Runs `wait_once()` in a loop on a thread; keeps the longest result."""
 
     def __init__(self, wait_once: Callable[[], float], pause: float = 0.002) -> None:
-        self._wait_once = wait_once
+        self.wait_once = wait_once
         self._pause = pause
         self._stop = threading.Event()
         self.longest = 0.0
@@ -75,7 +80,7 @@ class Probe:
 
     def _loop(self) -> None:
         while not self._stop.is_set():
-            self.longest = max(self.longest, self._wait_once())
+            self.longest = max(self.longest, self.wait_once())
             self.samples += 1
             time.sleep(self._pause)
 
@@ -122,21 +127,50 @@ APP = f"ledger_hold_{uuid.uuid4().hex[:8]}"
 the probe never counts another program's transactions on a shared server."""
 
 
+_PG_POLL = """
+SELECT a.pid, a.xact_start, extract(epoch FROM clock_timestamp() - a.xact_start),
+       a.backend_xid IS NOT NULL OR EXISTS (
+           SELECT 1 FROM pg_locks l
+           WHERE l.pid = a.pid AND l.granted AND (
+               l.locktype = 'advisory'
+               OR (l.locktype = 'relation'
+                   AND l.mode NOT IN ('AccessShareLock', 'RowShareLock')))),
+       left(a.query, 100)
+FROM pg_stat_activity a
+WHERE a.application_name = %s AND a.xact_start IS NOT NULL AND a.state <> 'idle'
+"""
+
+
+class PostgresProbe:
+    """`once()` polls the command's open transactions (see the module's note) and
+    returns the longest write hold seen so far; `longest_any` is the longest age
+    of any open transaction, reads included, and `what` the statement of each."""
+
+    def __init__(self, url: str) -> None:
+        import psycopg
+
+        self._conn = psycopg.connect(url, autocommit=True)
+        self._writing: dict[tuple[int, Any], tuple[float, float]] = {}
+        self.longest_any = 0.0
+        self.longest_write = 0.0
+        self.any_what = ""
+        self.write_what = ""
+
+    def once(self) -> float:
+        for pid, started, age, writing, query in self._conn.execute(_PG_POLL, (APP,)).fetchall():
+            age = float(age)
+            if age > self.longest_any:
+                self.longest_any, self.any_what = age, query
+            if writing or (pid, started) in self._writing:
+                first, _ = self._writing.get((pid, started), (age, age))
+                self._writing[(pid, started)] = (first, age)
+                if age - first > self.longest_write:
+                    self.longest_write, self.write_what = age - first, query
+        return self.longest_write
+
+
 def postgres_probe(url: str) -> Callable[[], float]:
-    import psycopg
-
-    conn = psycopg.connect(url, autocommit=True)
-
-    def once() -> float:
-        row = conn.execute(
-            "SELECT coalesce(max(extract(epoch FROM clock_timestamp() - xact_start)), 0)"
-            " FROM pg_stat_activity WHERE application_name = %s"
-            " AND xact_start IS NOT NULL AND state <> 'idle'",
-            (APP,),
-        ).fetchone()
-        return float(row[0]) if row else 0.0
-
-    return once
+    return PostgresProbe(url).once
 
 
 def ledger(store: str, *args: str, stdin: bytes | None = None) -> float:
@@ -222,14 +256,31 @@ def measure_walks(
             out[f"{label}_wall"] = ledger(kind.url(w), *argv)
         out[f"{label}_hold"] = probe.longest
         print(f"    {kind.name} {label}: {out[f'{label}_wall']:.1f} s wall, "
-              f"{probe.longest:.3f} s longest hold", flush=True)  # fmt: skip
+              f"{probe.longest:.3f} s longest hold{_reads(probe, out, label)}",
+              flush=True)  # fmt: skip
     p = place("prune")
     kind.prepare(p)
     ledger(kind.url(p), "restore", str(snapshot_file(base / "prune-snapshot.json", tasks, "prune")))
     with Probe(kind.probe(p)) as probe:
         out["prune_wall"] = ledger(kind.url(p), "prune", "--older-than", "1h")
     out["prune_hold"] = probe.longest
+    print(f"    {kind.name} prune: {out['prune_wall']:.1f} s wall, "
+          f"{probe.longest:.3f} s longest hold{_reads(probe, out, 'prune')}",
+          flush=True)  # fmt: skip
     return out
+
+
+def _reads(probe: Probe, out: dict[str, Any], label: str) -> str:
+    """For PostgreSQL: the longest open transaction, reads included, and what
+    the longest hold and that transaction were running (the last statement)."""
+    pg = getattr(probe.wait_once, "__self__", None)
+    if not isinstance(pg, PostgresProbe):
+        return ""
+    out[f"{label}_any"] = pg.longest_any
+    return (
+        f" (longest open transaction, reads included, {pg.longest_any:.3f} s: {pg.any_what!r};"
+        f" the longest hold's: {pg.write_what!r})"
+    )
 
 
 def one_batch(open_store: Callable[[], Any], tasks: int) -> float:
@@ -401,7 +452,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(
         f"{'store':<12}{'command':<22}{'wall s':>9}{'longest hold s':>16}{'one batch / this':>18}"
-        f"{'wall / one batch':>18}"
+        f"{'wall / one batch':>18}{'open txn s':>12}"
     )
     worst = 0.0
     for name, r in results.items():
@@ -422,11 +473,15 @@ def main(argv: list[str] | None = None) -> int:
             ratio = r["one_hold"] / hold if compared and hold > 0 else float("inf")
             shown = f"{ratio:>17.1f}x" if compared else ""
             slower = f"{wall / r['one_wall']:>17.1f}x" if compared else ""
-            print(f"{name:<12}{label:<22}{wall:>9.2f}{hold:>16.3f}{shown:>18}{slower:>18}")
+            any_txn = r.get(f"{label}_any")
+            txn = "" if any_txn is None else f"{any_txn:>12.3f}"
+            print(f"{name:<12}{label:<22}{wall:>9.2f}{hold:>16.3f}{shown:>18}{slower:>18}{txn}")
             if not label.startswith("one"):
                 worst = max(worst, hold)
     for name, reason in skipped.items():
         print(f"{name:<12}skipped: {reason}")
+    if any(k.endswith("_any") for r in results.values() for k in r):
+        print("open txn: PostgreSQL's longest open transaction, read-only statements included")
     verdict = "ok" if worst < TARGET else "OVER"
     print(f"longest chunked hold {worst:.3f} s (target < {TARGET:g} s): {verdict}")
     return 0 if worst < TARGET else 1
