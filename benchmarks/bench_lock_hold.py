@@ -4,7 +4,7 @@ on the JSON, SQLite and PostgreSQL stores (SPEC §5 "Short lock holds").
 
     .venv/bin/python benchmarks/bench_lock_hold.py [--tasks N] [--dir DIR]
         [--postgres-url URL] [--stores json,sqlite,postgresql]
-        [--commands batch,walks]
+        [--commands batch,walks|prune]
 
 `batch`, for each store: `ledger admit --batch FILE` of N lines (default
 200,000) into an empty store, then `ledger restore` of that store's N-record
@@ -17,8 +17,8 @@ claimed by `w` (fence 1) and N pending dependents needing it: `complete root
 --failed` (blocks N), `retry root` (un-blocks N), `cancel root` (blocks N),
 then, after the root is set pending by one library compare-and-swap (N
 orphaned blocks), `doctor --fix` (un-blocks N); and `prune --older-than 1h`
-of another store restored with N completed records a day old. The setup's
-restores are not measured.
+of another store restored with N completed records a day old (`--commands
+prune`: the prune alone). The setup's restores are not measured.
 
 While a command runs, a probe measures how long the store's write lock stays
 held by someone else:
@@ -236,19 +236,25 @@ def orphan_the_root(store: Any) -> None:
 
 
 def measure_walks(
-    kind: Kind, place: Callable[[str], str], base: Path, tasks: int
+    kind: Kind, place: Callable[[str], str], base: Path, tasks: int, *, walks: bool = True
 ) -> dict[str, Any]:
+    """The four walks on one store (`walks`), then prune on another."""
     out: dict[str, Any] = {}
-    walk = snapshot_file(base / "walk-snapshot.json", tasks, "walk")
-    w = place("walks")
-    kind.prepare(w)
-    ledger(kind.url(w), "restore", str(walk))
-    steps: list[tuple[str, tuple[str, ...]]] = [
-        ("complete --failed", ("complete", "root", "--owner", "w", "--fence", "1", "--failed")),
-        ("retry", ("retry", "root")),
-        ("cancel", ("cancel", "root")),
-        ("doctor --fix", ("doctor", "--fix")),
-    ]
+    steps: list[tuple[str, tuple[str, ...]]] = (
+        []
+        if not walks
+        else [
+            ("complete --failed", ("complete", "root", "--owner", "w", "--fence", "1", "--failed")),
+            ("retry", ("retry", "root")),
+            ("cancel", ("cancel", "root")),
+            ("doctor --fix", ("doctor", "--fix")),
+        ]
+    )
+    w = place("walks") if steps else ""
+    if steps:
+        walk = snapshot_file(base / "walk-snapshot.json", tasks, "walk")
+        kind.prepare(w)
+        ledger(kind.url(w), "restore", str(walk))
     for label, argv in steps:
         if label == "doctor --fix":
             orphan_the_root(kind.opener(w))
@@ -267,6 +273,61 @@ def measure_walks(
     print(f"    {kind.name} prune: {out['prune_wall']:.1f} s wall, "
           f"{probe.longest:.3f} s longest hold{_reads(probe, out, 'prune')}",
           flush=True)  # fmt: skip
+    if kind.name == "json":
+        out.update(history_rewrite(base, tasks))
+    return out
+
+
+_REWRITE = """
+import sys
+from ledger_cli.stores.jsonfile import JsonFileStore, historyfile
+root, how = sys.argv[1], sys.argv[2]
+store = JsonFileStore(root)
+keys = {f"dep-{i:07d}" for i in range(0, int(sys.argv[3]), 2)}
+if how == "one":
+    with store._locked(create=False) as root_fd:
+        historyfile.drop_keys(root, root_fd, keys)
+else:
+    historyfile.drop_keys_briefly(root, lambda: store._locked(create=False), keys)
+"""
+
+
+def history_rewrite(base: Path, tasks: int) -> dict[str, Any]:
+    """JSON only, side by side: the history rewrite of a prune (half of N
+    history lines dropped) under one hold, as before, and with short holds."""
+    from ledger_cli.engine.instant import Instant
+    from ledger_cli.stores.history import HistoryEntry
+    from ledger_cli.stores.jsonfile import JsonFileStore
+
+    src = base / "json-history"
+    store = JsonFileStore(src)
+    when = str(Instant.now())
+    for at in range(0, tasks, 20_000):
+        store.append_history(
+            [
+                HistoryEntry(when, "bench", "ledger.restored", f"dep-{i:07d}", 0,
+                             f"key dep-{i:07d} restored from a snapshot")
+                for i in range(at, min(tasks, at + 20_000))
+            ]
+        )  # fmt: skip
+    store.close()
+    out: dict[str, Any] = {}
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for how in ("one", "short"):
+        root = base / f"json-history-{how}"
+        shutil.copytree(src, root)
+        with Probe(json_probe(root)) as probe:
+            started = time.perf_counter()
+            subprocess.run(
+                [sys.executable, "-c", _REWRITE, str(root), how, str(tasks)], env=env, check=True
+            )
+            out[f"history_{how}_wall"] = time.perf_counter() - started
+        out[f"history_{how}_hold"] = probe.longest
+        shutil.rmtree(root)
+        print(f"    json history rewrite ({how} hold{'s' if how == 'short' else ''}): "
+              f"{out[f'history_{how}_wall']:.1f} s wall, {probe.longest:.3f} s longest hold",
+              flush=True)  # fmt: skip
+    shutil.rmtree(src)
     return out
 
 
@@ -391,8 +452,8 @@ def main(argv: list[str] | None = None) -> int:
         r: dict[str, Any] = {}
         if "batch" in commands:
             r.update(measure(kind, place, batch, args.tasks))
-        if "walks" in commands:
-            r.update(measure_walks(kind, place, base, args.tasks))
+        if "walks" in commands or "prune" in commands:
+            r.update(measure_walks(kind, place, base, args.tasks, walks="walks" in commands))
         return r
 
     base = Path(tempfile.mkdtemp(prefix="ledger-hold-", dir=args.dir))
@@ -468,15 +529,24 @@ def main(argv: list[str] | None = None) -> int:
             for label in WALKS
             if f"{label}_wall" in r
         ]
+        if "history_one_wall" in r:
+            rows += [
+                ("history, one hold", r["history_one_wall"], r["history_one_hold"]),
+                ("history, short holds", r["history_short_wall"], r["history_short_hold"]),
+            ]
         for label, wall, hold in rows:
             compared = "admit_wall" in r and label in ("admit --batch", "restore")
             ratio = r["one_hold"] / hold if compared and hold > 0 else float("inf")
             shown = f"{ratio:>17.1f}x" if compared else ""
             slower = f"{wall / r['one_wall']:>17.1f}x" if compared else ""
+            if label == "history, short holds":  # against the one hold, side by side
+                ratio = r["history_one_hold"] / hold if hold > 0 else float("inf")
+                shown = f"{ratio:>17.1f}x"
+                slower = f"{wall / r['history_one_wall']:>17.1f}x"
             any_txn = r.get(f"{label}_any")
             txn = "" if any_txn is None else f"{any_txn:>12.3f}"
             print(f"{name:<12}{label:<22}{wall:>9.2f}{hold:>16.3f}{shown:>18}{slower:>18}{txn}")
-            if not label.startswith("one"):
+            if not label.startswith("one") and label != "history, one hold":
                 worst = max(worst, hold)
     for name, reason in skipped.items():
         print(f"{name:<12}skipped: {reason}")
