@@ -342,3 +342,13 @@ def test_writers_lose_no_line_while_prunes_run(tmp_path: Path) -> None:
     assert during > 0  # the writers wrote while the prunes ran
     assert JsonFileStore(root).count_pruned() == PRUNERS * PER_PRUNER
     assert temps(root) == []
+
+
+def test_a_fifo_in_its_place_is_refused(tmp_path: Path) -> None:
+    import os
+
+    store = _store_with_history(tmp_path, 3, 3)
+    (tmp_path / "history.jsonl").unlink()
+    os.mkfifo(tmp_path / "history.jsonl", 0o600)
+    with pytest.raises(StoreError, match="not a regular file"):
+        historyfile.drop_keys_briefly(str(tmp_path), _locked(store), {"old-00001"})

@@ -186,12 +186,13 @@ def _rewrite(root: str, locked: Locked, keys: set[str]) -> bool:
             if root_fd is None:
                 return True
             try:
-                src = os.open(HISTORY_NAME, _READ, dir_fd=root_fd)
+                fd = os.open(HISTORY_NAME, _READ, dir_fd=root_fd)
             except FileNotFoundError:
                 return True
             except OSError as exc:
                 raise _fsutil.open_failed(path, exc) from None
-            _fsutil.require_regular(src, path)
+            _fsutil.require_regular(fd, path)  # closes fd when it refuses
+            src = fd
             end = _complete_size(src)
             if end == 0:
                 return True
