@@ -296,7 +296,11 @@ def history_rewrite(base: Path, tasks: int) -> dict[str, Any]:
     """JSON only, side by side: the history rewrite of a prune (half of N
     history lines dropped) under one hold, as before, and with short holds."""
     from ledger_cli.engine.instant import Instant
-    from ledger_cli.stores.history import HistoryEntry
+
+    try:  # where the engine split (main) put it
+        from ledger_cli.engine.history import HistoryEntry
+    except ImportError:
+        from ledger_cli.stores.history import HistoryEntry
     from ledger_cli.stores.jsonfile import JsonFileStore
 
     src = base / "json-history"
