@@ -4,7 +4,7 @@ on the JSON, SQLite and PostgreSQL stores (SPEC §5 "Short lock holds").
 
     .venv/bin/python benchmarks/bench_lock_hold.py [--tasks N] [--dir DIR]
         [--postgres-url URL] [--stores json,sqlite,postgresql]
-        [--commands batch,walks]
+        [--commands batch,walks|prune]
 
 `batch`, for each store: `ledger admit --batch FILE` of N lines (default
 200,000) into an empty store, then `ledger restore` of that store's N-record
@@ -17,8 +17,8 @@ claimed by `w` (fence 1) and N pending dependents needing it: `complete root
 --failed` (blocks N), `retry root` (un-blocks N), `cancel root` (blocks N),
 then, after the root is set pending by one library compare-and-swap (N
 orphaned blocks), `doctor --fix` (un-blocks N); and `prune --older-than 1h`
-of another store restored with N completed records a day old. The setup's
-restores are not measured.
+of another store restored with N completed records a day old (`--commands
+prune`: the prune alone). The setup's restores are not measured.
 
 While a command runs, a probe measures how long the store's write lock stays
 held by someone else:
@@ -28,9 +28,14 @@ held by someone else:
 - JSON: a second `JsonFileStore` loops an empty `batch()`, which takes the
   store's lock, and records the longest wait;
 - PostgreSQL: row locks do not block writers of other rows, so the probe
-  polls `pg_stat_activity` every few ms for the age of the command's open
-  transaction (found by an application_name unique to the run): the longest
-  age seen is the longest hold of its row locks.
+  polls `pg_stat_activity` and `pg_locks` every few ms for the command's open
+  transactions (found by an application_name unique to the run). A
+  transaction holds write locks from the first poll that sees it writing (a
+  transaction id: a row written or locked FOR UPDATE; a table lock stronger
+  than ROW SHARE, as LOCK TABLE takes; an advisory lock, as the block
+  writers' lock) to its end: the longest such span is the longest hold.
+  Beside it (`any open transaction`) the longest age of any transaction of
+  the command, a read-only statement included: a read blocks no writer.
 The probe's own hold is nothing (it commits at once). Prints, per store and
 command: wall time, longest hold, the ratio of the one-batch hold to the
 chunked one, and the chunked wall time against the one batch's. Target:
@@ -66,7 +71,7 @@ class Probe:
     """Runs `wait_once()` in a loop on a thread; keeps the longest result."""
 
     def __init__(self, wait_once: Callable[[], float], pause: float = 0.002) -> None:
-        self._wait_once = wait_once
+        self.wait_once = wait_once
         self._pause = pause
         self._stop = threading.Event()
         self.longest = 0.0
@@ -75,7 +80,7 @@ class Probe:
 
     def _loop(self) -> None:
         while not self._stop.is_set():
-            self.longest = max(self.longest, self._wait_once())
+            self.longest = max(self.longest, self.wait_once())
             self.samples += 1
             time.sleep(self._pause)
 
@@ -122,21 +127,50 @@ APP = f"ledger_hold_{uuid.uuid4().hex[:8]}"
 the probe never counts another program's transactions on a shared server."""
 
 
+_PG_POLL = """
+SELECT a.pid, a.xact_start, extract(epoch FROM clock_timestamp() - a.xact_start),
+       a.backend_xid IS NOT NULL OR EXISTS (
+           SELECT 1 FROM pg_locks l
+           WHERE l.pid = a.pid AND l.granted AND (
+               l.locktype = 'advisory'
+               OR (l.locktype = 'relation'
+                   AND l.mode NOT IN ('AccessShareLock', 'RowShareLock')))),
+       left(a.query, 100)
+FROM pg_stat_activity a
+WHERE a.application_name = %s AND a.xact_start IS NOT NULL AND a.state <> 'idle'
+"""
+
+
+class PostgresProbe:
+    """`once()` polls the command's open transactions (see the module's note) and
+    returns the longest write hold seen so far; `longest_any` is the longest age
+    of any open transaction, reads included, and `what` the statement of each."""
+
+    def __init__(self, url: str) -> None:
+        import psycopg
+
+        self._conn = psycopg.connect(url, autocommit=True)
+        self._writing: dict[tuple[int, Any], tuple[float, float]] = {}
+        self.longest_any = 0.0
+        self.longest_write = 0.0
+        self.any_what = ""
+        self.write_what = ""
+
+    def once(self) -> float:
+        for pid, started, age, writing, query in self._conn.execute(_PG_POLL, (APP,)).fetchall():
+            age = float(age)
+            if age > self.longest_any:
+                self.longest_any, self.any_what = age, query
+            if writing or (pid, started) in self._writing:
+                first, _ = self._writing.get((pid, started), (age, age))
+                self._writing[(pid, started)] = (first, age)
+                if age - first > self.longest_write:
+                    self.longest_write, self.write_what = age - first, query
+        return self.longest_write
+
+
 def postgres_probe(url: str) -> Callable[[], float]:
-    import psycopg
-
-    conn = psycopg.connect(url, autocommit=True)
-
-    def once() -> float:
-        row = conn.execute(
-            "SELECT coalesce(max(extract(epoch FROM clock_timestamp() - xact_start)), 0)"
-            " FROM pg_stat_activity WHERE application_name = %s"
-            " AND xact_start IS NOT NULL AND state <> 'idle'",
-            (APP,),
-        ).fetchone()
-        return float(row[0]) if row else 0.0
-
-    return once
+    return PostgresProbe(url).once
 
 
 def ledger(store: str, *args: str, stdin: bytes | None = None) -> float:
@@ -202,19 +236,25 @@ def orphan_the_root(store: Any) -> None:
 
 
 def measure_walks(
-    kind: Kind, place: Callable[[str], str], base: Path, tasks: int
+    kind: Kind, place: Callable[[str], str], base: Path, tasks: int, *, walks: bool = True
 ) -> dict[str, Any]:
+    """The four walks on one store (`walks`), then prune on another."""
     out: dict[str, Any] = {}
-    walk = snapshot_file(base / "walk-snapshot.json", tasks, "walk")
-    w = place("walks")
-    kind.prepare(w)
-    ledger(kind.url(w), "restore", str(walk))
-    steps: list[tuple[str, tuple[str, ...]]] = [
-        ("complete --failed", ("complete", "root", "--owner", "w", "--fence", "1", "--failed")),
-        ("retry", ("retry", "root")),
-        ("cancel", ("cancel", "root")),
-        ("doctor --fix", ("doctor", "--fix")),
-    ]
+    steps: list[tuple[str, tuple[str, ...]]] = (
+        []
+        if not walks
+        else [
+            ("complete --failed", ("complete", "root", "--owner", "w", "--fence", "1", "--failed")),
+            ("retry", ("retry", "root")),
+            ("cancel", ("cancel", "root")),
+            ("doctor --fix", ("doctor", "--fix")),
+        ]
+    )
+    w = place("walks") if steps else ""
+    if steps:
+        walk = snapshot_file(base / "walk-snapshot.json", tasks, "walk")
+        kind.prepare(w)
+        ledger(kind.url(w), "restore", str(walk))
     for label, argv in steps:
         if label == "doctor --fix":
             orphan_the_root(kind.opener(w))
@@ -222,14 +262,86 @@ def measure_walks(
             out[f"{label}_wall"] = ledger(kind.url(w), *argv)
         out[f"{label}_hold"] = probe.longest
         print(f"    {kind.name} {label}: {out[f'{label}_wall']:.1f} s wall, "
-              f"{probe.longest:.3f} s longest hold", flush=True)  # fmt: skip
+              f"{probe.longest:.3f} s longest hold{_reads(probe, out, label)}",
+              flush=True)  # fmt: skip
     p = place("prune")
     kind.prepare(p)
     ledger(kind.url(p), "restore", str(snapshot_file(base / "prune-snapshot.json", tasks, "prune")))
     with Probe(kind.probe(p)) as probe:
         out["prune_wall"] = ledger(kind.url(p), "prune", "--older-than", "1h")
     out["prune_hold"] = probe.longest
+    print(f"    {kind.name} prune: {out['prune_wall']:.1f} s wall, "
+          f"{probe.longest:.3f} s longest hold{_reads(probe, out, 'prune')}",
+          flush=True)  # fmt: skip
+    if kind.name == "json":
+        out.update(history_rewrite(base, tasks))
     return out
+
+
+_REWRITE = """
+import sys
+from ledger_cli.stores.jsonfile import JsonFileStore, historyfile
+root, how = sys.argv[1], sys.argv[2]
+store = JsonFileStore(root)
+keys = {f"dep-{i:07d}" for i in range(0, int(sys.argv[3]), 2)}
+if how == "one":
+    with store._locked(create=False) as root_fd:
+        historyfile.drop_keys(root, root_fd, keys)
+else:
+    historyfile.drop_keys_briefly(root, lambda: store._locked(create=False), keys)
+"""
+
+
+def history_rewrite(base: Path, tasks: int) -> dict[str, Any]:
+    """JSON only, side by side: the history rewrite of a prune (half of N
+    history lines dropped) under one hold, as before, and with short holds."""
+    from ledger_cli.engine.history import HistoryEntry
+    from ledger_cli.engine.instant import Instant
+    from ledger_cli.stores.jsonfile import JsonFileStore
+
+    src = base / "json-history"
+    store = JsonFileStore(src)
+    when = str(Instant.now())
+    for at in range(0, tasks, 20_000):
+        store.append_history(
+            [
+                HistoryEntry(when, "bench", "ledger.restored", f"dep-{i:07d}", 0,
+                             f"key dep-{i:07d} restored from a snapshot")
+                for i in range(at, min(tasks, at + 20_000))
+            ]
+        )  # fmt: skip
+    store.close()
+    out: dict[str, Any] = {}
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for how in ("one", "short"):
+        root = base / f"json-history-{how}"
+        shutil.copytree(src, root)
+        with Probe(json_probe(root)) as probe:
+            started = time.perf_counter()
+            subprocess.run(
+                [sys.executable, "-c", _REWRITE, str(root), how, str(tasks)], env=env, check=True
+            )
+            out[f"history_{how}_wall"] = time.perf_counter() - started
+        out[f"history_{how}_hold"] = probe.longest
+        shutil.rmtree(root)
+        print(f"    json history rewrite ({how} hold{'s' if how == 'short' else ''}): "
+              f"{out[f'history_{how}_wall']:.1f} s wall, {probe.longest:.3f} s longest hold",
+              flush=True)  # fmt: skip
+    shutil.rmtree(src)
+    return out
+
+
+def _reads(probe: Probe, out: dict[str, Any], label: str) -> str:
+    """For PostgreSQL: the longest open transaction, reads included, and what
+    the longest hold and that transaction were running (the last statement)."""
+    pg = getattr(probe.wait_once, "__self__", None)
+    if not isinstance(pg, PostgresProbe):
+        return ""
+    out[f"{label}_any"] = pg.longest_any
+    return (
+        f" (longest open transaction, reads included, {pg.longest_any:.3f} s: {pg.any_what!r};"
+        f" the longest hold's: {pg.write_what!r})"
+    )
 
 
 def one_batch(open_store: Callable[[], Any], tasks: int) -> float:
@@ -340,8 +452,8 @@ def main(argv: list[str] | None = None) -> int:
         r: dict[str, Any] = {}
         if "batch" in commands:
             r.update(measure(kind, place, batch, args.tasks))
-        if "walks" in commands:
-            r.update(measure_walks(kind, place, base, args.tasks))
+        if "walks" in commands or "prune" in commands:
+            r.update(measure_walks(kind, place, base, args.tasks, walks="walks" in commands))
         return r
 
     base = Path(tempfile.mkdtemp(prefix="ledger-hold-", dir=args.dir))
@@ -401,7 +513,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(
         f"{'store':<12}{'command':<22}{'wall s':>9}{'longest hold s':>16}{'one batch / this':>18}"
-        f"{'wall / one batch':>18}"
+        f"{'wall / one batch':>18}{'open txn s':>12}"
     )
     worst = 0.0
     for name, r in results.items():
@@ -417,16 +529,29 @@ def main(argv: list[str] | None = None) -> int:
             for label in WALKS
             if f"{label}_wall" in r
         ]
+        if "history_one_wall" in r:
+            rows += [
+                ("history, one hold", r["history_one_wall"], r["history_one_hold"]),
+                ("history, short holds", r["history_short_wall"], r["history_short_hold"]),
+            ]
         for label, wall, hold in rows:
             compared = "admit_wall" in r and label in ("admit --batch", "restore")
             ratio = r["one_hold"] / hold if compared and hold > 0 else float("inf")
             shown = f"{ratio:>17.1f}x" if compared else ""
             slower = f"{wall / r['one_wall']:>17.1f}x" if compared else ""
-            print(f"{name:<12}{label:<22}{wall:>9.2f}{hold:>16.3f}{shown:>18}{slower:>18}")
-            if not label.startswith("one"):
+            if label == "history, short holds":  # against the one hold, side by side
+                ratio = r["history_one_hold"] / hold if hold > 0 else float("inf")
+                shown = f"{ratio:>17.1f}x"
+                slower = f"{wall / r['history_one_wall']:>17.1f}x"
+            any_txn = r.get(f"{label}_any")
+            txn = "" if any_txn is None else f"{any_txn:>12.3f}"
+            print(f"{name:<12}{label:<22}{wall:>9.2f}{hold:>16.3f}{shown:>18}{slower:>18}{txn}")
+            if not label.startswith("one") and label != "history, one hold":
                 worst = max(worst, hold)
     for name, reason in skipped.items():
         print(f"{name:<12}skipped: {reason}")
+    if any(k.endswith("_any") for r in results.values() for k in r):
+        print("open txn: PostgreSQL's longest open transaction, read-only statements included")
     verdict = "ok" if worst < TARGET else "OVER"
     print(f"longest chunked hold {worst:.3f} s (target < {TARGET:g} s): {verdict}")
     return 0 if worst < TARGET else 1

@@ -129,3 +129,19 @@ def test_prune_from_the_command_line(tmp_path: Path) -> None:
     # Pruned keys share files: no record file is left for them.
     assert list((tmp_path / "store" / "records").glob("*/*.json")) == []
     assert run_ledger(url, "doctor").returncode == 0
+
+
+def test_the_json_selection_reads_without_the_lock(tmp_path: Path) -> None:
+    """SPEC §5: choosing what to prune reads every record; on the JSON store it
+    does so without the store lock (each choice is compared again under it),
+    so it finds its records while another process holds the lock."""
+    from ledger_cli.stores.jsonfile import JsonFileStore
+
+    store = JsonFileStore(tmp_path / "s", lock_timeout=0.2)
+    led = _setup(store)
+    holder = JsonFileStore(tmp_path / "s")
+    with holder._locked(create=False):
+        chosen = prune.select(store, LEASE, (), LATER)
+        with pytest.raises(LedgerError):  # the lock is held indeed
+            led.admit("t", "new", 1, None, LATER)
+    assert [r.key for r in chosen] == ["done", "lost"]  # "bad" is named by "stuck"

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import timedelta
 
 from ledger_cli.engine.instant import Instant
-from ledger_cli.engine.record import TaskState
+from ledger_cli.engine.record import TaskState, byte_order
 from ledger_cli.engine.store import Store
 from ledger_cli.errors import StoreError, UnknownStatusError
 
@@ -72,7 +72,14 @@ def select(
                 f"ledger: prune takes --status completed or failed, not {status!r}"
             )
     cutoff = Instant.from_unix_ns(now.unix_ns - _ns(older_than), 0)
-    records = list(visible(store))
+    # Read without the lock where the store can (the JSON store's lock would be
+    # held for a whole scan, SPEC §5): each record chosen is compared again
+    # under the lock before it is pruned, and one changed meanwhile is left.
+    scan: Callable[[], Iterable[TaskState]] | None = getattr(store, "scan_visible", None)
+    if scan is not None:
+        records = sorted(scan(), key=lambda r: byte_order(r.key))
+    else:
+        records = list(visible(store))
     named = {r.blocked_by for r in records if r.status == "blocked"}
     return [
         r

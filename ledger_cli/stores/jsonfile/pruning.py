@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
 
 from ledger_cli.engine.record import TaskState, byte_order
 from ledger_cli.errors import StoreError
@@ -25,8 +26,9 @@ class PruneMethods(RecordReader):
         """Move each record (a compare-and-swap) into pruned/ in its pruned form, then
         drop the history lines of the pruned keys. CHUNK records per lock hold.
 
-        Dropping lines rewrites history.jsonl whole: with `defer_history` (a
-        prune paced in many calls, engine/prune.py) the keys wait for one
+        Dropping lines rewrites history.jsonl whole (mostly outside the lock:
+        historyfile.drop_keys_briefly): with `defer_history` (a prune paced in
+        many calls, engine/prune.py) the keys wait for one
         `drop_deferred_history()` after the last call."""
         from ledger_cli.engine.prune import CHUNK
 
@@ -85,23 +87,24 @@ class PruneMethods(RecordReader):
         if done and defer_history:
             self.__dict__.setdefault("_history_to_drop", set()).update(done)
         elif done:
-            with self._locked(create=False) as root_fd:
-                assert root_fd is not None
-                historyfile.drop_keys(self._root, root_fd, done)
+            historyfile.drop_keys_briefly(self._root, self._history_lock, done)
         return len(done)
 
     @store_method
     def drop_deferred_history(self) -> None:
         """Drop the history lines of the keys `prune_records(defer_history=True)`
-        pruned (one rewrite of history.jsonl, under the lock). A crash before it
-        leaves those lines, which nothing reads as more than history."""
+        pruned (one rewrite of history.jsonl, copied outside the lock and renamed
+        under it). A crash before it leaves those lines, which nothing reads as
+        more than history."""
         keys: set[str] = self.__dict__.pop("_history_to_drop", set())
         if not keys:
             return
         self._check_open()
-        with self._locked(create=False) as root_fd:
-            if root_fd is not None:
-                historyfile.drop_keys(self._root, root_fd, keys)
+        historyfile.drop_keys_briefly(self._root, self._history_lock, keys)
+
+    def _history_lock(self) -> AbstractContextManager[int | None]:
+        """The store lock for one of historyfile.drop_keys_briefly's short holds."""
+        return self._locked(create=False)
 
     @store_method
     def pruned_range(self) -> Iterator[TaskState]:
