@@ -17,7 +17,7 @@ import json
 import multiprocessing
 import shutil
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection
 from pathlib import Path
 
@@ -81,6 +81,19 @@ def _child(root: str, kill_at: tuple[str, int], ack: Connection) -> None:
             op(Path(root))
         ack.send_bytes(bytes([i + 1]))
     ack.close()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _every_file_fsynced(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Whatever the machine has dirty, the reference run and every child take
+    one path, an fsync(2) per file (a fake /proc/meminfo with 1 GiB dirty):
+    else the step counts of the reference would not be the children's."""
+    from ledger_cli.stores.jsonfile import durability
+
+    saved = durability.MEMINFO
+    _fake_meminfo(tmp_path_factory.mktemp("dirty") / "store", 1 << 20)
+    yield
+    durability.MEMINFO = saved
 
 
 @pytest.fixture(scope="module")
