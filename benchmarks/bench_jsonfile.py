@@ -33,8 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.ledger import Ledger
 from ledger_cli.engine.record import TaskState
-from ledger_cli.stores import _fairlock
-from ledger_cli.stores.jsonfile import JsonFileStore
+from ledger_cli.stores.jsonfile import JsonFileStore, fairlock
 
 T0 = Instant.parse("2024-01-01T00:00:00Z")
 LEASE = timedelta(minutes=5)
@@ -156,7 +155,7 @@ def bench_group_commit(n: int, repeats: int) -> None:
 
 
 def _contender(root: str, seconds: float, fair: bool, poll: float, out: Any, go: Any) -> None:
-    _fairlock.FILELOCK_POLL = poll
+    fairlock.FILELOCK_POLL = poll
     store = JsonFileStore(root, fair_lock=fair)
     lock = store._lock  # measure exactly the wait for the store lock
     waits: list[float] = []
@@ -181,7 +180,7 @@ def bench_lock_wait(procs: int, seconds: float) -> None:
     print(f"== 3. store-lock wait, {procs} processes looping compare-and-swap on one key")
     ctx = multiprocessing.get_context("fork")
     setups = [
-        ("FIFO queue + filelock (the store)", True, _fairlock.FILELOCK_POLL),
+        ("FIFO queue + filelock (the store)", True, fairlock.FILELOCK_POLL),
         ("bare filelock, default 50 ms poll", False, 0.05),
         ("bare filelock, 1 ms poll", False, 0.001),
     ]

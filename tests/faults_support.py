@@ -32,8 +32,7 @@ from typer.testing import CliRunner
 
 from ledger_cli.cli import app
 from ledger_cli.engine.wire import record_to_json
-from ledger_cli.stores import _fsutil
-from ledger_cli.stores.jsonfile import JsonFileStore
+from ledger_cli.stores.jsonfile import JsonFileStore, fsutil
 
 T0 = "2026-01-02T03:04:05Z"
 ROOT = Path(__file__).resolve().parent.parent
@@ -120,7 +119,7 @@ def temps(root: str | Path) -> list[str]:
     if not root.exists():
         return []
     return sorted(
-        str(p.relative_to(root)) for p in root.rglob("*") if p.name.endswith(_fsutil.TEMP_SUFFIX)
+        str(p.relative_to(root)) for p in root.rglob("*") if p.name.endswith(fsutil.TEMP_SUFFIX)
     )
 
 
@@ -193,7 +192,7 @@ durable); a syncfs(2) returned (large batches)."""
 
 
 class OsFaults:
-    """Interpose on os.open/write/fsync/replace/close/link (and _fsutil.sync_filesystem).
+    """Interpose on os.open/write/fsync/replace/close/link (and fsutil.sync_filesystem).
 
     - `fail=(name, k)`: the k-th call of os.<name> raises OSError(`err`) — only
       that call, or with `persistent` that call and every later one. A failing
@@ -260,7 +259,7 @@ class OsFaults:
         fd: int = self._real["open"](path, flags, *args, **kwargs)
         if (
             isinstance(path, str)
-            and path.endswith(_fsutil.TEMP_SUFFIX)
+            and path.endswith(fsutil.TEMP_SUFFIX)
             and self._step("temp-created")
         ):
             self.die()
@@ -331,14 +330,14 @@ class OsFaults:
         for name, wrapper in wrappers.items():
             self._real[name] = getattr(os, name)
             setattr(os, name, wrapper)
-        self._real["syncfs"] = _fsutil.sync_filesystem
-        _fsutil.sync_filesystem = self._syncfs  # type: ignore[assignment]
+        self._real["syncfs"] = fsutil.sync_filesystem
+        fsutil.sync_filesystem = self._syncfs  # type: ignore[assignment]
         return self
 
     def __exit__(self, *exc: object) -> None:
         for name in (*FUNCS, "link"):
             setattr(os, name, self._real[name])
-        _fsutil.sync_filesystem = self._real["syncfs"]
+        fsutil.sync_filesystem = self._real["syncfs"]
 
 
 def walk_paths(root: Path) -> Iterator[Path]:

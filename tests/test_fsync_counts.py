@@ -1,6 +1,6 @@
 """fsync(2), fdatasync(2) and syncfs(2) calls per command on the JSON store,
 pinned as tests/test_postgres_round_trips.py pins round trips: counted around
-`os.fsync`, `os.fdatasync` and `_fsutil.sync_filesystem`, never timed.
+`os.fsync`, `os.fdatasync` and `fsutil.sync_filesystem`, never timed.
 
 A journalled write (every command line write: a record and its history line)
 costs the journal's fsync and the root directory's (the commit point), then
@@ -24,8 +24,7 @@ import pytest
 
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
-from ledger_cli.stores import _fsutil
-from ledger_cli.stores.jsonfile import JsonFileStore, durability
+from ledger_cli.stores.jsonfile import JsonFileStore, durability, fsutil
 from tests.faults_support import invoke
 
 CLAIM_NEXT = 3
@@ -67,7 +66,7 @@ class SyncCounter:
 @pytest.fixture
 def counter(monkeypatch: pytest.MonkeyPatch) -> Iterator[SyncCounter]:
     c = SyncCounter()
-    real_fsync, real_fdatasync, real_syncfs = os.fsync, os.fdatasync, _fsutil.sync_filesystem
+    real_fsync, real_fdatasync, real_syncfs = os.fsync, os.fdatasync, fsutil.sync_filesystem
 
     def fsync(fd: int) -> None:
         c.calls["fsync"] += 1
@@ -83,7 +82,7 @@ def counter(monkeypatch: pytest.MonkeyPatch) -> Iterator[SyncCounter]:
 
     monkeypatch.setattr(os, "fsync", fsync)
     monkeypatch.setattr(os, "fdatasync", fdatasync)
-    monkeypatch.setattr(_fsutil, "sync_filesystem", syncfs)
+    monkeypatch.setattr(fsutil, "sync_filesystem", syncfs)
     yield c
 
 
@@ -101,7 +100,7 @@ def counted(counter: SyncCounter, store: Path, *argv: str) -> int:
 
 
 needs_syncfs = pytest.mark.skipif(
-    not _fsutil.sync_filesystem_available(), reason="syncfs(2) is Linux only"
+    not fsutil.sync_filesystem_available(), reason="syncfs(2) is Linux only"
 )
 
 

@@ -23,8 +23,7 @@ from ledger_cli.engine.ledger import Ledger
 from ledger_cli.engine.record import TaskState
 from ledger_cli.engine.wire import record_from_json, record_to_json
 from ledger_cli.errors import StoreError
-from ledger_cli.stores import _fsutil, jsonfile
-from ledger_cli.stores.jsonfile import JsonFileStore, durability, key_digest
+from ledger_cli.stores.jsonfile import JsonFileStore, durability, fsutil, jsonfile, key_digest
 from ledger_cli.stores.jsonfile.locking import DEFAULT_LOCK_TIMEOUT
 
 T0 = Instant.parse("2024-01-01T00:00:00Z")
@@ -348,7 +347,7 @@ def test_a_batch_interrupted_after_its_commit_point_is_replayed_on_open(
     assert s.compare_and_swap("old", None, rec("old"))
     s.append_history([entry("old", 0)])
     calls = {"n": 0}
-    real = _fsutil.replace_file
+    real = fsutil.replace_file
 
     def dying_replace(dir_fd: int, name: str, data: bytes, shown: str, **kw: Any) -> None:
         if name.endswith(".json") and len(name) == 69:
@@ -357,7 +356,7 @@ def test_a_batch_interrupted_after_its_commit_point_is_replayed_on_open(
                 raise Crash()
         real(dir_fd, name, data, shown, **kw)
 
-    monkeypatch.setattr(_fsutil, "replace_file", dying_replace)
+    monkeypatch.setattr(fsutil, "replace_file", dying_replace)
     with pytest.raises(Crash), s.batch():
         cur = s.load("old")
         assert cur is not None
@@ -365,7 +364,7 @@ def test_a_batch_interrupted_after_its_commit_point_is_replayed_on_open(
         for key in ("b1", "b2", "b3", "b4"):
             assert s.compare_and_swap(key, None, rec(key))
         s.append_history([entry("b1", 1), entry("b2", 2)])
-    monkeypatch.setattr(_fsutil, "replace_file", real)
+    monkeypatch.setattr(fsutil, "replace_file", real)
     assert (root / "journal.json").exists()
     reopened = JsonFileStore(root)  # replays the journal
     assert not (root / "journal.json").exists()
@@ -379,7 +378,7 @@ def test_a_batch_interrupted_before_its_commit_point_leaves_nothing(
 ) -> None:
     s = JsonFileStore(root)
     assert s.compare_and_swap("old", None, rec("old"))
-    real = _fsutil.fsync_fd
+    real = fsutil.fsync_fd
 
     def dying_fsync(fd: int, shown: str) -> None:
         raise Crash()
@@ -387,8 +386,8 @@ def test_a_batch_interrupted_before_its_commit_point_leaves_nothing(
     with pytest.raises(Crash), s.batch():
         for key in ("b1", "b2"):
             assert s.compare_and_swap(key, None, rec(key))
-        monkeypatch.setattr(_fsutil, "fsync_fd", dying_fsync)
-    monkeypatch.setattr(_fsutil, "fsync_fd", real)
+        monkeypatch.setattr(fsutil, "fsync_fd", dying_fsync)
+    monkeypatch.setattr(fsutil, "fsync_fd", real)
     # The journal file is written but the crash hit before the commit point's
     # directory fsync; on a real crash it may or may not survive. Either way
     # the store is the old state or the whole batch.
@@ -445,14 +444,14 @@ def test_a_single_write_fsyncs_file_and_directory(
 def test_a_large_batch_syncs_once(
     store: JsonFileStore, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    if not _fsutil.sync_filesystem_available():
+    if not fsutil.sync_filesystem_available():
         pytest.skip("no syncfs(2) here")
     meminfo = tmp_path / "meminfo"
     meminfo.write_text("Dirty: 100 kB\nWriteback: 0 kB\n")  # little else to write
     monkeypatch.setattr(durability, "MEMINFO", str(meminfo))
     calls: list[int] = []
     fsyncs: list[int] = []
-    real_syncfs, real_fsync = _fsutil.sync_filesystem, os.fsync
+    real_syncfs, real_fsync = fsutil.sync_filesystem, os.fsync
 
     def syncfs_spy(fd: int, shown: str) -> None:
         calls.append(fd)
@@ -462,7 +461,7 @@ def test_a_large_batch_syncs_once(
         fsyncs.append(fd)
         real_fsync(fd)
 
-    monkeypatch.setattr(_fsutil, "sync_filesystem", syncfs_spy)
+    monkeypatch.setattr(fsutil, "sync_filesystem", syncfs_spy)
     monkeypatch.setattr(os, "fsync", fsync_spy)
     with store.batch():
         for i in range(200):

@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 
 from ledger_cli.errors import StoreError
-from ledger_cli.stores import _fsutil
-from ledger_cli.stores.jsonfile import JsonFileStore, durability, key_digest
+from ledger_cli.stores.jsonfile import JsonFileStore, durability, fsutil, key_digest
 from tests.test_jsonfile import rec
 
 N = 64  # records a batch: well past SYNC_EACH_MAX
@@ -46,7 +45,7 @@ class Syncs:
         self.syncfs = 0
         self.files = 0
         self.dirs = 0
-        real_syncfs, real_fsync = _fsutil.sync_filesystem, os.fsync
+        real_syncfs, real_fsync = fsutil.sync_filesystem, os.fsync
 
         def syncfs_spy(fd: int, shown: str) -> None:
             self.syncfs += 1
@@ -59,7 +58,7 @@ class Syncs:
                 self.files += 1
             real_fsync(fd)
 
-        monkeypatch.setattr(_fsutil, "sync_filesystem", syncfs_spy)
+        monkeypatch.setattr(fsutil, "sync_filesystem", syncfs_spy)
         monkeypatch.setattr(os, "fsync", fsync_spy)
 
 
@@ -82,7 +81,7 @@ def live_lines(root: Path) -> list[str]:
 def test_little_dirty_memory_one_syncfs(
     store: JsonFileStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if not _fsutil.sync_filesystem_available():
+    if not fsutil.sync_filesystem_available():
         pytest.skip("no syncfs(2) here")
     fake_meminfo(tmp_path, monkeypatch, 1024)
     syncs = Syncs(monkeypatch)
@@ -193,7 +192,7 @@ def test_a_run_of_large_batches_writes_into_spare_files(
     real_open = os.open
 
     def open_spy(path: str, flags: int, *args: object, **kwargs: object) -> int:
-        if flags & os.O_CREAT and str(path).endswith(_fsutil.TEMP_SUFFIX):
+        if flags & os.O_CREAT and str(path).endswith(fsutil.TEMP_SUFFIX):
             created.append(str(path))
         return real_open(path, flags, *args, **kwargs)  # type: ignore[arg-type]
 
@@ -201,7 +200,7 @@ def test_a_run_of_large_batches_writes_into_spare_files(
     second = [f"b{i:03d}" for i in range(N)]
     admit_all(store, second)
     # No record file was created under the lock: each one is a spare, linked.
-    assert not [p for p in created if p.endswith(".json" + _fsutil.TEMP_SUFFIX)]
+    assert not [p for p in created if p.endswith(".json" + fsutil.TEMP_SUFFIX)]
     assert len(store._spares._fds) == N  # the rest waits for the next batch
     fresh = JsonFileStore(root)
     assert [r.key for r in fresh.by_status(["pending"])][-N:] == second
@@ -245,7 +244,7 @@ def test_a_large_batch_syncs_whichever_is_cheaper(
 ) -> None:
     """Dirty memory past DIRTY_MAX, but less than what an fsync per file would
     cost: one syncfs(2) still."""
-    if not _fsutil.sync_filesystem_available():
+    if not fsutil.sync_filesystem_available():
         pytest.skip("no syncfs(2) here")
     monkeypatch.setattr(durability, "DIRTY_MAX", 1 << 20)
     fake_meminfo(tmp_path, monkeypatch, (N * durability.FSYNC_BYTES >> 10) - 1)
@@ -257,17 +256,17 @@ def test_a_large_batch_syncs_whichever_is_cheaper(
 def test_a_run_of_large_batches_flushes_before_taking_the_lock(
     store: JsonFileStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if not _fsutil.sync_filesystem_available():
+    if not fsutil.sync_filesystem_available():
         pytest.skip("no syncfs(2) here")
     admit_all(store, [f"a{i:03d}" for i in range(N)])  # a large commit: a run may follow
     fake_meminfo(tmp_path, monkeypatch, (durability.DIRTY_MAX >> 10) * 4)
     flushed_unlocked: list[bool] = []
-    real_syncfs = _fsutil.sync_filesystem
+    real_syncfs = fsutil.sync_filesystem
 
     def syncfs_spy(fd: int, shown: str) -> None:
         flushed_unlocked.append(not store._holding())
         real_syncfs(fd, shown)
 
-    monkeypatch.setattr(_fsutil, "sync_filesystem", syncfs_spy)
+    monkeypatch.setattr(fsutil, "sync_filesystem", syncfs_spy)
     admit_all(store, [f"b{i:03d}" for i in range(N)])
     assert flushed_unlocked[:1] == [True]  # first, before the lock

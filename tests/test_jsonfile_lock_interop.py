@@ -21,8 +21,7 @@ import pytest
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
 from ledger_cli.errors import StoreError
-from ledger_cli.stores import _fairlock
-from ledger_cli.stores.jsonfile import JsonFileStore
+from ledger_cli.stores.jsonfile import JsonFileStore, fairlock
 
 FORK = multiprocessing.get_context("fork")
 T0 = Instant.parse("2024-01-01T00:00:00Z")
@@ -36,7 +35,7 @@ def _rec(key: str) -> TaskState:
 
 
 def _lock_path(root: Path) -> str:
-    return str(root / _fairlock.LOCK_NAME)
+    return str(root / fairlock.LOCK_NAME)
 
 
 def _raw_holder(root: str, conn: Connection) -> None:
@@ -59,13 +58,13 @@ def _filelock_holder(root: str, conn: Connection) -> None:
 
 def _waiter(root: str, waiting: Any, conn: Connection) -> None:
     """A store write that must wait: report when it starts waiting with filelock."""
-    original = _fairlock.QueueLock._file_lock
+    original = fairlock.QueueLock._file_lock
 
-    def announcing(self: _fairlock.QueueLock) -> Any:
+    def announcing(self: fairlock.QueueLock) -> Any:
         waiting.set()
         return original(self)
 
-    _fairlock.QueueLock._file_lock = announcing  # type: ignore[method-assign]
+    fairlock.QueueLock._file_lock = announcing  # type: ignore[method-assign]
     store = JsonFileStore(root, lock_timeout=TIMEOUT)
     with store.batch():
         ok = store.compare_and_swap("waited", None, _rec("waited"))

@@ -4,7 +4,7 @@ Layout of a store directory (mode 0700; every file 0600):
 
     ledger-store.json     format marker and version, the fence floor  (layout.py)
     ledger.lock           the filelock lock file; never deleted        (locking.py,
-    queue/                the FIFO queue in front of the lock           _fairlock.py)
+    queue/                the FIFO queue in front of the lock           fairlock.py)
     records/ab/<sha256 of the UTF-8 key>.json
                           one file per key: the wire record object with a
                           checksum member last                          (records.py)

@@ -14,10 +14,10 @@ import os
 from collections.abc import Callable
 
 from ledger_cli.engine.record import TaskState
-from ledger_cli.stores import _fsutil
 from ledger_cli.stores.jsonfile import (
     depsindex,
     durability,
+    fsutil,
     historyfile,
     liveindex,
     readyindex,
@@ -100,10 +100,10 @@ def write_records(
             index_needs(root, root_fd, records, listed_needs, rebuild_deps, sync=sync)
             ready = _ReadyWork(root, root_fd, records, read_digest, rebuild_ready, read_key)
             ready.before(rebuild_deps, completed_before, sync=sync)
-            rfd = _fsutil.open_subdir(
+            rfd = fsutil.open_subdir(
                 root_fd, RECORDS_DIR, shown(root, RECORDS_DIR), create=True, sync=sync
             )
-            lfd = _fsutil.open_subdir(
+            lfd = fsutil.open_subdir(
                 root_fd, LIVE_DIR, shown(root, LIVE_DIR), create=True, sync=sync
             )
             assert rfd is not None and lfd is not None
@@ -117,11 +117,11 @@ def write_records(
                     if rec.status in LIVE_STATUSES:
                         created |= liveindex.mark_live(root, lfd, digest)
                 if created and sync:
-                    _fsutil.fsync_fd(lfd, shown(root, LIVE_DIR))
+                    fsutil.fsync_fd(lfd, shown(root, LIVE_DIR))
             for digest in records:
                 shard = digest[:2]
                 if shard not in shard_fds:
-                    sfd = _fsutil.open_subdir(
+                    sfd = fsutil.open_subdir(
                         rfd, shard, shown(root, RECORDS_DIR, shard), create=True, sync=sync
                     )
                     assert sfd is not None
@@ -134,7 +134,7 @@ def write_records(
                 if fd is not None:
                     spares.replace_from(fd, sfd, fname, data, path, sync=sync, tmp_dir_fd=root_fd)
                 else:
-                    _fsutil.replace_file(sfd, fname, data, path, sync=sync, tmp_dir_fd=root_fd)
+                    fsutil.replace_file(sfd, fname, data, path, sync=sync, tmp_dir_fd=root_fd)
         if counts is not None:
             tally.apply(root, root_fd, counts, records, sync=not use_syncfs)
         if history:
@@ -142,18 +142,18 @@ def write_records(
         if also is not None:
             also(sync=not use_syncfs)
         if use_syncfs:
-            _fsutil.sync_filesystem(root_fd, root)
+            fsutil.sync_filesystem(root_fd, root)
         else:
             for shard, sfd in shard_fds.items():
-                _fsutil.fsync_fd(sfd, shown(root, RECORDS_DIR, shard))
+                fsutil.fsync_fd(sfd, shown(root, RECORDS_DIR, shard))
         if lfd is not None:
             for digest, (rec, _) in records.items():
                 if rec.status not in LIVE_STATUSES:
-                    _fsutil.unlink_quiet(lfd, digest)  # a leftover is harmless
+                    fsutil.unlink_quiet(lfd, digest)  # a leftover is harmless
         if ready is not None:
             ready.after()
     finally:
-        _fsutil.close_all([*shard_fds.values(), rfd, lfd, ready.rfd if ready else None])
+        fsutil.close_all([*shard_fds.values(), rfd, lfd, ready.rfd if ready else None])
 
 
 def index_needs(
@@ -181,14 +181,14 @@ def index_needs(
     dfd = depsindex.open_dir(root, root_fd, create=False)
     try:
         if dfd is None or not depsindex.is_built(root, dfd):
-            _fsutil.close_all([dfd])
+            fsutil.close_all([dfd])
             dfd = None
             rebuild_deps()  # from the records as they are on disk, before this write
             dfd = depsindex.open_dir(root, root_fd, create=False)
             assert dfd is not None
         depsindex.append(root, dfd, adds, sync=sync)
     finally:
-        _fsutil.close_all([dfd])
+        fsutil.close_all([dfd])
 
 
 class _ReadyWork:
@@ -215,7 +215,7 @@ class _ReadyWork:
         self._chunks = None if self.rfd is None else readyindex.load_chunks(root, root_fd, self.rfd)
         if self._chunks is None:
             rebuild_ready()  # from the records as they are on disk, before this write
-            _fsutil.close_all([self.rfd])
+            fsutil.close_all([self.rfd])
             self.rfd = readyindex.open_dir(root, root_fd, create=True)
             assert self.rfd is not None
             self._chunks = readyindex.load_chunks(root, root_fd, self.rfd)

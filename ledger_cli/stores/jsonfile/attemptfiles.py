@@ -26,8 +26,8 @@ import json
 import os
 
 from ledger_cli.engine.attempts import KEEP_ATTEMPTS, Attempt
-from ledger_cli.stores import _fsutil
-from ledger_cli.stores._fsutil import fail
+from ledger_cli.stores.jsonfile import fsutil
+from ledger_cli.stores.jsonfile.fsutil import fail
 
 TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
@@ -37,8 +37,8 @@ ATTEMPTS_DIR = "attempts"
 FORMAT = "ledger_cli.attempt"
 SUFFIX = ".att"
 PID_SUFFIX = ".pid"
-_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _fsutil.O_NOFOLLOW | _fsutil.O_CLOEXEC
-_READ = os.O_RDONLY | _fsutil.O_NOFOLLOW | _fsutil.O_NONBLOCK | _fsutil.O_CLOEXEC
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | fsutil.O_NOFOLLOW | fsutil.O_CLOEXEC
+_READ = os.O_RDONLY | fsutil.O_NOFOLLOW | fsutil.O_NONBLOCK | fsutil.O_CLOEXEC
 
 Op = tuple[str, int, "bytes | None"]
 """A batch's attempt write: (key digest, n, the whole file; None: remove it)."""
@@ -68,28 +68,28 @@ def key_dir(
     (with `sync`, each directory made is durable before this returns)."""
     opened = root_fd is None
     if root_fd is None:
-        root_fd = _fsutil.open_root(root)
+        root_fd = fsutil.open_root(root)
         if root_fd is None:
             return None
     fds: list[int | None] = []
     try:
-        top = _fsutil.open_subdir(root_fd, ATTEMPTS_DIR, shown(root), create=create, sync=sync)
+        top = fsutil.open_subdir(root_fd, ATTEMPTS_DIR, shown(root), create=create, sync=sync)
         fds.append(top)
         if top is None:
             return None
-        shard = _fsutil.open_subdir(
+        shard = fsutil.open_subdir(
             top, digest[:2], shown(root, digest[:2]), create=create, sync=sync
         )
         fds.append(shard)
         if shard is None:
             return None
-        return _fsutil.open_subdir(
+        return fsutil.open_subdir(
             shard, digest, shown(root, digest[:2], digest), create=create, sync=sync
         )
     finally:
         if opened:
             fds.append(root_fd)
-        _fsutil.close_all(fds)
+        fsutil.close_all(fds)
 
 
 def names(dir_fd: int, where: str, *, every: bool = False) -> list[int]:
@@ -112,21 +112,21 @@ def newest(found: list[int]) -> list[int]:
 
 
 def write_temp(dir_fd: int, name: str, data: bytes, where: str, *, sync: bool = True) -> str:
-    tmp = f".{name}.{os.urandom(6).hex()}{_fsutil.TEMP_SUFFIX}"
+    tmp = f".{name}.{os.urandom(6).hex()}{fsutil.TEMP_SUFFIX}"
     try:
-        fd = os.open(tmp, _CREATE, _fsutil.FILE_MODE, dir_fd=dir_fd)
+        fd = os.open(tmp, _CREATE, fsutil.FILE_MODE, dir_fd=dir_fd)
     except OSError as exc:
         raise fail(where, "cannot create a temporary file", exc) from None
     try:
         try:
-            os.fchmod(fd, _fsutil.FILE_MODE)
-            _fsutil.write_all(fd, data)
+            os.fchmod(fd, fsutil.FILE_MODE)
+            fsutil.write_all(fd, data)
             if sync:
                 os.fsync(fd)
         finally:
             os.close(fd)
     except BaseException as exc:
-        _fsutil.unlink_quiet(dir_fd, tmp)
+        fsutil.unlink_quiet(dir_fd, tmp)
         if isinstance(exc, OSError):
             raise fail(where, "cannot write", exc) from None
         raise
@@ -141,9 +141,9 @@ def open_attempt(dir_fd: int, name: str, where: str) -> tuple[int, dict[str, obj
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise _fsutil.open_failed(path, exc) from None
+        raise fsutil.open_failed(path, exc) from None
     try:
-        _fsutil.require_regular(fd, path)
+        fsutil.require_regular(fd, path)
         head = b""
         while b"\n" not in head:
             chunk = os.read(fd, 4096)
@@ -244,14 +244,14 @@ def write_pid(dir_fd: int, n: int, pid: int, where: str) -> None:
     try:
         os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except OSError as exc:
-        _fsutil.unlink_quiet(dir_fd, tmp)
+        fsutil.unlink_quiet(dir_fd, tmp)
         raise fail(where, "cannot note the pid", exc) from None
 
 
 def remove(dir_fd: int, n: int) -> None:
     """Remove attempt n (and its pid note); missing is fine."""
-    _fsutil.unlink_quiet(dir_fd, f"{n}{SUFFIX}")
-    _fsutil.unlink_quiet(dir_fd, f"{n}{PID_SUFFIX}")
+    fsutil.unlink_quiet(dir_fd, f"{n}{SUFFIX}")
+    fsutil.unlink_quiet(dir_fd, f"{n}{PID_SUFFIX}")
 
 
 def _progress(att: dict[str, object]) -> tuple[bool, int]:
@@ -305,44 +305,44 @@ def apply_ops(root: str, root_fd: int, ops: list[Op], *, sync: bool) -> None:
             try:
                 os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
             except OSError as exc:
-                _fsutil.unlink_quiet(dir_fd, tmp)
+                fsutil.unlink_quiet(dir_fd, tmp)
                 raise fail(where, "cannot record the attempt", exc) from None
             if mine.get("pid") is not None:
-                _fsutil.unlink_quiet(dir_fd, f"{n}{PID_SUFFIX}")  # the header has it now
+                fsutil.unlink_quiet(dir_fd, f"{n}{PID_SUFFIX}")  # the header has it now
         if sync:
             for digest, dir_fd in dirs.items():
-                _fsutil.fsync_fd(dir_fd, shown(root, digest[:2], digest))
+                fsutil.fsync_fd(dir_fd, shown(root, digest[:2], digest))
     finally:
-        _fsutil.close_all(dirs.values())
+        fsutil.close_all(dirs.values())
 
 
 def scan(root: str) -> tuple[set[str], list[str]]:
     """(every key with an attempt, the stray temporary files' paths): no lock."""
     keys: set[str] = set()
     strays: list[str] = []
-    root_fd = _fsutil.open_root(root)
+    root_fd = fsutil.open_root(root)
     if root_fd is None:
         return keys, strays
     try:
-        top = _fsutil.open_subdir(root_fd, ATTEMPTS_DIR, shown(root), create=False)
+        top = fsutil.open_subdir(root_fd, ATTEMPTS_DIR, shown(root), create=False)
     finally:
         os.close(root_fd)
     if top is None:
         return keys, strays
     try:
         for shard_name in sorted(os.listdir(top)):
-            shard = _fsutil.open_subdir(top, shard_name, shown(root, shard_name), create=False)
+            shard = fsutil.open_subdir(top, shard_name, shown(root, shard_name), create=False)
             if shard is None:
                 continue
             try:
                 for digest in sorted(os.listdir(shard)):
                     where = shown(root, shard_name, digest)
-                    d = _fsutil.open_subdir(shard, digest, where, create=False)
+                    d = fsutil.open_subdir(shard, digest, where, create=False)
                     if d is None:
                         continue
                     try:
                         for name in sorted(os.listdir(d)):
-                            if name.endswith(_fsutil.TEMP_SUFFIX):
+                            if name.endswith(fsutil.TEMP_SUFFIX):
                                 strays.append(f"{where}/{name}")
                         for n in names(d, where):
                             att = header(d, n, where)

@@ -32,10 +32,10 @@ import os
 
 from ledger_cli.engine.attempts import Attempt, expired, new_part, next_n
 from ledger_cli.errors import StoreError
-from ledger_cli.stores import _fsutil
-from ledger_cli.stores._fsutil import fail
 from ledger_cli.stores.jsonfile import attemptfiles as files
+from ledger_cli.stores.jsonfile import fsutil
 from ledger_cli.stores.jsonfile.attemptfiles import SUFFIX, attempt_number
+from ledger_cli.stores.jsonfile.fsutil import fail
 from ledger_cli.stores.jsonfile.locking import store_method
 from ledger_cli.stores.jsonfile.records import key_digest
 
@@ -105,7 +105,7 @@ class JsonAttempts:
                         files.remove(dir_fd, old)
                     os.fsync(dir_fd)
                 except OSError as exc:
-                    _fsutil.unlink_quiet(dir_fd, tmp)
+                    fsutil.unlink_quiet(dir_fd, tmp)
                     raise fail(shown, "cannot record the attempt", exc) from None
             finally:
                 os.close(dir_fd)
@@ -166,7 +166,7 @@ class JsonAttempts:
                 raise fail(shown, "cannot record the attempt", exc) from None
             finally:
                 if tmp:
-                    _fsutil.unlink_quiet(dir_fd, tmp)
+                    fsutil.unlink_quiet(dir_fd, tmp)
         finally:
             os.close(dir_fd)
 
@@ -220,7 +220,7 @@ class JsonAttempts:
                 return
             try:
                 files.remove(dir_fd, n)
-                _fsutil.fsync_fd(dir_fd, self._shown(digest[:2], digest))
+                fsutil.fsync_fd(dir_fd, self._shown(digest[:2], digest))
             finally:
                 os.close(dir_fd)
 
@@ -322,18 +322,18 @@ class JsonAttempts:
         removed = 0
         try:
             for name in os.listdir(dir_fd):
-                if _fsutil.unlink_quiet(dir_fd, name) and attempt_number(name) is not None:
+                if fsutil.unlink_quiet(dir_fd, name) and attempt_number(name) is not None:
                     removed += 1
             os.fsync(dir_fd)
         except OSError as exc:
             raise fail(shown, "cannot remove attempts", exc) from None
         finally:
             os.close(dir_fd)
-        top = _fsutil.open_subdir(root_fd, files.ATTEMPTS_DIR, self._shown(), create=False)
+        top = fsutil.open_subdir(root_fd, files.ATTEMPTS_DIR, self._shown(), create=False)
         if top is None:
             return removed
         try:
-            shard = _fsutil.open_subdir(top, digest[:2], self._shown(digest[:2]), create=False)
+            shard = fsutil.open_subdir(top, digest[:2], self._shown(digest[:2]), create=False)
             if shard is not None:
                 try:
                     os.rmdir(digest, dir_fd=shard)

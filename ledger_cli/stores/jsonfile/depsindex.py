@@ -34,8 +34,8 @@ import re
 from collections.abc import Callable, Iterable
 
 from ledger_cli.engine.record import TaskState
-from ledger_cli.stores import _fsutil
-from ledger_cli.stores._fsutil import fail
+from ledger_cli.stores.jsonfile import fsutil
+from ledger_cli.stores.jsonfile.fsutil import fail
 from ledger_cli.stores.jsonfile.layout import DIGEST, SHARD, shown
 from ledger_cli.stores.jsonfile.records import need_digest
 
@@ -50,13 +50,13 @@ _TORN = re.compile(r"[0-9a-f]{0,63}")
 
 
 def open_dir(root: str, root_fd: int, *, create: bool, sync: bool = True) -> int | None:
-    return _fsutil.open_subdir(root_fd, DEPS_DIR, shown(root, DEPS_DIR), create=create, sync=sync)
+    return fsutil.open_subdir(root_fd, DEPS_DIR, shown(root, DEPS_DIR), create=create, sync=sync)
 
 
 def is_built(root: str, dfd: int) -> bool:
     """Whether the index is complete (its manifest is there); StoreError if damaged."""
     path = shown(root, DEPS_DIR, MANIFEST)
-    data = _fsutil.read_file(dfd, MANIFEST, path)
+    data = fsutil.read_file(dfd, MANIFEST, path)
     if data is None:
         return False
     if data != MANIFEST_DATA:
@@ -89,14 +89,14 @@ def create_empty(root: str, root_fd: int) -> None:
     assert dfd is not None
     try:
         path = shown(root, DEPS_DIR, MANIFEST)
-        _fsutil.replace_file(dfd, MANIFEST, MANIFEST_DATA, path, sync=True, tmp_dir_fd=root_fd)
-        _fsutil.fsync_fd(dfd, shown(root, DEPS_DIR))
+        fsutil.replace_file(dfd, MANIFEST, MANIFEST_DATA, path, sync=True, tmp_dir_fd=root_fd)
+        fsutil.fsync_fd(dfd, shown(root, DEPS_DIR))
     finally:
         os.close(dfd)
 
 
 def _shard_dir(root: str, dfd: int, shard: str, *, create: bool, sync: bool) -> int | None:
-    return _fsutil.open_subdir(dfd, shard, shown(root, DEPS_DIR, shard), create=create, sync=sync)
+    return fsutil.open_subdir(dfd, shard, shown(root, DEPS_DIR, shard), create=create, sync=sync)
 
 
 def append(root: str, dfd: int, adds: dict[str, set[str]], *, sync: bool) -> None:
@@ -114,15 +114,15 @@ def append(root: str, dfd: int, adds: dict[str, set[str]], *, sync: bool) -> Non
             for need in sorted(needs):
                 path = shown(root, DEPS_DIR, shard, need)
                 try:
-                    fd = os.open(need, _fsutil.APPEND_FLAGS, _fsutil.FILE_MODE, dir_fd=sfd)
+                    fd = os.open(need, fsutil.APPEND_FLAGS, fsutil.FILE_MODE, dir_fd=sfd)
                 except OSError as exc:
-                    raise _fsutil.open_failed(path, exc) from None
-                st = _fsutil.require_regular(fd, path)  # closes fd when it refuses
+                    raise fsutil.open_failed(path, exc) from None
+                st = fsutil.require_regular(fd, path)  # closes fd when it refuses
                 created |= st.st_size == 0  # new (or empty): its name must be made durable
                 try:
                     # The leading newline ends a line a crash may have torn.
                     data = "".join("\n" + d for d in sorted(adds[need])) + "\n"
-                    _fsutil.write_all(fd, data.encode("ascii"))
+                    fsutil.write_all(fd, data.encode("ascii"))
                     if sync:
                         os.fsync(fd)
                 except OSError as exc:
@@ -130,7 +130,7 @@ def append(root: str, dfd: int, adds: dict[str, set[str]], *, sync: bool) -> Non
                 finally:
                     os.close(fd)
             if created and sync:
-                _fsutil.fsync_fd(sfd, shown(root, DEPS_DIR, shard))
+                fsutil.fsync_fd(sfd, shown(root, DEPS_DIR, shard))
         finally:
             os.close(sfd)
 
@@ -143,7 +143,7 @@ def listed(root: str, dfd: int, need: str) -> tuple[set[str], bool]:
         return set(), False
     path = shown(root, DEPS_DIR, need[:2], need)
     try:
-        data = _fsutil.read_file(sfd, need, path)
+        data = fsutil.read_file(sfd, need, path)
     finally:
         os.close(sfd)
     if data is None:
@@ -174,10 +174,10 @@ def rewrite(root: str, root_fd: int, dfd: int, need: str, digests: set[str]) -> 
     try:
         if digests:
             data = "".join(d + "\n" for d in sorted(digests)).encode("ascii")
-            _fsutil.replace_file(sfd, need, data, path, sync=True, tmp_dir_fd=root_fd)
+            fsutil.replace_file(sfd, need, data, path, sync=True, tmp_dir_fd=root_fd)
         else:
-            _fsutil.unlink_quiet(sfd, need)  # listed nothing alive: nothing lost
-        _fsutil.fsync_fd(sfd, shown(root, DEPS_DIR, need[:2]))
+            fsutil.unlink_quiet(sfd, need)  # listed nothing alive: nothing lost
+        fsutil.fsync_fd(sfd, shown(root, DEPS_DIR, need[:2]))
     finally:
         os.close(sfd)
 
@@ -198,17 +198,17 @@ def rebuild(root: str, root_fd: int, records: Iterable[tuple[str, TaskState]]) -
     dfd = open_dir(root, root_fd, create=True)
     assert dfd is not None
     try:
-        _fsutil.unlink_quiet(dfd, MANIFEST)
-        _fsutil.fsync_fd(dfd, shown(root, DEPS_DIR))
+        fsutil.unlink_quiet(dfd, MANIFEST)
+        fsutil.fsync_fd(dfd, shown(root, DEPS_DIR))
         _clear(root, dfd)
-        syncfs = _fsutil.sync_filesystem_available()
+        syncfs = fsutil.sync_filesystem_available()
         append(root, dfd, edges(records), sync=not syncfs)
         if syncfs:
-            _fsutil.sync_filesystem(dfd, shown(root, DEPS_DIR))
-        _fsutil.fsync_fd(dfd, shown(root, DEPS_DIR))
+            fsutil.sync_filesystem(dfd, shown(root, DEPS_DIR))
+        fsutil.fsync_fd(dfd, shown(root, DEPS_DIR))
         path = shown(root, DEPS_DIR, MANIFEST)
-        _fsutil.replace_file(dfd, MANIFEST, MANIFEST_DATA, path, sync=True, tmp_dir_fd=root_fd)
-        _fsutil.fsync_fd(dfd, shown(root, DEPS_DIR))
+        fsutil.replace_file(dfd, MANIFEST, MANIFEST_DATA, path, sync=True, tmp_dir_fd=root_fd)
+        fsutil.fsync_fd(dfd, shown(root, DEPS_DIR))
     finally:
         os.close(dfd)
 
@@ -223,6 +223,6 @@ def _clear(root: str, dfd: int) -> None:
             continue
         try:
             for name in os.listdir(sfd):
-                _fsutil.unlink_quiet(sfd, name)
+                fsutil.unlink_quiet(sfd, name)
         finally:
             os.close(sfd)

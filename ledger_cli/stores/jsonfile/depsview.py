@@ -9,8 +9,7 @@ from collections.abc import Callable, Iterable
 
 from ledger_cli.engine.record import TaskState, byte_order
 from ledger_cli.errors import StoreError
-from ledger_cli.stores import _fsutil
-from ledger_cli.stores.jsonfile import depsindex
+from ledger_cli.stores.jsonfile import depsindex, fsutil
 from ledger_cli.stores.jsonfile.locking import store_method
 from ledger_cli.stores.jsonfile.reading import RecordReader
 from ledger_cli.stores.jsonfile.records import scan_records
@@ -33,7 +32,7 @@ def unlocked_check(store: Any, problems: Callable[[int], list[str]]) -> bool:
     doctor check's first pass: read-only, each file whole as atomically
     replaced; a writer's half-done index update may show a false problem,
     which the locked pass then clears). True when it cannot tell."""
-    root_fd = _fsutil.open_root(store._root)
+    root_fd = fsutil.open_root(store._root)
     if root_fd is None:
         return False
     try:

@@ -17,7 +17,7 @@ large batches flushes what is dirty *before* each takes the lock
 
 from __future__ import annotations
 
-from ledger_cli.stores import _fsutil
+from ledger_cli.stores.jsonfile import fsutil
 
 DIRTY_MAX = 32 << 20
 """Bytes of dirty and under-writeback memory above which a batch fsyncs each
@@ -53,7 +53,7 @@ def dirty_bytes() -> int | None:
 def use_syncfs(files: int) -> bool:
     """Whether a large batch writing `files` files should be made durable by one
     syncfs(2) now rather than an fsync(2) each."""
-    if not _fsutil.sync_filesystem_available():
+    if not fsutil.sync_filesystem_available():
         return False
     dirty = dirty_bytes()
     return dirty is not None and dirty <= max(DIRTY_MAX, files * FSYNC_BYTES)
@@ -65,7 +65,7 @@ def use_syncfs_small(fsyncs: int) -> bool:
     what is dirty (mostly others' writes, which syncfs writes too) costs no
     more than those fsyncs would (FSYNC_BYTES each). A single write never
     pays for a busy neighbour's backlog."""
-    if not _fsutil.sync_filesystem_available():
+    if not fsutil.sync_filesystem_available():
         return False
     dirty = dirty_bytes()
     return dirty is not None and dirty <= fsyncs * FSYNC_BYTES
@@ -74,8 +74,8 @@ def use_syncfs_small(fsyncs: int) -> bool:
 def flush_before_lock(root_fd: int, shown: str) -> None:
     """Outside the lock, before a large batch: write what is dirty if that is
     more than DIRTY_MAX (others' writes), so the batch's own syncfs(2) is short."""
-    if not _fsutil.sync_filesystem_available():
+    if not fsutil.sync_filesystem_available():
         return
     dirty = dirty_bytes()
     if dirty is not None and dirty > DIRTY_MAX:
-        _fsutil.sync_filesystem(root_fd, shown)
+        fsutil.sync_filesystem(root_fd, shown)

@@ -31,8 +31,8 @@ import os
 from collections.abc import Iterator
 
 from ledger_cli.engine.history import HistoryEntry
-from ledger_cli.stores import _fsutil
-from ledger_cli.stores._fsutil import fail
+from ledger_cli.stores.jsonfile import fsutil
+from ledger_cli.stores.jsonfile.fsutil import fail
 from ledger_cli.stores.jsonfile.layout import HISTORY_NAME, shown
 from ledger_cli.stores.jsonfile.locking import io_errors
 
@@ -58,21 +58,21 @@ BLOCK = 4 << 20
 
 _O_TMPFILE: int = getattr(os, "O_TMPFILE", 0)
 _PROC_FD = "/proc/self/fd"
-_READ = os.O_RDONLY | _fsutil.O_NOFOLLOW | _fsutil.O_NONBLOCK | _fsutil.O_CLOEXEC
+_READ = os.O_RDONLY | fsutil.O_NOFOLLOW | fsutil.O_NONBLOCK | fsutil.O_CLOEXEC
 
 
 def open_for_append(root: str, root_fd: int) -> tuple[int, int]:
     """Open history.jsonl for appending; cut a torn last line (a crash's). (fd, size)."""
     path = shown(root, HISTORY_NAME)
-    flags = os.O_RDWR | os.O_CREAT | _fsutil.O_NOFOLLOW | _fsutil.O_NONBLOCK | _fsutil.O_CLOEXEC
+    flags = os.O_RDWR | os.O_CREAT | fsutil.O_NOFOLLOW | fsutil.O_NONBLOCK | fsutil.O_CLOEXEC
     try:
-        fd = os.open(HISTORY_NAME, flags, _fsutil.FILE_MODE, dir_fd=root_fd)
+        fd = os.open(HISTORY_NAME, flags, fsutil.FILE_MODE, dir_fd=root_fd)
     except OSError as exc:
-        raise _fsutil.open_failed(path, exc) from None
-    size = _fsutil.require_regular(fd, path).st_size
+        raise fsutil.open_failed(path, exc) from None
+    size = fsutil.require_regular(fd, path).st_size
     try:
         if size == 0:
-            os.fchmod(fd, _fsutil.FILE_MODE)
+            os.fchmod(fd, fsutil.FILE_MODE)
         elif os.pread(fd, 1, size - 1) != b"\n":
             keep = _last_newline(fd, size)
             os.ftruncate(fd, keep)
@@ -104,7 +104,7 @@ def append_lines(
                 os.ftruncate(fd, at)
             size = at
         os.lseek(fd, size, os.SEEK_SET)
-        _fsutil.write_all(fd, b"".join(lines))
+        fsutil.write_all(fd, b"".join(lines))
         if sync:
             os.fsync(fd)
     except OSError as exc:
@@ -112,7 +112,7 @@ def append_lines(
     finally:
         os.close(fd)
     if new and sync:
-        _fsutil.fsync_fd(root_fd, root)
+        fsutil.fsync_fd(root_fd, root)
 
 
 def _last_newline(fd: int, size: int) -> int:
@@ -151,7 +151,7 @@ def parse_lines(lines: list[bytes], shown: str, before: int) -> list[HistoryEntr
 def drop_keys(root: str, root_fd: int, keys: set[str]) -> None:
     """Rewrite history.jsonl without the lines of `keys` (pruned), durably."""
     path = shown(root, HISTORY_NAME)
-    data = _fsutil.read_file(root_fd, HISTORY_NAME, path)
+    data = fsutil.read_file(root_fd, HISTORY_NAME, path)
     if not data:
         return
     kept = []
@@ -162,8 +162,8 @@ def drop_keys(root: str, root_fd: int, keys: set[str]) -> None:
             raise fail(path, "corrupt history entry; refusing to rewrite it") from None
         if key not in keys:
             kept.append(line + b"\n")
-    _fsutil.replace_file(root_fd, HISTORY_NAME, b"".join(kept), path, sync=True)
-    _fsutil.fsync_fd(root_fd, root)
+    fsutil.replace_file(root_fd, HISTORY_NAME, b"".join(kept), path, sync=True)
+    fsutil.fsync_fd(root_fd, root)
 
 
 def stream(root: str, key: str | None, pending: list[bytes]) -> Iterator[HistoryEntry]:
@@ -173,20 +173,20 @@ def stream(root: str, key: str | None, pending: list[bytes]) -> Iterator[History
     path = shown(root, HISTORY_NAME)
     with io_errors(root):
         fd = None
-        root_fd = _fsutil.open_root(root)
+        root_fd = fsutil.open_root(root)
         if root_fd is not None:
             try:
-                flags = os.O_RDONLY | _fsutil.O_NOFOLLOW | _fsutil.O_NONBLOCK | _fsutil.O_CLOEXEC
+                flags = os.O_RDONLY | fsutil.O_NOFOLLOW | fsutil.O_NONBLOCK | fsutil.O_CLOEXEC
                 fd = os.open(HISTORY_NAME, flags, dir_fd=root_fd)
             except FileNotFoundError:
                 fd = None
             except OSError as exc:
-                raise _fsutil.open_failed(path, exc) from None
+                raise fsutil.open_failed(path, exc) from None
             finally:
                 os.close(root_fd)
         number = 0
         if fd is not None:
-            _fsutil.require_regular(fd, path)  # closes fd when it refuses
+            fsutil.require_regular(fd, path)  # closes fd when it refuses
             try:
                 rest = b""
                 while chunk := os.read(fd, 1 << 20):
@@ -229,8 +229,8 @@ def _rewrite(root: str, locked: Locked, keys: set[str]) -> bool:
             except FileNotFoundError:
                 return True
             except OSError as exc:
-                raise _fsutil.open_failed(path, exc) from None
-            _fsutil.require_regular(fd, path)  # closes fd when it refuses
+                raise fsutil.open_failed(path, exc) from None
+            fsutil.require_regular(fd, path)  # closes fd when it refuses
             src = fd
             end = _complete_size(src)
             if end == 0:
@@ -254,11 +254,11 @@ def _rewrite(root: str, locked: Locked, keys: set[str]) -> bool:
                 _copy_kept(src, out, copied, end, keys, path)
                 _fsync(out, path)
                 _link_over(root_fd, out, path)
-                _fsutil.fsync_fd(root_fd, root)
+                fsutil.fsync_fd(root_fd, root)
                 return True
         raise AssertionError("unreachable: the last round renames")  # pragma: no cover
     finally:
-        _fsutil.close_all((src, out))
+        fsutil.close_all((src, out))
 
 
 def _complete_size(fd: int) -> int:
@@ -285,13 +285,13 @@ def _unnamed_file(root_fd: int) -> int | None:
         return None
     try:
         fd = os.open(
-            ".", _O_TMPFILE | os.O_WRONLY | _fsutil.O_CLOEXEC, _fsutil.FILE_MODE, dir_fd=root_fd
+            ".", _O_TMPFILE | os.O_WRONLY | fsutil.O_CLOEXEC, fsutil.FILE_MODE, dir_fd=root_fd
         )
     except OSError:  # not on this file system
         return None
     try:
-        if _fsutil._needs_fchmod():  # O_TMPFILE's mode went through the umask
-            os.fchmod(fd, _fsutil.FILE_MODE)
+        if fsutil._needs_fchmod():  # O_TMPFILE's mode went through the umask
+            os.fchmod(fd, fsutil.FILE_MODE)
     except BaseException:
         os.close(fd)
         raise
@@ -312,7 +312,7 @@ def _copy_kept(src: int, out: int, start: int, end: int, keys: set[str], path: s
             rest = lines.pop()
             kept = [line + b"\n" for line in lines if _key_of(line, path) not in keys]
             if kept:
-                _fsutil.write_all(out, b"".join(kept))
+                fsutil.write_all(out, b"".join(kept))
     except OSError as exc:
         raise fail(path, "cannot copy", exc) from None
     assert rest == b"", "a copy ends at a line's end"
@@ -335,14 +335,14 @@ def _fsync(fd: int, path: str) -> None:
 def _link_over(root_fd: int, fd: int, path: str) -> None:
     """Name the unnamed file `fd` history.jsonl: linked under a temporary name
     (as spares.py does), renamed over the old file."""
-    tmp = _fsutil.temp_name(HISTORY_NAME)
+    tmp = fsutil.temp_name(HISTORY_NAME)
     source = f"{_PROC_FD}/{fd}"
     linked = False
     try:
         try:
             os.link(source, tmp, dst_dir_fd=root_fd, follow_symlinks=True)
         except FileExistsError:  # a leftover under the same name: draw a random one
-            tmp = f".{HISTORY_NAME}.{os.urandom(8).hex()}{_fsutil.TEMP_SUFFIX}"
+            tmp = f".{HISTORY_NAME}.{os.urandom(8).hex()}{fsutil.TEMP_SUFFIX}"
             os.link(source, tmp, dst_dir_fd=root_fd, follow_symlinks=True)
         linked = True
         os.replace(tmp, HISTORY_NAME, src_dir_fd=root_fd, dst_dir_fd=root_fd)

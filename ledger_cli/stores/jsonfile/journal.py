@@ -24,10 +24,9 @@ import os
 from collections.abc import Callable
 
 from ledger_cli.engine.record import TaskState
-from ledger_cli.stores import _fsutil
-from ledger_cli.stores._fsutil import fail
-from ledger_cli.stores.jsonfile import historyfile, tally
+from ledger_cli.stores.jsonfile import fsutil, historyfile, tally
 from ledger_cli.stores.jsonfile.batch import PendingBatch
+from ledger_cli.stores.jsonfile.fsutil import fail
 from ledger_cli.stores.jsonfile.layout import JOURNAL_NAME, shown
 from ledger_cli.stores.jsonfile.records import decode_record_file, key_digest
 from ledger_cli.stores.jsonfile.tally import Counts
@@ -70,7 +69,7 @@ def commit(
     if len(records) + len(batch.history) <= 1 and counts is None and not batch.attempts:
         # One file: atomic by itself (a torn history append is cut on the next
         # one). The root directory first: the last journal's removal is durable.
-        _fsutil.fsync_fd(root_fd, root)
+        fsutil.fsync_fd(root_fd, root)
         write(records, batch.history, None, None, False, [])
         return
     history_at = None
@@ -98,10 +97,10 @@ def commit(
             *(data for _, _, data in batch.attempts if data is not None),
         ]
     )
-    _fsutil.replace_file(root_fd, JOURNAL_NAME, journal, shown(root, JOURNAL_NAME), sync=True)
-    _fsutil.fsync_fd(root_fd, root)  # the commit point
+    fsutil.replace_file(root_fd, JOURNAL_NAME, journal, shown(root, JOURNAL_NAME), sync=True)
+    fsutil.fsync_fd(root_fd, root)  # the commit point
     write(records, batch.history, history_at, counts, True, batch.attempts)
-    _fsutil.unlink_quiet(root_fd, JOURNAL_NAME)  # not fsynced: see the module's note
+    fsutil.unlink_quiet(root_fd, JOURNAL_NAME)  # not fsynced: see the module's note
 
 
 def replay(root: str, root_fd: int, journal: bytes, checksummed: bool, write: WriteRecords) -> None:
@@ -146,7 +145,7 @@ def replay(root: str, root_fd: int, journal: bytes, checksummed: bool, write: Wr
         tally.invalidate(root, root_fd)
         counts = None
     write(records, history, history_at, counts, True, attempts)
-    _fsutil.unlink_quiet(root_fd, JOURNAL_NAME)  # not fsynced: see the module's note
+    fsutil.unlink_quiet(root_fd, JOURNAL_NAME)  # not fsynced: see the module's note
 
 
 def _attempts_part(journal: bytes, path: str) -> tuple[bytes, list[Op]]:

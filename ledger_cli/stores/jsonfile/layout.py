@@ -7,9 +7,9 @@ import json
 import os
 import re
 
-from ledger_cli.stores import _fsutil
-from ledger_cli.stores._fairlock import LOCK_NAME, QUEUE_DIR
-from ledger_cli.stores._fsutil import fail
+from ledger_cli.stores.jsonfile import fsutil
+from ledger_cli.stores.jsonfile.fairlock import LOCK_NAME, QUEUE_DIR
+from ledger_cli.stores.jsonfile.fsutil import fail
 
 TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ def read_meta(root: str, root_fd: int) -> dict[str, Any] | None:
     """The metadata file (format, version, fence floor); None for a directory that
     holds no store yet. StoreError for anything this release cannot read."""
     path = shown(root, META_NAME)
-    data = _fsutil.read_file(root_fd, META_NAME, path)
+    data = fsutil.read_file(root_fd, META_NAME, path)
     if data is None:
         if exists(root, root_fd, RECORDS_DIR):
             raise fail(
@@ -89,7 +89,7 @@ def refuse_foreign(root: str, root_fd: int) -> None:
     except OSError as exc:
         raise fail(root, "cannot list", exc) from None
     foreign = [
-        n for n in names if n not in (LOCK_NAME, QUEUE_DIR) and not n.endswith(_fsutil.TEMP_SUFFIX)
+        n for n in names if n not in (LOCK_NAME, QUEUE_DIR) and not n.endswith(fsutil.TEMP_SUFFIX)
     ]
     if foreign:
         raise fail(
@@ -105,11 +105,11 @@ def initialize(root: str, root_fd: int) -> dict[str, Any]:
     meta: dict[str, Any] = {"format": FORMAT, "version": FORMAT_VERSION, "fence_floor": 0}
     data = (json.dumps(meta) + "\n").encode("utf-8")
     try:
-        os.fchmod(root_fd, _fsutil.DIR_MODE)
+        os.fchmod(root_fd, fsutil.DIR_MODE)
     except OSError as exc:
         raise fail(root, "cannot set mode 0700", exc) from None
-    _fsutil.replace_file(root_fd, META_NAME, data, shown(root, META_NAME), sync=True)
-    _fsutil.fsync_fd(root_fd, root)
+    fsutil.replace_file(root_fd, META_NAME, data, shown(root, META_NAME), sync=True)
+    fsutil.fsync_fd(root_fd, root)
     return meta
 
 
@@ -117,8 +117,8 @@ def sweep_root(root: str, root_fd: int) -> None:
     """Remove temporary files from the root (under the lock: their writers are gone)."""
     try:
         for name in os.listdir(root_fd):
-            if name.endswith(_fsutil.TEMP_SUFFIX):
-                _fsutil.unlink_quiet(root_fd, name)
+            if name.endswith(fsutil.TEMP_SUFFIX):
+                fsutil.unlink_quiet(root_fd, name)
     except OSError as exc:
         raise fail(root, "cannot sweep temporary files", exc) from None
 
@@ -131,12 +131,12 @@ def open_root_creating(root: str) -> int:
     except OSError as exc:
         raise fail(parent, "cannot create the parent directory", exc) from None
     try:
-        os.mkdir(root, _fsutil.DIR_MODE)
+        os.mkdir(root, fsutil.DIR_MODE)
     except FileExistsError:
         pass
     except OSError as exc:
         raise fail(root, "cannot create the store directory", exc) from None
-    root_fd = _fsutil.open_root(root)
+    root_fd = fsutil.open_root(root)
     if root_fd is None:
         raise fail(root, "the store directory vanished while being created")
     try:
@@ -152,7 +152,7 @@ def open_root_creating(root: str) -> int:
 
 
 def refuse_network_fs(root: str) -> None:
-    found = _fsutil.network_filesystem(root)
+    found = fsutil.network_filesystem(root)
     if found is not None:
         fstype, mount = found
         raise fail(
@@ -160,5 +160,5 @@ def refuse_network_fs(root: str) -> None:
             f"is on a network file system ({fstype} mounted at {mount}); its file locks do "
             "not exclude processes on other hosts, so two hosts could both be granted a "
             "lease or lose an update. Use a local directory (or PostgreSQL for several "
-            f"hosts), or set {_fsutil.ENV_ALLOW_NETWORK_FS}=1 if only this host uses the store",
+            f"hosts), or set {fsutil.ENV_ALLOW_NETWORK_FS}=1 if only this host uses the store",
         )

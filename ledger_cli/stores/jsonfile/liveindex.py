@@ -19,11 +19,11 @@ import re
 from collections.abc import Callable, Iterable
 
 from ledger_cli.engine.record import TaskState
-from ledger_cli.stores import _fsutil
-from ledger_cli.stores._fsutil import fail
+from ledger_cli.stores.jsonfile import fsutil
+from ledger_cli.stores.jsonfile.fsutil import fail
 from ledger_cli.stores.jsonfile.layout import DIGEST, LIVE_DIR, LIVE_STATUSES, SHARD_INDEX, shown
 
-_MARKER_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _fsutil.O_NOFOLLOW | _fsutil.O_CLOEXEC
+_MARKER_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | fsutil.O_NOFOLLOW | fsutil.O_CLOEXEC
 
 ReadDigest = Callable[[str], "TaskState | None"]
 
@@ -31,13 +31,13 @@ ReadDigest = Callable[[str], "TaskState | None"]
 def mark_live(root: str, lfd: int, digest: str) -> bool:
     """Create the live/ marker of `digest`; True if it was not there yet."""
     try:
-        fd = os.open(digest, _MARKER_FLAGS, _fsutil.FILE_MODE, dir_fd=lfd)
+        fd = os.open(digest, _MARKER_FLAGS, fsutil.FILE_MODE, dir_fd=lfd)
     except FileExistsError:
         return False
     except OSError as exc:
         raise fail(shown(root, LIVE_DIR, digest), "cannot create", exc) from None
     try:
-        os.fchmod(fd, _fsutil.FILE_MODE)
+        os.fchmod(fd, fsutil.FILE_MODE)
     finally:
         os.close(fd)
     return True
@@ -51,7 +51,7 @@ def read_shard_index(root: str, lfd: int, shard: str) -> tuple[set[str], bool]:
     """The digests a shard's index file lists, and whether the file holds more
     than those (repeated entries, a torn fragment): worth rewriting."""
     name = shard + ".idx"
-    data = _fsutil.read_file(lfd, name, shown(root, LIVE_DIR, name))
+    data = fsutil.read_file(lfd, name, shown(root, LIVE_DIR, name))
     if data is None:
         return set(), False
     tokens = data.decode("ascii", "replace").split()
@@ -76,13 +76,13 @@ def append_shard_index(
     name = shard + ".idx"
     path = shown(root, LIVE_DIR, name)
     try:
-        fd = os.open(name, _fsutil.APPEND_FLAGS, _fsutil.FILE_MODE, dir_fd=lfd)
+        fd = os.open(name, fsutil.APPEND_FLAGS, fsutil.FILE_MODE, dir_fd=lfd)
     except OSError as exc:
-        raise _fsutil.open_failed(path, exc) from None
-    _fsutil.require_regular(fd, path)  # closes fd when it refuses
+        raise fsutil.open_failed(path, exc) from None
+    fsutil.require_regular(fd, path)  # closes fd when it refuses
     try:
         # The leading newline ends a line a crash may have torn.
-        _fsutil.write_all(fd, "".join("\n" + d for d in sorted(digests)).encode("ascii") + b"\n")
+        fsutil.write_all(fd, "".join("\n" + d for d in sorted(digests)).encode("ascii") + b"\n")
         if sync:
             os.fsync(fd)
     except OSError as exc:
@@ -95,10 +95,10 @@ def write_shard_index(root: str, root_fd: int, lfd: int, shard: str, digests: se
     """Replace a shard's index file (not fsynced: the caller syncs, or it is a removal)."""
     name = shard + ".idx"
     if not digests:
-        _fsutil.unlink_quiet(lfd, name)
+        fsutil.unlink_quiet(lfd, name)
         return
     data = "".join(d + "\n" for d in sorted(digests)).encode("ascii")
-    _fsutil.replace_file(
+    fsutil.replace_file(
         lfd, name, data, shown(root, LIVE_DIR, name), sync=False, tmp_dir_fd=root_fd
     )
 
@@ -123,7 +123,7 @@ def index_batch(
     for shard, adds in by_shard.items():
         append_shard_index(root, lfd, shard, adds, sync=sync)
     if by_shard and sync:
-        _fsutil.fsync_fd(lfd, shown(root, LIVE_DIR))
+        fsutil.fsync_fd(lfd, shown(root, LIVE_DIR))
 
 
 def scan_live(root: str, root_fd: int, read_digest: ReadDigest) -> dict[str, TaskState]:
@@ -131,7 +131,7 @@ def scan_live(root: str, root_fd: int, read_digest: ReadDigest) -> dict[str, Tas
     that went terminal, or never got written: a crash) are dropped. Under the lock."""
     found: dict[str, TaskState] = {}
     ldir = shown(root, LIVE_DIR)
-    lfd = _fsutil.open_subdir(root_fd, LIVE_DIR, ldir, create=False)
+    lfd = fsutil.open_subdir(root_fd, LIVE_DIR, ldir, create=False)
     if lfd is None:
         return found
     try:
@@ -145,8 +145,8 @@ def scan_live(root: str, root_fd: int, read_digest: ReadDigest) -> dict[str, Tas
                 indexed[name[:2]], untidy = read_shard_index(root, lfd, name[:2])
                 if untidy:
                     tidy.add(name[:2])
-            elif name.endswith(_fsutil.TEMP_SUFFIX):
-                _fsutil.unlink_quiet(lfd, name)
+            elif name.endswith(fsutil.TEMP_SUFFIX):
+                fsutil.unlink_quiet(lfd, name)
         verdict: dict[str, bool] = {}
         for digest in [*markers, *(d for ds in indexed.values() for d in ds)]:
             if digest not in verdict:
@@ -157,7 +157,7 @@ def scan_live(root: str, root_fd: int, read_digest: ReadDigest) -> dict[str, Tas
                     found[digest] = rec
         for digest in markers:
             if not verdict[digest]:
-                _fsutil.unlink_quiet(lfd, digest)
+                fsutil.unlink_quiet(lfd, digest)
         for shard, digests in indexed.items():
             keep = {d for d in digests if verdict[d]}
             if keep != digests or shard in tidy:

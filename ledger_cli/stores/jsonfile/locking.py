@@ -16,11 +16,10 @@ import os
 from collections.abc import Callable, Iterator
 
 from ledger_cli.errors import StoreError
-from ledger_cli.stores import _fsutil
-from ledger_cli.stores._fairlock import QueueLock
-from ledger_cli.stores._fsutil import fail
-from ledger_cli.stores.jsonfile import depsindex, durability, layout, tally
+from ledger_cli.stores.jsonfile import depsindex, durability, fsutil, layout, tally
 from ledger_cli.stores.jsonfile.batch import PendingBatch
+from ledger_cli.stores.jsonfile.fairlock import QueueLock
+from ledger_cli.stores.jsonfile.fsutil import fail
 from ledger_cli.stores.jsonfile.spares import Spares
 
 DEFAULT_LOCK_TIMEOUT = 60.0
@@ -84,7 +83,7 @@ class LockedDirectory:
         happened): make the files it writes into, and flush what others left
         dirty (durability.py), so neither happens while the lock is held."""
         if self._spares.want and not self._depth:
-            root_fd = _fsutil.open_root(self._root)
+            root_fd = fsutil.open_root(self._root)
             if root_fd is not None:
                 try:
                     self._spares.fill(root_fd)
@@ -141,7 +140,7 @@ class LockedDirectory:
         if self._depth > 0:
             self._depth += 1
             return True
-        root_fd = _fsutil.open_root(self._root)
+        root_fd = fsutil.open_root(self._root)
         if root_fd is None and create:
             root_fd = layout.open_root_creating(self._root)
         if root_fd is None:
@@ -206,10 +205,10 @@ class LockedDirectory:
         on release; dropped before any write creates directories)."""
         if key in self._dirs:
             return self._dirs[key]
-        fd = _fsutil.open_subdir(parent_fd, name, self._shown(*key.split("/")), create=False)
+        fd = fsutil.open_subdir(parent_fd, name, self._shown(*key.split("/")), create=False)
         self._dirs[key] = fd
         return fd
 
     def _drop_dirs(self) -> None:
         dirs, self._dirs = self._dirs, {}
-        _fsutil.close_all(dirs.values())
+        fsutil.close_all(dirs.values())

@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 import os
 
-from ledger_cli.stores import _fsutil
-from ledger_cli.stores._fsutil import fail
+from ledger_cli.stores.jsonfile import fsutil
+from ledger_cli.stores.jsonfile.fsutil import fail
 from ledger_cli.stores.jsonfile.locking import store_method
 
 TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
@@ -35,11 +35,11 @@ class PauseMethods:
     def read_pause(self, for_claim: bool = False) -> tuple[str, str, str] | None:
         self._check_open()
         shown = os.path.join(self._root, PAUSE_NAME)
-        root_fd = _fsutil.open_root(self._root)
+        root_fd = fsutil.open_root(self._root)
         if root_fd is None:
             return None
         try:
-            data = _fsutil.read_file(root_fd, PAUSE_NAME, shown)
+            data = fsutil.read_file(root_fd, PAUSE_NAME, shown)
         finally:
             os.close(root_fd)
         if data is None:
@@ -58,9 +58,9 @@ class PauseMethods:
         with self._locked(create=True) as root_fd:
             assert root_fd is not None
             if state is None:
-                _fsutil.unlink_quiet(root_fd, PAUSE_NAME)
+                fsutil.unlink_quiet(root_fd, PAUSE_NAME)
             else:
                 since, actor, reason = state
                 data = json.dumps({"since": since, "actor": actor, "reason": reason}).encode()
-                _fsutil.replace_file(root_fd, PAUSE_NAME, data, shown, sync=True)
-            _fsutil.fsync_fd(root_fd, self._root)
+                fsutil.replace_file(root_fd, PAUSE_NAME, data, shown, sync=True)
+            fsutil.fsync_fd(root_fd, self._root)

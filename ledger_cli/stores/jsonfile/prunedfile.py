@@ -23,13 +23,13 @@ from collections.abc import Iterable, Iterator
 
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
-from ledger_cli.stores import _fsutil
-from ledger_cli.stores._fsutil import fail
+from ledger_cli.stores.jsonfile import fsutil
+from ledger_cli.stores.jsonfile.fsutil import fail
 from ledger_cli.stores.jsonfile.layout import SHARD, shown
 
 PRUNED_DIR = "pruned"
 COUNT_NAME = "count"
-_APPEND = os.O_RDWR | os.O_CREAT | _fsutil.O_NOFOLLOW | _fsutil.O_NONBLOCK | _fsutil.O_CLOEXEC
+_APPEND = os.O_RDWR | os.O_CREAT | fsutil.O_NOFOLLOW | fsutil.O_NONBLOCK | fsutil.O_CLOEXEC
 
 
 def encode(rec: TaskState) -> bytes:
@@ -70,7 +70,7 @@ def decode(line: bytes, path: str) -> TaskState:
 
 
 def _dir(root: str, root_fd: int, create: bool) -> int | None:
-    return _fsutil.open_subdir(root_fd, PRUNED_DIR, shown(root, PRUNED_DIR), create=create)
+    return fsutil.open_subdir(root_fd, PRUNED_DIR, shown(root, PRUNED_DIR), create=create)
 
 
 def _lines(data: bytes) -> list[bytes]:
@@ -87,7 +87,7 @@ def find(root: str, root_fd: int, key: str, digest: str) -> TaskState | None:
     name = digest[:2] + ".jsonl"
     path = shown(root, PRUNED_DIR, name)
     try:
-        data = _fsutil.read_file(pfd, name, path)
+        data = fsutil.read_file(pfd, name, path)
     finally:
         os.close(pfd)
     if not data:
@@ -116,7 +116,7 @@ def read_all(root: str, root_fd: int) -> Iterator[TaskState]:
             if not (name.endswith(".jsonl") and SHARD.fullmatch(name[:-6])):
                 continue
             path = shown(root, PRUNED_DIR, name)
-            data = _fsutil.read_file(pfd, name, path) or b""
+            data = fsutil.read_file(pfd, name, path) or b""
             found: dict[str, TaskState] = {}
             for line in _lines(data):
                 rec = decode(line, path)
@@ -138,23 +138,23 @@ def append(root: str, root_fd: int, records: Iterable[tuple[str, TaskState]]) ->
             name = shard + ".jsonl"
             path = shown(root, PRUNED_DIR, name)
             try:
-                fd = os.open(name, _APPEND, _fsutil.FILE_MODE, dir_fd=pfd)
+                fd = os.open(name, _APPEND, fsutil.FILE_MODE, dir_fd=pfd)
             except OSError as exc:
-                raise _fsutil.open_failed(path, exc) from None
-            size = _fsutil.require_regular(fd, path).st_size  # closes fd when it refuses
+                raise fsutil.open_failed(path, exc) from None
+            size = fsutil.require_regular(fd, path).st_size  # closes fd when it refuses
             try:
                 if size and os.pread(fd, 1, size - 1) != b"\n":  # cut a torn last line
                     data = os.pread(fd, size, 0)
                     size = data.rfind(b"\n") + 1
                     os.ftruncate(fd, size)
                 os.lseek(fd, size, os.SEEK_SET)
-                _fsutil.write_all(fd, b"".join(lines))
+                fsutil.write_all(fd, b"".join(lines))
             except OSError as exc:
                 raise fail(path, "cannot append", exc) from None
             finally:
                 os.close(fd)
-        if _fsutil.sync_filesystem_available():
-            _fsutil.sync_filesystem(root_fd, root)
+        if fsutil.sync_filesystem_available():
+            fsutil.sync_filesystem(root_fd, root)
         else:
             _sync_each(root, pfd, by_shard)
     finally:
@@ -164,12 +164,12 @@ def append(root: str, root_fd: int, records: Iterable[tuple[str, TaskState]]) ->
 def _sync_each(root: str, pfd: int, shards: Iterable[str]) -> None:
     for shard in shards:
         name = shard + ".jsonl"
-        fd = os.open(name, os.O_RDONLY | _fsutil.O_NOFOLLOW | _fsutil.O_CLOEXEC, dir_fd=pfd)
+        fd = os.open(name, os.O_RDONLY | fsutil.O_NOFOLLOW | fsutil.O_CLOEXEC, dir_fd=pfd)
         try:
             os.fsync(fd)
         finally:
             os.close(fd)
-    _fsutil.fsync_fd(pfd, shown(root, PRUNED_DIR))
+    fsutil.fsync_fd(pfd, shown(root, PRUNED_DIR))
 
 
 def count(root: str, root_fd: int) -> int:
@@ -177,7 +177,7 @@ def count(root: str, root_fd: int) -> int:
     if pfd is None:
         return 0
     try:
-        data = _fsutil.read_file(pfd, COUNT_NAME, shown(root, PRUNED_DIR, COUNT_NAME))
+        data = fsutil.read_file(pfd, COUNT_NAME, shown(root, PRUNED_DIR, COUNT_NAME))
     finally:
         os.close(pfd)
     try:
@@ -193,6 +193,6 @@ def add_count(root: str, root_fd: int, n: int) -> None:
     try:
         path = shown(root, PRUNED_DIR, COUNT_NAME)
         data = f"{total}\n".encode("ascii")
-        _fsutil.replace_file(pfd, COUNT_NAME, data, path, sync=True, tmp_dir_fd=root_fd)
+        fsutil.replace_file(pfd, COUNT_NAME, data, path, sync=True, tmp_dir_fd=root_fd)
     finally:
         os.close(pfd)

@@ -8,8 +8,7 @@ from contextlib import AbstractContextManager
 
 from ledger_cli.engine.record import TaskState, byte_order
 from ledger_cli.errors import StoreError
-from ledger_cli.stores import _fsutil
-from ledger_cli.stores.jsonfile import apply, historyfile, prunedfile, tally
+from ledger_cli.stores.jsonfile import apply, fsutil, historyfile, prunedfile, tally
 from ledger_cli.stores.jsonfile.layout import RECORDS_DIR
 from ledger_cli.stores.jsonfile.locking import store_method
 from ledger_cli.stores.jsonfile.reading import RecordReader
@@ -58,27 +57,27 @@ class PruneMethods(RecordReader):
                 prunedfile.append(self._root, root_fd, moved)  # durable before the files go
                 self._drop_dirs()
                 shards: set[str] = set()
-                rfd = _fsutil.open_subdir(
+                rfd = fsutil.open_subdir(
                     root_fd, RECORDS_DIR, self._shown(RECORDS_DIR), create=False
                 )
                 if rfd is not None:
                     try:
                         for digest, _ in moved:
-                            sfd = _fsutil.open_subdir(
+                            sfd = fsutil.open_subdir(
                                 rfd, digest[:2], self._shown(RECORDS_DIR, digest[:2]), create=False
                             )
                             if sfd is not None:
                                 try:
-                                    _fsutil.unlink_quiet(sfd, digest + ".json")
+                                    fsutil.unlink_quiet(sfd, digest + ".json")
                                     shards.add(digest[:2])
                                     if len(moved) <= apply.SYNC_EACH_MAX:
-                                        _fsutil.fsync_fd(sfd, self._shown(RECORDS_DIR, digest[:2]))
+                                        fsutil.fsync_fd(sfd, self._shown(RECORDS_DIR, digest[:2]))
                                 finally:
                                     os.close(sfd)
                     finally:
                         os.close(rfd)
-                if len(moved) > apply.SYNC_EACH_MAX and _fsutil.sync_filesystem_available():
-                    _fsutil.sync_filesystem(root_fd, self._root)
+                if len(moved) > apply.SYNC_EACH_MAX and fsutil.sync_filesystem_available():
+                    fsutil.sync_filesystem(root_fd, self._root)
                 prunedfile.add_count(self._root, root_fd, len(moved))
                 if counts is not None:
                     gone = [(rec, None) for _, rec in moved]  # a pruned record keeps its status
@@ -124,7 +123,7 @@ class PruneMethods(RecordReader):
     def is_pruned(self, key: str) -> bool:
         self._check_open()
         digest = key_digest(key)
-        root_fd = _fsutil.open_root(self._root)
+        root_fd = fsutil.open_root(self._root)
         if digest is None or root_fd is None:
             return False
         try:
@@ -137,7 +136,7 @@ class PruneMethods(RecordReader):
     @store_method
     def count_pruned(self) -> int:
         self._check_open()
-        root_fd = _fsutil.open_root(self._root)
+        root_fd = fsutil.open_root(self._root)
         if root_fd is None:
             return 0
         try:

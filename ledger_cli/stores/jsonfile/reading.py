@@ -8,9 +8,8 @@ import os
 from collections.abc import Iterator
 
 from ledger_cli.engine.record import TaskState, byte_order
-from ledger_cli.stores import _fsutil
-from ledger_cli.stores._fsutil import fail
-from ledger_cli.stores.jsonfile import layout, prunedfile
+from ledger_cli.stores.jsonfile import fsutil, layout, prunedfile
+from ledger_cli.stores.jsonfile.fsutil import fail
 from ledger_cli.stores.jsonfile.layout import RECORDS_DIR
 from ledger_cli.stores.jsonfile.locking import LockedDirectory, io_errors, store_method
 from ledger_cli.stores.jsonfile.records import decode_record_file, key_digest, scan_records
@@ -75,13 +74,13 @@ class RecordReader(LockedDirectory):
         each one read is whole; records written meanwhile may or may not appear."""
         self._check_open()
         with io_errors(self._root):
-            root_fd = _fsutil.open_root(self._root)
+            root_fd = fsutil.open_root(self._root)
             if root_fd is None:
                 return
             try:
                 if not self._meta_seen and not self._initialized(root_fd):
                     return
-                rfd = _fsutil.open_subdir(
+                rfd = fsutil.open_subdir(
                     root_fd, RECORDS_DIR, self._shown(RECORDS_DIR), create=False
                 )
             finally:
@@ -93,7 +92,7 @@ class RecordReader(LockedDirectory):
                     if not layout.SHARD.fullmatch(shard):
                         continue
                     path = self._shown(RECORDS_DIR, shard)
-                    sfd = _fsutil.open_subdir(rfd, shard, path, create=False)
+                    sfd = fsutil.open_subdir(rfd, shard, path, create=False)
                     if sfd is None:
                         continue
                     try:
@@ -103,7 +102,7 @@ class RecordReader(LockedDirectory):
                             if not layout.RECORD_FILE.fullmatch(fname):
                                 continue
                             shown = prefix + fname
-                            data = _fsutil.read_file(sfd, fname, shown)
+                            data = fsutil.read_file(sfd, fname, shown)
                             if data is not None:
                                 yield decode_record_file(
                                     data, shown, checksummed=self._checksummed, digest=fname[:-5]
@@ -169,17 +168,17 @@ class RecordReader(LockedDirectory):
             sfd = self._cached_dir(rfd, shard, f"{RECORDS_DIR}/{shard}")
             if sfd is None:
                 return None
-            data = _fsutil.read_file(sfd, fname, shown)
+            data = fsutil.read_file(sfd, fname, shown)
         else:
-            rfd = _fsutil.open_subdir(root_fd, RECORDS_DIR, self._shown(RECORDS_DIR), create=False)
+            rfd = fsutil.open_subdir(root_fd, RECORDS_DIR, self._shown(RECORDS_DIR), create=False)
             if rfd is None:
                 return None
             try:
-                sfd = _fsutil.open_subdir(rfd, shard, self._shown(RECORDS_DIR, shard), create=False)
+                sfd = fsutil.open_subdir(rfd, shard, self._shown(RECORDS_DIR, shard), create=False)
                 if sfd is None:
                     return None
                 try:
-                    data = _fsutil.read_file(sfd, fname, shown)
+                    data = fsutil.read_file(sfd, fname, shown)
                 finally:
                     os.close(sfd)
             finally:

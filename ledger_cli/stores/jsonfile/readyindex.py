@@ -37,8 +37,8 @@ from collections.abc import Callable, Iterable, Iterator
 
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
-from ledger_cli.stores import _fsutil
-from ledger_cli.stores._fsutil import fail
+from ledger_cli.stores.jsonfile import fsutil
+from ledger_cli.stores.jsonfile.fsutil import fail
 from ledger_cli.stores.jsonfile.layout import LIVE_STATUSES, shown
 
 READY_DIR = "ready"
@@ -126,7 +126,7 @@ class Chunks:
     def chunk(self, pos: int) -> list[Entry]:
         """The entries chunk `pos` holds within its range, sorted."""
         name = f"c{self.ids[pos]}"
-        data = _fsutil.read_file(self._rfd, name, self._path(name)) or b""
+        data = fsutil.read_file(self._rfd, name, self._path(name)) or b""
         entries: list[Entry] = []
         append = entries.append
         # Per write this is the index's cost, CHUNK_MAX lines at most: kept lean.
@@ -159,7 +159,7 @@ class Chunks:
     def _write_chunk(self, cid: int, entries: list[Entry], sync: bool) -> None:
         name = f"c{cid}"
         data = "".join(f"{ns} {hexkey}\n" for ns, hexkey in entries).encode("ascii")
-        _fsutil.replace_file(
+        fsutil.replace_file(
             self._rfd, name, data, self._path(name), sync=sync, tmp_dir_fd=self._root_fd
         )
 
@@ -169,7 +169,7 @@ class Chunks:
             f"{cid} {ns} {hexkey or '-'}\n"
             for cid, (ns, hexkey) in zip(self.ids, self.bounds, strict=True)
         ]
-        _fsutil.replace_file(
+        fsutil.replace_file(
             self._rfd,
             MANIFEST,
             "".join(lines).encode("ascii"),
@@ -178,7 +178,7 @@ class Chunks:
             tmp_dir_fd=self._root_fd,
         )
         if sync:
-            _fsutil.fsync_fd(self._rfd, self._path())
+            fsutil.fsync_fd(self._rfd, self._path())
 
     def add(self, entries: Iterable[Entry], *, sync: bool) -> None:
         """Insert entries (durably with `sync`; else the caller's syncfs does)."""
@@ -202,14 +202,14 @@ class Chunks:
             new_ids = list(range(self.next_id, self.next_id + len(pieces) - 1))
             for cid, piece in zip(new_ids, pieces[1:], strict=True):
                 self._write_chunk(cid, piece, True)
-            _fsutil.fsync_fd(self._rfd, self._path())
+            fsutil.fsync_fd(self._rfd, self._path())
             self.next_id += len(new_ids)
             self.ids[pos + 1 : pos + 1] = new_ids
             self.bounds[pos + 1 : pos + 1] = [piece[0] for piece in pieces[1:]]
             self._write_manifest(True)
             self._write_chunk(self.ids[pos], pieces[0], True)
         if changed and sync:
-            _fsutil.fsync_fd(self._rfd, self._path())
+            fsutil.fsync_fd(self._rfd, self._path())
 
     def remove(self, entries: Iterable[Entry]) -> None:
         """Drop entries (not made durable: a stale entry is harmless)."""
@@ -233,17 +233,17 @@ class Chunks:
             self._write_manifest(False)
             for cid in dropped:
                 if cid not in self.ids:
-                    _fsutil.unlink_quiet(self._rfd, f"c{cid}")
+                    fsutil.unlink_quiet(self._rfd, f"c{cid}")
 
 
 def open_dir(root: str, root_fd: int, *, create: bool, sync: bool = True) -> int | None:
-    return _fsutil.open_subdir(root_fd, READY_DIR, shown(root, READY_DIR), create=create, sync=sync)
+    return fsutil.open_subdir(root_fd, READY_DIR, shown(root, READY_DIR), create=create, sync=sync)
 
 
 def load_chunks(root: str, root_fd: int, rfd: int) -> Chunks | None:
     """The candidate index, or None when it has to be rebuilt (no manifest)."""
     path = shown(root, READY_DIR, MANIFEST)
-    data = _fsutil.read_file(rfd, MANIFEST, path)
+    data = fsutil.read_file(rfd, MANIFEST, path)
     if data is None:
         return None
     lines = data.decode("ascii", "replace").splitlines()
@@ -293,8 +293,8 @@ def rebuild(
     rfd = open_dir(root, root_fd, create=True)
     assert rfd is not None
     try:
-        _fsutil.unlink_quiet(rfd, MANIFEST)
-        _fsutil.fsync_fd(rfd, shown(root, READY_DIR))
+        fsutil.unlink_quiet(rfd, MANIFEST)
+        fsutil.fsync_fd(rfd, shown(root, READY_DIR))
         _clear(root, rfd)
         candidates = sorted(
             entry
@@ -309,7 +309,7 @@ def rebuild(
             chunks.ids.append(cid)
             chunks.bounds.append(piece[0] if piece else (0, ""))
         chunks.next_id = len(pieces)
-        _fsutil.fsync_fd(rfd, shown(root, READY_DIR))
+        fsutil.fsync_fd(rfd, shown(root, READY_DIR))
         chunks._write_manifest(True)
     finally:
         os.close(rfd)
@@ -325,4 +325,4 @@ def _clear(root: str, rfd: int) -> None:
 
             shutil.rmtree(name, ignore_errors=True, dir_fd=rfd)
         elif name != MANIFEST:
-            _fsutil.unlink_quiet(rfd, name)
+            fsutil.unlink_quiet(rfd, name)

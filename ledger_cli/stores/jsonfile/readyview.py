@@ -8,8 +8,7 @@ from collections.abc import Iterator
 
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
-from ledger_cli.stores import _fsutil
-from ledger_cli.stores.jsonfile import depsindex, prunedfile, readyindex, schedulefile
+from ledger_cli.stores.jsonfile import depsindex, fsutil, prunedfile, readyindex, schedulefile
 from ledger_cli.stores.jsonfile.depsview import unlocked_check
 from ledger_cli.stores.jsonfile.locking import io_errors, store_method
 from ledger_cli.stores.jsonfile.reading import RecordReader
@@ -98,7 +97,7 @@ class ReadyMethods(RecordReader):
                 chunks.remove(stale)
             return found, last
         finally:
-            _fsutil.close_all([rfd])
+            fsutil.close_all([rfd])
 
     @store_method
     def check_ready_index(self) -> list[str]:
@@ -125,7 +124,7 @@ class ReadyMethods(RecordReader):
                 return []  # not built yet (an older store): the next writer builds it
             indexed = set(chunks.entries())
         finally:
-            _fsutil.close_all([rfd])
+            fsutil.close_all([rfd])
         from ledger_cli.stores.jsonfile.schedulefile import reader
 
         sched = reader(self._root)
@@ -153,7 +152,7 @@ class ReadyMethods(RecordReader):
         try:
             built = dfd is not None and depsindex.is_built(self._root, dfd)
         finally:
-            _fsutil.close_all([dfd])
+            fsutil.close_all([dfd])
         if not built:
             depsindex.rebuild(self._root, root_fd, found.items())
         pruned = [

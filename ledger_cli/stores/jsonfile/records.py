@@ -16,8 +16,8 @@ import os
 
 from ledger_cli.engine.record import TaskState
 from ledger_cli.errors import DecodeError, ValidationError
-from ledger_cli.stores import _fsutil
-from ledger_cli.stores._fsutil import fail
+from ledger_cli.stores.jsonfile import fsutil
+from ledger_cli.stores.jsonfile.fsutil import fail
 from ledger_cli.stores.jsonfile.layout import RECORD_FILE, RECORDS_DIR, SHARD, shown
 
 try:  # CPython's built-in SHA-256: importing hashlib would load OpenSSL (~5 ms per start)
@@ -121,29 +121,29 @@ def scan_records(
     whose bytes are the same is not decoded again."""
     found: dict[str, TaskState] = {}
     rdir = shown(root, RECORDS_DIR)
-    rfd = _fsutil.open_subdir(root_fd, RECORDS_DIR, rdir, create=False)
+    rfd = fsutil.open_subdir(root_fd, RECORDS_DIR, rdir, create=False)
     if rfd is None:
         return found
     try:
         for shard in sorted(os.listdir(rfd)):
             if not SHARD.fullmatch(shard):
-                if sweep and shard.endswith(_fsutil.TEMP_SUFFIX):
-                    _fsutil.unlink_quiet(rfd, shard)
+                if sweep and shard.endswith(fsutil.TEMP_SUFFIX):
+                    fsutil.unlink_quiet(rfd, shard)
                 continue
-            sfd = _fsutil.open_subdir(rfd, shard, shown(root, RECORDS_DIR, shard), create=False)
+            sfd = fsutil.open_subdir(rfd, shard, shown(root, RECORDS_DIR, shard), create=False)
             if sfd is None:
                 continue
             prefix = shown(root, RECORDS_DIR, shard) + os.sep
             try:
                 for fname in os.listdir(sfd):
-                    if fname.endswith(_fsutil.TEMP_SUFFIX):
+                    if fname.endswith(fsutil.TEMP_SUFFIX):
                         if sweep:  # under the lock: its writer is gone
-                            _fsutil.unlink_quiet(sfd, fname)
+                            fsutil.unlink_quiet(sfd, fname)
                         continue
                     if not RECORD_FILE.fullmatch(fname):
                         continue
                     path = prefix + fname  # shown(root, RECORDS_DIR, shard, fname)
-                    data = _fsutil.read_file(sfd, fname, path)
+                    data = fsutil.read_file(sfd, fname, path)
                     if data is None:
                         continue
                     digest = fname[:-5]

@@ -12,8 +12,8 @@ import json
 import os
 
 from ledger_cli.engine.instant import Instant
-from ledger_cli.stores import _fsutil
-from ledger_cli.stores._fsutil import fail
+from ledger_cli.stores.jsonfile import fsutil
+from ledger_cli.stores.jsonfile.fsutil import fail
 from ledger_cli.stores.jsonfile.locking import store_method
 from ledger_cli.stores.jsonfile.records import key_digest
 
@@ -51,12 +51,12 @@ class ScheduleMethods:
         def load(self, key: str) -> TaskState | None: ...
 
     def _schedule_dir(self, create: bool) -> int | None:
-        root_fd = _fsutil.open_root(self._root)
+        root_fd = fsutil.open_root(self._root)
         if root_fd is None:
             return None
         try:
             shown = os.path.join(self._root, SCHEDULE_DIR)
-            return _fsutil.open_subdir(root_fd, SCHEDULE_DIR, shown, create=create)
+            return fsutil.open_subdir(root_fd, SCHEDULE_DIR, shown, create=create)
         finally:
             os.close(root_fd)
 
@@ -72,7 +72,7 @@ class ScheduleMethods:
         name = digest + ".json"
         shown = os.path.join(self._root, SCHEDULE_DIR, name)
         try:
-            data = _fsutil.read_file(fd, name, shown)
+            data = fsutil.read_file(fd, name, shown)
         finally:
             os.close(fd)
         if data is None:
@@ -98,9 +98,9 @@ class ScheduleMethods:
                 return
             try:
                 if value is None:
-                    if not _fsutil.unlink_quiet(fd, name):
+                    if not fsutil.unlink_quiet(fd, name):
                         return  # it had none: nothing changes
-                    _fsutil.fsync_fd(fd, shown)
+                    fsutil.fsync_fd(fd, shown)
                     os.close(fd)
                     fd = None
                     self._index_schedule(key, None)
@@ -109,8 +109,8 @@ class ScheduleMethods:
                 text = "" if nb.is_zero() else str(nb)
                 body = {"key": key, "not_before": text, "priority": priority}
                 data = json.dumps(body, ensure_ascii=False).encode("utf-8", "surrogatepass")
-                _fsutil.replace_file(fd, name, data, shown, sync=True)
-                _fsutil.fsync_fd(fd, shown)
+                fsutil.replace_file(fd, name, data, shown, sync=True)
+                fsutil.fsync_fd(fd, shown)
             finally:
                 if fd is not None:
                     os.close(fd)
@@ -128,7 +128,7 @@ class ScheduleMethods:
         entry = readyindex.entry_of(rec, value)
         if entry is None:
             return
-        root_fd = _fsutil.open_root(self._root)
+        root_fd = fsutil.open_root(self._root)
         if root_fd is None:
             return
         rfd = None
@@ -138,7 +138,7 @@ class ScheduleMethods:
             if chunks is not None:  # else not built: its rebuild reads the schedules
                 chunks.add([entry], sync=True)
         finally:
-            _fsutil.close_all([rfd, root_fd])
+            fsutil.close_all([rfd, root_fd])
 
     @store_method
     def schedules(self) -> dict[str, tuple[Instant, int]]:
@@ -152,7 +152,7 @@ class ScheduleMethods:
                 if not name.endswith(".json") or name.startswith("."):
                     continue
                 shown = os.path.join(self._root, SCHEDULE_DIR, name)
-                data = _fsutil.read_file(fd, name, shown)
+                data = fsutil.read_file(fd, name, shown)
                 if data is not None:
                     key, value = _decode(data, shown)
                     found[key] = value

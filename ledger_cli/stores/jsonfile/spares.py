@@ -21,8 +21,8 @@ from __future__ import annotations
 import contextlib
 import os
 
-from ledger_cli.stores import _fsutil
-from ledger_cli.stores._fsutil import fail
+from ledger_cli.stores.jsonfile import fsutil
+from ledger_cli.stores.jsonfile.fsutil import fail
 
 MAX_SPARES = 16384
 """At most this many spare files (descriptors) are kept: more than a block of a
@@ -34,7 +34,7 @@ _WANT_FDS = 4 * MAX_SPARES + 1024
 towards the hard one; at most a quarter of it goes to spares)."""
 
 _O_TMPFILE: int = getattr(os, "O_TMPFILE", 0)
-_FLAGS = _O_TMPFILE | os.O_WRONLY | _fsutil.O_CLOEXEC
+_FLAGS = _O_TMPFILE | os.O_WRONLY | fsutil.O_CLOEXEC
 _PROC_FD = "/proc/self/fd"
 
 
@@ -78,7 +78,7 @@ class Spares:
         self._forked()
         while len(self._fds) < self.want:
             try:
-                fd = os.open(".", _FLAGS, _fsutil.FILE_MODE, dir_fd=root_fd)
+                fd = os.open(".", _FLAGS, fsutil.FILE_MODE, dir_fd=root_fd)
             except OSError:  # no O_TMPFILE on this file system: create files as usual
                 self.usable = False
                 self.want = 0
@@ -93,7 +93,7 @@ class Spares:
     def close(self) -> None:
         fds, self._fds = self._fds, []
         self.want = 0
-        _fsutil.close_all(fds)
+        fsutil.close_all(fds)
 
     def _forked(self) -> None:
         """A forked child must not write into its parent's files."""
@@ -101,28 +101,28 @@ class Spares:
             fds, self._fds = self._fds, []
             self._pid = os.getpid()
             with contextlib.suppress(OSError):
-                _fsutil.close_all(fds)
+                fsutil.close_all(fds)
 
 
 def replace_from(
     fd: int, dir_fd: int, name: str, data: bytes, shown: str, *, sync: bool, tmp_dir_fd: int
 ) -> None:
-    """`_fsutil.replace_file`, the bytes written into the spare file `fd`
+    """`fsutil.replace_file`, the bytes written into the spare file `fd`
     (consumed), which is linked under a temporary name and renamed into place."""
-    tmp = _fsutil.temp_name(name)
+    tmp = fsutil.temp_name(name)
     linked = False
     try:
         try:
-            if _fsutil._needs_fchmod():  # O_TMPFILE's mode went through the umask
-                os.fchmod(fd, _fsutil.FILE_MODE)
-            _fsutil.write_all(fd, data)
+            if fsutil._needs_fchmod():  # O_TMPFILE's mode went through the umask
+                os.fchmod(fd, fsutil.FILE_MODE)
+            fsutil.write_all(fd, data)
             if sync:
                 os.fsync(fd)
             source = f"{_PROC_FD}/{fd}"
             try:
                 os.link(source, tmp, dst_dir_fd=tmp_dir_fd, follow_symlinks=True)
             except FileExistsError:  # a leftover under the same name: draw a random one
-                tmp = f".{name}.{os.urandom(8).hex()}{_fsutil.TEMP_SUFFIX}"
+                tmp = f".{name}.{os.urandom(8).hex()}{fsutil.TEMP_SUFFIX}"
                 os.link(source, tmp, dst_dir_fd=tmp_dir_fd, follow_symlinks=True)
             linked = True
         finally:

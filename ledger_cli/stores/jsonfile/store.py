@@ -11,10 +11,10 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from ledger_cli.engine.history import HistoryEntry
 from ledger_cli.engine.record import TaskState, byte_order
 from ledger_cli.errors import StoreError
-from ledger_cli.stores import _fsutil
 from ledger_cli.stores.jsonfile import (
     apply,
     attemptfiles,
+    fsutil,
     historyfile,
     journal,
     layout,
@@ -68,13 +68,13 @@ class JsonFileStore(
         root = os.path.abspath(os.fspath(path))
         self._root = root
         if allow_network_fs is None:
-            allow_network_fs = os.environ.get(_fsutil.ENV_ALLOW_NETWORK_FS) == "1"
+            allow_network_fs = os.environ.get(fsutil.ENV_ALLOW_NETWORK_FS) == "1"
         if not allow_network_fs:
             layout.refuse_network_fs(root)
         super().__init__(root, lock_timeout, fair_lock)
         # Refuse early (unknown version, records without metadata) and finish a
         # batch that a crash interrupted, before anyone reads.
-        root_fd = _fsutil.open_root(self._root)
+        root_fd = fsutil.open_root(self._root)
         if root_fd is not None:
             try:
                 if self._read_meta(root_fd) is not None and layout.exists(
@@ -95,7 +95,7 @@ class JsonFileStore(
     @store_method
     def fence_floor(self) -> int:
         """The store-wide fence floor kept in the metadata file (0 for a new store)."""
-        root_fd = _fsutil.open_root(self._root)
+        root_fd = fsutil.open_root(self._root)
         if root_fd is None:
             return 0
         try:
@@ -119,7 +119,7 @@ class JsonFileStore(
         if self._holding():
             assert self._root_fd is not None
             return self._current(self._root_fd, key, digest)
-        root_fd = _fsutil.open_root(self._root)
+        root_fd = fsutil.open_root(self._root)
         if root_fd is None:
             return None
         try:
@@ -167,7 +167,7 @@ class JsonFileStore(
             one = {digest: (new, data)}
             counts = self._tally_after(root_fd, one, lambda d: on_file)
             if counts is None:  # one file, no count changes: atomic by itself
-                _fsutil.fsync_fd(root_fd, self._root)  # the last journal's removal (journal.py)
+                fsutil.fsync_fd(root_fd, self._root)  # the last journal's removal (journal.py)
                 self._write_records(one, [], None, before={digest: cur})
             else:  # the record and the tally: together, through the journal
                 one_call = PendingBatch()
@@ -301,7 +301,7 @@ class JsonFileStore(
     # -- under the lock --------------------------------------------------------------
 
     def _recover(self, root_fd: int) -> None:
-        data = _fsutil.read_file(root_fd, JOURNAL_NAME, self._shown(JOURNAL_NAME))
+        data = fsutil.read_file(root_fd, JOURNAL_NAME, self._shown(JOURNAL_NAME))
         if data is not None:
             journal.replay(self._root, root_fd, data, self._checksummed, self._write_records)
 

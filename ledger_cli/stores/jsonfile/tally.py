@@ -31,8 +31,8 @@ import os
 from collections.abc import Iterable
 
 from ledger_cli.engine.record import TaskState
-from ledger_cli.stores import _fsutil
-from ledger_cli.stores._fsutil import fail
+from ledger_cli.stores.jsonfile import fsutil
+from ledger_cli.stores.jsonfile.fsutil import fail
 from ledger_cli.stores.jsonfile.layout import DIGEST, SHARD, shown
 
 TALLY_DIR = "tally"
@@ -88,7 +88,7 @@ def count(records: Iterable[TaskState]) -> Counts:
 
 
 def open_dir(root: str, root_fd: int, *, create: bool, sync: bool = True) -> int | None:
-    return _fsutil.open_subdir(root_fd, TALLY_DIR, shown(root, TALLY_DIR), create=create, sync=sync)
+    return fsutil.open_subdir(root_fd, TALLY_DIR, shown(root, TALLY_DIR), create=create, sync=sync)
 
 
 def read_counts(root: str, root_fd: int) -> Counts | None:
@@ -99,7 +99,7 @@ def read_counts(root: str, root_fd: int) -> Counts | None:
         return None
     path = shown(root, TALLY_DIR, COUNTS)
     try:
-        data = _fsutil.read_file(tfd, COUNTS, path)
+        data = fsutil.read_file(tfd, COUNTS, path)
     finally:
         os.close(tfd)
     if data is None:
@@ -152,7 +152,7 @@ def read_noted(root: str, root_fd: int) -> list[str]:
 
 def _read_shard(root: str, tfd: int, shard: str) -> list[str]:
     path = shown(root, TALLY_DIR, shard)
-    data = _fsutil.read_file(tfd, shard, path) or b""
+    data = fsutil.read_file(tfd, shard, path) or b""
     digests = data.decode("ascii", "replace").split()
     for d in digests:
         if not DIGEST.fullmatch(d) or d[:2] != shard:
@@ -164,11 +164,11 @@ def _write_shard(
     root: str, root_fd: int, tfd: int, shard: str, digests: set[str], sync: bool
 ) -> None:
     if not digests:
-        _fsutil.unlink_quiet(tfd, shard)
+        fsutil.unlink_quiet(tfd, shard)
         return
     data = "".join(d + "\n" for d in sorted(digests)).encode("ascii")
     path = shown(root, TALLY_DIR, shard)
-    _fsutil.replace_file(tfd, shard, data, path, sync=sync, tmp_dir_fd=root_fd)
+    fsutil.replace_file(tfd, shard, data, path, sync=sync, tmp_dir_fd=root_fd)
 
 
 def apply(
@@ -194,11 +194,9 @@ def apply(
             if new != current:
                 _write_shard(root, root_fd, tfd, shard, new, sync)
         path = shown(root, TALLY_DIR, COUNTS)
-        _fsutil.replace_file(
-            tfd, COUNTS, encode_counts(counts), path, sync=sync, tmp_dir_fd=root_fd
-        )
+        fsutil.replace_file(tfd, COUNTS, encode_counts(counts), path, sync=sync, tmp_dir_fd=root_fd)
         if sync:
-            _fsutil.fsync_fd(tfd, shown(root, TALLY_DIR))
+            fsutil.fsync_fd(tfd, shown(root, TALLY_DIR))
     finally:
         os.close(tfd)
 
@@ -210,8 +208,8 @@ def invalidate(root: str, root_fd: int) -> None:
     if tfd is None:
         return
     try:
-        if _fsutil.unlink_quiet(tfd, COUNTS):
-            _fsutil.fsync_fd(tfd, shown(root, TALLY_DIR))
+        if fsutil.unlink_quiet(tfd, COUNTS):
+            fsutil.fsync_fd(tfd, shown(root, TALLY_DIR))
     finally:
         os.close(tfd)
 
@@ -226,20 +224,18 @@ def rebuild(root: str, root_fd: int, records: Iterable[tuple[str, TaskState]]) -
     try:
         for name in os.listdir(tfd):
             if name != COUNTS:
-                _fsutil.unlink_quiet(tfd, name)
+                fsutil.unlink_quiet(tfd, name)
         by_shard: dict[str, set[str]] = {}
         for digest, rec in pairs:
             if is_noted(rec):
                 by_shard.setdefault(digest[:2], set()).add(digest)
         for shard, digests in by_shard.items():
             _write_shard(root, root_fd, tfd, shard, digests, True)
-        _fsutil.fsync_fd(tfd, shown(root, TALLY_DIR))
+        fsutil.fsync_fd(tfd, shown(root, TALLY_DIR))
         counts = count(rec for _, rec in pairs)
         path = shown(root, TALLY_DIR, COUNTS)
-        _fsutil.replace_file(
-            tfd, COUNTS, encode_counts(counts), path, sync=True, tmp_dir_fd=root_fd
-        )
-        _fsutil.fsync_fd(tfd, shown(root, TALLY_DIR))
+        fsutil.replace_file(tfd, COUNTS, encode_counts(counts), path, sync=True, tmp_dir_fd=root_fd)
+        fsutil.fsync_fd(tfd, shown(root, TALLY_DIR))
     except OSError as exc:
         raise fail(shown(root, TALLY_DIR), "cannot rebuild", exc) from None
     finally:

@@ -14,8 +14,7 @@ from collections.abc import Iterable, Iterator
 
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState, byte_order
-from ledger_cli.stores import _fsutil
-from ledger_cli.stores.jsonfile import readyindex, tally
+from ledger_cli.stores.jsonfile import fsutil, readyindex, tally
 from ledger_cli.stores.jsonfile.depsview import unlocked_check
 from ledger_cli.stores.jsonfile.locking import io_errors, store_method
 from ledger_cli.stores.jsonfile.reading import RecordReader
@@ -35,14 +34,14 @@ class TallyMethods(RecordReader):
         every file read is replaced whole, so each is some recent state."""
         self._check_open()
         with io_errors(self._root):
-            root_fd = _fsutil.open_root(self._root)
+            root_fd = fsutil.open_root(self._root)
             if root_fd is not None and not self._meta_seen and not self._initialized(root_fd):
                 os.close(root_fd)
                 root_fd = None
             try:
                 yield root_fd
             finally:
-                _fsutil.close_all([root_fd])
+                fsutil.close_all([root_fd])
 
     def _tallied(self, root_fd: int) -> Tallied | None:
         """The counts and the noted records (claimed, blocked, pending with
@@ -132,7 +131,7 @@ class TallyMethods(RecordReader):
                         return rec
                 return None
             finally:
-                _fsutil.close_all([rfd])
+                fsutil.close_all([rfd])
 
     @store_method
     def blocked_by_keys(self) -> list[str]:
@@ -169,7 +168,7 @@ class TallyMethods(RecordReader):
                     return heapq.nsmallest(limit, every, key=lambda r: byte_order(r.key))
                 keys = {bytes.fromhex(hexkey) for _, hexkey in chunks.entries()}
             finally:
-                _fsutil.close_all([rfd])
+                fsutil.close_all([rfd])
             out: list[TaskState] = []
             for raw in sorted(keys):
                 key = raw.decode("utf-8")

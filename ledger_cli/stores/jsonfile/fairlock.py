@@ -41,8 +41,8 @@ import fcntl
 import os
 import time
 
-from ledger_cli.stores import _fsutil
-from ledger_cli.stores._fsutil import fail
+from ledger_cli.stores.jsonfile import fsutil
+from ledger_cli.stores.jsonfile.fsutil import fail
 
 TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
@@ -61,9 +61,9 @@ _TAIL_POLL = 0.00005
 _STALE_NODE_AGE = 2.0
 _LEAVE_TIMEOUT = 5.0
 
-_O_NOFOLLOW = _fsutil.O_NOFOLLOW
-_O_CLOEXEC = _fsutil.O_CLOEXEC
-_O_NONBLOCK = _fsutil.O_NONBLOCK
+_O_NOFOLLOW = fsutil.O_NOFOLLOW
+_O_CLOEXEC = fsutil.O_CLOEXEC
+_O_NONBLOCK = fsutil.O_NONBLOCK
 _NO_ROOM = (errno.ENOSPC, errno.EDQUOT)
 
 
@@ -101,7 +101,7 @@ class QueueLock:
         if self._filelock is None or self._pid != os.getpid():
             import filelock
 
-            kwargs: dict[str, Any] = {"mode": _fsutil.FILE_MODE, "thread_local": False}
+            kwargs: dict[str, Any] = {"mode": fsutil.FILE_MODE, "thread_local": False}
             try:
                 self._filelock = filelock.FileLock(
                     self._lock_path, preserve_lock_file=True, **kwargs
@@ -169,22 +169,22 @@ class QueueLock:
             except FileNotFoundError:
                 pass
             except OSError as exc:
-                raise _fsutil.open_failed(self._lock_path, exc) from None
+                raise fsutil.open_failed(self._lock_path, exc) from None
             try:
                 fd = os.open(
-                    LOCK_NAME, flags | os.O_CREAT | os.O_EXCL, _fsutil.FILE_MODE, dir_fd=root_fd
+                    LOCK_NAME, flags | os.O_CREAT | os.O_EXCL, fsutil.FILE_MODE, dir_fd=root_fd
                 )
             except FileExistsError:
                 continue  # a concurrent creator won: open theirs
             except OSError as exc:
                 raise fail(self._lock_path, "cannot create the lock file", exc) from None
             try:
-                os.fchmod(fd, _fsutil.FILE_MODE)  # O_CREAT's mode went through the umask
+                os.fchmod(fd, fsutil.FILE_MODE)  # O_CREAT's mode went through the umask
             except OSError as exc:
                 os.close(fd)
                 raise fail(self._lock_path, "cannot set up the lock file", exc) from None
             break
-        _fsutil.require_regular(fd, self._lock_path)
+        fsutil.require_regular(fd, self._lock_path)
         return fd
 
     def release(self) -> None:
@@ -212,7 +212,7 @@ class QueueLock:
     # -- the queue ------------------------------------------------------------------
 
     def _enqueue(self, root_fd: int, deadline: float) -> None:
-        qfd = _fsutil.open_subdir(root_fd, QUEUE_DIR, self._shown(QUEUE_DIR), create=True)
+        qfd = fsutil.open_subdir(root_fd, QUEUE_DIR, self._shown(QUEUE_DIR), create=True)
         assert qfd is not None
         self._queue_fd = qfd
         name = NODE_PREFIX + os.urandom(12).hex()
@@ -220,7 +220,7 @@ class QueueLock:
             nfd = os.open(
                 name,
                 os.O_RDWR | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC,
-                _fsutil.FILE_MODE,
+                fsutil.FILE_MODE,
                 dir_fd=qfd,
             )
         except OSError as exc:
@@ -247,12 +247,12 @@ class QueueLock:
             fd = os.open(
                 TAIL_NAME,
                 os.O_RDWR | os.O_CREAT | _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC,
-                _fsutil.FILE_MODE,
+                fsutil.FILE_MODE,
                 dir_fd=self._queue_fd,
             )
         except OSError as exc:
-            raise _fsutil.open_failed(shown, exc) from None
-        _fsutil.require_regular(fd, shown)
+            raise fsutil.open_failed(shown, exc) from None
+        fsutil.require_regular(fd, shown)
         return fd
 
     def _lock_tail(self, tfd: int, deadline: float | None) -> None:
@@ -290,7 +290,7 @@ class QueueLock:
                 time.sleep(QUEUE_POLL)
         finally:
             # We are its only successor: nobody else will remove it.
-            _fsutil.unlink_quiet(self._queue_fd, pred)
+            fsutil.unlink_quiet(self._queue_fd, pred)
             os.close(pfd)
 
     def _leave_queue(self) -> None:
@@ -307,7 +307,7 @@ class QueueLock:
                         self._lock_tail(tfd, time.monotonic() + _LEAVE_TIMEOUT)
                         if os.pread(tfd, 64, 0).decode("ascii", "replace").strip() == name:
                             os.pwrite(tfd, b" " * _NODE_LEN, 0)  # the queue is empty again
-                            _fsutil.unlink_quiet(self._queue_fd, name)
+                            fsutil.unlink_quiet(self._queue_fd, name)
                     except Exception:
                         pass  # our node stays behind: harmless, and swept later
                     finally:
@@ -331,7 +331,7 @@ class QueueLock:
 
     def sweep(self, root_fd: int) -> int:
         """Remove queue nodes left by killed processes; call with the store lock held."""
-        qfd = _fsutil.open_subdir(root_fd, QUEUE_DIR, self._shown(QUEUE_DIR), create=False)
+        qfd = fsutil.open_subdir(root_fd, QUEUE_DIR, self._shown(QUEUE_DIR), create=False)
         if qfd is None:
             return 0
         removed = 0
@@ -350,7 +350,7 @@ class QueueLock:
                     if now - os.fstat(fd).st_mtime < _STALE_NODE_AGE:
                         continue
                     if _flock_nb(fd, fcntl.LOCK_EX):  # nobody holds it: its owner is gone
-                        removed += _fsutil.unlink_quiet(qfd, name)
+                        removed += fsutil.unlink_quiet(qfd, name)
                 finally:
                     os.close(fd)
         finally:
