@@ -1,6 +1,7 @@
 """Start-up cost of the six hot commands against the bare interpreter.
 
     .venv/bin/python benchmarks/bench_startup.py [--rounds N] [--records N] [--no-breakdown]
+                                                 [--against REV]
 
 Builds a JSON store holding 10,000 records, then runs, round by round, one task
 through its whole life, each command a new process as in a shell loop:
@@ -17,6 +18,12 @@ with `python -c pass` (the same interpreter) run before each of them, so that
 load on the machine hits both alike. It prints each command's median wall time
 and its ratio to the median of `python -c pass`; the target is a ratio of at
 most 4 for every one.
+
+With `--against REV` the tree of git revision REV (extracted with `git
+archive`, run through the same interpreter on a copy of the store) takes every
+command too, right after this tree's, in the same rounds: the ratio this/REV
+per command is measured side by side, which a change that moves modules needs
+("start-up is no slower").
 
 The breakdown (on by default) times, in the same rounds, importing the modules
 the hot commands use (imports alone, no work); then it runs `ledger claim` under
@@ -106,27 +113,53 @@ class Rounds:
     def __init__(self, env: dict[str, str]) -> None:
         self.env = env
         self.times: dict[str, list[float]] = defaultdict(list)
+        self.other: tuple[str, list[str], dict[str, str]] | None = None
+        """(tag, ledger command line, environment) of the tree of `--against`."""
 
-    def run(self, name: str, argv: list[str]) -> str:
+    def run(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> str:
         """One sample of `name`, preceded by one of `python -c pass`."""
-        self.times["python -c pass"].append(timed([sys.executable, "-c", "pass"], self.env)[0])
-        elapsed, out = timed(argv, self.env)
+        env = self.env if env is None else env
+        self.times["python -c pass"].append(timed([sys.executable, "-c", "pass"], env)[0])
+        elapsed, out = timed(argv, env)
         self.times[name].append(elapsed)
         return out
 
     def life(self, ledger: list[str], key: str) -> None:
-        """One task through every hot command."""
-        self.run("admit", [*ledger, "admit", key])
+        """One task through every hot command (and, with `--against`, another
+        through the other tree's, each command right after this tree's)."""
+        trees = [("", ledger, self.env)]
+        if self.other is not None:
+            tag, other, env = self.other
+            trees.append((tag, other, env))
+        fences: dict[str, str] = {}
+
+        def each(name: str, *args: str, fence: bool = False) -> None:
+            for tag, cmd, env in trees:
+                argv = [*cmd, name, key, *args]
+                if fence:
+                    argv += ["--fence", fences[tag]]
+                out = self.run(f"{name}{tag}", argv, env)
+                if name in ("claim", "takeover"):
+                    fences[tag] = out
+
         owner_a = ["--owner", "a"]
-        fence = self.run("claim", [*ledger, "claim", key, *owner_a, "--lease", "5m"])
-        self.run("renew", [*ledger, "renew", key, *owner_a, "--fence", fence, "--lease", "5m"])
-        self.run("release", [*ledger, "release", key, *owner_a, "--fence", fence])
-        self.run("claim", [*ledger, "claim", key, *owner_a, "--lease", "5m"])
-        stale = ["--now", later(60)]
-        fence = self.run(
-            "takeover", [*ledger, "takeover", key, "--owner", "b", "--lease", "5m", *stale]
-        )
-        self.run("complete", [*ledger, "complete", key, "--owner", "b", "--fence", fence])
+        each("admit")
+        each("claim", *owner_a, "--lease", "5m")
+        each("renew", *owner_a, "--lease", "5m", fence=True)
+        each("release", *owner_a, fence=True)
+        each("claim", *owner_a, "--lease", "5m")
+        each("takeover", "--owner", "b", "--lease", "5m", "--now", later(60))
+        each("complete", "--owner", "b", fence=True)
+
+
+def extract(rev: str, into: Path) -> Path:
+    """Git revision `rev`'s tree, extracted into `into` (its `ledger_cli` package)."""
+    into.mkdir(parents=True)
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", rev, "ledger_cli"], capture_output=True, check=True
+    )
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
+    return into
 
 
 def main() -> None:
@@ -134,6 +167,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--records", type=int, default=10_000)
     parser.add_argument("--no-breakdown", action="store_true", help="time the commands only")
+    parser.add_argument("--against", metavar="REV", help="time git revision REV's tree as well")
     opts = parser.parse_args()
 
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
@@ -150,6 +184,11 @@ def main() -> None:
         print(f"ledger: {' '.join(ledger_command())}; interpreter: {sys.executable}")
         load_before = os.getloadavg()[0]
         rounds = Rounds(env)
+        if opts.against:
+            old_env = {**env, "PYTHONPATH": str(extract(opts.against, tmp / "against"))}
+            shutil.copytree(store, tmp / "store-against")
+            other = [*ledger_command(), "--store", str(tmp / "store-against")]
+            rounds.other = (f" ({opts.against})", other, old_env)
         for i in range(3):  # warm-up: byte-code caches, the page cache
             rounds.life(ledger, f"warm-{i}")
         rounds.times.clear()
@@ -169,6 +208,13 @@ def main() -> None:
                 med = statistics.median(times[name])
                 n = len(times[name])
                 print(f"  {name:<22} {med * 1000:7.1f} ms   ratio {med / base:4.2f}x   (n={n})")
+        if rounds.other is not None:
+            tag = rounds.other[0]
+            print(f"this tree against{tag}, side by side (ratio of medians; 1.00 is no change):")
+            for name in HOT:
+                med, old = statistics.median(times[name]), statistics.median(times[name + tag])
+                ms = f"{med * 1000:7.1f} ms against {old * 1000:7.1f} ms"
+                print(f"  {name:<22} {ms}   {med / old:4.2f}x")
         worst_name = max(HOT, key=lambda n: statistics.median(times[n]))
         worst = statistics.median(times[worst_name]) / base
         verdict = "within" if worst <= TARGET else "OVER"

@@ -23,7 +23,8 @@ from ledger_cli.engine.ledger import Ledger
 from ledger_cli.engine.record import TaskState
 from ledger_cli.engine.wire import record_from_json, record_to_json
 from ledger_cli.errors import StoreError
-from ledger_cli.stores.jsonfile import JsonFileStore, durability, fsutil, jsonfile, key_digest
+from ledger_cli.stores import jsonfile
+from ledger_cli.stores.jsonfile import JsonFileStore, durability, fsutil, key_digest
 from ledger_cli.stores.jsonfile.locking import DEFAULT_LOCK_TIMEOUT
 
 T0 = Instant.parse("2024-01-01T00:00:00Z")

@@ -348,3 +348,8 @@ def parse_json(data: bytes | str, what: str = "bad JSON", max_bytes: int | None 
     except UnicodeEncodeError:
         raise fail("a string holds a lone UTF-16 surrogate escape") from None
     return value
+
+
+def owner_and_lease(owner: str, lease: str) -> tuple[str, timedelta]:
+    """`--owner O --lease D` of `claim`, `renew`, `takeover` and `run`."""
+    return validate_text(owner, "owner"), parse_duration(lease, "lease")

@@ -169,3 +169,11 @@ def compact_duration(s: int) -> str:
         return f"{h}h{m:02d}m"
     d, h = divmod(h, 24)
     return f"{d}d{h:02d}h"
+
+
+def fence_line(as_json: bool, key: str, fence: int, rec: TaskState | None) -> None:
+    """What `claim KEY` and `takeover` print: the fence (a script's `F=$(…)`)."""
+    if as_json:
+        json_line({"key": key, "fence": fence, "record": record(rec)})
+    else:
+        line(str(fence))

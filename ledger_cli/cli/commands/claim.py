@@ -9,8 +9,8 @@ from ledger_cli.cli import output
 from ledger_cli.cli.context import Session, Settings
 from ledger_cli.cli.inputs import (
     InputError,
+    owner_and_lease,
     parse_duration,
-    validate_text,
 )
 from ledger_cli.errors import LedgerError
 
@@ -39,10 +39,6 @@ class PausedError(NothingReadyError):
 
     def __init__(self, since: str) -> None:
         super().__init__(f"ledger: claiming is paused ({since}); ledger resume starts it again")
-
-
-def owner_and_lease(owner: str, lease: str) -> tuple[str, timedelta]:
-    return validate_text(owner, "owner"), parse_duration(lease, "lease")
 
 
 def claim(
@@ -85,15 +81,8 @@ def claim(
             with attempt:
                 fence = s.ledger.claim(s.actor, key, owner, lease_td, now)
                 rec = s.load(key)
-    print_fence(settings, key, fence, rec)
+    output.fence_line(settings.json, key, fence, rec)
     return 0
-
-
-def print_fence(settings: Settings, key: str, fence: int, rec: TaskState | None) -> None:
-    if settings.json:
-        output.json_line({"key": key, "fence": fence, "record": output.record(rec)})
-    else:
-        output.line(str(fence))
 
 
 def _nameable(key: str) -> bool:

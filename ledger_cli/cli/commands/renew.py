@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from ledger_cli.cli import output
-from ledger_cli.cli.commands.claim import owner_and_lease
 from ledger_cli.cli.context import Session, Settings
 from ledger_cli.cli.inputs import (
+    owner_and_lease,
     parse_uint,
 )
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from ledger_cli.cli.commands.claim import owner_and_lease, print_fence
+from ledger_cli.cli import output
 from ledger_cli.cli.context import Session, Settings
+from ledger_cli.cli.inputs import owner_and_lease
 
 
 def takeover(settings: Settings, key: str, owner: str, lease: str) -> int:
@@ -14,5 +15,5 @@ def takeover(settings: Settings, key: str, owner: str, lease: str) -> int:
             with attempt:
                 fence = s.ledger.takeover(s.actor, key, owner, lease_td, now)
                 rec = s.load(key)
-    print_fence(settings, key, fence, rec)
+    output.fence_line(settings.json, key, fence, rec)
     return 0

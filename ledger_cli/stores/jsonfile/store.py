@@ -13,7 +13,6 @@ from ledger_cli.engine.record import TaskState, byte_order
 from ledger_cli.errors import StoreError
 from ledger_cli.stores.jsonfile import (
     apply,
-    attemptfiles,
     fsutil,
     historyfile,
     journal,
@@ -42,6 +41,10 @@ from ledger_cli.stores.jsonfile.records import (
 )
 from ledger_cli.stores.jsonfile.schedulefile import ScheduleMethods
 from ledger_cli.stores.jsonfile.tallyview import TallyMethods
+
+TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
+if TYPE_CHECKING:
+    from ledger_cli.stores.jsonfile import attemptfiles
 
 
 class JsonFileStore(
@@ -381,11 +384,20 @@ class JsonFileStore(
             completed_before,
             counts,
             journaled,
-            functools.partial(attemptfiles.apply_ops, self._root, root_fd, attempts)
-            if attempts
-            else None,
-            attemptfiles.op_fsyncs(attempts or ()),
+            *self._attempt_writes(root_fd, attempts),
         )
         # A large commit: a run of them (chunked) likely goes on, so files for
         # the next one are made before it takes the lock.
         self._spares.plan(len(records) if len(records) > apply.SYNC_EACH_MAX else 0)
+
+    def _attempt_writes(
+        self, root_fd: int, attempts: list[attemptfiles.Op] | None
+    ) -> tuple[Callable[..., None] | None, int]:
+        """The attempt files' writes for `apply` and their fsyncs; attemptfiles
+        is imported only by a commit that carries some (start-up: SPEC §4)."""
+        if not attempts:
+            return None, 0
+        from ledger_cli.stores.jsonfile import attemptfiles
+
+        writes = functools.partial(attemptfiles.apply_ops, self._root, root_fd, attempts)
+        return writes, attemptfiles.op_fsyncs(attempts)
