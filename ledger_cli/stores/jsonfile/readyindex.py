@@ -8,9 +8,12 @@ dropped when found):
                           line per chunk, `<id> <ns> <keyhex>`, the smallest
                           entry the chunk may hold (chunk i holds the entries
                           from its bound up to the next chunk's bound)
-    ready/c<id>           a chunk: sorted lines `<CreatedAt unix ns> <key hex>`
-                          (at most CHUNK_MAX), one per *candidate*: a pending or
-                          claimed record whose direct needs are all completed
+    ready/c<id>           a chunk: sorted lines `<order> <key hex>` (at most
+                          CHUNK_MAX), `<order>` being (1000 - priority) * RANK
+                          plus the due time in ns, the later of CreatedAt and
+                          not-before (`entry_of`, SPEC §8.2), one per
+                          *candidate*: a pending or claimed record whose direct
+                          needs are all completed
 
 A record that waits on a need becomes a candidate when the need is written as
 completed: the write reads the need's file in deps/ (depsindex.py, the
@@ -20,9 +23,10 @@ before the need's record goes to disk (apply.py). A `ready/needs/` directory
 (the reverse-needs index of older releases) is ignored, and removed by a
 rebuild.
 
-The next ready record is the first candidate in (CreatedAt, key) order that
-passes the full Ready rule: reading it costs one manifest and one chunk,
-whatever the number of ready, waiting, finished or pruned records. A chunk
+The next ready record is the first candidate in the Ready order (priority,
+then due, then key) that passes the full Ready rule: reading it costs one
+manifest and one chunk, whatever the number of ready, waiting, finished or
+pruned records. A chunk
 split writes the new chunk, then the manifest, then the shrunk old chunk
 (each durable), so every entry stays reachable at every crash point. A
 missing manifest (a store older than the index, or a rebuild a crash cut
