@@ -4,7 +4,7 @@
 Cron jobs and shell loops start a process per operation, and importing typer
 (with its vendored click, inspect, shutil, …) costs several times the
 interpreter's own start-up. These commands' arguments are simple, so `parse`
-tokenizes them the way click does for the declarations in `commands.py`, and
+tokenizes them the way click does for the declarations in `declarations/`, and
 *declines* (returns None) on anything it is not sure about: `--help`, a
 `--` (but `run`'s, before its command), an unknown or short option, a
 missing value or required option, too many arguments, the completion

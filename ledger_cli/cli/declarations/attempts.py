@@ -1,6 +1,6 @@
 """Declarations of `ledger output` and `ledger wait` (SPEC §7.2, §7.5).
 
-Registered on the one Typer app of `commands.py` (imported at its end).
+Registered on the app of `base.py` when `declarations.registered_app` imports it.
 """
 
 from __future__ import annotations

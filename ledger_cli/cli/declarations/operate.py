@@ -1,7 +1,7 @@
 """Declarations of the operating commands (SPEC §6.2, §6.3, §6.5, §6.6).
 
-Registered on the one Typer app of `commands.py` (imported at its end), kept
-apart so that the declarations of the Go operations stay as they are.
+`retry`, `cancel`, `stats`, `watch`: registered on the app of `base.py` when
+`declarations.registered_app` imports this group.
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
 """Declarations of `check`, `pause` and `resume` (SPEC §8.3, §8.5).
 
-Registered on the one Typer app of `commands.py` (imported at its end), as
-`operate_commands.py` is.
+Registered on the app of `base.py` when `declarations.registered_app` imports it.
 """
 
 from __future__ import annotations
