@@ -159,7 +159,7 @@ class Drainer:
         """Set by SIGINT/SIGTERM between tasks: cuts a --wait poll short."""
         self.outage = Outage("the drain")
         self.options: RunOptions | None = None
-        """--keep-output, --timeout, --kill-after for every task (run_attempts.py)."""
+        """--keep-output, --timeout, --kill-after for every task (run/attempts.py)."""
         from ledger_cli.cli.commands.run.attempts import ClaimStart
 
         self.begin = ClaimStart(session, owner)
