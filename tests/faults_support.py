@@ -343,3 +343,12 @@ class OsFaults:
 def walk_paths(root: Path) -> Iterator[Path]:
     yield root
     yield from sorted(root.rglob("*"))
+
+
+def fake_meminfo(directory: Path, dirty_kib: int) -> str:
+    """A /proc/meminfo reporting `dirty_kib` KiB dirty and nothing under
+    writeback, for `durability.MEMINFO`: the syncfs(2)-or-fsync(2) choice
+    then no longer depends on what the machine has dirty."""
+    path = directory / f"meminfo-{dirty_kib}"
+    path.write_text(f"Dirty: {dirty_kib} kB\nWriteback: 0 kB\n")
+    return str(path)

@@ -104,3 +104,17 @@ HOSTILE_TEXTS: tuple[str, ...] = (
     "*/ /* -- #",
 )
 """Keys, owners, actors and payload strings that would break string-built SQL."""
+
+
+def waiting_on_a_lock(url: str, application: str) -> bool:
+    """Whether a session named `application` (its `application_name`) waits on
+    a lock: how a staged race knows the second writer reached the row."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity"
+            " WHERE application_name = %s AND wait_event_type = 'Lock'",
+            (application,),
+        ).fetchone()
+    return row is not None and row[0] > 0

@@ -52,6 +52,7 @@ from tests.faults_support import (
     OsFaults,
     State,
     between_blocks,
+    fake_meminfo,
     invoke,
     logical_state,
     temps,
@@ -173,9 +174,8 @@ def _syncfs_whatever_is_dirty(tmp_path_factory: pytest.TempPathFactory) -> Itera
     does a small journalled commit (durability.use_syncfs_small reads the
     dirty memory: a fake /proc/meminfo with nothing dirty)."""
     saved = durability.DIRTY_MAX, durability.MEMINFO
-    meminfo = tmp_path_factory.mktemp("meminfo") / "meminfo"
-    meminfo.write_text("Dirty: 0 kB\nWriteback: 0 kB\n")
-    durability.DIRTY_MAX, durability.MEMINFO = 1 << 62, str(meminfo)
+    meminfo = fake_meminfo(tmp_path_factory.mktemp("meminfo"), 0)
+    durability.DIRTY_MAX, durability.MEMINFO = 1 << 62, meminfo
     yield
     durability.DIRTY_MAX, durability.MEMINFO = saved
 

@@ -26,7 +26,7 @@ import pytest
 from ledger_cli.engine.attempts import KEEP_ATTEMPTS, Attempt
 from ledger_cli.stores.attempts import attempt_log
 from ledger_cli.stores.jsonfile import JsonFileStore
-from tests.faults_support import STEPS, OsFaults, invoke
+from tests.faults_support import STEPS, OsFaults, fake_meminfo, invoke
 
 FORK = multiprocessing.get_context("fork")
 KEY = "job/1"
@@ -175,9 +175,7 @@ RUN = ("run", "--next", "--owner", "w", "--lease", "1h", "--", "true")
 def _fake_meminfo(root: Path, kib: int) -> None:
     from ledger_cli.stores.jsonfile import durability
 
-    meminfo = root.parent / f"meminfo-{kib}"
-    meminfo.write_text(f"Dirty: {kib} kB\nWriteback: 0 kB\n")
-    durability.MEMINFO = str(meminfo)
+    durability.MEMINFO = fake_meminfo(root.parent, kib)
 
 
 def _run_child(root: str, kib: int, kill_at: tuple[str, int] | None) -> None:

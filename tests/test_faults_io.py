@@ -45,6 +45,7 @@ from tests.faults_support import (
     OsFaults,
     Outcome,
     between_blocks,
+    fake_meminfo,
     invoke,
     logical_state,
     temps,
@@ -124,9 +125,7 @@ def dirty(op: Op, tmp_path: Path) -> Iterator[None]:
         durability.DIRTY_MAX, durability.FSYNC_BYTES = -1, -1  # even with nothing dirty
     else:
         durability.DIRTY_MAX = 1 << 62
-        meminfo = tmp_path / "meminfo"
-        meminfo.write_text("Dirty: 0 kB\nWriteback: 0 kB\n")
-        durability.MEMINFO = str(meminfo)
+        durability.MEMINFO = fake_meminfo(tmp_path, 0)
     yield
     durability.DIRTY_MAX, durability.FSYNC_BYTES, durability.MEMINFO = saved
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli_support import Cli, ledger_cmd, make_cli, run_ledger, subprocess_env
+from tests.sql_support import waiting_on_a_lock
 from tests.stores import KINDS
 
 T0 = "2026-01-02T03:04:05Z"
@@ -192,18 +193,6 @@ def test_no_claim_lands_after_pause_returns(url: str, tmp_path: Path) -> None:
 # -- two pauses at once on PostgreSQL ------------------------------------------------
 
 
-def _waiting_on_a_lock(url: str, application: str) -> bool:
-    import psycopg
-
-    with psycopg.connect(url, autocommit=True) as conn:
-        row = conn.execute(
-            "SELECT count(*) FROM pg_stat_activity"
-            " WHERE application_name = %s AND wait_event_type = 'Lock'",
-            (application,),
-        ).fetchone()
-    return row is not None and row[0] > 0
-
-
 @pytest.mark.parametrize("verb", ["pause", "resume"])
 def test_of_two_pauses_at_once_one_changes_and_the_other_says_already(
     tmp_path: Path, verb: str
@@ -239,7 +228,7 @@ def test_of_two_pauses_at_once_one_changes_and_the_other_says_already(
                 env=subprocess_env(),
             )
             deadline = time.monotonic() + EXIT_TIMEOUT
-            while not _waiting_on_a_lock(url, app):
+            while not waiting_on_a_lock(url, app):
                 assert second.poll() is None, second.communicate()
                 assert time.monotonic() < deadline, "the second never reached the row"
                 time.sleep(0.05)

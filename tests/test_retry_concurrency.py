@@ -46,6 +46,7 @@ from ledger_cli.engine.ledger import Ledger
 from ledger_cli.engine.record import TaskState
 from ledger_cli.engine.rerun import rerun
 from ledger_cli.engine.store import Store
+from tests.sql_support import waiting_on_a_lock
 from tests.stores import KINDS
 
 WORKERS = 4
@@ -364,18 +365,6 @@ def race(spec: Spec, mode: str) -> None:
 # -- the race the lock closes, staged step by step on PostgreSQL ----------------------------
 
 
-def _waiting_on_a_lock(url: str, application: str) -> bool:
-    import psycopg
-
-    with psycopg.connect(url, autocommit=True) as conn:
-        row = conn.execute(
-            "SELECT count(*) FROM pg_stat_activity"
-            " WHERE application_name = %s AND wait_event_type = 'Lock'",
-            (application,),
-        ).fetchone()
-    return row is not None and row[0] > 0
-
-
 def test_an_unblock_and_a_block_in_open_transactions_at_once(pg_spec: Spec) -> None:
     """`doctor --fix` un-blocks orphan X inside its batch (an un-block by repair,
     no retry); before it commits, `claim Z` (Z needs X) runs in another batch.
@@ -419,7 +408,7 @@ def test_an_unblock_and_a_block_in_open_transactions_at_once(pg_spec: Spec) -> N
             z = threading.Thread(target=claim_z)
             z.start()
             # Wait for a state: the claim's batch has returned, or it waits on a lock.
-            while z.is_alive() and not _waiting_on_a_lock(url, app):
+            while z.is_alive() and not waiting_on_a_lock(url, app):
                 z.join(0.01)
         z.join(TIMEOUT)
         assert not z.is_alive()
