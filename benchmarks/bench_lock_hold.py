@@ -4,7 +4,7 @@ on the JSON, SQLite and PostgreSQL stores (SPEC §5 "Short lock holds").
 
     .venv/bin/python benchmarks/bench_lock_hold.py [--tasks N] [--dir DIR]
         [--postgres-url URL] [--stores json,sqlite,postgresql]
-        [--commands batch,walks|prune]
+        [--commands batch,walks|prune,rebuild]
 
 `batch`, for each store: `ledger admit --batch FILE` of N lines (default
 200,000) into an empty store, then `ledger restore` of that store's N-record
@@ -18,7 +18,9 @@ claimed by `w` (fence 1) and N pending dependents needing it: `complete root
 then, after the root is set pending by one library compare-and-swap (N
 orphaned blocks), `doctor --fix` (un-blocks N); and `prune --older-than 1h`
 of another store restored with N completed records a day old (`--commands
-prune`: the prune alone). The setup's restores are not measured.
+prune`: the prune alone). `rebuild`: on another store restored like `walks`,
+`doctor --fix` rebuilding the ready index after its root's row (SQL) or its
+chunks (JSON) were lost. The setup's restores are not measured.
 
 While a command runs, a probe measures how long the store's write lock stays
 held by someone else:
@@ -193,6 +195,8 @@ def ledger(store: str, *args: str, stdin: bytes | None = None) -> float:
 
 
 WALKS = ("complete --failed", "retry", "cancel", "doctor --fix", "prune")
+REBUILD = "ready rebuild"
+"""`doctor --fix` rebuilding the ready index (`--commands rebuild`)."""
 
 
 def snapshot_file(path: Path, tasks: int, kind: str) -> Path:
@@ -275,6 +279,38 @@ def measure_walks(
           flush=True)  # fmt: skip
     if kind.name == "json":
         out.update(history_rewrite(base, tasks))
+    return out
+
+
+def damage_ready_index(store: Any) -> None:
+    """Lose the ready index's row of the claimed root (SQL) or every chunk of
+    it (JSON): `ledger doctor` then finds it wrong and `--fix` rebuilds it."""
+    try:
+        if hasattr(store, "_conn"):
+            with store.batch():
+                store._conn.execute("DELETE FROM ledger_ready WHERE key = 'root'")
+        else:
+            for chunk in (Path(store._root) / "ready").glob("c*"):
+                chunk.write_text("")
+    finally:
+        store.close()
+
+
+def measure_rebuild(
+    kind: Kind, place: Callable[[str], str], base: Path, tasks: int
+) -> dict[str, Any]:
+    """`doctor --fix` rebuilding the ready index of the walks' store (a
+    claimed root, N pending dependents), after damage_ready_index."""
+    w = place("rebuild")
+    kind.prepare(w)
+    ledger(kind.url(w), "restore", str(snapshot_file(base / "walk-snapshot.json", tasks, "walk")))
+    damage_ready_index(kind.opener(w))
+    with Probe(kind.probe(w)) as probe:
+        wall = ledger(kind.url(w), "doctor", "--fix")
+    out = {f"{REBUILD}_wall": wall, f"{REBUILD}_hold": probe.longest}
+    print(f"    {kind.name} doctor --fix ({REBUILD}): {wall:.1f} s wall, "
+          f"{probe.longest:.3f} s longest hold{_reads(probe, out, REBUILD)}",
+          flush=True)  # fmt: skip
     return out
 
 
@@ -454,6 +490,8 @@ def main(argv: list[str] | None = None) -> int:
             r.update(measure(kind, place, batch, args.tasks))
         if "walks" in commands or "prune" in commands:
             r.update(measure_walks(kind, place, base, args.tasks, walks="walks" in commands))
+        if "rebuild" in commands:
+            r.update(measure_rebuild(kind, place, base, args.tasks))
         return r
 
     base = Path(tempfile.mkdtemp(prefix="ledger-hold-", dir=args.dir))
@@ -526,7 +564,7 @@ def main(argv: list[str] | None = None) -> int:
             ]
         rows += [
             (label, r[f"{label}_wall"], r[f"{label}_hold"])
-            for label in WALKS
+            for label in (*WALKS, REBUILD)
             if f"{label}_wall" in r
         ]
         if "history_one_wall" in r:

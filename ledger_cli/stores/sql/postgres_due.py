@@ -58,7 +58,14 @@ _ROW = (
     " FROM ledger_ready r LEFT JOIN ledger_schedule s ON s.key = r.key"
 )
 
-REBUILD = ("DELETE FROM ledger_due", f"INSERT INTO ledger_due (key, rank, due) {_ROW}")
+REBUILD_RANGE = (
+    "DELETE FROM ledger_due WHERE {key}",
+    f"INSERT INTO ledger_due (key, rank, due) {_ROW} WHERE {{r_key}}",
+)
+"""The rebuild of one key range (`{key}`, `{r_key}`: its condition on `key`,
+`r.key`; stores/sql/rebuildranges.py)."""
+
+REBUILD = tuple(s.format(key="TRUE", r_key="TRUE") for s in REBUILD_RANGE)
 
 INSTALLED = """SELECT
   to_regclass(quote_ident(current_schema()) || '.ledger_due') IS NOT NULL

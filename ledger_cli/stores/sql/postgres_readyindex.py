@@ -143,14 +143,19 @@ END $$""",
     " FOR EACH ROW EXECUTE FUNCTION ledger_ready_sync()",
 )
 
-PG_REBUILD = (
-    "DELETE FROM ledger_ready",
-    "DELETE FROM ledger_needs",
+PG_REBUILD_RANGE = (
+    "DELETE FROM ledger_ready WHERE {key}",
+    "DELETE FROM ledger_needs WHERE {key}",
     "INSERT INTO ledger_needs (key, need) SELECT t.key, n FROM ledger_tasks t,"
-    " ledger_needs_of(t.needs) n ON CONFLICT DO NOTHING",
+    " ledger_needs_of(t.needs) n WHERE {t_key} ON CONFLICT DO NOTHING",
     "INSERT INTO ledger_ready (key, created) SELECT t.key, ledger_sortkey(t.created_at)"
-    f" FROM ledger_tasks t WHERE t.status IN {LIVE} AND NOT ledger_unmet(t.key)",
+    f" FROM ledger_tasks t WHERE {{t_key}} AND t.status IN {LIVE} AND NOT ledger_unmet(t.key)",
 )
+"""The rebuild of one key range (`{key}`, `{t_key}`: its condition on `key`,
+`t.key`; stores/sql/rebuildranges.py)."""
+
+PG_REBUILD = tuple(s.format(key="TRUE", t_key="TRUE") for s in PG_REBUILD_RANGE)
+"""The whole rebuild, in one transaction (when the side tables are installed)."""
 
 PG_CHECKS = (
     (

@@ -9,7 +9,13 @@ the trigger-kept ready index and Ready order against `ledger_tasks`
 from __future__ import annotations
 
 from ledger_cli.engine.instant import Instant
-from ledger_cli.stores.sql import codec, postgres_due, postgres_readyindex, schedules
+from ledger_cli.stores.sql import (
+    codec,
+    postgres_due,
+    postgres_readyindex,
+    rebuildranges,
+    schedules,
+)
 from ledger_cli.stores.sql.postgres_conn import PostgresConnection, no_nul
 
 
@@ -63,13 +69,25 @@ class PostgresSideTables(PostgresConnection):
                 ]
 
     def rebuild_ready_index(self) -> None:
-        """Rebuild the ready index from `ledger_tasks` (`ledger doctor --fix`)."""
+        """Rebuild the ready index from `ledger_tasks` (`ledger doctor --fix`), in
+        short blocks of keys (stores/sql/rebuildranges.py)."""
         with self.batch(), self._errors("ready index rebuild"):
-            self._conn.execute("LOCK TABLE ledger_tasks IN SHARE ROW EXCLUSIVE MODE")
-            for ddl in (
-                *postgres_readyindex.PG_DDL,
-                *postgres_readyindex.PG_REBUILD,
-                *postgres_due.DDL,
-                *postgres_due.REBUILD,
-            ):
+            for ddl in (*postgres_readyindex.PG_DDL, *postgres_due.DDL):
                 self._conn.execute(ddl)
+        rebuildranges.run(self._rebuild_range, gap=0.0)  # waiting writers queue on the lock
+
+    def _rebuild_range(self, after: str | None, keys: int) -> str | None:
+        """Rebuild the range of `keys` keys after `after` with the writers of
+        `ledger_tasks` held off; its last key, or None when it ran to the end."""
+        with self.batch(), self._lock, self._errors("ready index rebuild"):
+            self._conn.execute("LOCK TABLE ledger_tasks IN SHARE ROW EXCLUSIVE MODE")
+            cond, params = rebuildranges.predicate("key", (after, None), "%s")
+            row = self._conn.execute(
+                f"SELECT key FROM ledger_tasks WHERE {cond} ORDER BY key OFFSET %s LIMIT 1",
+                (*params, keys - 1),
+            ).fetchone()
+            last = None if row is None else str(row[0])
+            for sql in (*postgres_readyindex.PG_REBUILD_RANGE, *postgres_due.REBUILD_RANGE):
+                stmt, args = rebuildranges.statement(sql, (after, last), "%s")
+                self._conn.execute(stmt, args)
+        return last

@@ -75,12 +75,17 @@ DDL = (
     ),
 )
 
-REBUILD = (
-    "DELETE FROM ledger_due",
+REBUILD_RANGE = (
+    "DELETE FROM ledger_due WHERE {key}",
     "INSERT INTO ledger_due (key, rank, due)"
     f" SELECT r.key, -coalesce(s.priority, 0), max(r.created, coalesce({_NB}, ''))"
-    " FROM ledger_ready r LEFT JOIN ledger_schedule s ON s.key = r.key",
+    " FROM ledger_ready r LEFT JOIN ledger_schedule s ON s.key = r.key WHERE {r_key}",
 )
+"""The rebuild of one key range (`{key}`, `{r_key}`: its condition on `key`,
+`r.key`; stores/sql/rebuildranges.py)."""
+
+REBUILD = tuple(s.format(key="1", r_key="1") for s in REBUILD_RANGE)
+
 
 CHECKS = (
     (

@@ -107,14 +107,20 @@ SQLITE_TRIGGERS = (
     " END",
 )
 
-SQLITE_REBUILD = (
-    "DELETE FROM ledger_ready",
-    "DELETE FROM ledger_needs",
+SQLITE_REBUILD_RANGE = (
+    "DELETE FROM ledger_ready WHERE {key}",
+    "DELETE FROM ledger_needs WHERE {key}",
     "INSERT OR IGNORE INTO ledger_needs (key, need) SELECT t.key, j.value"
-    f" FROM ledger_tasks t, {_sqlite_needs('t.needs')} j WHERE j.type = 'text'",
+    f" FROM ledger_tasks t, {_sqlite_needs('t.needs')} j WHERE j.type = 'text' AND {{t_key}}",
     f"INSERT INTO ledger_ready (key, created) SELECT t.key, {_sqlite_sortkey('t.created_at')}"
-    f" FROM ledger_tasks t WHERE t.status IN {LIVE} AND NOT {_sqlite_unmet('t.key')}",
+    f" FROM ledger_tasks t WHERE {{t_key}} AND t.status IN {LIVE}"
+    f" AND NOT {_sqlite_unmet('t.key')}",
 )
+"""The rebuild of one key range (`{key}`, `{t_key}`: its condition on `key`,
+`t.key`; stores/sql/rebuildranges.py)."""
+
+SQLITE_REBUILD = tuple(s.format(key="1", t_key="1") for s in SQLITE_REBUILD_RANGE)
+"""The whole rebuild, in one transaction (when the side tables are installed)."""
 
 SQLITE_CHECKS = (
     (

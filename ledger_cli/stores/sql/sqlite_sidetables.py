@@ -9,7 +9,7 @@ the trigger-kept ready index and Ready order against `ledger_tasks`
 from __future__ import annotations
 
 from ledger_cli.engine.instant import Instant
-from ledger_cli.stores.sql import schedules, sqlite_due, sqlite_readyindex
+from ledger_cli.stores.sql import rebuildranges, schedules, sqlite_due, sqlite_readyindex
 from ledger_cli.stores.sql.sqlite_conn import SQLiteConnection
 
 
@@ -56,7 +56,8 @@ class SQLiteSideTables(SQLiteConnection):
                 ]
 
     def rebuild_ready_index(self) -> None:
-        """Rebuild the ready index from `ledger_tasks` (`ledger doctor --fix`)."""
+        """Rebuild the ready index from `ledger_tasks` (`ledger doctor --fix`), in
+        short blocks of keys (stores/sql/rebuildranges.py)."""
         with self.batch(), self._errors("ready index rebuild"):
             for ddl in (
                 *sqlite_readyindex.SQLITE_TABLES,
@@ -64,5 +65,20 @@ class SQLiteSideTables(SQLiteConnection):
                 *sqlite_due.DDL,
             ):
                 self._conn.execute(ddl)
-            for sql in (*sqlite_readyindex.SQLITE_REBUILD, *sqlite_due.REBUILD):
-                self._conn.execute(sql)
+        # a pause longer than one busy-handler poll lets waiting writers in (cli/chunks.py GAP)
+        rebuildranges.run(self._rebuild_range, gap=0.12)
+
+    def _rebuild_range(self, after: str | None, keys: int) -> str | None:
+        """Rebuild the range of `keys` keys after `after` in one write
+        transaction; its last key, or None when it ran to the end."""
+        with self.batch(), self._errors("ready index rebuild"):
+            cond, params = rebuildranges.predicate("key", (after, None), "?")
+            row = self._conn.execute(
+                f"SELECT key FROM ledger_tasks WHERE {cond} ORDER BY key LIMIT 1 OFFSET ?",
+                (*params, keys - 1),
+            ).fetchone()
+            last = None if row is None else row[0]
+            for sql in (*sqlite_readyindex.SQLITE_REBUILD_RANGE, *sqlite_due.REBUILD_RANGE):
+                stmt, args = rebuildranges.statement(sql, (after, last), "?")
+                self._conn.execute(stmt, args)
+        return last
