@@ -187,6 +187,29 @@ def test_give_up_after_bounds_the_wait(server: PgServer, pg_url: str, tmp_path: 
     assert state(pg_url, "a")["Status"] == "pending"
 
 
+def test_a_drain_claim_stalled_past_its_lease_is_cut_and_gives_up(
+    server: PgServer, pg_url: str
+) -> None:
+    """A drain worker polling an empty queue meets a stalled connection: its
+    claim is cut once the lease it asks for would be over (less the margin),
+    fails as an outage, and past --give-up-after (shorter than that) the
+    worker exits 9 with one line, instead of hanging while the stall lasts."""
+    lease = 2.0
+    admit(pg_url, "a")
+    with Proxy(server.port) as proxy:
+        drain = Ledger(
+            via(pg_url, proxy), "run", "--next", "--drain", "--owner", "o",
+            "--lease", f"{lease:g}s", "--wait", "1h", "--give-up-after", f"{lease / 4:g}s",
+            "--", "true",
+        )  # fmt: skip
+        wait_until(lambda: state(pg_url, "a")["Status"] == "completed", "the worker ran a")
+        proxy.stall()  # it polls for the next task
+        assert drain.wait() == 9, drain.stderr  # (a hang here: the claim waited the stall out)
+        proxy.resume()
+    assert len(drain.stderr) == 1 and "giving up" in drain.stderr[0], drain.stderr
+    assert_ours(drain)
+
+
 def test_claim_next_wait_rides_out_an_outage(server: PgServer, pg_url: str) -> None:
     """`claim --next --wait` meets a store that refuses connections: one
     warning, then the claim once it is back (exit 0, the key and its fence)."""

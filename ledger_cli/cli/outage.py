@@ -12,8 +12,10 @@ until the store has been unreachable for longer than `--give-up-after`
 
 from __future__ import annotations
 
+import contextlib
 import random
 import time
+from collections.abc import Iterator
 
 from ledger_cli.cli import output
 from ledger_cli.cli.context import Session, Settings
@@ -27,6 +29,36 @@ FIRST_PAUSE = 0.05
 MAX_PAUSE = 3.0
 """Seconds: the backoff between attempts starts at FIRST_PAUSE and doubles up
 to MAX_PAUSE (jittered: each pause is drawn from its upper half)."""
+
+
+MAX_MARGIN = 1.0
+"""Seconds: the margin before the proved end of a lease is a tenth of the lease, at most this."""
+
+
+def margin_of(lease: float) -> float:
+    """A tenth of the lease or MAX_MARGIN seconds, whichever is less."""
+    return min(lease / 10, MAX_MARGIN)
+
+
+@contextlib.contextmanager
+def cut_after(store: object, seconds: float) -> Iterator[None]:
+    """Cut the store's connection (`interrupt()`) when a call made inside
+    takes longer than `seconds`: a read on a stalled connection (PostgreSQL)
+    never returns by itself; cut, it fails as an outage does. A store with no
+    connection to stall (JSON, SQLite: no `interrupt`) is left alone."""
+    interrupt = getattr(store, "interrupt", None)
+    if interrupt is None:
+        yield
+        return
+    import threading
+
+    timer = threading.Timer(max(seconds, 0.0), interrupt)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
 
 
 def parse_give_up(value: str | None) -> float:
@@ -74,19 +106,24 @@ class Outage:
         """Monotonic time of the first failure of the current outage (None: no outage)."""
         self.outages = 0
 
-    def failed(self, exc: LedgerError, limit: str | None = None) -> float:
+    def failed(
+        self, exc: LedgerError, limit: str | None = None, began: float | None = None
+    ) -> float:
         """Record a failure; the pause before trying again. Raises `exc` once
-        the store has been unreachable for longer than `give_up`."""
+        the store has been unreachable for longer than `give_up`. `began`: the
+        monotonic time the failed call was made (a call cut after a stall
+        failed only then, but the store was unreachable from its start)."""
         now = time.monotonic()
+        since = self.since if self.since is not None else began
         if limit is None and (
-            self.give_up <= 0 or (self.since and now - self.since > self.give_up)
+            self.give_up <= 0 or (since is not None and now - since > self.give_up)
         ):
             raise StoreError(
                 f"{output.one_line(str(exc))} (the store was unreachable for more than "
                 f"{self.give_up:g}s: giving up)"
             ) from None
         if self.since is None:
-            self.since = now
+            self.since = now if began is None else began
             self.outages += 1
             until = limit if limit is not None else f"for up to {self.give_up:g}s"
             output.diag(f"{output.one_line(str(exc))} ({self.what}: trying again {until})")

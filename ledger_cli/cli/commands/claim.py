@@ -119,7 +119,7 @@ def claim_next_timed(
     meanwhile); without, it is an error at once (exit 9). `in_unit(rec,
     fence)` runs in the claim's unit once it claimed (`run`: the attempt's start).
     """
-    from ledger_cli.cli.outage import DEFAULT_GIVE_UP, Outage, is_outage
+    from ledger_cli.cli.outage import DEFAULT_GIVE_UP, Outage, cut_after, is_outage, margin_of
     from ledger_cli.errors import EmptyOwnerError, InvalidLeaseError, StoreError
 
     owner, lease_td = owner_and_lease(owner, lease)
@@ -132,15 +132,20 @@ def claim_next_timed(
     deadline = time.monotonic() + wait_s
     pause = 0.05
     outage = Outage("claim --next --wait", DEFAULT_GIVE_UP if give_up is None else give_up)
+    # A claim still unanswered when the lease it asks for would be over (less
+    # the margin `run` keeps) could grant nothing a runner can prove: a call
+    # blocked on a stalled connection is cut then, and fails as an outage.
+    lease_s = lease_td.total_seconds()
     while True:
         sent = time.monotonic()
         held: list[PauseInfo] = []
         try:
-            claimed = _claim_next_once(s, owner, lease_td, held, in_unit)
+            with cut_after(s.store, lease_s - margin_of(lease_s)):
+                claimed = _claim_next_once(s, owner, lease_td, held, in_unit)
         except StoreError as exc:
             if wait is None or not is_outage(exc):
                 raise
-            time.sleep(outage.failed(exc))
+            time.sleep(outage.failed(exc, began=sent))
             deadline += time.monotonic() - sent
             continue
         outage.ok()

@@ -188,6 +188,7 @@ class Drainer:
         deadline = time.monotonic() + self.wait_s
         pause = 0.05
         while self.signum is None:
+            began = time.monotonic()
             try:
                 got = claim_next_timed(self.s, self.owner, self.lease, None, None, self.begin)
             except NothingReadyError:
@@ -200,8 +201,7 @@ class Drainer:
             except StoreError as exc:
                 if not is_outage(exc):
                     raise
-                began = time.monotonic()
-                if self.stopping.wait(self.outage.failed(exc)):
+                if self.stopping.wait(self.outage.failed(exc, began=began)):
                     return None
                 deadline += time.monotonic() - began
                 continue

@@ -30,19 +30,11 @@ from collections.abc import Callable
 from datetime import timedelta
 
 from ledger_cli.cli.context import Session
-from ledger_cli.cli.outage import Outage
+from ledger_cli.cli.outage import Outage, margin_of
 from ledger_cli.errors import FencedError, LedgerError, NoKeyError, NotClaimedError
 
 REFUSALS: tuple[type[LedgerError], ...] = (FencedError, NotClaimedError, NoKeyError)
 """A renewal or completion refused for a real reason (exit 5, 6 or 3): the lease is lost."""
-
-MAX_MARGIN = 1.0
-"""Seconds: the margin before the proved end of a lease is a tenth of the lease, at most this."""
-
-
-def margin_of(lease: float) -> float:
-    """A tenth of the lease or MAX_MARGIN seconds, whichever is less."""
-    return min(lease / 10, MAX_MARGIN)
 
 
 class LeaseKeeper:
