@@ -18,9 +18,9 @@ claimed by `w` (fence 1) and N pending dependents needing it: `complete root
 then, after the root is set pending by one library compare-and-swap (N
 orphaned blocks), `doctor --fix` (un-blocks N); and `prune --older-than 1h`
 of another store restored with N completed records a day old (`--commands
-prune`: the prune alone). `rebuild`: on another store restored like `walks`,
-`doctor --fix` rebuilding the ready index after its root's row (SQL) or its
-chunks (JSON) were lost. The setup's restores are not measured.
+prune`: the prune alone). `rebuild`: on a store of N ready tasks whose ready
+index lost every entry (SQL: its rows; JSON: its chunks' contents), `doctor
+--fix` rebuilding it. The setup's restores are not measured.
 
 While a command runs, a probe measures how long the store's write lock stays
 held by someone else:
@@ -201,7 +201,8 @@ REBUILD = "ready rebuild"
 
 def snapshot_file(path: Path, tasks: int, kind: str) -> Path:
     """A snapshot: `walk` (root claimed by w, fence 1; N pending dependents of
-    it) or `prune` (N records completed a day ago)."""
+    it), `ready` (N pending tasks naming no need: all ready) or `prune` (N
+    records completed a day ago)."""
     from ledger_cli.engine.instant import Instant
     from ledger_cli.engine.record import TaskState
     from ledger_cli.engine.snapshot import Snapshot
@@ -216,6 +217,8 @@ def snapshot_file(path: Path, tasks: int, kind: str) -> Path:
                       lease_until=lease, created_at=now, updated_at=now)
         )  # fmt: skip
         status, needs, at = "pending", ("root",), now
+    elif kind == "ready":
+        status, needs, at = "pending", None, now
     else:
         status, needs, at = "completed", None, old
     for i in range(tasks):
@@ -283,12 +286,13 @@ def measure_walks(
 
 
 def damage_ready_index(store: Any) -> None:
-    """Lose the ready index's row of the claimed root (SQL) or every chunk of
-    it (JSON): `ledger doctor` then finds it wrong and `--fix` rebuilds it."""
+    """Lose every entry of the ready index (SQL: its rows; JSON: its chunks'
+    contents): `ledger doctor` then finds every task missing from it, and
+    `--fix` rebuilds it."""
     try:
         if hasattr(store, "_conn"):
             with store.batch():
-                store._conn.execute("DELETE FROM ledger_ready WHERE key = 'root'")
+                store._conn.execute("DELETE FROM ledger_ready")
         else:
             for chunk in (Path(store._root) / "ready").glob("c*"):
                 chunk.write_text("")
@@ -299,11 +303,11 @@ def damage_ready_index(store: Any) -> None:
 def measure_rebuild(
     kind: Kind, place: Callable[[str], str], base: Path, tasks: int
 ) -> dict[str, Any]:
-    """`doctor --fix` rebuilding the ready index of the walks' store (a
-    claimed root, N pending dependents), after damage_ready_index."""
+    """`doctor --fix` rebuilding the ready index of a store of N ready tasks
+    after damage_ready_index."""
     w = place("rebuild")
     kind.prepare(w)
-    ledger(kind.url(w), "restore", str(snapshot_file(base / "walk-snapshot.json", tasks, "walk")))
+    ledger(kind.url(w), "restore", str(snapshot_file(base / "ready-snapshot.json", tasks, "ready")))
     damage_ready_index(kind.opener(w))
     with Probe(kind.probe(w)) as probe:
         wall = ledger(kind.url(w), "doctor", "--fix")

@@ -324,9 +324,14 @@ def _clear(root: str, rfd: int) -> None:
     is gone already)."""
     for name in os.listdir(rfd):
         if name == LEGACY_NEEDS_DIR:
-            # Never read: what cannot be removed (a symlink, say) is harmless.
-            import shutil  # rebuilds only: it imports zlib, bz2 and lzma
-
-            shutil.rmtree(name, ignore_errors=True, dir_fd=rfd)
+            drop_legacy(rfd)
         elif name != MANIFEST:
             fsutil.unlink_quiet(rfd, name)
+
+
+def drop_legacy(rfd: int) -> None:
+    """Remove ready/needs/, the waiter files of older releases, if there."""
+    # Never read: what cannot be removed (a symlink, say) is harmless.
+    import shutil  # rebuilds only: it imports zlib, bz2 and lzma
+
+    shutil.rmtree(LEGACY_NEEDS_DIR, ignore_errors=True, dir_fd=rfd)

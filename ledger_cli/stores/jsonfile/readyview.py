@@ -4,10 +4,12 @@ the check and rebuild for `ledger doctor` (readyindex.py holds the files)."""
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
+from ledger_cli.errors import StoreError
 from ledger_cli.stores.jsonfile import depsindex, fsutil, prunedfile, readyindex, schedulefile
 from ledger_cli.stores.jsonfile.depsview import unlocked_check
 from ledger_cli.stores.jsonfile.locking import io_errors, store_method
@@ -16,6 +18,19 @@ from ledger_cli.stores.jsonfile.records import key_digest, scan_records
 
 _READY_PAGE = 8
 """Ready-index entries examined per lock hold by `ready_candidates`."""
+
+_REPAIR_KEYS = 2_000
+"""Missing candidates `rebuild_ready_index` adds per lock hold: each costs a
+record read or two and a share of a chunk rewrite (about 0.1 s per block)."""
+
+_REPAIR_GAP = 0.005
+"""Seconds between two repair blocks: the lock's waiting writers queue in
+order (cli/chunks.py FAIR_GAP)."""
+
+
+def _between_blocks() -> None:
+    """The pause between two repair blocks, the lock free: queued writers get in."""
+    time.sleep(_REPAIR_GAP)
 
 
 class ReadyMethods(RecordReader):
@@ -114,6 +129,13 @@ class ReadyMethods(RecordReader):
             return [] if root_fd is None else self._ready_problems(root_fd, fresh=True)
 
     def _ready_problems(self, root_fd: int, fresh: bool = False) -> list[str]:
+        missing = self._missing_candidates(root_fd, fresh)
+        return [f"ready index: ready candidate {key!r} is missing" for key in missing or ()]
+
+    def _missing_candidates(self, root_fd: int, fresh: bool = False) -> list[str] | None:
+        """The keys of the candidates the index misses, in key order; None
+        when there is no index to judge (not built yet: the next writer
+        builds it)."""
         found = self._scan_unswept(root_fd, fresh)
         by_key = {rec.key: rec for rec in prunedfile.read_all(self._root, root_fd)}
         by_key.update((rec.key, rec) for rec in found.values())
@@ -121,7 +143,7 @@ class ReadyMethods(RecordReader):
         try:
             chunks = None if rfd is None else readyindex.load_chunks(self._root, root_fd, rfd)
             if chunks is None:
-                return []  # not built yet (an older store): the next writer builds it
+                return None
             indexed = set(chunks.entries())
         finally:
             fsutil.close_all([rfd])
@@ -129,7 +151,7 @@ class ReadyMethods(RecordReader):
 
         sched = reader(self._root)
         return [
-            f"ready index: ready candidate {rec.key!r} is missing"
+            rec.key
             for rec in sorted(found.values(), key=lambda rec: rec.key)
             if readyindex.is_candidate(rec, by_key.get)
             and readyindex.entry_of(rec, sched(rec.key)) not in indexed
@@ -137,11 +159,78 @@ class ReadyMethods(RecordReader):
 
     @store_method
     def rebuild_ready_index(self) -> None:
-        """Rebuild the ready/ index from the records (`ledger doctor --fix`)."""
+        """Repair the ready/ index from the records (`ledger doctor --fix`).
+
+        The index is a superset of the candidates that every writer keeps
+        (readyindex.py), so what a readable index can be wrong about is a
+        candidate it misses. Those are found without the lock (SPEC §5: a scan
+        under it held every writer off for seconds at 200,000 records), then
+        added in short lock holds, each judged again under the lock from its
+        record as it is then: a record that stopped being a candidate meanwhile
+        is left out; one that became one meanwhile was added by its writer. An
+        index that is missing or unreadable is rebuilt whole, under the lock."""
         self._check_open()
+        with io_errors(self._root):
+            missing = self._missing_unlocked()
+        if missing is not None:
+            for at in range(0, len(missing) + 1, _REPAIR_KEYS):  # the last: [] at least
+                if at:
+                    _between_blocks()
+                with io_errors(self._root), self._locked(create=False) as root_fd:
+                    if root_fd is None:
+                        return
+                    if not self._add_candidates(root_fd, missing[at : at + _REPAIR_KEYS]):
+                        self._rebuild_ready(root_fd)  # the index went away meanwhile
+                        return
+            return
         with self._locked(create=False) as root_fd:
             if root_fd is not None:
                 self._rebuild_ready(root_fd)
+
+    def _missing_unlocked(self) -> list[str] | None:
+        """`_missing_candidates` without the lock (each file is read whole, as
+        atomically replaced); None when there is no readable index."""
+        root_fd = fsutil.open_root(self._root)
+        if root_fd is None:
+            return None
+        try:
+            if not self._initialized(root_fd):
+                return None
+            return self._missing_candidates(root_fd, fresh=True)
+        except StoreError:
+            return None  # an unreadable index (or record): rebuilt whole, under the lock
+        finally:
+            os.close(root_fd)
+
+    def _add_candidates(self, root_fd: int, keys: list[str]) -> bool:
+        """Under the lock: add the index entries of those of `keys` that are
+        candidates now; False when the index is not there to add to."""
+        rfd = readyindex.open_dir(self._root, root_fd, create=False)
+        try:
+            chunks = None if rfd is None else readyindex.load_chunks(self._root, root_fd, rfd)
+            if chunks is None:
+                return False
+
+            def load(key: str) -> TaskState | None:
+                digest = key_digest(key)
+                return None if digest is None else self._current(root_fd, key, digest)
+
+            sched = schedulefile.reader(self._root)
+            entries = [
+                entry
+                for rec in map(load, keys)
+                if rec is not None
+                and readyindex.is_candidate(rec, load)
+                and (entry := readyindex.entry_of(rec, sched(rec.key))) is not None
+            ]
+            chunks.add(entries, sync=True)
+            if os.path.lexists(
+                os.path.join(self._root, readyindex.READY_DIR, readyindex.LEGACY_NEEDS_DIR)
+            ):
+                readyindex.drop_legacy(rfd)
+            return True
+        finally:
+            fsutil.close_all([rfd])
 
     def _rebuild_ready(self, root_fd: int) -> None:
         """Rebuild ready/ from the record files (not the open batch's writes), and
