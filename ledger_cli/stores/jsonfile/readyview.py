@@ -206,8 +206,10 @@ class ReadyMethods(RecordReader):
         """Under the lock: add the index entries of those of `keys` that are
         candidates now; False when the index is not there to add to."""
         rfd = readyindex.open_dir(self._root, root_fd, create=False)
+        if rfd is None:
+            return False
         try:
-            chunks = None if rfd is None else readyindex.load_chunks(self._root, root_fd, rfd)
+            chunks = readyindex.load_chunks(self._root, root_fd, rfd)
             if chunks is None:
                 return False
 
@@ -230,7 +232,7 @@ class ReadyMethods(RecordReader):
                 readyindex.drop_legacy(rfd)
             return True
         finally:
-            fsutil.close_all([rfd])
+            os.close(rfd)
 
     def _rebuild_ready(self, root_fd: int) -> None:
         """Rebuild ready/ from the record files (not the open batch's writes), and
