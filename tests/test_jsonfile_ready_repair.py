@@ -170,3 +170,34 @@ def test_a_missing_index_is_rebuilt_whole(tmp_path: Path) -> None:
     store.rebuild_ready_index()
     assert _indexed(root) == kept
     assert store.check_ready_index() == []
+
+
+def test_the_check_confirms_in_blocks_what_it_found_unlocked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`doctor`'s check judges the candidates it found missing without the
+    lock again under it, a block per hold: one that stopped being a
+    candidate between blocks is not reported."""
+    monkeypatch.setattr(readyview, "_REPAIR_KEYS", 7)
+    root = tmp_path / "s"
+    store = _fill(root, 120).store
+    writer = Ledger(JsonFileStore(root))
+    kept = _indexed(root)
+    _empty_chunks(root)
+    gone: list[str] = []  # the i-th finished before block i + 1 was judged
+
+    def between() -> None:  # the lock is free here: finish the last missing key
+        key = kept[-1 - len(gone)]
+        fence = writer.claim("t", key, "w", timedelta(hours=1), T0)
+        writer.complete("t", key, "w", fence, "completed", T0)
+        gone.append(key)
+
+    monkeypatch.setattr(readyview, "_between_blocks", between)
+    problems = store.check_ready_index()
+    assert len(gone) == (len(kept) - 1) // 7
+    reported = [p.split("'")[1] for p in problems]
+    judged_in = {key: i // 7 for i, key in enumerate(kept)}  # kept is in key order here
+    late = {key for n, key in enumerate(gone) if judged_in[key] > n}
+    assert late and not late & set(reported)
+    assert sorted(set(reported) | late) == kept
+    writer.store.close()

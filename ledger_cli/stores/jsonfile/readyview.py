@@ -11,7 +11,6 @@ from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
 from ledger_cli.errors import StoreError
 from ledger_cli.stores.jsonfile import depsindex, fsutil, prunedfile, readyindex, schedulefile
-from ledger_cli.stores.jsonfile.depsview import unlocked_check
 from ledger_cli.stores.jsonfile.locking import io_errors, store_method
 from ledger_cli.stores.jsonfile.reading import RecordReader
 from ledger_cli.stores.jsonfile.records import key_digest, scan_records
@@ -122,11 +121,25 @@ class ReadyMethods(RecordReader):
         self._check_open()
         # A scan without the lock first (SPEC §5: at 200,000 records a scan
         # under it held every writer off for seconds); only what it finds is
-        # judged again under the lock, where records and index agree.
-        if not unlocked_check(self, self._ready_problems):
-            return []
-        with self._locked(create=False) as root_fd:
-            return [] if root_fd is None else self._ready_problems(root_fd, fresh=True)
+        # judged again under the lock, where records and index agree, a block
+        # of keys per hold. Without a readable index to judge: all under the lock.
+        with io_errors(self._root):
+            missing = self._missing_unlocked()
+        if missing is None:
+            with self._locked(create=False) as root_fd:
+                return [] if root_fd is None else self._ready_problems(root_fd, fresh=True)
+        confirmed: list[str] = []
+        for at in range(0, len(missing), _REPAIR_KEYS):
+            if at:
+                _between_blocks()
+            with io_errors(self._root), self._locked(create=False) as root_fd:
+                if root_fd is None:
+                    return []
+                got = self._still_missing(root_fd, missing[at : at + _REPAIR_KEYS])
+            if got is None:  # the index went away meanwhile: the next writer rebuilds it
+                return []
+            confirmed += got
+        return [f"ready index: ready candidate {key!r} is missing" for key in confirmed]
 
     def _ready_problems(self, root_fd: int, fresh: bool = False) -> list[str]:
         missing = self._missing_candidates(root_fd, fresh)
@@ -202,6 +215,47 @@ class ReadyMethods(RecordReader):
         finally:
             os.close(root_fd)
 
+    def _still_missing(self, root_fd: int, keys: list[str]) -> list[str] | None:
+        """Under the lock: those of `keys` that are candidates the index misses
+        now; None when there is no index."""
+        rfd = readyindex.open_dir(self._root, root_fd, create=False)
+        if rfd is None:
+            return None
+        try:
+            chunks = readyindex.load_chunks(self._root, root_fd, rfd)
+            if chunks is None:
+                return None
+            held: dict[int, set[readyindex.Entry]] = {}
+            out: list[str] = []
+            for key, entry in self._candidate_entries(root_fd, keys):
+                pos = chunks.locate(entry)
+                if pos not in held:
+                    held[pos] = set(chunks.chunk(pos))
+                if entry not in held[pos]:
+                    out.append(key)
+            return out
+        finally:
+            os.close(rfd)
+
+    def _candidate_entries(
+        self, root_fd: int, keys: list[str]
+    ) -> list[tuple[str, readyindex.Entry]]:
+        """Under the lock: the index entries of those of `keys` that are
+        candidates now, judged from their records and their needs' records."""
+
+        def load(key: str) -> TaskState | None:
+            digest = key_digest(key)
+            return None if digest is None else self._current(root_fd, key, digest)
+
+        sched = schedulefile.reader(self._root)
+        return [
+            (rec.key, entry)
+            for rec in map(load, keys)
+            if rec is not None
+            and readyindex.is_candidate(rec, load)
+            and (entry := readyindex.entry_of(rec, sched(rec.key))) is not None
+        ]
+
     def _add_candidates(self, root_fd: int, keys: list[str]) -> bool:
         """Under the lock: add the index entries of those of `keys` that are
         candidates now; False when the index is not there to add to."""
@@ -212,19 +266,7 @@ class ReadyMethods(RecordReader):
             chunks = readyindex.load_chunks(self._root, root_fd, rfd)
             if chunks is None:
                 return False
-
-            def load(key: str) -> TaskState | None:
-                digest = key_digest(key)
-                return None if digest is None else self._current(root_fd, key, digest)
-
-            sched = schedulefile.reader(self._root)
-            entries = [
-                entry
-                for rec in map(load, keys)
-                if rec is not None
-                and readyindex.is_candidate(rec, load)
-                and (entry := readyindex.entry_of(rec, sched(rec.key))) is not None
-            ]
+            entries = [entry for _, entry in self._candidate_entries(root_fd, keys)]
             chunks.add(entries, sync=True)
             if os.path.lexists(
                 os.path.join(self._root, readyindex.READY_DIR, readyindex.LEGACY_NEEDS_DIR)
