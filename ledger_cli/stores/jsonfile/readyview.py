@@ -128,12 +128,13 @@ class ReadyMethods(RecordReader):
         from ledger_cli.stores.jsonfile.schedulefile import reader
 
         sched = reader(self._root)
-        return [
-            f"ready index: ready candidate {rec.key!r} is missing"
-            for rec in sorted(found.values(), key=lambda rec: rec.key)
+        missing = [
+            rec.key
+            for rec in found.values()
             if readyindex.is_candidate(rec, by_key.get)
             and readyindex.entry_of(rec, sched(rec.key)) not in indexed
-        ]
+        ]  # sorted after: the missing are few, the records many
+        return [f"ready index: ready candidate {key!r} is missing" for key in sorted(missing)]
 
     @store_method
     def rebuild_ready_index(self) -> None:
