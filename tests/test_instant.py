@@ -9,6 +9,8 @@ import time
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ledger_cli.engine.instant import Instant, civil_from_days, days_from_civil
 
@@ -330,3 +332,51 @@ def test_immutable_hashable_copyable() -> None:
     assert {t: 1}[Instant.parse("2026-01-01T00:00:00.000000007Z")] == 1
     assert not hasattr(t, "__dict__")
     assert f"{t}" == str(t)
+
+
+def _printed_shape() -> st.SearchStrategy[str]:
+    """UTC texts of the canonical shape, any digits (months 13 to 99, day 31
+    of February, hour 24 and 99...): `parse_printed`'s cached-date path."""
+    d = st.integers(0, 9).map(str)
+    two = st.tuples(d, d).map("".join)
+    frac = st.one_of(
+        st.just(""),
+        st.tuples(st.text("0123456789", max_size=8), st.sampled_from("123456789")).map(
+            lambda t: "." + "".join(t)
+        ),
+    )
+    year = st.one_of(
+        st.sampled_from(["2026", "2024", "2000", "1900", "0000", "1970"]),
+        st.tuples(two, two).map("".join),
+    )
+    month = st.one_of(st.sampled_from(["01", "02", "12"]), two)
+    day = st.one_of(st.sampled_from(["01", "28", "29", "30", "31"]), two)
+    return st.builds(
+        lambda y, mo, dd, h, mi, s, f: f"{y}-{mo}-{dd}T{h}:{mi}:{s}{f}Z",
+        year,
+        month,
+        day,
+        two,
+        two,
+        two,
+        frac,
+    )
+
+
+@settings(max_examples=2000, deadline=None)
+@given(_printed_shape())
+def test_parse_printed_of_a_utc_text_is_parse_with_its_text_kept(text: str) -> None:
+    from ledger_cli.engine.instant import parse_printed
+
+    try:
+        want = Instant.parse(text)
+    except ValueError as exc:
+        for _ in range(2):  # the second with the date cached, if the first cached it
+            with pytest.raises(ValueError) as got:
+                parse_printed(text)
+            assert str(got.value) == str(exc)
+        return
+    for _ in range(2):
+        got = parse_printed(text)
+        assert (got.unix_ns, got.offset_seconds) == (want.unix_ns, want.offset_seconds)
+        assert str(got) == str(want) == text

@@ -332,11 +332,44 @@ def parse_printed(text: str) -> Instant:
     result (RFC3339Nano: no trailing zero in the fraction, `Z` for offset 0),
     the text kept as its cached form: records read back print without
     formatting their times again."""
+    if isinstance(text, str) and text[-1:] == "Z" and _CANONICAL.fullmatch(text, 0, len(text) - 1):
+        utc = _utc_printed(text)
+        if utc is not None:
+            return utc
     ns, offset = _parse(text)
     inst = _make(ns, offset)
     zoned = text[-1] == "Z" or (offset != 0 and text[-6] in "+-")
     if zoned and _CANONICAL.fullmatch(text, 0, len(text) - (1 if text[-1] == "Z" else 6)):
         _SET_TEXT(inst, text)
+    return inst
+
+
+_DAYS: dict[str, int] = {}
+"""Days since 1970 of the dates `_utc_printed` has met (valid ones only):
+the records of a store share few dates (a day's admissions, a day's claims)."""
+_DAYS_KEPT = 4096
+
+
+def _utc_printed(text: str) -> Instant | None:
+    """`parse_printed` of a canonical UTC text (YYYY-MM-DDTHH:MM:SS[.frac]Z,
+    digits where digits go), its date's day count looked up, not worked out;
+    None when a field is out of range (`_parse` words the error)."""
+    date = text[:10]
+    days = _DAYS.get(date)
+    if days is None:
+        year, month, day = int(text[:4]), int(text[5:7]), int(text[8:10])
+        if not (1 <= month <= 12 and 1 <= day <= _days_in(month, year)):
+            return None
+        if len(_DAYS) >= _DAYS_KEPT:
+            _DAYS.clear()
+        days = _DAYS[date] = days_from_civil(year, month, day)
+    hour, minute, second = int(text[11:13]), int(text[14:16]), int(text[17:19])
+    if hour >= 24 or minute >= 60 or second >= 60:
+        return None
+    nanos = int(text[20:-1].ljust(9, "0")) if len(text) > 20 else 0
+    secs = days * 86_400 + hour * 3600 + minute * 60 + second
+    inst = _make(secs * _NS_PER_SECOND + nanos, 0)
+    _SET_TEXT(inst, text)
     return inst
 
 

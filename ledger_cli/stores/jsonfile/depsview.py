@@ -178,7 +178,8 @@ class DepsMethods(RecordReader):
             found = self._scan_unswept(root_fd, fresh)
             listed: dict[str, set[str] | None] = {}
             problems: list[str] = []
-            for digest, rec in sorted(found.items(), key=lambda item: byte_order(item[1].key)):
+            needing = [(digest, rec) for digest, rec in found.items() if rec.needs]
+            for digest, rec in sorted(needing, key=lambda item: byte_order(item[1].key)):
                 for need in rec.needs or ():
                     nd = depsindex.need_digest(need)
                     if nd not in listed:

@@ -19,12 +19,15 @@ class RecordReader(LockedDirectory):
     _one_scan: dict[str, TaskState] | None = None
     """Every record file's record, read once for the checks of `one_scan`."""
     _in_one_scan = False
-    _seen: dict[str, tuple[bytes, TaskState]] | None = None
+    _seen: dict[str, TaskState] | None = None
 
-    def seen_files(self, seen: dict[str, tuple[bytes, TaskState]]) -> None:
-        """Record files already read and checked (`ledger doctor`'s walk, without
-        the lock: digest -> their bytes, record): the next `one_scan` decodes
-        only the files whose bytes changed since."""
+    def seen_files(self, seen: dict[str, TaskState]) -> None:
+        """Every record file already read and checked without the lock
+        (`ledger doctor`'s walk: digest -> record): the next `one_scan`'s
+        first pass, itself without the lock, takes them instead of reading
+        every file again. Each was read whole (a record file is replaced
+        atomically), so each is a state some writer committed; a problem the
+        pass finds is judged again under the lock on a fresh scan."""
         self._seen = seen
 
     @contextlib.contextmanager
@@ -48,10 +51,9 @@ class RecordReader(LockedDirectory):
             return scan_records(self._root, root_fd, checksummed=self._checksummed, sweep=False)
         if self._one_scan is not None:
             return self._one_scan
-        known = self._seen if self._in_one_scan else None
-        found = scan_records(
-            self._root, root_fd, checksummed=self._checksummed, sweep=False, known=known
-        )
+        found = self._seen if self._in_one_scan else None
+        if found is None:
+            found = scan_records(self._root, root_fd, checksummed=self._checksummed, sweep=False)
         if self._in_one_scan:
             self._one_scan, self._seen = found, None
         return found

@@ -163,12 +163,13 @@ class ReadyMethods(RecordReader):
         from ledger_cli.stores.jsonfile.schedulefile import reader
 
         sched = reader(self._root)
-        return [
+        missing = [
             rec.key
-            for rec in sorted(found.values(), key=lambda rec: rec.key)
+            for rec in found.values()
             if readyindex.is_candidate(rec, by_key.get)
             and readyindex.entry_of(rec, sched(rec.key)) not in indexed
         ]
+        return sorted(missing)  # sorted after: the missing are few, the records many
 
     @store_method
     def rebuild_ready_index(self) -> None:
@@ -202,14 +203,15 @@ class ReadyMethods(RecordReader):
 
     def _missing_unlocked(self) -> list[str] | None:
         """`_missing_candidates` without the lock (each file is read whole, as
-        atomically replaced); None when there is no readable index."""
+        atomically replaced; in a `one_scan` block, the records `ledger
+        doctor`'s walk read); None when there is no readable index."""
         root_fd = fsutil.open_root(self._root)
         if root_fd is None:
             return None
         try:
             if not self._initialized(root_fd):
                 return None
-            return self._missing_candidates(root_fd, fresh=True)
+            return self._missing_candidates(root_fd, fresh=False)
         except StoreError:
             return None  # an unreadable index (or record): rebuilt whole, under the lock
         finally:

@@ -114,11 +114,9 @@ def scan_records(
     *,
     checksummed: bool,
     sweep: bool,
-    known: dict[str, tuple[bytes, TaskState]] | None = None,
 ) -> dict[str, TaskState]:
     """Every record file's record by digest (`sweep`: remove temporary files, under
-    the lock). `known`: files already decoded (digest: their bytes, record); one
-    whose bytes are the same is not decoded again."""
+    the lock)."""
     found: dict[str, TaskState] = {}
     rdir = shown(root, RECORDS_DIR)
     rfd = fsutil.open_subdir(root_fd, RECORDS_DIR, rdir, create=False)
@@ -147,10 +145,6 @@ def scan_records(
                     if data is None:
                         continue
                     digest = fname[:-5]
-                    seen = None if known is None else known.get(digest)
-                    if seen is not None and seen[0] == data:
-                        found[digest] = seen[1]
-                        continue
                     found[digest] = decode_record_file(
                         data, path, checksummed=checksummed, digest=digest
                     )

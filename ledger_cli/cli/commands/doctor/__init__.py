@@ -9,18 +9,19 @@ The record-level checks (invalid UTF-8 from another writer, escaped and
 orphaned blocks, writes without a history line) are in `records.py`, the
 derived indexes' in `indexes.py`, the attempts' in `attempts.py`.
 
-For a JSON store the directory is walked file by file, so every bad record
-is named, not just the first; other stores are checked through their API.
+For a JSON store the directory is walked file by file (`files.py`), so every
+bad record is named, not just the first; other stores are checked through
+their API.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import stat
 from typing import TYPE_CHECKING, Any
 
 from ledger_cli.cli import output
+from ledger_cli.cli.commands.doctor.files import check_record_files, walk
 from ledger_cli.cli.commands.doctor.findings import Findings
 from ledger_cli.cli.commands.doctor.records import check_records
 from ledger_cli.cli.context import Session, Settings, store_url
@@ -29,114 +30,6 @@ from ledger_cli.errors import LedgerError, StoreError
 if TYPE_CHECKING:
     from ledger_cli.engine.history import HistoryEntry
     from ledger_cli.engine.record import TaskState
-
-TEMP_SUFFIX = ".tmp"
-RECORDS_DIR = "records"
-
-
-def _read_regular(path: str) -> bytes:
-    """A file's bytes, never through a symlink nor blocking on a FIFO swapped in."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-    fd = os.open(path, flags)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(0, "not a regular file")
-        with os.fdopen(fd, "rb", closefd=False) as fh:
-            return fh.read()
-    finally:
-        os.close(fd)
-
-
-def _record_file(path: str, found: Findings, records: list[tuple[str, bytes]]) -> None:
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-    try:
-        fd = os.open(path, flags)
-    except FileNotFoundError:
-        return  # removed meanwhile
-    except OSError as exc:
-        if os.path.islink(path):
-            found.problems.append(f"{path}: a symlink inside the store")
-        else:
-            found.problems.append(f"{path}: unreadable: {exc.strerror or exc}")
-        return
-    try:
-        st = os.fstat(fd)
-        mode = stat.S_IMODE(st.st_mode)
-        if not stat.S_ISREG(st.st_mode):
-            found.problems.append(f"{path}: not a regular file (a FIFO, socket or device)")
-            return
-        if mode & ~0o600:
-            found.problems.append(f"{path}: file mode {mode:04o} is wider than 0600")
-        chunks = []
-        while chunk := os.read(fd, max(st.st_size + 1, 4096)):
-            chunks.append(chunk)
-        records.append((path, b"".join(chunks)))
-    except OSError as exc:
-        found.problems.append(f"{path}: unreadable: {exc.strerror or exc}")
-    finally:
-        os.close(fd)
-
-
-def _walk(root: str, found: Findings) -> tuple[list[str], list[tuple[str, bytes]]]:
-    """Modes, symlinks, temp files; returns (temp files, record files' bytes)."""
-    temps: list[str] = []
-    records: list[tuple[str, bytes]] = []
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        in_shard = os.path.basename(os.path.dirname(dirpath)) == RECORDS_DIR
-        prefix = dirpath + os.sep
-        for name in [*dirnames, *filenames]:
-            path = prefix + name
-            if in_shard and name.endswith(".json") and name in filenames:
-                # A record file: one open (never through a symlink) and fstat,
-                # not an lstat, then an open: the walk's cost is the records'.
-                _record_file(path, found, records)
-                continue
-            try:
-                st = os.lstat(path)
-            except FileNotFoundError:
-                continue  # removed meanwhile
-            mode = stat.S_IMODE(st.st_mode)
-            if stat.S_ISLNK(st.st_mode):
-                found.problems.append(f"{path}: a symlink inside the store")
-            elif stat.S_ISDIR(st.st_mode):
-                if mode & ~0o700:
-                    found.problems.append(f"{path}: directory mode {mode:04o} is wider than 0700")
-            elif not stat.S_ISREG(st.st_mode):
-                found.problems.append(f"{path}: not a regular file (a FIFO, socket or device)")
-            else:
-                if mode & ~0o600:
-                    found.problems.append(f"{path}: file mode {mode:04o} is wider than 0600")
-                if name.endswith(TEMP_SUFFIX):
-                    temps.append(path)
-                elif os.path.basename(os.path.dirname(dirpath)) == RECORDS_DIR and name.endswith(
-                    ".json"
-                ):
-                    try:
-                        records.append((path, _read_regular(path)))
-                    except OSError as exc:
-                        found.problems.append(f"{path}: unreadable: {exc.strerror or exc}")
-    st = os.stat(root)
-    if stat.S_IMODE(st.st_mode) & ~0o700:
-        found.problems.append(
-            f"{root}: directory mode {stat.S_IMODE(st.st_mode):04o} is wider than 0700"
-        )
-    return temps, records
-
-
-def _check_record_files(
-    store: Any, files: list[tuple[str, bytes]], found: Findings
-) -> list[TaskState]:
-    """Check every record file as the store reads it (checksum, wire record,
-    validation, filed under its key's name); the good records."""
-    good: list[TaskState] = []
-    for path, data in files:
-        digest = os.path.basename(path).removesuffix(".json")
-        try:
-            good.append(store.check_record_file(data, path, digest))
-        except LedgerError as exc:
-            detail = output.one_line(str(exc)).removeprefix(f"ledger: store: {path}: ")
-            found.problems.append(f"{path}: {detail}")
-    return good
 
 
 def _check_needs(records: list[TaskState], found: Findings) -> None:
@@ -161,17 +54,15 @@ def doctor(settings: Settings, fix: bool = False) -> int:
             assert root is not None
             # File by file, and without range(): the JSON store's scan would
             # sweep the temporary files this command only reports.
-            temps, files = _walk(root, found)
-            records = _check_record_files(s.store, files, found)
+            files = walk(root, found)
+            temps = files.temps
+            checked = check_record_files(s.store, files, found)
+            records = checked.records
             seen_files = getattr(s.store, "seen_files", None)
-            if seen_files is not None and len(records) == len(files):
-                # The index checks' scan (under the lock) decodes only what changed.
-                seen_files(
-                    {
-                        os.path.basename(path).removesuffix(".json"): (data, rec)
-                        for (path, data), rec in zip(files, records, strict=True)
-                    }
-                )
+            if seen_files is not None and checked.scanned is not None:
+                # The index checks' first pass (without the lock, as the walk)
+                # takes these records instead of reading every file again.
+                seen_files(checked.scanned)
         if temps and fix:
             # Under the store lock no writer is active: every .tmp is a crash's leftover.
             with s.store.batch():
