@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/bench_output.py [--size-mib 1024] [--tasks 2000]
         [--wait-keys 10000] [--store json|sqlite] [--rounds 3]
+        [--only throughput|drain|wait]
 
 1. Throughput of `ledger run K -- cat FILE` into a pipe against `cat FILE`
    into the same kind of pipe (the reader is `cat > /dev/null`), on a FILE of
@@ -184,12 +185,18 @@ def main() -> None:
     ap.add_argument("--wait-keys", type=int, default=10_000)
     ap.add_argument("--store", choices=("json", "sqlite"), default="json")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument(
+        "--only", choices=("throughput", "drain", "wait"), help="run one of the figures"
+    )
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bench_output-"))
     try:
-        throughput(tmp, args.store, args.size_mib, args.rounds)
-        drain(tmp, args.store, args.tasks, args.rounds)
-        wait_reads(args.wait_keys)
+        if args.only in (None, "throughput"):
+            throughput(tmp, args.store, args.size_mib, args.rounds)
+        if args.only in (None, "drain"):
+            drain(tmp, args.store, args.tasks, args.rounds)
+        if args.only in (None, "wait"):
+            wait_reads(args.wait_keys)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
