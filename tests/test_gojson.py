@@ -489,7 +489,7 @@ _SAMPLES = [
 
 @pytest.mark.parametrize("text", _SAMPLES)
 def test_slow_parser_agrees_with_fast_path(text: str) -> None:
-    fast = decode._DECODER.decode(text)
+    fast = decode._DECODE(text)
     slow = scan.SlowParser(text).parse()
     assert slow == fast
     assert to_task_value(slow) == to_task_value(fast)

@@ -366,10 +366,10 @@ def _printed_shape() -> st.SearchStrategy[str]:
 @settings(max_examples=2000, deadline=None)
 @given(_printed_shape())
 def test_parse_printed_of_a_utc_text_is_parse_with_its_text_kept(text: str) -> None:
-    from ledger_cli.engine.instant import parse_printed
+    from ledger_cli.engine.instant import _make, _parse, parse_printed
 
     try:
-        want = Instant.parse(text)
+        want = _make(*_parse(text))  # the general way (Instant.parse takes parse_printed's)
     except ValueError as exc:
         for _ in range(2):  # the second with the date cached, if the first cached it
             with pytest.raises(ValueError) as got:
@@ -380,3 +380,17 @@ def test_parse_printed_of_a_utc_text_is_parse_with_its_text_kept(text: str) -> N
         got = parse_printed(text)
         assert (got.unix_ns, got.offset_seconds) == (want.unix_ns, want.offset_seconds)
         assert str(got) == str(want) == text
+
+
+_NEAR_CANONICAL = st.text(st.sampled_from("0123456789-T:.Z+٣0"), min_size=18, max_size=32)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.one_of(_printed_shape(), _NEAR_CANONICAL, _printed_shape().map(lambda t: t[:-1] + "0Z")))
+def test_the_canonical_check_is_the_canonical_pattern(text: str) -> None:
+    import re
+
+    from ledger_cli.engine.instant import _CANONICAL, is_canonical_utc
+
+    want = text[-1:] == "Z" and re.fullmatch(_CANONICAL.pattern, text[:-1]) is not None
+    assert is_canonical_utc(text) == want

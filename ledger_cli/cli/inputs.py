@@ -259,9 +259,9 @@ _decoder: Any = None
 def _json_decoder() -> Any:
     global _decoder
     if _decoder is None:
-        import json
+        from ledger_cli.engine import cjson
 
-        _decoder = json.JSONDecoder(
+        _decoder = cjson.decoder(
             object_pairs_hook=_no_duplicates,
             parse_int=_integer,
             parse_float=_float,
@@ -271,9 +271,12 @@ def _json_decoder() -> Any:
 
 
 def _depth(text: str) -> int:
-    """Deepest nesting of arrays/objects (strings stripped first)."""
+    """Deepest nesting of arrays/objects (strings stripped first); 0 when
+    there are too few brackets to nest deeper than MAX_JSON_DEPTH."""
+    if text.count("[") + text.count("{") <= MAX_JSON_DEPTH:
+        return 0  # cannot nest deeper (no pattern compiled: `admit --task` is a hot command)
     deepest = depth = 0
-    import re  # only for JSON input (json imports it anyway)
+    import re
 
     for m in re.finditer(r"[\[\]{}]", re.sub(_STRING_PATTERN, "", text, flags=re.DOTALL)):
         if m.group() in "[{":
@@ -333,14 +336,16 @@ def parse_json(data: bytes | str, what: str = "bad JSON", max_bytes: int | None 
         raise fail("a byte order mark is not allowed")
     if _depth(text) > MAX_JSON_DEPTH:
         raise fail(f"nesting deeper than {MAX_JSON_DEPTH} levels")
-    import json
-
     try:
-        value = _json_decoder().decode(text)
+        value = _json_decoder()(text)
     except _Reject as exc:
         raise fail(str(exc)) from None
-    except json.JSONDecodeError as exc:
-        raise fail(f"{exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    except ValueError as exc:
+        from ledger_cli.engine import cjson
+
+        if not cjson.is_decode_error(exc):
+            raise
+        raise fail(f"{exc.msg} at line {exc.lineno} column {exc.colno}") from None  # type: ignore[attr-defined]
     except RecursionError:
         raise fail(f"nesting deeper than {MAX_JSON_DEPTH} levels") from None
     try:

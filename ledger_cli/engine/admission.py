@@ -7,7 +7,7 @@ from ledger_cli.engine.core import Core
 from ledger_cli.engine.dependencies import blocking_need, recheck_needs
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
-from ledger_cli.engine.status import Status, is_terminal
+from ledger_cli.engine.status import BLOCKED, COMPLETED, PENDING, is_terminal
 from ledger_cli.errors import ValidationError
 
 TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
@@ -46,7 +46,7 @@ def admit(
 def _all_completed(core: Core, needs: tuple[str, ...]) -> bool:
     for need in needs:
         rec = core.store.load(need)
-        if rec is None or rec.status != Status.COMPLETED.value:
+        if rec is None or rec.status != COMPLETED:
             return False
     return True
 
@@ -74,7 +74,7 @@ def _admit(
         blocker = blocking_need(core, needs)
         nxt = TaskState(
             key=key,
-            status=Status.BLOCKED.value if blocker is not None else Status.PENDING.value,
+            status=BLOCKED if blocker is not None else PENDING,
             sequence=seq,
             fence=fence,
             needs=needs,

@@ -14,7 +14,7 @@ from ledger_cli.engine.dependencies import block_found
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.retry import reason_note
 from ledger_cli.engine.serial import blocking_writes
-from ledger_cli.engine.status import Status
+from ledger_cli.engine.status import COMPLETED, FAILED
 from ledger_cli.errors import AlreadyFinishedError
 
 
@@ -39,10 +39,10 @@ def _cancel(core: Core, actor: str, key: str, now: Instant, reason: str | None) 
 def _fail(core: Core, actor: str, key: str, now: Instant, reason: str | None) -> None:
     while True:
         cur = core.require(key)
-        if cur.status in (Status.COMPLETED.value, Status.FAILED.value):
+        if cur.status in (COMPLETED, FAILED):
             raise AlreadyFinishedError(f"ledger: {key} is already {cur.status}")
         nxt = cur.replace(
-            status=Status.FAILED.value,
+            status=FAILED,
             fence=cur.fence + 1,
             owner="",
             lease_until=Instant.ZERO,

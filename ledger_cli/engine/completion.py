@@ -6,10 +6,10 @@ from ledger_cli.engine import events
 from ledger_cli.engine.core import Core
 from ledger_cli.engine.dependencies import block_dependents
 from ledger_cli.engine.instant import Instant
-from ledger_cli.engine.status import Status
+from ledger_cli.engine.status import CLAIMED, COMPLETED, FAILED
 from ledger_cli.errors import FencedError, NotClaimedError, UnknownStatusError
 
-_FINAL = {Status.COMPLETED.value: Status.COMPLETED.value, Status.FAILED.value: Status.FAILED.value}
+_FINAL = {COMPLETED: COMPLETED, FAILED: FAILED}
 
 
 def final_status(status: object) -> str:
@@ -23,7 +23,7 @@ def complete(
     core: Core, actor: str, key: str, owner: str, fence: int, status: object, now: Instant
 ) -> None:
     final = final_status(status)
-    if final == Status.FAILED.value:  # it blocks dependents (engine/serial.py)
+    if final == FAILED:  # it blocks dependents (engine/serial.py)
         from ledger_cli.engine.serial import blocking_writes
 
         blocks = core.blocks
@@ -54,7 +54,7 @@ def _complete(
         cur = core.require(key)
         if cur.fence != fence:
             raise FencedError()
-        if cur.status != Status.CLAIMED.value:
+        if cur.status != CLAIMED:
             raise NotClaimedError()
         nxt = cur.replace(status=final, updated_by=actor, updated_at=now)
         nxt.validate()

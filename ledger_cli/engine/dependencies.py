@@ -16,9 +16,9 @@ from collections.abc import Callable, Iterable
 from ledger_cli.engine.core import Core
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState, byte_order
-from ledger_cli.engine.status import Status, is_terminal
+from ledger_cli.engine.status import BLOCKED, FAILED, is_terminal
 
-_BLOCKING = frozenset({Status.FAILED.value, Status.BLOCKED.value})
+_BLOCKING = frozenset({FAILED, BLOCKED})
 
 
 def blocking_need(core: Core, needs: Iterable[str] | None) -> str | None:

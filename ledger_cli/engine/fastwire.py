@@ -23,9 +23,7 @@ decoder, so the result is the same record either way
 
 from __future__ import annotations
 
-import json
-
-from ledger_cli.engine import gojson
+from ledger_cli.engine import cjson, gojson
 from ledger_cli.engine.instant import Instant, parse_printed
 from ledger_cli.engine.record import TaskState
 from ledger_cli.engine.wire import FIELD_NAMES, record_from_json
@@ -71,7 +69,7 @@ def _constant(name: str) -> Any:
     raise _Foreign
 
 
-_DECODE = json.JSONDecoder(parse_int=_int, parse_float=_float, parse_constant=_constant).decode
+_DECODE = cjson.decoder(parse_int=_int, parse_float=_float, parse_constant=_constant)
 _NEEDS_SLOW = gojson.NEEDS_SLOW  # the same rule, one definition
 
 
@@ -84,7 +82,7 @@ def record_from_canonical(text: str, *, from_utf8: bool = False) -> TaskState:
     `wire.record_from_json(text)` for every input, fast for canonical ones.
     `from_utf8`: `text` was decoded from valid UTF-8, so it holds no raw
     surrogate, and only a `\\u` escape can need the Go way."""
-    if (from_utf8 and "\\u" not in text) or _NEEDS_SLOW.search(text) is None:
+    if ("\\u" not in text and (from_utf8 or text.isascii())) or _NEEDS_SLOW.search(text) is None:
         try:
             obj = _DECODE(text)
         except (_Foreign, RecursionError, ValueError):

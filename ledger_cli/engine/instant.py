@@ -13,10 +13,11 @@ algorithms), never through `datetime`, so every year works.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta, timezone
+
+from ledger_cli.engine.lazyre import Lazy
 
 TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
@@ -35,7 +36,7 @@ _UNIX_EPOCH_DAYS_FROM_0000_03_01 = 719_468
 #   hour: 1 or 2 digits; an optional fraction after '.' or ',' of 1+ digits
 #   (only the first 9 count); then 'Z' or +hh:mm / -hh:mm (2 digits each).
 # 'T' and 'Z' are upper case only. Ranges are checked in _parse below.
-_RFC3339 = re.compile(
+_RFC3339 = Lazy(
     r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{1,2}):([0-9]{2}):([0-9]{2})"
     r"(?:[.,]([0-9]+))?"
     r"(?:(Z)|([+-])([0-9]{2}):([0-9]{2}))"
@@ -118,10 +119,10 @@ class Instant:
         """Parse what Go's `time.Parse(time.RFC3339, text)` accepts.
 
         Digits past the ninth fractional digit are dropped (truncated), as Go
-        does. Raises ValueError on anything else.
+        does. Raises ValueError on anything else. (A canonical UTC text, as
+        `str()` prints it, takes `parse_printed`'s string-checked way.)
         """
-        ns, offset = _parse(text)
-        return _make(ns, offset)
+        return parse_printed(text)
 
     @classmethod
     def from_unix_ns(cls, ns: int, offset_seconds: int = 0) -> Instant:
@@ -322,9 +323,24 @@ class Instant:
         return f"Instant({str(self)!r})"
 
 
-_CANONICAL = re.compile(
-    r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{0,8}[1-9])?"
-)
+_CANONICAL = Lazy(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{0,8}[1-9])?")
+
+
+_ZEROS = str.maketrans("123456789", "000000000")
+_UTC_FORMS = {20: "0000-00-00T00:00:00Z"} | {
+    n: "0000-00-00T00:00:00." + "0" * (n - 21) + "Z" for n in range(22, 31)
+}
+"""By length, what a canonical UTC text (`_CANONICAL` then `Z`) reads as with
+every ASCII digit made 0; the fraction's last digit is checked apart. A
+string check, not `_CANONICAL`: the hot commands never compile a pattern."""
+
+
+def is_canonical_utc(text: str) -> bool:
+    """`_CANONICAL` then `Z`: YYYY-MM-DDTHH:MM:SS[.frac]Z, ASCII digits, a
+    fraction of 1 to 9 digits with no trailing zero (ranges unchecked)."""
+    return text.translate(_ZEROS) == _UTC_FORMS.get(len(text)) and (
+        len(text) == 20 or text[-2] != "0"
+    )
 
 
 def parse_printed(text: str) -> Instant:
@@ -332,7 +348,7 @@ def parse_printed(text: str) -> Instant:
     result (RFC3339Nano: no trailing zero in the fraction, `Z` for offset 0),
     the text kept as its cached form: records read back print without
     formatting their times again."""
-    if isinstance(text, str) and text[-1:] == "Z" and _CANONICAL.fullmatch(text, 0, len(text) - 1):
+    if isinstance(text, str) and is_canonical_utc(text):
         utc = _utc_printed(text)
         if utc is not None:
             return utc

@@ -39,7 +39,7 @@ from ledger_cli.engine.core import Core
 from ledger_cli.engine.dependencies import nearest_blocking
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState, byte_order
-from ledger_cli.engine.status import Status
+from ledger_cli.engine.status import BLOCKED, CLAIMED, FAILED, PENDING
 
 __all__ = [
     "UNBLOCKED",
@@ -56,7 +56,7 @@ UNBLOCKED = events.UNBLOCKED
 """The event (and history line) of an orphaned block's repair (SPEC §6.2's name),
 the same as `retry`'s un-blocking walk writes."""
 
-_LIVE = frozenset({Status.PENDING.value, Status.CLAIMED.value})
+_LIVE = frozenset({PENDING, CLAIMED})
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -94,9 +94,7 @@ def failure_roots(records: Iterable[TaskState]) -> dict[str, str]:
     for rec in by_key.values():
         for need in dict.fromkeys(rec.needs or ()):
             dependents.setdefault(need, []).append(rec.key)
-    failed = sorted(
-        (k for k, r in by_key.items() if r.status == Status.FAILED.value), key=byte_order
-    )
+    failed = sorted((k for k, r in by_key.items() if r.status == FAILED), key=byte_order)
     root: dict[str, str] = {}
     queue: deque[tuple[str, str]] = deque((k, k) for k in failed)
     while queue:
@@ -127,7 +125,7 @@ def find_orphaned_blocks(records: Iterable[TaskState]) -> list[OrphanedBlock]:
     found = [
         OrphanedBlock(rec.key, rec.blocked_by)
         for rec in recs
-        if rec.status == Status.BLOCKED.value and rec.key not in roots
+        if rec.status == BLOCKED and rec.key not in roots
     ]
     return sorted(found, key=lambda o: byte_order(o.key))
 
@@ -145,7 +143,7 @@ def fix_escaped_block(core: Core, actor: str, now: Instant, found: EscapedBlock)
         return False
     block_one(core, actor, now, found.key, cur, blocker)
     after = core.store.load(found.key)
-    return after is not None and after.status == Status.BLOCKED.value
+    return after is not None and after.status == BLOCKED
 
 
 def fix_orphaned_block(core: Core, actor: str, now: Instant, found: OrphanedBlock) -> bool:
@@ -161,7 +159,7 @@ def fix_orphaned_block(core: Core, actor: str, now: Instant, found: OrphanedBloc
     from ledger_cli.engine.reopen import reexamine
 
     cur = core.store.load(found.key)
-    if cur is None or cur.status != Status.BLOCKED.value:
+    if cur is None or cur.status != BLOCKED:
         return False
     _, unblocked = reexamine(core, actor, now, cur, note="")
     return unblocked

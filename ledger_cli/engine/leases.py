@@ -9,7 +9,7 @@ from ledger_cli.engine.core import Core
 from ledger_cli.engine.dependencies import blocking_ancestor
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
-from ledger_cli.engine.status import Status
+from ledger_cli.engine.status import CLAIMED, PENDING
 from ledger_cli.errors import (
     EmptyOwnerError,
     FencedError,
@@ -20,7 +20,6 @@ from ledger_cli.errors import (
 )
 
 _ZERO_LEASE = timedelta(0)
-CLAIMED = Status.CLAIMED.value
 
 
 def _check_owner_and_lease(owner: str, lease: timedelta) -> None:
@@ -68,7 +67,7 @@ def claim(core: Core, actor: str, key: str, owner: str, lease: timedelta, now: I
         if cur.status == CLAIMED:
             if cur.lease_until > now:
                 raise LeaseActiveError()
-        elif cur.status != Status.PENDING.value:
+        elif cur.status != PENDING:
             raise NotClaimedError()
         _refuse_if_ancestor_blocks(core, actor, now, key, cur)
         fence = _grant(core, actor, key, owner, lease, now, cur)
@@ -118,7 +117,7 @@ def release(core: Core, actor: str, key: str, owner: str, fence: int, now: Insta
         if cur.status != CLAIMED:
             raise NotClaimedError()
         nxt = cur.replace(
-            status=Status.PENDING.value,
+            status=PENDING,
             owner="",
             lease_until=Instant.ZERO,
             updated_by=actor,

@@ -8,7 +8,7 @@ from ledger_cli.engine import admission, completion, leases
 from ledger_cli.engine.core import Core
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState, go_quote
-from ledger_cli.engine.status import Status
+from ledger_cli.engine.status import BLOCKED
 from ledger_cli.errors import RestoreConflictError
 
 TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from ledger_cli.engine.conflict import Outcome
     from ledger_cli.engine.events import Bus
     from ledger_cli.engine.snapshot import Snapshot
+    from ledger_cli.engine.statusenum import Status
     from ledger_cli.engine.store import Store
 
 TimeLike = Instant | datetime
@@ -134,7 +135,7 @@ class Ledger:
     def blocked(self, key: str) -> str | None:
         """The BlockedBy key when the record is blocked; None otherwise (or missing)."""
         rec = self._core.store.load(key)
-        if rec is None or rec.status != Status.BLOCKED.value:
+        if rec is None or rec.status != BLOCKED:
             return None
         return rec.blocked_by
 

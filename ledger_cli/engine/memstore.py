@@ -16,7 +16,7 @@ from datetime import datetime
 
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState, byte_order
-from ledger_cli.engine.status import Status
+from ledger_cli.engine.status import CLAIMED
 from ledger_cli.errors import InvalidMaxEntriesError
 
 TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
@@ -103,7 +103,7 @@ class MemStore:
             head = self._queue.popleft()
             rec = self._tasks[head]
             if head == written or (
-                rec.status == Status.CLAIMED.value and rec.lease_until > Instant.coerce(self._now())
+                rec.status == CLAIMED and rec.lease_until > Instant.coerce(self._now())
             ):
                 self._queue.append(head)
                 rotations += 1

@@ -59,7 +59,6 @@ again (Go's recheckNeeds), so an un-block does not open a new escape window.
 
 from __future__ import annotations
 
-import heapq
 from collections import deque
 from collections.abc import Callable, Iterable
 
@@ -69,13 +68,13 @@ from ledger_cli.engine.dependents import dependents_walk
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState, byte_order
 from ledger_cli.engine.serial import blocking_writes
-from ledger_cli.engine.status import Status, is_terminal
+from ledger_cli.engine.status import BLOCKED, CLAIMED, FAILED, PENDING, is_terminal
 
 TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from ledger_cli.engine.blocks import Blocks
 
-_BLOCKING = frozenset({Status.FAILED.value, Status.BLOCKED.value})
+_BLOCKING = frozenset({FAILED, BLOCKED})
 
 
 def still_blocking(core: Core, key: str) -> bool:
@@ -101,9 +100,7 @@ def _block_one(
     core: Core, actor: str, now: Instant, key: str, cur: TaskState, blocker: str
 ) -> bool:
     while True:
-        nxt = cur.replace(
-            status=Status.BLOCKED.value, blocked_by=blocker, updated_by=actor, updated_at=now
-        )
+        nxt = cur.replace(status=BLOCKED, blocked_by=blocker, updated_by=actor, updated_at=now)
         nxt.validate()
         if core.store.compare_and_swap(key, cur, nxt):
             core.emit(events.BLOCKED, key, f"key {key} blocked by {blocker}")
@@ -129,9 +126,9 @@ def confirm_block(core: Core, actor: str, now: Instant, key: str, blocker: str) 
     - Anything else (the blocker was reopened meanwhile): settle `key`.
     """
     rec = core.store.load(blocker)
-    if rec is None or rec.status == Status.FAILED.value:
+    if rec is None or rec.status == FAILED:
         return
-    if rec.status == Status.BLOCKED.value:
+    if rec.status == BLOCKED:
         if forgets(core.store):  # Go keeps blocks whose failure was evicted
             return
         failure, cyclic = failure_behind(core.store.load, key)
@@ -167,9 +164,9 @@ def failure_behind(load: Callable[[str], TaskState | None], key: str) -> tuple[s
         rec = load(k)
         if rec is None:
             continue
-        if rec.status == Status.FAILED.value:
+        if rec.status == FAILED:
             return k, cyclic
-        if rec.status == Status.BLOCKED.value and load(rec.blocked_by) is None:
+        if rec.status == BLOCKED and load(rec.blocked_by) is None:
             return rec.blocked_by, cyclic
         for need in rec.needs or ():
             if need not in seen:
@@ -187,6 +184,8 @@ def needs_first(found: dict[str, TaskState]) -> list[TaskState]:
     for k, needs in waiting.items():
         for n in needs:
             dependents.setdefault(n, []).append(k)
+    import heapq  # a walk's alone: not on every command's start-up
+
     heap = [(byte_order(k), k) for k, w in waiting.items() if not w]
     heapq.heapify(heap)
     done: set[str] = set()
@@ -226,7 +225,7 @@ def nearest_failed(
         rec = load(key)
         if rec is None:
             continue
-        if rec.status == Status.FAILED.value:
+        if rec.status == FAILED:
             return key
         for need in rec.needs or ():
             if need not in seen:
@@ -253,7 +252,7 @@ def _reexamine(
     key = cur.key
     load = core.store.load
     while True:
-        if cur.status != Status.BLOCKED.value:
+        if cur.status != BLOCKED:
             return False, False
         failure = nearest_failed(load, cur.needs)
         if failure is not None:
@@ -262,7 +261,7 @@ def _reexamine(
             nxt = cur.replace(blocked_by=failure, updated_by=actor, updated_at=now)
         else:
             nxt = cur.replace(
-                status=Status.PENDING.value,
+                status=PENDING,
                 blocked_by="",
                 owner="",
                 lease_until=Instant.ZERO,
@@ -285,7 +284,7 @@ def _reexamine(
         again = nearest_failed(load, cur.needs)
         if again is not None:
             fresh = load(key)
-            if fresh is not None and fresh.status in (Status.PENDING.value, Status.CLAIMED.value):
+            if fresh is not None and fresh.status in (PENDING, CLAIMED):
                 block_one(core, actor, now, key, fresh, again)
                 return True, False
         return True, True
@@ -332,7 +331,7 @@ def _settle(
         seen: set[str] = set()
         todo: list[TaskState] = []
         for rec in candidates:
-            if rec.key in seen or rec.status != Status.BLOCKED.value:
+            if rec.key in seen or rec.status != BLOCKED:
                 continue
             seen.add(rec.key)
             todo.append(rec)
@@ -348,6 +347,6 @@ def _settle(
     final = []
     for key in unblocked:
         now_rec = core.store.load(key)
-        if now_rec is not None and now_rec.status != Status.BLOCKED.value:
+        if now_rec is not None and now_rec.status != BLOCKED:
             final.append(key)
     return sorted(final, key=byte_order)

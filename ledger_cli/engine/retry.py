@@ -22,7 +22,7 @@ from ledger_cli.engine.reopen import (
     settle_in_blocks,
 )
 from ledger_cli.engine.serial import blocking_writes
-from ledger_cli.engine.status import Status
+from ledger_cli.engine.status import BLOCKED, FAILED, PENDING
 from ledger_cli.errors import NotFailedError
 
 
@@ -36,10 +36,10 @@ def failure_root(core: Core, rec: TaskState) -> str:
     failed record; else the nearest failure in its needs; else its BlockedBy."""
     seen = {rec.key}
     cur: TaskState | None = rec
-    while cur is not None and cur.status == Status.BLOCKED.value and cur.blocked_by not in seen:
+    while cur is not None and cur.status == BLOCKED and cur.blocked_by not in seen:
         seen.add(cur.blocked_by)
         nxt = core.store.load(cur.blocked_by)
-        if nxt is not None and nxt.status == Status.FAILED.value:
+        if nxt is not None and nxt.status == FAILED:
             return nxt.key
         cur = nxt
     return nearest_failed(core.store.load, rec.needs) or rec.blocked_by
@@ -89,10 +89,10 @@ def _reopen(core: Core, actor: str, key: str, now: Instant, note: str) -> bool:
     whether its dependents are to be settled (it became pending and stayed so)."""
     while True:
         cur = core.require(key)
-        if cur.status == Status.BLOCKED.value:
+        if cur.status == BLOCKED:
             root = failure_root(core, cur)
             raise NotFailedError(f"ledger: {key} is blocked by {root}; retry {root}")
-        if cur.status != Status.FAILED.value:
+        if cur.status != FAILED:
             raise NotFailedError(f"ledger: {key} is not failed (it is {cur.status})")
         if is_pruned(core.store, key):
             # Its task and needs are gone, and prune keeps every failure that
@@ -100,7 +100,7 @@ def _reopen(core: Core, actor: str, key: str, now: Instant, note: str) -> bool:
             raise NotFailedError(f"ledger: {key} is pruned (its task is gone); admit a new key")
         blocker = _blocker(core, key, cur.needs)
         nxt = cur.replace(
-            status=Status.BLOCKED.value if blocker is not None else Status.PENDING.value,
+            status=BLOCKED if blocker is not None else PENDING,
             owner="",
             lease_until=Instant.ZERO,
             blocked_by=blocker or "",
@@ -120,7 +120,7 @@ def _reopen(core: Core, actor: str, key: str, now: Instant, note: str) -> bool:
     late = _blocker(core, key, cur.needs)
     if late is not None:
         fresh = core.store.load(key)
-        if fresh is not None and fresh.status == Status.PENDING.value:
+        if fresh is not None and fresh.status == PENDING:
             block_one(core, actor, now, key, fresh, late)
             return False
     return True

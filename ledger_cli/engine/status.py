@@ -1,20 +1,25 @@
-"""The five statuses of a record (Go's `machine.Status` constants)."""
+"""The five statuses of a record (Go's `machine.Status` constants).
+
+The engine compares records' statuses with the plain strings below. The
+public `Status` (an `enum.StrEnum`, SPEC §1; engine/statusenum.py) is
+loaded when first asked for: `import enum` costs a hot command's start-up
+more than a millisecond, and no hot command needs it.
+"""
 
 from __future__ import annotations
 
-import enum
+TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
+if TYPE_CHECKING:
+    from ledger_cli.engine.statusenum import Status as Status
 
+PENDING = "pending"
+CLAIMED = "claimed"
+COMPLETED = "completed"
+FAILED = "failed"
+BLOCKED = "blocked"
 
-class Status(enum.StrEnum):
-    PENDING = "pending"
-    CLAIMED = "claimed"
-    COMPLETED = "completed"
-    FAILED = "failed"
-    BLOCKED = "blocked"
-
-
-KNOWN: frozenset[str] = frozenset(s.value for s in Status)
-TERMINAL: frozenset[str] = frozenset({"completed", "failed", "blocked"})
+KNOWN: frozenset[str] = frozenset({PENDING, CLAIMED, COMPLETED, FAILED, BLOCKED})
+TERMINAL: frozenset[str] = frozenset({COMPLETED, FAILED, BLOCKED})
 """Blocked counts as terminal (Admit never rebases it; the walk skips it)."""
 
 
@@ -24,3 +29,11 @@ def is_terminal(status: str) -> bool:
 
 def is_known(status: str) -> bool:
     return status in KNOWN
+
+
+def __getattr__(name: str) -> object:
+    if name == "Status":
+        from ledger_cli.engine.statusenum import Status
+
+        return Status
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -12,11 +12,11 @@ float64.
 from __future__ import annotations
 
 import codecs
-import json
 import math
-import re
 
+from ledger_cli.engine import cjson
 from ledger_cli.engine.gojson.tree import INT64_MIN, UINT64_MAX, EscapedStr, Number, RawObject
+from ledger_cli.engine.lazyre import Lazy
 from ledger_cli.errors import DecodeError
 
 TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
@@ -53,7 +53,7 @@ def _reject_constant(name: str) -> Any:
     raise _ConstantError(name)
 
 
-_DECODER = json.JSONDecoder(
+_DECODE = cjson.decoder(
     object_pairs_hook=RawObject,
     parse_int=Number,
     parse_float=Number,
@@ -63,7 +63,7 @@ _DECODER = json.JSONDecoder(
 # Inputs the C scanner cannot decode the Go way: an escape of a character
 # that can appear in an RFC 3339 time (Go gives time fields the raw text), a
 # surrogate escape (Go turns a lone one into U+FFFD), or a raw surrogate.
-NEEDS_SLOW = re.compile(r"\\u(?:00(?:2[b-eB-E]|3[0-9aA]|5[4aA])|[dD][89a-fA-F])|[\ud800-\udfff]")
+NEEDS_SLOW = Lazy(r"\\u(?:00(?:2[b-eB-E]|3[0-9aA]|5[4aA])|[dD][89a-fA-F])|[\ud800-\udfff]")
 
 
 def parse(data: bytes | bytearray | memoryview | str) -> Any:
@@ -75,23 +75,26 @@ def parse(data: bytes | bytearray | memoryview | str) -> Any:
     (`ledger: decode: ...`).
     """
     text = _to_text(data)
-    if NEEDS_SLOW.search(text) is None:
+    # ASCII with no \u escape needs no pattern (the hot commands import no `re`).
+    if ("\\u" not in text and text.isascii()) or NEEDS_SLOW.search(text) is None:
         try:
-            return _DECODER.decode(text)
+            return _DECODE(text)
         except RecursionError:
             pass  # deeper than Python's C scanner goes; Go allows up to MAX_DEPTH
-        except json.JSONDecodeError as exc:
-            from ledger_cli.engine.gojson.scan import go_syntax_message
-
-            raise DecodeError(
-                "ledger: decode: " + go_syntax_message(exc.msg, exc.doc, exc.pos)
-            ) from None
         except _ConstantError as exc:
             if exc.name == "-Infinity":
                 message = "invalid character 'I' in numeric literal"
             else:
                 message = f"invalid character '{exc.name[0]}' looking for beginning of value"
             raise DecodeError("ledger: decode: " + message) from None
+        except ValueError as exc:
+            if not cjson.is_decode_error(exc):
+                raise
+            from ledger_cli.engine.gojson.scan import go_syntax_message
+
+            raise DecodeError(
+                "ledger: decode: " + go_syntax_message(exc.msg, exc.doc, exc.pos)  # type: ignore[attr-defined]
+            ) from None
     from ledger_cli.engine.gojson.scan import SlowParser
 
     return SlowParser(text).parse()

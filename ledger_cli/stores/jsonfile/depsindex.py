@@ -30,9 +30,9 @@ does. A need's file name is records.need_digest (the key digest of the need).
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Iterable
 
+from ledger_cli.engine.lazyre import Lazy
 from ledger_cli.engine.record import TaskState
 from ledger_cli.stores.jsonfile import fsutil
 from ledger_cli.stores.jsonfile.fsutil import fail
@@ -45,7 +45,7 @@ DEPS_DIR = "deps"
 MANIFEST = "manifest"
 MANIFEST_DATA = b"ledger_cli.deps 1\n"
 
-_TORN = re.compile(r"[0-9a-f]{0,63}")
+_TORN = Lazy(r"[0-9a-f]{0,63}")
 """What a torn append can leave of a line: a prefix of a digest."""
 
 
@@ -151,7 +151,7 @@ def listed(root: str, dfd: int, need: str) -> tuple[set[str], bool]:
     # NUL bytes: the unwritten tail of an append a crash cut (never fsynced).
     tokens = data.replace(b"\0", b"\n").decode("ascii", "replace").split()
     digests = set(tokens)
-    bad = {d for d in digests if not DIGEST.fullmatch(d)}
+    bad = {d for d in digests if not DIGEST.matches(d)}
     if bad:
         wrong = [d for d in bad if not _TORN.fullmatch(d)]
         if wrong:
@@ -216,7 +216,7 @@ def rebuild(root: str, root_fd: int, records: Iterable[tuple[str, TaskState]]) -
 def _clear(root: str, dfd: int) -> None:
     """Remove every need file (the manifest is gone already)."""
     for shard in os.listdir(dfd):
-        if not SHARD.fullmatch(shard):
+        if not SHARD.matches(shard):
             continue
         sfd = _shard_dir(root, dfd, shard, create=False, sync=False)
         if sfd is None:

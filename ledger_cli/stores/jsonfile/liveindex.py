@@ -15,9 +15,9 @@ fragment, and the journal's replay appends the entries again.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Iterable
 
+from ledger_cli.engine.lazyre import Lazy
 from ledger_cli.engine.record import TaskState
 from ledger_cli.stores.jsonfile import fsutil
 from ledger_cli.stores.jsonfile.fsutil import fail
@@ -43,7 +43,7 @@ def mark_live(root: str, lfd: int, digest: str) -> bool:
     return True
 
 
-_TORN = re.compile(r"[0-9a-f]{0,63}")
+_TORN = Lazy(r"[0-9a-f]{0,63}")
 """What a torn append can leave of a line: a prefix of a digest."""
 
 
@@ -56,7 +56,7 @@ def read_shard_index(root: str, lfd: int, shard: str) -> tuple[set[str], bool]:
         return set(), False
     tokens = data.decode("ascii", "replace").split()
     digests = set(tokens)
-    bad = [d for d in digests if not DIGEST.fullmatch(d) or d[:2] != shard]
+    bad = [d for d in digests if not DIGEST.matches(d) or d[:2] != shard]
     if bad:
         # A torn append leaves a digest's prefix, always on the last line of
         # its append (the next append begins with a newline): skipped.
@@ -139,9 +139,9 @@ def scan_live(root: str, root_fd: int, read_digest: ReadDigest) -> dict[str, Tas
         indexed: dict[str, set[str]] = {}
         tidy: set[str] = set()  # shard files holding repeats or a torn fragment
         for name in os.listdir(lfd):
-            if DIGEST.fullmatch(name):
+            if DIGEST.matches(name):
                 markers.append(name)
-            elif SHARD_INDEX.fullmatch(name):
+            elif SHARD_INDEX.matches(name):
                 indexed[name[:2]], untidy = read_shard_index(root, lfd, name[:2])
                 if untidy:
                     tidy.add(name[:2])

@@ -17,10 +17,10 @@ torn last line (a crash in an append) is ignored and cut by the next append.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable, Iterator
 
+from ledger_cli.engine import cjson
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
 from ledger_cli.stores.jsonfile import fsutil
@@ -45,12 +45,12 @@ def encode(rec: TaskState) -> bytes:
         rec.updated_by,
         str(rec.updated_at),
     ]
-    return (json.dumps(fields, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+    return (cjson.dumps(fields, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
 
 
 def decode(line: bytes, path: str) -> TaskState:
     try:
-        key, status, seq, owner, fence, rev, cby, cat, uby, uat = json.loads(line.decode("utf-8"))
+        key, status, seq, owner, fence, rev, cby, cat, uby, uat = cjson.loads(line.decode("utf-8"))
         rec = TaskState(
             key=str(key),
             status=str(status),
@@ -92,7 +92,7 @@ def find(root: str, root_fd: int, key: str, digest: str) -> TaskState | None:
         os.close(pfd)
     if not data:
         return None
-    head = b"[" + json.dumps(key, ensure_ascii=False).encode("utf-8") + b","
+    head = b"[" + cjson.dumps(key, ensure_ascii=False).encode("utf-8") + b","
     at = data.rfind(head)
     while at >= 0:
         if at == 0 or data[at - 1 : at] == b"\n":
@@ -113,7 +113,7 @@ def read_all(root: str, root_fd: int) -> Iterator[TaskState]:
         return
     try:
         for name in sorted(os.listdir(pfd)):
-            if not (name.endswith(".jsonl") and SHARD.fullmatch(name[:-6])):
+            if not (name.endswith(".jsonl") and SHARD.matches(name[:-6])):
                 continue
             path = shown(root, PRUNED_DIR, name)
             data = fsutil.read_file(pfd, name, path) or b""

@@ -91,7 +91,7 @@ class RecordReader(LockedDirectory):
                 return
             try:
                 for shard in sorted(os.listdir(rfd)):
-                    if not layout.SHARD.fullmatch(shard):
+                    if not layout.SHARD.matches(shard):
                         continue
                     path = self._shown(RECORDS_DIR, shard)
                     sfd = fsutil.open_subdir(rfd, shard, path, create=False)
@@ -101,7 +101,7 @@ class RecordReader(LockedDirectory):
                         names = sorted(os.listdir(sfd))
                         prefix = path + os.sep  # self._shown(RECORDS_DIR, shard, fname)
                         for fname in names:
-                            if not layout.RECORD_FILE.fullmatch(fname):
+                            if not layout.RECORD_FILE.matches(fname):
                                 continue
                             shown = prefix + fname
                             data = fsutil.read_file(sfd, fname, shown)

@@ -124,7 +124,7 @@ def scan_records(
         return found
     try:
         for shard in sorted(os.listdir(rfd)):
-            if not SHARD.fullmatch(shard):
+            if not SHARD.matches(shard):
                 if sweep and shard.endswith(fsutil.TEMP_SUFFIX):
                     fsutil.unlink_quiet(rfd, shard)
                 continue
@@ -138,7 +138,7 @@ def scan_records(
                         if sweep:  # under the lock: its writer is gone
                             fsutil.unlink_quiet(sfd, fname)
                         continue
-                    if not RECORD_FILE.fullmatch(fname):
+                    if not RECORD_FILE.matches(fname):
                         continue
                     path = prefix + fname  # shown(root, RECORDS_DIR, shard, fname)
                     data = fsutil.read_file(sfd, fname, path)

@@ -26,10 +26,10 @@ records meanwhile. `ledger doctor` compares the tally with the records and
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable
 
+from ledger_cli.engine import cjson
 from ledger_cli.engine.record import TaskState
 from ledger_cli.stores.jsonfile import fsutil
 from ledger_cli.stores.jsonfile.fsutil import fail
@@ -118,7 +118,7 @@ def checked(obj: object) -> Counts | None:
 
 def parse_counts(data: bytes, path: str) -> Counts:
     try:
-        doc = json.loads(data.decode("utf-8"))
+        doc = cjson.loads(data.decode("utf-8"))
         ok = type(doc) is dict and doc.get("format") == FORMAT and doc.get("version") == VERSION
         counts = checked(doc.get("counts")) if ok else None
     except (UnicodeDecodeError, ValueError):
@@ -130,7 +130,7 @@ def parse_counts(data: bytes, path: str) -> Counts:
 
 def encode_counts(counts: Counts) -> bytes:
     doc = {"format": FORMAT, "version": VERSION, "counts": {k: counts[k] for k in KINDS}}
-    return (json.dumps(doc, separators=(",", ":")) + "\n").encode("ascii")
+    return (cjson.dumps(doc, separators=(",", ":")) + "\n").encode("ascii")
 
 
 def read_noted(root: str, root_fd: int) -> list[str]:
@@ -141,7 +141,7 @@ def read_noted(root: str, root_fd: int) -> list[str]:
     out: list[str] = []
     try:
         for name in sorted(os.listdir(tfd)):
-            if SHARD.fullmatch(name):
+            if SHARD.matches(name):
                 out.extend(_read_shard(root, tfd, name))
     except OSError as exc:
         raise fail(shown(root, TALLY_DIR), "cannot list", exc) from None
@@ -155,7 +155,7 @@ def _read_shard(root: str, tfd: int, shard: str) -> list[str]:
     data = fsutil.read_file(tfd, shard, path) or b""
     digests = data.decode("ascii", "replace").split()
     for d in digests:
-        if not DIGEST.fullmatch(d) or d[:2] != shard:
+        if not DIGEST.matches(d) or d[:2] != shard:
             raise fail(path, f"corrupt tally entry {d[:70]!r} (ledger doctor --fix rebuilds it)")
     return digests
 

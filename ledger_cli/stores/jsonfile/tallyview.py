@@ -8,7 +8,6 @@ not built (a store older than it; the next writer builds it)."""
 from __future__ import annotations
 
 import contextlib
-import heapq
 import os
 from collections.abc import Iterable, Iterator
 
@@ -145,6 +144,8 @@ class TallyMethods(RecordReader):
         """The first `limit` records by key of `statuses` (`watch`'s table): the
         tally's noted records, and the pending ones that name no needs found
         through the ready index's keys (only the first `limit` are read)."""
+        import heapq  # watch's alone: not on every command's start-up
+
         wanted = frozenset(statuses)
         got = self.tally_figures()
         if got is None:
@@ -157,6 +158,8 @@ class TallyMethods(RecordReader):
         return heapq.nsmallest(limit, rows, key=lambda r: byte_order(r.key))
 
     def _plain_head(self, limit: int, skip: set[str]) -> list[TaskState]:
+        import heapq
+
         with self._unlocked_root() as root_fd:
             if root_fd is None:
                 return []

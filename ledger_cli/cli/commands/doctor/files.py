@@ -111,12 +111,12 @@ def walk(root: str, found: Findings) -> Walked:
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         parent, base = os.path.split(dirpath)
         in_shard = os.path.basename(parent) == RECORDS_DIR
-        store_shard = in_shard and parent == shards and SHARD.fullmatch(base) is not None
+        store_shard = in_shard and parent == shards and SHARD.matches(base)
         prefix = dirpath + os.sep
         for name in [*dirnames, *filenames]:
             path = prefix + name
             if in_shard and name.endswith(".json") and name in filenames:
-                scanned = store_shard and RECORD_FILE.fullmatch(name) is not None
+                scanned = store_shard and RECORD_FILE.matches(name)
                 all_read = _read_record(path, scanned, found, records) and all_read
                 continue
             try:
