@@ -222,6 +222,8 @@ HEAVY = [
     *("importlib", "threading", "hashlib", "shutil"),
     # json imports re, re imports enum (engine/cjson.py, engine/lazyre.py, engine/status.py).
     *("json", "re", "enum", "random", "heapq"),
+    # contextlib and functools import collections (engine/scopes.py has their helpers).
+    *("collections", "contextlib", "functools"),
 ]
 
 

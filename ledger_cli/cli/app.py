@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
 
 from ledger_cli.cli import output
 from ledger_cli.cli.execute import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, execute
 
 TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import NoReturn
 
 

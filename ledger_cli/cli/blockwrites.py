@@ -20,11 +20,10 @@ No typing import at module level: every command's session makes one.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
 
 TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator, Sequence
     from contextlib import AbstractContextManager
     from typing import Protocol, TypeVar
 

@@ -7,15 +7,16 @@ import this module and the engine, nothing more.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
-from collections.abc import Callable, Iterator
 
 from ledger_cli.cli.inputs import parse_now, validate_text
+from ledger_cli.engine import scopes
 
 TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+    from contextlib import AbstractContextManager
     from typing import Any
 
     from ledger_cli.engine.events import Event, Recorder
@@ -149,7 +150,7 @@ class Session:
             return None
         return self.now()
 
-    def write(self, now: Instant) -> contextlib.AbstractContextManager[None]:
+    def write(self, now: Instant) -> AbstractContextManager[None]:
         """One locked unit: the engine calls in the block and their history.
 
         Runs the block inside `store.batch()`; every event the ledger emitted in
@@ -170,7 +171,7 @@ class Session:
         a failed completion's blocking walk, in blocks of its own (blockwrites)."""
         self._after.append(fn)
 
-    @contextlib.contextmanager
+    @scopes.contextmanager
     def _unit(self, when: Callable[[], Instant | None]) -> Iterator[None]:
         """`write()`, its now (the history's time) asked for at the end."""
         from ledger_cli.errors import LedgerError, StoreError
@@ -297,7 +298,7 @@ class Attempt:
         self.number = number
         self.again = False
         self.start = 0
-        self.unit: contextlib.AbstractContextManager[None] | None = None
+        self.unit: AbstractContextManager[None] | None = None
 
     def __enter__(self) -> None:
         self.start = len(self.session.recorder.events)

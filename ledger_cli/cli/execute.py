@@ -7,13 +7,12 @@ fast path and the Typer app's `dispatch` come through here.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from ledger_cli.cli import output
 from ledger_cli.errors import LedgerError
 
 TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
     from ledger_cli.cli.context import Settings

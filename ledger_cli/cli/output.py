@@ -7,13 +7,14 @@ order SPEC §4 documents (`{"key", "fence", "record"}`). No rich here.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
-from collections.abc import Iterable, Mapping
+
+from ledger_cli.engine import scopes
 
 TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from typing import Any
 
     from ledger_cli.engine.record import TaskState
@@ -51,6 +52,8 @@ def dumps(value: Any) -> str:
 
     if isinstance(value, Raw):
         return str(value)
+    from _collections_abc import Mapping  # collections.abc's own (which imports collections)
+
     if isinstance(value, Mapping):
         return (
             "{"
@@ -84,7 +87,7 @@ def show_invalid_text_as_fffd() -> None:
         encoding = str(getattr(stream, "encoding", "") or "").lower().replace("-", "")
         reconfigure = getattr(stream, "reconfigure", None)
         if encoding == "utf8" and reconfigure is not None:
-            with contextlib.suppress(ValueError, OSError):  # a closed stream: leave it
+            with scopes.suppress(ValueError, OSError):  # a closed stream: leave it
                 reconfigure(errors=_SHOWN_ERRORS)
 
 

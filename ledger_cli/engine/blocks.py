@@ -46,8 +46,11 @@ What a crash between blocks leaves, and who completes it:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from typing import Protocol, TypeVar
+
+TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
 
 T = TypeVar("T")
 R = TypeVar("R")

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
-
+from ledger_cli.engine import scopes
 from ledger_cli.engine.events import Event
 from ledger_cli.errors import NoKeyError
 
 TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from ledger_cli.engine.blocks import Blocks
     from ledger_cli.engine.events import Bus
     from ledger_cli.engine.record import TaskState
@@ -37,10 +37,10 @@ class Core:
 
     def _fire(self, event: Event) -> None:
         assert self.bus is not None
-        with contextlib.suppress(Exception):
+        with scopes.suppress(Exception):
             self.bus.emit(event)
 
-    @contextlib.contextmanager
+    @scopes.contextmanager
     def holding_events(self) -> Iterator[HeldEvents]:
         """Keep the events emitted in the block until `release()` (after a
         commit); those not released by the block's end are dropped (their

@@ -10,13 +10,14 @@ imported where a block is written, not at start-up.
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Callable, Iterable
-
 from ledger_cli.engine.core import Core
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState, byte_order
 from ledger_cli.engine.status import BLOCKED, FAILED, is_terminal
+
+TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
 
 _BLOCKING = frozenset({FAILED, BLOCKED})
 
@@ -43,13 +44,15 @@ def nearest_blocking(
 ) -> str | None:
     """blocking_ancestor's walk over any loader (the CLI's Ready rule uses it too)."""
     seen: set[str] = set()
-    queue: deque[str] = deque()
+    queue: list[str] = []  # breadth first: read from `head` on (no deque to import)
     for need in needs or ():
         if need not in seen:
             seen.add(need)
             queue.append(need)
-    while queue:
-        key = queue.popleft()
+    head = 0
+    while head < len(queue):
+        key = queue[head]
+        head += 1
         rec = load(key)
         if rec is None:
             continue

@@ -7,10 +7,11 @@ below both.
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Iterable
-
 from ledger_cli.engine.record import TaskState
+
+TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 
 def dependents_walk(store: object, roots: Iterable[str]) -> dict[str, TaskState]:
@@ -41,9 +42,11 @@ def dependents_walk(store: object, roots: Iterable[str]) -> dict[str, TaskState]
     for rec in records:
         for need in rec.needs or ():
             needed_by.setdefault(need, []).append(rec)
-    queue: deque[str] = deque(roots)
-    while queue:
-        for dep in needed_by.get(queue.popleft(), ()):
+    queue: list[str] = list(roots)  # breadth first from `head` on (no deque to import)
+    head = 0
+    while head < len(queue):
+        head += 1
+        for dep in needed_by.get(queue[head - 1], ()):
             if dep.key not in found:
                 found[dep.key] = dep
                 queue.append(dep.key)

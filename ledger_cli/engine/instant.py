@@ -14,13 +14,13 @@ algorithms), never through `datetime`, so every year works.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta, timezone
 
 from ledger_cli.engine.lazyre import Lazy
 
 TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any, ClassVar, overload
 
 

@@ -10,17 +10,17 @@ dependencies expect from `--next`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
-
 from ledger_cli.engine.dependencies import nearest_blocking
 
 TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Iterator
+
     from ledger_cli.engine.instant import Instant
     from ledger_cli.engine.record import TaskState
     from ledger_cli.engine.schedule import Schedule
 
-Loader = Callable[[str], "TaskState | None"]
+    Loader = Callable[[str], "TaskState | None"]
 
 _CLAIMABLE = ("pending", "claimed")
 

@@ -59,9 +59,6 @@ again (Go's recheckNeeds), so an un-block does not open a new escape window.
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Callable, Iterable
-
 from ledger_cli.engine import events
 from ledger_cli.engine.core import Core
 from ledger_cli.engine.dependents import dependents_walk
@@ -72,6 +69,8 @@ from ledger_cli.engine.status import BLOCKED, CLAIMED, FAILED, PENDING, is_termi
 
 TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+
     from ledger_cli.engine.blocks import Blocks
 
 _BLOCKING = frozenset({FAILED, BLOCKED})
@@ -153,13 +152,15 @@ def failure_behind(load: Callable[[str], TaskState | None], key: str) -> tuple[s
         return None, False
     cyclic = False
     seen: set[str] = set()
-    queue: deque[str] = deque()
+    queue: list[str] = []  # breadth first from `head` on (no deque to import)
     for need in start.needs or ():
         if need not in seen:
             seen.add(need)
             queue.append(need)
-    while queue:
-        k = queue.popleft()
+    head = 0
+    while head < len(queue):
+        k = queue[head]
+        head += 1
         cyclic = cyclic or k == key
         rec = load(k)
         if rec is None:
@@ -215,13 +216,15 @@ def nearest_failed(
     when this finds one (a blocked need is walked through, not trusted: it
     may itself be a block that is being undone)."""
     seen: set[str] = set()
-    queue: deque[str] = deque()
+    queue: list[str] = []  # breadth first from `head` on (no deque to import)
     for need in needs or ():
         if need not in seen:
             seen.add(need)
             queue.append(need)
-    while queue:
-        key = queue.popleft()
+    head = 0
+    while head < len(queue):
+        key = queue[head]
+        head += 1
         rec = load(key)
         if rec is None:
             continue

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
 
 from ledger_cli.errors import StoreConflictError
 
 TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import TypeVar
 
     T = TypeVar("T")

@@ -18,8 +18,6 @@ validates records; `Snapshot.decode` does.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from ledger_cli.engine import gojson
 from ledger_cli.engine.gojson import UINT64_MAX, EscapedStr, Number, RawObject
 from ledger_cli.engine.instant import Instant
@@ -29,6 +27,7 @@ from ledger_cli.errors import DecodeError
 
 TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 

@@ -11,7 +11,6 @@ rather than a marker each.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 
 from ledger_cli.engine.record import TaskState
 from ledger_cli.stores.jsonfile import (
@@ -27,6 +26,10 @@ from ledger_cli.stores.jsonfile import (
 from ledger_cli.stores.jsonfile.layout import LIVE_DIR, LIVE_STATUSES, RECORDS_DIR, shown
 from ledger_cli.stores.jsonfile.readyindex import Entry
 from ledger_cli.stores.jsonfile.records import key_digest
+
+TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 SYNC_EACH_MAX = 16
 """Batches writing more files than this are large: indexed per shard, and made

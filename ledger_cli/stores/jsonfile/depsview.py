@@ -5,7 +5,6 @@ the engine's dependents walk, the check and rebuild for `ledger doctor`
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
 
 from ledger_cli.engine.record import TaskState, byte_order
 from ledger_cli.errors import StoreError
@@ -16,6 +15,7 @@ from ledger_cli.stores.jsonfile.records import scan_records
 
 TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
     from typing import Any
 
 READS_PER_HOLD = 1024

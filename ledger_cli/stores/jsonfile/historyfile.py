@@ -25,11 +25,9 @@ O_TMPFILE or /proc is missing, the file is rewritten under one hold
 
 from __future__ import annotations
 
-import contextlib
 import os
-from collections.abc import Iterator
 
-from ledger_cli.engine import cjson
+from ledger_cli.engine import cjson, scopes
 from ledger_cli.engine.history import HistoryEntry
 from ledger_cli.stores.jsonfile import fsutil
 from ledger_cli.stores.jsonfile.fsutil import fail
@@ -38,7 +36,7 @@ from ledger_cli.stores.jsonfile.locking import io_errors
 
 TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
     from contextlib import AbstractContextManager
 
     Locked = Callable[[], AbstractContextManager[int | None]]
@@ -348,7 +346,7 @@ def _link_over(root_fd: int, fd: int, path: str) -> None:
         os.replace(tmp, HISTORY_NAME, src_dir_fd=root_fd, dst_dir_fd=root_fd)
     except BaseException as exc:
         if linked:
-            with contextlib.suppress(OSError):
+            with scopes.suppress(OSError):
                 os.unlink(tmp, dir_fd=root_fd)
         if isinstance(exc, OSError):
             raise fail(path, "cannot replace", exc) from None

@@ -20,7 +20,6 @@ file and directory: apply.py).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 
 from ledger_cli.engine import cjson
 from ledger_cli.engine.record import TaskState
@@ -33,9 +32,24 @@ from ledger_cli.stores.jsonfile.tally import Counts
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
     from ledger_cli.stores.jsonfile.attemptfiles import Op
+
+    # Apply (records, history lines, history size before them, the tally counts
+    # after them or None: unchanged, journalled, attempt files), durably.
+    WriteRecords = Callable[
+        [
+            dict[str, tuple[TaskState, bytes]],
+            list[bytes],
+            "int | None",
+            "Counts | None",
+            bool,
+            "list[Op]",
+        ],
+        None,
+    ]
 
 _UNKNOWN: Any = object()
 
@@ -45,20 +59,6 @@ ATTEMPTS_VERSION = 2
 header lists each one's key digest, n and length; null: a removal). An
 older release refuses it (corrupt header) rather than lose them."""
 JOURNAL_FORMAT = "ledger_cli.journal"
-
-WriteRecords = Callable[
-    [
-        dict[str, tuple[TaskState, bytes]],
-        list[bytes],
-        "int | None",
-        "Counts | None",
-        bool,
-        "list[Op]",
-    ],
-    None,
-]
-"""Apply (records, history lines, history size before them, the tally counts
-after them or None: unchanged, journalled, attempt files), durably."""
 
 
 def commit(

@@ -15,7 +15,6 @@ fragment, and the journal's replay appends the entries again.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
 
 from ledger_cli.engine.lazyre import Lazy
 from ledger_cli.engine.record import TaskState
@@ -23,9 +22,13 @@ from ledger_cli.stores.jsonfile import fsutil
 from ledger_cli.stores.jsonfile.fsutil import fail
 from ledger_cli.stores.jsonfile.layout import DIGEST, LIVE_DIR, LIVE_STATUSES, SHARD_INDEX, shown
 
-_MARKER_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | fsutil.O_NOFOLLOW | fsutil.O_CLOEXEC
+TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
 
-ReadDigest = Callable[[str], "TaskState | None"]
+    ReadDigest = Callable[[str], "TaskState | None"]
+
+_MARKER_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | fsutil.O_NOFOLLOW | fsutil.O_CLOEXEC
 
 
 def mark_live(root: str, lfd: int, digest: str) -> bool:

@@ -18,7 +18,6 @@ torn last line (a crash in an append) is ignored and cut by the next append.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
 
 from ledger_cli.engine import cjson
 from ledger_cli.engine.instant import Instant
@@ -26,6 +25,10 @@ from ledger_cli.engine.record import TaskState
 from ledger_cli.stores.jsonfile import fsutil
 from ledger_cli.stores.jsonfile.fsutil import fail
 from ledger_cli.stores.jsonfile.layout import SHARD, shown
+
+TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
 
 PRUNED_DIR = "pruned"
 COUNT_NAME = "count"

@@ -37,13 +37,18 @@ from __future__ import annotations
 
 import bisect
 import os
-from collections.abc import Callable, Iterable, Iterator
 
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
 from ledger_cli.stores.jsonfile import fsutil
 from ledger_cli.stores.jsonfile.fsutil import fail
 from ledger_cli.stores.jsonfile.layout import LIVE_STATUSES, shown
+
+TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Iterator
+
+    Load = Callable[[str], "TaskState | None"]
 
 READY_DIR = "ready"
 LEGACY_NEEDS_DIR = "needs"
@@ -65,7 +70,6 @@ number is `(1000 - priority) * RANK + DUE_OFFSET + due` with `due` the later of
 CreatedAt and not-before in unix ns (SPEC §8.2): without schedules, CreatedAt
 order, as before."""
 Schedule = tuple[Instant, int]
-Load = Callable[[str], "TaskState | None"]
 """A record by key, or None."""
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
 
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
@@ -14,6 +13,10 @@ from ledger_cli.stores.jsonfile import depsindex, fsutil, prunedfile, readyindex
 from ledger_cli.stores.jsonfile.locking import io_errors, store_method
 from ledger_cli.stores.jsonfile.reading import RecordReader
 from ledger_cli.stores.jsonfile.records import key_digest, scan_records
+
+TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 _READY_PAGE = 8
 """Ready-index entries examined per lock hold by `ready_candidates`."""

@@ -3,11 +3,9 @@ history, the claimable-work scan); the parts live in the sibling modules."""
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
 
+from ledger_cli.engine import scopes
 from ledger_cli.engine.history import HistoryEntry
 from ledger_cli.engine.record import TaskState, byte_order
 from ledger_cli.errors import StoreError
@@ -44,6 +42,8 @@ from ledger_cli.stores.jsonfile.tallyview import TallyMethods
 
 TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Iterator, Sequence
+
     from ledger_cli.stores.jsonfile import attemptfiles
 
 
@@ -179,7 +179,7 @@ class JsonFileStore(
                     self._root,
                     root_fd,
                     one_call,
-                    functools.partial(self._write_records, before={digest: cur}),
+                    lambda *a, **k: self._write_records(*a, before={digest: cur}, **k),
                     counts,
                 )
             return True
@@ -212,7 +212,7 @@ class JsonFileStore(
             records = (r for r in found.values() if r.status in wanted)
         return sorted(records, key=lambda r: (r.created_at, byte_order(r.key)))
 
-    @contextlib.contextmanager
+    @scopes.contextmanager
     def batch(self) -> Iterator[None]:
         """Group commit: writes inside are durable together when the outermost batch
         exits (one lock hold, one journal, one sync). Re-entrant. An exception
@@ -399,5 +399,6 @@ class JsonFileStore(
             return None, 0
         from ledger_cli.stores.jsonfile import attemptfiles
 
-        writes = functools.partial(attemptfiles.apply_ops, self._root, root_fd, attempts)
+        root = self._root
+        writes = lambda *a, **k: attemptfiles.apply_ops(root, root_fd, attempts, *a, **k)  # noqa: E731
         return writes, attemptfiles.op_fsyncs(attempts)

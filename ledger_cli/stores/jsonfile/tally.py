@@ -27,13 +27,16 @@ records meanwhile. `ledger doctor` compares the tally with the records and
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
 
 from ledger_cli.engine import cjson
 from ledger_cli.engine.record import TaskState
 from ledger_cli.stores.jsonfile import fsutil
 from ledger_cli.stores.jsonfile.fsutil import fail
 from ledger_cli.stores.jsonfile.layout import DIGEST, SHARD, shown
+
+TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 TALLY_DIR = "tally"
 COUNTS = "counts"
