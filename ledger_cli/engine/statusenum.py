@@ -1,17 +1,16 @@
 """`Status`: the five statuses as an `enum.StrEnum` (SPEC §1), so that
-`str(Status.FAILED) == "failed"`; every member equals its plain string
-(engine/status.py), which is what the engine itself compares."""
+`str(Status.FAILED) == "failed"`. Each member equals the plain string of
+engine/status.py that the engine itself compares (tests/test_status_enum.py);
+engine/status.py loads this module when `Status` is first asked for."""
 
 from __future__ import annotations
 
 import enum
 
-from ledger_cli.engine import status
-
 
 class Status(enum.StrEnum):
-    PENDING = status.PENDING
-    CLAIMED = status.CLAIMED
-    COMPLETED = status.COMPLETED
-    FAILED = status.FAILED
-    BLOCKED = status.BLOCKED
+    PENDING = "pending"
+    CLAIMED = "claimed"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    BLOCKED = "blocked"
