@@ -14,10 +14,12 @@ Derived data, exact, kept as durably as the records: every write that
 changes a count or a noted set goes through the journal (journal.py), whose
 header carries the counts *after* the write, computed under the lock from
 the records as they are on disk; applying it (or replaying it after a crash)
-writes those counts and sets each written record's membership from the
-record itself, so a replay repeats the same result. A prune (pruning.py)
-removes tally/counts durably before it removes records and writes it again
-after; a tally/counts found missing (a store older than the tally, a prune
+writes those counts and sets the membership of each written record that
+changes it (a replay: of every written record) from the record itself, so a
+replay repeats the same result. A block of a long walk whose records stay
+noted reads and writes the counts alone, whatever the store's size. A prune
+(pruning.py) removes tally/counts durably before it removes records and
+writes it again after; a tally/counts found missing (a store older than the tally, a prune
 or a rebuild cut short by a crash) means "rebuild from the records": the
 next writer does, under the lock, and readers fall back to reading the
 records meanwhile. `ledger doctor` compares the tally with the records and
@@ -28,7 +30,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
+import re
+from collections.abc import Collection, Iterable
 
 from ledger_cli.engine.record import TaskState
 from ledger_cli.stores.jsonfile import fsutil
@@ -66,6 +69,16 @@ def changes(before: TaskState | None, after: TaskState | None) -> bool:
     return kinds_of(before) != kinds_of(after) or (
         before is not None and after is not None and is_noted(before) != is_noted(after)
     )
+
+
+def noted_moves(items: Iterable[tuple[str, TaskState | None, TaskState | None]]) -> set[str]:
+    """The digests of (digest, before, after) whose noted membership changes: the
+    only shard lines a write has to touch (`apply`'s `moved`)."""
+    return {
+        digest
+        for digest, before, after in items
+        if (before is not None and is_noted(before)) != (after is not None and is_noted(after))
+    }
 
 
 def zero() -> Counts:
@@ -150,9 +163,24 @@ def read_noted(root: str, root_fd: int) -> list[str]:
     return out
 
 
+_SHARD_FILES: dict[str, re.Pattern[bytes]] = {}
+"""Per shard, the shape of its file as `_write_shard` writes it: one pass in C
+checks every line (a digest of that shard) instead of one match per line."""
+
+
+def _shard_file(shard: str) -> re.Pattern[bytes]:
+    pattern = _SHARD_FILES.get(shard)
+    if pattern is None:
+        pattern = re.compile(rb"(?:" + shard.encode("ascii") + rb"[0-9a-f]{62}\n)*")
+        _SHARD_FILES[shard] = pattern
+    return pattern
+
+
 def _read_shard(root: str, tfd: int, shard: str) -> list[str]:
     path = shown(root, TALLY_DIR, shard)
     data = fsutil.read_file(tfd, shard, path) or b""
+    if _shard_file(shard).fullmatch(data):  # the usual case: as written
+        return data.decode("ascii").split()
     digests = data.decode("ascii", "replace").split()
     for d in digests:
         if not DIGEST.fullmatch(d) or d[:2] != shard:
@@ -178,15 +206,24 @@ def apply(
     records: dict[str, tuple[TaskState, bytes]],
     *,
     sync: bool,
+    moved: Collection[str] | None = None,
 ) -> None:
     """Write the counts after a write and set the noted membership of each of its
-    records (durably with `sync`; else the caller's syncfs does). Idempotent."""
+    records (durably with `sync`; else the caller's syncfs does). Idempotent.
+
+    `moved`: the records whose membership the write changes (`noted_moves`,
+    from the records on disk read under this lock hold); the shard files of
+    the others are neither read nor written, so a block of a long walk whose
+    records stay noted (pending with needs to blocked, and back) costs the
+    counts file alone, not a read of every shard: the store's size. None
+    (a journal replay: what was on disk before is gone) sets every record's."""
     tfd = open_dir(root, root_fd, create=True, sync=sync)
     assert tfd is not None
     try:
         by_shard: dict[str, dict[str, bool]] = {}
         for digest, (rec, _) in records.items():
-            by_shard.setdefault(digest[:2], {})[digest] = is_noted(rec)
+            if moved is None or digest in moved:
+                by_shard.setdefault(digest[:2], {})[digest] = is_noted(rec)
         for shard, wanted in by_shard.items():
             current = set(_read_shard(root, tfd, shard))
             new = {d for d in current if wanted.get(d, True)}
