@@ -352,6 +352,12 @@ class JsonFileStore(
         root_fd = self._root_fd
         assert root_fd is not None
         self._drop_dirs()  # this may create directories a cached lookup found missing
+        if records:
+            # The records `one_scan`'s checks would take (doctor's walk, read
+            # before `--fix` wrote) are stale now: the next check reads them
+            # again, without the lock, rather than find the problems just
+            # fixed and confirm them by a scan of every record under it.
+            self._seen = self._one_scan = None
         batch = self._batch
         cache = batch.cache if batch is not None else {}
         known = cache if before is None else before
