@@ -227,3 +227,161 @@ def test_a_prune_cut_short_leaves_the_tally_to_the_next_writer(
     assert invoke(root, "admit", "d").code == 0  # the next writer rebuilds it
     assert store.status_counts() is not None
     agrees(root)
+
+
+def _waiting_store(root: Path, n: int) -> JsonFileStore:
+    """A claimed root and `n` pending dependents needing it (noted, spread over
+    the tally's shards)."""
+    store = JsonFileStore(root)
+    t0 = Instant.parse(NOW)
+    with store.batch():
+        lease = Instant.parse(LATER)
+        rec = TaskState(key="root", status="claimed", owner="w", lease_until=lease, created_at=t0)
+        assert store.compare_and_swap("root", None, rec)
+        for i in range(n):
+            dep = TaskState(key=f"d{i:05d}", status="pending", needs=("root",), created_at=t0)
+            assert store.compare_and_swap(dep.key, None, dep)
+    return store
+
+
+def _tally_io_of_one_block(
+    root: Path, n: int, monkeypatch: pytest.MonkeyPatch
+) -> tuple[list[str], list[str], int]:
+    """The tally files one block of a failed completion's walk (64 dependents
+    blocked in one batch) reads and writes, and the bytes it reads of them."""
+    from ledger_cli.stores.jsonfile import fsutil
+
+    store = _waiting_store(root, n)
+    t1 = Instant.parse(LATER)
+    recs = [store.load(f"d{i:05d}") for i in range(64)]
+    reads: list[str] = []
+    writes: list[str] = []
+    size = [0]
+    real_read, real_replace = fsutil.read_file, fsutil.replace_file
+
+    def read_file(dir_fd: int, name: str, shown: str) -> bytes | None:
+        data = real_read(dir_fd, name, shown)
+        if "/tally/" in shown:
+            reads.append(name)
+            size[0] += len(data or b"")
+        return data
+
+    def replace_file(dir_fd: int, name: str, data: bytes, shown: str, **kw: object) -> None:
+        if "/tally/" in shown:
+            writes.append(name)
+        real_replace(dir_fd, name, data, shown, **kw)  # type: ignore[arg-type]
+
+    with monkeypatch.context() as m:
+        m.setattr(fsutil, "read_file", read_file)
+        m.setattr(fsutil, "replace_file", replace_file)
+        with store.batch():
+            for rec in recs:
+                assert rec is not None
+                blocked = rec.replace(status="blocked", blocked_by="root", updated_at=t1)
+                assert store.compare_and_swap(rec.key, rec, blocked)
+    assert store.check_tally_index() == []
+    return reads, writes, size[0]
+
+
+def test_a_block_of_records_that_stay_noted_costs_the_counts_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pending with needs -> blocked (a failed completion's, a cancel's walk; a
+    retry's the other way): every record stays noted, so a block's commit reads
+    and writes the tally's counts only, not the shard files listing every noted
+    record of the store (it did: a block's cost grew with the store, issue 22)."""
+    small = _tally_io_of_one_block(tmp_path / "small", 100, monkeypatch)
+    large = _tally_io_of_one_block(tmp_path / "large", 2_000, monkeypatch)
+    for reads, writes, size in (small, large):
+        # The same files, and as many bytes (the counts' digits aside),
+        # whatever the store's size.
+        assert set(reads) == {"counts"} and set(writes) == {"counts"}
+        assert size < 200
+    assert small[:2] == large[:2]
+    agrees(tmp_path / "large")
+
+
+def test_a_block_that_changes_membership_rewrites_those_shards_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Noted -> not noted (claimed -> completed) still moves the record out of
+    its shard file; the shards of the untouched records are not read."""
+    from ledger_cli.stores.jsonfile import fsutil
+    from ledger_cli.stores.jsonfile.records import key_digest
+
+    root = tmp_path / "store"
+    store = _waiting_store(root, 500)
+    cur = store.load("root")
+    assert cur is not None
+    reads: list[str] = []
+    real_read = fsutil.read_file
+
+    def read_file(dir_fd: int, name: str, shown: str) -> bytes | None:
+        if "/tally/" in shown:
+            reads.append(name)
+        return real_read(dir_fd, name, shown)
+
+    with monkeypatch.context() as m:
+        m.setattr(fsutil, "read_file", read_file)
+        done = cur.replace(status="completed", owner="", updated_at=Instant.parse(LATER))
+        assert store.compare_and_swap("root", cur, done)
+    digest = key_digest("root")
+    assert digest is not None
+    assert sorted(reads) == sorted(["counts", digest[:2]])
+    agrees(root)
+
+
+def test_doctor_fix_does_not_confirm_the_problems_it_just_fixed_under_the_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`doctor --fix` un-blocks orphaned blocks, then checks the tally: on the
+    records as they are now, not on its walk's reads from before the fix
+    (those show the blocks it fixed: a false problem, which the check then
+    confirmed by a scan of every record under the lock, 7-10 s at 100,000)."""
+    root = tmp_path / "store"
+    store = _waiting_store(root, 40)
+    cur = store.load("root")
+    assert cur is not None
+    failed = cur.replace(status="failed", owner="", updated_at=Instant.parse(LATER))
+    assert store.compare_and_swap("root", cur, failed)
+    assert invoke(root, "retry", "root").code == 0
+    assert invoke(root, "cancel", "root").code == 0
+    cur = store.load("root")
+    assert cur is not None and cur.status == "failed"
+    assert store.compare_and_swap("root", cur, cur.replace(status="pending"))  # orphaned blocks
+    fresh: list[bool] = []
+    real = JsonFileStore._scan_unswept
+
+    def scan(self: JsonFileStore, root_fd: int, fresh_: bool = False) -> dict[str, TaskState]:
+        fresh.append(fresh_)
+        return real(self, root_fd, fresh_)
+
+    monkeypatch.setattr(JsonFileStore, "_scan_unswept", scan)
+    out = invoke(root, "doctor", "--fix")
+    assert "un-blocked d00000" in out.stdout
+    assert fresh and not any(fresh)  # no scan under the lock
+    monkeypatch.undo()
+    assert invoke(root, "doctor").code == 0
+    agrees(root)
+
+
+def test_a_shard_file_as_written_is_told_as_its_pattern_tells_it() -> None:
+    import random
+    import re
+
+    from ledger_cli.stores.jsonfile.tally import _as_written
+
+    rng = random.Random(7)
+    for _ in range(3000):
+        shard = rng.choice(["00", "ab", "f3"])
+        lines = [shard + "".join(rng.choice("0123456789abcdef") for _ in range(62)) + "\n"
+                 for _ in range(rng.randrange(4))]  # fmt: skip
+        data = bytearray("".join(lines).encode("ascii"))
+        if data and rng.random() < 0.8:  # damage one byte, or drop one
+            at = rng.randrange(len(data))
+            if rng.random() < 0.5:
+                data[at] = ord(rng.choice("0aAg\n x9f"))
+            else:
+                del data[at]
+        want = re.fullmatch(rb"(?:" + shard.encode() + rb"[0-9a-f]{62}\n)*", bytes(data))
+        assert _as_written(bytes(data), shard) == (want is not None), bytes(data)

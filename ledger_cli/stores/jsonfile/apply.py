@@ -54,6 +54,8 @@ def write_records(
     journaled: bool = False,
     also: Callable[..., None] | None = None,
     also_fsyncs: int = 0,
+    *,
+    moved: set[str] | None = None,
 ) -> None:
     """Write records, their live/ markers, ready/ and deps/ entries and history
     lines; durable on return.
@@ -82,7 +84,8 @@ def write_records(
     end: one syncfs(2) makes it all durable, when durability.use_syncfs()
     allows, whatever the size; else an fsync a file (and directory).
     `also(sync=…)`: more files of the commit (attempts), written before the
-    end's sync; `also_fsyncs` the fsyncs it makes with `sync`.
+    end's sync; `also_fsyncs` the fsyncs it makes with `sync`. `moved`: the
+    records whose tally membership changes (tally.apply), None: all of them.
     """
     files = len(records) + (1 if history else 0)
     bulk = files > SYNC_EACH_MAX
@@ -139,7 +142,7 @@ def write_records(
                 else:
                     fsutil.replace_file(sfd, fname, data, path, sync=sync, tmp_dir_fd=root_fd)
         if counts is not None:
-            tally.apply(root, root_fd, counts, records, sync=not use_syncfs)
+            tally.apply(root, root_fd, counts, records, sync=not use_syncfs, moved=moved)
         if history:
             historyfile.append_lines(root, root_fd, history, history_at, sync=not use_syncfs)
         if also is not None:

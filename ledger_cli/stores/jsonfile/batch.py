@@ -24,6 +24,7 @@ class PendingBatch:
         "cache",
         "history",
         "marks",
+        "moved",
         "owns_lock",
         "records",
         "thread",
@@ -41,6 +42,9 @@ class PendingBatch:
         self.marks: list[tuple[int, int, int]] = []
         self.cache: dict[str, TaskState | None] = {}
         """Records read while the batch holds the lock: nobody else can change them."""
+        self.moved: set[str] | None = None
+        """At commit, the records whose tally membership the batch changes
+        (tally.noted_moves: only their shard lines are rewritten); None: all."""
 
     def put(self, digest: str, rec: TaskState, data: bytes) -> None:
         if self.marks:

@@ -38,7 +38,8 @@ if TYPE_CHECKING:
     from ledger_cli.stores.jsonfile.attemptfiles import Op
 
     # Apply (records, history lines, history size before them, the tally counts
-    # after them or None: unchanged, journalled, attempt files), durably.
+    # after them or None: unchanged, journalled, attempt files, the records whose
+    # tally membership changes or None: unknown, all), durably.
     WriteRecords = Callable[
         [
             dict[str, tuple[TaskState, bytes]],
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
             "Counts | None",
             bool,
             "list[Op]",
+            "set[str] | None",
         ],
         None,
     ]
@@ -70,7 +72,7 @@ def commit(
         # One file: atomic by itself (a torn history append is cut on the next
         # one). The root directory first: the last journal's removal is durable.
         fsutil.fsync_fd(root_fd, root)
-        write(records, batch.history, None, None, False, [])
+        write(records, batch.history, None, None, False, [], None)
         return
     history_at = None
     if batch.history:
@@ -99,7 +101,7 @@ def commit(
     )
     fsutil.replace_file(root_fd, JOURNAL_NAME, journal, shown(root, JOURNAL_NAME), sync=True)
     fsutil.fsync_fd(root_fd, root)  # the commit point
-    write(records, batch.history, history_at, counts, True, batch.attempts)
+    write(records, batch.history, history_at, counts, True, batch.attempts, batch.moved)
     fsutil.unlink_quiet(root_fd, JOURNAL_NAME)  # not fsynced: see the module's note
 
 
@@ -144,7 +146,9 @@ def replay(root: str, root_fd: int, journal: bytes, checksummed: bool, write: Wr
     if counts is _UNKNOWN:
         tally.invalidate(root, root_fd)
         counts = None
-    write(records, history, history_at, counts, True, attempts)
+    # What was on disk before the batch may be gone: every record's tally
+    # membership is set again (moved None).
+    write(records, history, history_at, counts, True, attempts, None)
     fsutil.unlink_quiet(root_fd, JOURNAL_NAME)  # not fsynced: see the module's note
 
 

@@ -168,13 +168,14 @@ class JsonFileStore(
                 batch.put(digest, new, data)
                 return True
             one = {digest: (new, data)}
-            counts = self._tally_after(root_fd, one, lambda d: on_file)
+            counts, moved = self._tally_after(root_fd, one, lambda d: on_file)
             if counts is None:  # one file, no count changes: atomic by itself
                 fsutil.fsync_fd(root_fd, self._root)  # the last journal's removal (journal.py)
                 self._write_records(one, [], None, before={digest: cur})
             else:  # the record and the tally: together, through the journal
                 one_call = PendingBatch()
                 one_call.records = one
+                one_call.moved = moved
                 journal.commit(
                     self._root,
                     root_fd,
@@ -247,7 +248,7 @@ class JsonFileStore(
                     root_fd = self._root_fd
                     assert root_fd is not None
                     with io_errors(self._root):
-                        counts = self._tally_after(
+                        counts, batch.moved = self._tally_after(
                             root_fd, batch.records, lambda d: self._on_file(root_fd, batch, d)
                         )
                         journal.commit(self._root, root_fd, batch, self._write_records, counts)
@@ -319,16 +320,18 @@ class JsonFileStore(
         root_fd: int,
         records: dict[str, tuple[TaskState, bytes]],
         on_file: Callable[[str], TaskState | None],
-    ) -> tally.Counts | None:
-        """The tally counts once `records` are written (tally.py); None when
-        they change no count and no noted set. A tally not built is built first."""
-        pairs = [(on_file(digest), rec) for digest, (rec, _) in records.items()]
-        if not any(tally.changes(before, after) for before, after in pairs):
-            return None
+    ) -> tuple[tally.Counts | None, set[str]]:
+        """The tally counts once `records` are written (tally.py), None when
+        they change no count and no noted set, and the records whose noted
+        membership changes (tally.noted_moves). A tally not built is built first."""
+        items = [(digest, on_file(digest), rec) for digest, (rec, _) in records.items()]
+        if not any(tally.changes(before, after) for _, before, after in items):
+            return None, set()
         counts = tally.read_counts(self._root, root_fd)
         if counts is None:
             counts = self._rebuild_tally(root_fd)
-        return tally.advance(counts, pairs)
+        pairs = [(before, after) for _, before, after in items]
+        return tally.advance(counts, pairs), tally.noted_moves(items)
 
     def _write_records(
         self,
@@ -338,15 +341,23 @@ class JsonFileStore(
         counts: tally.Counts | None = None,
         journaled: bool = False,
         attempts: list[attemptfiles.Op] | None = None,
+        moved: set[str] | None = None,
         *,
         before: dict[str, TaskState | None] | None = None,
     ) -> None:
-        """Apply writes durably (`attempts`: attempt files, journalled with them).
+        """Apply writes durably (`attempts`: attempt files, journalled with them;
+        `moved`: the records whose tally membership changes, None: all).
         `before`: the records as they are on disk (read under this lock
         hold), by digest; default the open batch's cache."""
         root_fd = self._root_fd
         assert root_fd is not None
         self._drop_dirs()  # this may create directories a cached lookup found missing
+        if records:
+            # The records `one_scan`'s checks would take (doctor's walk, read
+            # before `--fix` wrote) are stale now: the next check reads them
+            # again, without the lock, rather than find the problems just
+            # fixed and confirm them by a scan of every record under it.
+            self._seen = self._one_scan = None
         batch = self._batch
         cache = batch.cache if batch is not None else {}
         known = cache if before is None else before
@@ -385,6 +396,7 @@ class JsonFileStore(
             counts,
             journaled,
             *self._attempt_writes(root_fd, attempts),
+            moved=moved,
         )
         # A large commit: a run of them (chunked) likely goes on, so files for
         # the next one are made before it takes the lock.

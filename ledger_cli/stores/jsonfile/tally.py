@@ -14,10 +14,12 @@ Derived data, exact, kept as durably as the records: every write that
 changes a count or a noted set goes through the journal (journal.py), whose
 header carries the counts *after* the write, computed under the lock from
 the records as they are on disk; applying it (or replaying it after a crash)
-writes those counts and sets each written record's membership from the
-record itself, so a replay repeats the same result. A prune (pruning.py)
-removes tally/counts durably before it removes records and writes it again
-after; a tally/counts found missing (a store older than the tally, a prune
+writes those counts and sets the membership of each written record that
+changes it (a replay: of every written record) from the record itself, so a
+replay repeats the same result. A block of a long walk whose records stay
+noted reads and writes the counts alone, whatever the store's size. A prune
+(pruning.py) removes tally/counts durably before it removes records and
+writes it again after; a tally/counts found missing (a store older than the tally, a prune
 or a rebuild cut short by a crash) means "rebuild from the records": the
 next writer does, under the lock, and readers fall back to reading the
 records meanwhile. `ledger doctor` compares the tally with the records and
@@ -36,7 +38,7 @@ from ledger_cli.stores.jsonfile.layout import DIGEST, SHARD, shown
 
 TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Collection, Iterable
 
 TALLY_DIR = "tally"
 COUNTS = "counts"
@@ -69,6 +71,16 @@ def changes(before: TaskState | None, after: TaskState | None) -> bool:
     return kinds_of(before) != kinds_of(after) or (
         before is not None and after is not None and is_noted(before) != is_noted(after)
     )
+
+
+def noted_moves(items: Iterable[tuple[str, TaskState | None, TaskState | None]]) -> set[str]:
+    """The digests of (digest, before, after) whose noted membership changes: the
+    only shard lines a write has to touch (`apply`'s `moved`)."""
+    return {
+        digest
+        for digest, before, after in items
+        if (before is not None and is_noted(before)) != (after is not None and is_noted(after))
+    }
 
 
 def zero() -> Counts:
@@ -153,9 +165,33 @@ def read_noted(root: str, root_fd: int) -> list[str]:
     return out
 
 
+_LINE = 65
+"""A shard file's line as `_write_shard` writes it: a 64-digit digest and a newline."""
+_HEX = b"0123456789abcdef"
+
+
+def _as_written(data: bytes, shard: str) -> bool:
+    """Whether `data` is lines of digests of `shard`, as `_write_shard` writes
+    them (the pattern `(?:SS[0-9a-f]{62}\\n)*`), told in a few passes in C
+    over the whole file instead of one check per line."""
+    lines, rest = divmod(len(data), _LINE)
+    if rest:
+        return False
+    first, second = shard.encode("ascii")
+    return (
+        data[64::_LINE] == b"\n" * lines
+        and data.count(b"\n") == lines
+        and data[0::_LINE] == bytes((first,)) * lines
+        and data[1::_LINE] == bytes((second,)) * lines
+        and not data.replace(b"\n", b"").strip(_HEX)
+    )
+
+
 def _read_shard(root: str, tfd: int, shard: str) -> list[str]:
     path = shown(root, TALLY_DIR, shard)
     data = fsutil.read_file(tfd, shard, path) or b""
+    if _as_written(data, shard):  # the usual case
+        return data.decode("ascii").split()
     digests = data.decode("ascii", "replace").split()
     for d in digests:
         if not DIGEST.matches(d) or d[:2] != shard:
@@ -181,15 +217,24 @@ def apply(
     records: dict[str, tuple[TaskState, bytes]],
     *,
     sync: bool,
+    moved: Collection[str] | None = None,
 ) -> None:
     """Write the counts after a write and set the noted membership of each of its
-    records (durably with `sync`; else the caller's syncfs does). Idempotent."""
+    records (durably with `sync`; else the caller's syncfs does). Idempotent.
+
+    `moved`: the records whose membership the write changes (`noted_moves`,
+    from the records on disk read under this lock hold); the shard files of
+    the others are neither read nor written, so a block of a long walk whose
+    records stay noted (pending with needs to blocked, and back) costs the
+    counts file alone, not a read of every shard: the store's size. None
+    (a journal replay: what was on disk before is gone) sets every record's."""
     tfd = open_dir(root, root_fd, create=True, sync=sync)
     assert tfd is not None
     try:
         by_shard: dict[str, dict[str, bool]] = {}
         for digest, (rec, _) in records.items():
-            by_shard.setdefault(digest[:2], {})[digest] = is_noted(rec)
+            if moved is None or digest in moved:
+                by_shard.setdefault(digest[:2], {})[digest] = is_noted(rec)
         for shard, wanted in by_shard.items():
             current = set(_read_shard(root, tfd, shard))
             new = {d for d in current if wanted.get(d, True)}
