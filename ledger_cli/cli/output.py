@@ -10,6 +10,10 @@ from __future__ import annotations
 import os
 import sys
 
+# collections.abc's own Mapping, loaded with os at start-up (collections.abc
+# itself imports collections: a hot command's start-up spares it).
+from _collections_abc import Mapping
+
 from ledger_cli.engine import scopes
 
 TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
@@ -52,8 +56,6 @@ def dumps(value: Any) -> str:
 
     if isinstance(value, Raw):
         return str(value)
-    from _collections_abc import Mapping  # collections.abc's own (which imports collections)
-
     if isinstance(value, Mapping):
         return (
             "{"
