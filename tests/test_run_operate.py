@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+from ledger_cli.cli.commands.run import STOP_GRACE
 from tests.cli_support import ledger_cmd, run_ledger, subprocess_env
 from tests.timing_support import alive, wait_for_file
 
@@ -62,6 +63,37 @@ def test_cancel_stops_a_running_command_and_run_exits_5(tmp_path: Path) -> None:
         ("ops", "key job cancelled by ops (reason: wrong input)")
     ]
     assert events[-1]["event"] == "ledger.cancelled"  # run completed nothing after it
+
+
+def test_a_command_ignoring_sigterm_is_killed_within_the_lease_last_proved(
+    tmp_path: Path,
+) -> None:
+    """A refused renewal (here a takeover) stops the command: SIGTERM, then
+    SIGKILL by the hard stop's deadline, not STOP_GRACE later, since the rival
+    that took the task over may be running it already."""
+    store = tmp_path / "store"
+    assert run_ledger(store, "admit", "job").returncode == 0
+    pidfile, terms = tmp_path / "pid", tmp_path / "terms"
+    lease = 1.0
+    assert lease < STOP_GRACE / 2
+    script = f"trap 'echo term >> {terms}' TERM; echo $$ > {pidfile}; while :; do sleep 0.05; done"
+    run = _start_run(store, "job", "--owner", "w", "--lease", f"{lease}s", "--", "sh", "-c", script)
+    child = int(wait_for_file(pidfile, 30))
+    took = run_ledger(
+        store, "takeover", "job", "--owner", "rival", "--lease", "1m",
+        LEDGER_NOW="2099-01-01T00:00:00Z",
+    )  # fmt: skip
+    assert took.returncode == 0, took.stderr
+    taken = time.monotonic()
+    _, err = run.communicate(timeout=EXIT_TIMEOUT)
+    stopped = time.monotonic() - taken
+    assert run.returncode == 5, err
+    assert "lost the lease on job" in err.splitlines()[-1]
+    assert not alive(child)
+    assert terms.read_text().split() == ["term"]  # it was asked first, and ignored it
+    # The lease last proved ends at most `lease` after the takeover; STOP_GRACE
+    # after the refusal would be STOP_GRACE at least. The bound lies between.
+    assert stopped < (lease + STOP_GRACE) / 2, stopped
 
 
 def test_retries_rerun_under_one_renewed_lease(tmp_path: Path) -> None:

@@ -2,13 +2,15 @@
 
 - The command runs in its own process group with LEDGER_KEY, LEDGER_FENCE,
   LEDGER_TASK (the task as JSON) and LEDGER_ATTEMPT in its environment.
-- The lease is kept by cli/commands/run/leasekeeper.py. A refused renewal (the lease is
-  lost) stops the process group (SIGTERM, SIGKILL after STOP_GRACE) and exits
-  5 without completing. A renewal that cannot be made is tried again; when
-  none has landed by a margin before the end of the lease last proved (a tenth
-  of the lease or 1 s, whichever is less), the process group is stopped
-  (SIGTERM, then SIGKILL by half the margin before the end) and `run` exits 5:
-  the command never outlives a lease the runner cannot prove.
+- The lease is kept by cli/commands/run/leasekeeper.py. A refused renewal
+  (the lease is lost) stops the process group and exits 5 without completing.
+  A renewal that cannot be made is tried again; when none has landed by a
+  margin before the end of the lease last proved (a tenth of the lease or 1 s,
+  whichever is less), the process group is stopped and `run` exits 5.
+- Stopping is SIGTERM, then SIGKILL after STOP_GRACE or by half the margin
+  before the end of the lease last proved, whichever comes first (for a signal
+  to `run` itself too): the command never outlives a lease the runner cannot
+  prove, even when it ignores SIGTERM.
 - The outcome (completed, or failed) is written with the claim's fence (outcome.py), and
   tried again through a store outage until it lands or the lease last proved
   is over (then exit 5: the task will run again). A write whose commit outcome
@@ -135,12 +137,18 @@ class Supervisor(OutcomeWrites):
             # Leave nothing of the group behind (a shell's children included).
             self._signal_child(signal.SIGKILL)
 
+    def _kill_by(self, signalled_at: float) -> float:
+        """When a command sent SIGTERM at `signalled_at` gets SIGKILL: after
+        STOP_GRACE, but never past the lease last proved (`kill_at`): a
+        refused renewal may mean that a rival holds the task now."""
+        return min(signalled_at + STOP_GRACE, self.keeper.kill_at())
+
     def _on_lost(self, exc: LedgerError) -> None:
-        """The renewer's word that a renewal was refused: stop the command."""
+        """The renewer's word that a renewal was refused: the watch loop stops
+        the command within one poll (one SIGTERM: a second one means "force
+        quit" to many programs)."""
         self.lost = exc
         self.wake.set()
-        if self.proc is not None:
-            self._signal_child(signal.SIGTERM)
 
     def _unproved(self) -> None:
         """No renewal landed in time: the lease can no longer be proved."""
@@ -213,10 +221,10 @@ class Supervisor(OutcomeWrites):
                     # Passed on by the handler; escalate after the grace period.
                     if signalled_at is None:
                         signalled_at = time.monotonic()
-                    elif time.monotonic() - signalled_at > STOP_GRACE:
+                    elif time.monotonic() >= self._kill_by(signalled_at):
                         self._signal_child(signal.SIGKILL)
                 elif self.lost is not None:
-                    rc = self._stop_child()
+                    rc = self._stop_child(self._kill_by(time.monotonic()) - time.monotonic())
                 elif self.keeper.expired():  # the hard stop: before the lease can run out
                     self._unproved()
                     rc = self._stop_child(self.keeper.kill_at() - time.monotonic())
