@@ -61,6 +61,7 @@ class FakeStore:
         (20e-6, 0.005, 0.0),  # SQLite-like: cheap commit
         (50e-6, 0.05, 200e-6),  # JSON-like: commit grows with the block
         (50e-6, 0.6, 100e-6),  # a sync slower than the target itself
+        (50e-6, 0.005, 10e-3),  # an fsync a record file on a busy disk (no syncfs)
     ],
 )
 def test_every_item_once_in_order_and_holds_near_the_target(
