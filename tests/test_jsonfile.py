@@ -613,3 +613,31 @@ def test_the_live_index_of_a_large_batch_is_one_file_per_shard(
     (root / "live" / live[0]).write_text("not-a-digest\n")
     with pytest.raises(StoreError, match=live[0]):
         store.by_status(["pending"])
+
+
+def test_no_garbage_collection_while_the_lock_is_held(
+    store: JsonFileStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full collection over a big heap takes most of a second: none runs
+    while the store's lock is held, in a write or in the short read holds of
+    a dependents walk (engine/collector.py), and the collector is on again
+    after each."""
+    import gc
+
+    at_release: list[bool] = []
+    lock = store._lock
+    release = lock.release
+
+    def recording_release() -> None:
+        at_release.append(gc.isenabled())
+        release()
+
+    monkeypatch.setattr(lock, "release", recording_release)
+    led = Ledger(store)
+    led.admit("t", "root", 1, None, T0)
+    with store.batch():
+        for i in range(3):
+            led.admit("t", f"dep-{i}", 1, None, T0, "root")
+    assert [r.key for r in store.dependents(["root"])] == ["dep-0", "dep-1", "dep-2"]
+    assert len(at_release) >= 3 and not any(at_release), at_release
+    assert gc.isenabled()

@@ -20,6 +20,7 @@ compare-and-swap outside one), and the test checks that
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 from collections.abc import Callable, Iterator
 from datetime import timedelta
@@ -47,7 +48,9 @@ DEPS = [f"dep-{i:05d}" for i in range(N)]
 class Counting:
     """A store that counts the successful compare-and-swaps of each outermost
     transaction (`txns`), calls `between()` before every outermost batch but
-    the first, and records the size of each `prune_records` call."""
+    the first, and records the size of each `prune_records` call, and whether
+    the garbage collector was on in each outermost batch and prune call
+    (`collecting`: a collection inside a block holds the lock, cli/collector.py)."""
 
     def __init__(self, store: Store, between: Callable[[], None] = lambda: None) -> None:
         self._store = store
@@ -56,6 +59,7 @@ class Counting:
         self._writes = 0
         self.txns: list[int] = []
         self.prunes: list[int] = []
+        self.collecting: list[bool] = []
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)
@@ -67,6 +71,7 @@ class Counting:
             if self.txns:
                 self._between()
             self._writes = 0
+            self.collecting.append(gc.isenabled())
         self._depth += 1
         try:
             with self._store.batch():
@@ -86,6 +91,7 @@ class Counting:
 
     def prune_records(self, pairs: Any, **how: Any) -> int:
         self.prunes.append(len(pairs))
+        self.collecting.append(gc.isenabled())
         return int(self._store.prune_records(pairs, **how))
 
     def close(self) -> None:
@@ -124,6 +130,12 @@ def _spread(txns: list[int], head: bool) -> None:
     assert max(txns) <= N * 3 // 4, f"one transaction wrote {max(txns)} of {N}: {txns}"
 
 
+def _collector_paused(c: Counting) -> None:
+    """No garbage collection in any block; the collector on again after."""
+    assert c.collecting and not any(c.collecting), c.collecting
+    assert gc.isenabled()
+
+
 def _run(
     monkeypatch: pytest.MonkeyPatch,
     kind: str,
@@ -159,12 +171,14 @@ def test_every_long_walk_commits_in_blocks(
     c, _ = _run(monkeypatch, kind, location, "complete", "root", "--owner", "w", "--fence", "1",
                 "--failed")  # fmt: skip
     _spread(c.txns, head=True)
+    _collector_paused(c)
     st = _statuses(kind, location)
     assert st["root"] == "failed" and all(st[k] == "blocked" for k in DEPS)
 
     # retry: the reopen alone, then the un-blocks; the JSON list is whole.
     c, out = _run(monkeypatch, kind, location, "retry", "root")
     _spread(c.txns, head=True)
+    _collector_paused(c)
     assert out["unblocked"] == DEPS
     st = _statuses(kind, location)
     assert st["root"] == "pending" and all(st[k] == "pending" for k in DEPS)
@@ -193,6 +207,7 @@ def test_every_long_walk_commits_in_blocks(
     c, out = _run(monkeypatch, kind, location, "cancel", "root", between=nothing_claimable)
     cancel_blocked = len(out["blocked"])
     _spread(c.txns, head=True)
+    _collector_paused(c)
     assert any(checks), f"no check saw the cancel half done: {checks}"
     # The record the probe's claim blocked is not in the cancel's list: it
     # blocked it first. Every other dependent is.
@@ -208,6 +223,7 @@ def test_every_long_walk_commits_in_blocks(
     store.close()
     c, out = _run(monkeypatch, kind, location, "doctor", "--fix")
     _spread(c.txns, head=False)
+    _collector_paused(c)
     assert len([f for f in out["fixed"] if f.startswith("un-blocked ")]) == N
     st = _statuses(kind, location)
     assert all(st[k] == "pending" for k in DEPS)
@@ -240,6 +256,7 @@ def test_prune_paces_the_store_in_short_calls(
     c, out = _run(monkeypatch, kind, location, "prune", "--older-than", "1h", now=LATER)
     assert out == {"pruned": N, "dry_run": False}
     assert len(c.prunes) >= 3 and max(c.prunes) <= min(CHUNK, N * 3 // 4), c.prunes
+    _collector_paused(c)
 
 
 def test_json_dependents_walk_reads_in_short_lock_holds(

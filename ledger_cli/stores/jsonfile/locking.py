@@ -12,7 +12,7 @@ from __future__ import annotations
 import _thread
 import os
 
-from ledger_cli.engine import scopes
+from ledger_cli.engine import collector, scopes
 from ledger_cli.errors import StoreError
 from ledger_cli.stores.jsonfile import depsindex, durability, fsutil, layout, tally
 from ledger_cli.stores.jsonfile.batch import PendingBatch
@@ -166,6 +166,7 @@ class LockedDirectory:
         except BaseException:
             os.close(root_fd)
             raise
+        collector.pause()  # no collection while the lock is held (engine/collector.py)
         self._root_fd = root_fd
         self._depth = 1
         self._owner = _thread.get_ident()
@@ -196,6 +197,7 @@ class LockedDirectory:
                 try:
                     self._lock.release()  # whatever failed before: never keep the lock
                 finally:
+                    collector.resume()
                     if root_fd is not None:
                         os.close(root_fd)
 
