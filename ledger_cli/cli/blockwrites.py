@@ -6,10 +6,11 @@ Each block is one `Session.write` unit (its writes and their history lines
 commit together; a block the store rolled back to break a deadlock is run
 again, `Session.writes`; the garbage collector is paused in it,
 engine/collector.py), sized by `chunks`' cost model to hold the store's
-write lock for at most about `chunks.TARGET_HOLD` seconds, and the lock stays free for
-`chunks.gap_for(store)` seconds between two blocks so that writers polling
-for it (SQLite's busy handler, the Go service's) get in. The reads between
-blocks (dependents walks, `settle`'s scans) hold no write lock.
+write lock for at most about `chunks.TARGET_HOLD` seconds, and the lock
+stays free for `chunks.gap_for(store)` seconds between two blocks so that
+writers polling for it (SQLite's busy handler, the Go service's) get in.
+The reads between blocks (dependents walks, `settle`'s scans) hold no write
+lock.
 
 Inside a unit the command already opened (`ledger run`'s completion), `one`
 and `each` run in that unit, and `after` waits for its commit: the failed

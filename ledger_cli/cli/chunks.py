@@ -15,9 +15,9 @@ cost per item and a fixed cost, which size the next block to the target,
 growing at most twofold per block; a block's work stops at the target in
 any case, and no garbage collection runs inside one (engine/collector.py).
 Where the fixed part alone exceeds the target (a slow sync on a busy disk),
-the blocks add at most half the target to it. Between blocks the lock stays free
-for `GAP` seconds, so writers that poll for it (SQLite's busy handler) get
-in. It works above the store, the same for JSON, SQLite and PostgreSQL.
+the blocks add at most half the target to it. Between blocks the lock stays
+free for `GAP` seconds, so writers that poll for it (SQLite's busy handler)
+get in. It works above the store, the same for JSON, SQLite and PostgreSQL.
 
 What a caller gives up: the run is no longer all-or-nothing. Each block is
 atomic; a crash or a refusal leaves the blocks committed before it. Admission
