@@ -101,7 +101,7 @@ def test_nothing_to_do_opens_no_block() -> None:
 
 def test_no_garbage_collection_inside_a_block() -> None:
     """A full collection over a big heap takes most of a second: it must not
-    fall inside a block, which holds the store's lock (cli/collector.py)."""
+    fall inside a block, which holds the store's lock (engine/collector.py)."""
     store = FakeStore(0.0, 0.0, 0.0)
     seen: list[bool] = []
 

@@ -50,7 +50,7 @@ class Counting:
     transaction (`txns`), calls `between()` before every outermost batch but
     the first, and records the size of each `prune_records` call, and whether
     the garbage collector was on in each outermost batch and prune call
-    (`collecting`: a collection inside a block holds the lock, cli/collector.py)."""
+    (`collecting`: a collection inside a block holds the lock, engine/collector.py)."""
 
     def __init__(self, store: Store, between: Callable[[], None] = lambda: None) -> None:
         self._store = store
