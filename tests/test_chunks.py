@@ -8,7 +8,6 @@ machine. The real stores are in tests/test_lock_hold.py.
 from __future__ import annotations
 
 import contextlib
-import gc
 from collections.abc import Iterator
 
 import pytest
@@ -97,25 +96,3 @@ def test_nothing_to_do_opens_no_block() -> None:
     store = FakeStore(0.0, 0.0, 0.0)
     assert chunked([], store.block, store.work, clock=store.clock).blocks == 0
     assert store.committed == []
-
-
-def test_no_garbage_collection_inside_a_block() -> None:
-    """A full collection over a big heap takes most of a second: it must not
-    fall inside a block, which holds the store's lock (engine/collector.py)."""
-    store = FakeStore(0.0, 0.0, 0.0)
-    seen: list[bool] = []
-
-    def work(item: int) -> None:
-        seen.append(gc.isenabled())
-        store.work(item)
-
-    assert gc.isenabled()
-    chunked(range(1000), store.block, work, clock=store.clock, sleep=store.sleep)
-    assert seen and not any(seen)
-    assert gc.isenabled()  # on again after the run
-    gc.disable()
-    try:  # and left off where the caller had it off
-        chunked(range(10), store.block, work, clock=store.clock, sleep=store.sleep)
-        assert not gc.isenabled()
-    finally:
-        gc.enable()

@@ -4,13 +4,11 @@ short blocks, as `admit --batch` and `restore` do (SPEC §5 "Short lock holds").
 
 Each block is one `Session.write` unit (its writes and their history lines
 commit together; a block the store rolled back to break a deadlock is run
-again, `Session.writes`; the garbage collector is paused in it,
-engine/collector.py), sized by `chunks`' cost model to hold the store's
-write lock for at most about `chunks.TARGET_HOLD` seconds, and the lock
-stays free for `chunks.gap_for(store)` seconds between two blocks so that
-writers polling for it (SQLite's busy handler, the Go service's) get in.
-The reads between blocks (dependents walks, `settle`'s scans) hold no write
-lock.
+again, `Session.writes`), sized by `chunks`' cost model to hold the store's
+write lock for at most about `chunks.TARGET_HOLD` seconds, and the lock stays
+free for `chunks.gap_for(store)` seconds between two blocks so that writers
+polling for it (SQLite's busy handler, the Go service's) get in. The reads
+between blocks (dependents walks, `settle`'s scans) hold no write lock.
 
 Inside a unit the command already opened (`ledger run`'s completion), `one`
 and `each` run in that unit, and `after` waits for its commit: the failed
@@ -22,8 +20,6 @@ No typing import at module level: every command's session makes one.
 from __future__ import annotations
 
 import time
-
-from ledger_cli.engine.collector import Paused
 
 TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
@@ -129,8 +125,7 @@ class SessionBlocks:
             self._pause()
             n = min(cap, CHUNK, len(items) - at)  # the store commits CHUNK at most at once
             entered = time.monotonic()
-            with Paused():  # the store's own transaction, not a unit (which pauses it)
-                total += work(items[at : at + n])
+            total += work(items[at : at + n])
             hold = time.monotonic() - entered
             self._done(n, hold)
             cap = self._next(cost, n, hold)

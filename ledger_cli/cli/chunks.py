@@ -13,10 +13,9 @@ blocks (work and commit; the JSON store writes its files at commit, so its
 commit has a fixed part, a sync, and a part growing with the block) give a
 cost per item and a fixed cost, which size the next block to the target,
 growing at most twofold per block; a block's work stops at the target in
-any case, and no garbage collection runs inside one (engine/collector.py).
-Where the fixed part alone exceeds the target (a slow sync on a busy disk),
-the blocks add at most half the target to it. Between blocks the lock stays
-free for `GAP` seconds, so writers that poll for it (SQLite's busy handler)
+any case. Where the fixed part alone exceeds the target (a slow sync on a
+busy disk), the blocks add at most half the target to it. Between blocks the
+lock stays free for `GAP` seconds, so writers that poll for it (SQLite's busy handler)
 get in. It works above the store, the same for JSON, SQLite and PostgreSQL.
 
 What a caller gives up: the run is no longer all-or-nothing. Each block is
@@ -31,8 +30,6 @@ import contextlib
 import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import TypeVar
-
-from ledger_cli.engine.collector import Paused
 
 T = TypeVar("T")
 
@@ -104,7 +101,7 @@ def chunked(
     cost = _Cost()
     while pending.has_more():
         n = 0
-        with Paused(), block():
+        with block():
             entered = clock()
             for item in pending:
                 work(item)

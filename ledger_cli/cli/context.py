@@ -173,16 +173,13 @@ class Session:
 
     @scopes.contextmanager
     def _unit(self, when: Callable[[], Instant | None]) -> Iterator[None]:
-        """`write()`, its now (the history's time) asked for at the end. No
-        garbage collection runs while its batch holds the lock
-        (engine/collector.py)."""
-        from ledger_cli.engine.collector import Paused
+        """`write()`, its now (the history's time) asked for at the end."""
         from ledger_cli.errors import LedgerError, StoreError
 
         refusal: LedgerError | None = None
         self._depth += 1
         try:
-            with Paused(), self.store.batch():
+            with self.store.batch():
                 start = len(self.recorder.events)
                 try:
                     yield

@@ -9,12 +9,14 @@ blocks, the store's lock was held that much longer: on the JSON store at
 200,000 dependents `retry`, `cancel` and `doctor --fix` held it 1.05-1.19 s
 against a 0.4 s target (`benchmarks/bench_lock_hold.py --commands walks`).
 
-`Paused` turns the collector off for one hold and back on (if it was on)
-when the last hold of the process ends: every `Session` write unit
-(cli/context.py; the walks' blocks are units), prune's store calls
-(cli/blockwrites.py), the blocks of `admit --batch` and `restore`
-(cli/chunks.py), and every hold of the JSON store's lock
-(stores/jsonfile/locking.py). Reference counting still frees everything
+Each store turns the collector off where it takes its lock, and back on
+(if it was on) when the last hold of the process ends: every hold of the
+JSON store's lock (stores/jsonfile/locking.py: its writes, and the short
+read holds of its walks), and the outermost write transaction of SQLite
+(BEGIN IMMEDIATE ... COMMIT, stores/sql/sqlite_conn.py) and PostgreSQL
+(stores/sql/postgres_conn.py). So every long write's blocks (`admit
+--batch`, `restore`, the walks, prune, the ready index rebuild's ranges)
+are covered, whoever drives them. Reference counting still frees everything
 that is not in a cycle; a collection that falls due in a hold runs at the
 first allocation after it, with no lock held. What a hold leaves
 uncollected is bounded by what it allocates in its fraction of a second.
@@ -50,15 +52,3 @@ def resume() -> None:
         _holds -= 1
         if _holds == 0 and _was_enabled:
             gc.enable()
-
-
-class Paused:
-    """`with Paused():` no cyclic garbage collection inside (re-entrant)."""
-
-    __slots__ = ()
-
-    def __enter__(self) -> None:
-        pause()
-
-    def __exit__(self, *exc: object) -> None:
-        resume()

@@ -19,6 +19,7 @@ import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from ledger_cli.engine import collector
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
 from ledger_cli.errors import StoreConflictError, StoreError, StoreUnavailableError
@@ -251,11 +252,16 @@ class PostgresConnection:
                 tx = self._pipeline.transaction()
             else:
                 tx = self._pipeline.savepoint(self._depth)
+            outermost = self._depth == 1
+            if outermost:
+                collector.pause()  # none while the transaction holds locks (engine/collector.py)
             try:
                 with self._errors("commit"), tx:
                     yield
                 done = True
             finally:
+                if outermost:
+                    collector.resume()
                 self._depth -= 1
                 if self._depth < self._blocks_depth:  # committed, or its savepoint left
                     self._blocks_depth = 0

@@ -20,6 +20,7 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from ledger_cli.engine import collector
 from ledger_cli.errors import StoreError, StoreUnavailableError
 from ledger_cli.stores.sql import codec, sqlite_schema
 
@@ -199,27 +200,33 @@ class SQLiteConnection:
             savepoint = f"ledger_batch_{depth}"
             with self._errors("begin"):
                 self._conn.execute("BEGIN IMMEDIATE" if depth == 0 else f"SAVEPOINT {savepoint}")
-            self._depth = depth + 1
+            if depth == 0:
+                collector.pause()  # none while the write lock is held (engine/collector.py)
             try:
-                yield
-            except BaseException:
-                self._depth = depth
-                with contextlib.suppress(sqlite3.Error):
-                    if depth == 0:
-                        self._conn.execute("ROLLBACK")
-                    else:
-                        self._conn.execute(f"ROLLBACK TO {savepoint}")
-                        self._conn.execute(f"RELEASE {savepoint}")
-                raise
-            self._depth = depth
-            try:
-                with self._errors("commit"):
-                    self._conn.execute("COMMIT" if depth == 0 else f"RELEASE {savepoint}")
-            except StoreError:
-                if depth == 0 and self._conn.in_transaction:
+                self._depth = depth + 1
+                try:
+                    yield
+                except BaseException:
+                    self._depth = depth
                     with contextlib.suppress(sqlite3.Error):
-                        self._conn.execute("ROLLBACK")
-                raise
+                        if depth == 0:
+                            self._conn.execute("ROLLBACK")
+                        else:
+                            self._conn.execute(f"ROLLBACK TO {savepoint}")
+                            self._conn.execute(f"RELEASE {savepoint}")
+                    raise
+                self._depth = depth
+                try:
+                    with self._errors("commit"):
+                        self._conn.execute("COMMIT" if depth == 0 else f"RELEASE {savepoint}")
+                except StoreError:
+                    if depth == 0 and self._conn.in_transaction:
+                        with contextlib.suppress(sqlite3.Error):
+                            self._conn.execute("ROLLBACK")
+                    raise
+            finally:
+                if depth == 0:
+                    collector.resume()
 
     # -- lifecycle ---------------------------------------------------------------
 
