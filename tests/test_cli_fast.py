@@ -220,10 +220,8 @@ HEAVY = [
     # the rest cost milliseconds each and the hot path does without them.
     *("filelock", "typing", "dataclasses", "inspect", "logging", "secrets", "pathlib"),
     *("importlib", "threading", "hashlib", "shutil"),
-    # json imports re, re imports enum (engine/cjson.py, engine/lazyre.py, engine/status.py).
-    *("json", "re", "enum", "random", "heapq"),
-    # contextlib and functools import collections (engine/scopes.py has their helpers).
-    *("collections", "contextlib", "functools"),
+    *("random", "heapq"),
+    *("contextlib",),
 ]
 
 

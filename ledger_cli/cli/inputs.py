@@ -259,14 +259,14 @@ _decoder: Any = None
 def _json_decoder() -> Any:
     global _decoder
     if _decoder is None:
-        from ledger_cli.engine import cjson
+        import json
 
-        _decoder = cjson.decoder(
+        _decoder = json.JSONDecoder(
             object_pairs_hook=_no_duplicates,
             parse_int=_integer,
             parse_float=_float,
             parse_constant=_constant,
-        )
+        ).decode
     return _decoder
 
 
@@ -341,9 +341,9 @@ def parse_json(data: bytes | str, what: str = "bad JSON", max_bytes: int | None 
     except _Reject as exc:
         raise fail(str(exc)) from None
     except ValueError as exc:
-        from ledger_cli.engine import cjson
+        import json
 
-        if not cjson.is_decode_error(exc):
+        if not isinstance(exc, json.JSONDecodeError):
             raise
         raise fail(f"{exc.msg} at line {exc.lineno} column {exc.colno}") from None  # type: ignore[attr-defined]
     except RecursionError:

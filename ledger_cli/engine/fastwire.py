@@ -23,7 +23,9 @@ decoder, so the result is the same record either way
 
 from __future__ import annotations
 
-from ledger_cli.engine import cjson, gojson
+import json
+
+from ledger_cli.engine import gojson
 from ledger_cli.engine.instant import Instant, parse_printed
 from ledger_cli.engine.record import TaskState
 from ledger_cli.engine.wire import FIELD_NAMES, record_from_json
@@ -69,7 +71,7 @@ def _constant(name: str) -> Any:
     raise _Foreign
 
 
-_DECODE = cjson.decoder(parse_int=_int, parse_float=_float, parse_constant=_constant)
+_DECODE = json.JSONDecoder(parse_int=_int, parse_float=_float, parse_constant=_constant).decode
 _NEEDS_SLOW = gojson.NEEDS_SLOW  # the same rule, one definition
 
 

@@ -9,7 +9,8 @@ appends one entry per event inside the same `store.batch()` as the write.
 
 from __future__ import annotations
 
-from ledger_cli.engine import cjson
+import json
+
 from ledger_cli.engine._frozen import Frozen
 
 TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
@@ -45,7 +46,7 @@ class HistoryEntry(Frozen):
         return {name: getattr(self, name) for name in self.__match_args__}
 
     def to_json(self) -> str:
-        return cjson.dumps(self.to_obj(), ensure_ascii=False, separators=(",", ":"))
+        return json.dumps(self.to_obj(), ensure_ascii=False, separators=(",", ":"))
 
     @classmethod
     def from_obj(cls, obj: dict[str, Any]) -> HistoryEntry:

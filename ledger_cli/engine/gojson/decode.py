@@ -12,9 +12,9 @@ float64.
 from __future__ import annotations
 
 import codecs
+import json
 import math
 
-from ledger_cli.engine import cjson
 from ledger_cli.engine.gojson.tree import INT64_MIN, UINT64_MAX, EscapedStr, Number, RawObject
 from ledger_cli.engine.lazyre import Lazy
 from ledger_cli.errors import DecodeError
@@ -53,12 +53,12 @@ def _reject_constant(name: str) -> Any:
     raise _ConstantError(name)
 
 
-_DECODE = cjson.decoder(
+_DECODE = json.JSONDecoder(
     object_pairs_hook=RawObject,
     parse_int=Number,
     parse_float=Number,
     parse_constant=_reject_constant,
-)
+).decode
 
 # Inputs the C scanner cannot decode the Go way: an escape of a character
 # that can appear in an RFC 3339 time (Go gives time fields the raw text), a
@@ -88,7 +88,7 @@ def parse(data: bytes | bytearray | memoryview | str) -> Any:
                 message = f"invalid character '{exc.name[0]}' looking for beginning of value"
             raise DecodeError("ledger: decode: " + message) from None
         except ValueError as exc:
-            if not cjson.is_decode_error(exc):
+            if not isinstance(exc, json.JSONDecodeError):
                 raise
             from ledger_cli.engine.gojson.scan import go_syntax_message
 

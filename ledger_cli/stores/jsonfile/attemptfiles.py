@@ -22,9 +22,9 @@ A batch's attempt writes (`Op`: a start, a save, a removal beyond the newest
 
 from __future__ import annotations
 
+import json
 import os
 
-from ledger_cli.engine import cjson
 from ledger_cli.engine.attempts import KEEP_ATTEMPTS, Attempt
 from ledger_cli.stores.jsonfile import fsutil
 from ledger_cli.stores.jsonfile.fsutil import fail
@@ -46,7 +46,7 @@ Op = tuple[str, int, "bytes | None"]
 
 def encode(att: Attempt, output: bytes) -> bytes:
     head = {"format": FORMAT, "key": att.key, **att.to_obj()}
-    return cjson.dumps(head, ensure_ascii=True, separators=(",", ":")).encode() + b"\n" + output
+    return json.dumps(head, ensure_ascii=True, separators=(",", ":")).encode() + b"\n" + output
 
 
 def attempt_number(name: str) -> int | None:
@@ -161,7 +161,7 @@ def open_attempt(dir_fd: int, name: str, where: str) -> tuple[int, dict[str, obj
 
 def parse_head(line: bytes, path: str) -> dict[str, object]:
     try:
-        obj = cjson.loads(line)
+        obj = json.loads(line)
     except ValueError as exc:
         raise fail(path, f"is not an attempt file ({exc})") from None
     if not isinstance(obj, dict) or obj.get("format") != FORMAT:

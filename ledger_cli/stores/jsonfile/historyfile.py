@@ -25,9 +25,10 @@ O_TMPFILE or /proc is missing, the file is rewritten under one hold
 
 from __future__ import annotations
 
+import json
 import os
 
-from ledger_cli.engine import cjson, scopes
+from ledger_cli.engine import scopes
 from ledger_cli.engine.history import HistoryEntry
 from ledger_cli.stores.jsonfile import fsutil
 from ledger_cli.stores.jsonfile.fsutil import fail
@@ -137,7 +138,7 @@ def parse_lines(lines: list[bytes], shown: str, before: int) -> list[HistoryEntr
     out: list[HistoryEntry] = []
     for number, line in enumerate(lines, before + 1):
         try:
-            obj = cjson.loads(line.decode("utf-8"))
+            obj = json.loads(line.decode("utf-8"))
             if not isinstance(obj, dict):
                 raise TypeError
             out.append(HistoryEntry.from_obj(obj))
@@ -155,7 +156,7 @@ def drop_keys(root: str, root_fd: int, keys: set[str]) -> None:
     kept = []
     for line in data.split(b"\n")[:-1]:  # a torn last line goes too
         try:
-            key = cjson.loads(line.decode("utf-8"))["key"]
+            key = json.loads(line.decode("utf-8"))["key"]
         except (KeyError, TypeError, UnicodeDecodeError, ValueError):
             raise fail(path, "corrupt history entry; refusing to rewrite it") from None
         if key not in keys:
@@ -318,7 +319,7 @@ def _copy_kept(src: int, out: int, start: int, end: int, keys: set[str], path: s
 
 def _key_of(line: bytes, path: str) -> str:
     try:
-        return str(cjson.loads(line.decode("utf-8"))["key"])
+        return str(json.loads(line.decode("utf-8"))["key"])
     except (KeyError, TypeError, UnicodeDecodeError, ValueError):
         raise fail(path, "corrupt history entry; refusing to rewrite it") from None
 

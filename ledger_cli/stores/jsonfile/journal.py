@@ -19,9 +19,9 @@ file and directory: apply.py).
 
 from __future__ import annotations
 
+import json
 import os
 
-from ledger_cli.engine import cjson
 from ledger_cli.engine.record import TaskState
 from ledger_cli.stores.jsonfile import fsutil, historyfile, tally
 from ledger_cli.stores.jsonfile.batch import PendingBatch
@@ -93,7 +93,7 @@ def commit(
         ]
     journal = b"".join(
         [
-            (cjson.dumps(header) + "\n").encode("utf-8"),
+            (json.dumps(header) + "\n").encode("utf-8"),
             *(data for _, data in records.values()),
             *batch.history,
             *(data for _, _, data in batch.attempts if data is not None),
@@ -114,7 +114,7 @@ def replay(root: str, root_fd: int, journal: bytes, checksummed: bool, write: Wr
         raise fail(path, "corrupt journal (no final newline); refusing to replay")
     lines.pop()
     try:
-        header = cjson.loads(lines[0].decode("utf-8"))
+        header = json.loads(lines[0].decode("utf-8"))
         n_records, n_history = header["records"], header["history"]
         history_at = header["history_at"]
         # Journals of releases before the tally have no counts: it is rebuilt.
@@ -156,7 +156,7 @@ def _attempts_part(journal: bytes, path: str) -> tuple[bytes, list[Op]]:
     """(the journal's lines, the attempt files after them: version 2)."""
     first = journal.partition(b"\n")[0]
     try:
-        header = cjson.loads(first.decode("utf-8"))
+        header = json.loads(first.decode("utf-8"))
         listed = header.get("attempts") if isinstance(header, dict) else None
         if listed is None:
             return journal, []

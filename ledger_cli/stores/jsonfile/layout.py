@@ -3,9 +3,9 @@ a directory that is no store (or a network mount) from being written to."""
 
 from __future__ import annotations
 
+import json
 import os
 
-from ledger_cli.engine import cjson
 from ledger_cli.stores.jsonfile import fsutil
 from ledger_cli.stores.jsonfile.fairlock import LOCK_NAME, QUEUE_DIR
 from ledger_cli.stores.jsonfile.fsutil import fail
@@ -81,7 +81,7 @@ def read_meta(root: str, root_fd: int) -> dict[str, Any] | None:
             )
         return None
     try:
-        meta = cjson.loads(data.decode("utf-8"))
+        meta = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
         raise fail(path, "corrupt store metadata (not a JSON object)") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
@@ -122,7 +122,7 @@ def initialize(root: str, root_fd: int) -> dict[str, Any]:
     """Write the metadata file into an empty directory (under the lock)."""
     refuse_foreign(root, root_fd)
     meta: dict[str, Any] = {"format": FORMAT, "version": FORMAT_VERSION, "fence_floor": 0}
-    data = (cjson.dumps(meta) + "\n").encode("utf-8")
+    data = (json.dumps(meta) + "\n").encode("utf-8")
     try:
         os.fchmod(root_fd, fsutil.DIR_MODE)
     except OSError as exc:

@@ -8,9 +8,9 @@ for its scan and claim, so a claim either saw the pause or landed before it.
 
 from __future__ import annotations
 
+import json
 import os
 
-from ledger_cli.engine import cjson
 from ledger_cli.stores.jsonfile import fsutil
 from ledger_cli.stores.jsonfile.fsutil import fail
 from ledger_cli.stores.jsonfile.locking import store_method
@@ -45,7 +45,7 @@ class PauseMethods:
         if data is None:
             return None
         try:
-            obj = cjson.loads(data)
+            obj = json.loads(data)
             state = (str(obj["since"]), str(obj["actor"]), str(obj["reason"]))
         except (ValueError, TypeError, KeyError):
             raise fail(shown, "is not a pause file this release can read") from None
@@ -61,6 +61,6 @@ class PauseMethods:
                 fsutil.unlink_quiet(root_fd, PAUSE_NAME)
             else:
                 since, actor, reason = state
-                data = cjson.dumps({"since": since, "actor": actor, "reason": reason}).encode()
+                data = json.dumps({"since": since, "actor": actor, "reason": reason}).encode()
                 fsutil.replace_file(root_fd, PAUSE_NAME, data, shown, sync=True)
             fsutil.fsync_fd(root_fd, self._root)

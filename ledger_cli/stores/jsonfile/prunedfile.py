@@ -17,9 +17,9 @@ torn last line (a crash in an append) is ignored and cut by the next append.
 
 from __future__ import annotations
 
+import json
 import os
 
-from ledger_cli.engine import cjson
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
 from ledger_cli.stores.jsonfile import fsutil
@@ -48,12 +48,12 @@ def encode(rec: TaskState) -> bytes:
         rec.updated_by,
         str(rec.updated_at),
     ]
-    return (cjson.dumps(fields, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+    return (json.dumps(fields, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
 
 
 def decode(line: bytes, path: str) -> TaskState:
     try:
-        key, status, seq, owner, fence, rev, cby, cat, uby, uat = cjson.loads(line.decode("utf-8"))
+        key, status, seq, owner, fence, rev, cby, cat, uby, uat = json.loads(line.decode("utf-8"))
         rec = TaskState(
             key=str(key),
             status=str(status),
@@ -95,7 +95,7 @@ def find(root: str, root_fd: int, key: str, digest: str) -> TaskState | None:
         os.close(pfd)
     if not data:
         return None
-    head = b"[" + cjson.dumps(key, ensure_ascii=False).encode("utf-8") + b","
+    head = b"[" + json.dumps(key, ensure_ascii=False).encode("utf-8") + b","
     at = data.rfind(head)
     while at >= 0:
         if at == 0 or data[at - 1 : at] == b"\n":

@@ -8,9 +8,9 @@ schedule is the only copy of an admission's `--not-before`/`--priority`.
 
 from __future__ import annotations
 
+import json
 import os
 
-from ledger_cli.engine import cjson
 from ledger_cli.engine.instant import Instant
 from ledger_cli.stores.jsonfile import fsutil
 from ledger_cli.stores.jsonfile.fsutil import fail
@@ -29,7 +29,7 @@ SCHEDULE_DIR = "schedule"
 
 def _decode(data: bytes, shown: str) -> tuple[str, tuple[Instant, int]]:
     try:
-        obj = cjson.loads(data)
+        obj = json.loads(data)
         nb = str(obj["not_before"])
         priority = obj["priority"]
         if type(priority) is not int:
@@ -108,7 +108,7 @@ class ScheduleMethods:
                 nb, priority = value
                 text = "" if nb.is_zero() else str(nb)
                 body = {"key": key, "not_before": text, "priority": priority}
-                data = cjson.dumps(body, ensure_ascii=False).encode("utf-8", "surrogatepass")
+                data = json.dumps(body, ensure_ascii=False).encode("utf-8", "surrogatepass")
                 fsutil.replace_file(fd, name, data, shown, sync=True)
                 fsutil.fsync_fd(fd, shown)
             finally:

@@ -28,9 +28,9 @@ records meanwhile. `ledger doctor` compares the tally with the records and
 
 from __future__ import annotations
 
+import json
 import os
 
-from ledger_cli.engine import cjson
 from ledger_cli.engine.record import TaskState
 from ledger_cli.stores.jsonfile import fsutil
 from ledger_cli.stores.jsonfile.fsutil import fail
@@ -133,7 +133,7 @@ def checked(obj: object) -> Counts | None:
 
 def parse_counts(data: bytes, path: str) -> Counts:
     try:
-        doc = cjson.loads(data.decode("utf-8"))
+        doc = json.loads(data.decode("utf-8"))
         ok = type(doc) is dict and doc.get("format") == FORMAT and doc.get("version") == VERSION
         counts = checked(doc.get("counts")) if ok else None
     except (UnicodeDecodeError, ValueError):
@@ -145,7 +145,7 @@ def parse_counts(data: bytes, path: str) -> Counts:
 
 def encode_counts(counts: Counts) -> bytes:
     doc = {"format": FORMAT, "version": VERSION, "counts": {k: counts[k] for k in KINDS}}
-    return (cjson.dumps(doc, separators=(",", ":")) + "\n").encode("ascii")
+    return (json.dumps(doc, separators=(",", ":")) + "\n").encode("ascii")
 
 
 def read_noted(root: str, root_fd: int) -> list[str]:
