@@ -215,13 +215,10 @@ print(repr({"codes": codes, "heavy": heavy}))
 
 
 HEAVY = [
-    *("typer", "rich", "click", "platformdirs"),
-    # Start-up time (benchmarks/bench_startup.py): filelock only waits for a held lock;
-    # the rest cost milliseconds each and the hot path does without them.
-    *("filelock", "typing", "dataclasses", "inspect", "logging", "secrets", "pathlib"),
-    *("importlib", "threading", "hashlib", "shutil"),
-    *("random", "heapq"),
-    *("contextlib",),
+    # The hot commands bypass typer and rich (their import is most of a cold
+    # start); filelock is imported only when a held lock must be waited for.
+    # Standard-library modules are imported plainly wherever they are needed.
+    *("typer", "rich", "click", "platformdirs", "filelock"),
 ]
 
 

@@ -345,7 +345,7 @@ def parse_json(data: bytes | str, what: str = "bad JSON", max_bytes: int | None 
 
         if not isinstance(exc, json.JSONDecodeError):
             raise
-        raise fail(f"{exc.msg} at line {exc.lineno} column {exc.colno}") from None  # type: ignore[attr-defined]
+        raise fail(f"{exc.msg} at line {exc.lineno} column {exc.colno}") from None
     except RecursionError:
         raise fail(f"nesting deeper than {MAX_JSON_DEPTH} levels") from None
     try:

@@ -12,7 +12,7 @@ import sys
 
 # collections.abc's own Mapping, loaded with os at start-up (collections.abc
 # itself imports collections: a hot command's start-up spares it).
-from _collections_abc import Mapping
+from collections.abc import Mapping
 
 from ledger_cli.engine import scopes
 

@@ -27,10 +27,10 @@ back on only when no thread is in one.
 
 from __future__ import annotations
 
-import _thread
 import gc
+import threading
 
-_mutex = _thread.allocate_lock()
+_mutex = threading.Lock()
 _holds = 0
 _was_enabled = False
 

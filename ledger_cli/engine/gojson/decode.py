@@ -93,7 +93,7 @@ def parse(data: bytes | bytearray | memoryview | str) -> Any:
             from ledger_cli.engine.gojson.scan import go_syntax_message
 
             raise DecodeError(
-                "ledger: decode: " + go_syntax_message(exc.msg, exc.doc, exc.pos)  # type: ignore[attr-defined]
+                "ledger: decode: " + go_syntax_message(exc.msg, exc.doc, exc.pos)
             ) from None
     from ledger_cli.engine.gojson.scan import SlowParser
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import _thread
+import threading
 
 from ledger_cli.engine.record import TaskState
 
@@ -36,7 +36,7 @@ class PendingBatch:
         self.history: list[bytes] = []
         self.attempts: list[Op] = []
         """Attempt files written with the batch, in order (attemptfiles.py)."""
-        self.thread = _thread.get_ident()
+        self.thread = threading.get_ident()
         self.owns_lock = False
         self.undo: list[tuple[str, tuple[TaskState, bytes] | None]] = []
         self.marks: list[tuple[int, int, int]] = []
@@ -71,4 +71,4 @@ class PendingBatch:
 
     def mine(self) -> bool:
         """True in the thread that opened the batch."""
-        return self.thread == _thread.get_ident()
+        return self.thread == threading.get_ident()

@@ -267,46 +267,23 @@ def sync_filesystem_available() -> bool:
     if not _syncfs_probed:
         _syncfs_probed = True
         if sys.platform.startswith("linux"):
-            try:
-                _syncfs = _bare_syncfs()
-            except (OSError, AttributeError, ImportError, TypeError):
-                try:
-                    import ctypes
+            import ctypes  # only journalled writes need it; ~10 ms off other commands' start-up
 
-                    fn = ctypes.CDLL(None, use_errno=True).syncfs
-                    fn.argtypes = [ctypes.c_int]
-                    fn.restype = ctypes.c_int
-                    _syncfs = fn
-                except (OSError, AttributeError, ImportError):
-                    _syncfs = None
+            try:
+                fn = ctypes.CDLL(None, use_errno=True).syncfs
+            except (OSError, AttributeError):
+                _syncfs = None
+            else:
+                fn.argtypes = [ctypes.c_int]
+                fn.restype = ctypes.c_int
+                _syncfs = fn
     return _syncfs is not None
 
 
-def _bare_syncfs() -> Callable[[int], int]:
-    """syncfs(2) through `_ctypes` alone: every journalled write calls it, and
-    `import ctypes` costs a hot command's start-up about 10 ms (`_ctypes`: 1)."""
-    import _ctypes
-
-    class c_int(_ctypes._SimpleCData):  # type: ignore[type-arg]
-        _type_ = "i"
-
-    class Fn(_ctypes.CFuncPtr):
-        _flags_ = _ctypes.FUNCFLAG_CDECL | _ctypes.FUNCFLAG_USE_ERRNO
-        _restype_ = c_int
-        _argtypes_ = (c_int,)
-
-    class Libc:
-        _handle = _ctypes.dlopen(None, os.RTLD_NOW)  # type: ignore[arg-type]
-
-    fn: Callable[[int], int] = Fn(("syncfs", Libc()))  # type: ignore[arg-type]
-    return fn
-
-
 def _errno() -> int:
-    import _ctypes
+    import ctypes
 
-    err: int = _ctypes.get_errno()
-    return err
+    return ctypes.get_errno()
 
 
 def sync_filesystem(fd: int, shown: str) -> None:
@@ -317,7 +294,7 @@ def sync_filesystem(fd: int, shown: str) -> None:
     fn = _syncfs
     assert fn is not None
     if fn(fd) != 0:
-        err = _errno()  # the ctypes and _ctypes routes share the saved errno
+        err = _errno()
         raise fail(shown, "syncfs failed", OSError(err, os.strerror(err)))
 
 

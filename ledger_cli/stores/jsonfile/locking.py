@@ -9,8 +9,8 @@ take the store lock; the compare of a compare-and-swap happens under it.
 
 from __future__ import annotations
 
-import _thread
 import os
+import threading
 
 from ledger_cli.engine import collector, scopes
 from ledger_cli.errors import StoreError
@@ -58,7 +58,7 @@ class LockedDirectory:
 
     def __init__(self, root: str, lock_timeout: float, fair_lock: bool) -> None:
         self._root = root
-        self._mutex = _thread.RLock()
+        self._mutex = threading.RLock()
         self._lock = QueueLock(self._root, lock_timeout, fair=fair_lock)
         self._depth = 0
         self._owner = 0
@@ -100,7 +100,7 @@ class LockedDirectory:
 
     def _holding(self) -> bool:
         """True in the thread that holds the store lock."""
-        return self._depth > 0 and self._owner == _thread.get_ident()
+        return self._depth > 0 and self._owner == threading.get_ident()
 
     def _shown(self, *parts: str) -> str:
         return layout.shown(self._root, *parts)
@@ -169,7 +169,7 @@ class LockedDirectory:
         collector.pause()  # no collection while the lock is held (engine/collector.py)
         self._root_fd = root_fd
         self._depth = 1
-        self._owner = _thread.get_ident()
+        self._owner = threading.get_ident()
         try:
             # Every temporary file is made in the root directory while the lock is
             # held: any found now was left by a crash (cheap: the root holds ~8 names).

@@ -13,20 +13,13 @@ of version 1 (no sums) are still read, their sums checked where present.
 from __future__ import annotations
 
 import os
+from hashlib import sha256 as _sha256
 
 from ledger_cli.engine.record import TaskState
 from ledger_cli.errors import DecodeError, ValidationError
 from ledger_cli.stores.jsonfile import fsutil
 from ledger_cli.stores.jsonfile.fsutil import fail
 from ledger_cli.stores.jsonfile.layout import RECORD_FILE, RECORDS_DIR, SHARD, shown
-
-try:  # CPython's built-in SHA-256: importing hashlib would load OpenSSL (~5 ms per start)
-    from _sha256 import sha256 as _sha256  # type: ignore[import-not-found]  # 3.11
-except ImportError:  # pragma: no cover - other Pythons
-    try:
-        from _sha2 import sha256 as _sha256  # type: ignore[import-not-found]  # 3.12+
-    except ImportError:
-        from hashlib import sha256 as _sha256
 
 
 def key_digest(key: str) -> str | None:

@@ -25,7 +25,6 @@ them to the store while the command runs.
 
 from __future__ import annotations
 
-import _thread
 import os
 import select
 import threading
@@ -137,11 +136,9 @@ class Capture:
         for fd in self._child_fds:
             os.close(fd)
         self._child_fds = []
-        # The flusher starts with the first output. A bare thread: the caller
-        # does not wait for it to be scheduled (threading.Thread.start does,
-        # a few milliseconds a task on a busy machine); `finish` waits for
-        # what it read through `_drained`.
-        _thread.start_new_thread(self._pump_loop, ())
+        # The flusher starts with the first output; `finish` waits for what
+        # it read through `_drained`.
+        threading.Thread(target=self._pump_loop, daemon=True).start()
 
     def abandon(self) -> None:
         """The command could not be started: close everything."""
