@@ -18,7 +18,7 @@ def tree(settings: Settings, key: str | None = None) -> int:
 
         records = {rec.key: rec for rec in visible(s.store)}
         if key is not None and key not in records:
-            raise NoKeyError()
+            raise NoKeyError(key=key)
         from ledger_cli.cli import outcome
 
         failed = [k for k, r in records.items() if r.status == "failed"]

@@ -104,7 +104,7 @@ def _sleep(every: float, deadline: float | None) -> bool:
 def _wait_keys(s: Session, keys: list[str], every: float, deadline: float | None) -> int:
     for key in keys:  # nothing waits on a typo
         if s.load(key) is None:
-            raise NoKeyError(f"ledger: {key} has no record")
+            raise NoKeyError(key=key)
     unsettled = list(keys)
     settled: list[dict[str, Any]] = []
     bad = False
