@@ -108,6 +108,18 @@ class ValidationError(LedgerError):
     exit_code = 8
 
 
+class CycleError(ValidationError):
+    """An admit whose needs would close a cycle of needs (exit 8; nothing is
+    written). An extension beyond the Go package (issue 30; engine/cycles.py)."""
+
+    code = "cycle"
+
+    def __init__(self, message: str, *, cycle: list[str]) -> None:
+        super().__init__(message)
+        self.cycle = cycle
+        """The keys round the cycle, the first one again at the end."""
+
+
 class DecodeError(LedgerError):
     """Snapshot.decode could not parse its input (`ledger: decode: ...`)."""
 
