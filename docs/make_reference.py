@@ -37,7 +37,8 @@ EXIT_CODES: dict[int, str] = {
     "`retry` of a task that is not failed, `cancel` of a finished one)",
     7: "nothing is ready to claim (`claim --next`, `run --next`), or claiming is paused",
     8: "invalid data: a record or snapshot fails validation or decoding; "
-    "a batch line the ledger refused; `admit`: a conflict (the key holds another task)",
+    "a batch line the ledger refused; `admit`: a conflict (the key holds another task), "
+    "or needs that would close a cycle",
     9: "the store failed (unreadable, corrupt, locked too long, unreachable); "
     "`doctor` found a problem",
     70: "a bug: one line on stderr; set `LEDGER_DEBUG=1` for the traceback",
