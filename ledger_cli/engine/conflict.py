@@ -110,12 +110,16 @@ def _refuse_cycle(core: Core, key: str, seq: int, needs: tuple[str, ...]) -> Non
     extension beyond the Go package: engine/cycles.py says why `Ledger.admit`
     does not check). An admit that will be a no-op (a finished record, a
     sequence not above the stored one) writes nothing and is not refused."""
-    cur = core.store.load(key)
+    from ledger_cli.engine.cycles import cycle_error, would_close
+
+    store = core.store
+    cycle = would_close(store.load, key, needs, getattr(store, "dependents", None))
+    if cycle is None:
+        return
+    cur = store.load(key)
     if cur is not None and (is_terminal(cur.status) or not seq > cur.sequence):
         return
-    from ledger_cli.engine.cycles import refuse_cycle
-
-    refuse_cycle(core.store.load, key, needs)
+    raise cycle_error(key, cycle)
 
 
 def admit(

@@ -66,15 +66,35 @@ def closing_cycle(
     return None
 
 
-def refuse_cycle(
-    load: Callable[[str], TaskState | None], key: str, needs: Iterable[str] | None
-) -> None:
-    """CycleError when `key` with `needs` would close a cycle."""
-    cycle = closing_cycle(load, key, needs)
-    if cycle is not None:
-        raise CycleError(
-            f"ledger: admitting {key} would close a cycle: {describe(cycle)}", cycle=cycle
-        )
+def would_close(
+    load: Callable[[str], TaskState | None],
+    key: str,
+    needs: Iterable[str],
+    dependents: Callable[[list[str]], Iterable[TaskState]] | None = None,
+) -> list[str] | None:
+    """The cycle that giving `key` these `needs` would close, or None. A
+    need naming `key` itself is left to `TaskState.validate` (Go's message).
+
+    `dependents` is the store's hook (the records naming any of the keys in
+    their needs; engine/dependents.py): a cycle through `key` enters it from
+    a record, not completed, that needs it. Without one (the usual admission:
+    nothing names a new key yet) no cycle can close, and the walk up the
+    needs, whose cost follows the unfinished ancestry, is skipped: else each
+    admit of the next link of a long pending chain would read all of it."""
+    needs = tuple(needs)
+    if key in needs:
+        return None
+    if dependents is not None and not any(
+        rec.status != COMPLETED and key in (rec.needs or ()) for rec in dependents([key])
+    ):
+        return None
+    return closing_cycle(load, key, needs)
+
+
+def cycle_error(key: str, cycle: list[str]) -> CycleError:
+    return CycleError(
+        f"ledger: admitting {key} would close a cycle: {describe(cycle)}", cycle=cycle
+    )
 
 
 def find_cycles(records: Mapping[str, TaskState]) -> list[list[str]]:
