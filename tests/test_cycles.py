@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -226,3 +227,29 @@ def test_restored_cycle_looks_through_the_store() -> None:
     new = list(_recs({"n1": ("n2",), "n2": ("s",)}).values())
     assert restored_cycle(stored.get, new) == ["n1", "n2", "s", "n1"]
     assert restored_cycle(stored.get, list(_recs({"n1": ("t",)}).values())) is None
+
+
+def test_would_close_asks_the_dependents_first() -> None:
+    """Nothing unfinished needs the key: no cycle can close, and the walk up
+    the needs is skipped (a new key's usual admission reads one index)."""
+    from ledger_cli.engine.cycles import would_close
+    from ledger_cli.engine.memstore import MemStore
+
+    store = MemStore()
+    led = Ledger(store)
+    led.admit("t", "p", 1, None, T0, "q")
+    led.admit("t", "a", 1, None, T0, "b")
+    assert would_close(store.load, "q", ("p",), store.dependents) == ["q", "p", "q"]
+    assert would_close(store.load, "z", ("p",), store.dependents) is None
+    assert would_close(store.load, "q", ("q",), store.dependents) is None  # validate's to refuse
+    walked: list[str] = []
+
+    def load(key: str) -> TaskState | None:
+        walked.append(key)
+        return store.load(key)
+
+    assert would_close(load, "new", ("a",), store.dependents) is None
+    assert walked == []
+    fence = led.claim("t", "a", "w", timedelta(minutes=1), T0)
+    led.complete("t", "a", "w", fence, "completed", T0)
+    assert would_close(load, "b", ("a",), store.dependents) is None  # a is completed
