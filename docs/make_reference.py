@@ -88,8 +88,9 @@ JSON_SHAPES: dict[str, str] = {
     "prune": '`{"pruned", "dry_run"}`',
     "tree": '`{"failed": [{"key", "blocked", "dependents", "escaped", "exit", "signal", '
     '"timed_out"}]}`; with a key '
-    '`{"key", "status", "needs": [{"key", "status", "blocked_by"}]}` '
-    "(`status` null: never admitted)",
+    '`{"key", "status", "needs": [{"key", "status", "blocked_by"}], "cycles": [[keys]]}` '
+    "(`status` null: never admitted; `cycles`: each cycle of needs below KEY, "
+    "its first key again at its end)",
     "log": 'an array of `{"time", "actor", "event", "key", "fence", "data"}` '
     "(`--jsonl`: one per line)",
     "run": "after the command's own output, "

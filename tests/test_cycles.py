@@ -171,6 +171,9 @@ def test_doctor_and_tree_name_a_stored_cycle(store: str) -> None:
     tree = ok(store, "tree", "p")
     assert tree.splitlines()[-1].endswith("p  (cycle: p → q → p)")
     assert "(see above)" not in tree
+    doc = json.loads(ok(store, "--json", "tree", "c"))
+    assert doc["cycles"] == [["a", "b", "c", "a"], ["p", "q", "p"]]
+    assert json.loads(ok(store, "--json", "tree", "fine"))["cycles"] == []
     # Breaking it: re-admit one at a higher sequence with other needs.
     ok(store, "admit", "q", "--seq", "2")
     doc = json.loads(run_ledger(store, "--json", "doctor").stdout)
