@@ -88,7 +88,6 @@ def test_refusals_name_the_key_and_the_state(store: str) -> None:
     [
         ("state", "nope"),
         ("tree", "nope"),
-        ("log", "nope"),
         ("blocked", "nope"),
         ("output", "nope"),
         ("wait", "nope", "--timeout", "1s"),
@@ -107,10 +106,6 @@ def test_refusals_name_the_key_and_the_state(store: str) -> None:
 def test_no_record_names_the_key(tmp_path: Path, args: tuple[str, ...]) -> None:
     store = tmp_path / "s"
     ok(str(store), "admit", "other")
-    if args[0] == "log":
-        res = run_ledger(store, *args)
-        assert res.returncode in (0, 3), res.stderr  # log of a key with no history
-        return
     refused(str(store), 3, "ledger: key has no record: nope", *args)
 
 
