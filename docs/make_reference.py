@@ -37,7 +37,8 @@ EXIT_CODES: dict[int, str] = {
     "`retry` of a task that is not failed, `cancel` of a finished one)",
     7: "nothing is ready to claim (`claim --next`, `run --next`), or claiming is paused",
     8: "invalid data: a record or snapshot fails validation or decoding; "
-    "a batch line the ledger refused; `admit`: a conflict (the key holds another task)",
+    "a batch line the ledger refused; `admit`: a conflict (the key holds another task), "
+    "or needs that would close a cycle",
     9: "the store failed (unreadable, corrupt, locked too long, unreachable); "
     "`doctor` found a problem",
     70: "a bug: one line on stderr; set `LEDGER_DEBUG=1` for the traceback",
@@ -87,8 +88,9 @@ JSON_SHAPES: dict[str, str] = {
     "prune": '`{"pruned", "dry_run"}`',
     "tree": '`{"failed": [{"key", "blocked", "dependents", "escaped", "exit", "signal", '
     '"timed_out"}]}`; with a key '
-    '`{"key", "status", "needs": [{"key", "status", "blocked_by"}]}` '
-    "(`status` null: never admitted)",
+    '`{"key", "status", "needs": [{"key", "status", "blocked_by"}], "cycles": [[keys]]}` '
+    "(`status` null: never admitted; `cycles`: each cycle of needs below KEY, "
+    "its first key again at its end)",
     "log": 'an array of `{"time", "actor", "event", "key", "fence", "data"}` '
     "(`--jsonl`: one per line)",
     "run": "after the command's own output, "
@@ -98,7 +100,8 @@ JSON_SHAPES: dict[str, str] = {
     '"ended", "exit", "signal", "timed_out", "output_bytes", "kept_bytes"}, "output"}` '
     "(the output as UTF-8 text, invalid bytes as U+FFFD)",
     "wait": '`{"settled": [{"key", "status", "blocked_by", "exit"}], "unsettled": [keys], '
-    '"timed_out"}`',
+    '"timed_out"}` (`exit`: the latest attempt\'s, null when none ran; `--all`: `settled` '
+    "lists every failed and blocked record)",
     "retry": '`{"key", "record", "unblocked": [keys]}`',
     "cancel": '`{"key", "record", "blocked": [keys]}`',
     "stats": '`{"counts": {"pending", "claimed", "completed", "failed", "blocked"}, "pruned", '
@@ -225,7 +228,10 @@ def render() -> str:
         "",
         "`ledger run` otherwise exits with its command's status (128+N when signal N",
         "ended it). An error is one line on stderr, the ledger's exact message",
-        "(`ledger: fence token is stale`); a usage error shows the usage line and hint first.",
+        "(`ledger: fence token is stale`), then what the caller needs: the key",
+        "(`ledger: key has no record: nope`) or the state of the record that refused",
+        "the call (`ledger: record is not claimed (r4 is completed)`, `… (merge-a is",
+        "blocked by part-03)`); a usage error shows the usage line and hint first.",
         "",
         "## Error codes",
         "",

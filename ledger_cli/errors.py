@@ -2,6 +2,10 @@
 
 `str(err)` is the exact Go message; every class carries a stable `code`
 (for `--json` error objects) and the command line's exit code (SPEC §4).
+What a caller needs beyond that sentinel (the key, the state of the record
+that refused the call) is the optional `detail`, which the command line
+prints after it (`explained()`); the recorded Go traces compare `str(err)`,
+which never includes it.
 """
 
 from __future__ import annotations
@@ -13,12 +17,30 @@ class LedgerError(Exception):
     code: str = "ledger_error"
     exit_code: int = 70
     message: str = ""
+    detail: str = ""
+    """Text to print right after the sentinel: `: KEY` or ` (KEY is completed)`."""
 
-    def __init__(self, message: str | None = None) -> None:
+    def __init__(self, message: str | None = None, *, detail: str = "") -> None:
         super().__init__(message if message is not None else self.message)
+        if detail:
+            self.detail = detail
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else self.message
+
+    def explained(self) -> str:
+        """The sentinel, then what the caller needs: the line the CLI prints."""
+        return f"{self}{self.detail}"
+
+
+def state_detail(key: str, status: str, blocked_by: str = "", owner: str = "") -> str:
+    """` (KEY is STATUS)`: the state of the record that refused a call, with
+    its blocker when blocked and its owner when claimed."""
+    if status == "blocked" and blocked_by:
+        return f" ({key} is blocked by {blocked_by})"
+    if status == "claimed" and owner:
+        return f" ({key} is claimed by {owner})"
+    return f" ({key} is {status})"
 
 
 class LeaseActiveError(LedgerError):
@@ -50,6 +72,10 @@ class NoKeyError(LedgerError):
     exit_code = 3
     message = "ledger: key has no record"
 
+    def __init__(self, message: str | None = None, *, key: str | None = None) -> None:
+        """`key`: the key that has no record, printed after the sentinel."""
+        super().__init__(message, detail=f": {key}" if key is not None else "")
+
 
 class UnknownStatusError(LedgerError):
     code = "unknown_status"
@@ -80,6 +106,18 @@ class ValidationError(LedgerError):
 
     code = "validation"
     exit_code = 8
+
+
+class CycleError(ValidationError):
+    """An admit whose needs would close a cycle of needs (exit 8; nothing is
+    written). An extension beyond the Go package (issue 30; engine/cycles.py)."""
+
+    code = "cycle"
+
+    def __init__(self, message: str, *, cycle: list[str]) -> None:
+        super().__init__(message)
+        self.cycle = cycle
+        """The keys round the cycle, the first one again at the end."""
 
 
 class DecodeError(LedgerError):

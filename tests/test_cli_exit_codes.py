@@ -140,10 +140,14 @@ def test_exit_code(
 
 def test_engine_messages_are_exact(cli: Cli) -> None:
     res = cli("renew", "held", "--owner", "w", "--fence", "9", "--lease", "1m")
-    assert res.stderr == "ledger: fence token is stale\n"
+    assert res.stderr == "ledger: fence token is stale (the current fence of held is 1)\n"
     res = cli("--json", "claim", "held", "--owner", "x", "--lease", "1m")
     assert json.loads(res.stdout) == {
-        "error": {"code": "lease_active", "message": "ledger: lease is still active", "exit": 4}
+        "error": {
+            "code": "lease_active",
+            "message": "ledger: lease is still active (held is claimed by w)",
+            "exit": 4,
+        }
     }
 
 

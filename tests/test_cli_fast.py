@@ -122,6 +122,10 @@ SCRIPT: list[list[str]] = [
     ["list", "--jsonl"],
     ["list", "--jsonl", "--status", "completed", "--limit", "1", "--owner", "w"],
     ["list", "--jsonl", "--status", "bogus"],
+    ["admit", "c1", "--needs", "c2"],
+    ["admit", "c2", "--needs", "c1"],  # would close a cycle
+    ["claim", "a", "--owner", "w", "--lease", "1m"],  # a is failed: the state is named
+    ["claim", "nope", "--owner", "w", "--lease", "1m", "--json"],  # the key is named
 ]
 
 
@@ -183,6 +187,16 @@ def test_fast_path_and_typer_path_behave_the_same(monkeypatch: pytest.MonkeyPatc
         0,
         0,
         2,
+        0,
+        8,
+        6,
+        3,
+    ]
+    stderr = [r.stderr for r in results["fast"][-3:]]
+    assert stderr == [
+        "ledger: admitting c2 would close a cycle: c2 → c1 → c2\n",
+        "ledger: record is not claimed (a is failed)\n",
+        "ledger: key has no record: nope\n",
     ]
 
 

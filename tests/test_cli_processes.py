@@ -252,7 +252,8 @@ def test_a_claim_refused_by_a_failed_ancestor_keeps_its_block(tmp_path: Path) ->
     assert run_ledger(store, "admit", "mid", "--needs", "root").returncode == 0  # blocked at once
     assert run_ledger(store, "blocked", "child").returncode == 1  # an escapee, still pending
     refused = run_ledger(store, "claim", "child", "--owner", "w", "--lease", "1m")
-    assert refused.returncode == 6 and refused.stderr == "ledger: record is not claimed\n"
+    assert refused.returncode == 6
+    assert refused.stderr == "ledger: record is not claimed (child is blocked by mid)\n"
     assert run_ledger(store, "blocked", "child").stdout == "mid\n"
     events = json.loads(run_ledger(store, "log", "child", "--json").stdout)
     assert [e["event"] for e in events] == ["ledger.admitted", "ledger.blocked"]

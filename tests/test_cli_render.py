@@ -128,7 +128,7 @@ def test_needs_tree_shows_a_shared_need_once() -> None:
         "a  pending\n"
         "├── b  pending\n"
         "│   └── d  pending\n"
-        "│       └── a  (see above)\n"
+        "│       └── a  (cycle: a → b → d → a)\n"
         "└── c  pending\n"
         "    └── d  (see above)\n"
     )

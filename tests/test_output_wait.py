@@ -239,7 +239,37 @@ def test_wait_all(url: str) -> None:
     assert ledger(url, "admit", "b").returncode == 0
     f = ledger(url, "claim", "b", "--owner", "w", "--lease", "1m").stdout.decode().strip()
     assert ledger(url, "complete", "b", "--owner", "w", "--fence", f, "--failed").returncode == 0
-    assert ledger(url, "wait", "--all").returncode == 1
+    res = ledger(url, "wait", "--all")
+    assert res.returncode == 1
+    assert res.stderr == b"ledger: 1 records failed or blocked: b\n"
+
+
+def test_wait_all_names_the_failed_and_blocked(url: str) -> None:
+    """The first five on stderr, then how many more; every one in `--json`,
+    each with its latest attempt's exit (0 for a run that exited 0)."""
+    assert ledger(url, "admit", "ok").returncode == 0
+    assert ledger(url, "run", "ok", "--owner", "w", "--lease", "1m", "--", "true").returncode == 0
+    doc = json.loads(ledger(url, "--json", "wait", "ok").stdout)
+    assert doc["settled"] == [{"key": "ok", "status": "completed", "blocked_by": None, "exit": 0}]
+    for key in ("f1", "f2", "f3", "f4", "f5", "f6"):
+        assert ledger(url, "admit", key).returncode == 0
+        run = ledger(url, "run", key, "--owner", "w", "--lease", "1m", "--", "sh", "-c", "exit 3")
+        assert run.returncode == 3
+    assert ledger(url, "admit", "g", "--needs", "f2").returncode == 0  # blocked at admission
+    res = ledger(url, "wait", "--all")
+    assert res.returncode == 1 and res.stdout == b""
+    assert res.stderr == b"ledger: 7 records failed or blocked: f1, f2, f3, f4, f5 and 2 more\n"
+    res = ledger(url, "--json", "wait", "--all")
+    assert res.returncode == 1
+    failed = [
+        {"key": f"f{n}", "status": "failed", "blocked_by": None, "exit": 3} for n in range(1, 7)
+    ]
+    blocked = {"key": "g", "status": "blocked", "blocked_by": "f2", "exit": None}
+    assert json.loads(res.stdout) == {
+        "settled": [*failed, blocked],
+        "unsettled": [],
+        "timed_out": False,
+    }
 
 
 @pytest.mark.parametrize(

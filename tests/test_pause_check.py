@@ -58,7 +58,7 @@ def test_check_says_whether_the_lease_is_still_held(cli: Cli) -> None:
     assert cli("check", "nope", "--owner", "w", "--fence", "1").code == 3
     cli.ok("complete", "a", "--owner", "w", "--fence", fence, now=T30)
     done = cli("check", "a", "--owner", "w", "--fence", fence, now=T30)
-    assert (done.code, done.stderr) == (6, "ledger: a is not claimed (it is completed)\n")
+    assert (done.code, done.stderr) == (6, "ledger: record is not claimed (a is completed)\n")
     assert cli("check", "a", "--owner", "w", "--fence", "x").code == 2
 
 

@@ -292,8 +292,8 @@ def test_command_errors_are_one_line_with_exit_codes(
     cli.ok("cancel", "root")
     before = cli.dump()
     cases = [
-        (("retry", "nope"), 3, "ledger: key has no record"),
-        (("cancel", "nope"), 3, "ledger: key has no record"),
+        (("retry", "nope"), 3, "ledger: key has no record: nope"),
+        (("cancel", "nope"), 3, "ledger: key has no record: nope"),
         (("retry", "dep"), 6, "ledger: dep is blocked by root; retry root"),
         (("cancel", "root"), 6, "ledger: root is already failed"),
     ]

@@ -232,19 +232,28 @@ def _grow(
     label: Callable[[str], Text],
 ) -> None:
     """Add the graph below `start` to `root`, depth first, in order; a key met
-    a second time is shown once more as "(see above)" and not expanded."""
+    a second time is shown once more and not expanded: as a cycle when it is
+    on the path from `start` to here (`a  (cycle: a → b → a)`), else as
+    "(see above)"."""
     shown = {start}
     stack: list[tuple[Tree, Iterator[str]]] = [(root, iter(children(start)))]
+    path = [start]  # the key of each stack entry
     while stack:
         node, pending = stack[-1]
         child = next(pending, None)
         if child is None:
             stack.pop()
+            path.pop()
             continue
         if child in shown:
-            node.add(Text(f"{child}  (see above)", style="dim"))
+            if child in path:
+                cycle = " → ".join([*path[path.index(child) :], child])
+                node.add(Text(f"{child}  (cycle: {cycle})", style=STATUS_STYLE["failed"]))
+            else:
+                node.add(Text(f"{child}  (see above)", style="dim"))
             continue
         shown.add(child)
+        path.append(child)
         stack.append((node.add(label(child)), iter(children(child))))
 
 

@@ -7,7 +7,7 @@ from ledger_cli.engine.core import Core
 from ledger_cli.engine.dependencies import block_dependents
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.status import CLAIMED, COMPLETED, FAILED
-from ledger_cli.errors import FencedError, NotClaimedError, UnknownStatusError
+from ledger_cli.errors import FencedError, NotClaimedError, UnknownStatusError, state_detail
 
 _FINAL = {COMPLETED: COMPLETED, FAILED: FAILED}
 
@@ -53,9 +53,9 @@ def _complete(
     while True:
         cur = core.require(key)
         if cur.fence != fence:
-            raise FencedError()
+            raise FencedError(detail=f" (the current fence of {key} is {cur.fence})")
         if cur.status != CLAIMED:
-            raise NotClaimedError()
+            raise NotClaimedError(detail=state_detail(key, cur.status, cur.blocked_by))
         nxt = cur.replace(status=final, updated_by=actor, updated_at=now)
         nxt.validate()
         if core.store.compare_and_swap(key, cur, nxt):

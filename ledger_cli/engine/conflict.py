@@ -105,6 +105,23 @@ def _pruned(core: Core, cur: TaskState) -> bool:
     return is_pruned(core.store, cur.key)
 
 
+def _refuse_cycle(core: Core, key: str, seq: int, needs: tuple[str, ...]) -> None:
+    """CycleError when this admit would write needs that close a cycle (an
+    extension beyond the Go package: engine/cycles.py says why `Ledger.admit`
+    does not check). An admit that will be a no-op (a finished record, a
+    sequence not above the stored one) writes nothing and is not refused."""
+    from ledger_cli.engine.cycles import cycle_error, would_close
+
+    store = core.store
+    cycle = would_close(store.load, key, needs, getattr(store, "dependents", None))
+    if cycle is None:
+        return
+    cur = store.load(key)
+    if cur is not None and (is_terminal(cur.status) or not seq > cur.sequence):
+        return
+    raise cycle_error(key, cycle)
+
+
 def admit(
     core: Core,
     actor: str,
@@ -118,6 +135,8 @@ def admit(
     """`admission.admit`, and what it did. A write (insert or rebase) keeps
     `schedule` as the key's (SPEC §8.1: a rebase without one clears it); run it
     in a `store.batch()` so that both land together."""
+    if needs:
+        _refuse_cycle(core, key, seq, needs)
     seen: list[TaskState] = []
     if admission.admit(core, actor, key, seq, task, now, needs, seen):
         from ledger_cli.engine import schedule as sched

@@ -58,7 +58,7 @@ class Core:
         """Load a record that must exist (NoKeyError otherwise)."""
         rec = self.store.load(key)
         if rec is None:
-            raise NoKeyError()
+            raise NoKeyError(key=key)
         return rec
 
 

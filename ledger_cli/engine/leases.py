@@ -17,9 +17,19 @@ from ledger_cli.errors import (
     LeaseActiveError,
     NotClaimedError,
     NotStaleError,
+    state_detail,
 )
 
 _ZERO_LEASE = timedelta(0)
+
+
+def _state(cur: TaskState) -> str:
+    """What the CLI prints after a refusal's sentinel: the record's state."""
+    return state_detail(cur.key, cur.status, cur.blocked_by, cur.owner)
+
+
+def _fence(cur: TaskState) -> str:
+    return f" (the current fence of {cur.key} is {cur.fence})"
 
 
 def _check_owner_and_lease(owner: str, lease: timedelta) -> None:
@@ -38,7 +48,7 @@ def _refuse_if_ancestor_blocks(
         from ledger_cli.engine.reopen import block_one
 
         block_one(core, actor, now, key, cur, blocker)  # under engine/serial.py's lock
-        raise NotClaimedError()
+        raise NotClaimedError(detail=f" ({key} is blocked by {blocker})")
 
 
 def _grant(
@@ -66,9 +76,9 @@ def claim(core: Core, actor: str, key: str, owner: str, lease: timedelta, now: I
         cur = core.require(key)
         if cur.status == CLAIMED:
             if cur.lease_until > now:
-                raise LeaseActiveError()
+                raise LeaseActiveError(detail=_state(cur))
         elif cur.status != PENDING:
-            raise NotClaimedError()
+            raise NotClaimedError(detail=_state(cur))
         _refuse_if_ancestor_blocks(core, actor, now, key, cur)
         fence = _grant(core, actor, key, owner, lease, now, cur)
         if fence is not None:
@@ -81,9 +91,9 @@ def takeover(core: Core, actor: str, key: str, owner: str, lease: timedelta, now
     while True:
         cur = core.require(key)
         if cur.status != CLAIMED:
-            raise NotClaimedError()
+            raise NotClaimedError(detail=_state(cur))
         if cur.lease_until > now:
-            raise NotStaleError()
+            raise NotStaleError(detail=_state(cur))
         _refuse_if_ancestor_blocks(core, actor, now, key, cur)
         fence = _grant(core, actor, key, owner, lease, now, cur)
         if fence is not None:
@@ -99,9 +109,9 @@ def renew(
     while True:
         cur = core.require(key)
         if cur.status != CLAIMED:
-            raise NotClaimedError()
+            raise NotClaimedError(detail=_state(cur))
         if cur.fence != fence:
-            raise FencedError()
+            raise FencedError(detail=_fence(cur))
         nxt = cur.replace(lease_until=now + lease, updated_by=actor, updated_at=now)
         nxt.validate()
         if core.store.compare_and_swap(key, cur, nxt):
@@ -113,9 +123,9 @@ def release(core: Core, actor: str, key: str, owner: str, fence: int, now: Insta
     while True:
         cur = core.require(key)
         if cur.fence != fence:
-            raise FencedError()
+            raise FencedError(detail=_fence(cur))
         if cur.status != CLAIMED:
-            raise NotClaimedError()
+            raise NotClaimedError(detail=_state(cur))
         nxt = cur.replace(
             status=PENDING,
             owner="",

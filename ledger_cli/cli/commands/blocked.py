@@ -11,7 +11,7 @@ def blocked(settings: Settings, key: str) -> int:
     """Exit 0 and print the blocking key when blocked; exit 1 (silent) when not."""
     with Session(settings) as s:
         if s.ledger.state(key) is None:
-            raise NoKeyError()
+            raise NoKeyError(key=key)
         by = s.ledger.blocked(key)
     if settings.json:
         output.json_line({"key": key, "blocked": by is not None, "blocked_by": by})

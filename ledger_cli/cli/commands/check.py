@@ -12,7 +12,7 @@ from __future__ import annotations
 from ledger_cli.cli import output
 from ledger_cli.cli.context import Session, Settings
 from ledger_cli.cli.inputs import parse_uint, validate_key, validate_text
-from ledger_cli.errors import FencedError, NoKeyError, NotClaimedError
+from ledger_cli.errors import FencedError, NoKeyError, NotClaimedError, state_detail
 
 
 def left_text(ns: int) -> str:
@@ -27,10 +27,10 @@ def check(settings: Settings, key: str, owner: str, fence: str) -> int:
     with Session(settings) as s:
         rec = s.load(key)
         if rec is None:
-            raise NoKeyError()
+            raise NoKeyError(key=key)
         now = s.now()
     if rec.status != "claimed":
-        raise NotClaimedError(f"ledger: {key} is not claimed (it is {rec.status})")
+        raise NotClaimedError(detail=state_detail(key, rec.status, rec.blocked_by))
     if rec.fence != fence_n:
         raise FencedError(f"ledger: fence token is stale (the current fence is {rec.fence})")
     if rec.owner != owner:

@@ -100,7 +100,7 @@ def output_cmd(
 
     with Session(settings) as s:
         if s.load(key) is None:
-            raise NoKeyError()
+            raise NoKeyError(key=key)
         log = attempt_log(s.store)
         n = _pick(log, key, n_wanted)
         att, data = log.read_new(key, n, 0)

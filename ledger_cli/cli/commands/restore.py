@@ -35,6 +35,19 @@ def _check_keys(tasks: tuple[TaskState, ...]) -> None:
                 raise ValidationError(f"ledger: snapshot entry {i}: {detail}") from None
 
 
+def _refuse_cycle(s: Session, tasks: tuple[TaskState, ...]) -> None:
+    """A snapshot whose needs close a cycle (among its records, or with the
+    store's) is refused before anything is written: exit 8 (engine/cycles.py)."""
+    from ledger_cli.engine.cycles import describe, restored_cycle
+    from ledger_cli.errors import CycleError
+
+    cycle = restored_cycle(s.load, tasks)
+    if cycle is not None:
+        raise CycleError(
+            f"ledger: restore: the snapshot's needs close a cycle: {describe(cycle)}", cycle=cycle
+        )
+
+
 def restore(settings: Settings, source: str) -> int:
     """Insert every record of a snapshot.
 
@@ -66,6 +79,7 @@ def restore(settings: Settings, source: str) -> int:
             if rec.key in seen or s.load(rec.key) is not None:
                 raise RestoreConflictError(_taken(rec.key))
             seen.add(rec.key)
+        _refuse_cycle(s, tasks)
         landed = 0
         block_records: list[TaskState] = []
 

@@ -13,7 +13,7 @@ def state(settings: Settings, key: str) -> int:
     with Session(settings) as s:
         rec = s.ledger.state(key)
         if rec is None:
-            raise NoKeyError()
+            raise NoKeyError(key=key)
         kept = schedule.of(s.store, key)
         if settings.json:
             from ledger_cli.cli.outcome import with_attempts

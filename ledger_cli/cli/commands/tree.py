@@ -18,7 +18,7 @@ def tree(settings: Settings, key: str | None = None) -> int:
 
         records = {rec.key: rec for rec in visible(s.store)}
         if key is not None and key not in records:
-            raise NoKeyError()
+            raise NoKeyError(key=key)
         from ledger_cli.cli import outcome
 
         failed = [k for k, r in records.items() if r.status == "failed"]
@@ -41,7 +41,8 @@ def tree(settings: Settings, key: str | None = None) -> int:
 def _tree_json(key: str | None, records: dict[str, TaskState]) -> object:
     """--json for `tree`: the failed records and what each blocks (`escaped`:
     the escaped blocks whose nearest failure it is), or the transitive needs of
-    KEY with their statuses (null: never admitted)."""
+    KEY with their statuses (null: never admitted) and the cycles of needs
+    among them (engine/cycles.py)."""
     if key is None:
         from ledger_cli.engine.invariants import find_escaped_blocks
 
@@ -58,6 +59,9 @@ def _tree_json(key: str | None, records: dict[str, TaskState]) -> object:
             )
         return {"failed": out}
     needs = _closure(key, records, down=False)
+    from ledger_cli.engine.cycles import find_cycles
+
+    reached = {k: records[k] for k in (key, *needs) if k in records}
     return {
         "key": key,
         "status": records[key].status,
@@ -69,6 +73,7 @@ def _tree_json(key: str | None, records: dict[str, TaskState]) -> object:
             }
             for k in needs
         ],
+        "cycles": find_cycles(reached),
     }
 
 

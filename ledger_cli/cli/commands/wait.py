@@ -5,8 +5,10 @@ line as each settles. Each poll reads only the keys not yet settled; `--all`
 reads the store's status counts (a SQL store counts in the database; the JSON
 store reads its live records only) until nothing is pending or claimed.
 Exit 0: every KEY completed; 1: any failed or blocked (`--all`: any record of
-the store is, at the end); 3: a KEY has no record (checked first); 124: the
-timeout ran out; 9: the store was still failing when it did.
+the store is, at the end, and stderr names the first few of them; `--json`
+lists every one of them under "settled", the completed ones only counted);
+3: a KEY has no record (checked first); 124: the timeout ran out; 9: the store
+was still failing when it did.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ if TYPE_CHECKING:
 SETTLED = frozenset({"completed", "failed", "blocked"})
 TIMED_OUT_EXIT = 124
 SHOWN_UNSETTLED = 5
+SHOWN_BAD = 5
 
 
 def _positive(text: str | None, what: str, default: float | None) -> float | None:
@@ -104,7 +107,7 @@ def _sleep(every: float, deadline: float | None) -> bool:
 def _wait_keys(s: Session, keys: list[str], every: float, deadline: float | None) -> int:
     for key in keys:  # nothing waits on a typo
         if s.load(key) is None:
-            raise NoKeyError(f"ledger: {key} has no record")
+            raise NoKeyError(key=key)
     unsettled = list(keys)
     settled: list[dict[str, Any]] = []
     bad = False
@@ -117,18 +120,13 @@ def _wait_keys(s: Session, keys: list[str], every: float, deadline: float | None
                 if rec is None or rec.status not in SETTLED:
                     still.append(key)
                     continue
+                # A completed run has an exit too (0): only a blocked
+                # record never ran.
                 outcome = (
-                    latest_exit(s.store, key) if rec.status == "failed" else (None, None, False)
+                    latest_exit(s.store, key) if rec.status != "blocked" else (None, None, False)
                 )
                 bad = bad or rec.status != "completed"
-                settled.append(
-                    {
-                        "key": key,
-                        "status": rec.status,
-                        "blocked_by": rec.blocked_by or None,
-                        "exit": outcome[0],
-                    }
-                )
+                settled.append(_settled_item(rec, outcome))
                 if not s.settings.json:
                     output.line(settled_line(rec, outcome))
             unsettled = still
@@ -145,6 +143,15 @@ def _wait_keys(s: Session, keys: list[str], every: float, deadline: float | None
     if s.settings.json:
         output.json_line({"settled": settled, "unsettled": [], "timed_out": False})
     return 1 if bad else 0
+
+
+def _settled_item(rec: TaskState, outcome: tuple[Any, Any, bool]) -> dict[str, Any]:
+    return {
+        "key": rec.key,
+        "status": rec.status,
+        "blocked_by": rec.blocked_by or None,
+        "exit": outcome[0],
+    }
 
 
 def _report_timeout(s: Session, settled: list[dict[str, Any]], unsettled: list[str]) -> None:
@@ -189,12 +196,39 @@ def _wait_all(s: Session, every: float, deadline: float | None) -> int:
             if s.settings.json:
                 output.json_line({"settled": [], "unsettled": [], "timed_out": True})
             return TIMED_OUT_EXIT
-    from ledger_cli.cli.commands.stats import gather
-
-    stats, _records = gather(s.store, s.now())
-    bad = stats.counts.get("failed", 0) + stats.counts.get("blocked", 0)
+    bad = failed_or_blocked(s.store)
     if s.settings.json:
-        output.json_line({"settled": [], "unsettled": [], "timed_out": False})
-    elif bad:
-        output.line(f"{bad:,} records failed or blocked")
+        settled = [
+            _settled_item(
+                rec,
+                latest_exit(s.store, rec.key) if rec.status == "failed" else (None, None, False),
+            )
+            for rec in bad
+        ]
+        output.json_line({"settled": settled, "unsettled": [], "timed_out": False})
+    if bad:
+        shown = ", ".join(rec.key for rec in bad[:SHOWN_BAD])
+        more = f" and {len(bad) - SHOWN_BAD:,} more" if len(bad) > SHOWN_BAD else ""
+        output.diag(f"ledger: {len(bad):,} records failed or blocked: {shown}{more}")
     return 1 if bad else 0
+
+
+def failed_or_blocked(store: Store) -> list[TaskState]:
+    """The failed and blocked records, pruned ones left out (as `stats`
+    counts them), sorted by key: a store's `by_status` (a SQL store selects
+    them in the database; the JSON store scans, its status index holding live
+    records only), else every record read."""
+    from ledger_cli.engine.prune import is_pruned, visible
+    from ledger_cli.engine.record import byte_order
+
+    wanted = ("failed", "blocked")
+    by_status = getattr(store, "by_status", None)
+    if by_status is not None:
+        found = [
+            rec
+            for rec in by_status(wanted)
+            if rec.status != "failed" or not is_pruned(store, rec.key)
+        ]
+    else:
+        found = [rec for rec in visible(store) if rec.status in wanted]
+    return sorted(found, key=lambda rec: byte_order(rec.key))

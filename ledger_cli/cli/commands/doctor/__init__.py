@@ -1,6 +1,7 @@
 """`ledger doctor`: check a store.
 
-Problems (exit 9): a record that does not parse or validate, a file mode
+Problems (exit 9): a record that does not parse or validate, a cycle of
+needs (`cycles.py`), a file mode
 wider than 0600 (directories: 0700), a symlink inside the store, an unknown
 format version, anything else the store itself refuses to read.
 Notes (exit 0): needs naming keys never admitted; stray temporary files left
@@ -94,6 +95,9 @@ def doctor(settings: Settings, fix: bool = False) -> int:
             except StoreError as exc:
                 found.problems.append(output.one_line(str(exc)))
         _check_needs(records, found)
+        from ledger_cli.cli.commands.doctor.cycles import check_cycles
+
+        check_cycles(records, found)
         check_records(s, records, found, fix, history)
         from ledger_cli.cli.commands.doctor.indexes import (
             check_deps_index,

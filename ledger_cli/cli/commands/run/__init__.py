@@ -126,7 +126,7 @@ def run(
                     if claimed is not None:
                         begin(claimed, fence)
             if claimed is None:
-                raise NoKeyError()
+                raise NoKeyError(key=key)
             rec = claimed
         sup = Supervisor(s, rec, fence, owner, lease_td, command, sent)
         sup.attempts, sup.backoff, sup.options = attempts, backoff_td, options

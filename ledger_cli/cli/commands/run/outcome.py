@@ -118,6 +118,6 @@ class OutcomeWrites:
 
     def _too_late(self, exc: LedgerError) -> LeaseLostError:
         return LeaseLostError(
-            f"{output.one_line(str(exc))} (could not record the outcome of {self.key} "
+            f"{output.one_line(exc.explained())} (could not record the outcome of {self.key} "
             "before its lease ran out: it may run again)"
         )

@@ -308,7 +308,7 @@ class Supervisor(OutcomeWrites):
             raise LeaseLostError(output.one_line(str(self.lost)))
         if self.lost is not None:
             raise LeaseLostError(
-                f"{output.one_line(str(self.lost))} (lost the lease on {self.key}; "
+                f"{output.one_line(self.lost.explained())} (lost the lease on {self.key}; "
                 "the command was stopped)"
             )
         if self.signum is not None:
