@@ -334,7 +334,8 @@ def test_a_paused_holder_is_fenced_off(tmp_path: Path) -> None:
         ("release", "5"),
         ("complete", "5"),
     ], (out, err)
-    assert all(msg == "ledger: fence token is stale" for _, _, msg in results)
+    stale = "ledger: fence token is stale (the current fence of job is 2)"
+    assert all(msg == stale for _, _, msg in results)
     assert _record_bytes(store, "job") == record  # untouched, byte for byte
     assert (store / "history.jsonl").read_bytes() == history
     # The new holder carries on.

@@ -69,7 +69,9 @@ class Ledger:
         An extension beyond the Go package (SPEC §8.4; engine/conflict.py):
         the same writes as `admit`, whose bool is `outcome.admitted`; a write
         also keeps `not_before` and `priority` (SPEC §8.1, §8.2;
-        engine/schedule.py).
+        engine/schedule.py). Unlike `admit` (Go's, which writes one), it
+        refuses needs that would close a cycle with `CycleError` before
+        writing anything (engine/cycles.py).
         """
         from ledger_cli.engine import conflict
         from ledger_cli.engine.schedule import normal
