@@ -2,7 +2,9 @@
 background, complete by the command's exit status.
 
 - The command runs in its own process group with LEDGER_KEY, LEDGER_FENCE and
-  LEDGER_TASK (the task as JSON) in its environment.
+  LEDGER_TASK (the task as JSON) in its environment. Under `--json` its
+  stdout goes to run's stderr, so that stdout holds only the result's JSON
+  (`ledger --json run … | jq`).
 - A thread renews the lease every third of it (cli/commands/run/leasekeeper.py). When a
   renew is refused (the fence is stale: someone took over; or the record is
   no longer claimed), the whole process group is stopped and `run` exits 5
