@@ -14,7 +14,7 @@ from typing import Any
 
 from ledger_cli.engine.history import HistoryEntry
 from ledger_cli.engine.record import TaskState
-from ledger_cli.stores.sql import codec, paging, readyindex
+from ledger_cli.stores.sql import codec, historyfollow, paging, readyindex
 from ledger_cli.stores.sql.postgres_conn import PostgresConnection
 
 _RANGE = f'SELECT {codec.SELECT_COLUMNS} FROM ledger_tasks ORDER BY key COLLATE "C"'
@@ -134,3 +134,14 @@ class PostgresReads(PostgresConnection):
                     return list(self._conn.execute(sql, args).fetchall())
 
         yield from paging.read_history_pages(fetch, "%s", key)
+
+    def history_follower(self) -> historyfollow.SqlHistoryFollower:
+        """`ledger log --follow`: reads the rows past the last one seen (historyfollow.py)."""
+
+        def fetch(sql: str, args: tuple[Any, ...]) -> list[Any]:
+            with self._lock:
+                self._check_open()
+                with self._errors("history read"):
+                    return list(self._conn.execute(sql, args).fetchall())
+
+        return historyfollow.SqlHistoryFollower(fetch, "%s", historyfollow.PG_GAP_WAIT)
