@@ -208,7 +208,14 @@ def live_lease_held(store: object, now: Instant) -> bool:
     store can name them (the JSON store's tally, a SQL store's status index);
     else every record."""
     claimed: Callable[[], Iterable[TaskState]] | None = getattr(store, "claimed_records", None)
-    if claimed is None:
+    if claimed is not None:
+        # The JSON store: its tally's count first (one small file), and only
+        # when some record is claimed its noted records.
+        counts: Callable[[], dict[str, int] | None] | None = getattr(store, "status_counts", None)
+        counted = counts() if counts is not None else None
+        if counted is not None and counted.get("claimed", 0) == 0:
+            return False
+    else:
         by_status: Callable[[Iterable[str]], Iterable[TaskState]] | None = getattr(
             store, "by_status", None
         )
