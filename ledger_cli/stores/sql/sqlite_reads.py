@@ -15,8 +15,12 @@ from typing import Any
 
 from ledger_cli.engine.history import HistoryEntry
 from ledger_cli.engine.record import TaskState, byte_order
-from ledger_cli.stores.sql import codec, historyfollow, paging, readyindex
+from ledger_cli.stores.sql import codec, paging, readyindex
 from ledger_cli.stores.sql.sqlite_conn import DRIVER_ERRORS, SQLiteConnection
+
+TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
+if TYPE_CHECKING:
+    from ledger_cli.stores.sql.historyfollow import SqlHistoryFollower
 
 _RANGE = f"SELECT {codec.SELECT_COLUMNS} FROM ledger_tasks ORDER BY key"
 
@@ -145,8 +149,9 @@ class SQLiteReads(SQLiteConnection):
 
         yield from paging.read_history_pages(fetch, "?", key)
 
-    def history_follower(self) -> historyfollow.SqlHistoryFollower:
+    def history_follower(self) -> SqlHistoryFollower:
         """`ledger log --follow`: reads the rows past the last one seen (historyfollow.py)."""
+        from ledger_cli.stores.sql import historyfollow
 
         def fetch(sql: str, args: tuple[Any, ...]) -> list[Any]:
             with self._lock:
