@@ -245,3 +245,13 @@ def test_sql_follower_without_gap_wait_goes_by_id_alone() -> None:
     assert [e.key for e in follower.poll()] == ["k1", "k3"]
     table.rows[2] = _entry(2)  # SQLite never shows this (one writer, ids in order)
     assert follower.poll() == []
+
+
+def test_follow_on_the_memory_store_is_a_usage_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.cli_support import make_cli
+
+    out = make_cli(monkeypatch)("log", "--follow")
+    assert out.code == 2
+    assert out.stderr == (
+        "ledger: log --follow needs a store that other processes write to (not memory:)\n"
+    )
