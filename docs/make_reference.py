@@ -93,9 +93,9 @@ JSON_SHAPES: dict[str, str] = {
     "its first key again at its end)",
     "log": 'an array of `{"time", "actor", "event", "key", "fence", "data"}` '
     "(`--jsonl`: one per line)",
-    "run": "after the command's own output, "
-    '`{"key", "fence", "status", "exit", "attempts", "attempt", "record"}` (`attempt`: the '
-    "last attempt's fields; `--drain`: one per task)",
+    "run": '`{"key", "fence", "status", "exit", "attempts", "attempt", "record"}` (`attempt`: the '
+    "last attempt's fields; `--drain`: one per task), alone on stdout: under `--json` the "
+    "command's own stdout goes to stderr, so `ledger --json run … | jq` reads the result",
     "output": '`{"key", "attempt": {"n", "fence", "try", "owner", "host", "pid", "started", '
     '"ended", "exit", "signal", "timed_out", "output_bytes", "kept_bytes"}, "output"}` '
     "(the output as UTF-8 text, invalid bytes as U+FFFD)",

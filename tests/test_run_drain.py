@@ -205,3 +205,195 @@ def test_drain_stops_when_the_command_cannot_start(tmp_path: Path) -> None:
     assert len(res.stderr.splitlines()) == 1
     for key in ("a", "b"):
         assert _state(str(store), key)["Status"] == "pending"
+
+
+# The command of every task in the DAG tests: it checks the state its task
+# needs (its parents' outputs; for the sink, that every worker is still
+# running) and writes its own output. argv: the directory, the worker pids file.
+_DAG_TASK = r"""
+import os, sys, time
+d, key = sys.argv[1], os.environ["LEDGER_KEY"]
+def ours(name):
+    return os.path.exists(os.path.join(d, name))
+if key == "root":
+    open(os.path.join(d, "root.started"), "w").write(str(os.getpid()))
+    while not ours("go"):  # the test says when: a state, not a time
+        time.sleep(0.01)
+elif key.startswith("m"):
+    if not ours("root.out"):
+        sys.exit("ran before root")
+elif key == "sink":
+    missing = [m for m in sys.argv[3:] if not ours(m + ".out")]
+    if missing:
+        sys.exit(f"ran before {missing}")
+    for pid in open(sys.argv[2]).read().split():
+        with open(f"/proc/{pid}/stat") as fh:  # a zombie has exited: not running
+            if fh.read().rsplit(")", 1)[1].split()[0] == "Z":
+                sys.exit(f"worker {pid} stopped before the graph was done")
+open(os.path.join(d, key + ".out"), "w").write(os.environ["LEDGER_OWNER_NAME"])
+"""
+
+
+def _drain_worker(
+    url: str, name: str, script: Path, pids: Path, *extra: str
+) -> subprocess.Popen[str]:
+    import sys
+
+    return subprocess.Popen(
+        [*ledger_cmd(), "--store", url, "--json", "run", "--next", "--drain", "--owner", name,
+         "--lease", "1m", "--", sys.executable, str(script), str(script.parent), str(pids), *extra],
+        env=subprocess_env(LEDGER_OWNER_NAME=name),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+
+
+def _wait_state(url: str, key: str, status: str) -> None:
+    deadline = time.monotonic() + EXIT_TIMEOUT
+    while _state(url, key)["Status"] != status:
+        assert time.monotonic() < deadline, f"{key} never became {status}"
+        time.sleep(0.02)
+
+
+def test_three_drain_workers_finish_a_fan_out_fan_in_graph(url: str, tmp_path: Path) -> None:
+    """root → m01…m16 → sink, and x1, x2 beside them: 20 tasks. Worker A holds
+    root until the test says go, which it does only once B and C have run x1
+    and x2: each of them has then found nothing ready while A held a live
+    lease (before this, they stopped there). Every worker goes on until the
+    graph is done: the sink's command finds all three still running, every
+    task ran once, after its needs, and each worker exits 0 (7 if it ran none)."""
+    middles = [f"m{i:02d}" for i in range(1, 17)]
+    assert run_ledger(url, "admit", "root").returncode == 0
+    for key in ("x1", "x2"):
+        assert run_ledger(url, "admit", key).returncode == 0
+    for key in middles:
+        assert run_ledger(url, "admit", key, "--needs", "root").returncode == 0
+    sink = run_ledger(url, "admit", "sink", *(a for m in middles for a in ("--needs", m)))
+    assert sink.returncode == 0, sink.stderr
+    work = tmp_path / "work"
+    work.mkdir()
+    script = work / "task.py"
+    script.write_text(_DAG_TASK)
+    pids = tmp_path / "pids"
+    workers = [_drain_worker(url, "A", script, pids, *middles)]
+    try:
+        wait_for_file(work / "root.started", EXIT_TIMEOUT)
+        workers += [_drain_worker(url, n, script, pids, *middles) for n in ("B", "C")]
+        pids.write_text(" ".join(str(w.pid) for w in workers))
+        for key in ("x1", "x2"):
+            _wait_state(url, key, "completed")
+        (work / "go").touch()
+        outs = []
+        for w in workers:
+            out, err = w.communicate(timeout=EXIT_TIMEOUT * 4)
+            ran = [json.loads(line)["key"] for line in out.splitlines()]
+            assert w.returncode == (0 if ran else 7), err
+            outs.append(ran)
+    finally:
+        for w in workers:
+            if w.poll() is None:
+                w.kill()
+                w.wait()
+    ran_all = sorted(k for ran in outs for k in ran)
+    assert ran_all == sorted(["root", "x1", "x2", *middles, "sink"]), "each task ran once"
+    for key in ran_all:
+        assert _state(url, key)["Status"] == "completed", key
+
+
+def test_drain_waits_for_a_lease_another_holds_then_runs_what_it_unblocks(url: str) -> None:
+    """A task held by another worker (a live lease) keeps the drain going: its
+    completion makes `after` ready, and the drain runs it before stopping."""
+    for key in ("held", "free"):
+        assert run_ledger(url, "admit", key).returncode == 0
+    assert run_ledger(url, "admit", "after", "--needs", "held").returncode == 0
+    fence = run_ledger(url, "claim", "held", "--owner", "other", "--lease", "1h")
+    assert fence.returncode == 0, fence.stderr
+    run = _start_drain(url, "--owner", "w", "--lease", "1m", "--", "true")
+    _wait_state(url, "free", "completed")
+    assert run.poll() is None, run.communicate()  # it went on after `free`
+    done = run_ledger(url, "complete", "held", "--owner", "other", "--fence", fence.stdout.strip())
+    assert done.returncode == 0, done.stderr
+    _, err = run.communicate(timeout=EXIT_TIMEOUT)
+    assert run.returncode == 0, err
+    assert _state(url, "after")["Status"] == "completed"
+    assert _state(url, "after")["Owner"] == "w"
+
+
+def test_until_idle_stops_while_another_worker_holds_a_lease(url: str) -> None:
+    for key in ("held", "free"):
+        assert run_ledger(url, "admit", key).returncode == 0
+    assert run_ledger(url, "admit", "after", "--needs", "held").returncode == 0
+    assert run_ledger(url, "claim", "held", "--owner", "other", "--lease", "1h").returncode == 0
+    res = run_ledger(
+        url, "run", "--next", "--drain", "--until-idle", "--owner", "w", "--lease", "1m", "--",
+        "true",
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    assert _state(url, "free")["Status"] == "completed"
+    assert _state(url, "after")["Status"] == "pending"
+
+
+def test_until_idle_without_drain_is_a_usage_error(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    assert run_ledger(store, "admit", "a").returncode == 0
+    res = run_ledger(
+        store, "run", "--next", "--until-idle", "--owner", "w", "--lease", "1m", "--", "true"
+    )
+    assert res.returncode == 2
+    assert res.stderr == "ledger: --until-idle goes with --drain\n"
+    assert _state(str(store), "a")["Status"] == "pending"
+
+
+def test_drain_takes_a_task_whose_holder_died_once_its_lease_runs_out(url: str) -> None:
+    """A holder that never comes back keeps the drain polling only until its
+    lease runs out: then the task is ready, and the drain runs it and what
+    it unblocks."""
+    assert run_ledger(url, "admit", "orphan").returncode == 0
+    assert run_ledger(url, "admit", "after", "--needs", "orphan").returncode == 0
+    took = run_ledger(url, "claim", "orphan", "--owner", "dead", "--lease", "1s")
+    assert took.returncode == 0, took.stderr
+    res = run_ledger(
+        url, "run", "--next", "--drain", "--owner", "w", "--lease", "1m", "--", "true",
+        timeout=EXIT_TIMEOUT,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    for key in ("orphan", "after"):
+        state = _state(url, key)
+        assert (state["Status"], state["Owner"]) == ("completed", "w"), key
+
+
+def test_drain_does_not_wait_for_a_task_not_due_yet(url: str) -> None:
+    assert run_ledger(url, "admit", "now").returncode == 0
+    assert run_ledger(url, "admit", "later", "--not-before", "2999-01-01T00:00:00Z").returncode == 0
+    res = run_ledger(
+        url, "run", "--next", "--drain", "--owner", "w", "--lease", "1m", "--", "true",
+        timeout=EXIT_TIMEOUT,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    assert _state(url, "now")["Status"] == "completed"
+    assert _state(url, "later")["Status"] == "pending"
+
+
+def test_an_outage_while_waiting_for_a_held_lease_counts_against_give_up(
+    tmp_path: Path,
+) -> None:
+    """SQLite's write lock held past the busy timeout while the drain waits on
+    another worker's lease: an outage like any other, given up on at once
+    with --give-up-after 0s (exit 9, one line)."""
+    from tests.outage_runs import lock_sqlite
+
+    db = tmp_path / "s.db"
+    url = str(db)
+    for key in ("held", "free"):
+        assert run_ledger(url, "admit", key).returncode == 0
+    assert run_ledger(url, "claim", "held", "--owner", "other", "--lease", "1h").returncode == 0
+    run = _start_drain(url, "--owner", "w", "--lease", "1m", "--give-up-after", "0s", "--", "true")
+    _wait_state(url, "free", "completed")
+    holder = lock_sqlite(db)
+    try:
+        _, err = run.communicate(timeout=EXIT_TIMEOUT)
+    finally:
+        holder.execute("ROLLBACK")  # type: ignore[attr-defined]
+    assert run.returncode == 9, err
+    assert len(err.splitlines()) == 1 and "giving up" in err, err

@@ -122,6 +122,7 @@ COMMANDS: dict[str, Spec] = {
             "--retries": Opt("retries"),
             "--backoff": Opt("backoff"),
             "--drain": Opt("drain", flag=True),
+            "--until-idle": Opt("until_idle", flag=True),
             "--give-up-after": Opt("give_up_after"),
             "--keep-output": Opt("keep_output"),
             "--timeout": Opt("timeout"),

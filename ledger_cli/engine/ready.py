@@ -199,3 +199,28 @@ def ready_at_clock(store: object, load: Loader) -> tuple[Instant, Iterator[TaskS
     now, recs = got
     cached = _memo(load)
     return now, (rec for rec in recs if is_ready(rec, cached, now))
+
+
+def live_lease_held(store: object, now: Instant) -> bool:
+    """Whether some record is claimed with a lease that runs past `now` (a
+    held lease: its holder's outcome may yet make more records ready, which
+    `run --next --drain` waits for). Reads only the claimed records where the
+    store can name them (the JSON store's tally, a SQL store's status index);
+    else every record."""
+    claimed: Callable[[], Iterable[TaskState]] | None = getattr(store, "claimed_records", None)
+    if claimed is not None:
+        # The JSON store: its tally's count first (one small file), and only
+        # when some record is claimed its noted records.
+        counts: Callable[[], dict[str, int] | None] | None = getattr(store, "status_counts", None)
+        counted = counts() if counts is not None else None
+        if counted is not None and counted.get("claimed", 0) == 0:
+            return False
+    else:
+        by_status: Callable[[Iterable[str]], Iterable[TaskState]] | None = getattr(
+            store, "by_status", None
+        )
+        if by_status is not None:
+            return any(r.lease_until > now for r in by_status(("claimed",)))
+        rng: Callable[[], Iterable[TaskState]] = store.range  # type: ignore[attr-defined]
+        return any(r.status == "claimed" and r.lease_until > now for r in rng())
+    return any(r.status == "claimed" and r.lease_until > now for r in claimed())

@@ -106,13 +106,35 @@ def tree(
     dispatch(ctx, work, key=key)
 
 
-@app.command(epilog=examples("ledger log report", "ledger log --jsonl | tail -n 5"))
+@app.command(
+    epilog=examples(
+        "ledger log report",
+        "ledger log --jsonl | tail -n 5",
+        "ledger log --follow --jsonl --event ledger.completed | while read -r line; do …; done",
+    )
+)
 def log(
     ctx: typer.Context,
     key: Annotated[str | None, opt_key("Only this task's history.")] = None,
     jsonl: JsonLines = False,
+    follow: Annotated[
+        bool,
+        typer.Option(
+            "--follow",
+            help="Print lines as they are written (polled every 100 ms), until interrupted; "
+            "only the lines written from now on.",
+        ),
+    ] = False,
+    event: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--event",
+            metavar="NAME",
+            help="Only this event, such as ledger.completed (repeatable).",
+        ),
+    ] = None,
 ) -> None:
     """The history of writes, oldest first."""
     from ledger_cli.cli.commands.log import log as work
 
-    dispatch(ctx, work, key=key, jsonl=jsonl)
+    dispatch(ctx, work, key=key, jsonl=jsonl, follow=follow, event=event)

@@ -60,7 +60,16 @@ def run(
         typer.Option(
             "--drain",
             help="With --next: after each task claim the next ready one, over one store "
-            "connection, until none is ready (exit 0; 1 if any command failed).",
+            "connection, until none is ready and no other worker holds a live lease "
+            "(exit 0; 1 if any command failed).",
+        ),
+    ] = False,
+    until_idle: Annotated[
+        bool,
+        typer.Option(
+            "--until-idle",
+            help="With --drain: stop at the first moment nothing is ready, without "
+            "waiting for the tasks other workers hold.",
         ),
     ] = False,
     give_up_after: GiveUp = None,
@@ -103,6 +112,7 @@ def run(
         retries=retries,
         backoff=backoff,
         drain=drain,
+        until_idle=until_idle,
         give_up_after=give_up_after,
         keep_output=keep_output,
         timeout=timeout,

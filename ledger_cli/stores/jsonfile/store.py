@@ -44,7 +44,7 @@ TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator, Sequence
 
-    from ledger_cli.stores.jsonfile import attemptfiles
+    from ledger_cli.stores.jsonfile import attemptfiles, historyfollow
 
 
 class JsonFileStore(
@@ -287,6 +287,14 @@ class JsonFileStore(
         batch = self._batch
         pending = list(batch.history) if batch is not None and batch.mine() else []
         return historyfile.stream(self._root, key, pending)
+
+    def history_follower(self) -> historyfollow.HistoryFollower:
+        """`ledger log --follow`: reads history.jsonl from where it stopped
+        (historyfollow.py), without the lock."""
+        from ledger_cli.stores.jsonfile.historyfollow import HistoryFollower
+
+        self._check_open()
+        return HistoryFollower(self._root)
 
     def close(self) -> None:
         self._closed = True

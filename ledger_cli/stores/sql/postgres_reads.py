@@ -17,6 +17,10 @@ from ledger_cli.engine.record import TaskState
 from ledger_cli.stores.sql import codec, paging, readyindex
 from ledger_cli.stores.sql.postgres_conn import PostgresConnection
 
+TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
+if TYPE_CHECKING:
+    from ledger_cli.stores.sql.historyfollow import SqlHistoryFollower
+
 _RANGE = f'SELECT {codec.SELECT_COLUMNS} FROM ledger_tasks ORDER BY key COLLATE "C"'
 _DEPENDENTS = (
     f"SELECT {codec.SELECT_COLUMNS} FROM ledger_tasks"
@@ -134,3 +138,15 @@ class PostgresReads(PostgresConnection):
                     return list(self._conn.execute(sql, args).fetchall())
 
         yield from paging.read_history_pages(fetch, "%s", key)
+
+    def history_follower(self) -> SqlHistoryFollower:
+        """`ledger log --follow`: reads the rows past the last one seen (historyfollow.py)."""
+        from ledger_cli.stores.sql import historyfollow
+
+        def fetch(sql: str, args: tuple[Any, ...]) -> list[Any]:
+            with self._lock:
+                self._check_open()
+                with self._errors("history read"):
+                    return list(self._conn.execute(sql, args).fetchall())
+
+        return historyfollow.SqlHistoryFollower(fetch, "%s", historyfollow.PG_GAP_WAIT)

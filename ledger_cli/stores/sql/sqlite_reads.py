@@ -18,6 +18,10 @@ from ledger_cli.engine.record import TaskState, byte_order
 from ledger_cli.stores.sql import codec, paging, readyindex
 from ledger_cli.stores.sql.sqlite_conn import DRIVER_ERRORS, SQLiteConnection
 
+TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
+if TYPE_CHECKING:
+    from ledger_cli.stores.sql.historyfollow import SqlHistoryFollower
+
 _RANGE = f"SELECT {codec.SELECT_COLUMNS} FROM ledger_tasks ORDER BY key"
 
 
@@ -144,3 +148,14 @@ class SQLiteReads(SQLiteConnection):
                 return self._fetchall("history read", sql, args)
 
         yield from paging.read_history_pages(fetch, "?", key)
+
+    def history_follower(self) -> SqlHistoryFollower:
+        """`ledger log --follow`: reads the rows past the last one seen (historyfollow.py)."""
+        from ledger_cli.stores.sql import historyfollow
+
+        def fetch(sql: str, args: tuple[Any, ...]) -> list[Any]:
+            with self._lock:
+                self._check_open()
+                return self._fetchall("history read", sql, args)
+
+        return historyfollow.SqlHistoryFollower(fetch, "?", 0.0)

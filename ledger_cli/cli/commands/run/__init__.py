@@ -2,7 +2,9 @@
 background, complete by the command's exit status.
 
 - The command runs in its own process group with LEDGER_KEY, LEDGER_FENCE and
-  LEDGER_TASK (the task as JSON) in its environment.
+  LEDGER_TASK (the task as JSON) in its environment. Under `--json` its
+  stdout goes to run's stderr, so that stdout holds only the result's JSON
+  (`ledger --json run … | jq`).
 - A thread renews the lease every third of it (cli/commands/run/leasekeeper.py). When a
   renew is refused (the fence is stale: someone took over; or the record is
   no longer claimed), the whole process group is stopped and `run` exits 5
@@ -24,7 +26,13 @@ background, complete by the command's exit status.
   during an attempt or a wait stops everything (exit 5).
 - `--next --drain`: a long-lived worker over one store connection. After each
   task it claims the next ready one, until none is ready (within `--wait`,
-  when given, for each claim). Exit 7 when nothing was ready at the start;
+  when given, for each claim) and no other worker holds a live lease (a
+  claimed task whose LeaseUntil is after now): that task's outcome may make
+  more tasks ready (a DAG's fan-in), so the worker polls for it, with a
+  backoff from 50 ms up to a tenth of --lease (at most 1 s). A task not due
+  yet (`--not-before`) does not keep it waiting; a paused store stops it.
+  `--until-idle` stops at the first moment nothing is ready instead (the
+  behaviour before the wait). Exit 7 when it ran no task;
   else 0 when every task it ran completed, 1 when any command failed (each
   failure recorded as above). A lost lease still stops the command and exits 5
   at once; SIGINT/SIGTERM stop the command, release its task and exit
@@ -45,7 +53,7 @@ from datetime import timedelta
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from ledger_cli.cli.commands.claim import NothingReadyError, claim_next_timed
+from ledger_cli.cli.commands.claim import NothingReadyError, PausedError, claim_next_timed
 from ledger_cli.cli.commands.run.outcome import LeaseLostError
 from ledger_cli.cli.commands.run.supervisor import (
     DEFAULT_BACKOFF,
@@ -55,7 +63,7 @@ from ledger_cli.cli.commands.run.supervisor import (
 )
 from ledger_cli.cli.context import Session, Settings
 from ledger_cli.cli.inputs import InputError, parse_duration, parse_uint, validate_text
-from ledger_cli.cli.outage import Outage, is_outage, open_session, parse_give_up
+from ledger_cli.cli.outage import Outage, is_outage, margin_of, open_session, parse_give_up
 from ledger_cli.errors import NoKeyError, StoreError
 
 if TYPE_CHECKING:
@@ -83,7 +91,10 @@ def run(
     keep_output: str | None = None,
     timeout: str | None = None,
     kill_after: str | None = None,
+    until_idle: bool = False,
 ) -> int:
+    if until_idle and not drain:
+        raise InputError("ledger: --until-idle goes with --drain")
     if drain and key is not None:
         raise InputError("ledger: --drain goes with --next, not a KEY")
     if drain and not next_:
@@ -109,6 +120,7 @@ def run(
             worker = Drainer(s, owner, lease, lease_td, command, wait)
             worker.attempts, worker.backoff, worker.outage.give_up = attempts, backoff_td, give_up
             worker.options = options
+            worker.until_idle = until_idle
             return worker.run()
         from ledger_cli.cli.commands.run.attempts import ClaimStart
 
@@ -160,6 +172,10 @@ class Drainer:
         self.outage = Outage("the drain")
         self.options: RunOptions | None = None
         """--keep-output, --timeout, --kill-after for every task (run/attempts.py)."""
+        self.until_idle = False
+        """Stop at the first moment nothing is ready, whatever leases others hold."""
+        self.held_cap = max(margin_of(lease_td.total_seconds()), 0.01)
+        """Seconds: the longest pause between polls while another worker holds a lease."""
         from ledger_cli.cli.commands.run.attempts import ClaimStart
 
         self.begin = ClaimStart(session, owner)
@@ -182,22 +198,21 @@ class Drainer:
 
     def _claim(self) -> tuple[TaskState, int, float] | None:
         """The next ready task (and the monotonic time its claim was sent),
-        polling up to --wait as `claim --next --wait` does; None when none
-        became ready or a signal came. A store outage is waited out (up to
-        --give-up-after; the --wait clock stops meanwhile)."""
+        polling up to --wait as `claim --next --wait` does, and then for as
+        long as another worker holds a live lease (unless --until-idle); None
+        when none became ready or a signal came. A store outage is waited out
+        (up to --give-up-after; the --wait clock stops meanwhile)."""
         deadline = time.monotonic() + self.wait_s
         pause = 0.05
+        confirm = False  # the last check found no live lease: an empty claim ends the drain
         while self.signum is None:
             began = time.monotonic()
+            paused = False
             try:
                 got = claim_next_timed(self.s, self.owner, self.lease, None, None, self.begin)
-            except NothingReadyError:
-                self.outage.ok()
-                left = deadline - time.monotonic()
-                if left <= 0 or self.stopping.wait(min(pause, left)):
-                    return None
-                pause = min(pause * 2, 1.0)
-                continue
+            except NothingReadyError as exc:
+                got = None
+                paused = isinstance(exc, PausedError)
             except StoreError as exc:
                 if not is_outage(exc):
                     raise
@@ -205,9 +220,48 @@ class Drainer:
                     return None
                 deadline += time.monotonic() - began
                 continue
+            if got is not None:
+                self.outage.ok()
+                return got
+            left = deadline - time.monotonic()
+            if left <= 0:
+                if self.until_idle or paused or confirm:
+                    self.outage.ok()
+                    return None
+                try:
+                    held = self._others_hold()
+                except StoreError as exc:
+                    if not is_outage(exc):
+                        raise
+                    if self.stopping.wait(self.outage.failed(exc, began=began)):
+                        return None
+                    continue
+                self.outage.ok()
+                if not held:
+                    # Claim once more before stopping: a lease that ended
+                    # between the claim and the check may have made a task ready.
+                    confirm = True
+                    continue
+                left = self.held_cap
             self.outage.ok()
-            return got
+            if self.stopping.wait(min(pause, left)):
+                return None
+            pause = min(pause * 2, 1.0)
         return None
+
+    def _others_hold(self) -> bool:
+        """Whether a task is claimed with a live lease (ours are all finished
+        between tasks, so another worker's): its end may make more ready.
+
+        A read of its own, outside any claim's unit (on PostgreSQL, outside the
+        claim's transaction), so it can miss a lease taken just after it. The
+        drain stops only when this check found no live lease and a claim made
+        after it found nothing ready: a miss then ends a worker early only at
+        an instant when nothing was claimed and nothing was ready, the
+        state in which the graph (but for new admissions) is done."""
+        from ledger_cli.engine.ready import live_lease_held
+
+        return live_lease_held(self.s.store, self.s.now())
 
     def _drain(self) -> int:
         failed = False

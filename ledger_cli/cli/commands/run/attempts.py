@@ -64,11 +64,14 @@ class AttemptRecorder:
             self.log = attempt_log(session.store)
         except Exception as exc:
             self._warn("recording the run", exc)
+        # Under --json, stdout carries only the result's JSON (a script pipes it
+        # to jq): the command's stdout goes to our stderr instead.
+        self.out_fd = 2 if session.settings.json else 1
         if keep > 0:
             from ledger_cli.cli.commands.run.capture import Capture
 
             sink: Any = self.log if self.log is not None else _NoLog()
-            self.capture = Capture(keep, sink, self.att)
+            self.capture = Capture(keep, sink, self.att, out_fd=self.out_fd)
             self.capture.warn = self._capture_warned
 
     def _warn(self, what: str, exc: BaseException) -> None:
@@ -86,7 +89,9 @@ class AttemptRecorder:
             output.diag(line)
 
     def popen_kwargs(self) -> dict[str, Any]:
-        return self.capture.popen_kwargs() if self.capture is not None else {}
+        if self.capture is not None:
+            return self.capture.popen_kwargs()
+        return {"stdout": self.out_fd} if self.out_fd != 1 else {}
 
     def not_started(self) -> None:
         if self.capture is not None:

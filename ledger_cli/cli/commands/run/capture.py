@@ -3,7 +3,8 @@ stderr to the runner's own, keep the last `--keep-output` bytes, and flush
 them to the store while the command runs.
 
 - The command writes into two pipes. One pump thread reads both (poll), and
-  writes each chunk at once, unchanged, to the runner's stdout or stderr (so
+  writes each chunk at once, unchanged, to the runner's stdout or stderr
+  (both to its stderr under `--json`: AttemptRecorder's `out_fd`) (so
   cron mail, pipes and `2>&1` see what they saw before, buffered no more than
   by a pipe), then appends it to one tail: interleaved in the order the
   chunks arrived, bytes as bytes. The tail holds the chunks as read (no copy
