@@ -11,7 +11,6 @@ from __future__ import annotations
 import importlib
 import itertools
 import threading
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from ledger_cli.cli import output
@@ -67,14 +66,14 @@ class Reader:
         prefix_b = byte_order(prefix)
         start = after if byte_order(after) >= prefix_b else prefix
         with self.lock:
-            first = None
-            if prefix and start == prefix and not after:  # the prefix itself is a key too
-                first = self.session.load(prefix)
-                if first is not None and prune.is_pruned(self.store, prefix):
-                    first = None
-            records = _visible_after(self.store, start)
-            if first is not None:
-                records = itertools.chain((first,), records)
+            view = getattr(self.store, "visible_after", None)
+            if view is None:  # read from the first key; the loop skips up to `start`
+                records = prune.visible(self.store)
+            else:
+                records = iter(view(start))
+                first = self.session.load(prefix) if prefix and start == prefix else None
+                if first is not None and not prune.is_pruned(self.store, prefix):
+                    records = itertools.chain((first,), records)  # after `start` is not it
             for rec in records:
                 kb = byte_order(rec.key)
                 if kb < prefix_b or (after and kb <= byte_order(after)):
@@ -165,15 +164,3 @@ class Reader:
         with self.lock:
             graph = model.collect(self.store)
         return graph.to_obj(), svg.to_svg(graph)
-
-
-def _visible_after(store: Store, after: str) -> Iterator[TaskState]:
-    """Visible records in key order after `after`: the SQL stores start their
-    keyset pages there (`visible_after`); the others are read from the first
-    key and the caller skips up to `after`."""
-    from ledger_cli.engine import prune
-
-    view = getattr(store, "visible_after", None)
-    if view is not None:
-        return iter(view(after))
-    return prune.visible(store)
