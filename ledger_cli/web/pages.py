@@ -32,11 +32,13 @@ def task_href(key: str) -> str:
 
 
 def layout(title: str, body: str) -> str:
+    """The page around `body`. Its markup is also well-formed XML (void elements
+    closed with `/>`), so docs/make_pictures.py can place it in an SVG."""
     return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8" />'
         f"<title>{esc(title)} · ledger</title>"
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        '<link rel="stylesheet" href="/static/style.css">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1" />'
+        '<link rel="stylesheet" href="/static/style.css" />'
         '<script src="/static/app.js" defer></script></head><body>'
         '<header><nav><a href="/">Graph</a><a href="/tasks">Tasks</a></nav></header>'
         f"<main>{body}</main></body></html>\n"
@@ -68,15 +70,16 @@ def tasks(
     page: Page, statuses: frozenset[str], prefix: str, limit: int, stats: dict[str, Any]
 ) -> str:
     """`/tasks`: the filter form, one page of the table, and the next page's link."""
+    checked = ' checked="checked"'
     boxes = "".join(
         f'<label class="status-{st}"><input type="checkbox" name="status" value="{st}"'
-        f"{' checked' if st in statuses else ''}> {st}</label>"
+        f"{checked if st in statuses else ''} /> {st}</label>"
         for st in STATUSES
     )
     form = (
         '<form class="filters" method="get" action="/tasks">'
         f"{boxes}"
-        f'<label>key prefix <input type="text" name="prefix" value="{esc(prefix)}"></label>'
+        f'<label>key prefix <input type="text" name="prefix" value="{esc(prefix)}" /></label>'
         '<button type="submit">Filter</button></form>'
     )
     rows = "".join(_row(rec) for rec in page.records)
