@@ -8,6 +8,7 @@ table reads at most `limit + 1` records past its cursor on the SQL stores.
 
 from __future__ import annotations
 
+import heapq
 import importlib
 import itertools
 import threading
@@ -60,27 +61,45 @@ class Reader:
         from ledger_cli.engine import prune
         from ledger_cli.engine.record import byte_order
 
-        found: list[TaskState] = []
         if queue:
-            return Page(found, None)
+            return Page([], None)
         prefix_b = byte_order(prefix)
-        start = after if byte_order(after) >= prefix_b else prefix
+        after_b = byte_order(after)
+
+        def wanted(rec: TaskState, kb: bytes) -> bool:
+            return (
+                kb.startswith(prefix_b)
+                and (not after or kb > after_b)
+                and (not statuses or rec.status in statuses)
+            )
+
         with self.lock:
             view = getattr(self.store, "visible_after", None)
-            if view is None:  # read from the first key; the loop skips up to `start`
+            scan = getattr(self.store, "scan_visible", None)
+            if view is None and scan is not None:
+                # The JSON store keeps no key order: stream every record without
+                # the store's lock (writers go on) and keep the smallest keys.
+                best = heapq.nsmallest(
+                    limit + 1,
+                    (r for r in scan() if wanted(r, byte_order(r.key))),
+                    key=lambda r: byte_order(r.key),
+                )
+                more = len(best) > limit
+                return Page(best[:limit], best[limit - 1].key if more else None)
+            if view is None:
                 records = prune.visible(self.store)
-            else:
+            else:  # keyset pages from the cursor (or the prefix) on
+                start = after if after_b >= prefix_b else prefix
                 records = iter(view(start))
                 first = self.session.load(prefix) if prefix and start == prefix else None
                 if first is not None and not prune.is_pruned(self.store, prefix):
-                    records = itertools.chain((first,), records)  # after `start` is not it
+                    records = itertools.chain((first,), records)  # `view` starts after it
+            found: list[TaskState] = []
             for rec in records:
                 kb = byte_order(rec.key)
-                if kb < prefix_b or (after and kb <= byte_order(after)):
-                    continue  # the stores without `visible_after` read from the first key
-                if not kb.startswith(prefix_b):
+                if kb > prefix_b and not kb.startswith(prefix_b):
                     break  # key order: nothing further starts with the prefix
-                if statuses and rec.status not in statuses:
+                if not wanted(rec, kb):
                     continue
                 if len(found) == limit:
                     return Page(found, found[-1].key)

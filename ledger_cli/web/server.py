@@ -77,11 +77,13 @@ class Handler(BaseHTTPRequestHandler):
         raise AttributeError(name)
 
     def _not_allowed(self) -> None:
+        # A body it sent is not read: close rather than parse it as a request.
+        self.close_connection = True
         self._send(
             HTTPStatus.METHOD_NOT_ALLOWED,
             b"405 read-only: GET or HEAD only\n",
             "text/plain; charset=utf-8",
-            {"Allow": "GET, HEAD"},
+            {"Allow": "GET, HEAD", "Connection": "close"},
         )
 
     def do_GET(self) -> None:

@@ -2,7 +2,8 @@
 // only (never innerHTML); reads its targets from data- attributes.
 "use strict";
 
-const EVERY_MS = 1000;
+const EVERY_MS = 1000; // a running task's output and status
+const COUNTS_EVERY_MS = 5000; // the counts of / and /tasks
 
 async function getJSON(url) {
   const res = await fetch(url, { credentials: "same-origin", cache: "no-store" });
@@ -76,8 +77,17 @@ async function followTask(pre) {
 
 function start() {
   if (document.querySelector("[data-count], [data-stat]")) {
-    const tick = () => refreshCounts().catch(() => {}).finally(() => setTimeout(tick, EVERY_MS * 2));
-    setTimeout(tick, EVERY_MS * 2);
+    // The counts read every record on some stores: every few seconds, and
+    // not while the tab is hidden.
+    const tick = () => {
+      const next = () => setTimeout(tick, COUNTS_EVERY_MS);
+      if (document.hidden) {
+        next();
+        return;
+      }
+      refreshCounts().catch(() => {}).finally(next);
+    };
+    setTimeout(tick, COUNTS_EVERY_MS);
   }
   const pre = document.getElementById("output");
   if (pre && pre.dataset.live === "1") {
