@@ -135,6 +135,10 @@ def test_a_failed_task_is_red_and_filters_narrow_the_table(browser: Any, tmp_pat
         cell = css(browser, "#tasks tbody tr[data-status=failed] td.status-failed")[0]
         assert cell.text == "failed"
         assert cell.value_of_css_property("color") == RED
+        # The counts come after the table, fetched by app.js.
+        failed_count = css(browser, "b[data-count=failed]")[0]
+        wait_for(lambda: failed_count.text == "1", "the failed count")
+        assert css(browser, "b[data-count=blocked]")[0].text == "1"
         # The filters: tick "failed", submit; then a key prefix.
         css(browser, "input[name=status][value=failed]")[0].click()
         css(browser, "form.filters button")[0].click()

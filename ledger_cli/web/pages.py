@@ -45,14 +45,22 @@ def layout(title: str, body: str) -> str:
     )
 
 
-def counts(stats: dict[str, Any]) -> str:
+def counts(stats: dict[str, Any] | None) -> str:
+    """The counts line; without `stats` its numbers show "…" until app.js
+    fetches /api/stats (the counts read every record on some stores, so the
+    task table does not wait for them)."""
+
+    def shown(value: object) -> str:
+        return "…" if stats is None else esc(value)
+
+    got = stats["counts"] if stats is not None else {}
     parts = [
-        f'<span class="status-{st}">{st}: <b data-count="{st}">{int(stats["counts"].get(st, 0))}'
+        f'<span class="status-{st}">{st}: <b data-count="{st}">{shown(int(got.get(st, 0)))}'
         "</b></span>"
         for st in STATUSES
     ]
-    ready = stats.get("ready", 0)
-    parts.append(f'<span>ready: <b data-stat="ready">{esc(ready)}</b></span>')
+    ready = stats.get("ready", 0) if stats is not None else None
+    parts.append(f'<span>ready: <b data-stat="ready">{shown(ready)}</b></span>')
     return f'<p class="counts" id="counts">{"".join(parts)}</p>'
 
 
@@ -67,7 +75,11 @@ def index(stats: dict[str, Any], svg: str | None) -> str:
 
 
 def tasks(
-    page: Page, statuses: frozenset[str], prefix: str, limit: int, stats: dict[str, Any]
+    page: Page,
+    statuses: frozenset[str],
+    prefix: str,
+    limit: int,
+    stats: dict[str, Any] | None = None,
 ) -> str:
     """`/tasks`: the filter form, one page of the table, and the next page's link."""
     checked = ' checked="checked"'

@@ -172,7 +172,7 @@ class Handler(BaseHTTPRequestHandler):
             case ["tasks"] | ["tasks", ""]:
                 statuses, prefix, after, limit = _filters(query)
                 page = reader.page(statuses, prefix, after, limit, _one(query, "queue"))
-                self._html(pages.tasks(page, statuses, prefix, limit, reader.stats()), head=head)
+                self._html(pages.tasks(page, statuses, prefix, limit), head=head)
             case ["tasks", key] if key:
                 self._task_page(_key(key), head)
             case ["static", name] if name in STATIC:

@@ -87,7 +87,9 @@ function start() {
       }
       refreshCounts().catch(() => {}).finally(next);
     };
-    setTimeout(tick, COUNTS_EVERY_MS);
+    // A page sent without its counts ("…") asks for them at once.
+    const pending = document.querySelector("[data-count]");
+    setTimeout(tick, pending && pending.textContent === "…" ? 0 : COUNTS_EVERY_MS);
   }
   const pre = document.getElementById("output");
   if (pre && pre.dataset.live === "1") {
