@@ -90,7 +90,7 @@ class Reader:
                 records = prune.visible(self.store)
             else:  # keyset pages from the cursor (or the prefix) on
                 start = after if after_b >= prefix_b else prefix
-                records = iter(view(start))
+                records = iter(view(start, sorted(statuses)))
                 first = self.session.load(prefix) if prefix and start == prefix else None
                 if first is not None and not prune.is_pruned(self.store, prefix):
                     records = itertools.chain((first,), records)  # `view` starts after it
