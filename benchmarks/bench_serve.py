@@ -5,11 +5,13 @@
 Admits N tasks (`ledger admit --batch`, keys `task-000000`…) into a fresh
 store of each kind (--kinds, default json,sqlite,postgresql), fails one,
 starts `ledger serve --bind 127.0.0.1:0` on it, and times, over R rounds each,
-GET of the first page of `/tasks` (HTML, 100 rows, with the counts) and of
-`/api/tasks`, the page after the middle key (`after=`), and a status filter
-that matches one task (`status=failed`, a scan of every key). Prints the
-median and the worst, in milliseconds. PostgreSQL runs on the test server
-(tests/sql_support.py) in a fresh schema.
+GET of the first page of `/tasks` (HTML, 100 rows; the counts come after,
+from app.js) and of `/api/tasks`, the page after the middle key (`after=`),
+a status filter that matches one task (`status=failed`: the JSON store reads
+every record, the SQL stores filter in the database), and a task's page (its
+record, attempts and history lines). Prints the median and the worst, in
+milliseconds. PostgreSQL runs on the test server (tests/sql_support.py) in a
+fresh schema.
 """
 
 from __future__ import annotations
@@ -50,7 +52,8 @@ def main() -> None:
         "first page /tasks": "/tasks",
         "first page /api/tasks": "/api/tasks",
         "middle page /api/tasks?after=": f"/api/tasks?after=task-{n // 2:06}",
-        "status=failed (scans all)": "/api/tasks?status=failed",
+        "status=failed": "/api/tasks?status=failed",
+        "a task page /tasks/KEY": f"/tasks/task-{n // 2:06}",
     }
     print(f"{n:,} tasks, {args.rounds} rounds; median / worst in ms")
     for kind in args.kinds.split(","):
