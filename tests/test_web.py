@@ -161,3 +161,18 @@ def test_a_bad_bind_is_a_usage_error(store: Path, bind: str) -> None:
     assert done.returncode == 2
     assert done.stderr.startswith("ledger: --bind wants HOST:PORT")
     assert len(done.stderr.splitlines()) == 1
+
+
+def test_head_404_and_bad_urls(store: Path) -> None:
+    with served(store) as web:
+        head = web.request("HEAD", "/tasks/fetch")
+        assert head.status == 200 and head.body == b""
+        assert int(head.headers["Content-Length"]) > 0
+        assert web.get("/tasks/nope").status == 404
+        assert web.get("/static/../README.md").status == 404
+        assert web.get("/static/app.js").headers["Content-Type"].startswith("text/javascript")
+        bad = web.get("/api/tasks/%ff%fe")  # not UTF-8
+        assert bad.status == 400
+        assert bad.json()["error"]["message"] == "the key in the URL is not UTF-8"
+        assert web.get("/api/tasks/fetch/output").status == 404  # no attempt yet
+        assert web.get("/api/tasks/fetch/output?since=x").status == 400
