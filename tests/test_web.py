@@ -176,3 +176,11 @@ def test_head_404_and_bad_urls(store: Path) -> None:
         assert bad.json()["error"]["message"] == "the key in the URL is not UTF-8"
         assert web.get("/api/tasks/fetch/output").status == 404  # no attempt yet
         assert web.get("/api/tasks/fetch/output?since=x").status == 400
+
+
+def test_a_port_in_use_is_one_line_and_exit_2(store: Path) -> None:
+    with served(store) as web:
+        done = run_ledger(store, "serve", "--bind", f"127.0.0.1:{web.port}", timeout=30)
+    assert done.returncode == 2
+    [line] = done.stderr.splitlines()
+    assert line.startswith(f"ledger: cannot listen on 127.0.0.1:{web.port}: ")

@@ -174,7 +174,10 @@ class Reader:
 
     def graph(self) -> tuple[Any, str] | None:
         """The graph of needs as `ledger --json graph` shows it and as an SVG
-        picture, or None in a build without `ledger_cli.cli.graph`."""
+        picture, or None in a build without `ledger_cli.cli.graph`. Uses
+        `model.collect(store) -> Graph`, `Graph.to_obj()` (the `--json`
+        shape) and `svg.to_svg(graph)` (nodes `class="node status-S"`,
+        `data-key`)."""
         try:  # the graph package lands on its own branch (issue 34, item 1)
             model = importlib.import_module("ledger_cli.cli.graph.model")
             svg = importlib.import_module("ledger_cli.cli.graph.svg")
