@@ -162,7 +162,8 @@ def test_running_output_appears_as_it_is_written(browser: Any, tmp_path: Path) -
     store = tmp_path / "store"
     go = tmp_path / "go"
     admit(store, "slow")
-    script = 'echo first-part; while [ ! -e "$1" ]; do sleep 0.05; done; echo second-part'
+    # The second line is hostile too: the live path (app.js) must add it as text.
+    script = 'echo first-part; while [ ! -e "$1" ]; do sleep 0.05; done; echo "second-part $2"'
     runner = subprocess.Popen(
         [
             *ledger_cmd(),
@@ -180,10 +181,11 @@ def test_running_output_appears_as_it_is_written(browser: Any, tmp_path: Path) -
             script,
             "sh",
             str(go),
+            HOSTILE_OUTPUT,
         ],
         env=subprocess_env(),
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
         text=True,
     )
     try:
@@ -203,6 +205,9 @@ def test_running_output_appears_as_it_is_written(browser: Any, tmp_path: Path) -
             wait_for(lambda: "second-part" in pre.text, "the second line on the page")
             wait_for(lambda: css(browser, "#status")[0].text == "completed", "completed")
             assert pre.text.count("first-part") == 1
+            assert f"second-part {HOSTILE_OUTPUT}" in pre.text
+            assert css(browser, "#output *") == []  # text only, no element injected
+            no_alert(browser)
             assert css(browser, "#attempt-state")[0].text == "ended"
     finally:
         go.touch()
