@@ -151,6 +151,11 @@ def test_a_failed_task_is_red_and_filters_narrow_the_table(browser: Any, tmp_pat
         css(browser, "form.filters button")[0].click()
         wait_for(lambda: "prefix=rep" in browser.current_url, "the prefix URL")
         assert [a.text for a in css(browser, "#tasks tbody td:first-child a")] == ["report"]
+        # The front page's counts, fetched by app.js, the failure in red.
+        browser.get(web.url)
+        failed_count = css(browser, "b[data-count=failed]")[0]
+        wait_for(lambda: failed_count.text == "1", "the failed count on /")
+        assert css(browser, "#counts .status-failed")[0].value_of_css_property("color") == RED
         # The task page of the failure: its status is red too.
         browser.get(web.url + "tasks/extract")
         status = css(browser, "#status")[0]

@@ -64,7 +64,7 @@ def counts(stats: dict[str, Any] | None) -> str:
     return f'<p class="counts" id="counts">{"".join(parts)}</p>'
 
 
-def index(stats: dict[str, Any], svg: str | None) -> str:
+def index(stats: dict[str, Any] | None, svg: str | None) -> str:
     """`/`: the counts and the graph of needs."""
     if svg is None:
         drawn = '<p class="muted">The graph is not available in this build.</p>'

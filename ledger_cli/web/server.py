@@ -168,7 +168,7 @@ class Handler(BaseHTTPRequestHandler):
             case [""]:
                 graph = reader.graph()
                 svg = graph[1] if graph is not None else None
-                self._html(pages.index(reader.stats(), svg), head=head)
+                self._html(pages.index(None, svg), head=head)  # counts: app.js
             case ["tasks"] | ["tasks", ""]:
                 statuses, prefix, after, limit = _filters(query)
                 page = reader.page(statuses, prefix, after, limit, _one(query, "queue"))
