@@ -184,3 +184,12 @@ def test_a_port_in_use_is_one_line_and_exit_2(store: Path) -> None:
     assert done.returncode == 2
     [line] = done.stderr.splitlines()
     assert line.startswith(f"ledger: cannot listen on 127.0.0.1:{web.port}: ")
+
+
+def test_the_token_redirect_stays_on_the_site(store: Path) -> None:
+    with served(store, "--token", "t0k") as web:
+        for path in ("//evil.example/?token=t0k", "/\\evil.example/?token=t0k"):
+            reply = web.get(path)
+            assert reply.status == 303
+            where = reply.headers["Location"]
+            assert where.startswith("/") and where[1:2] not in ("/", "\\"), where

@@ -137,6 +137,8 @@ class Handler(BaseHTTPRequestHandler):
         if not guard.open and "token" in query and guard.token_ok(query["token"][-1]):
             rest = [(k, v) for k, vs in query.items() if k != "token" for v in vs]
             where = url.path + ("?" + urlencode(rest) if rest else "")
+            if not where.startswith("/") or where[1:2] in ("/", "\\"):
+                where = "/"  # "//host" or "/\\host" would leave the site
             self._send(
                 HTTPStatus.SEE_OTHER,
                 b"",
