@@ -8,6 +8,9 @@ real ones (`ledger_cli.cli.app.run`), drawing on one recording console.
 
     .venv/bin/python docs/make_pictures.py      # rewrite docs/img/*.svg
 
+The web view's pictures (`web-*.svg`) are its pages as `ledger serve` renders
+them, markup and style sheet, inside an SVG foreignObject.
+
 `tests/test_pictures.py` regenerates them and fails when a file is stale.
 """
 
@@ -150,9 +153,66 @@ def render_all() -> dict[str, str]:
     return out
 
 
+WEB_PICTURES = {"web-tasks.svg": "/tasks", "web-task.svg": "/tasks/integration-tests"}
+"""The web view's pages (`ledger serve`) drawn from the same store."""
+WEB_WIDTH = 1100
+
+
+def web_page(store: str, path: str) -> str:
+    """The `<main>` HTML `ledger serve` sends for `path`, rendered by its own
+    page code (ledger_cli/web/pages.py) at the pictures' clock."""
+    from ledger_cli.cli.context import Session, Settings
+    from ledger_cli.web import pages
+    from ledger_cli.web.api import PAGE, Reader
+
+    with Session(Settings(store=store, actor=ACTOR, now=NOW)) as s:
+        reader = Reader(s)
+        if path == "/tasks":
+            page = reader.page(frozenset(), "", "", PAGE)
+            html = pages.tasks(page, frozenset(), "", PAGE, reader.stats())
+        else:
+            key = path.rsplit("/", 1)[1]
+            found = reader.task(key)
+            assert found is not None
+            rec, atts, history = found
+            html = pages.task(rec, atts, history, reader.output(key, None, 0))
+    return html[html.index("<header>") : html.index("</main>") + len("</main>")]
+
+
+def web_svg(body: str, title: str) -> str:
+    """A page as an SVG picture: the page's own markup and style sheet inside a
+    foreignObject, so the picture is the page code's output, byte for byte
+    (a screenshot would differ with every browser and font version). The
+    height is estimated from the rows; a viewer draws the fonts it has."""
+    from importlib import resources
+
+    css = resources.files("ledger_cli.web").joinpath("static", "style.css").read_text()
+    rows = body.count("<tr") + body.count("<h2") * 2 + body.count("\n") + 8
+    height = 26 * rows
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WEB_WIDTH}" height="{height}"'
+        f' viewBox="0 0 {WEB_WIDTH} {height}" role="img" aria-label="{title}">\n'
+        f'<rect width="100%" height="100%" fill="#ffffff"/>\n'
+        f'<foreignObject x="0" y="0" width="{WEB_WIDTH}" height="{height}">\n'
+        f'<div xmlns="http://www.w3.org/1999/xhtml" class="page"><style>{css}</style>'
+        f"{body}</div>\n</foreignObject>\n</svg>\n"
+    )
+
+
+def render_web() -> dict[str, str]:
+    """File name → SVG text of the web view's pictures."""
+    out: dict[str, str] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        store = str(Path(tmp) / "store")
+        build_store(store)
+        for name, path in WEB_PICTURES.items():
+            out[name] = web_svg(web_page(store, path), f"ledger serve: {path}")
+    return out
+
+
 def main() -> None:
     IMG.mkdir(parents=True, exist_ok=True)
-    for name, text in render_all().items():
+    for name, text in {**render_all(), **render_web()}.items():
         (IMG / name).write_text(text, encoding="utf-8")
         print(IMG / name)
 

@@ -111,6 +111,8 @@ JSON_SHAPES: dict[str, str] = {
     "pause": '`{"paused", "changed", "since", "actor", "reason"}`',
     "resume": '`{"paused", "changed"}`',
     "watch": "none: `watch` needs a terminal (exit 2 outside one)",
+    "serve": "none: it prints its URL, then serves JSON under `/api/` in the shapes of "
+    "`list`, `state`, `output` and `stats` (README: The web view)",
     "snapshot": 'the snapshot itself (`-o F`: `{"output", "records"}`)',
     "restore": '`{"restored"}`',
     "doctor": '`{"store", "records", "problems", "notes", "fixed"}`',

@@ -45,3 +45,22 @@ def test_pictures_are_current() -> None:
     readme = (ROOT / "README.md").read_text()
     for name in ("list.svg", "tree.svg", "state.svg"):
         assert f"docs/img/{name}" in readme
+
+
+def test_web_pictures_are_current() -> None:
+    """docs/img/web-*.svg: the web view's pages as its page code renders them
+    today (no rich involved), well-formed SVG, shown in the README."""
+    import xml.etree.ElementTree as ET
+
+    fresh = _maker().render_web()
+    assert set(fresh) == {"web-tasks.svg", "web-task.svg"}
+    stale = [name for name, text in fresh.items() if (IMG / name).read_text() != text]
+    assert not stale, f"stale: {stale}; run `.venv/bin/python docs/make_pictures.py`"
+    for text in fresh.values():
+        root = ET.fromstring(text)  # the page markup is well-formed XML inside the SVG
+        assert root.tag == "{http://www.w3.org/2000/svg}svg"
+        assert 'class="status-failed">failed<' in text  # the demo's failure is shown
+        assert "<script" not in text
+    readme = (ROOT / "README.md").read_text()
+    for name in fresh:
+        assert f"docs/img/{name}" in readme

@@ -1,6 +1,6 @@
 """Declarations of the operating commands (SPEC §6.2, §6.3, §6.5, §6.6).
 
-`retry`, `cancel`, `stats`, `watch`: registered on the app of `base.py` when
+`retry`, `cancel`, `stats`, `watch`, `serve`: registered on the app of `base.py` when
 `declarations.registered_app` imports this group.
 """
 
@@ -76,3 +76,40 @@ def watch(
     from ledger_cli.cli.commands.watch import watch as work
 
     dispatch(ctx, work, interval=interval, statuses=status)
+
+
+@app.command(
+    epilog=examples(
+        "ledger serve",
+        "LEDGER_TOKEN=$(openssl rand -hex 16) ledger serve --bind 0.0.0.0:8765",
+    )
+)
+def serve(
+    ctx: typer.Context,
+    bind: Annotated[
+        str | None,
+        typer.Option(
+            "--bind",
+            metavar="HOST:PORT",
+            help="Where to listen (default 127.0.0.1:8765; port 0: any free port).",
+        ),
+    ] = None,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            "--token",
+            metavar="T",
+            help="Require this token (default $LEDGER_TOKEN); needed off loopback.",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """A read-only web view: the graph, the task table, each task's output, live.
+
+    Prints its URL on the first line, then serves until interrupted. Every
+    request needs `Authorization: Bearer T`, or the cookie that visiting
+    `/?token=T` sets, when a token is given.
+    """
+    from ledger_cli.cli.commands.serve import serve as work
+
+    dispatch(ctx, work, bind=bind, token=token)

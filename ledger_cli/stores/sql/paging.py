@@ -61,15 +61,17 @@ about 9 ms; a short first page puts the first row out in about 1 ms."""
 
 
 def read_record_pages(
-    fetch: Callable[[str, tuple[Any, ...]], list[TaskState]], sql: str
+    fetch: Callable[[str, tuple[Any, ...]], list[TaskState]],
+    sql: str,
+    after: str = "",
+    among: tuple[str, ...] = (),
 ) -> Iterator[TaskState]:
-    """Records in key order, read in pages (keyset: `sql` takes the last key seen
-    and the page size), so a long listing is never held whole; the first page
-    is short, so the first row comes at once."""
-    after = ""
+    """Records in key order after `after`, read in pages (keyset: `sql` takes the
+    last key seen, then `among`, then the page size), so a long listing is never
+    held whole; the first page is short, so the first row comes at once."""
     size = min(FIRST_RECORD_PAGE, RECORD_PAGE)
     while True:
-        page = fetch(sql, (after, size))
+        page = fetch(sql, (after, *among, size))
         yield from page
         if len(page) < size:
             return

@@ -100,6 +100,15 @@ class PostgresReads(PostgresConnection):
         sql = readyindex.visible_page_sql(codec.SELECT_COLUMNS, "%s")
         yield from paging.read_record_pages(self._records, sql)
 
+    def visible_after(self, after: str, statuses: Iterable[str] = ()) -> Iterator[TaskState]:
+        """The unpruned records with a key after `after` (byte order), in key
+        order and in pages, only those with one of `statuses` when given (the
+        database filters): a page of `ledger serve`'s task table reads from its
+        cursor on, not from the first key."""
+        among = tuple(dict.fromkeys(statuses))
+        sql = readyindex.visible_page_sql(codec.SELECT_COLUMNS, "%s", len(among))
+        yield from paging.read_record_pages(self._records, sql, after, among)
+
     def pruned_range(self) -> Iterator[TaskState]:
         """The pruned records, sorted by key."""
         return iter(self._records(readyindex.pruned_sql(codec.SELECT_COLUMNS)))

@@ -132,9 +132,12 @@ def pruned_sql(columns: str) -> str:
     return f"SELECT {cols} FROM ledger_tasks t JOIN ledger_pruned p ON p.key = t.key ORDER BY t.key"
 
 
-def visible_page_sql(columns: str, mark: str) -> str:
-    """The next page of unpruned records after a key, in key order."""
+def visible_page_sql(columns: str, mark: str, statuses: int = 0) -> str:
+    """The next page of unpruned records after a key, in key order; with
+    `statuses`, only those whose status is one of that many parameters
+    (given after the key)."""
+    among = f" AND t.status IN ({', '.join([mark] * statuses)})" if statuses else ""
     return (
-        f"SELECT {columns} FROM ledger_tasks t WHERE t.key > {mark} AND NOT EXISTS"
+        f"SELECT {columns} FROM ledger_tasks t WHERE t.key > {mark}{among} AND NOT EXISTS"
         f" (SELECT 1 FROM ledger_pruned p WHERE p.key = t.key) ORDER BY t.key LIMIT {mark}"
     )

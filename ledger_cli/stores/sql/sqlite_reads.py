@@ -111,6 +111,23 @@ class SQLiteReads(SQLiteConnection):
         sql = readyindex.visible_page_sql(codec.SELECT_COLUMNS, "?")
         yield from paging.read_record_pages(self._records, sql)
 
+    def visible_after(self, after: str, statuses: Iterable[str] = ()) -> Iterator[TaskState]:
+        """The unpruned records with a key after `after` (byte order), in key
+        order and in pages, only those with one of `statuses` when given (the
+        database filters): a page of `ledger serve`'s task table reads from its
+        cursor on, not from the first key."""
+        among = tuple(dict.fromkeys(statuses))
+        if not self._utf8:  # key order is not byte order: filter the sorted read
+            start = byte_order(after)
+            yield from (
+                r
+                for r in self.visible_range()
+                if byte_order(r.key) > start and (not among or r.status in among)
+            )
+            return
+        sql = readyindex.visible_page_sql(codec.SELECT_COLUMNS, "?", len(among))
+        yield from paging.read_record_pages(self._records, sql, after, among)
+
     def pruned_range(self) -> Iterator[TaskState]:
         """The pruned records, sorted by key."""
         return iter(self._records(readyindex.pruned_sql(codec.SELECT_COLUMNS)))

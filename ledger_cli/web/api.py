@@ -1,0 +1,188 @@
+"""What the web view reads from the store, in the shapes of the CLI's `--json`.
+
+`Reader` keeps one open `Session` for the server's life and lets one request at
+a time use it (a lock): one connection on PostgreSQL, no store shared between
+threads at once. Listings are paged by key (`after`), so a page of the task
+table reads at most `limit + 1` records past its cursor on the SQL stores.
+"""
+
+from __future__ import annotations
+
+import heapq
+import importlib
+import itertools
+import threading
+from typing import TYPE_CHECKING, Any
+
+from ledger_cli.cli import output
+
+if TYPE_CHECKING:
+    from ledger_cli.cli.context import Session
+    from ledger_cli.engine.attempts import Attempt
+    from ledger_cli.engine.history import HistoryEntry
+    from ledger_cli.engine.record import TaskState
+    from ledger_cli.engine.store import Store
+
+STATUSES = ("pending", "claimed", "completed", "failed", "blocked")
+PAGE = 100
+"""Rows of a task-table page unless `limit` says otherwise."""
+MAX_PAGE = 1000
+"""The most rows one page may ask for."""
+OUTPUT_MAX = 1 << 20
+"""The most bytes of output one response carries (the last ones)."""
+
+
+class Page:
+    """One page of the task table: its records and the cursor of the next page."""
+
+    def __init__(self, records: list[TaskState], next_after: str | None) -> None:
+        self.records = records
+        self.next_after = next_after
+
+
+class Reader:
+    """The server's one open store, read by one request at a time."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.lock = threading.Lock()
+
+    @property
+    def store(self) -> Store:
+        return self.session.store
+
+    def page(
+        self, statuses: frozenset[str], prefix: str, after: str, limit: int, queue: str = ""
+    ) -> Page:
+        """Up to `limit` visible records with a key after `after` (byte order)
+        that start with `prefix` and have one of `statuses` (all when empty).
+        `queue` is the hook for queues: no store keeps one yet, so a queue
+        other than "" matches nothing."""
+        from ledger_cli.engine import prune
+        from ledger_cli.engine.record import byte_order
+
+        if queue:
+            return Page([], None)
+        prefix_b = byte_order(prefix)
+        after_b = byte_order(after)
+
+        def wanted(rec: TaskState, kb: bytes) -> bool:
+            return (
+                kb.startswith(prefix_b)
+                and (not after or kb > after_b)
+                and (not statuses or rec.status in statuses)
+            )
+
+        with self.lock:
+            view = getattr(self.store, "visible_after", None)
+            scan = getattr(self.store, "scan_visible", None)
+            if view is None and scan is not None:
+                # The JSON store keeps no key order: stream every record without
+                # the store's lock (writers go on) and keep the smallest keys.
+                best = heapq.nsmallest(
+                    limit + 1,
+                    (r for r in scan() if wanted(r, byte_order(r.key))),
+                    key=lambda r: byte_order(r.key),
+                )
+                more = len(best) > limit
+                return Page(best[:limit], best[limit - 1].key if more else None)
+            if view is None:
+                records = prune.visible(self.store)
+            else:  # keyset pages from the cursor (or the prefix) on
+                start = after if after_b >= prefix_b else prefix
+                records = iter(view(start, sorted(statuses)))
+                first = self.session.load(prefix) if prefix and start == prefix else None
+                if first is not None and not prune.is_pruned(self.store, prefix):
+                    records = itertools.chain((first,), records)  # `view` starts after it
+            found: list[TaskState] = []
+            for rec in records:
+                kb = byte_order(rec.key)
+                if kb > prefix_b and not kb.startswith(prefix_b):
+                    break  # key order: nothing further starts with the prefix
+                if not wanted(rec, kb):
+                    continue
+                if len(found) == limit:
+                    return Page(found, found[-1].key)
+                found.append(rec)
+        return Page(found, None)
+
+    def load(self, key: str) -> TaskState | None:
+        with self.lock:
+            return self.session.load(key)
+
+    def task(self, key: str) -> tuple[TaskState, list[Attempt], list[HistoryEntry]] | None:
+        """A record, its kept attempts and its history lines, or None."""
+        from ledger_cli.cli.outcome import attempts_of
+
+        with self.lock:
+            rec = self.session.load(key)
+            if rec is None:
+                return None
+            atts = list(attempts_of(self.store, key))
+            read = getattr(self.store, "read_history", None)
+            history: list[HistoryEntry] = list(read(key)) if read is not None else []
+        return rec, atts, history
+
+    def task_json(self, key: str) -> str | None:
+        """`ledger --json state KEY`: the wire record with `"attempts"`."""
+        from ledger_cli.cli.outcome import with_attempts
+        from ledger_cli.engine import schedule
+
+        with self.lock:
+            rec = self.session.load(key)
+            if rec is None:
+                return None
+            kept = schedule.of(self.store, key)
+            if kept is None:
+                doc = str(output.record(rec))
+            else:
+                from ledger_cli.engine.wireext import record_json
+
+                doc = record_json(rec, kept)
+            return with_attempts(doc, self.store, key)
+
+    def output(self, key: str, n: int | None, since: int) -> dict[str, Any] | None:
+        """`ledger --json output KEY`: the attempt and its kept output from byte
+        `since` on (the last OUTPUT_MAX bytes at most); None without a record
+        or an attempt. `"seen"` is the byte count to ask from next."""
+        from ledger_cli.stores.attempts import attempt_log
+
+        with self.lock:
+            if self.session.load(key) is None:
+                return None
+            log = attempt_log(self.store)
+            atts = log.list_attempts(key)
+            if not atts:
+                return None
+            n = atts[-1].n if n is None else n
+            att, data = log.read_new(key, n, since)
+        if att is None:
+            return None
+        return {
+            "key": key,
+            "attempt": att.to_obj(),
+            "output": data[-OUTPUT_MAX:].decode("utf-8", "replace"),
+            "seen": att.output_bytes,
+        }
+
+    def stats(self) -> dict[str, Any]:
+        """`ledger --json stats`."""
+        from ledger_cli.cli.commands.stats import collect
+
+        with self.lock:
+            return collect(self.store, self.session.now()).to_obj()
+
+    def graph(self) -> tuple[Any, str] | None:
+        """The graph of needs as `ledger --json graph` shows it and as an SVG
+        picture, or None in a build without `ledger_cli.cli.graph`. Uses
+        `model.collect(store) -> Graph`, `Graph.to_obj()` (the `--json`
+        shape) and `svg.to_svg(graph)` (nodes `class="node status-S"`,
+        `data-key`)."""
+        try:  # the graph package lands on its own branch (issue 34, item 1)
+            model = importlib.import_module("ledger_cli.cli.graph.model")
+            svg = importlib.import_module("ledger_cli.cli.graph.svg")
+        except ImportError:
+            return None
+        with self.lock:
+            graph = model.collect(self.store)
+        return graph.to_obj(), svg.to_svg(graph)

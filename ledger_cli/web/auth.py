@@ -1,0 +1,71 @@
+"""Who may read: the bind rule, the bearer token and the session cookie.
+
+A bind that is not loopback needs a token (`--token` or LEDGER_TOKEN). With a
+token, a request passes with `Authorization: Bearer T`, or with the session
+cookie that visiting any page with `?token=T` sets. The cookie holds an HMAC of
+the token, not the token itself; both are compared with `hmac.compare_digest`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import ipaddress
+from http.cookies import CookieError, SimpleCookie
+
+COOKIE = "ledger_session"
+
+
+def is_loopback(host: str) -> bool:
+    """True for `localhost` and the loopback addresses (127.0.0.0/8, ::1)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a host name: it may resolve to anything
+
+
+class Guard:
+    """The token check of every request (no token: every request passes)."""
+
+    def __init__(self, token: str | None) -> None:
+        self.token = token
+        self._session = (
+            hmac.new(token.encode(), b"ledger serve session", hashlib.sha256).hexdigest()
+            if token
+            else ""
+        )
+
+    @property
+    def open(self) -> bool:
+        return not self.token
+
+    def session_cookie(self) -> str:
+        """The Set-Cookie value a right `?token=` earns."""
+        return f"{COOKIE}={self._session}; Path=/; HttpOnly; SameSite=Strict"
+
+    def token_ok(self, given: str) -> bool:
+        assert self.token is not None
+        return hmac.compare_digest(given.encode(), self.token.encode())
+
+    def allows(self, authorization: str | None, cookie: str | None) -> bool:
+        """True when the bearer token or the session cookie is right."""
+        if self.open:
+            return True
+        if authorization is not None:
+            scheme, _, given = authorization.partition(" ")
+            if scheme.lower() == "bearer" and self.token_ok(given.strip()):
+                return True
+        if cookie:
+            jar: SimpleCookie = SimpleCookie()
+            try:
+                jar.load(cookie)
+            except CookieError:
+                return False
+            morsel = jar.get(COOKIE)
+            if morsel is not None and hmac.compare_digest(
+                morsel.value.encode(), self._session.encode()
+            ):
+                return True
+        return False

@@ -1,0 +1,276 @@
+"""The HTTP side of `ledger serve`: the standard library's `ThreadingHTTPServer`.
+
+Why the standard library and not a WSGI server: the view is read-only, serves
+one on-call person or a handful, and reads one store through one lock, so a
+thread per request is plenty; it adds no dependency to install or to keep off
+the hot commands' start-up. What `http.server`'s documentation warns about
+(it does only basic security checks) is covered here: GET and HEAD only (any
+other method is 405), no file system path is ever served (the two static files
+are package data read by name), every page is escaped, the headers below are
+sent on every response, and a bind that is not loopback needs a token.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import sys
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib import resources
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlencode, urlsplit
+
+from ledger_cli.cli import output
+from ledger_cli.web import pages
+from ledger_cli.web.api import MAX_PAGE, PAGE, STATUSES, Reader
+from ledger_cli.web.auth import Guard
+
+SECURITY_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self';"
+        " connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "X-Frame-Options": "DENY",
+    "Cache-Control": "no-store",
+}
+STATIC = {
+    "app.js": "text/javascript; charset=utf-8",
+    "style.css": "text/css; charset=utf-8",
+}
+
+
+class BadRequest(Exception):
+    """A query parameter that does not parse: 400 with its message."""
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], reader: Reader, guard: Guard) -> None:
+        self.reader = reader
+        self.guard = guard
+        self.static = {
+            name: resources.files("ledger_cli.web").joinpath("static", name).read_bytes()
+            for name in STATIC
+        }
+        if ":" in address[0]:
+            self.address_family = socket.AF_INET6
+        super().__init__(address, Handler)
+
+
+class Handler(BaseHTTPRequestHandler):
+    server: Server
+    server_version = "ledger-serve"
+    sys_version = ""
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet: the access log is not the on-call person's concern here."""
+
+    def __getattr__(self, name: str) -> Any:
+        # Any method but GET and HEAD (PUT, DELETE, made-up ones) is 405, not 501.
+        if name.startswith("do_"):
+            return self._not_allowed
+        raise AttributeError(name)
+
+    def _not_allowed(self) -> None:
+        # A body it sent is not read: close rather than parse it as a request.
+        self.close_connection = True
+        self._send(
+            HTTPStatus.METHOD_NOT_ALLOWED,
+            b"405 read-only: GET or HEAD only\n",
+            "text/plain; charset=utf-8",
+            {"Allow": "GET, HEAD", "Connection": "close"},
+        )
+
+    def do_GET(self) -> None:
+        self._serve(head=False)
+
+    def do_HEAD(self) -> None:
+        self._serve(head=True)
+
+    # -- the response ---------------------------------------------------------
+
+    def _send(
+        self,
+        status: HTTPStatus,
+        body: bytes,
+        ctype: str,
+        extra: dict[str, str] | None = None,
+        head: bool = False,
+    ) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in {**SECURITY_HEADERS, **(extra or {})}.items():
+            self.send_header(name, value)
+        self.end_headers()
+        if not head and self.command != "HEAD":
+            self.wfile.write(body)
+
+    def _html(self, text: str, status: HTTPStatus = HTTPStatus.OK, head: bool = False) -> None:
+        self._send(status, text.encode(), "text/html; charset=utf-8", head=head)
+
+    def _json(self, text: str, extra: dict[str, str] | None = None, head: bool = False) -> None:
+        self._send(HTTPStatus.OK, text.encode() + b"\n", "application/json", extra, head)
+
+    def _error(self, status: HTTPStatus, text: str, api: bool, head: bool) -> None:
+        if api:
+            doc = {"error": {"code": status.phrase.lower().replace(" ", "_"), "message": text}}
+            body = (json.dumps(doc) + "\n").encode()
+            self._send(status, body, "application/json", head=head)
+        else:
+            page = pages.message(f"{status.value} {status.phrase}", text)
+            self._send(status, page.encode(), "text/html; charset=utf-8", head=head)
+
+    # -- routing --------------------------------------------------------------
+
+    def _serve(self, head: bool) -> None:
+        url = urlsplit(self.path)
+        query = parse_qs(url.query, keep_blank_values=True)
+        segments = url.path.split("/")[1:]  # raw: a key's "/" comes as %2F
+        api = segments[:1] == ["api"]
+        guard = self.server.guard
+        if not guard.open and "token" in query and guard.token_ok(query["token"][-1]):
+            rest = [(k, v) for k, vs in query.items() if k != "token" for v in vs]
+            where = url.path + ("?" + urlencode(rest) if rest else "")
+            if not where.startswith("/") or where[1:2] in ("/", "\\"):
+                where = "/"  # "//host" or "/\\host" would leave the site
+            self._send(
+                HTTPStatus.SEE_OTHER,
+                b"",
+                "text/plain",
+                {"Location": where, "Set-Cookie": guard.session_cookie()},
+                head,
+            )
+            return
+        if not guard.allows(self.headers.get("Authorization"), self.headers.get("Cookie")):
+            self._send(
+                HTTPStatus.UNAUTHORIZED,
+                b"401 a token is needed\n",
+                "text/plain; charset=utf-8",
+                {"WWW-Authenticate": "Bearer"},
+                head,
+            )
+            return
+        try:
+            self._route(segments, query, head)
+        except BadRequest as exc:
+            self._error(HTTPStatus.BAD_REQUEST, str(exc), api, head)
+        except Exception as exc:  # a store error: one line, the server stays up
+            self._error(HTTPStatus.INTERNAL_SERVER_ERROR, _one_line(exc), api, head)
+            output.diag(f"ledger: serve: {self.command} {url.path}: {_one_line(exc)}")
+
+    def _route(self, seg: list[str], query: dict[str, list[str]], head: bool) -> None:
+        reader = self.server.reader
+        match seg:
+            case [""]:
+                graph = reader.graph()
+                svg = graph[1] if graph is not None else None
+                self._html(pages.index(None, svg), head=head)  # counts: app.js
+            case ["tasks"] | ["tasks", ""]:
+                statuses, prefix, after, limit = _filters(query)
+                page = reader.page(statuses, prefix, after, limit, _one(query, "queue"))
+                self._html(pages.tasks(page, statuses, prefix, limit), head=head)
+            case ["tasks", key] if key:
+                self._task_page(_key(key), head)
+            case ["static", name] if name in STATIC:
+                self._send(HTTPStatus.OK, self.server.static[name], STATIC[name], head=head)
+            case ["api", "stats"]:
+                self._json(output.dumps(reader.stats()), head=head)
+            case ["api", "graph"]:
+                graph = reader.graph()
+                if graph is None:
+                    self._error(HTTPStatus.NOT_FOUND, "the graph is not available", True, head)
+                    return
+                self._json(output.dumps(graph[0]), head=head)
+            case ["api", "tasks"]:
+                self._api_tasks(query, head)
+            case ["api", "tasks", key]:
+                doc = reader.task_json(_key(key))
+                if doc is None:
+                    self._error(HTTPStatus.NOT_FOUND, "no such key", True, head)
+                    return
+                self._json(doc, head=head)
+            case ["api", "tasks", key, "output"]:
+                n = _uint(query, "attempt")
+                since = _uint(query, "since") or 0
+                out = reader.output(_key(key), n, since)
+                if out is None:
+                    self._error(HTTPStatus.NOT_FOUND, "no such key or attempt", True, head)
+                    return
+                self._json(output.dumps(out), head=head)
+            case _:
+                self._error(HTTPStatus.NOT_FOUND, "no such page", seg[:1] == ["api"], head)
+
+    def _task_page(self, key: str, head: bool) -> None:
+        reader = self.server.reader
+        found = reader.task(key)
+        if found is None:
+            self._error(HTTPStatus.NOT_FOUND, "no such key", False, head)
+            return
+        rec, atts, history = found
+        out = reader.output(key, None, 0) if atts else None
+        self._html(pages.task(rec, atts, history, out), head=head)
+
+    def _api_tasks(self, query: dict[str, list[str]], head: bool) -> None:
+        statuses, prefix, after, limit = _filters(query)
+        page = self.server.reader.page(statuses, prefix, after, limit, _one(query, "queue"))
+        extra = {}
+        if page.next_after is not None:
+            q: list[tuple[str, str]] = [("status", st) for st in sorted(statuses)]
+            q += [("prefix", prefix)] if prefix else []
+            q += [("after", page.next_after), ("limit", str(limit))]
+            extra["Link"] = f'</api/tasks?{urlencode(q)}>; rel="next"'
+        body = "[" + ",".join(str(output.record(r)) for r in page.records) + "]"
+        self._json(body, extra, head)
+
+
+def _key(segment: str) -> str:
+    try:
+        return unquote(segment, errors="strict")
+    except UnicodeDecodeError:
+        raise BadRequest("the key in the URL is not UTF-8") from None
+
+
+def _one(query: dict[str, list[str]], name: str) -> str:
+    values = query.get(name)
+    return values[-1] if values else ""
+
+
+def _uint(query: dict[str, list[str]], name: str) -> int | None:
+    text = _one(query, name)
+    if not text:
+        return None
+    if not text.isascii() or not text.isdigit():
+        raise BadRequest(f"{name} must be a whole number, not {text!r}")
+    return int(text)
+
+
+def _filters(query: dict[str, list[str]]) -> tuple[frozenset[str], str, str, int]:
+    wanted = {st for v in query.get("status", ()) for st in v.split(",") if st}
+    bad = wanted - set(STATUSES)
+    if bad:
+        raise BadRequest(f"unknown status {sorted(bad)[0]!r} (one of {', '.join(STATUSES)})")
+    limit = _uint(query, "limit") or PAGE
+    if limit > MAX_PAGE:
+        raise BadRequest(f"limit is at most {MAX_PAGE}")
+    return frozenset(wanted), _one(query, "prefix"), _one(query, "after"), limit
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def serve_forever(server: Server, url: str) -> None:
+    """Print the URL (the first line, for scripts and tests), then serve until interrupted."""
+    sys.stdout.write(f"{url}\n")
+    sys.stdout.flush()
+    try:
+        server.serve_forever(poll_interval=0.5)
+    finally:
+        server.server_close()

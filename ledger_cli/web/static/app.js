@@ -1,0 +1,100 @@
+// ledger serve: live updates by polling /api/. Writes text with textContent
+// only (never innerHTML); reads its targets from data- attributes.
+"use strict";
+
+const EVERY_MS = 1000; // a running task's output and status
+const COUNTS_EVERY_MS = 5000; // the counts of / and /tasks
+
+async function getJSON(url) {
+  const res = await fetch(url, { credentials: "same-origin", cache: "no-store" });
+  if (!res.ok) {
+    throw new Error(url + ": " + res.status);
+  }
+  return res.json();
+}
+
+// The summary counts of / and /tasks: <span data-count="failed">.
+async function refreshCounts() {
+  const stats = await getJSON("/api/stats");
+  for (const el of document.querySelectorAll("[data-count]")) {
+    const n = stats.counts[el.dataset.count];
+    el.textContent = String(n === undefined ? 0 : n);
+  }
+  for (const el of document.querySelectorAll("[data-stat]")) {
+    const v = stats[el.dataset.stat];
+    el.textContent = v === null || v === undefined ? "-" : String(v);
+  }
+}
+
+// A task page: <pre id="output" data-key=… data-attempt=… data-seen=…> gets the
+// new output appended while the attempt runs; the status follows the record.
+async function followTask(pre) {
+  const key = encodeURIComponent(pre.dataset.key);
+  let seen = Number(pre.dataset.seen || "0");
+  let attempt = pre.dataset.attempt || "";
+  for (;;) {
+    let ended = false;
+    try {
+      const rec = await getJSON("/api/tasks/" + key);
+      const status = document.getElementById("status");
+      if (status && status.textContent !== rec.Status) {
+        status.textContent = rec.Status;
+        status.className = "status-" + rec.Status;
+      }
+      const q = new URLSearchParams({ since: String(seen) });
+      if (attempt) {
+        q.set("attempt", attempt);
+      }
+      const res = await fetch("/api/tasks/" + key + "/output?" + q, {
+        credentials: "same-origin",
+        cache: "no-store",
+      });
+      if (res.ok) {
+        const out = await res.json();
+        if (!attempt || Number(attempt) !== out.attempt.n) {
+          attempt = String(out.attempt.n);
+        }
+        if (out.output) {
+          pre.textContent += out.output;
+        }
+        seen = out.seen;
+        ended = out.attempt.ended !== null && out.attempt.ended !== undefined;
+        const state = document.getElementById("attempt-state");
+        if (state) {
+          state.textContent = ended ? "ended" : "running";
+        }
+      }
+      ended = ended && rec.Status !== "claimed";
+    } catch (err) {
+      // The server may be restarting: try again at the next tick.
+    }
+    if (ended) {
+      return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, EVERY_MS));
+  }
+}
+
+function start() {
+  if (document.querySelector("[data-count], [data-stat]")) {
+    // The counts read every record on some stores: every few seconds, and
+    // not while the tab is hidden.
+    const tick = () => {
+      const next = () => setTimeout(tick, COUNTS_EVERY_MS);
+      if (document.hidden) {
+        next();
+        return;
+      }
+      refreshCounts().catch(() => {}).finally(next);
+    };
+    // A page sent without its counts ("…") asks for them at once.
+    const pending = document.querySelector("[data-count]");
+    setTimeout(tick, pending && pending.textContent === "…" ? 0 : COUNTS_EVERY_MS);
+  }
+  const pre = document.getElementById("output");
+  if (pre && pre.dataset.live === "1") {
+    followTask(pre);
+  }
+}
+
+document.addEventListener("DOMContentLoaded", start);
