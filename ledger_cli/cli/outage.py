@@ -13,6 +13,7 @@ until the store has been unreachable for longer than `--give-up-after`
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 from ledger_cli.cli import output
 from ledger_cli.cli.context import Session, Settings
@@ -20,7 +21,6 @@ from ledger_cli.cli.inputs import parse_duration
 from ledger_cli.engine import scopes
 from ledger_cli.errors import LedgerError, StoreError, StoreUnavailableError
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from collections.abc import Iterator
 

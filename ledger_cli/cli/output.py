@@ -13,10 +13,10 @@ import sys
 # collections.abc's own Mapping, loaded with os at start-up (collections.abc
 # itself imports collections: a hot command's start-up spares it).
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from ledger_cli.engine import scopes
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from collections.abc import Iterable
     from typing import Any

@@ -16,7 +16,8 @@ their twins).
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
+from typing import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from dataclasses import Field
     from typing import Any, ClassVar, Self

@@ -10,10 +10,10 @@ appends one entry per event inside the same `store.batch()` as the write.
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 from ledger_cli.engine._frozen import Frozen
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
     from typing import Any, Protocol

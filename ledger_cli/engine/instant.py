@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime, timedelta, timezone
+from typing import TYPE_CHECKING
 
 from ledger_cli.engine.lazyre import Lazy
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any, ClassVar, overload

@@ -12,7 +12,8 @@ compiled pattern's do.
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
+from typing import TYPE_CHECKING
+
 if TYPE_CHECKING:
     import re
     from collections.abc import Callable

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ledger_cli.engine._frozen import Frozen
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.status import is_known
 from ledger_cli.errors import ValidationError
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from typing import Any
 

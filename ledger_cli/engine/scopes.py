@@ -11,7 +11,8 @@ the generator's exception handling follows contextlib's
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
+from typing import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
     from contextlib import AbstractContextManager

@@ -8,7 +8,8 @@ more than a millisecond, and no hot command needs it.
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
+from typing import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from ledger_cli.engine.statusenum import Status as Status
 

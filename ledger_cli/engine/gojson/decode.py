@@ -14,12 +14,12 @@ from __future__ import annotations
 import codecs
 import json
 import math
+from typing import TYPE_CHECKING
 
 from ledger_cli.engine.gojson.tree import INT64_MIN, UINT64_MAX, EscapedStr, Number, RawObject
 from ledger_cli.engine.lazyre import Lazy
 from ledger_cli.errors import DecodeError
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from typing import Any
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import math
 from operator import itemgetter
+from typing import TYPE_CHECKING
 
 from ledger_cli.engine.gojson.tree import INT64_MIN, UINT64_MAX
 from ledger_cli.engine.lazyre import Lazy
 from ledger_cli.errors import EncodeError
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     import re
     from typing import Any

@@ -30,6 +30,7 @@ does. A need's file name is records.need_digest (the key digest of the need).
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from ledger_cli.engine.lazyre import Lazy
 from ledger_cli.engine.record import TaskState
@@ -38,7 +39,6 @@ from ledger_cli.stores.jsonfile.fsutil import fail
 from ledger_cli.stores.jsonfile.layout import DIGEST, SHARD, shown
 from ledger_cli.stores.jsonfile.records import need_digest
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 

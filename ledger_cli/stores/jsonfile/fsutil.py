@@ -20,11 +20,11 @@ import errno
 import os
 import stat
 import sys
+from typing import TYPE_CHECKING
 
 from ledger_cli.engine import scopes
 from ledger_cli.errors import StoreError
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 

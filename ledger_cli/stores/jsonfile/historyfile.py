@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import os
+from typing import TYPE_CHECKING
 
 from ledger_cli.engine import scopes
 from ledger_cli.engine.history import HistoryEntry
@@ -35,7 +36,6 @@ from ledger_cli.stores.jsonfile.fsutil import fail
 from ledger_cli.stores.jsonfile.layout import HISTORY_NAME, shown
 from ledger_cli.stores.jsonfile.locking import io_errors
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
     from contextlib import AbstractContextManager

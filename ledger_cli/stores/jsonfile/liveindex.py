@@ -15,6 +15,7 @@ fragment, and the journal's replay appends the entries again.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from ledger_cli.engine.lazyre import Lazy
 from ledger_cli.engine.record import TaskState
@@ -22,7 +23,6 @@ from ledger_cli.stores.jsonfile import fsutil
 from ledger_cli.stores.jsonfile.fsutil import fail
 from ledger_cli.stores.jsonfile.layout import DIGEST, LIVE_DIR, LIVE_STATUSES, SHARD_INDEX, shown
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import threading
+from typing import TYPE_CHECKING
 
 from ledger_cli.engine import collector, scopes
 from ledger_cli.errors import StoreError
@@ -22,7 +23,6 @@ from ledger_cli.stores.jsonfile.spares import Spares
 
 DEFAULT_LOCK_TIMEOUT = 60.0
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
     from typing import Any, ParamSpec, TypeVar

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from ledger_cli.engine import scopes
 from ledger_cli.engine.record import TaskState, byte_order
@@ -13,7 +14,6 @@ from ledger_cli.stores.jsonfile.layout import RECORDS_DIR
 from ledger_cli.stores.jsonfile.locking import LockedDirectory, io_errors, store_method
 from ledger_cli.stores.jsonfile.records import decode_record_file, key_digest, scan_records
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from collections.abc import Iterator
 

@@ -4,6 +4,7 @@ history, the claimable-work scan); the parts live in the sibling modules."""
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from ledger_cli.engine import scopes
 from ledger_cli.engine.history import HistoryEntry
@@ -40,7 +41,6 @@ from ledger_cli.stores.jsonfile.records import (
 from ledger_cli.stores.jsonfile.schedulefile import ScheduleMethods
 from ledger_cli.stores.jsonfile.tallyview import TallyMethods
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator, Sequence
 

@@ -8,6 +8,7 @@ not built (a store older than it; the next writer builds it)."""
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from ledger_cli.engine import scopes
 from ledger_cli.engine.instant import Instant
@@ -18,7 +19,6 @@ from ledger_cli.stores.jsonfile.locking import io_errors, store_method
 from ledger_cli.stores.jsonfile.reading import RecordReader
 from ledger_cli.stores.jsonfile.records import key_digest, scan_records
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
 
