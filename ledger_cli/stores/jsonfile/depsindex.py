@@ -30,9 +30,9 @@ does. A need's file name is records.need_digest (the key digest of the need).
 from __future__ import annotations
 
 import os
+import re
 from typing import TYPE_CHECKING
 
-from ledger_cli.engine.lazyre import Lazy
 from ledger_cli.engine.record import TaskState
 from ledger_cli.stores.jsonfile import fsutil
 from ledger_cli.stores.jsonfile.fsutil import fail
@@ -48,7 +48,7 @@ DEPS_DIR = "deps"
 MANIFEST = "manifest"
 MANIFEST_DATA = b"ledger_cli.deps 1\n"
 
-_TORN = Lazy(r"[0-9a-f]{0,63}")
+_TORN = re.compile(r"[0-9a-f]{0,63}")
 """What a torn append can leave of a line: a prefix of a digest."""
 
 

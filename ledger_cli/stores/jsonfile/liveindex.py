@@ -15,9 +15,9 @@ fragment, and the journal's replay appends the entries again.
 from __future__ import annotations
 
 import os
+import re
 from typing import TYPE_CHECKING
 
-from ledger_cli.engine.lazyre import Lazy
 from ledger_cli.engine.record import TaskState
 from ledger_cli.stores.jsonfile import fsutil
 from ledger_cli.stores.jsonfile.fsutil import fail
@@ -46,7 +46,7 @@ def mark_live(root: str, lfd: int, digest: str) -> bool:
     return True
 
 
-_TORN = Lazy(r"[0-9a-f]{0,63}")
+_TORN = re.compile(r"[0-9a-f]{0,63}")
 """What a torn append can leave of a line: a prefix of a digest."""
 
 
