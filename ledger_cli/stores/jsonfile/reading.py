@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import TYPE_CHECKING
 
-from ledger_cli.engine import scopes
 from ledger_cli.engine.record import TaskState, byte_order
 from ledger_cli.stores.jsonfile import fsutil, layout, prunedfile
 from ledger_cli.stores.jsonfile.fsutil import fail
@@ -33,7 +33,7 @@ class RecordReader(LockedDirectory):
         pass finds is judged again under the lock on a fresh scan."""
         self._seen = seen
 
-    @scopes.contextmanager
+    @contextlib.contextmanager
     def one_scan(self) -> Iterator[None]:
         """Read the record files once for every check inside the block
         (`ledger doctor`'s index checks: one scan, not one each). The checks
