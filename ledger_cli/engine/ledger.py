@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from ledger_cli.engine.conflict import Outcome
     from ledger_cli.engine.events import Bus
     from ledger_cli.engine.snapshot import Snapshot
-    from ledger_cli.engine.statusenum import Status
+    from ledger_cli.engine.status import Status
     from ledger_cli.engine.store import Store
 
 TimeLike = Instant | datetime
