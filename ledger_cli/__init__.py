@@ -7,11 +7,11 @@ start) pays only for what it uses.
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 """The package version (pyproject.toml reads it from here: one source)."""
 
-TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing costs start-up time
 if TYPE_CHECKING:
     from typing import Any
 

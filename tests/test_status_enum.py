@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 from ledger_cli.engine import status
-from tests.cli_support import subprocess_env
 
 
 def test_each_member_is_the_engines_string() -> None:
@@ -17,21 +13,3 @@ def test_each_member_is_the_engines_string() -> None:
     ]  # fmt: skip
     assert frozenset(Status) == status.KNOWN
     assert status.Status is Status and Status("failed") is Status.FAILED
-
-
-def test_status_is_loaded_when_first_asked_for() -> None:
-    probe = (
-        "import sys\n"
-        "import ledger_cli.engine.status as st\n"
-        "assert 'enum' not in sys.modules and 'ledger_cli.engine.statusenum' not in sys.modules\n"
-        "from ledger_cli.engine.status import Status\n"
-        "print(Status.BLOCKED.value, 'enum' in sys.modules)\n"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", probe],
-        capture_output=True,
-        text=True,
-        env=subprocess_env(),
-        check=True,
-    )
-    assert out.stdout.split() == ["blocked", "True"]

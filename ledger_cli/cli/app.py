@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from ledger_cli.cli import output
 from ledger_cli.cli.execute import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, execute
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import NoReturn

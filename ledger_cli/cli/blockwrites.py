@@ -20,8 +20,8 @@ No typing import at module level: every command's session makes one.
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
     from contextlib import AbstractContextManager

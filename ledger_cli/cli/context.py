@@ -7,13 +7,13 @@ import this module and the engine, nothing more.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
+from typing import TYPE_CHECKING
 
 from ledger_cli.cli.inputs import parse_now, validate_text
-from ledger_cli.engine import scopes
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
     from contextlib import AbstractContextManager
@@ -171,7 +171,7 @@ class Session:
         a failed completion's blocking walk, in blocks of its own (blockwrites)."""
         self._after.append(fn)
 
-    @scopes.contextmanager
+    @contextlib.contextmanager
     def _unit(self, when: Callable[[], Instant | None]) -> Iterator[None]:
         """`write()`, its now (the history's time) asked for at the end."""
         from ledger_cli.errors import LedgerError, StoreError

@@ -7,10 +7,11 @@ fast path and the Typer app's `dispatch` come through here.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ledger_cli.cli import output
 from ledger_cli.errors import LedgerError
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any

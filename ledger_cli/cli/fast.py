@@ -18,11 +18,11 @@ table matches the click commands and that both paths behave the same.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from ledger_cli import _load
 from ledger_cli.cli.context import Settings
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from typing import Any

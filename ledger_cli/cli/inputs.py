@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import math
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from ledger_cli.engine.record import go_quote
 from ledger_cli.errors import LedgerError, UnknownStatusError
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from typing import Any
 

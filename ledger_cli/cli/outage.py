@@ -12,15 +12,15 @@ until the store has been unreachable for longer than `--give-up-after`
 
 from __future__ import annotations
 
+import contextlib
 import time
+from typing import TYPE_CHECKING
 
 from ledger_cli.cli import output
 from ledger_cli.cli.context import Session, Settings
 from ledger_cli.cli.inputs import parse_duration
-from ledger_cli.engine import scopes
 from ledger_cli.errors import LedgerError, StoreError, StoreUnavailableError
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
@@ -42,7 +42,7 @@ def margin_of(lease: float) -> float:
     return min(lease / 10, MAX_MARGIN)
 
 
-@scopes.contextmanager
+@contextlib.contextmanager
 def cut_after(store: object, seconds: float) -> Iterator[None]:
     """Cut the store's connection (`interrupt()`) when a call made inside
     takes longer than `seconds`: a read on a stalled connection (PostgreSQL)

@@ -4,9 +4,10 @@ by the functions that render."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ledger_cli.errors import StoreError
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from typing import Any
 

@@ -7,16 +7,15 @@ order SPEC §4 documents (`{"key", "fence", "record"}`). No rich here.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 
 # collections.abc's own Mapping, loaded with os at start-up (collections.abc
 # itself imports collections: a hot command's start-up spares it).
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-from ledger_cli.engine import scopes
-
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from collections.abc import Iterable
     from typing import Any
@@ -89,7 +88,7 @@ def show_invalid_text_as_fffd() -> None:
         encoding = str(getattr(stream, "encoding", "") or "").lower().replace("-", "")
         reconfigure = getattr(stream, "reconfigure", None)
         if encoding == "utf8" and reconfigure is not None:
-            with scopes.suppress(ValueError, OSError):  # a closed stream: leave it
+            with contextlib.suppress(ValueError, OSError):  # a closed stream: leave it
                 reconfigure(errors=_SHOWN_ERRORS)
 
 

@@ -4,10 +4,11 @@ input is an InputError (exit 2) naming the option or the line."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ledger_cli.cli.inputs import InputError, parse_duration
 from ledger_cli.engine.record import go_quote
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from typing import Any
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ledger_cli.engine import events
 from ledger_cli.engine.core import Core
 from ledger_cli.engine.dependencies import blocking_need, recheck_needs
@@ -10,7 +12,6 @@ from ledger_cli.engine.record import TaskState
 from ledger_cli.engine.status import BLOCKED, COMPLETED, PENDING, is_terminal
 from ledger_cli.errors import ValidationError
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from typing import Any
 

@@ -9,7 +9,8 @@ No I/O.
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
+from typing import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
     from typing import Any, Protocol

@@ -46,9 +46,8 @@ What a crash between blocks leaves, and who completes it:
 
 from __future__ import annotations
 
-from typing import Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 

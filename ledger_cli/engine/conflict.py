@@ -12,10 +12,11 @@ re-read would have mistaken for this admit's own outcome.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ledger_cli.engine import admission
 from ledger_cli.engine.status import is_terminal
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from typing import Any
 

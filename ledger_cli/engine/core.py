@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from ledger_cli.engine import scopes
+import contextlib
+from typing import TYPE_CHECKING
+
 from ledger_cli.engine.events import Event
 from ledger_cli.errors import NoKeyError
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
@@ -37,10 +38,10 @@ class Core:
 
     def _fire(self, event: Event) -> None:
         assert self.bus is not None
-        with scopes.suppress(Exception):
+        with contextlib.suppress(Exception):
             self.bus.emit(event)
 
-    @scopes.contextmanager
+    @contextlib.contextmanager
     def holding_events(self) -> Iterator[HeldEvents]:
         """Keep the events emitted in the block until `release()` (after a
         commit); those not released by the block's end are dropped (their

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from ledger_cli.engine._frozen import Frozen
+import dataclasses
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
-    from typing import Protocol
+    from typing import Any, Protocol, Self
 
 ADMITTED = "ledger.admitted"
 CLAIMED = "ledger.claimed"
@@ -28,21 +28,18 @@ ATTEMPT_FAILED = "ledger.attempt_failed"
 EXTENSION_NAMES: tuple[str, ...] = (RETRIED, UNBLOCKED, CANCELLED, ATTEMPT_FAILED)
 
 
-class Event(Frozen):
+@dataclasses.dataclass(frozen=True, slots=True)
+class Event:
     """`name` is one of NAMES; `data` the exact Go text (`key K claimed by O`).
-    A frozen dataclass (written out, see `_frozen`)."""
-
-    __match_args__ = ("name", "key", "data")
-    __slots__ = __match_args__
+    A frozen dataclass."""
 
     name: str
     key: str
     data: str
 
-    def __init__(self, name: str, key: str, data: str) -> None:
-        object.__setattr__(self, "name", name)
-        object.__setattr__(self, "key", key)
-        object.__setattr__(self, "data", data)
+    def replace(self, **changes: Any) -> Self:
+        """A copy with `changes` (`dataclasses.replace`)."""
+        return dataclasses.replace(self, **changes)
 
 
 if TYPE_CHECKING:

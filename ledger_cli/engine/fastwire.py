@@ -24,13 +24,13 @@ decoder, so the result is the same record either way
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 from ledger_cli.engine import gojson
 from ledger_cli.engine.instant import Instant, parse_printed
 from ledger_cli.engine.record import TaskState
 from ledger_cli.engine.wire import FIELD_NAMES, record_from_json
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from typing import Any
 

@@ -9,22 +9,19 @@ appends one entry per event inside the same `store.batch()` as the write.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from typing import TYPE_CHECKING
 
-from ledger_cli.engine._frozen import Frozen
-
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
-    from typing import Any, Protocol
+    from typing import Any, Protocol, Self
 
 
-class HistoryEntry(Frozen):
+@dataclasses.dataclass(frozen=True, slots=True)
+class HistoryEntry:
     """One accepted write: when, who, which event, which key, at which fence.
-    A frozen dataclass (written out, see `ledger_cli.engine._frozen`)."""
-
-    __match_args__ = ("time", "actor", "event", "key", "fence", "data")
-    __slots__ = __match_args__
+    A frozen dataclass."""
 
     time: str  # RFC3339Nano, the `now` of the write
     actor: str
@@ -33,14 +30,9 @@ class HistoryEntry(Frozen):
     fence: int
     data: str  # the event's exact text
 
-    def __init__(self, time: str, actor: str, event: str, key: str, fence: int, data: str) -> None:
-        setattr = object.__setattr__
-        setattr(self, "time", time)
-        setattr(self, "actor", actor)
-        setattr(self, "event", event)
-        setattr(self, "key", key)
-        setattr(self, "fence", fence)
-        setattr(self, "data", data)
+    def replace(self, **changes: Any) -> Self:
+        """A copy with `changes` (`dataclasses.replace`)."""
+        return dataclasses.replace(self, **changes)
 
     def to_obj(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.__match_args__}

@@ -13,12 +13,11 @@ algorithms), never through `datetime`, so every year works.
 
 from __future__ import annotations
 
+import re
 import time
 from datetime import UTC, datetime, timedelta, timezone
+from typing import TYPE_CHECKING
 
-from ledger_cli.engine.lazyre import Lazy
-
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any, ClassVar, overload
@@ -36,7 +35,7 @@ _UNIX_EPOCH_DAYS_FROM_0000_03_01 = 719_468
 #   hour: 1 or 2 digits; an optional fraction after '.' or ',' of 1+ digits
 #   (only the first 9 count); then 'Z' or +hh:mm / -hh:mm (2 digits each).
 # 'T' and 'Z' are upper case only. Ranges are checked in _parse below.
-_RFC3339 = Lazy(
+_RFC3339 = re.compile(
     r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{1,2}):([0-9]{2}):([0-9]{2})"
     r"(?:[.,]([0-9]+))?"
     r"(?:(Z)|([+-])([0-9]{2}):([0-9]{2}))"
@@ -323,7 +322,9 @@ class Instant:
         return f"Instant({str(self)!r})"
 
 
-_CANONICAL = Lazy(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{0,8}[1-9])?")
+_CANONICAL = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{0,8}[1-9])?"
+)
 
 
 _ZEROS = str.maketrans("123456789", "000000000")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from ledger_cli.engine import admission, completion, leases
 from ledger_cli.engine.core import Core
@@ -11,7 +12,6 @@ from ledger_cli.engine.record import TaskState, go_quote
 from ledger_cli.engine.status import BLOCKED
 from ledger_cli.errors import RestoreConflictError
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from typing import Any
 
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from ledger_cli.engine.conflict import Outcome
     from ledger_cli.engine.events import Bus
     from ledger_cli.engine.snapshot import Snapshot
-    from ledger_cli.engine.statusenum import Status
+    from ledger_cli.engine.status import Status
     from ledger_cli.engine.store import Store
 
 TimeLike = Instant | datetime

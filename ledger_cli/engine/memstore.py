@@ -13,13 +13,13 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState, byte_order
 from ledger_cli.engine.status import CLAIMED
 from ledger_cli.errors import InvalidMaxEntriesError
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from ledger_cli.engine.history import HistoryEntry
 

@@ -14,9 +14,10 @@ A store without `read_pause`/`write_pause` is never paused.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ledger_cli.engine.instant import Instant
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from collections.abc import Callable
 

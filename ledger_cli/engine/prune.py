@@ -20,13 +20,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState, byte_order
 from ledger_cli.engine.store import Store
 from ledger_cli.errors import StoreError, UnknownStatusError
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from ledger_cli.engine.blocks import Blocks
 

@@ -10,9 +10,10 @@ dependencies expect from `--next`.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ledger_cli.engine.dependencies import nearest_blocking
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator
 

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from ledger_cli.engine._frozen import Frozen
+import dataclasses
+from typing import TYPE_CHECKING
+
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.status import is_known
 from ledger_cli.errors import ValidationError
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Self
 
 _SHORT_ESCAPES = {
     "\a": "\\a",
@@ -47,75 +48,29 @@ def go_quote(text: str) -> str:
     return "".join(out)
 
 
-class TaskState(Frozen):
-    """One record: a frozen dataclass (written out, see `_frozen`). Field order is
+@dataclasses.dataclass(frozen=True, slots=True)
+class TaskState:
+    """One record: a frozen dataclass. Field order is
     the wire order (spec/engine.md §1.3)."""
 
-    __match_args__ = (
-        "key",
-        "status",
-        "sequence",
-        "owner",
-        "fence",
-        "lease_until",
-        "needs",
-        "blocked_by",
-        "task",
-        "rev",
-        "created_by",
-        "created_at",
-        "updated_by",
-        "updated_at",
-    )
-    __slots__ = __match_args__
+    key: str = ""
+    status: str = ""
+    sequence: int = 0
+    owner: str = ""
+    fence: int = 0
+    lease_until: Instant = Instant.ZERO
+    needs: tuple[str, ...] | None = None
+    blocked_by: str = ""
+    task: Any = None
+    rev: int = 0
+    created_by: str = ""
+    created_at: Instant = Instant.ZERO
+    updated_by: str = ""
+    updated_at: Instant = Instant.ZERO
 
-    key: str
-    status: str
-    sequence: int
-    owner: str
-    fence: int
-    lease_until: Instant
-    needs: tuple[str, ...] | None
-    blocked_by: str
-    task: Any
-    rev: int
-    created_by: str
-    created_at: Instant
-    updated_by: str
-    updated_at: Instant
-
-    def __init__(
-        self,
-        key: str = "",
-        status: str = "",
-        sequence: int = 0,
-        owner: str = "",
-        fence: int = 0,
-        lease_until: Instant = Instant.ZERO,
-        needs: tuple[str, ...] | None = None,
-        blocked_by: str = "",
-        task: Any = None,
-        rev: int = 0,
-        created_by: str = "",
-        created_at: Instant = Instant.ZERO,
-        updated_by: str = "",
-        updated_at: Instant = Instant.ZERO,
-    ) -> None:
-        setattr = object.__setattr__
-        setattr(self, "key", key)
-        setattr(self, "status", status)
-        setattr(self, "sequence", sequence)
-        setattr(self, "owner", owner)
-        setattr(self, "fence", fence)
-        setattr(self, "lease_until", lease_until)
-        setattr(self, "needs", needs)
-        setattr(self, "blocked_by", blocked_by)
-        setattr(self, "task", task)
-        setattr(self, "rev", rev)
-        setattr(self, "created_by", created_by)
-        setattr(self, "created_at", created_at)
-        setattr(self, "updated_by", updated_by)
-        setattr(self, "updated_at", updated_at)
+    def replace(self, **changes: Any) -> Self:
+        """A copy with `changes` (`dataclasses.replace`)."""
+        return dataclasses.replace(self, **changes)
 
     def validate(self) -> None:
         """Go's TaskState.Validate: the first failing rule wins."""

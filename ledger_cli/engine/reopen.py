@@ -59,6 +59,8 @@ again (Go's recheckNeeds), so an un-block does not open a new escape window.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ledger_cli.engine import events
 from ledger_cli.engine.core import Core
 from ledger_cli.engine.dependents import dependents_walk
@@ -67,7 +69,6 @@ from ledger_cli.engine.record import TaskState, byte_order
 from ledger_cli.engine.serial import blocking_writes
 from ledger_cli.engine.status import BLOCKED, CLAIMED, FAILED, PENDING, is_terminal
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 

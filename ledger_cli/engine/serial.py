@@ -35,10 +35,11 @@ one; the command line's `Session.writes` for its own batches.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ledger_cli.engine.core import Core
 from ledger_cli.errors import LedgerError, StoreError
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any, TypeVar

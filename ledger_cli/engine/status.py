@@ -1,22 +1,28 @@
 """The five statuses of a record (Go's `machine.Status` constants).
 
-The engine compares records' statuses with the plain strings below. The
-public `Status` (an `enum.StrEnum`, SPEC §1; engine/statusenum.py) is
-loaded when first asked for: `import enum` costs a hot command's start-up
-more than a millisecond, and no hot command needs it.
+`Status` is the public enum (an `enum.StrEnum`, so `str(Status.FAILED) ==
+"failed"`, SPEC §1). The engine compares records' statuses, which are plain
+strings, with the plain-string names below, each the value of its member.
 """
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
-if TYPE_CHECKING:
-    from ledger_cli.engine.statusenum import Status as Status
+import enum
 
-PENDING = "pending"
-CLAIMED = "claimed"
-COMPLETED = "completed"
-FAILED = "failed"
-BLOCKED = "blocked"
+
+class Status(enum.StrEnum):
+    PENDING = "pending"
+    CLAIMED = "claimed"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    BLOCKED = "blocked"
+
+
+PENDING: str = Status.PENDING.value
+CLAIMED: str = Status.CLAIMED.value
+COMPLETED: str = Status.COMPLETED.value
+FAILED: str = Status.FAILED.value
+BLOCKED: str = Status.BLOCKED.value
 
 KNOWN: frozenset[str] = frozenset({PENDING, CLAIMED, COMPLETED, FAILED, BLOCKED})
 TERMINAL: frozenset[str] = frozenset({COMPLETED, FAILED, BLOCKED})
@@ -29,11 +35,3 @@ def is_terminal(status: str) -> bool:
 
 def is_known(status: str) -> bool:
     return status in KNOWN
-
-
-def __getattr__(name: str) -> object:
-    if name == "Status":
-        from ledger_cli.engine.statusenum import Status
-
-        return Status
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -5,11 +5,10 @@ Backends live in `ledger_cli.stores`; the engine depends only on this protocol.
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from ledger_cli.engine.record import TaskState
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from collections.abc import Iterator
     from contextlib import AbstractContextManager

@@ -5,11 +5,12 @@ decoder ignores; a record without one is byte-identical to Go's encoding."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.wire import encode_snapshot, record_to_json
 from ledger_cli.errors import DecodeError
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from ledger_cli.engine.record import TaskState
     from ledger_cli.engine.schedule import Schedule

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import threading
 import weakref
+from typing import TYPE_CHECKING
 
 from ledger_cli.engine.attempts import Attempt, expired, new_part, next_n
 from ledger_cli.errors import StoreError
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from collections.abc import Iterable
 

@@ -14,10 +14,10 @@ driver, no filelock and no platformdirs.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from ledger_cli.errors import StoreError
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import stat
 import sys
+from typing import TYPE_CHECKING
 
 from ledger_cli.cli import output
 from ledger_cli.cli.context import Session, Settings
@@ -17,7 +18,6 @@ from ledger_cli.cli.inputs import (
     validate_key,
 )
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from typing import IO, Any
 

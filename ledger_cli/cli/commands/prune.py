@@ -5,11 +5,12 @@ Thin: parse, call `Ledger.prune` (engine/prune.py), render.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ledger_cli.cli import output
 from ledger_cli.cli.context import Session, Settings
 from ledger_cli.cli.inputs import InputError, parse_duration, parse_status
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from ledger_cli.engine.store import Store
 

@@ -14,13 +14,13 @@ was still failing when it did.
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 from ledger_cli.cli import output
 from ledger_cli.cli.context import Session, Settings
 from ledger_cli.cli.inputs import InputError, parse_duration
 from ledger_cli.errors import NoKeyError, StoreError
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from typing import Any
 

@@ -11,7 +11,8 @@ when imported, and `ledger --help` lists them in GROUPS order.
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
+from typing import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from typing import Any
 

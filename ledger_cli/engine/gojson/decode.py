@@ -14,12 +14,12 @@ from __future__ import annotations
 import codecs
 import json
 import math
+import re
+from typing import TYPE_CHECKING
 
 from ledger_cli.engine.gojson.tree import INT64_MIN, UINT64_MAX, EscapedStr, Number, RawObject
-from ledger_cli.engine.lazyre import Lazy
 from ledger_cli.errors import DecodeError
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from typing import Any
 
@@ -63,7 +63,7 @@ _DECODE = json.JSONDecoder(
 # Inputs the C scanner cannot decode the Go way: an escape of a character
 # that can appear in an RFC 3339 time (Go gives time fields the raw text), a
 # surrogate escape (Go turns a lone one into U+FFFD), or a raw surrogate.
-NEEDS_SLOW = Lazy(r"\\u(?:00(?:2[b-eB-E]|3[0-9aA]|5[4aA])|[dD][89a-fA-F])|[\ud800-\udfff]")
+NEEDS_SLOW = re.compile(r"\\u(?:00(?:2[b-eB-E]|3[0-9aA]|5[4aA])|[dD][89a-fA-F])|[\ud800-\udfff]")
 
 
 def parse(data: bytes | bytearray | memoryview | str) -> Any:

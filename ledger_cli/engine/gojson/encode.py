@@ -11,19 +11,19 @@ float64, would round it; a larger one is written as its float64.
 from __future__ import annotations
 
 import math
+import re
 from operator import itemgetter
+from typing import TYPE_CHECKING
 
 from ledger_cli.engine.gojson.tree import INT64_MIN, UINT64_MAX
-from ledger_cli.engine.lazyre import Lazy
 from ledger_cli.errors import EncodeError
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     import re
     from typing import Any
 
 
-_ESCAPE_RE = Lazy('[\x00-\x1f"\\\\<>&\u2028\u2029\ud800-\udfff]')
+_ESCAPE_RE = re.compile('[\x00-\x1f"\\\\<>&\u2028\u2029\ud800-\udfff]')
 _ESCAPES: dict[str, str] = {
     '"': '\\"',
     "\\": "\\\\",

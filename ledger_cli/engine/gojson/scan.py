@@ -10,11 +10,11 @@ such input or such an error, so the common path never builds it.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from ledger_cli.engine.gojson.tree import MAX_DEPTH, EscapedStr, Number, RawObject
 from ledger_cli.errors import DecodeError
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from typing import Any
 

@@ -9,7 +9,8 @@ codec (`engine/wire`) build or read these nodes.
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
+from typing import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from typing import Any
 

@@ -18,6 +18,8 @@ validates records; `Snapshot.decode` does.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ledger_cli.engine import gojson
 from ledger_cli.engine.gojson import UINT64_MAX, EscapedStr, Number, RawObject
 from ledger_cli.engine.instant import Instant
@@ -25,7 +27,6 @@ from ledger_cli.engine.record import TaskState, go_quote
 from ledger_cli.engine.wire.encode import FIELD_NAMES
 from ledger_cli.errors import DecodeError
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any

@@ -8,12 +8,13 @@ RFC3339Nano (a year outside 0-9999 is Go's MarshalJSON error), Task through
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ledger_cli.engine import gojson
 from ledger_cli.engine.gojson import UINT64_MAX, encode_string
 from ledger_cli.engine.instant import Instant
 from ledger_cli.errors import EncodeError
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from typing import Any
 

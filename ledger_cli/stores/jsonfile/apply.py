@@ -11,6 +11,7 @@ rather than a marker each.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from ledger_cli.engine.record import TaskState
 from ledger_cli.stores.jsonfile import (
@@ -27,7 +28,6 @@ from ledger_cli.stores.jsonfile.layout import LIVE_DIR, LIVE_STATUSES, RECORDS_D
 from ledger_cli.stores.jsonfile.readyindex import Entry
 from ledger_cli.stores.jsonfile.records import key_digest
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from collections.abc import Callable
 

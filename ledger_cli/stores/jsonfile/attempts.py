@@ -29,6 +29,7 @@ its disk writes. Readers take no lock at all.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from ledger_cli.engine.attempts import Attempt, expired, new_part, next_n
 from ledger_cli.errors import StoreError
@@ -39,7 +40,6 @@ from ledger_cli.stores.jsonfile.fsutil import fail
 from ledger_cli.stores.jsonfile.locking import store_method
 from ledger_cli.stores.jsonfile.records import key_digest
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from collections.abc import Iterable
 

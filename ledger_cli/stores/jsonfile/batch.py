@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import threading
+from typing import TYPE_CHECKING
 
 from ledger_cli.engine.record import TaskState
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ledger_cli.stores.jsonfile.attemptfiles import Op
 

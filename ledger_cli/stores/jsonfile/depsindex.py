@@ -30,15 +30,15 @@ does. A need's file name is records.need_digest (the key digest of the need).
 from __future__ import annotations
 
 import os
+import re
+from typing import TYPE_CHECKING
 
-from ledger_cli.engine.lazyre import Lazy
 from ledger_cli.engine.record import TaskState
 from ledger_cli.stores.jsonfile import fsutil
 from ledger_cli.stores.jsonfile.fsutil import fail
 from ledger_cli.stores.jsonfile.layout import DIGEST, SHARD, shown
 from ledger_cli.stores.jsonfile.records import need_digest
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
@@ -48,7 +48,7 @@ DEPS_DIR = "deps"
 MANIFEST = "manifest"
 MANIFEST_DATA = b"ledger_cli.deps 1\n"
 
-_TORN = Lazy(r"[0-9a-f]{0,63}")
+_TORN = re.compile(r"[0-9a-f]{0,63}")
 """What a torn append can leave of a line: a prefix of a digest."""
 
 

@@ -5,6 +5,7 @@ the engine's dependents walk, the check and rebuild for `ledger doctor`
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from ledger_cli.engine.record import TaskState, byte_order
 from ledger_cli.errors import StoreError
@@ -13,7 +14,6 @@ from ledger_cli.stores.jsonfile.locking import store_method
 from ledger_cli.stores.jsonfile.reading import RecordReader
 from ledger_cli.stores.jsonfile.records import scan_records
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
     from typing import Any

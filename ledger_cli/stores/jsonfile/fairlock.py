@@ -40,11 +40,11 @@ import errno
 import fcntl
 import os
 import time
+from typing import TYPE_CHECKING
 
 from ledger_cli.stores.jsonfile import fsutil
 from ledger_cli.stores.jsonfile.fsutil import fail
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from typing import Any
 

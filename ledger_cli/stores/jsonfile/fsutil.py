@@ -16,15 +16,15 @@ files end in `.tmp`; they exist only while a writer holds the store lock, so a
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
 import sys
+from typing import TYPE_CHECKING
 
-from ledger_cli.engine import scopes
 from ledger_cli.errors import StoreError
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
@@ -220,7 +220,7 @@ def replace_file(
             os.close(fd)
         os.replace(tmp, name, src_dir_fd=tdir, dst_dir_fd=dir_fd)
     except BaseException as exc:
-        with scopes.suppress(OSError):
+        with contextlib.suppress(OSError):
             os.unlink(tmp, dir_fd=tdir)
         if isinstance(exc, OSError):
             raise fail(shown, "cannot write", exc) from None

@@ -25,17 +25,17 @@ O_TMPFILE or /proc is missing, the file is rewritten under one hold
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+from typing import TYPE_CHECKING
 
-from ledger_cli.engine import scopes
 from ledger_cli.engine.history import HistoryEntry
 from ledger_cli.stores.jsonfile import fsutil
 from ledger_cli.stores.jsonfile.fsutil import fail
 from ledger_cli.stores.jsonfile.layout import HISTORY_NAME, shown
 from ledger_cli.stores.jsonfile.locking import io_errors
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
     from contextlib import AbstractContextManager
@@ -347,7 +347,7 @@ def _link_over(root_fd: int, fd: int, path: str) -> None:
         os.replace(tmp, HISTORY_NAME, src_dir_fd=root_fd, dst_dir_fd=root_fd)
     except BaseException as exc:
         if linked:
-            with scopes.suppress(OSError):
+            with contextlib.suppress(OSError):
                 os.unlink(tmp, dir_fd=root_fd)
         if isinstance(exc, OSError):
             raise fail(path, "cannot replace", exc) from None

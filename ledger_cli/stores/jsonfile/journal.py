@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+from typing import TYPE_CHECKING
 
 from ledger_cli.engine.record import TaskState
 from ledger_cli.stores.jsonfile import fsutil, historyfile, tally
@@ -30,7 +31,6 @@ from ledger_cli.stores.jsonfile.layout import JOURNAL_NAME, shown
 from ledger_cli.stores.jsonfile.records import decode_record_file, key_digest
 from ledger_cli.stores.jsonfile.tally import Counts
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any

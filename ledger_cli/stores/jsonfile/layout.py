@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 import os
+from typing import TYPE_CHECKING
 
 from ledger_cli.stores.jsonfile import fsutil
 from ledger_cli.stores.jsonfile.fairlock import LOCK_NAME, QUEUE_DIR
 from ledger_cli.stores.jsonfile.fsutil import fail
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from typing import Any
 

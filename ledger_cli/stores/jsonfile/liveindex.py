@@ -15,14 +15,14 @@ fragment, and the journal's replay appends the entries again.
 from __future__ import annotations
 
 import os
+import re
+from typing import TYPE_CHECKING
 
-from ledger_cli.engine.lazyre import Lazy
 from ledger_cli.engine.record import TaskState
 from ledger_cli.stores.jsonfile import fsutil
 from ledger_cli.stores.jsonfile.fsutil import fail
 from ledger_cli.stores.jsonfile.layout import DIGEST, LIVE_DIR, LIVE_STATUSES, SHARD_INDEX, shown
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
@@ -46,7 +46,7 @@ def mark_live(root: str, lfd: int, digest: str) -> bool:
     return True
 
 
-_TORN = Lazy(r"[0-9a-f]{0,63}")
+_TORN = re.compile(r"[0-9a-f]{0,63}")
 """What a torn append can leave of a line: a prefix of a digest."""
 
 

@@ -9,10 +9,13 @@ take the store lock; the compare of a compare-and-swap happens under it.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 import threading
+from typing import TYPE_CHECKING
 
-from ledger_cli.engine import collector, scopes
+from ledger_cli.engine import collector
 from ledger_cli.errors import StoreError
 from ledger_cli.stores.jsonfile import depsindex, durability, fsutil, layout, tally
 from ledger_cli.stores.jsonfile.batch import PendingBatch
@@ -22,7 +25,6 @@ from ledger_cli.stores.jsonfile.spares import Spares
 
 DEFAULT_LOCK_TIMEOUT = 60.0
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
     from typing import Any, ParamSpec, TypeVar
@@ -31,7 +33,7 @@ if TYPE_CHECKING:
     _R = TypeVar("_R")
 
 
-@scopes.contextmanager
+@contextlib.contextmanager
 def io_errors(root: str) -> Iterator[None]:
     """An OSError escaping the store's own code is a StoreError naming the store
     (the store fails with StoreError, exit 9, whatever the failed call was)."""
@@ -42,7 +44,7 @@ def io_errors(root: str) -> Iterator[None]:
 
 
 def store_method(method: Callable[_P, _R]) -> Callable[_P, _R]:
-    @scopes.wraps(method)
+    @functools.wraps(method)
     def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
         try:
             return method(*args, **kwargs)
@@ -115,7 +117,7 @@ class LockedDirectory:
     def _initialized(self, root_fd: int) -> bool:
         return self._read_meta(root_fd) is not None
 
-    @scopes.contextmanager
+    @contextlib.contextmanager
     def _locked(self, *, create: bool) -> Iterator[int | None]:
         """Hold the store lock for the block (re-entrant). Yields the root directory fd,
         or None when the store does not exist and `create` is false."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from ledger_cli.engine.record import TaskState, byte_order
 from ledger_cli.errors import StoreError
@@ -12,7 +13,6 @@ from ledger_cli.stores.jsonfile.locking import store_method
 from ledger_cli.stores.jsonfile.reading import RecordReader
 from ledger_cli.stores.jsonfile.records import key_digest
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
     from contextlib import AbstractContextManager

@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+from typing import TYPE_CHECKING
 
-from ledger_cli.engine import scopes
 from ledger_cli.engine.record import TaskState, byte_order
 from ledger_cli.stores.jsonfile import fsutil, layout, prunedfile
 from ledger_cli.stores.jsonfile.fsutil import fail
@@ -13,7 +14,6 @@ from ledger_cli.stores.jsonfile.layout import RECORDS_DIR
 from ledger_cli.stores.jsonfile.locking import LockedDirectory, io_errors, store_method
 from ledger_cli.stores.jsonfile.records import decode_record_file, key_digest, scan_records
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
@@ -33,7 +33,7 @@ class RecordReader(LockedDirectory):
         pass finds is judged again under the lock on a fresh scan."""
         self._seen = seen
 
-    @scopes.contextmanager
+    @contextlib.contextmanager
     def one_scan(self) -> Iterator[None]:
         """Read the record files once for every check inside the block
         (`ledger doctor`'s index checks: one scan, not one each). The checks

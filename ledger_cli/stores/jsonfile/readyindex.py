@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import bisect
 import os
+from typing import TYPE_CHECKING
 
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
@@ -44,7 +45,6 @@ from ledger_cli.stores.jsonfile import fsutil
 from ledger_cli.stores.jsonfile.fsutil import fail
 from ledger_cli.stores.jsonfile.layout import LIVE_STATUSES, shown
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator
 

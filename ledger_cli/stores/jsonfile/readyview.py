@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import time
+from typing import TYPE_CHECKING
 
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
@@ -14,7 +15,6 @@ from ledger_cli.stores.jsonfile.locking import io_errors, store_method
 from ledger_cli.stores.jsonfile.reading import RecordReader
 from ledger_cli.stores.jsonfile.records import key_digest, scan_records
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from collections.abc import Iterator
 

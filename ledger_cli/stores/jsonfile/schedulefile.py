@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+from typing import TYPE_CHECKING
 
 from ledger_cli.engine.instant import Instant
 from ledger_cli.stores.jsonfile import fsutil
@@ -17,7 +18,6 @@ from ledger_cli.stores.jsonfile.fsutil import fail
 from ledger_cli.stores.jsonfile.locking import store_method
 from ledger_cli.stores.jsonfile.records import key_digest
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from collections.abc import Callable
     from contextlib import AbstractContextManager

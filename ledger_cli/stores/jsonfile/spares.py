@@ -18,9 +18,9 @@ ends. Where O_TMPFILE is missing, files are created under the lock as before.
 
 from __future__ import annotations
 
+import contextlib
 import os
 
-from ledger_cli.engine import scopes
 from ledger_cli.stores.jsonfile import fsutil
 from ledger_cli.stores.jsonfile.fsutil import fail
 
@@ -100,7 +100,7 @@ class Spares:
         if self._pid != os.getpid():
             fds, self._fds = self._fds, []
             self._pid = os.getpid()
-            with scopes.suppress(OSError):
+            with contextlib.suppress(OSError):
                 fsutil.close_all(fds)
 
 
@@ -130,7 +130,7 @@ def replace_from(
         os.replace(tmp, name, src_dir_fd=tmp_dir_fd, dst_dir_fd=dir_fd)
     except BaseException as exc:
         if linked:
-            with scopes.suppress(OSError):
+            with contextlib.suppress(OSError):
                 os.unlink(tmp, dir_fd=tmp_dir_fd)
         if isinstance(exc, OSError):
             raise fail(shown, "cannot write", exc) from None

@@ -3,9 +3,10 @@ history, the claimable-work scan); the parts live in the sibling modules."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+from typing import TYPE_CHECKING
 
-from ledger_cli.engine import scopes
 from ledger_cli.engine.history import HistoryEntry
 from ledger_cli.engine.record import TaskState, byte_order
 from ledger_cli.errors import StoreError
@@ -40,7 +41,6 @@ from ledger_cli.stores.jsonfile.records import (
 from ledger_cli.stores.jsonfile.schedulefile import ScheduleMethods
 from ledger_cli.stores.jsonfile.tallyview import TallyMethods
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator, Sequence
 
@@ -213,7 +213,7 @@ class JsonFileStore(
             records = (r for r in found.values() if r.status in wanted)
         return sorted(records, key=lambda r: (r.created_at, byte_order(r.key)))
 
-    @scopes.contextmanager
+    @contextlib.contextmanager
     def batch(self) -> Iterator[None]:
         """Group commit: writes inside are durable together when the outermost batch
         exits (one lock hold, one journal, one sync). Re-entrant. An exception

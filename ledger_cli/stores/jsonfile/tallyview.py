@@ -7,9 +7,10 @@ not built (a store older than it; the next writer builds it)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+from typing import TYPE_CHECKING
 
-from ledger_cli.engine import scopes
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState, byte_order
 from ledger_cli.stores.jsonfile import fsutil, readyindex, tally
@@ -18,7 +19,6 @@ from ledger_cli.stores.jsonfile.locking import io_errors, store_method
 from ledger_cli.stores.jsonfile.reading import RecordReader
 from ledger_cli.stores.jsonfile.records import key_digest, scan_records
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
 
@@ -30,7 +30,7 @@ class TallyMethods(RecordReader):
         found = scan_records(self._root, root_fd, checksummed=self._checksummed, sweep=False)
         return tally.rebuild(self._root, root_fd, found.items())
 
-    @scopes.contextmanager
+    @contextlib.contextmanager
     def _unlocked_root(self) -> Iterator[int | None]:
         """The root directory, read without the lock (as `list --jsonl` reads):
         every file read is replaced whole, so each is some recent state."""

@@ -4,10 +4,11 @@ attempts itself)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ledger_cli.cli import output
 from ledger_cli.errors import StoreError
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from ledger_cli.cli.commands.doctor.findings import Findings
     from ledger_cli.engine.store import Store

@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import os
 import time
+from typing import TYPE_CHECKING
 
 from ledger_cli.cli import output
 from ledger_cli.engine.attempts import Attempt, seconds_text, signal_name
 from ledger_cli.errors import StoreError
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from typing import Any
 

@@ -29,10 +29,10 @@ from __future__ import annotations
 import os
 import select
 import threading
+from typing import TYPE_CHECKING
 
 from ledger_cli.cli import output
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from collections.abc import Callable
 
