@@ -77,7 +77,31 @@ WAYS = ["truncated", "random", "empty", "deleted", "wrongshape"]
 
 # Known failures the matrix found that are not fixed yet (issue 30): each is a
 # case the store gets wrong today. strict: a fix makes the test say so.
-KNOWN: dict[tuple[str, str], str] = {}
+KNOWN: dict[tuple[str, str], str] = {
+    **{
+        ("deps-manifest", way): "a damaged deps/manifest: a command runs past the test's timeout"
+        for way in ("truncated", "random", "empty", "wrongshape")
+    },
+    **{
+        ("history", way): "a writer rewrites or recreates a damaged history.jsonl"
+        for way in ("truncated", "random", "deleted")
+    },
+    ("pruned-keys", "wrongshape"): "doctor --fix leaves a wrong-shape pruned line reported",
+    **{
+        ("ready-chunk", way): "doctor still reports after --fix (and a truncated chunk that "
+        "still parses loses entries: claim --next exits 7)"
+        for way in WAYS
+    },
+    **{
+        ("ready-manifest", way): "doctor still reports after --fix"
+        for way in ("truncated", "random", "empty", "wrongshape")
+    },
+    ("record", "deleted"): "a deleted record file: stats (the tally) disagrees with a scan",
+    **{
+        ("tally-shard", way): "doctor still reports after --fix"
+        for way in ("truncated", "random", "wrongshape")
+    },
+}
 
 
 def _ledger(store: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -158,7 +182,9 @@ def _scan_counts(listing: list[dict[str, object]]) -> dict[str, int]:
     return counts
 
 
-def _run_case(template: Path, store: Path, kind: str, damaged: bytes | None) -> None:
+def _run_case(
+    template: Path, store: Path, kind: str, damaged: bytes | None, random_bytes: bool
+) -> None:
     rel, primary = KINDS[kind]
     shutil.copytree(template, store)
     target = store / rel
@@ -166,23 +192,26 @@ def _run_case(template: Path, store: Path, kind: str, damaged: bytes | None) -> 
         target.unlink(missing_ok=True)
     else:
         target.write_bytes(damaged)
-    template_bytes = (template / rel).read_bytes() if (template / rel).exists() else b""
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
         res = _ledger(store, *args)
         where = f"{kind}: ledger {' '.join(args)} -> {res.returncode}: {res.stderr!r}"
         assert res.returncode != 70, where
         assert "Traceback" not in res.stderr + res.stdout, where
-        if res.returncode == 9:
-            assert len(res.stderr.splitlines()) == 1, where
-        if damaged != template_bytes:
+        if res.returncode == 9:  # one line on stderr (doctor reports on stdout)
+            assert len(res.stderr.splitlines()) <= 1, where
+        if random_bytes:  # a truncated file's bytes are genuine content, shown as such
             assert not _echoed(damaged, res.stdout + res.stderr), where
         return res
 
     def untouched() -> None:
         if primary:
             got = target.read_bytes() if target.exists() else None
-            assert got == damaged, f"{kind}: {rel} was overwritten"
+            if kind == "history" and got is not None and damaged is not None:
+                # history is append-only: later lines may follow, the damage stays
+                assert got.startswith(damaged), f"{kind}: {rel} was overwritten"
+            else:
+                assert got == damaged, f"{kind}: {rel} was overwritten"
 
     run("state", "p2")
     listing = run("list", "--json")
@@ -222,7 +251,7 @@ def test_damage(template: Path, tmp_path: Path, kind: str, way: str) -> None:
     path = template / KINDS[kind][0]
     data = path.read_bytes() if path.exists() else SAMPLE[kind]
     for n, damaged in enumerate(_damages(way, data)):
-        _run_case(template, tmp_path / f"case{n}", kind, damaged)
+        _run_case(template, tmp_path / f"case{n}", kind, damaged, way == "random")
 
 
 def test_template_holds_every_kind(template: Path) -> None:
