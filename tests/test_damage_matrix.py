@@ -86,21 +86,15 @@ KNOWN: dict[tuple[str, str], str] = {
         ("history", way): "a writer rewrites or recreates a damaged history.jsonl"
         for way in ("truncated", "random", "deleted")
     },
-    ("pruned-keys", "wrongshape"): "doctor --fix leaves a wrong-shape pruned line reported",
     **{
-        ("ready-chunk", way): "doctor still reports after --fix (and a truncated chunk that "
-        "still parses loses entries: claim --next exits 7)"
-        for way in WAYS
-    },
-    **{
-        ("ready-manifest", way): "doctor still reports after --fix"
-        for way in ("truncated", "random", "empty", "wrongshape")
-    },
-    ("record", "deleted"): "a deleted record file: stats (the tally) disagrees with a scan",
-    **{
-        ("tally-shard", way): "doctor still reports after --fix"
+        ("tally-shard", way): "a write whose journal updates a damaged tally shard exits 9 "
+        "and leaves the journal; doctor --fix then fails on the same shard"
         for way in ("truncated", "random", "wrongshape")
     },
+    ("pruned-keys", "wrongshape"): "doctor --fix leaves a wrong-shape pruned line reported",
+    ("record", "deleted"): "a deleted record file: stats (the tally) disagrees with a scan",
+    ("ready-chunk", "empty"): "an emptied chunk reads as a chunk with no entries: claim --next "
+    "exits 7 while tasks are ready (the manifest keeps no count or checksum of its chunks)",
 }
 
 
