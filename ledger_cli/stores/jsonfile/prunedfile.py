@@ -68,7 +68,8 @@ def decode(line: bytes, path: str) -> TaskState:
         )
         rec.validate()
     except Exception:  # any damage: refuse, naming the file
-        raise fail(path, f"corrupt pruned record line {line[:70]!r}") from None
+        # The line itself is not shown: damaged bytes never reach the terminal.
+        raise fail(path, "corrupt pruned record line") from None
     return rec
 
 

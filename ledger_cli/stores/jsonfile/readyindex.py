@@ -113,6 +113,13 @@ def is_candidate(rec: TaskState, load: Load) -> bool:
     return True
 
 
+_HEX_BYTES = b"0123456789abcdef"
+
+
+def _corrupt_chunk(path: str) -> Exception:
+    return fail(path, "corrupt ready index chunk (ledger doctor --fix rebuilds the index)")
+
+
 class Chunks:
     """The manifest and its chunks, read and written under the store lock."""
 
@@ -134,18 +141,25 @@ class Chunks:
     def chunk(self, pos: int) -> list[Entry]:
         """The entries chunk `pos` holds within its range, sorted."""
         name = f"c{self.ids[pos]}"
-        data = fsutil.read_file(self._rfd, name, self._path(name)) or b""
+        path = self._path(name)
+        data = fsutil.read_file(self._rfd, name, path)
+        # Every chunk the manifest lists is written before the manifest names it
+        # (rebuild, split) and unlinked only after (remove): a missing or damaged
+        # chunk is damage, reported rather than read as "nothing is ready".
+        if data is None:
+            raise fail(path, "missing ready index chunk (ledger doctor --fix rebuilds the index)")
+        if data.replace(b"\n", b"").replace(b" ", b"").strip(_HEX_BYTES) or (
+            data and not data.endswith(b"\n")
+        ):
+            raise _corrupt_chunk(path)
         entries: list[Entry] = []
         append = entries.append
         # Per write this is the index's cost, CHUNK_MAX lines at most: kept lean.
-        for line in data.decode("ascii", "replace").split("\n"):
+        for line in data.decode("ascii").split("\n")[:-1]:
             ns, sep, hexkey = line.partition(" ")
-            if not sep or " " in hexkey:
-                continue  # an empty last line; else damage: the file is replaced whole
-            try:
-                append((int(ns), hexkey))
-            except ValueError:
-                continue
+            if not sep or not ns or not hexkey or " " in hexkey or len(hexkey) % 2:
+                raise _corrupt_chunk(path)
+            append((int(ns), hexkey))
         entries.sort()  # written sorted and unique (replaced whole): linear
         low = self.bounds[pos] if pos > 0 else None
         high = self.bounds[pos + 1] if pos + 1 < len(self.ids) else None
@@ -268,8 +282,9 @@ def load_chunks(root: str, root_fd: int, rfd: int) -> Chunks | None:
             cid, ns, hexkey = int(parts[0]), int(parts[1]), parts[2].strip("-")
             bytes.fromhex(hexkey)
         except (IndexError, ValueError):
+            # The line itself is not shown: damaged bytes never reach the terminal.
             raise fail(
-                path, f"corrupt ready index line {line[:70]!r} (ledger doctor --fix rebuilds it)"
+                path, f"corrupt ready index line {len(ids) + 2} (ledger doctor --fix rebuilds it)"
             ) from None
         ids.append(cid)
         bounds.append((ns, hexkey))

@@ -195,7 +195,8 @@ def _read_shard(root: str, tfd: int, shard: str) -> list[str]:
     digests = data.decode("ascii", "replace").split()
     for d in digests:
         if not DIGEST.matches(d) or d[:2] != shard:
-            raise fail(path, f"corrupt tally entry {d[:70]!r} (ledger doctor --fix rebuilds it)")
+            # The entry itself is not shown: damaged bytes never reach the terminal.
+            raise fail(path, "corrupt tally entry (ledger doctor --fix rebuilds it)")
     return digests
 
 

@@ -43,7 +43,7 @@ def _check_index(store: object, found: _Findings, fix: bool, name: str) -> None:
     if check is None or rebuild is None:
         return
     try:
-        problems = check()
+        problems = _check_or_rebuild(check, rebuild, found, fix, name)
         if problems and fix:
             rebuild()
             found.fixed.append(f"rebuilt the {_WHAT[name]} from the records")
@@ -55,3 +55,25 @@ def _check_index(store: object, found: _Findings, fix: bool, name: str) -> None:
     found.problems.extend(
         output.one_line(p) + ("" if "doctor --fix" in p else hint) for p in problems
     )
+
+
+def _check_or_rebuild(
+    check: Callable[[], list[str]],
+    rebuild: Callable[[], None],
+    found: _Findings,
+    fix: bool,
+    name: str,
+) -> list[str]:
+    """The check's problems; when the index is too damaged to check (a
+    StoreError naming its file) and `fix` is given, rebuild it from the records
+    first, so `--fix` repairs what a check names (issue 30)."""
+    try:
+        return check()
+    except StoreError as exc:
+        if not fix:
+            raise
+        rebuild()
+        found.fixed.append(
+            f"rebuilt the {_WHAT[name]} from the records ({output.one_line(str(exc))})"
+        )
+        return check()
