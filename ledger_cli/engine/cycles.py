@@ -20,10 +20,11 @@ cycle. `find_cycles` finds those in a store (`ledger doctor`).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ledger_cli.engine.status import COMPLETED
 from ledger_cli.errors import CycleError
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
 

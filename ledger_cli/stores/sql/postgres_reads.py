@@ -10,14 +10,13 @@ listings (paged by key: paging.py), the pruned marks, the status counts of
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ledger_cli.engine.history import HistoryEntry
 from ledger_cli.engine.record import TaskState
 from ledger_cli.stores.sql import codec, paging, readyindex
 from ledger_cli.stores.sql.postgres_conn import PostgresConnection
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from ledger_cli.stores.sql.historyfollow import SqlHistoryFollower
 

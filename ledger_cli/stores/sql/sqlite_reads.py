@@ -11,14 +11,13 @@ not UTF-8 key order is not byte order, so those reads sort in Python.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ledger_cli.engine.history import HistoryEntry
 from ledger_cli.engine.record import TaskState, byte_order
 from ledger_cli.stores.sql import codec, paging, readyindex
 from ledger_cli.stores.sql.sqlite_conn import DRIVER_ERRORS, SQLiteConnection
 
-TYPE_CHECKING = False  # not typing's: importing typing costs start-up time
 if TYPE_CHECKING:
     from ledger_cli.stores.sql.historyfollow import SqlHistoryFollower
 
