@@ -272,6 +272,8 @@ JSON_CASES: dict[str, list[list[str]]] = {
               "--fence", "0"]],
     "pause": [["pause", "--reason", "r"]],
     "resume": [["resume"]],
+    # A server runs until stopped (tests/test_web.py); here, its refusal of an open bind.
+    "serve": [["serve", "--bind", "0.0.0.0:0"]],
 }  # fmt: skip
 
 
