@@ -230,7 +230,7 @@ def _run_case(
     untouched()
     if not primary:
         after = run("doctor")
-        assert after.returncode == 0, f"{kind}: doctor after --fix: {after.stdout}{after.stderr}"
+        assert after.returncode == 0, f"{kind}: doctor after --fix: {after.stdout}"
         again = run("claim", "--next", "--owner", "m2", "--lease", "60s")
         assert again.returncode == 0, f"{kind}: claim --next after --fix: {again.stderr}"
 

@@ -14,7 +14,6 @@ import os
 from typing import TYPE_CHECKING
 
 from ledger_cli.engine.record import TaskState
-from ledger_cli.errors import StoreError
 from ledger_cli.stores.jsonfile import (
     depsindex,
     durability,
@@ -219,25 +218,13 @@ class _ReadyWork:
         self.sched = reader(root)  # SPEC §8.2: the entries' order
         self.rfd = readyindex.open_dir(root, root_fd, create=False)
         # The manifest is read once a write (before and after share it).
-        self._rebuild_ready = rebuild_ready
-        try:
-            self._chunks = (
-                None if self.rfd is None else readyindex.load_chunks(root, root_fd, self.rfd)
-            )
-        except StoreError:
-            # A damaged manifest is derived data: rebuilt as a missing one is, so a
-            # committed journal is never stuck behind it (issue 30).
-            self._chunks = None
+        self._chunks = None if self.rfd is None else readyindex.load_chunks(root, root_fd, self.rfd)
         if self._chunks is None:
-            self._rebuild()
-
-    def _rebuild(self) -> None:
-        """Rebuild the index from the records as they are on disk, and reload it."""
-        self._rebuild_ready()
-        fsutil.close_all([self.rfd])
-        self.rfd = readyindex.open_dir(self.root, self.root_fd, create=True)
-        assert self.rfd is not None
-        self._chunks = readyindex.load_chunks(self.root, self.root_fd, self.rfd)
+            rebuild_ready()  # from the records as they are on disk, before this write
+            fsutil.close_all([self.rfd])
+            self.rfd = readyindex.open_dir(root, root_fd, create=True)
+            assert self.rfd is not None
+            self._chunks = readyindex.load_chunks(root, root_fd, self.rfd)
 
     def load(self, key: str) -> TaskState | None:
         digest = key_digest(key)
@@ -273,14 +260,7 @@ class _ReadyWork:
             adds |= self._promoted(completed, rebuild_deps)
         if adds:
             assert self._chunks is not None
-            try:
-                self._chunks.add(adds, sync=sync)
-            except StoreError:
-                # A damaged chunk: rebuilt from the records on disk (before this
-                # write), then this write's entries added to the sound index.
-                self._rebuild()
-                assert self._chunks is not None
-                self._chunks.add(adds, sync=sync)
+            self._chunks.add(adds, sync=sync)
 
     def _promoted(self, completed: list[str], rebuild_deps: Callable[[], None]) -> set[Entry]:
         """The entries of the records on disk that the completion of `completed`
@@ -316,7 +296,4 @@ class _ReadyWork:
             and (entry := readyindex.entry_of(rec, self.sched(rec.key))) is not None
         ]
         if drops and self._chunks is not None:
-            try:
-                self._chunks.remove(drops)
-            except StoreError:
-                self._rebuild()  # from the records as written: exact, drops included
+            self._chunks.remove(drops)
