@@ -22,7 +22,7 @@ from typing import Any
 
 from ledger_cli.engine.history import HistoryEntry
 from ledger_cli.stores.sql.codec import HISTORY_COLUMNS
-from ledger_cli.stores.sql.paging import HISTORY_PAGE
+from ledger_cli.stores.sql.paging import HISTORY_PAGE, history_entry
 
 MAX_GAPS = 1000
 PG_GAP_WAIT = 60.0
@@ -30,17 +30,6 @@ PG_GAP_WAIT = 60.0
 work takes from its history insert to its commit)."""
 
 Fetch = Callable[[str, tuple[Any, ...]], Sequence[Sequence[Any]]]
-
-
-def _entry(row: Sequence[Any]) -> HistoryEntry:
-    return HistoryEntry(
-        time=str(row[1]),
-        actor=str(row[2]),
-        event=str(row[3]),
-        key=str(row[4]),
-        fence=int(row[5]),
-        data=str(row[6]),
-    )
 
 
 class SqlHistoryFollower:
@@ -79,7 +68,7 @@ class SqlHistoryFollower:
                 id_ = int(row[0])
                 if id_ <= self._last:
                     if self._gaps.pop(id_, None) is not None:
-                        out.append(_entry(row))  # committed late: printed now
+                        out.append(history_entry(row))  # committed late: printed now
                     continue
                 fresh += 1
                 skipped = id_ - self._last - 1
@@ -87,7 +76,7 @@ class SqlHistoryFollower:
                     for missing in range(self._last + 1, id_):
                         self._gaps[missing] = now
                 self._last = id_
-                out.append(_entry(row))
+                out.append(history_entry(row))
             gaps = []
             if fresh < HISTORY_PAGE:
                 break

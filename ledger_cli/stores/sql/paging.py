@@ -40,14 +40,7 @@ def read_history_pages(
         args = (last, HISTORY_PAGE) if key is None else (key, last, HISTORY_PAGE)
         rows = fetch(sql, args)
         for row in rows:
-            yield HistoryEntry(
-                time=str(row[1]),
-                actor=str(row[2]),
-                event=str(row[3]),
-                key=str(row[4]),
-                fence=int(row[5]),
-                data=str(row[6]),
-            )
+            yield history_entry(row)
         if len(rows) < HISTORY_PAGE:
             return
         last = int(rows[-1][0])
@@ -77,3 +70,15 @@ def read_record_pages(
             return
         after = page[-1].key
         size = RECORD_PAGE
+
+
+def history_entry(row: Sequence[Any]) -> HistoryEntry:
+    """A `SELECT id, {HISTORY_COLUMNS}` row as the entry every store returns."""
+    return HistoryEntry(
+        time=str(row[1]),
+        actor=str(row[2]),
+        event=str(row[3]),
+        key=str(row[4]),
+        fence=int(row[5]),
+        data=str(row[6]),
+    )
