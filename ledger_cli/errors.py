@@ -166,6 +166,25 @@ class StoreUnavailableError(StoreError):
     ride such outages out (cli/outage.py)."""
 
 
+class NoStoreError(StoreError):
+    """A command that only reads was pointed (by `--store` or LEDGER_STORE) at
+    a JSON directory or SQLite file that does not exist: exit 9, and nothing is
+    created, so a mistyped path is not mistaken for an empty ledger. The first
+    write creates a store; the default store is the exception (a new user's
+    `ledger list` is an empty list)."""
+
+    code = "no_store"
+
+
+class StoreURLError(LedgerError):
+    """A store URL that names no store: empty (`--store ''`, an empty
+    LEDGER_STORE), an unknown scheme, a NUL byte, a scheme with no path.
+    A usage error (exit 2): nothing was opened."""
+
+    code = "store_url"
+    exit_code = 2
+
+
 SENTINELS: tuple[type[LedgerError], ...] = (
     LeaseActiveError,
     FencedError,

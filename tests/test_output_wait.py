@@ -33,6 +33,14 @@ def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
         yield kind.url(location)
 
 
+def _empty_store(url: str) -> None:
+    """An empty store at `url`: a read refuses one that does not exist."""
+    if url.startswith("json:"):
+        Path(url.removeprefix("json:")).mkdir(parents=True, exist_ok=True)
+    else:
+        open_store(url).close()
+
+
 def ledger(url: str, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
         [*ledger_cmd(), "--store", url, *args],
@@ -88,6 +96,7 @@ def test_output_is_the_kept_bytes_exactly(url: str) -> None:
 
 
 def test_output_refusals(url: str) -> None:
+    _empty_store(url)
     res = ledger(url, "output", "nope")
     assert res.returncode == 3
     assert ledger(url, "admit", "job").returncode == 0
@@ -231,6 +240,7 @@ def test_wait_exit_codes(url: str) -> None:
 
 
 def test_wait_all(url: str) -> None:
+    _empty_store(url)
     assert ledger(url, "wait", "--all").returncode == 0  # nothing at all
     assert ledger(url, "admit", "a").returncode == 0
     f = ledger(url, "claim", "a", "--owner", "w", "--lease", "1m").stdout.decode().strip()

@@ -23,7 +23,7 @@ from ledger_cli.engine.history import HistoryEntry
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState, byte_order
 from ledger_cli.engine.store import Store
-from ledger_cli.errors import StoreError
+from ledger_cli.errors import StoreError, StoreURLError
 from ledger_cli.stores.resolve import SCHEMES, open_store, scheme_of
 from tests.conformance import load_trace, replay, trace_names
 from tests.stores import KINDS, StoreKind
@@ -599,8 +599,8 @@ def test_open_store_url_table(url: str, scheme: str) -> None:
 @pytest.mark.parametrize(
     "url", ["", "   ", "json:", "sqlite:", "mysql://localhost/x", "memory:extra", "a\x00b"]
 )
-def test_a_bad_url_is_a_one_line_store_error(url: str) -> None:
-    with pytest.raises(StoreError) as info:
+def test_a_bad_url_is_a_one_line_usage_error(url: str) -> None:
+    with pytest.raises(StoreURLError) as info:
         open_store(url)
     message = str(info.value)
     assert "\n" not in message and message.startswith("ledger: ")

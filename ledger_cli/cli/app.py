@@ -24,10 +24,22 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import NoReturn
 
+    from ledger_cli.cli.typer_compat import ClickException
+
 
 def _wants_json(args: Sequence[str]) -> bool:
     head = args[: args.index("--")] if "--" in args else args
     return "--json" in head
+
+
+def _hint_the_separator(exc: ClickException, args: Sequence[str]) -> None:
+    """`ledger run --next … echo hi`, the `--` forgotten: click's "unexpected
+    extra argument" does not say where a command goes, so the same line does."""
+    ctx = getattr(exc, "ctx", None)
+    if ctx is None or ctx.info_name != "run" or "--" in args:
+        return
+    if "unexpected extra argument" in exc.message:
+        exc.message += " (put the command after --: ledger run [OPTIONS] [KEY] -- CMD [ARGS]...)"
 
 
 def run_typer(args: Sequence[str]) -> int:
@@ -46,6 +58,7 @@ def run_typer(args: Sequence[str]) -> int:
             standalone_mode=False,
         )
     except ClickException as exc:
+        _hint_the_separator(exc, args)
         exc.show()
         if _wants_json(args):
             message = output.one_line(exc.format_message())

@@ -68,7 +68,10 @@ class Settings:
     def from_env(cls, **given: Any) -> Settings:
         """Command-line values where given, else LEDGER_* variables."""
         return cls(
-            store=given.get("store") or env(ENV_STORE),
+            # An empty --store or LEDGER_STORE is kept (store_url refuses it,
+            # exit 2) rather than read as "not given": `LEDGER_STORE=$UNSET_VAR`
+            # must not quietly open the default store.
+            store=given["store"] if given.get("store") is not None else os.environ.get(ENV_STORE),
             actor=given.get("actor") if given.get("actor") is not None else env(ENV_ACTOR),
             now=given.get("now") or env(ENV_NOW),
             json=bool(given.get("json")),
@@ -88,7 +91,7 @@ def default_actor() -> str:
 
 
 def store_url(settings: Settings) -> str:
-    if settings.store:
+    if settings.store is not None:
         return settings.store
     from ledger_cli.stores.resolve import default_store_url
 
@@ -100,7 +103,9 @@ class Session:
     recording bus, the actor, and the clock. A context manager (closes the store).
     """
 
-    def __init__(self, settings: Settings, store: Store | None = None) -> None:
+    def __init__(self, settings: Settings, store: Store | None = None, reads: bool = False) -> None:
+        """`reads`: the command only reads, so a `--store`/LEDGER_STORE that does
+        not exist is a NoStoreError rather than a new, empty store."""
         from ledger_cli.engine.events import Recorder
         from ledger_cli.engine.ledger import Ledger
 
@@ -110,7 +115,8 @@ class Session:
         )
         self.fixed_now: Instant | None = parse_now(settings.now) if settings.now else None
         if store is None:
-            store = open_store(store_url(settings))
+            # A command that only reads never creates the store it was pointed at.
+            store = open_store(store_url(settings), create=not reads or settings.store is None)
         self.store: Store = store
         self.recorder: Recorder = Recorder()
         from ledger_cli.cli.blockwrites import SessionBlocks
@@ -340,8 +346,8 @@ class Attempt:
         return self.again
 
 
-def open_store(url: str) -> Store:
+def open_store(url: str, create: bool = True) -> Store:
     """The store behind a URL (a seam tests may replace)."""
     from ledger_cli.stores.resolve import open_store as resolve
 
-    return resolve(url)
+    return resolve(url, create)

@@ -69,7 +69,7 @@ def keys_from(url: str | None, prefix: str, limit: int = MAX_KEYS) -> list[str]:
     from ledger_cli.stores.resolve import open_store
 
     out: list[str] = []
-    with open_store(target) as store:
+    with open_store(target, create=False) as store:
         # The JSON store streams its record files without taking the lock
         # (`scan_visible`, storage order), so the scan stops at `limit`
         # matches; other stores page through unpruned records in key order.

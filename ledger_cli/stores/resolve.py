@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from ledger_cli.errors import StoreError
+from ledger_cli.errors import NoStoreError, StoreError, StoreURLError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -79,15 +79,15 @@ def redact_url(url: str) -> str:
 
 
 def scheme_of(url: str) -> str:
-    """The store kind a URL names (one of SCHEMES); StoreError for a bad URL."""
+    """The store kind a URL names (one of SCHEMES); StoreURLError for a bad URL."""
     return _parse(url)[0]
 
 
 def _parse(url: str) -> tuple[str, str]:
     if not isinstance(url, str) or url.strip() == "":
-        raise StoreError(f"ledger: store URL is empty; {_HELP}")
+        raise StoreURLError(f"ledger: store URL is empty; {_HELP}")
     if "\x00" in url:
-        raise StoreError(f"ledger: store URL {redact_url(url)!r} contains a NUL byte; {_HELP}")
+        raise StoreURLError(f"ledger: store URL {redact_url(url)!r} contains a NUL byte; {_HELP}")
     if url == "memory:":
         return "memory", ""
     if url.startswith(("postgresql://", "postgres://")):
@@ -99,7 +99,7 @@ def _parse(url: str) -> tuple[str, str]:
     head, sep, _ = url.partition(":")
     if sep and head.isascii() and head.isalpha() and len(head) > 1 and "/" not in head:
         # Looks like `scheme:…` (`memory:x`, `mysql://…`, `file:…`): not a path we guess at.
-        raise StoreError(
+        raise StoreURLError(
             f"ledger: unknown store URL scheme {head + ':'!r} in {redact_url(url)!r}; {_HELP}"
         )
     path = os.path.expanduser(url)
@@ -113,7 +113,7 @@ def _path_part(url: str, prefix: str) -> str:
     if path.startswith("//"):  # json://PATH, sqlite:///abs/path
         path = path[2:]
     if path == "":
-        raise StoreError(f"ledger: store URL {url!r} names no path; {_HELP}")
+        raise StoreURLError(f"ledger: store URL {url!r} names no path; {_HELP}")
     return os.path.expanduser(path)
 
 
@@ -144,9 +144,14 @@ def _backend(module: str, name: str, url: str, hint: str) -> Callable[[str], Sto
     return factory
 
 
-def open_store(url: str) -> Store:
-    """Open the store a URL names. A bad URL or a missing backend is a StoreError."""
+def open_store(url: str, create: bool = True) -> Store:
+    """Open the store a URL names. A bad URL is a StoreURLError (exit 2), a
+    missing backend a StoreError. With `create` False (a command that only
+    reads) a JSON directory or SQLite file that does not exist is a
+    NoStoreError, and nothing is created."""
     scheme, target = _parse(url)
+    if not create and scheme in ("json", "sqlite") and not os.path.exists(target):
+        raise NoStoreError(f"ledger: no store at {target} (the first write creates it)")
     if scheme == "memory":
         from ledger_cli.engine.memstore import MemStore
 

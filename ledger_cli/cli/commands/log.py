@@ -46,11 +46,16 @@ def log(
     def wanted(e: HistoryEntry) -> bool:
         return (key is None or e.key == key) and (events is None or e.event in events)
 
-    with Session(settings) as s:
+    with Session(settings, reads=True) as s:
         if follow:
             return _follow(s, jsonl, wanted)
         read = getattr(s.store, "read_history", None)
         entries = [e for e in read(key) if wanted(e)] if read is not None else []
+        if key is not None and not entries and s.load(key) is None:
+            # No history and no record: a mistyped key, not a quiet task.
+            from ledger_cli.errors import NoKeyError
+
+            raise NoKeyError(key=key)
     if settings.json:
         output.json_line([e.to_obj() for e in entries])
     elif jsonl:

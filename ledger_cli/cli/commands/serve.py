@@ -36,7 +36,7 @@ def serve(settings: Settings, bind: str | None = None, token: str | None = None)
     from ledger_cli.web.api import Reader
     from ledger_cli.web.server import Server, serve_forever
 
-    with Session(settings) as s:
+    with Session(settings, reads=True) as s:
         try:
             server = Server((host, port), Reader(s), Guard(token))
         except OSError as exc:
