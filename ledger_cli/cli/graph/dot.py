@@ -6,9 +6,11 @@ from ledger_cli.cli.graph.model import BLOCKING_COLOUR, EDGE_COLOUR, Graph, fill
 
 
 def quote(text: str) -> str:
-    """A DOT double-quoted ID: backslashes and quotes escaped, and line breaks
-    (never in a valid key, but a damaged store is untrusted) as `\\n`, so the
-    text cannot end the string or act as a label escape like `\\N`."""
+    """A DOT double-quoted string: quotes escaped, backslashes doubled (so a
+    key ending in one cannot escape the closing quote, and a label shows it
+    once instead of reading `\\N` or `\\l` as an escape), line breaks (never
+    in a valid key, but a damaged store is untrusted) as `\\n`. As a node ID
+    the doubled backslashes stay doubled: distinct keys keep distinct IDs."""
     body = text.replace("\\", "\\\\").replace('"', '\\"')
     body = body.replace("\r", "\\n").replace("\n", "\\n")
     return f'"{body}"'
