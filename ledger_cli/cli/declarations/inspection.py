@@ -144,7 +144,6 @@ def log(
 @app.command(
     epilog=examples(
         "ledger graph | dot -Tsvg > graph.svg",
-        "ledger graph --format svg > graph.svg",
         "ledger graph report --format mermaid",
         "ledger --json graph | jq '.edges[] | select(.blocking)'",
     )
@@ -154,7 +153,7 @@ def graph(
     keys: Annotated[
         list[str] | None,
         typer.Argument(
-            metavar="[KEY]...",
+            metavar="KEY...",
             help="Only these tasks, what they need and what needs them.",
             show_default=False,
             autocompletion=complete_key,

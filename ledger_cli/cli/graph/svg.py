@@ -102,7 +102,7 @@ def _curve(x1: float, y1: float, c1: float, c2: float, x2: float, y2: float) -> 
 
 def _marker(ident: str, colour: str) -> str:
     return (
-        f'<marker id="{ident}" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="8"'
-        f' markerHeight="8" orient="auto-start-reverse">'
+        f'<marker id="{ident}" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="9"'
+        f' markerHeight="9" markerUnits="userSpaceOnUse" orient="auto-start-reverse">'
         f'<path d="M0,0 L10,5 L0,10 z" fill="{colour}"/></marker>'
     )
