@@ -14,6 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from ledger_cli.cli.graph import layout
+from ledger_cli.cli.graph.model import Edge, Graph, Node
+from ledger_cli.cli.graph.svg import MAX_NODES, to_svg
 from tests.cli_support import run_ledger
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -293,6 +296,15 @@ def test_svg_at_200_nodes_has_no_overlapping_boxes(tmp_path: Path) -> None:
             if x2 >= x1 + w1:
                 break  # sorted by x: nothing further right can touch this one
             assert y2 >= y1 + h1 or y1 >= y2 + h2, "two node boxes overlap"
+    lanes = 0
+    for path in root.iter(f"{SVG}path"):  # a long edge's lanes run between boxes, not through
+        d = path.get("d", "")
+        for x0, y0, x1 in re.findall(r"([\d.]+),([\d.]+) L([\d.]+),\2\b", d):
+            lanes += 1
+            for bx, by, bw, bh in placed.values():
+                crosses = float(x0) < bx + bw and bx < float(x1)
+                assert not (crosses and by <= float(y0) <= by + bh), (d, (bx, by, bw, bh))
+    assert lanes > 0  # the chain-to-join edges span many layers
     for key, g in svg_nodes(text).items():  # a long key is cut in the box, whole in its title
         title = g.find(f"{SVG}title")
         assert title is not None and title.text is not None and title.text.startswith(key)
@@ -304,8 +316,20 @@ def test_svg_at_200_nodes_has_no_overlapping_boxes(tmp_path: Path) -> None:
 
 def test_svg_refuses_a_huge_graph_with_one_line(tmp_path: Path) -> None:
     store = tmp_path / "store"
-    admit_batch(store, *({"key": f"t{i}"} for i in range(5001)))
+    admit_batch(store, *({"key": f"t{i}"} for i in range(MAX_NODES + 1)))
     done = run_ledger(store, "graph", "--format", "svg")
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr.count("\n") == 1 and "--format dot" in done.stderr
-    assert graph(store).count(" [label=") == 5001
+    assert graph(store).count(" [label=") == MAX_NODES + 1
+
+
+def test_a_cycle_of_needs_is_drawn_without_overlap() -> None:
+    """Admission refuses cycles, but a restored or damaged store may hold one:
+    the layout leaves the closing edge out of the layering and draws it."""
+    keys = ["a", "b", "c", "d"]
+    edges = [("a", "b"), ("b", "c"), ("c", "a"), ("c", "d"), ("d", "d")]
+    placed = layout.arrange(keys, edges)
+    assert placed.boxes["a"].x < placed.boxes["b"].x < placed.boxes["c"].x < placed.boxes["d"].x
+    text = to_svg(Graph([Node(k, "pending") for k in keys], [Edge(a, b, False) for a, b in edges]))
+    root = ET.fromstring(text)
+    assert len([p for p in root.iter(f"{SVG}path") if "edge" in p.get("class", "")]) == 5

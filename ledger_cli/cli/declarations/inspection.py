@@ -165,7 +165,7 @@ def graph(
             "--format",
             metavar="F",
             help="dot (Graphviz, the default), mermaid (a flowchart) or svg (drawn without "
-            "Graphviz; at most 5000 tasks).",
+            "Graphviz; at most 2000 tasks).",
         ),
     ] = "dot",
 ) -> None:

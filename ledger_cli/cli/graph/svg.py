@@ -12,7 +12,7 @@ from xml.sax.saxutils import escape, quoteattr
 from ledger_cli.cli.graph import layout
 from ledger_cli.cli.graph.model import BLOCKING_COLOUR, EDGE_COLOUR, Graph, fill
 
-MAX_NODES = 5000
+MAX_NODES = 2000
 """Above this the picture is not drawn (`TooLargeError`): use `--format dot`."""
 
 
@@ -34,8 +34,7 @@ def to_svg(g: Graph) -> str:
         )
     keys = [n.key for n in g.nodes]
     labels = {k: layout.label(k) for k in keys}
-    ordered = layout.layers(keys, [(e.source, e.target) for e in g.edges])
-    placed = layout.place(ordered, labels)
+    placed = layout.arrange(keys, [(e.source, e.target) for e in g.edges])
     w, h = _num(placed.width), _num(placed.height)
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}"'
@@ -52,12 +51,19 @@ def to_svg(g: Graph) -> str:
         x1, y1 = a.x + a.width, a.y + a.height / 2
         x2, y2 = b.x, b.y + b.height / 2
         if x2 <= x1:  # an edge of a cycle runs back: loop round the right-hand side
-            x2, y2 = b.x + b.width, b.y + b.height / 2
+            x2 = b.x + b.width
             bend = layout.H_GAP / 2 + abs(x1 - x2) / 4
-            d = _curve(x1, y1, x1 + bend, x2 + bend, x2, y2)
-        else:
+            d = f"M{_num(x1)},{_num(y1)} " + _curve(x1, y1, x1 + bend, x2 + bend, x2, y2)
+        else:  # through the lane kept in each layer it crosses, if any
+            parts = [f"M{_num(x1)},{_num(y1)}"]
+            for enter, leave, y in placed.routes.get((e.source, e.target), ()):
+                mid = (x1 + enter) / 2
+                parts.append(_curve(x1, y1, mid, mid, enter, y))
+                parts.append(f"L{_num(leave)},{_num(y)}")
+                x1, y1 = leave, y
             mid = (x1 + x2) / 2
-            d = _curve(x1, y1, mid, mid, x2, y2)
+            parts.append(_curve(x1, y1, mid, mid, x2, y2))
+            d = " ".join(parts)
         if e.blocking:
             style = (
                 f'stroke="{BLOCKING_COLOUR}" stroke-width="2.5" stroke-dasharray="6 3"'
@@ -94,10 +100,9 @@ def to_svg(g: Graph) -> str:
 
 
 def _curve(x1: float, y1: float, c1: float, c2: float, x2: float, y2: float) -> str:
-    """A cubic curve from (x1, y1) to (x2, y2) leaving and arriving level."""
-    return (
-        f"M{_num(x1)},{_num(y1)} C{_num(c1)},{_num(y1)} {_num(c2)},{_num(y2)} {_num(x2)},{_num(y2)}"
-    )
+    """A cubic curve on to (x2, y2) from the current point (x1, y1), leaving
+    and arriving level (control points at x c1 and c2)."""
+    return f"C{_num(c1)},{_num(y1)} {_num(c2)},{_num(y2)} {_num(x2)},{_num(y2)}"
 
 
 def _marker(ident: str, colour: str) -> str:
