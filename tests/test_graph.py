@@ -5,7 +5,6 @@ through the installed `ledger` in fresh processes."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -18,6 +17,7 @@ from ledger_cli.cli.graph import layout
 from ledger_cli.cli.graph.model import Edge, Graph, Node
 from ledger_cli.cli.graph.svg import MAX_NODES, to_svg
 from tests.cli_support import run_ledger
+from tests.sql_support import fresh_schema, in_ci, postgres_url, require_postgres
 
 SVG = "{http://www.w3.org/2000/svg}"
 HOSTILE = [
@@ -38,7 +38,7 @@ COLOURS = {
 }
 
 
-def admit_batch(store: Path, *records: dict[str, object]) -> None:
+def admit_batch(store: str | Path, *records: dict[str, object]) -> None:
     lines = "".join(json.dumps(r) + "\n" for r in records)
     done = run_ledger(store, "admit", "--batch", "-", input=lines.encode())
     assert done.returncode == 0, done.stderr
@@ -51,11 +51,9 @@ def graph(store: Path, *args: str) -> str:
     return done.stdout
 
 
-@pytest.fixture
-def pipeline(tmp_path: Path) -> Path:
+def fill_pipeline(store: str | Path) -> None:
     """fetch (completed) → build (failed) → test → ship (both blocked), lint
     (claimed) → test, ghost (no record) → docs (pending), other alone."""
-    store = tmp_path / "store"
     admit_batch(
         store,
         {"key": "fetch"},
@@ -70,6 +68,12 @@ def pipeline(tmp_path: Path) -> Path:
         run_ledger(store, "run", key, "--owner", "w", "--lease", "1m", "--", cmd)
     done = run_ledger(store, "claim", "lint", "--owner", "w", "--lease", "1h")
     assert done.returncode == 0, done.stderr
+
+
+@pytest.fixture
+def pipeline(tmp_path: Path) -> Path:
+    store = tmp_path / "store"
+    fill_pipeline(store)
     return store
 
 
@@ -96,10 +100,27 @@ def test_json_nodes_edges_and_blocking(pipeline: Path) -> None:
     }
 
 
-def _json(store: Path, *keys: str) -> str:
+def _json(store: str | Path, *keys: str) -> str:
     done = run_ledger(store, "--json", "graph", *keys)
     assert done.returncode == 0, done.stderr
     return done.stdout
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_every_store_gives_the_same_graph(kind: str, pipeline: Path, tmp_path: Path) -> None:
+    """The graph reads through each store's listing: SQLite and PostgreSQL
+    give what the JSON directory store gives for the same history."""
+    if kind == "sqlite":
+        fill_pipeline(f"sqlite:{tmp_path / 'ledger.db'}")
+        assert _json(f"sqlite:{tmp_path / 'ledger.db'}") == _json(pipeline)
+        return
+    require_postgres()
+    with fresh_schema("ledger_graph") as info:
+        schema = info.split("search_path=")[1].split()[0].strip("'")
+        url = f"{postgres_url()}?options=-csearch_path%3D{schema}"
+        fill_pipeline(url)
+        assert _json(url) == _json(pipeline)
+        assert _json(url, "lint") == _json(pipeline, "lint")
 
 
 def test_keys_keep_only_ancestors_and_descendants(pipeline: Path) -> None:
@@ -129,7 +150,7 @@ def test_unknown_key_and_bad_format_are_one_line_errors(pipeline: Path) -> None:
 def need_dot() -> str:
     found = shutil.which("dot")
     if found is None:
-        if os.environ.get("CI") == "true":
+        if in_ci():
             pytest.fail("Graphviz `dot` is not installed (CI=true: install graphviz)")
         pytest.skip("Graphviz `dot` is not installed")
     return found
