@@ -354,3 +354,24 @@ def test_a_cycle_of_needs_is_drawn_without_overlap() -> None:
     text = to_svg(Graph([Node(k, "pending") for k in keys], [Edge(a, b, False) for a, b in edges]))
     root = ET.fromstring(text)
     assert len([p for p in root.iter(f"{SVG}path") if "edge" in p.get("class", "")]) == 5
+
+
+def test_the_web_view_says_when_the_graph_is_too_large_to_draw(
+    pipeline: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`ledger serve`'s `/`: over the cap the page points to `ledger graph`,
+    and /api/graph's shape is still there."""
+    from ledger_cli.cli.context import Session, Settings
+    from ledger_cli.cli.graph import svg
+    from ledger_cli.web import pages
+    from ledger_cli.web.api import Reader
+
+    with Session(Settings(store=str(pipeline))) as s:
+        reader = Reader(s)
+        obj, drawn = reader.graph()
+        assert drawn is not None and 'data-key="build"' in drawn
+        assert obj == json.loads(_json(pipeline))
+        monkeypatch.setattr(svg, "MAX_NODES", 3)
+        obj, drawn = reader.graph()
+    assert drawn is None and len(obj["nodes"]) == 8
+    assert "ledger graph | dot -Tsvg" in pages.index(None, drawn)
