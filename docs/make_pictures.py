@@ -9,7 +9,8 @@ real ones (`ledger_cli.cli.app.run`), drawing on one recording console.
     .venv/bin/python docs/make_pictures.py      # rewrite docs/img/*.svg
 
 The web view's pictures (`web-*.svg`) are its pages as `ledger serve` renders
-them, markup and style sheet, inside an SVG foreignObject.
+them, markup and style sheet, inside an SVG foreignObject. `graph.svg` is
+`ledger graph --format svg` of the same store.
 
 `tests/test_pictures.py` regenerates them and fails when a file is stale.
 """
