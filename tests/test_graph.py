@@ -123,6 +123,26 @@ def test_every_store_gives_the_same_graph(kind: str, pipeline: Path, tmp_path: P
         assert _json(url, "lint") == _json(pipeline, "lint")
 
 
+def test_a_pruned_need_keeps_its_status(pipeline: Path) -> None:
+    """Prune keeps a record's key and status: the task needing it shows it."""
+    done = run_ledger(
+        pipeline,
+        "--now",
+        "2100-01-01T00:00:00Z",
+        "prune",
+        "--older-than",
+        "1d",
+        "--status",
+        "completed",
+    )
+    assert done.returncode == 0, done.stderr
+    listed = run_ledger(pipeline, "--json", "list")
+    assert "fetch" not in {r["Key"] for r in json.loads(listed.stdout)}  # it is pruned
+    doc = json.loads(_json(pipeline, "fetch"))
+    assert {n["key"]: n["status"] for n in doc["nodes"]}["fetch"] == "completed"
+    assert {"from": "fetch", "to": "build", "blocking": False} in doc["edges"]
+
+
 def test_keys_keep_only_ancestors_and_descendants(pipeline: Path) -> None:
     doc = json.loads(_json(pipeline, "build"))
     assert {n["key"] for n in doc["nodes"]} == {"fetch", "build", "test", "ship"}

@@ -69,15 +69,20 @@ class Graph:
 
 
 def collect(store: Store, keys: Sequence[str] = ()) -> Graph:
-    """The graph of every visible record, or with `keys` only those keys, their
+    """The graph of every record but the pruned ones (a pruned need is drawn:
+    its record is kept, with its status), or with `keys` only those keys, their
     ancestors (what they need, transitively) and their descendants (what needs
     them). Raises NoKeyError for a key without a record. Nodes and edges are
     sorted by key, so the output is stable."""
     from ledger_cli.engine.prune import visible
 
     records: dict[str, TaskState] = {rec.key: rec for rec in visible(store)}
-    for key in keys:
-        if key not in records:
+    absent = {n for rec in records.values() for n in rec.needs or () if n not in records}
+    for key in sorted(absent.union(keys).difference(records)):
+        found = store.load(key)  # a pruned record is still what it was: drawn with its status
+        if found is not None:
+            records[key] = found
+        elif key in keys:
             raise NoKeyError(key=key)
     if keys:
         chosen = _around(records, keys)
