@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from ledger_cli.cli import output
 from ledger_cli.cli.context import Session, Settings
 from ledger_cli.cli.inputs import InputError, validate_key
+from ledger_cli.engine.record import go_quote
 
 FORMATS = ("dot", "mermaid", "svg")
 
@@ -15,7 +16,7 @@ def graph(settings: Settings, keys: Sequence[str] = (), fmt: str = "dot") -> int
     """Print the graph of every task, or of KEYs with their ancestors and
     descendants: DOT (default), Mermaid, SVG, or `--json`."""
     if fmt not in FORMATS:
-        raise InputError(f"ledger: --format must be dot, mermaid or svg, not {fmt!r}")
+        raise InputError(f"ledger: --format must be dot, mermaid or svg, not {go_quote(fmt)}")
     for key in keys:
         validate_key(key)
     from ledger_cli.cli.graph import model
