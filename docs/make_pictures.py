@@ -9,7 +9,8 @@ real ones (`ledger_cli.cli.app.run`), drawing on one recording console.
     .venv/bin/python docs/make_pictures.py      # rewrite docs/img/*.svg
 
 The web view's pictures (`web-*.svg`) are its pages as `ledger serve` renders
-them, markup and style sheet, inside an SVG foreignObject.
+them, markup and style sheet, inside an SVG foreignObject. `graph.svg` is
+`ledger graph --format svg` of the same store.
 
 `tests/test_pictures.py` regenerates them and fails when a file is stale.
 """
@@ -210,9 +211,22 @@ def render_web() -> dict[str, str]:
     return out
 
 
+def render_graph() -> dict[str, str]:
+    """`graph.svg`: `ledger graph --format svg` of the demo store (our own
+    layout, no Graphviz and no rich involved)."""
+    from ledger_cli.cli.context import Session, Settings
+    from ledger_cli.cli.graph import model, svg
+
+    with tempfile.TemporaryDirectory() as tmp:
+        store = str(Path(tmp) / "store")
+        build_store(store)
+        with Session(Settings(store=store, actor=ACTOR, now=NOW)) as s:
+            return {"graph.svg": svg.to_svg(model.collect(s.store))}
+
+
 def main() -> None:
     IMG.mkdir(parents=True, exist_ok=True)
-    for name, text in {**render_all(), **render_web()}.items():
+    for name, text in {**render_all(), **render_web(), **render_graph()}.items():
         (IMG / name).write_text(text, encoding="utf-8")
         print(IMG / name)
 

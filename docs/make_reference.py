@@ -91,6 +91,9 @@ JSON_SHAPES: dict[str, str] = {
     '`{"key", "status", "needs": [{"key", "status", "blocked_by"}], "cycles": [[keys]]}` '
     "(`status` null: never admitted; `cycles`: each cycle of needs below KEY, "
     "its first key again at its end)",
+    "graph": '`{"nodes": [{"key", "status"}], "edges": [{"from", "to", "blocking"}]}` '
+    '(`status` "missing": a need without a record; an edge runs from a need to the task that '
+    "needs it; `blocking`: a failure, or a task it blocked, blocking the task)",
     "log": 'an array of `{"time", "actor", "event", "key", "fence", "data"}` '
     "(`--jsonl`: one per line)",
     "run": '`{"key", "fence", "status", "exit", "attempts", "attempt", "record"}` (`attempt`: the '

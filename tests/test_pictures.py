@@ -64,3 +64,20 @@ def test_web_pictures_are_current() -> None:
     readme = (ROOT / "README.md").read_text()
     for name in fresh:
         assert f"docs/img/{name}" in readme
+
+
+def test_graph_picture_is_current() -> None:
+    """docs/img/graph.svg: `ledger graph --format svg` of the demo store, the
+    failure red, shown in the README."""
+    import xml.etree.ElementTree as ET
+
+    fresh = _maker().render_graph()
+    assert set(fresh) == {"graph.svg"}
+    assert (IMG / "graph.svg").read_text() == fresh["graph.svg"], (
+        "stale: run `.venv/bin/python docs/make_pictures.py`"
+    )
+    root = ET.fromstring(fresh["graph.svg"])
+    nodes = root.iter("{http://www.w3.org/2000/svg}g")
+    failed = [g for g in nodes if "status-failed" in g.get("class", "").split()]
+    assert [g.get("data-key") for g in failed] == ["integration-tests"]
+    assert "docs/img/graph.svg" in (ROOT / "README.md").read_text()

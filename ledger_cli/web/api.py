@@ -9,7 +9,6 @@ table reads at most `limit + 1` records past its cursor on the SQL stores.
 from __future__ import annotations
 
 import heapq
-import importlib
 import itertools
 import threading
 from typing import TYPE_CHECKING, Any
@@ -172,17 +171,18 @@ class Reader:
         with self.lock:
             return collect(self.store, self.session.now()).to_obj()
 
-    def graph(self) -> tuple[Any, str] | None:
-        """The graph of needs as `ledger --json graph` shows it and as an SVG
-        picture, or None in a build without `ledger_cli.cli.graph`. Uses
-        `model.collect(store) -> Graph`, `Graph.to_obj()` (the `--json`
-        shape) and `svg.to_svg(graph)` (nodes `class="node status-S"`,
-        `data-key`)."""
-        try:  # the graph package lands on its own branch (issue 34, item 1)
-            model = importlib.import_module("ledger_cli.cli.graph.model")
-            svg = importlib.import_module("ledger_cli.cli.graph.svg")
-        except ImportError:
-            return None
+    def graph(self, draw: bool = True) -> tuple[Any, str | None]:
+        """The graph of needs as `ledger --json graph` shows it and, with
+        `draw`, as an SVG picture (None when the graph is too large to draw:
+        `ledger graph --format dot` still draws it). Imported here, so the
+        server's start-up does not pay for it."""
+        from ledger_cli.cli.graph import model, svg
+
         with self.lock:
             graph = model.collect(self.store)
-        return graph.to_obj(), svg.to_svg(graph)
+        if not draw:
+            return graph.to_obj(), None
+        try:
+            return graph.to_obj(), svg.to_svg(graph)
+        except svg.TooLargeError:
+            return graph.to_obj(), None

@@ -65,9 +65,12 @@ def counts(stats: dict[str, Any] | None) -> str:
 
 
 def index(stats: dict[str, Any] | None, svg: str | None) -> str:
-    """`/`: the counts and the graph of needs."""
+    """`/`: the counts and the graph of needs (`svg` None: too large to draw)."""
     if svg is None:
-        drawn = '<p class="muted">The graph is not available in this build.</p>'
+        drawn = (
+            '<p class="muted">Too many tasks to draw here: '
+            "<code>ledger graph | dot -Tsvg &gt; graph.svg</code> draws them all.</p>"
+        )
     else:
         drawn = f'<div class="graph" id="graph">{svg}</div>'
     body = f"<h1>The ledger</h1>{counts(stats)}{drawn}"

@@ -168,9 +168,7 @@ class Handler(BaseHTTPRequestHandler):
         reader = self.server.reader
         match seg:
             case [""]:
-                graph = reader.graph()
-                svg = graph[1] if graph is not None else None
-                self._html(pages.index(None, svg), head=head)  # counts: app.js
+                self._html(pages.index(None, reader.graph()[1]), head=head)  # counts: app.js
             case ["tasks"] | ["tasks", ""]:
                 statuses, prefix, after, limit = _filters(query)
                 page = reader.page(statuses, prefix, after, limit, _one(query, "queue"))
@@ -182,11 +180,7 @@ class Handler(BaseHTTPRequestHandler):
             case ["api", "stats"]:
                 self._json(output.dumps(reader.stats()), head=head)
             case ["api", "graph"]:
-                graph = reader.graph()
-                if graph is None:
-                    self._error(HTTPStatus.NOT_FOUND, "the graph is not available", True, head)
-                    return
-                self._json(output.dumps(graph[0]), head=head)
+                self._json(output.dumps(reader.graph(draw=False)[0]), head=head)
             case ["api", "tasks"]:
                 self._api_tasks(query, head)
             case ["api", "tasks", key]:

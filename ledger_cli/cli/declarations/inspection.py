@@ -1,4 +1,4 @@
-"""Declarations of `state`, `blocked`, `list`, `prune`, `tree` and `log`."""
+"""Declarations of `state`, `blocked`, `list`, `prune`, `tree`, `log` and `graph`."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from ledger_cli.cli.declarations.base import (
     JsonLines,
     Key,
     app,
+    complete_key,
     complete_status,
     dispatch,
     examples,
@@ -138,3 +139,37 @@ def log(
     from ledger_cli.cli.commands.log import log as work
 
     dispatch(ctx, work, key=key, jsonl=jsonl, follow=follow, event=event)
+
+
+@app.command(
+    epilog=examples(
+        "ledger graph | dot -Tsvg > graph.svg",
+        "ledger graph report --format mermaid",
+        "ledger --json graph | jq '.edges[] | select(.blocking)'",
+    )
+)
+def graph(
+    ctx: typer.Context,
+    keys: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="KEY...",
+            help="Only these tasks, what they need and what needs them.",
+            show_default=False,
+            autocompletion=complete_key,
+        ),
+    ] = None,
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            metavar="F",
+            help="dot (Graphviz, the default), mermaid (a flowchart) or svg (drawn without "
+            "Graphviz; at most 2000 tasks).",
+        ),
+    ] = "dot",
+) -> None:
+    """The graph of needs: each need points to the task that needs it, coloured by status."""
+    from ledger_cli.cli.commands.graph import graph as work
+
+    dispatch(ctx, work, keys=keys or [], fmt=fmt)

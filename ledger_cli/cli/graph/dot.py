@@ -1,0 +1,41 @@
+"""The graph as Graphviz DOT: `ledger graph | dot -Tsvg > graph.svg`."""
+
+from __future__ import annotations
+
+from ledger_cli.cli.graph.model import BLOCKING_COLOUR, EDGE_COLOUR, Graph, fill
+
+
+def quote(text: str) -> str:
+    """A DOT double-quoted string: quotes escaped, backslashes doubled (so a
+    key ending in one cannot escape the closing quote, and a label shows it
+    once instead of reading `\\N` or `\\l` as an escape), line breaks (never
+    in a valid key, but a damaged store is untrusted) as `\\n`. As a node ID
+    the doubled backslashes stay doubled: distinct keys keep distinct IDs."""
+    body = text.replace("\\", "\\\\").replace('"', '\\"')
+    body = body.replace("\r", "\\n").replace("\n", "\\n")
+    return f'"{body}"'
+
+
+def to_dot(g: Graph) -> str:
+    """A `digraph`: needs on the left, what needs them on the right; each node
+    labelled with its key and status and filled by status; a failure's
+    blocking edges red, bold and dashed; a missing need dashed."""
+    lines = [
+        "digraph ledger {",
+        "  rankdir=LR;",
+        '  node [shape=box, style="rounded,filled", fontname="monospace", fontsize=11];',
+        f'  edge [color="{EDGE_COLOUR}"];',
+    ]
+    for n in g.nodes:
+        style = '"rounded,filled,dashed"' if n.missing else '"rounded,filled"'
+        colour = f', color="{BLOCKING_COLOUR}"' if n.status == "failed" else ""
+        label = quote(f"{n.key}\n{n.status}")  # `\n` in a DOT label: a line break
+        attrs = f'label={label}, fillcolor="{fill(n.status)}", style={style}{colour}'
+        lines.append(f"  {quote(n.key)} [{attrs}];")
+    for e in g.edges:
+        attrs = (
+            f' [color="{BLOCKING_COLOUR}", style="bold,dashed", penwidth=2]' if e.blocking else ""
+        )
+        lines.append(f"  {quote(e.source)} -> {quote(e.target)}{attrs};")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
