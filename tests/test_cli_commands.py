@@ -254,6 +254,7 @@ JSON_CASES: dict[str, list[list[str]]] = {
     "blocked": [["blocked", "p"]],
     "list": [["list"]],
     "tree": [["tree"], ["tree", "p"]],
+    "graph": [["graph"], ["graph", "p"], ["graph", "nope"]],
     "log": [["log"], ["log", "p"]],
     "run": [["run", "p", "--owner", "w", "--lease", "1m", "--", "true"], ["run", "--owner", "w"]],
     "snapshot": [["snapshot"]],
