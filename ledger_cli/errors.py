@@ -146,6 +146,25 @@ class StoreError(LedgerError):
     exit_code = 9
 
 
+class StoreURLError(LedgerError):
+    """A store URL that names no store: empty, a NUL byte, no path, or an
+    unknown scheme. A usage error (exit 2), never an outage to retry."""
+
+    code = "store_url"
+    exit_code = 2
+
+
+class NoStoreError(StoreError):
+    """A read command on a `--store`/`LEDGER_STORE` path that does not exist
+    (exit 9): the user likely mistyped it, and an empty answer would read as
+    a healthy, empty queue. Only a write creates a store."""
+
+    code = "no_store"
+
+    def __init__(self, path: str) -> None:
+        super().__init__(f"ledger: no store at {path} (the first write creates it)")
+
+
 class StoreConflictError(StoreError):
     """The store rolled a transaction back to break a deadlock between two
     writers (PostgreSQL): nothing of it was written, and running it again is

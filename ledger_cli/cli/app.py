@@ -30,6 +30,23 @@ def _wants_json(args: Sequence[str]) -> bool:
     return "--json" in head
 
 
+RUN_HINT = "put the command after --: ledger run … -- CMD ARGS"
+
+
+def _hint_dashes(exc: Exception) -> None:
+    """`ledger run … echo hi` with the `--` forgotten: click's "unexpected
+    extra argument" line gets the fix on the same line."""
+    message = getattr(exc, "message", None)
+    ctx = getattr(exc, "ctx", None)
+    command = getattr(ctx, "command", None)
+    if (
+        isinstance(message, str)
+        and message.startswith("Got unexpected extra argument")
+        and getattr(command, "name", None) == "run"
+    ):
+        exc.message = f"{message} ({RUN_HINT})"  # type: ignore[attr-defined]
+
+
 def run_typer(args: Sequence[str]) -> int:
     import typer
 
@@ -46,6 +63,7 @@ def run_typer(args: Sequence[str]) -> int:
             standalone_mode=False,
         )
     except ClickException as exc:
+        _hint_dashes(exc)
         exc.show()
         if _wants_json(args):
             message = output.one_line(exc.format_message())

@@ -68,7 +68,9 @@ class Settings:
     def from_env(cls, **given: Any) -> Settings:
         """Command-line values where given, else LEDGER_* variables."""
         return cls(
-            store=given.get("store") or env(ENV_STORE),
+            # An empty --store or LEDGER_STORE is kept ("" is not None): store_url
+            # refuses it, rather than quietly using the default store.
+            store=given["store"] if given.get("store") is not None else os.environ.get(ENV_STORE),
             actor=given.get("actor") if given.get("actor") is not None else env(ENV_ACTOR),
             now=given.get("now") or env(ENV_NOW),
             json=bool(given.get("json")),
@@ -88,7 +90,16 @@ def default_actor() -> str:
 
 
 def store_url(settings: Settings) -> str:
-    if settings.store:
+    """The store `settings` name: --store or LEDGER_STORE, else the default
+    store. StoreURLError (exit 2) when the one given is empty."""
+    if settings.store is not None:
+        if settings.store.strip() == "":
+            from ledger_cli.errors import StoreURLError
+
+            raise StoreURLError(
+                "ledger: --store (or LEDGER_STORE) is empty; give a store path or URL, "
+                "or leave both unset for the default store"
+            )
         return settings.store
     from ledger_cli.stores.resolve import default_store_url
 
@@ -100,7 +111,13 @@ class Session:
     recording bus, the actor, and the clock. A context manager (closes the store).
     """
 
-    def __init__(self, settings: Settings, store: Store | None = None) -> None:
+    def __init__(
+        self, settings: Settings, store: Store | None = None, *, read_only: bool = False
+    ) -> None:
+        """`read_only`: a read command's session. A store given by --store or
+        LEDGER_STORE must then exist already (NoStoreError, exit 9): a read
+        creates no file, and a mistyped path is not an empty queue. The
+        default store may be missing (a fresh user's empty ledger)."""
         from ledger_cli.engine.events import Recorder
         from ledger_cli.engine.ledger import Ledger
 
@@ -110,7 +127,12 @@ class Session:
         )
         self.fixed_now: Instant | None = parse_now(settings.now) if settings.now else None
         if store is None:
-            store = open_store(store_url(settings))
+            url = store_url(settings)
+            if read_only and settings.store is not None:
+                from ledger_cli.stores.resolve import require_store
+
+                require_store(url)
+            store = open_store(url)
         self.store: Store = store
         self.recorder: Recorder = Recorder()
         from ledger_cli.cli.blockwrites import SessionBlocks

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from ledger_cli.errors import StoreError
+from ledger_cli.errors import NoStoreError, StoreError, StoreURLError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -79,15 +79,15 @@ def redact_url(url: str) -> str:
 
 
 def scheme_of(url: str) -> str:
-    """The store kind a URL names (one of SCHEMES); StoreError for a bad URL."""
+    """The store kind a URL names (one of SCHEMES); StoreURLError for a bad URL."""
     return _parse(url)[0]
 
 
 def _parse(url: str) -> tuple[str, str]:
     if not isinstance(url, str) or url.strip() == "":
-        raise StoreError(f"ledger: store URL is empty; {_HELP}")
+        raise StoreURLError(f"ledger: store URL is empty; {_HELP}")
     if "\x00" in url:
-        raise StoreError(f"ledger: store URL {redact_url(url)!r} contains a NUL byte; {_HELP}")
+        raise StoreURLError(f"ledger: store URL {redact_url(url)!r} contains a NUL byte; {_HELP}")
     if url == "memory:":
         return "memory", ""
     if url.startswith(("postgresql://", "postgres://")):
@@ -99,7 +99,7 @@ def _parse(url: str) -> tuple[str, str]:
     head, sep, _ = url.partition(":")
     if sep and head.isascii() and head.isalpha() and len(head) > 1 and "/" not in head:
         # Looks like `scheme:…` (`memory:x`, `mysql://…`, `file:…`): not a path we guess at.
-        raise StoreError(
+        raise StoreURLError(
             f"ledger: unknown store URL scheme {head + ':'!r} in {redact_url(url)!r}; {_HELP}"
         )
     path = os.path.expanduser(url)
@@ -113,7 +113,7 @@ def _path_part(url: str, prefix: str) -> str:
     if path.startswith("//"):  # json://PATH, sqlite:///abs/path
         path = path[2:]
     if path == "":
-        raise StoreError(f"ledger: store URL {url!r} names no path; {_HELP}")
+        raise StoreURLError(f"ledger: store URL {url!r} names no path; {_HELP}")
     return os.path.expanduser(path)
 
 
@@ -145,7 +145,8 @@ def _backend(module: str, name: str, url: str, hint: str) -> Callable[[str], Sto
 
 
 def open_store(url: str) -> Store:
-    """Open the store a URL names. A bad URL or a missing backend is a StoreError."""
+    """Open the store a URL names. A bad URL is a StoreURLError; a missing
+    backend is a StoreError."""
     scheme, target = _parse(url)
     if scheme == "memory":
         from ledger_cli.engine.memstore import MemStore
@@ -164,3 +165,15 @@ def open_store(url: str) -> Store:
         "ledger_cli.stores.sql.postgres", "PostgresStore", url, "use a JSON store path meanwhile"
     )
     return postgres_store(target)
+
+
+def require_store(url: str) -> None:
+    """NoStoreError unless the JSON directory or SQLite file `url` names exists.
+
+    For the read commands: they must neither create a store nor answer from
+    an empty one the user did not mean (a mistyped path). A server or
+    in-memory store has no path to check.
+    """
+    scheme, target = _parse(url)
+    if scheme in ("json", "sqlite") and not os.path.lexists(target):
+        raise NoStoreError(target)

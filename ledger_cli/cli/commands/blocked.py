@@ -9,7 +9,7 @@ from ledger_cli.errors import NoKeyError
 
 def blocked(settings: Settings, key: str) -> int:
     """Exit 0 and print the blocking key when blocked; exit 1 (silent) when not."""
-    with Session(settings) as s:
+    with Session(settings, read_only=True) as s:
         if s.ledger.state(key) is None:
             raise NoKeyError(key=key)
         by = s.ledger.blocked(key)

@@ -24,7 +24,7 @@ def check(settings: Settings, key: str, owner: str, fence: str) -> int:
     key = validate_key(key)
     owner = validate_text(owner, "owner")
     fence_n = parse_uint(fence, "--fence")
-    with Session(settings) as s:
+    with Session(settings, read_only=True) as s:
         rec = s.load(key)
         if rec is None:
             raise NoKeyError(key=key)

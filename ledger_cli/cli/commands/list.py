@@ -34,7 +34,7 @@ def list_records(
     more = 0
     from ledger_cli.engine import schedule
 
-    with Session(settings) as s:
+    with Session(settings, read_only=True) as s:
         kept = schedule.every(s.store) if schedule.any_kept(s.store) else {}
         if kept:
             from ledger_cli.engine.wireext import record_json

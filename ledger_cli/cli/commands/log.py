@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from ledger_cli.cli import output
 from ledger_cli.cli.context import Session, Settings
 from ledger_cli.cli.inputs import InputError, validate_text
+from ledger_cli.errors import NoKeyError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -46,11 +47,16 @@ def log(
     def wanted(e: HistoryEntry) -> bool:
         return (key is None or e.key == key) and (events is None or e.event in events)
 
-    with Session(settings) as s:
+    with Session(settings, read_only=True) as s:
         if follow:
             return _follow(s, jsonl, wanted)
         read = getattr(s.store, "read_history", None)
-        entries = [e for e in read(key) if wanted(e)] if read is not None else []
+        history = list(read(key)) if read is not None else []
+        if key is not None and not any(e.key == key for e in history) and s.load(key) is None:
+            # As `state nope`: a key with neither history nor a record is
+            # most likely mistyped, not a quiet task (exit 3, not an empty 0).
+            raise NoKeyError(key=key)
+        entries = [e for e in history if wanted(e)]
     if settings.json:
         output.json_line([e.to_obj() for e in entries])
     elif jsonl:

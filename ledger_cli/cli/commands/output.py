@@ -98,7 +98,7 @@ def output_cmd(
     lines = parse_uint(tail, "--tail") if tail is not None else None
     from ledger_cli.stores.attempts import attempt_log
 
-    with Session(settings) as s:
+    with Session(settings, read_only=True) as s:
         if s.load(key) is None:
             raise NoKeyError(key=key)
         log = attempt_log(s.store)

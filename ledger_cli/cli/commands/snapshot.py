@@ -14,7 +14,7 @@ from ledger_cli.cli.inputs import InputError
 def snapshot(settings: Settings, out: str | None = None) -> int:
     from ledger_cli.engine import schedule, wireext
 
-    with Session(settings) as s:
+    with Session(settings, read_only=True) as s:
         snap = s.ledger.snapshot()
         kept = schedule.every(s.store) if schedule.any_kept(s.store) else {}
     data = wireext.encode(snap.tasks, kept) if kept else snap.encode()

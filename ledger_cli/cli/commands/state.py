@@ -10,7 +10,7 @@ from ledger_cli.errors import NoKeyError
 def state(settings: Settings, key: str) -> int:
     from ledger_cli.engine import schedule
 
-    with Session(settings) as s:
+    with Session(settings, read_only=True) as s:
         rec = s.ledger.state(key)
         if rec is None:
             raise NoKeyError(key=key)

@@ -262,7 +262,7 @@ def human(stats: Stats, to_file: bool) -> str:
 def stats(settings: Settings, prometheus: bool = False, out: str | None = None) -> int:
     if prometheus and settings.json:
         raise InputError("ledger: give --json or --prometheus, not both")
-    with Session(settings) as s:
+    with Session(settings, read_only=True) as s:
         figures = collect(s.store, s.now())
     if prometheus:
         text = prometheus_text(figures)

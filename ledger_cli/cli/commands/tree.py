@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 
 def tree(settings: Settings, key: str | None = None) -> int:
-    with Session(settings) as s:
+    with Session(settings, read_only=True) as s:
         from ledger_cli.engine.prune import visible
 
         records = {rec.key: rec for rec in visible(s.store)}

@@ -86,7 +86,7 @@ def wait(
     every = _positive(interval, "--interval", 1.0)
     assert every is not None
     deadline = None if limit is None else time.monotonic() + limit
-    with Session(settings) as s:
+    with Session(settings, read_only=True) as s:
         if all_:
             return _wait_all(s, every, deadline)
         return _wait_keys(s, keys, every, deadline)

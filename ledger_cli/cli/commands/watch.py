@@ -173,7 +173,7 @@ def watch(
     from ledger_cli.cli import render
 
     fd = sys.stdin.fileno()
-    with Session(settings) as s:
+    with Session(settings, read_only=True) as s:
         con = render.console()
         try:
             with (

@@ -46,7 +46,7 @@ def doctor(settings: Settings, fix: bool = False) -> int:
     from ledger_cli.stores.resolve import redact_url
 
     url = redact_url(store_url(settings))  # never print a password
-    with Session(settings) as s:
+    with Session(settings, read_only=True) as s:
         root: str | None = getattr(s.store, "path", None)
         temps: list[str] = []
         records: list[TaskState] = []
