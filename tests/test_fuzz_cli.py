@@ -83,6 +83,14 @@ JUNK_VALUES: list[str] = [
     "--help",
 ]
 
+GOOD_VALUES: list[str] = ["a", "b", "c", "w", "1", "2", "1m", "30s", "completed", "pending"]
+"""Values that parse, so a case gets past the argument checks as often as not."""
+
+
+def _value(rng: random.Random) -> str:
+    return rng.choice(GOOD_VALUES if rng.random() < 0.6 else JUNK_VALUES)
+
+
 STDIN: list[bytes] = [
     b"",
     b'{"a":1',
@@ -122,9 +130,9 @@ def _case(rng: random.Random, vocab: dict[str, list[str]], store: str) -> list[s
             opt = rng.choice(vocab[command])
             argv.append(opt)
             if rng.random() < 0.85:
-                argv.append(rng.choice(JUNK_VALUES))
+                argv.append(_value(rng))
         elif roll < 0.9:
-            argv.append(rng.choice(JUNK_VALUES))
+            argv.append(_value(rng))
         else:
             argv.append(rng.choice(["--no-such-option", "-Z", "--store=" + store]))
     if command == "run" and rng.random() < 0.5:
