@@ -29,7 +29,8 @@ EXIT_CODES: dict[int, str] = {
     "`run --drain` when any command failed; `wait` when a task failed or is blocked; "
     "`output` when the key has no recorded run (or no attempt N)",
     2: "usage error: bad option, bad duration, bad JSON, bad key, empty owner, "
-    "non-positive lease, unknown status, an input over its size limit",
+    "non-positive lease, unknown status, an input over its size limit, "
+    "an empty `--store`/`LEDGER_STORE`, an unknown store URL scheme",
     3: "the key has no record",
     4: "a live lease is in the way (`claim` of a claimed task, `takeover` of a live lease)",
     5: "the fence is stale: this caller no longer owns the task (`ledger run`: the lease was lost)",
@@ -40,7 +41,10 @@ EXIT_CODES: dict[int, str] = {
     "a batch line the ledger refused; `admit`: a conflict (the key holds another task), "
     "or needs that would close a cycle",
     9: "the store failed (unreadable, corrupt, locked too long, unreachable); "
-    "`doctor` found a problem",
+    "`doctor` found a problem; a read command (`list`, `stats`, `state`, `log`, `wait`…) "
+    "on a `--store`/`LEDGER_STORE` path that does not exist: `no store at PATH` "
+    "(only a write creates a store, and a read creates no file; the default store "
+    "may be missing: a fresh user's `list` is empty)",
     70: "a bug: one line on stderr; set `LEDGER_DEBUG=1` for the traceback",
     124: "`wait --timeout` ran out; `run --timeout` stopped the last attempt",
     126: "`ledger run`: the command cannot be executed",
@@ -52,7 +56,8 @@ EXIT_CODES: dict[int, str] = {
 command's own status, and 128+N when signal N ended it)."""
 
 ENVIRONMENT: dict[str, str] = {
-    "LEDGER_STORE": "the store URL or path, when `--store` is not given",
+    "LEDGER_STORE": "the store URL or path, when `--store` is not given "
+    "(set but empty: a usage error, exit 2)",
     "LEDGER_ACTOR": "who is writing, when `--actor` is not given (default `user@host`)",
     "LEDGER_NOW": "an RFC 3339 instant to use as the clock, when `--now` is not given "
     "(replays and tests)",

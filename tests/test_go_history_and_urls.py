@@ -98,7 +98,7 @@ def test_no_password_is_printed(tmp_path: Path) -> None:
         doc = json.loads(ledger(url, "--json", "doctor").stdout)
         assert doc["store"] == redact_url(url) and f":{password}@" not in doc["store"]
     # An unknown scheme's error, a connection error: the password is not echoed.
-    res = ledger("mysql://root:s3cretpw@db/app", "list")
-    assert res.returncode == 9 and "s3cretpw" not in res.stderr and ":***@" in res.stderr
+    res = ledger("mysql://root:s3cretpw@db/app", "list")  # a usage error (issue 30)
+    assert res.returncode == 2 and "s3cretpw" not in res.stderr and ":***@" in res.stderr
     res = ledger("postgresql://root:s3cretpw@127.0.0.1:1/app?connect_timeout=2", "list")
     assert res.returncode == 9 and "s3cretpw" not in res.stderr
