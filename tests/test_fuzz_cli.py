@@ -30,7 +30,7 @@ from tests.cli_support import ledger_cmd, subprocess_env
 if TYPE_CHECKING:
     from pathlib import Path
 
-CI_CASES = 600
+CI_CASES = 400
 CASES = int(os.environ.get("LEDGER_FUZZ_CASES", str(CI_CASES)))
 SEED = int(os.environ.get("LEDGER_FUZZ_SEED", str(random.SystemRandom().randrange(2**32))))
 HANG = 60.0
@@ -88,7 +88,7 @@ GOOD_VALUES: list[str] = ["a", "b", "c", "w", "1", "2", "1m", "30s", "completed"
 
 
 def _value(rng: random.Random) -> str:
-    return rng.choice(GOOD_VALUES if rng.random() < 0.6 else JUNK_VALUES)
+    return rng.choice(GOOD_VALUES if rng.random() < 0.7 else JUNK_VALUES)
 
 
 STDIN: list[bytes] = [

@@ -134,3 +134,13 @@ def test_run_without_dashes_names_the_fix(tmp_path: Path) -> None:
     [line] = [ln for ln in lines(r.stderr) if "unexpected extra argument" in ln]
     assert "put the command after --" in line
     assert "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("name", ["store", "store.db"])
+def test_completing_keys_creates_no_store(tmp_path: Path, name: str) -> None:
+    from ledger_cli.cli.shell_completion import keys_from
+    from ledger_cli.errors import NoStoreError
+
+    with pytest.raises(NoStoreError):
+        keys_from(str(tmp_path / name), "")
+    assert list(tmp_path.iterdir()) == []

@@ -61,6 +61,10 @@ def keys_from(url: str | None, prefix: str, limit: int = MAX_KEYS) -> list[str]:
     from ledger_cli.cli.context import Settings, store_url
 
     target = store_url(Settings(store=url))
+    if url is not None:  # completing creates no store (a read command's rule)
+        from ledger_cli.stores.resolve import require_store
+
+        require_store(target)
     fast = _sqlite_keys(target, prefix, limit)
     if fast is not None:
         return fast
