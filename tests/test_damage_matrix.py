@@ -79,27 +79,8 @@ WAYS = ["truncated", "random", "empty", "deleted", "wrongshape"]
 # case the store gets wrong today. strict: a fix makes the test say so.
 KNOWN: dict[tuple[str, str], str] = {
     **{
-        (kind, way): "a write whose journal updates a damaged ready index exits 9 and leaves the"
-        " journal; doctor --fix then fails replaying it (the rebuild-in-the-write fix reported an"
-        " injected write failure as success in tests/test_faults_io.py, and was withdrawn)"
-        for kind, ways in (
-            ("ready-chunk", ("truncated", "random", "deleted", "wrongshape")),
-            ("ready-manifest", ("truncated", "random", "empty", "wrongshape")),
-        )
-        for way in ways
-    },
-    **{
-        ("deps-manifest", way): "a damaged deps/manifest: a command runs past the test's timeout"
-        for way in ("truncated", "random", "empty", "wrongshape")
-    },
-    **{
         ("history", way): "a writer rewrites or recreates a damaged history.jsonl"
         for way in ("truncated", "random", "deleted")
-    },
-    **{
-        ("tally-shard", way): "a write whose journal updates a damaged tally shard exits 9 "
-        "and leaves the journal; doctor --fix then fails on the same shard"
-        for way in ("truncated", "random", "wrongshape")
     },
     ("pruned-keys", "wrongshape"): "doctor --fix leaves a wrong-shape pruned line reported",
     ("record", "deleted"): "a deleted record file: stats (the tally) disagrees with a scan",

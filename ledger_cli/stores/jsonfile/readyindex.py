@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
 from ledger_cli.stores.jsonfile import fsutil
-from ledger_cli.stores.jsonfile.fsutil import fail
+from ledger_cli.stores.jsonfile.fsutil import damaged_index
 from ledger_cli.stores.jsonfile.layout import LIVE_STATUSES, shown
 
 if TYPE_CHECKING:
@@ -117,7 +117,9 @@ _HEX_BYTES = b"0123456789abcdef"
 
 
 def _corrupt_chunk(path: str) -> Exception:
-    return fail(path, "corrupt ready index chunk (ledger doctor --fix rebuilds the index)")
+    return damaged_index(
+        READY_DIR, path, "corrupt ready index chunk (ledger doctor --fix rebuilds the index)"
+    )
 
 
 class Chunks:
@@ -147,7 +149,11 @@ class Chunks:
         # (rebuild, split) and unlinked only after (remove): a missing or damaged
         # chunk is damage, reported rather than read as "nothing is ready".
         if data is None:
-            raise fail(path, "missing ready index chunk (ledger doctor --fix rebuilds the index)")
+            raise damaged_index(
+                READY_DIR,
+                path,
+                "missing ready index chunk (ledger doctor --fix rebuilds the index)",
+            )
         if data.replace(b"\n", b"").replace(b" ", b"").strip(_HEX_BYTES) or (
             data and not data.endswith(b"\n")
         ):
@@ -273,7 +279,9 @@ def load_chunks(root: str, root_fd: int, rfd: int) -> Chunks | None:
     if " ".join(head[:2]) == OLDER_HEADER:
         return None  # an older release's order: rebuilt by the next holder of the lock
     if len(head) != 3 or " ".join(head[:2]) != MANIFEST_HEADER or not head[2].isdigit():
-        raise fail(path, "corrupt ready index manifest header (ledger doctor --fix rebuilds it)")
+        raise damaged_index(
+            READY_DIR, path, "corrupt ready index manifest header (ledger doctor --fix rebuilds it)"
+        )
     ids: list[int] = []
     bounds: list[Entry] = []
     for line in lines[1:]:
@@ -283,13 +291,19 @@ def load_chunks(root: str, root_fd: int, rfd: int) -> Chunks | None:
             bytes.fromhex(hexkey)
         except (IndexError, ValueError):
             # The line itself is not shown: damaged bytes never reach the terminal.
-            raise fail(
-                path, f"corrupt ready index line {len(ids) + 2} (ledger doctor --fix rebuilds it)"
+            raise damaged_index(
+                READY_DIR,
+                path,
+                f"corrupt ready index line {len(ids) + 2} (ledger doctor --fix rebuilds it)",
             ) from None
         ids.append(cid)
         bounds.append((ns, hexkey))
     if not ids:
-        raise fail(path, "corrupt ready index manifest: no chunk (ledger doctor --fix rebuilds it)")
+        raise damaged_index(
+            READY_DIR,
+            path,
+            "corrupt ready index manifest: no chunk (ledger doctor --fix rebuilds it)",
+        )
     return Chunks(root, root_fd, rfd, int(head[2]), ids, bounds)
 
 
