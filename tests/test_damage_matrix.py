@@ -84,8 +84,6 @@ KNOWN: dict[tuple[str, str], str] = {
     },
     ("pruned-keys", "wrongshape"): "doctor --fix leaves a wrong-shape pruned line reported",
     ("record", "deleted"): "a deleted record file: stats (the tally) disagrees with a scan",
-    ("ready-chunk", "empty"): "an emptied chunk reads as a chunk with no entries: claim --next "
-    "exits 7 while tasks are ready (the manifest keeps no count or checksum of its chunks)",
 }
 
 
