@@ -68,15 +68,16 @@ def commit(
 ) -> None:
     """Commit a batch; `counts`: the tally after it (None: the batch changes no count)."""
     records = batch.records
-    if len(records) + len(batch.history) <= 1 and counts is None and not batch.attempts:
-        # One file: atomic by itself (a torn history append is cut on the next
-        # one). The root directory first: the last journal's removal is durable.
+    if len(records) <= 1 and not batch.history and counts is None and not batch.attempts:
+        # One record file: atomic by itself. (A history line always goes through
+        # the journal: only its replay may cut a torn line, historyfile.py.)
+        # The root directory first: the last journal's removal is durable.
         fsutil.fsync_fd(root_fd, root)
         write(records, batch.history, None, None, False, [], None)
         return
     history_at = None
     if batch.history:
-        fd, history_at = historyfile.open_for_append(root, root_fd)  # also cuts a torn tail
+        fd, history_at = historyfile.open_for_append(root, root_fd)  # refuses a torn tail
         os.close(fd)
     header = {
         "format": JOURNAL_FORMAT,
