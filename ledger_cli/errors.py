@@ -146,6 +146,13 @@ class StoreError(LedgerError):
     exit_code = 9
 
 
+class StoreDamageError(StoreError):
+    """A file of the store whose content is damaged (not an I/O error, not an
+    outage): waiting does not mend it, so a caller that rides out outages
+    (`ledger run`'s completion) stops trying. The message names the file;
+    `ledger doctor` reports it. Exit 9, like every store failure."""
+
+
 class StoreConflictError(StoreError):
     """The store rolled a transaction back to break a deadlock between two
     writers (PostgreSQL): nothing of it was written, and running it again is

@@ -22,7 +22,7 @@ from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.ledger import Ledger
 from ledger_cli.engine.record import TaskState
 from ledger_cli.engine.wire import record_from_json, record_to_json
-from ledger_cli.errors import StoreError
+from ledger_cli.errors import StoreDamageError, StoreError
 from ledger_cli.stores import jsonfile
 from ledger_cli.stores.jsonfile import JsonFileStore, durability, fsutil, key_digest
 from ledger_cli.stores.jsonfile.locking import DEFAULT_LOCK_TIMEOUT
@@ -313,15 +313,20 @@ def test_a_symlinked_history_file_is_never_appended_through(
 # -- history -----------------------------------------------------------------------------------
 
 
-def test_a_torn_last_history_line_is_ignored_then_cut(store: JsonFileStore, root: Path) -> None:
+def test_a_history_ending_mid_line_is_read_but_never_cut(store: JsonFileStore, root: Path) -> None:
+    """Every append goes through a journal, whose replay cuts what a crash
+    tore (test_faults_crash.py); a file ending mid-line without one is damage
+    (a truncation): readers skip the torn line, writers refuse (issue 30)."""
     store.append_history([entry("a", 1), entry("b", 2)])
     path = root / "history.jsonl"
     whole = path.read_bytes()
-    path.write_bytes(whole + b'{"time":"2024-01-01T00:00:00Z","actor":"x","ev')
+    damaged = whole + b'{"time":"2024-01-01T00:00:00Z","actor":"x","ev'
+    path.write_bytes(damaged)
     assert [e.key for e in store.read_history()] == ["a", "b"]
-    store.append_history([entry("c", 3)])
-    assert [e.key for e in store.read_history()] == ["a", "b", "c"]
-    assert path.read_bytes().count(b"\n") == 3
+    with pytest.raises(StoreDamageError, match=r"history\.jsonl: damaged history"):
+        store.append_history([entry("c", 3)])
+    assert path.read_bytes() == damaged
+    assert not (root / "journal.json").exists()
 
 
 def test_a_corrupt_history_line_in_the_middle_is_refused(store: JsonFileStore, root: Path) -> None:

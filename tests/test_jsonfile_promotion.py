@@ -162,7 +162,7 @@ def test_doctor_fix_repairs_deps_then_ready(tmp_path: Path) -> None:
     assert digest is not None
     (root / depsindex.DEPS_DIR / digest[:2] / digest).unlink()  # damage: b is not listed
     for chunk in (root / readyindex.READY_DIR).glob("c*"):
-        chunk.write_text("")  # ...and the candidates are gone
+        chunk.write_text("0\n")  # ...and the candidates are gone (sound, empty chunks)
     bad = run_ledger(root, "doctor")
     assert bad.returncode == 9
     assert "dependents index" in bad.stdout and "ready index" in bad.stdout

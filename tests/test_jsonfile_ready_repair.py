@@ -42,8 +42,10 @@ def _indexed(root: Path) -> list[str]:
 
 
 def _empty_chunks(root: Path) -> None:
+    """Every chunk a sound one listing no entries (its count line: 0), so the
+    index misses every candidate (an emptied file is damage, not this)."""
     for chunk in (root / readyindex.READY_DIR).glob("c*"):
-        chunk.write_text("")
+        chunk.write_text("0\n")
 
 
 def _fill(root: Path, n: int) -> Ledger:

@@ -212,7 +212,7 @@ def test_doctor_finds_a_damaged_index_and_fix_rebuilds_it(tmp_path: Path, scheme
         conn.close()
     else:
         for chunk in (tmp_path / "store" / "ready").glob("c*"):
-            chunk.write_text("")
+            chunk.write_text("0\n")  # sound chunks listing no entries
     bad = run_ledger(url, "doctor")
     assert bad.returncode == 9, bad.stdout + bad.stderr
     assert "ready index" in bad.stdout + bad.stderr

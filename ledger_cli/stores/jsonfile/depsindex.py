@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 
 from ledger_cli.engine.record import TaskState
 from ledger_cli.stores.jsonfile import fsutil
-from ledger_cli.stores.jsonfile.fsutil import fail
+from ledger_cli.stores.jsonfile.fsutil import damaged_index, fail
 from ledger_cli.stores.jsonfile.layout import DIGEST, SHARD, shown
 from ledger_cli.stores.jsonfile.records import need_digest
 
@@ -63,7 +63,9 @@ def is_built(root: str, dfd: int) -> bool:
     if data is None:
         return False
     if data != MANIFEST_DATA:
-        raise fail(path, "corrupt dependents index manifest (ledger doctor --fix rebuilds it)")
+        raise damaged_index(
+            DEPS_DIR, path, "corrupt dependents index manifest (ledger doctor --fix rebuilds it)"
+        )
     return True
 
 
@@ -158,7 +160,8 @@ def listed(root: str, dfd: int, need: str) -> tuple[set[str], bool]:
     if bad:
         wrong = [d for d in bad if not _TORN.fullmatch(d)]
         if wrong:
-            raise fail(
+            raise damaged_index(
+                DEPS_DIR,
                 path,
                 # The entry itself is not shown: damaged bytes never reach the terminal.
                 "corrupt dependents index entry (ledger doctor --fix rebuilds the index)",

@@ -23,7 +23,7 @@ import stat
 import sys
 from typing import TYPE_CHECKING
 
-from ledger_cli.errors import StoreError
+from ledger_cli.errors import StoreDamageError, StoreError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -50,6 +50,21 @@ def fail(path: str, what: str, exc: OSError | None = None) -> StoreError:
     """A StoreError naming the file: `ledger: store: PATH: WHAT[: strerror]`."""
     detail = f": {exc.strerror or exc}" if exc is not None else ""
     return StoreError(f"ledger: store: {path}: {what}{detail}")
+
+
+class IndexDamage(StoreDamageError):
+    """A derived index file (ready/, deps/, tally/) whose content is damaged —
+    not an I/O error: the records hold the truth, so a journal replay rebuilds
+    the index (journal.py) rather than fail on it. `index` names it."""
+
+    def __init__(self, message: str, index: str) -> None:
+        super().__init__(message)
+        self.index = index
+
+
+def damaged_index(index: str, path: str, what: str) -> IndexDamage:
+    """An IndexDamage naming the file: `ledger: store: PATH: WHAT`."""
+    return IndexDamage(f"ledger: store: {path}: {what}", index)
 
 
 def open_root(path: str) -> int | None:

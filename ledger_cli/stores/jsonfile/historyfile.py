@@ -1,6 +1,8 @@
 """history.jsonl: the history of writes, one JSON object a line, appended under
-the store lock. A torn last line (a crash in an append) is ignored by readers
-and cut by the next appender.
+the store lock, always through a journal (journal.py). A torn last line (a
+crash in an append) is ignored by readers and cut by the journal's replay; a
+file that ends mid-line with no journal to cut it is damage, which every
+writer refuses.
 
 `ledger prune` drops the lines of the keys it pruned by rewriting the file
 (`drop_keys_briefly`), mostly outside the lock (SPEC §5 "Short lock holds"):
@@ -31,6 +33,7 @@ import os
 from typing import TYPE_CHECKING
 
 from ledger_cli.engine.history import HistoryEntry
+from ledger_cli.errors import StoreDamageError
 from ledger_cli.stores.jsonfile import fsutil
 from ledger_cli.stores.jsonfile.fsutil import fail
 from ledger_cli.stores.jsonfile.layout import HISTORY_NAME, shown
@@ -60,8 +63,14 @@ _PROC_FD = "/proc/self/fd"
 _READ = os.O_RDONLY | fsutil.O_NOFOLLOW | fsutil.O_NONBLOCK | fsutil.O_CLOEXEC
 
 
-def open_for_append(root: str, root_fd: int) -> tuple[int, int]:
-    """Open history.jsonl for appending; cut a torn last line (a crash's). (fd, size)."""
+def open_for_append(root: str, root_fd: int, at: int | None = None) -> tuple[int, int]:
+    """Open history.jsonl for appending. (fd, size)
+
+    Every append goes through a journal (journal.py), whose `history_at` is the
+    size before its lines: a line a crash tore is cut back by the journal's
+    replay (`at`: the replay's cut, which `append_lines` makes). A file that
+    ends mid-line otherwise is damage — history is primary data — and is
+    refused, never cut (issue 30)."""
     path = shown(root, HISTORY_NAME)
     flags = os.O_RDWR | os.O_CREAT | fsutil.O_NOFOLLOW | fsutil.O_NONBLOCK | fsutil.O_CLOEXEC
     try:
@@ -72,15 +81,20 @@ def open_for_append(root: str, root_fd: int) -> tuple[int, int]:
     try:
         if size == 0:
             os.fchmod(fd, fsutil.FILE_MODE)
-        elif os.pread(fd, 1, size - 1) != b"\n":
-            keep = _last_newline(fd, size)
-            os.ftruncate(fd, keep)
-            os.fsync(fd)
-            size = keep
+        elif at is None and os.pread(fd, 1, size - 1) != b"\n":
+            os.close(fd)
+            raise damaged_history(path)
     except OSError as exc:
         os.close(fd)
         raise fail(path, "cannot prepare for appending", exc) from None
     return fd, size
+
+
+def damaged_history(path: str) -> StoreDamageError:
+    return StoreDamageError(
+        f"ledger: store: {path}: damaged history (it ends mid-line, and no journal "
+        "covers that line); refusing to write after it (restore the file from a backup)"
+    )
 
 
 def append_lines(
@@ -89,7 +103,7 @@ def append_lines(
     """Append `lines`; `at`: the size the file must have before they go in (a
     journal replay cuts what a crashed apply appended); None = the end."""
     path = shown(root, HISTORY_NAME)
-    fd, size = open_for_append(root, root_fd)
+    fd, size = open_for_append(root, root_fd, at)
     new = size == 0  # perhaps just created: its name wants the root directory fsynced
     try:
         if at is not None:

@@ -24,7 +24,7 @@ import os
 from typing import TYPE_CHECKING
 
 from ledger_cli.engine.record import TaskState
-from ledger_cli.stores.jsonfile import fsutil, historyfile, tally
+from ledger_cli.stores.jsonfile import depsindex, fsutil, historyfile, readyindex, tally
 from ledger_cli.stores.jsonfile.batch import PendingBatch
 from ledger_cli.stores.jsonfile.fsutil import fail
 from ledger_cli.stores.jsonfile.layout import JOURNAL_NAME, shown
@@ -68,15 +68,16 @@ def commit(
 ) -> None:
     """Commit a batch; `counts`: the tally after it (None: the batch changes no count)."""
     records = batch.records
-    if len(records) + len(batch.history) <= 1 and counts is None and not batch.attempts:
-        # One file: atomic by itself (a torn history append is cut on the next
-        # one). The root directory first: the last journal's removal is durable.
+    if len(records) <= 1 and not batch.history and counts is None and not batch.attempts:
+        # One record file: atomic by itself. (A history line always goes through
+        # the journal: only its replay may cut a torn line, historyfile.py.)
+        # The root directory first: the last journal's removal is durable.
         fsutil.fsync_fd(root_fd, root)
         write(records, batch.history, None, None, False, [], None)
         return
     history_at = None
     if batch.history:
-        fd, history_at = historyfile.open_for_append(root, root_fd)  # also cuts a torn tail
+        fd, history_at = historyfile.open_for_append(root, root_fd)  # refuses a torn tail
         os.close(fd)
     header = {
         "format": JOURNAL_FORMAT,
@@ -147,9 +148,43 @@ def replay(root: str, root_fd: int, journal: bytes, checksummed: bool, write: Wr
         tally.invalidate(root, root_fd)
         counts = None
     # What was on disk before the batch may be gone: every record's tally
-    # membership is set again (moved None).
-    write(records, history, history_at, counts, True, attempts, None)
+    # membership is set again (moved None). A derived index found damaged on
+    # the way (IndexDamage: content, never an I/O error, which propagates) is
+    # marked "not built" and the apply runs again, as after a crash: the
+    # primary writes are idempotent, and the index is rebuilt from the records
+    # by the apply (ready/, deps/) or the next writer (tally/), so a committed
+    # journal never wedges the store behind a derived file (issue 30).
+    dropped: set[str] = set()
+    while True:
+        try:
+            write(records, history, history_at, counts, True, attempts, None)
+            break
+        except fsutil.IndexDamage as exc:
+            if exc.index in dropped:
+                raise  # still damaged once marked for rebuilding: not ours to mend
+            dropped.add(exc.index)
+            drop_index(root, root_fd, exc.index)
+            if exc.index == tally.TALLY_DIR:
+                counts = None  # invalidated: rebuilt from the records, these counts with them
     fsutil.unlink_quiet(root_fd, JOURNAL_NAME)  # not fsynced: see the module's note
+
+
+def drop_index(root: str, root_fd: int, index: str) -> None:
+    """Mark a derived index "not built", durably: its manifest (ready/, deps/)
+    or counts (tally/) removed, which every reader and writer takes as
+    "rebuild from the records" (readyindex.py, depsindex.py, tally.py)."""
+    if index == tally.TALLY_DIR:
+        tally.invalidate(root, root_fd)
+        return
+    assert readyindex.MANIFEST == depsindex.MANIFEST  # each index's "built" marker
+    dfd = fsutil.open_subdir(root_fd, index, shown(root, index), create=False)
+    if dfd is None:
+        return
+    try:
+        if fsutil.unlink_quiet(dfd, readyindex.MANIFEST):
+            fsutil.fsync_fd(dfd, shown(root, index))
+    finally:
+        os.close(dfd)
 
 
 def _attempts_part(journal: bytes, path: str) -> tuple[bytes, list[Op]]:

@@ -8,7 +8,9 @@ dropped when found):
                           line per chunk, `<id> <ns> <keyhex>`, the smallest
                           entry the chunk may hold (chunk i holds the entries
                           from its bound up to the next chunk's bound)
-    ready/c<id>           a chunk: sorted lines `<order> <key hex>` (at most
+    ready/c<id>           a chunk: a first line, the number of entries (so an
+                          emptied or cut chunk is told from one with no
+                          entries), then sorted lines `<order> <key hex>` (at most
                           CHUNK_MAX), `<order>` being (1000 - priority) * RANK
                           plus the due time in ns, the later of CreatedAt and
                           not-before (`entry_of`, SPEC §8.2), one per
@@ -42,7 +44,7 @@ from typing import TYPE_CHECKING
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
 from ledger_cli.stores.jsonfile import fsutil
-from ledger_cli.stores.jsonfile.fsutil import fail
+from ledger_cli.stores.jsonfile.fsutil import damaged_index
 from ledger_cli.stores.jsonfile.layout import LIVE_STATUSES, shown
 
 if TYPE_CHECKING:
@@ -54,10 +56,12 @@ READY_DIR = "ready"
 LEGACY_NEEDS_DIR = "needs"
 """ready/needs/: the waiter files of older releases; no longer read or written."""
 MANIFEST = "manifest"
-MANIFEST_HEADER = "ledger_cli.ready 2"
-"""Version 2: entries sort in the Ready order of SPEC §8.2 (`entry_of`). A
-version 1 manifest (CreatedAt only) means "rebuild", as a missing one does."""
-OLDER_HEADER = "ledger_cli.ready 1"
+MANIFEST_HEADER = "ledger_cli.ready 3"
+"""Version 3: each chunk starts with its number of entries. Version 2: entries
+sort in the Ready order of SPEC §8.2 (`entry_of`). An older manifest (version
+1: CreatedAt only; 2: chunks without a count) means "rebuild", as a missing one
+does."""
+OLDER_HEADERS = ("ledger_cli.ready 1", "ledger_cli.ready 2")
 RANK = 10**22
 """The weight of the priority in an entry's sort number (above any due instant)."""
 DUE_OFFSET = 10**21
@@ -117,7 +121,9 @@ _HEX_BYTES = b"0123456789abcdef"
 
 
 def _corrupt_chunk(path: str) -> Exception:
-    return fail(path, "corrupt ready index chunk (ledger doctor --fix rebuilds the index)")
+    return damaged_index(
+        READY_DIR, path, "corrupt ready index chunk (ledger doctor --fix rebuilds the index)"
+    )
 
 
 class Chunks:
@@ -147,9 +153,21 @@ class Chunks:
         # (rebuild, split) and unlinked only after (remove): a missing or damaged
         # chunk is damage, reported rather than read as "nothing is ready".
         if data is None:
-            raise fail(path, "missing ready index chunk (ledger doctor --fix rebuilds the index)")
-        if data.replace(b"\n", b"").replace(b" ", b"").strip(_HEX_BYTES) or (
-            data and not data.endswith(b"\n")
+            raise damaged_index(
+                READY_DIR,
+                path,
+                "missing ready index chunk (ledger doctor --fix rebuilds the index)",
+            )
+        # The first line counts the entries: an emptied chunk, or one cut at a
+        # line's end, is damage too, never "no entries".
+        count, newline, data = data.partition(b"\n")
+        if (
+            not newline
+            or not count.isdigit()
+            or len(count) > 9  # int() of any length is costly (and refused past 4,300 digits)
+            or data.replace(b"\n", b"").replace(b" ", b"").strip(_HEX_BYTES)
+            or (data and not data.endswith(b"\n"))
+            or data.count(b"\n") != int(count)
         ):
             raise _corrupt_chunk(path)
         entries: list[Entry] = []
@@ -180,7 +198,8 @@ class Chunks:
 
     def _write_chunk(self, cid: int, entries: list[Entry], sync: bool) -> None:
         name = f"c{cid}"
-        data = "".join(f"{ns} {hexkey}\n" for ns, hexkey in entries).encode("ascii")
+        lines = [f"{len(entries)}\n", *(f"{ns} {hexkey}\n" for ns, hexkey in entries)]
+        data = "".join(lines).encode("ascii")
         fsutil.replace_file(
             self._rfd, name, data, self._path(name), sync=sync, tmp_dir_fd=self._root_fd
         )
@@ -270,10 +289,12 @@ def load_chunks(root: str, root_fd: int, rfd: int) -> Chunks | None:
         return None
     lines = data.decode("ascii", "replace").splitlines()
     head = lines[0].split() if lines else []
-    if " ".join(head[:2]) == OLDER_HEADER:
+    if " ".join(head[:2]) in OLDER_HEADERS:
         return None  # an older release's order: rebuilt by the next holder of the lock
     if len(head) != 3 or " ".join(head[:2]) != MANIFEST_HEADER or not head[2].isdigit():
-        raise fail(path, "corrupt ready index manifest header (ledger doctor --fix rebuilds it)")
+        raise damaged_index(
+            READY_DIR, path, "corrupt ready index manifest header (ledger doctor --fix rebuilds it)"
+        )
     ids: list[int] = []
     bounds: list[Entry] = []
     for line in lines[1:]:
@@ -283,13 +304,19 @@ def load_chunks(root: str, root_fd: int, rfd: int) -> Chunks | None:
             bytes.fromhex(hexkey)
         except (IndexError, ValueError):
             # The line itself is not shown: damaged bytes never reach the terminal.
-            raise fail(
-                path, f"corrupt ready index line {len(ids) + 2} (ledger doctor --fix rebuilds it)"
+            raise damaged_index(
+                READY_DIR,
+                path,
+                f"corrupt ready index line {len(ids) + 2} (ledger doctor --fix rebuilds it)",
             ) from None
         ids.append(cid)
         bounds.append((ns, hexkey))
     if not ids:
-        raise fail(path, "corrupt ready index manifest: no chunk (ledger doctor --fix rebuilds it)")
+        raise damaged_index(
+            READY_DIR,
+            path,
+            "corrupt ready index manifest: no chunk (ledger doctor --fix rebuilds it)",
+        )
     return Chunks(root, root_fd, rfd, int(head[2]), ids, bounds)
 
 

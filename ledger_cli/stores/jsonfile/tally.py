@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 
 from ledger_cli.engine.record import TaskState
 from ledger_cli.stores.jsonfile import fsutil
-from ledger_cli.stores.jsonfile.fsutil import fail
+from ledger_cli.stores.jsonfile.fsutil import damaged_index, fail
 from ledger_cli.stores.jsonfile.layout import DIGEST, SHARD, shown
 
 if TYPE_CHECKING:
@@ -139,7 +139,9 @@ def parse_counts(data: bytes, path: str) -> Counts:
     except (UnicodeDecodeError, ValueError):
         counts = None
     if counts is None:
-        raise fail(path, "corrupt tally counts (ledger doctor --fix rebuilds them)")
+        raise damaged_index(
+            TALLY_DIR, path, "corrupt tally counts (ledger doctor --fix rebuilds them)"
+        )
     return counts
 
 
@@ -196,7 +198,9 @@ def _read_shard(root: str, tfd: int, shard: str) -> list[str]:
     for d in digests:
         if not DIGEST.matches(d) or d[:2] != shard:
             # The entry itself is not shown: damaged bytes never reach the terminal.
-            raise fail(path, "corrupt tally entry (ledger doctor --fix rebuilds it)")
+            raise damaged_index(
+                TALLY_DIR, path, "corrupt tally entry (ledger doctor --fix rebuilds it)"
+            )
     return digests
 
 

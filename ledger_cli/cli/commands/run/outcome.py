@@ -20,7 +20,7 @@ from ledger_cli.cli.commands.run.attempts import annotate_completion
 from ledger_cli.cli.commands.run.leasekeeper import REFUSALS, LeaseKeeper
 from ledger_cli.cli.context import Session
 from ledger_cli.cli.outage import Outage
-from ledger_cli.errors import FencedError, LedgerError, StoreError
+from ledger_cli.errors import FencedError, LedgerError, StoreDamageError, StoreError
 
 if TYPE_CHECKING:
     from ledger_cli.engine.record import TaskState
@@ -75,6 +75,7 @@ class OutcomeWrites:
 
     def _complete_until_landed(self, status: str, outage: Outage) -> TaskState | None:
         uncertain = False  # a try failed: it may have landed all the same
+        damaged = False  # a try failed on a damaged file
         while True:
             try:
                 # None: the unit reads the store's clock with its load of the key
@@ -97,6 +98,14 @@ class OutcomeWrites:
                             return landed
                 raise
             except StoreError as exc:
+                # Damage (a corrupt file, not an outage) does not pass by
+                # waiting: one more try (its recovery may rebuild a derived
+                # index a committed journal left, journal.py), then exit 9
+                # naming the file rather than spin until the lease runs out.
+                if isinstance(exc, StoreDamageError):
+                    if damaged:
+                        raise
+                    damaged = True
                 uncertain = True
                 with contextlib.suppress(StoreError):
                     landed = self._landed(status)
