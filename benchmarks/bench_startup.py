@@ -17,7 +17,7 @@ through its whole life, each command a new process as in a shell loop:
 with `python -c pass` (the same interpreter) run before each of them, so that
 load on the machine hits both alike. It prints each command's median wall time
 and its ratio to the median of `python -c pass`; the target is a ratio of at
-most 3 for every one (issue 21; it was 4).
+most 3.5 for every one (issue 31; issue 21 asked for 3).
 
 With `--against REV` the tree of git revision REV (extracted with `git
 archive`, run through the same interpreter on a copy of the store) takes every
@@ -49,7 +49,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-TARGET = 3.0
+TARGET = 3.5
 HOT = ("admit", "claim", "renew", "release", "takeover", "complete")
 HOT_MODULES = (
     "ledger_cli.cli.app",

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.stores import KINDS
+
 
 @pytest.fixture
 def scratch(tmp_path: Path) -> Iterator[Path]:
@@ -25,6 +27,16 @@ def scratch(tmp_path: Path) -> Iterator[Path]:
             shutil.rmtree(base, ignore_errors=True)
     else:
         yield tmp_path
+
+
+@pytest.fixture(params=sorted(k for k, v in KINDS.items() if v.durable))
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """The `--store` URL of a fresh store of each durable kind (JSON, SQLite,
+    PostgreSQL), for tests that run the installed `ledger` against it. A test
+    file may override it (tests/test_postgres_open.py: PostgreSQL only)."""
+    kind = KINDS[str(request.param)]
+    with kind.place(tmp_path) as location:
+        yield kind.url(location)
 
 
 def _skip_message(report: pytest.TestReport) -> str:

@@ -7,24 +7,11 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from ledger_cli.stores.attempts import attempt_log
 from ledger_cli.stores.resolve import open_store
-from tests.stores import KINDS
 from tests.test_output_wait import ledger, record_attempt
-
-DURABLE = sorted(k for k, v in KINDS.items() if v.durable)
-
-
-@pytest.fixture(params=DURABLE)
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    kind = KINDS[str(request.param)]
-    with kind.place(tmp_path) as location:
-        yield kind.url(location)
 
 
 def test_prune_removes_a_pruned_keys_attempts(url: str) -> None:

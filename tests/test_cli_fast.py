@@ -244,8 +244,11 @@ print(repr({"codes": codes, "heavy": heavy}))
 HEAVY = [
     # The hot commands bypass typer and rich (their import is most of a cold
     # start); filelock is imported only when a held lock must be waited for.
-    # Standard-library modules are imported plainly wherever they are needed.
+    # Standard-library modules are imported plainly wherever they are needed,
+    # except dataclasses, which imports inspect (and ast, dis, tokenize): the
+    # hot path's records are typing.NamedTuples (CONTRIBUTING, "Start-up").
     *("typer", "rich", "click", "platformdirs", "filelock"),
+    *("dataclasses", "inspect"),
 ]
 
 

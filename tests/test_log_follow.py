@@ -11,7 +11,7 @@ import queue
 import signal
 import subprocess
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,17 +19,8 @@ import pytest
 
 from ledger_cli.engine.history import HistoryEntry
 from tests.cli_support import ledger_cmd, run_ledger, subprocess_env
-from tests.stores import KINDS
 
 HANG = 60.0  # a bound for a hung test, never a timing assertion
-SHARED = sorted(k for k in KINDS if k != "memory")
-
-
-@pytest.fixture(params=SHARED)
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    kind = KINDS[str(request.param)]
-    with kind.place(tmp_path) as location:
-        yield kind.url(location)
 
 
 class Follow:

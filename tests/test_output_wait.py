@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,17 +19,8 @@ from ledger_cli.engine.store import Store
 from ledger_cli.stores.attempts import attempt_log
 from ledger_cli.stores.resolve import open_store
 from tests.cli_support import Cli, ledger_cmd, run_ledger, subprocess_env
-from tests.stores import KINDS
 
-DURABLE = sorted(k for k, v in KINDS.items() if v.durable)
 RAW = b"\x00nul \xff\xfe not utf-8 \x1b[1;31mred\x1b[0m\nline 2\nline 3\nno newline"
-
-
-@pytest.fixture(params=DURABLE)
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    kind = KINDS[str(request.param)]
-    with kind.place(tmp_path) as location:
-        yield kind.url(location)
 
 
 def _empty_store(url: str) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -123,16 +122,8 @@ def test_pause_stops_next_claims_only(cli: Cli) -> None:
     ]
 
 
-SHARED = sorted(k for k in KINDS if k != "memory")
 WORKERS = 8
 TASKS = 2000
-
-
-@pytest.fixture(params=SHARED)
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    kind = KINDS[str(request.param)]
-    with kind.place(tmp_path) as location:
-        yield kind.url(location)
 
 
 def _claims(url: str) -> int:

@@ -16,7 +16,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,18 +25,9 @@ from ledger_cli.stores import attempts as attempts_module
 from ledger_cli.stores.attempts import attempt_log
 from ledger_cli.stores.resolve import open_store
 from tests.cli_support import make_cli, subprocess_env
-from tests.stores import KINDS
 from tests.test_output_wait import ledger
 
-DURABLE = sorted(k for k, v in KINDS.items() if v.durable)
 PY = sys.executable
-
-
-@pytest.fixture(params=DURABLE)
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    kind = KINDS[str(request.param)]
-    with kind.place(tmp_path) as location:
-        yield kind.url(location)
 
 
 def attempts(url: str, key: str = "job") -> list[dict[str, object]]:

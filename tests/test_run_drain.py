@@ -11,24 +11,14 @@ import json
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.cli_support import ledger_cmd, run_ledger, subprocess_env
-from tests.stores import KINDS
 from tests.timing_support import alive, wait_for_file
 
 EXIT_TIMEOUT = 60.0  # a bound for a hung test, never a timing assertion
-SHARED = sorted(k for k in KINDS if k != "memory")
-
-
-@pytest.fixture(params=SHARED)
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    kind = KINDS[str(request.param)]
-    with kind.place(tmp_path) as location:
-        yield kind.url(location)
 
 
 def _events(url: str, key: str) -> list[str]:

@@ -61,10 +61,6 @@ def keys_from(url: str | None, prefix: str, limit: int = MAX_KEYS) -> list[str]:
     from ledger_cli.cli.context import Settings, store_url
 
     target = store_url(Settings(store=url))
-    if url is not None:  # completing creates no store (a read command's rule)
-        from ledger_cli.stores.resolve import require_store
-
-        require_store(target)
     fast = _sqlite_keys(target, prefix, limit)
     if fast is not None:
         return fast
@@ -73,7 +69,7 @@ def keys_from(url: str | None, prefix: str, limit: int = MAX_KEYS) -> list[str]:
     from ledger_cli.stores.resolve import open_store
 
     out: list[str] = []
-    with open_store(target, create=False) as store:
+    with open_store(target, create=False) as store:  # completing creates no store
         # The JSON store streams its record files without taking the lock
         # (`scan_visible`, storage order), so the scan stops at `limit`
         # matches; other stores page through unpruned records in key order.

@@ -1,13 +1,11 @@
 """Python's cyclic garbage collector kept out of the holds of a store's lock.
 
 A full (generation 2) collection visits every object the process holds.
-A walk over 200,000 dependents holds hundreds of thousands of them (the
-dependents it read, the results of its blocks), and each collection found
-nothing to free (measured: 0.44-0.85 s each, `collected=0`). When one fell
-inside a block, or inside one of the JSON store's short read holds between
-blocks, the store's lock was held that much longer: on the JSON store at
-200,000 dependents `retry`, `cancel` and `doctor --fix` held it 1.05-1.19 s
-against a 0.4 s target (`benchmarks/bench_lock_hold.py --commands walks`).
+A walk over a large dependency graph holds hundreds of thousands of them (the
+dependents it read, the results of its blocks), and such a collection frees
+nothing. When one fell inside a block, or inside one of the JSON store's short
+read holds between blocks, the store's lock was held that much longer, well
+over the lock-hold target (figures: docs/performance.md, bench_lock_hold.py).
 
 Each store turns the collector off where it takes its lock, and back on
 (if it was on) when the last hold of the process ends: every hold of the

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import dataclasses
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from typing import Any, Protocol, Self
@@ -28,18 +27,17 @@ ATTEMPT_FAILED = "ledger.attempt_failed"
 EXTENSION_NAMES: tuple[str, ...] = (RETRIED, UNBLOCKED, CANCELLED, ATTEMPT_FAILED)
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class Event:
+class Event(NamedTuple):
     """`name` is one of NAMES; `data` the exact Go text (`key K claimed by O`).
-    A frozen dataclass."""
+    An immutable typing.NamedTuple (see CONTRIBUTING, start-up)."""
 
     name: str
     key: str
     data: str
 
     def replace(self, **changes: Any) -> Self:
-        """A copy with `changes` (`dataclasses.replace`)."""
-        return dataclasses.replace(self, **changes)
+        """A copy with `changes` (`NamedTuple._replace`)."""
+        return self._replace(**changes)
 
 
 if TYPE_CHECKING:

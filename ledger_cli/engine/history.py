@@ -9,19 +9,17 @@ appends one entry per event inside the same `store.batch()` as the write.
 
 from __future__ import annotations
 
-import dataclasses
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
     from typing import Any, Protocol, Self
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class HistoryEntry:
+class HistoryEntry(NamedTuple):
     """One accepted write: when, who, which event, which key, at which fence.
-    A frozen dataclass."""
+    An immutable typing.NamedTuple (see CONTRIBUTING, start-up)."""
 
     time: str  # RFC3339Nano, the `now` of the write
     actor: str
@@ -31,8 +29,8 @@ class HistoryEntry:
     data: str  # the event's exact text
 
     def replace(self, **changes: Any) -> Self:
-        """A copy with `changes` (`dataclasses.replace`)."""
-        return dataclasses.replace(self, **changes)
+        """A copy with `changes` (`NamedTuple._replace`)."""
+        return self._replace(**changes)
 
     def to_obj(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.__match_args__}

@@ -83,14 +83,14 @@ class MemStore:
                 if old is not None:
                     return False
                 if new.fence < self._floor or new.rev != 0:
-                    new = dataclasses.replace(new, fence=max(new.fence, self._floor), rev=0)
+                    new = new.replace(fence=max(new.fence, self._floor), rev=0)
                 self._tasks[key] = new
                 self._queue.append(key)
                 self._link(key, None, new.needs)
             else:
                 if old is None or old.cas_tuple() != cur.cas_tuple():
                     return False
-                self._tasks[key] = dataclasses.replace(new, rev=cur.rev + 1)
+                self._tasks[key] = new.replace(rev=cur.rev + 1)
                 if new.needs != cur.needs:
                     self._link(key, cur.needs, new.needs)
             if self._max > 0:

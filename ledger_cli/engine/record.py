@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import dataclasses
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.status import is_known
@@ -48,9 +47,9 @@ def go_quote(text: str) -> str:
     return "".join(out)
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class TaskState:
-    """One record: a frozen dataclass. Field order is
+class TaskState(NamedTuple):
+    """One record: an immutable typing.NamedTuple (see
+    CONTRIBUTING, start-up). Field order is
     the wire order (spec/engine.md §1.3)."""
 
     key: str = ""
@@ -69,8 +68,8 @@ class TaskState:
     updated_at: Instant = Instant.ZERO
 
     def replace(self, **changes: Any) -> Self:
-        """A copy with `changes` (`dataclasses.replace`)."""
-        return dataclasses.replace(self, **changes)
+        """A copy with `changes` (`NamedTuple._replace`)."""
+        return self._replace(**changes)
 
     def validate(self) -> None:
         """Go's TaskState.Validate: the first failing rule wins."""

@@ -282,7 +282,7 @@ def sync_filesystem_available() -> bool:
     if not _syncfs_probed:
         _syncfs_probed = True
         if sys.platform.startswith("linux"):
-            import ctypes  # only journalled writes need it; ~10 ms off other commands' start-up
+            import ctypes  # a rare path: only journalled writes need it (CONTRIBUTING, start-up)
 
             try:
                 fn = ctypes.CDLL(None, use_errno=True).syncfs
