@@ -30,7 +30,7 @@ from tests.cli_support import ledger_cmd, subprocess_env
 if TYPE_CHECKING:
     from pathlib import Path
 
-CI_CASES = 400
+CI_CASES = 300
 CASES = int(os.environ.get("LEDGER_FUZZ_CASES", str(CI_CASES)))
 SEED = int(os.environ.get("LEDGER_FUZZ_SEED", str(random.SystemRandom().randrange(2**32))))
 HANG = 60.0
