@@ -61,6 +61,10 @@ def keys_from(url: str | None, prefix: str, limit: int = MAX_KEYS) -> list[str]:
     from ledger_cli.cli.context import Settings, store_url
 
     target = store_url(Settings(store=url))
+    if url is not None:  # completing creates no store, and says so (a read's rule)
+        from ledger_cli.stores.resolve import open_store
+
+        open_store(target, create=False).close()
     fast = _sqlite_keys(target, prefix, limit)
     if fast is not None:
         return fast
