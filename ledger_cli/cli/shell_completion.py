@@ -62,9 +62,9 @@ def keys_from(url: str | None, prefix: str, limit: int = MAX_KEYS) -> list[str]:
 
     target = store_url(Settings(store=url))
     if url is not None:  # completing creates no store, and says so (a read's rule)
-        from ledger_cli.stores.resolve import open_store
+        from ledger_cli.stores.resolve import require_store
 
-        open_store(target, create=False).close()
+        require_store(target)
     fast = _sqlite_keys(target, prefix, limit)
     if fast is not None:
         return fast

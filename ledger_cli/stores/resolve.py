@@ -144,14 +144,25 @@ def _backend(module: str, name: str, url: str, hint: str) -> Callable[[str], Sto
     return factory
 
 
+def require_store(url: str) -> None:
+    """NoStoreError when `url` names a JSON directory or SQLite file that does
+    not exist (what a read refuses), without opening anything."""
+    _require(*_parse(url))
+
+
+def _require(scheme: str, target: str) -> None:
+    if scheme in ("json", "sqlite") and not os.path.exists(target):
+        raise NoStoreError(f"ledger: no store at {target} (the first write creates it)")
+
+
 def open_store(url: str, create: bool = True) -> Store:
     """Open the store a URL names. A bad URL is a StoreURLError (exit 2), a
     missing backend a StoreError. With `create` False (a command that only
     reads) a JSON directory or SQLite file that does not exist is a
     NoStoreError, and nothing is created."""
     scheme, target = _parse(url)
-    if not create and scheme in ("json", "sqlite") and not os.path.exists(target):
-        raise NoStoreError(f"ledger: no store at {target} (the first write creates it)")
+    if not create:
+        _require(scheme, target)
     if scheme == "memory":
         from ledger_cli.engine.memstore import MemStore
 
