@@ -110,6 +110,8 @@ JSON_SHAPES: dict[str, str] = {
     "check": '`{"key", "owner", "fence", "lease_until", "left_seconds"}`',
     "pause": '`{"paused", "changed", "since", "actor", "reason"}`',
     "resume": '`{"paused", "changed"}`',
+    "limit": 'setting: `{"queue", "limit", "held"}` (`limit` null once cleared); '
+    'listing: `[{"queue", "limit", "held"}]`',
     "watch": "none: `watch` needs a terminal (exit 2 outside one)",
     "serve": "none: it prints its URL, then serves JSON under `/api/` in the shapes of "
     "`list`, `state`, `output` and `stats` (README: The web view)",

@@ -67,10 +67,12 @@ def resume(ctx: typer.Context) -> None:
 def limit(
     ctx: typer.Context,
     queue: Annotated[
-        str | None, typer.Argument(metavar="[QUEUE]", help="The queue (none: list them).")
+        str | None,
+        typer.Argument(metavar="QUEUE", show_default=False, help="The queue (none: list them)."),
     ] = None,
     n: Annotated[
-        str | None, typer.Argument(metavar="[N]", help="At most N live leases (N >= 1).")
+        str | None,
+        typer.Argument(metavar="N", show_default=False, help="At most N live leases (N >= 1)."),
     ] = None,
     clear: Annotated[bool, typer.Option("--clear", help="Remove QUEUE's limit.")] = False,
 ) -> None:

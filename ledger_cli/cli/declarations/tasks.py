@@ -27,9 +27,8 @@ from ledger_cli.cli.declarations.base import (
 @app.command(
     epilog=examples(
         'ledger admit fetch --task \'{"url": "https://example.com/data.csv"}\'',
-        "ledger admit load --needs fetch",
+        "ledger admit load --needs fetch --queue db",
         "ledger admit --batch jobs.jsonl",
-        "ledger admit migrate-7 --queue db",
     )
 )
 def admit(
