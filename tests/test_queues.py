@@ -263,3 +263,21 @@ def test_five_drain_workers_never_hold_more_than_the_limit(url: str, tmp_path: P
     assert (got["key"], got["fence"]) == ("hung", 2)
     taken = Instant.parse(got["record"]["UpdatedAt"])
     assert taken.unix_ns > until.unix_ns  # only once the dead lease had run out
+
+
+def test_stats_json_gives_each_queue_its_figures(url: str) -> None:
+    admit(url, "q1", "--queue", "q")
+    admit(url, "q2", "--queue", "q")
+    admit(url, "d1")
+    admit(url, "d2", "--needs", "d1")
+    ok(url, "limit", "q", "1")
+    ok(url, "limit", "idle", "3")
+    ok(url, "--now", T0, "claim", "q1", "--owner", "w", "--lease", "1m")
+    body = json.loads(ok(url, "--now", T0, "--json", "stats"))
+    assert body["queues"] == {
+        "default": {"pending": 2, "claimed": 0, "ready": 1, "limit": None, "held": 0},
+        "idle": {"pending": 0, "claimed": 0, "ready": 0, "limit": 3, "held": 0},
+        "q": {"pending": 1, "claimed": 1, "ready": 1, "limit": 1, "held": 1},
+    }
+    later = json.loads(ok(url, "--now", LATER, "--json", "stats"))["queues"]["q"]
+    assert (later["ready"], later["held"]) == (2, 0)  # q1's lease ran out

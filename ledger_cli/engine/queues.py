@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
 
     from ledger_cli.engine.instant import Instant
     from ledger_cli.engine.record import TaskState
@@ -79,12 +79,24 @@ def is_live(rec: TaskState, now: Instant) -> bool:
     return rec.status == "claimed" and rec.lease_until > now
 
 
-def held_by_queue(store: Store, now: Instant, skip: str | None = None) -> dict[str, int]:
-    """The live leases of every queue (`skip`: a key not to count, a takeover's own)."""
+def claimed_records(store: Store) -> list[TaskState]:
+    """The claimed records, by the cheapest read the store has (the JSON
+    store's tally, an SQL status index), never every pending record."""
+    tally: Callable[[], list[TaskState]] | None = getattr(store, "claimed_records", None)
+    if tally is not None:
+        return tally()
+    by_status: Callable[[Iterable[str]], list[TaskState]] | None = getattr(store, "by_status", None)
+    if by_status is not None:
+        return by_status(("claimed",))
     from ledger_cli.engine.ready import candidates
 
+    return [r for r in candidates(store) if r.status == "claimed"]
+
+
+def held_by_queue(store: Store, now: Instant, skip: str | None = None) -> dict[str, int]:
+    """The live leases of every queue (`skip`: a key not to count, a takeover's own)."""
     counts: dict[str, int] = {}
-    for rec in candidates(store):
+    for rec in claimed_records(store):
         if rec.key != skip and is_live(rec, now):
             q = of(store, rec.key)
             counts[q] = counts.get(q, 0) + 1
@@ -129,3 +141,42 @@ def check_slot(store: Store, key: str, now: Instant) -> None:
     slots = Slots(store, now, skip=key)
     if slots.full(queue):
         raise QueueFullError(f"ledger: {slots.describe(queue)}")
+
+
+def figures(
+    store: Store, now: Instant, counts: dict[str, int], ready_count: int
+) -> dict[str, dict[str, int | None]]:
+    """`stats --json`'s `queues`: per queue, its pending and claimed tasks, its
+    ready ones (as claim --next sees them), its limit and its held slots.
+    Without queues in use, the store's own totals are `default`'s (no extra
+    read); else the keys outside `default` are read, and the ready ones."""
+    lim = limits(store)
+    side = every(store)
+    held = held_by_queue(store, now)
+    out: dict[str, dict[str, int | None]] = {}
+
+    def row(q: str) -> dict[str, int | None]:
+        if q not in out:
+            out[q] = {"pending": 0, "claimed": 0, "ready": 0, "limit": lim.get(q), "held": 0}
+        return out[q]
+
+    d = row(DEFAULT)
+    d["pending"], d["claimed"], d["ready"] = counts["pending"], counts["claimed"], ready_count
+    if side:
+        from ledger_cli.engine import ready
+
+        for key, q in side.items():
+            rec = store.load(key)
+            if rec is not None and rec.status in ("pending", "claimed"):
+                row(q)[rec.status] = (row(q)[rec.status] or 0) + 1
+                d[rec.status] = (d[rec.status] or 0) - 1
+        for rec in ready.ready_iter(store, store.load, now):
+            q = side.get(rec.key, DEFAULT)
+            if q != DEFAULT and ready.nameable(rec.key):
+                row(q)["ready"] = (row(q)["ready"] or 0) + 1
+                d["ready"] = (d["ready"] or 0) - 1
+    for q in lim:
+        row(q)
+    for q, n in held.items():
+        row(q)["held"] = n
+    return {q: out[q] for q in sorted(out)}
