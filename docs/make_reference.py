@@ -105,7 +105,8 @@ JSON_SHAPES: dict[str, str] = {
     "retry": '`{"key", "record", "unblocked": [keys]}`',
     "cancel": '`{"key", "record", "blocked": [keys]}`',
     "stats": '`{"counts": {"pending", "claimed", "completed", "failed", "blocked"}, "pruned", '
-    '"ready", "expired_leases", "oldest_ready_age_seconds", "paused", "scheduled", "queues": {NAME: {"pending", "claimed", "ready", "limit", "held"}}}` '
+    '"ready", "expired_leases", "oldest_ready_age_seconds", "paused", "scheduled", '
+    '"queues": {NAME: {"pending", "claimed", "ready", "limit", "held"}}}` '
     "(the age null with nothing ready)",
     "check": '`{"key", "owner", "fence", "lease_until", "left_seconds"}`',
     "pause": '`{"paused", "changed", "since", "actor", "reason"}`',
