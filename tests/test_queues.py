@@ -281,3 +281,30 @@ def test_stats_json_gives_each_queue_its_figures(url: str) -> None:
     }
     later = json.loads(ok(url, "--now", LATER, "--json", "stats"))["queues"]["q"]
     assert (later["ready"], later["held"]) == (2, 0)  # q1's lease ran out
+
+
+def test_snapshot_and_restore_carry_queues(url: str, tmp_path: Path) -> None:
+    admit(url, "a", "--queue", "q")
+    admit(url, "b")
+    snap = tmp_path / "snap.json"
+    ok(url, "snapshot", "-o", str(snap))
+    tasks = json.loads(snap.read_text())["Tasks"]
+    by_key = {t["Key"]: t for t in tasks}
+    assert by_key["a"]["Queue"] == "q"
+    assert list(by_key["b"]) == [  # a record in default: the 14 Go fields only
+        "Key", "Status", "Sequence", "Owner", "Fence", "LeaseUntil", "Needs",
+        "BlockedBy", "Task", "Rev", "CreatedBy", "CreatedAt", "UpdatedBy", "UpdatedAt",
+    ]  # fmt: skip
+    other = tmp_path / "other"
+    other.mkdir()
+    target = f"json:{other / 'store'}"
+    ok(target, "restore", str(snap))
+    assert claim_next(target, "--queue", "q").stdout.split()[0] == "a"
+    assert claim_next(target, "--queue", "q").returncode == 7
+    bad = tmp_path / "bad.json"
+    bad.write_text(snap.read_text().replace('"Queue":"q"', '"Queue":""'))
+    fresh = f"json:{other / 'fresh'}"
+    res = run_ledger(fresh, "restore", str(bad))
+    assert res.returncode == 8 and len(res.stderr.splitlines()) == 1, res.stderr
+    assert "Queue is not a queue name" in res.stderr
+    assert json.loads(ok(fresh, "--json", "stats"))["counts"]["pending"] == 0
