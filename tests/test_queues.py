@@ -308,3 +308,12 @@ def test_snapshot_and_restore_carry_queues(url: str, tmp_path: Path) -> None:
     assert res.returncode == 8 and len(res.stderr.splitlines()) == 1, res.stderr
     assert "Queue is not a queue name" in res.stderr
     assert json.loads(ok(fresh, "--json", "stats"))["counts"]["pending"] == 0
+
+
+def test_list_takes_queue_and_shows_the_queue_member(url: str) -> None:
+    admit(url, "a", "--queue", "q")
+    admit(url, "b")
+    rows = [json.loads(line) for line in ok(url, "list", "--jsonl", "--queue", "q").splitlines()]
+    assert [(r["Key"], r["Queue"]) for r in rows] == [("a", "q")]
+    rows = json.loads(ok(url, "--json", "list", "--queue", "default"))
+    assert [r["Key"] for r in rows] == ["b"] and "Queue" not in rows[0]

@@ -142,6 +142,7 @@ COMMANDS: dict[str, Spec] = {
             "--limit": Opt("limit"),
             "--jsonl": Opt("jsonl", flag=True),
             "--pruned": Opt("pruned", flag=True),
+            "--queue": Opt("queue", multiple=True),
         },
         "fast:list_jsonl",
         requires="jsonl",
