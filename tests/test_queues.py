@@ -317,3 +317,17 @@ def test_list_takes_queue_and_shows_the_queue_member(url: str) -> None:
     assert [(r["Key"], r["Queue"]) for r in rows] == [("a", "q")]
     rows = json.loads(ok(url, "--json", "list", "--queue", "default"))
     assert [r["Key"] for r in rows] == ["b"] and "Queue" not in rows[0]
+
+
+def test_wait_all_queue_waits_for_that_queue_only(url: str) -> None:
+    admit(url, "a", "--queue", "q")
+    admit(url, "b")  # pending in default: not waited for
+    fence = ok(url, "--now", T0, "claim", "a", "--owner", "w", "--lease", "1m").strip()
+    ok(url, "--now", T0, "complete", "a", "--owner", "w", "--fence", fence, "--failed")
+    res = run_ledger(url, "wait", "--all", "--queue", "q", "--timeout", "1m")
+    assert res.returncode == 1, res.stderr  # q settled, and its one task failed
+    assert "a" in res.stderr
+    res = run_ledger(url, "wait", "--all", "--queue", "default", "--timeout", "0.1s")
+    assert res.returncode == 124, res.stderr
+    res = run_ledger(url, "wait", "a", "--queue", "q")
+    assert res.returncode == 2 and "--queue goes with --all" in res.stderr
