@@ -331,3 +331,15 @@ def test_wait_all_queue_waits_for_that_queue_only(url: str) -> None:
     assert res.returncode == 124, res.stderr
     res = run_ledger(url, "wait", "a", "--queue", "q")
     assert res.returncode == 2 and "--queue goes with --all" in res.stderr
+
+
+def test_state_shows_the_queue_and_a_wait_for_a_slot(url: str) -> None:
+    admit(url, "a", "--queue", "q")
+    admit(url, "b", "--queue", "q")
+    ok(url, "limit", "q", "1")
+    ok(url, "--now", T0, "claim", "a", "--owner", "w", "--lease", "1m")
+    text = ok(url, "--now", T0, "state", "b")
+    assert "queue: q\n" in text
+    assert "waiting for a slot in q (1 of 1 held)\n" in text
+    assert "waiting" not in ok(url, "--now", LATER, "state", "b")  # a's lease ran out
+    assert json.loads(ok(url, "--json", "state", "b"))["Queue"] == "q"
