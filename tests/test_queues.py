@@ -343,3 +343,16 @@ def test_state_shows_the_queue_and_a_wait_for_a_slot(url: str) -> None:
     assert "waiting for a slot in q (1 of 1 held)\n" in text
     assert "waiting" not in ok(url, "--now", LATER, "state", "b")  # a's lease ran out
     assert json.loads(ok(url, "--json", "state", "b"))["Queue"] == "q"
+
+
+def test_takeover_is_refused_when_others_took_the_slot_meanwhile(url: str) -> None:
+    admit(url, "a", "--queue", "q")
+    admit(url, "b", "--queue", "q")
+    ok(url, "limit", "q", "1")
+    ok(url, "--now", T0, "claim", "a", "--owner", "dead", "--lease", "1m")
+    # a's lease ran out: its slot is free, and b takes it
+    ok(url, "--now", LATER, "claim", "b", "--owner", "w", "--lease", "1m")
+    res = run_ledger(url, "--now", LATER, "takeover", "a", "--owner", "w2", "--lease", "1m")
+    assert res.returncode == 4, res.stderr
+    assert res.stderr == "ledger: queue q is at its limit (1 of 1 held)\n"
+    assert json.loads(ok(url, "--json", "state", "a"))["Owner"] == "dead"  # nothing written
