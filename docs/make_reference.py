@@ -113,11 +113,14 @@ JSON_SHAPES: dict[str, str] = {
     "retry": '`{"key", "record", "unblocked": [keys]}`',
     "cancel": '`{"key", "record", "blocked": [keys]}`',
     "stats": '`{"counts": {"pending", "claimed", "completed", "failed", "blocked"}, "pruned", '
-    '"ready", "expired_leases", "oldest_ready_age_seconds", "paused", "scheduled"}` '
+    '"ready", "expired_leases", "oldest_ready_age_seconds", "paused", "scheduled", '
+    '"queues": {NAME: {"pending", "claimed", "ready", "limit", "held"}}}` '
     "(the age null with nothing ready)",
     "check": '`{"key", "owner", "fence", "lease_until", "left_seconds"}`',
     "pause": '`{"paused", "changed", "since", "actor", "reason"}`',
     "resume": '`{"paused", "changed"}`',
+    "limit": 'setting: `{"queue", "limit", "held"}` (`limit` null once cleared); '
+    'listing: `[{"queue", "limit", "held"}]`',
     "watch": "none: `watch` needs a terminal (exit 2 outside one)",
     "serve": "none: it prints its URL, then serves JSON under `/api/` in the shapes of "
     "`list`, `state`, `output` and `stats` (README: The web view)",

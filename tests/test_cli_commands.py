@@ -272,6 +272,7 @@ JSON_CASES: dict[str, list[list[str]]] = {
               ["check", "c", "--owner", "w", "--fence", "2"], ["check", "p", "--owner", "w",
               "--fence", "0"]],
     "pause": [["pause", "--reason", "r"]],
+    "limit": [["limit"], ["limit", "q", "2"], ["limit", "q", "--clear"], ["limit", "q", "0"]],
     "resume": [["resume"]],
     # A server runs until stopped (tests/test_web.py); here, its refusal of an open bind.
     "serve": [["serve", "--bind", "0.0.0.0:0"]],

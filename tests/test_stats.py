@@ -59,6 +59,7 @@ def test_json_figures(cli: Cli) -> None:
         "ready_invalid_keys": 0,
         "paused": False,
         "scheduled": 0,
+        "queues": {"default": {"pending": 3, "claimed": 1, "ready": 2, "limit": None, "held": 1}},
     }
     later = cli.ok("stats", "--json", now=LATER).json()
     assert later["expired_leases"] == 1 and later["ready"] == 3  # d's lease ran out

@@ -132,9 +132,10 @@ def admit(
     now: Instant,
     needs: tuple[str, ...] | None,
     schedule: Schedule | None = None,
+    queue: str = "default",
 ) -> Outcome:
     """`admission.admit`, and what it did. A write (insert or rebase) keeps
-    `schedule` as the key's (SPEC §8.1: a rebase without one clears it); run it
+    `schedule` and `queue` as the key's (SPEC §8.1: a rebase without one clears it); run it
     in a `store.batch()` so that both land together."""
     if needs:
         _refuse_cycle(core, key, seq, needs)
@@ -144,5 +145,10 @@ def admit(
 
         if schedule is not None or sched.of(core.store, key) is not None:
             sched.put(core.store, key, schedule)
+        from ledger_cli.engine import queues
+
+        # like the schedule: a rebase without --queue moves the task back to default
+        if queue != queues.DEFAULT or queues.of(core.store, key) != queues.DEFAULT:
+            queues.put(core.store, key, queue)
         return Outcome(ADMITTED, core.store.load(key))
     return classify(core, seen[-1], seq, task, needs)

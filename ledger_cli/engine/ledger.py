@@ -63,13 +63,15 @@ class Ledger:
         *needs: str,
         not_before: TimeLike | None = None,
         priority: int = 0,
+        queue: str = "default",
     ) -> Outcome:
         """`admit`, telling what happened: admitted, duplicate, stale or conflict.
 
         An extension beyond the Go package (SPEC §8.4; engine/conflict.py):
         the same writes as `admit`, whose bool is `outcome.admitted`; a write
         also keeps `not_before` and `priority` (SPEC §8.1, §8.2;
-        engine/schedule.py). Unlike `admit` (Go's, which writes one), it
+        engine/schedule.py) and the task's `queue` (engine/queues.py).
+        Unlike `admit` (Go's, which writes one), it
         refuses needs that would close a cycle with `CycleError` before
         writing anything (engine/cycles.py).
         """
@@ -86,6 +88,7 @@ class Ledger:
             Instant.coerce(now),
             tuple(needs) or None,
             normal(nb, priority),
+            queue,
         )
 
     def claim(self, actor: str, key: str, owner: str, lease: timedelta, now: TimeLike) -> int:

@@ -61,6 +61,8 @@ class MemStore:
         self._pruned: set[str] = set()
         self._pause: tuple[str, str, str] | None = None  # SPEC §8.3 (engine/pause.py)
         self._schedules: dict[str, tuple[Instant, int]] = {}  # SPEC §8.1 (engine/schedule.py)
+        self._queues: dict[str, str] = {}  # issue 32: keys outside default (engine/queues.py)
+        self._limits: dict[str, int] = {}
         self._needed_by: dict[str, set[str]] = {}  # need -> keys naming it (`dependents`)
 
     def forgets(self) -> bool:
@@ -116,6 +118,7 @@ class MemStore:
             self._link(head, rec.needs, None)
             self._pruned.discard(head)
             self._schedules.pop(head, None)  # an evicted key's schedule goes with it
+            self._queues.pop(head, None)
 
     def _link(self, key: str, old: Iterable[str] | None, new: Iterable[str] | None) -> None:
         """Move `key` in the reverse needs map from its `old` needs to its `new` ones."""
@@ -202,6 +205,32 @@ class MemStore:
     def has_schedules(self) -> bool:
         with self._lock:
             return bool(self._schedules)
+
+    def queue_of(self, key: str) -> str | None:
+        with self._lock:
+            return self._queues.get(key)
+
+    def set_queue(self, key: str, queue: str | None) -> None:
+        with self._lock:
+            if queue is None:
+                self._queues.pop(key, None)
+            else:
+                self._queues[key] = queue
+
+    def queues(self) -> dict[str, str]:
+        with self._lock:
+            return dict(self._queues)
+
+    def limits(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self._limits)
+
+    def set_limit(self, queue: str, n: int | None) -> None:
+        with self._lock:
+            if n is None:
+                self._limits.pop(queue, None)
+            else:
+                self._limits[queue] = n
 
     def read_pause(self, for_claim: bool = False) -> tuple[str, str, str] | None:
         with self._lock:

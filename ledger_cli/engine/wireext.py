@@ -1,7 +1,9 @@
 """The schedule extensions in the wire format (SPEC §8.1): a record that has a
 not-before or a priority carries them as extra members after the 14 Go
 fields, `"NotBefore"` (RFC3339Nano) and `"Priority"` (an integer), which Go's
-decoder ignores; a record without one is byte-identical to Go's encoding."""
+decoder ignores; a record without one is byte-identical to Go's encoding.
+A task outside the `default` queue (issue 32; engine/queues.py) carries
+`"Queue"` the same way."""
 
 from __future__ import annotations
 
@@ -26,18 +28,28 @@ def members(value: Schedule) -> str:
     return "".join(parts)
 
 
-def record_json(rec: TaskState, value: Schedule | None) -> str:
+def record_json(rec: TaskState, value: Schedule | None, queue: str | None = None) -> str:
     text = record_to_json(rec)
-    if value is None:
+    if value is None and queue is None:
         return text
-    return text[:-1] + members(value) + "}"
+    extra = members(value) if value is not None else ""
+    if queue is not None:
+        import json
+
+        extra += ',"Queue":' + json.dumps(queue)
+    return text[:-1] + extra + "}"
 
 
-def encode(tasks: tuple[TaskState, ...] | None, schedules: dict[str, Schedule]) -> bytes:
-    """`Snapshot(tasks).encode()`, with each scheduled record's extra members."""
-    if tasks is None or not schedules:
+def encode(
+    tasks: tuple[TaskState, ...] | None,
+    schedules: dict[str, Schedule],
+    queues: dict[str, str] | None = None,
+) -> bytes:
+    """`Snapshot(tasks).encode()`, with each scheduled or queued record's extra members."""
+    if tasks is None or not (schedules or queues):
         return encode_snapshot(tasks)
-    body = ",".join(record_json(rec, schedules.get(rec.key)) for rec in tasks)
+    qs = queues or {}
+    body = ",".join(record_json(rec, schedules.get(rec.key), qs.get(rec.key)) for rec in tasks)
     return ('{"Tasks":[' + body + "]}").encode("utf-8")
 
 
@@ -71,4 +83,38 @@ def decode(data: bytes | str) -> dict[str, Schedule]:
             )
         if not nb.is_zero() or priority:
             found[str(obj.get("Key", ""))] = (nb, priority)
+    return found
+
+
+def decode_queues(data: bytes | str) -> dict[str, str]:
+    """The `"Queue"` members of a snapshot that `Snapshot.decode` has accepted."""
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+    if b'"Queue"' not in raw:
+        return {}
+    import json
+
+    from ledger_cli.engine.queues import DEFAULT, MAX_NAME_BYTES
+
+    try:
+        doc = json.loads(raw)
+    except ValueError:
+        return {}
+    tasks = doc.get("Tasks") if isinstance(doc, dict) else None
+    found: dict[str, str] = {}
+    for i, obj in enumerate(tasks if isinstance(tasks, list) else ()):
+        if not isinstance(obj, dict) or "Queue" not in obj:
+            continue
+        queue = obj["Queue"]
+        if (
+            not isinstance(queue, str)
+            or not queue
+            or len(queue.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES
+            or any(ord(c) < 32 or 127 <= ord(c) < 160 for c in queue)
+        ):
+            raise DecodeError(
+                f"ledger: decode: snapshot entry {i}: Queue is not a queue name"
+                f" (1 to {MAX_NAME_BYTES} bytes, no control characters)"
+            )
+        if queue != DEFAULT:
+            found[str(obj.get("Key", ""))] = queue
     return found

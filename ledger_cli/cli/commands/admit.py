@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 CONFLICT = "conflict"  # engine.conflict.CONFLICT, without importing it for every admit
 
-_BATCH_FIELDS = ("key", "seq", "task", "needs", "not_before", "priority")
+_BATCH_FIELDS = ("key", "seq", "task", "needs", "not_before", "priority", "queue")
 
 
 def read_source(path: str, what: str, limit: int, advice: str) -> bytes:
@@ -72,16 +72,17 @@ def admit(
     not_before: str | None = None,
     delay: str | None = None,
     priority: str | None = None,
+    queue: str | None = None,
 ) -> int:
     if batch is not None:
         if key is not None or seq is not None or needs or task is not None or task_file:
             raise InputError(
                 "ledger: admit --batch takes no KEY, --seq, --needs, --task or --task-file"
             )
-        if not_before is not None or delay is not None or priority is not None:
+        if not_before is not None or delay is not None or priority is not None or queue:
             raise InputError(
-                "ledger: admit --batch takes no --not-before, --delay or --priority"
-                ' (give "not_before" and "priority" on each line)'
+                "ledger: admit --batch takes no --not-before, --delay, --priority or --queue"
+                ' (give "not_before", "priority" and "queue" on each line)'
             )
         return admit_batch(settings, batch)
     if key is None:
@@ -99,6 +100,9 @@ def admit(
             task_file, "--task-file", MAX_TASK_BYTES, "that is the limit for a task payload"
         )
         value = parse_json(raw, "ledger: bad --task-file JSON")
+    from ledger_cli.cli.queueargs import validate_name
+
+    queue_name = validate_name(queue) if queue is not None else "default"
     when = None
     prio = 0
     if not_before is not None or delay is not None or priority is not None:
@@ -112,7 +116,15 @@ def admit(
         for attempt in s.writes(now):
             with attempt:
                 got = s.ledger.admit_outcome(
-                    s.actor, key, seq_n, value, now, *need_keys, not_before=nb, priority=prio
+                    s.actor,
+                    key,
+                    seq_n,
+                    value,
+                    now,
+                    *need_keys,
+                    not_before=nb,
+                    priority=prio,
+                    queue=queue_name,
                 )
     return _report_one(settings, key, got)
 
@@ -143,9 +155,10 @@ def _report_one(settings: Settings, key: str, got: Outcome) -> int:
     return ValidationError.exit_code
 
 
-def parse_batch_line(number: int, raw: bytes) -> tuple[str, int, Any, tuple[str, ...], Any]:
+def parse_batch_line(number: int, raw: bytes) -> tuple[str, int, Any, tuple[str, ...], Any, str]:
     """One JSON Lines entry: `{"key", "seq"?, "task"?, "needs"?, "not_before"?,
-    "priority"?}`; the last item is `(not_before, priority)` or None."""
+    "priority"?, "queue"?}`; the last items are `(not_before, priority)` or None,
+    and the queue."""
     where = f"line {number}"
     obj = parse_json(raw, where, MAX_TASK_BYTES)
     if not isinstance(obj, dict):
@@ -154,7 +167,7 @@ def parse_batch_line(number: int, raw: bytes) -> tuple[str, int, Any, tuple[str,
     if unknown:
         raise InputError(
             f"{where}: unknown field {output.dumps(unknown[0])}"
-            " (fields: key, seq, task, needs, not_before, priority)",
+            " (fields: key, seq, task, needs, not_before, priority, queue)",
             "bad_batch",
         )
     key = obj.get("key")
@@ -181,7 +194,16 @@ def parse_batch_line(number: int, raw: bytes) -> tuple[str, int, Any, tuple[str,
         from ledger_cli.cli.when import batch_members
 
         when = batch_members(where, obj)
-    return key, seq, obj.get("task"), needs, when
+    queue = obj.get("queue", "default")
+    if not isinstance(queue, str):
+        raise InputError(f'{where}: "queue" must be a string', "bad_batch")
+    from ledger_cli.cli.queueargs import validate_name
+
+    try:
+        validate_name(queue)
+    except InputError as exc:
+        raise InputError(f"{where}: {exc}", exc.code) from None
+    return key, seq, obj.get("task"), needs, when, queue
 
 
 def admit_batch(settings: Settings, source: str) -> int:
@@ -190,7 +212,7 @@ def admit_batch(settings: Settings, source: str) -> int:
     data = read_source(
         source, "--batch", MAX_INPUT_BYTES, "split it into several batches of at most that size"
     )
-    entries: list[tuple[int, str, int, Any, tuple[str, ...], Any]] = []
+    entries: list[tuple[int, str, int, Any, tuple[str, ...], Any, str]] = []
     for number, raw in enumerate(data.split(b"\n"), start=1):
         if raw.strip():
             entries.append((number, *parse_batch_line(number, raw)))
@@ -207,15 +229,15 @@ def admit_batch(settings: Settings, source: str) -> int:
 
         lock_first = any(entry[4] for entry in entries)
 
-        def admit_one(entry: tuple[int, str, int, Any, tuple[str, ...], Any]) -> None:
+        def admit_one(entry: tuple[int, str, int, Any, tuple[str, ...], Any, str]) -> None:
             nonlocal refused, conflicts
-            number, key, seq, task, needs, when = entry
+            number, key, seq, task, needs, when, queue = entry
             nb, prio = when if when is not None else (None, 0)
             if lock_first:
                 take(s.store)  # once per chunk's transaction; a no-op on other stores
             try:
                 got = s.ledger.admit_outcome(
-                    s.actor, key, seq, task, now, *needs, not_before=nb, priority=prio
+                    s.actor, key, seq, task, now, *needs, not_before=nb, priority=prio, queue=queue
                 )
             except ValidationError as exc:
                 refused += 1

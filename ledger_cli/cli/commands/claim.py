@@ -49,15 +49,21 @@ def claim(
     next_: bool = False,
     wait: str | None = None,
     give_up_after: str | None = None,
+    queue: list[str] | None = None,
 ) -> int:
     from ledger_cli.cli.outage import open_session, parse_give_up
 
     give_up = parse_give_up(give_up_after)
+    wanted = None
+    if queue:
+        from ledger_cli.cli.queueargs import parse_queues
+
+        wanted = parse_queues(queue)
     if next_:
         if key is not None:
             raise InputError("ledger: claim takes a KEY or --next, not both")
         with open_session(settings, give_up if wait is not None else None) as s:
-            got, fence, _ = claim_next_timed(s, owner, lease, wait, give_up)
+            got, fence, _ = claim_next_timed(s, owner, lease, wait, give_up, queues=wanted)
         if settings.json:
             output.json_line(
                 {
@@ -74,15 +80,28 @@ def claim(
         raise InputError("ledger: claim needs a KEY (or --next)")
     if wait is not None:
         raise InputError("ledger: --wait goes with --next")
+    if wanted is not None:
+        raise InputError("ledger: --queue goes with --next")
     owner, lease_td = owner_and_lease(owner, lease)
     with Session(settings) as s:
         now = s.now()
         for attempt in s.writes(now):
             with attempt:
+                check_slot(s, key, now)
                 fence = s.ledger.claim(s.actor, key, owner, lease_td, now)
                 rec = s.load(key)
     output.fence_line(settings.json, key, fence, rec)
     return 0
+
+
+def check_slot(s: Session, key: str, now: Instant) -> None:
+    """In the claim's unit: refuse (exit 4) a claimable task whose queue is at
+    its limit; anything else is left to the claim's own checks."""
+    from ledger_cli.engine import queues
+
+    rec = s.load(key)
+    if rec is not None and rec.status in ("pending", "claimed"):
+        queues.check_slot(s.store, key, now)
 
 
 def _nameable(key: str) -> bool:
@@ -110,6 +129,7 @@ def claim_next_timed(
     wait: str | None,
     give_up: float | None = None,
     in_unit: Callable[[TaskState, int], None] | None = None,
+    queues: frozenset[str] | None = None,
 ) -> tuple[TaskState, int, float]:
     """`claim_next`, and the monotonic time just before the winning claim
     was sent (the lease is proved from then: cli/commands/run/leasekeeper.py).
@@ -118,6 +138,8 @@ def claim_next_timed(
     connection, up to `give_up` seconds of failures (the --wait clock stops
     meanwhile); without, it is an error at once (exit 9). `in_unit(rec,
     fence)` runs in the claim's unit once it claimed (`run`: the attempt's start).
+    `queues`: claim only from those queues (None: every queue); a queue at its
+    limit is passed over (engine/queues.py).
     """
     from ledger_cli.cli.outage import DEFAULT_GIVE_UP, Outage, cut_after, is_outage, margin_of
     from ledger_cli.errors import EmptyOwnerError, InvalidLeaseError, StoreError
@@ -141,7 +163,7 @@ def claim_next_timed(
         held: list[PauseInfo] = []
         try:
             with cut_after(s.store, lease_s - margin_of(lease_s)):
-                claimed = _claim_next_once(s, owner, lease_td, held, in_unit)
+                claimed = _claim_next_once(s, owner, lease_td, held, in_unit, queues)
         except StoreError as exc:
             if wait is None or not is_outage(exc):
                 raise
@@ -166,6 +188,7 @@ def _claim_next_once(
     lease_td: timedelta,
     held: list[PauseInfo],
     in_unit: Callable[[TaskState, int], None] | None = None,
+    queues: frozenset[str] | None = None,
 ) -> tuple[TaskState, int] | None:
     """One unit: scan the ready records and claim the first that can be; on a
     paused store (SPEC §8.3) claim nothing and append the pause to `held`."""
@@ -197,25 +220,41 @@ def _claim_next_once(
             )
             if found is not None:
                 attempt.now = found[0]
-                claimed = _claim_first(s, found[1], owner, lease_td, found[0])
+                claimed = _claim_first(s, found[1], owner, lease_td, found[0], queues)
                 if claimed is not None and in_unit is not None:
                     in_unit(*claimed)
     return claimed
 
 
 def _claim_first(
-    s: Session, ready_now: Iterable[TaskState], owner: str, lease: timedelta, now: Instant
+    s: Session,
+    ready_now: Iterable[TaskState],
+    owner: str,
+    lease: timedelta,
+    now: Instant,
+    wanted: frozenset[str] | None = None,
 ) -> tuple[TaskState, int] | None:
-    """Claim the first of the ready records that can be claimed (in the open unit)."""
+    """Claim the first of the ready records that can be claimed (in the open
+    unit), from the `wanted` queues only, passing over a queue at its limit:
+    the count and the claim are in the same unit, so no two claimers can both
+    take a queue's last slot."""
+    from ledger_cli.engine import queues
     from ledger_cli.errors import LeaseActiveError, NoKeyError, NotClaimedError
 
+    # Without --queue and without limits, no candidate's queue is read.
+    slots = queues.Slots(s.store, now)
+    filtering = wanted is not None or bool(slots.limits)
     for cand in ready_now:
         if not _nameable(cand.key):
             continue  # invalid UTF-8 (another writer's bytes): no output could name it
+        queue = queues.of(s.store, cand.key) if filtering else queues.DEFAULT
+        if (wanted is not None and queue not in wanted) or slots.full(queue):
+            continue
         try:
             fence = s.ledger.claim(s.actor, cand.key, owner, lease, now)
         except (LeaseActiveError, NotClaimedError, NoKeyError):
             continue  # lost to a concurrent claimer (or blocked meanwhile)
+        slots.took(queue)
         rec = s.load(cand.key)
         return (rec if rec is not None else cand), fence
     return None

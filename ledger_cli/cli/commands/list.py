@@ -22,8 +22,12 @@ def list_records(
     limit: str | None = None,
     jsonl: bool = False,
     pruned: bool = False,
+    queue: list[str] | None = None,
 ) -> int:
     wanted = {parse_status(st) for st in statuses or ()}
+    from ledger_cli.cli.queueargs import parse_queues
+
+    in_queues = parse_queues(queue)
     if owner is not None:
         validate_text(owner, "owner")
     max_n = parse_uint(limit, "--limit") if limit is not None else None
@@ -32,15 +36,16 @@ def list_records(
     records: list[TaskState] = []
     shown = 0
     more = 0
-    from ledger_cli.engine import schedule
+    from ledger_cli.engine import queues, schedule
 
     with Session(settings, reads=True) as s:
         kept = schedule.every(s.store) if schedule.any_kept(s.store) else {}
-        if kept:
+        queued = queues.every(s.store)
+        if kept or queued:
             from ledger_cli.engine.wireext import record_json
 
             def wire(rec: TaskState) -> str:  # SPEC §8.1: the extra members, when any
-                return record_json(rec, kept.get(rec.key))
+                return record_json(rec, kept.get(rec.key), queued.get(rec.key))
         else:
             wire = output.record
         source = _source(s.store, wanted, pruned, stream=jsonl)
@@ -50,6 +55,8 @@ def list_records(
             if wanted and rec.status not in wanted:
                 continue
             if owner is not None and rec.owner != owner:
+                continue
+            if in_queues is not None and queued.get(rec.key, queues.DEFAULT) not in in_queues:
                 continue
             shown += 1
             if jsonl:  # streamed: printed as read, nothing kept

@@ -67,9 +67,10 @@ def restore(settings: Settings, source: str) -> int:
         source, "snapshot", MAX_INPUT_BYTES, "restore it in parts (split its Tasks array)"
     )
     snap = Snapshot.decode(data)
-    from ledger_cli.engine import schedule, wireext
+    from ledger_cli.engine import queues, schedule, wireext
 
     extensions = wireext.decode(data)
+    queued = wireext.decode_queues(data)
     tasks = snap.tasks or ()
     _check_keys(tasks)
     with Session(settings) as s:
@@ -98,6 +99,8 @@ def restore(settings: Settings, source: str) -> int:
                 raise RestoreConflictError(_landed(rec.key, landed, tasks))
             if rec.key in extensions:  # SPEC §8.1: the extra members, in the same block
                 schedule.put(s.store, rec.key, extensions[rec.key])
+            if rec.key in queued:  # issue 32: the task's queue, in the same block
+                queues.put(s.store, rec.key, queued[rec.key])
             block_records.append(rec)
 
         chunked(tasks, block, insert, gap=gap_for(s.store))

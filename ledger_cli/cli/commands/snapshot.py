@@ -12,12 +12,13 @@ from ledger_cli.cli.inputs import InputError
 
 
 def snapshot(settings: Settings, out: str | None = None) -> int:
-    from ledger_cli.engine import schedule, wireext
+    from ledger_cli.engine import queues, schedule, wireext
 
     with Session(settings, reads=True) as s:
         snap = s.ledger.snapshot()
         kept = schedule.every(s.store) if schedule.any_kept(s.store) else {}
-    data = wireext.encode(snap.tasks, kept) if kept else snap.encode()
+        queued = queues.every(s.store)
+    data = wireext.encode(snap.tasks, kept, queued) if kept or queued else snap.encode()
     count = len(snap.tasks or ())
     if out is None or out == "-":
         sys.stdout.flush()

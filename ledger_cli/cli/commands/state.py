@@ -8,22 +8,23 @@ from ledger_cli.errors import NoKeyError
 
 
 def state(settings: Settings, key: str) -> int:
-    from ledger_cli.engine import schedule
+    from ledger_cli.engine import queues, schedule
 
     with Session(settings, reads=True) as s:
         rec = s.ledger.state(key)
         if rec is None:
             raise NoKeyError(key=key)
         kept = schedule.of(s.store, key)
+        queue = queues.of(s.store, key)
         if settings.json:
             from ledger_cli.cli.outcome import with_attempts
 
-            if kept is None:
+            if kept is None and queue == queues.DEFAULT:
                 doc = str(output.record(rec))
             else:  # SPEC §8.1: the extra members after the 14 Go fields
                 from ledger_cli.engine.wireext import record_json
 
-                doc = record_json(rec, kept)
+                doc = record_json(rec, kept, None if queue == queues.DEFAULT else queue)
             output.line(with_attempts(doc, s.store, key))
             return 0
         need_status = {}
@@ -37,10 +38,20 @@ def state(settings: Settings, key: str) -> int:
         from ledger_cli.cli.outcome import state_attempts
 
         runs = state_attempts(s.store, key)  # the last attempts, the output's last lines
+        waiting = None
+        if rec.status == "pending" and all(v == "completed" for v in need_status.values()):
+            slots = queues.Slots(s.store, now)
+            if slots.full(queue):  # ready by the rule, but its queue is at its limit
+                n, held = slots.limits[queue], slots.held.get(queue, 0)
+                waiting = f"waiting for a slot in {queue} ({held} of {n} held)"
     from ledger_cli.cli import render
 
     con = render.console()
     con.print(render.state_panel(rec, now, need_status, output.task(rec.task), kept))
+    if queue != queues.DEFAULT:
+        output.line(f"queue: {output.one_line(queue)}")
+    if waiting is not None:
+        output.line(output.one_line(waiting))
     for part in runs:
         con.print(part)
     if pruned:

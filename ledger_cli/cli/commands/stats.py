@@ -44,6 +44,8 @@ class Stats:
     oldest age leave them out and count them here."""
     paused: bool = False  # SPEC §8.3
     scheduled: int = 0  # SPEC §8.1: pending tasks not yet due
+    queues: dict[str, dict[str, int | None]] = dataclasses.field(default_factory=dict)
+    """Per queue (issue 32): pending, claimed, ready, limit, held."""
 
     def to_obj(self) -> dict[str, Any]:
         return {
@@ -55,6 +57,7 @@ class Stats:
             "ready_invalid_keys": self.ready_invalid_keys,
             "paused": self.paused,
             "scheduled": self.scheduled,
+            "queues": self.queues,
         }
 
     def note(self) -> str | None:
@@ -143,6 +146,7 @@ def gather(store: Store, now: Instant) -> tuple[Stats, dict[str, TaskState] | No
         apart = len(found) - len(claimable)
         ready_count, first = len(claimable), (claimable[0] if claimable else None)
     oldest = None if first is None else max(now.unix_ns - first.created_at.unix_ns, 0) / 1e9
+    from ledger_cli.engine import queues
     from ledger_cli.engine.pause import paused
 
     is_paused = paused(store) is not None
@@ -155,6 +159,7 @@ def gather(store: Store, now: Instant) -> tuple[Stats, dict[str, TaskState] | No
         apart,
         is_paused,
         _scheduled(store, now),
+        queues.figures(store, now, counts, ready_count),
     )
     return figures, records
 

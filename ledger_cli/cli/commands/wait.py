@@ -76,8 +76,14 @@ def wait(
     all_: bool = False,
     timeout: str | None = None,
     interval: str | None = None,
+    queue: list[str] | None = None,
 ) -> int:
     keys = list(dict.fromkeys(keys or ()))
+    from ledger_cli.cli.queueargs import parse_queues
+
+    in_queues = parse_queues(queue)
+    if in_queues is not None and not all_:
+        raise InputError("ledger: --queue goes with --all")
     if all_ and keys:
         raise InputError("ledger: wait takes KEYs or --all, not both")
     if not all_ and not keys:
@@ -88,7 +94,7 @@ def wait(
     deadline = None if limit is None else time.monotonic() + limit
     with Session(settings, reads=True) as s:
         if all_:
-            return _wait_all(s, every, deadline)
+            return _wait_all(s, every, deadline, in_queues)
         return _wait_keys(s, keys, every, deadline)
 
 
@@ -162,6 +168,19 @@ def _report_timeout(s: Session, settled: list[dict[str, Any]], unsettled: list[s
         output.json_line({"settled": settled, "unsettled": unsettled, "timed_out": True})
 
 
+def _queue_counts(store: Store, in_queues: frozenset[str]) -> dict[str, int]:
+    """The live records (pending, claimed) of the given queues, by status."""
+    from ledger_cli.engine import queues
+    from ledger_cli.engine.ready import candidates
+
+    side = queues.every(store)
+    found: dict[str, int] = {}
+    for rec in candidates(store):
+        if side.get(rec.key, queues.DEFAULT) in in_queues:
+            found[rec.status] = found.get(rec.status, 0) + 1
+    return found
+
+
 def counts(store: Store) -> dict[str, int]:
     """Records by status: the store's own counts, else its live records only
     (pending and claimed) from its status index."""
@@ -177,12 +196,15 @@ def counts(store: Store) -> dict[str, int]:
     return found
 
 
-def _wait_all(s: Session, every: float, deadline: float | None) -> int:
+def _wait_all(
+    s: Session, every: float, deadline: float | None, in_queues: frozenset[str] | None = None
+) -> int:
+    """`--all`: until nothing is pending or claimed (in `in_queues` only, when given)."""
     failing: StoreError | None = None
     now: dict[str, int] = {}
     while True:
         try:
-            now = counts(s.store)
+            now = counts(s.store) if in_queues is None else _queue_counts(s.store, in_queues)
             failing = None
             if not now.get("pending", 0) and not now.get("claimed", 0):
                 break
@@ -197,6 +219,11 @@ def _wait_all(s: Session, every: float, deadline: float | None) -> int:
                 output.json_line({"settled": [], "unsettled": [], "timed_out": True})
             return TIMED_OUT_EXIT
     bad = failed_or_blocked(s.store)
+    if in_queues is not None:
+        from ledger_cli.engine import queues
+
+        side = queues.every(s.store)
+        bad = [r for r in bad if side.get(r.key, queues.DEFAULT) in in_queues]
     if s.settings.json:
         settled = [
             _settled_item(

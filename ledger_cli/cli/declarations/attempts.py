@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from ledger_cli.cli.declarations.base import Key, app, complete_key, dispatch, examples
+from ledger_cli.cli.declarations.base import Key, Queues, app, complete_key, dispatch, examples
 
 OUTPUT_EXAMPLES = examples(
     "ledger output nightly-backup",
@@ -65,6 +65,7 @@ def wait(
     interval: Annotated[
         str | None, typer.Option("--interval", metavar="D", help="Poll every D (default 1s).")
     ] = None,
+    queue: Queues = None,
 ) -> None:
     """Wait until every KEY is completed, failed or blocked (exit 0 when all completed)."""
     from ledger_cli.cli.commands.wait import wait as work
@@ -76,4 +77,5 @@ def wait(
         all_=all_,
         timeout=timeout,
         interval=interval,
+        queue=queue,
     )

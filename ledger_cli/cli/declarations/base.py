@@ -215,4 +215,12 @@ GiveUp = Annotated[
         help="Ride out a store outage for up to D, then exit 9 (5m).",
     ),
 ]
+Queues = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--queue",
+        metavar="Q",
+        help="Only the queue(s) Q (a,b; repeatable); default: every queue.",
+    ),
+]
 JsonLines = Annotated[bool, typer.Option("--jsonl", help="One JSON object per line.")]

@@ -9,6 +9,7 @@ import typer
 from ledger_cli.cli.declarations.base import (
     JsonLines,
     Key,
+    Queues,
     app,
     complete_key,
     complete_status,
@@ -56,6 +57,7 @@ def list_(
     ] = None,
     jsonl: JsonLines = False,
     pruned: Annotated[bool, typer.Option("--pruned", help="List the pruned records only.")] = False,
+    queue: Queues = None,
 ) -> None:
     """List records as a table (--json: an array, --jsonl: one per line)."""
     from ledger_cli.cli.commands.list import list_records as work
@@ -68,6 +70,7 @@ def list_(
         limit=limit,
         jsonl=jsonl,
         pruned=pruned,
+        queue=queue,
     )
 
 

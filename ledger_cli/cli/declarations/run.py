@@ -13,6 +13,7 @@ from ledger_cli.cli.declarations.base import (
     Next,
     NextKey,
     Owner,
+    Queues,
     Wait,
     app,
     dispatch,
@@ -96,6 +97,7 @@ def run(
             "--kill-after", metavar="D2", help="With --timeout: SIGKILL D2 after SIGTERM (10s)."
         ),
     ] = None,
+    queue: Queues = None,
 ) -> None:
     """Claim, run `-- CMD…` under the lease (renewed), complete by its exit status."""
     from ledger_cli.cli.commands.run import run as work
@@ -117,4 +119,5 @@ def run(
         keep_output=keep_output,
         timeout=timeout,
         kill_after=kill_after,
+        queue=queue,
     )

@@ -1,4 +1,4 @@
-"""Declarations of `check`, `pause` and `resume` (SPEC §8.3, §8.5).
+"""Declarations of `check`, `pause`, `resume` (SPEC §8.3, §8.5) and `limit` (issue 32).
 
 Registered on the app of `base.py` when `declarations.registered_app` imports it.
 """
@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from ledger_cli.cli.declarations.base import Fence, Key, Owner, app, dispatch
+from ledger_cli.cli.declarations.base import Fence, Key, Owner, app, dispatch, examples
 
 
 @app.command(
@@ -55,3 +55,29 @@ def resume(ctx: typer.Context) -> None:
     from ledger_cli.cli.commands.resume import resume as work
 
     dispatch(ctx, work)
+
+
+@app.command(
+    epilog=examples(
+        "ledger limit db 2",
+        "ledger limit db --clear",
+        "ledger limit --json",
+    )
+)
+def limit(
+    ctx: typer.Context,
+    queue: Annotated[
+        str | None,
+        typer.Argument(metavar="QUEUE", show_default=False, help="The queue (none: list them)."),
+    ] = None,
+    n: Annotated[
+        str | None,
+        typer.Argument(metavar="N", show_default=False, help="At most N live leases (N >= 1)."),
+    ] = None,
+    clear: Annotated[bool, typer.Option("--clear", help="Remove QUEUE's limit.")] = False,
+) -> None:
+    """Limit QUEUE to N live leases across every worker (a lease that runs out
+    frees its slot); without QUEUE, list the queues with their limits and held slots."""
+    from ledger_cli.cli.commands.limit import limit as work
+
+    dispatch(ctx, work, queue=queue, n=n, clear=clear)

@@ -14,6 +14,7 @@ from ledger_cli.cli.declarations.base import (
     Next,
     NextKey,
     Owner,
+    Queues,
     Wait,
     app,
     complete_key,
@@ -26,7 +27,7 @@ from ledger_cli.cli.declarations.base import (
 @app.command(
     epilog=examples(
         'ledger admit fetch --task \'{"url": "https://example.com/data.csv"}\'',
-        "ledger admit load --needs fetch",
+        "ledger admit load --needs fetch --queue db",
         "ledger admit --batch jobs.jsonl",
     )
 )
@@ -72,6 +73,10 @@ def admit(
             "--priority", metavar="N", help="-1000..1000, default 0: higher is claimed first."
         ),
     ] = None,
+    queue: Annotated[
+        str | None,
+        typer.Option("--queue", metavar="Q", help="The task's queue (default: default)."),
+    ] = None,
 ) -> None:
     """Admit a task: prints `admitted`, `duplicate`, `stale` or `conflict` (exit 8)."""
     from ledger_cli.cli.commands.admit import admit as work
@@ -88,6 +93,7 @@ def admit(
         not_before=not_before,
         delay=delay,
         priority=priority,
+        queue=queue,
     )
 
 
@@ -95,6 +101,7 @@ def admit(
     epilog=examples(
         "F=$(ledger claim fetch --owner w1 --lease 5m)",
         "ledger claim --next --owner w1 --lease 5m --wait 30s",
+        "ledger claim --next --queue db,mail --owner w1 --lease 5m",
     )
 )
 def claim(
@@ -105,6 +112,7 @@ def claim(
     next_: Next = False,
     wait: Wait = None,
     give_up_after: GiveUp = None,
+    queue: Queues = None,
 ) -> None:
     """Claim KEY (prints the fence), or the oldest ready task with --next (prints KEY FENCE)."""
     from ledger_cli.cli.commands.claim import claim as work
@@ -118,6 +126,7 @@ def claim(
         next_=next_,
         wait=wait,
         give_up_after=give_up_after,
+        queue=queue,
     )
 
 

@@ -32,6 +32,7 @@ from ledger_cli.stores.jsonfile.locking import (
 )
 from ledger_cli.stores.jsonfile.pausefile import PauseMethods
 from ledger_cli.stores.jsonfile.pruning import PruneMethods
+from ledger_cli.stores.jsonfile.queuefile import QueueMethods
 from ledger_cli.stores.jsonfile.readyview import ReadyMethods
 from ledger_cli.stores.jsonfile.records import (
     decode_record_file,
@@ -48,7 +49,13 @@ if TYPE_CHECKING:
 
 
 class JsonFileStore(
-    TallyMethods, ReadyMethods, PruneMethods, DepsMethods, PauseMethods, ScheduleMethods
+    TallyMethods,
+    ReadyMethods,
+    PruneMethods,
+    DepsMethods,
+    PauseMethods,
+    ScheduleMethods,
+    QueueMethods,
 ):
     """A directory of JSON records; safe under many concurrent processes.
 

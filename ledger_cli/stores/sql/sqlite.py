@@ -50,6 +50,7 @@ from ledger_cli.engine.record import TaskState
 from ledger_cli.stores.sql import codec
 from ledger_cli.stores.sql.sqlite_claim import SQLiteClaims
 from ledger_cli.stores.sql.sqlite_conn import DRIVER_ERRORS
+from ledger_cli.stores.sql.sqlite_queues import SQLiteQueues
 from ledger_cli.stores.sql.sqlite_reads import SQLiteReads
 from ledger_cli.stores.sql.sqlite_schema import GO_DDL
 from ledger_cli.stores.sql.sqlite_sidetables import SQLiteSideTables
@@ -70,7 +71,7 @@ _UPDATE = (
 _HISTORY_INSERT = f"INSERT INTO ledger_history ({codec.HISTORY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)"
 
 
-class SQLiteStore(SQLiteClaims, SQLiteReads, SQLiteSideTables):
+class SQLiteStore(SQLiteClaims, SQLiteReads, SQLiteSideTables, SQLiteQueues):
     """A Store over an SQLite file (or `":memory:"`), shareable with the Go service.
 
     `busy_timeout` (seconds) is how long a write waits for another writer

@@ -53,7 +53,12 @@ from datetime import timedelta
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from ledger_cli.cli.commands.claim import NothingReadyError, PausedError, claim_next_timed
+from ledger_cli.cli.commands.claim import (
+    NothingReadyError,
+    PausedError,
+    check_slot,
+    claim_next_timed,
+)
 from ledger_cli.cli.commands.run.outcome import LeaseLostError
 from ledger_cli.cli.commands.run.supervisor import (
     DEFAULT_BACKOFF,
@@ -92,6 +97,7 @@ def run(
     timeout: str | None = None,
     kill_after: str | None = None,
     until_idle: bool = False,
+    queue: list[str] | None = None,
 ) -> int:
     if until_idle and not drain:
         raise InputError("ledger: --until-idle goes with --drain")
@@ -107,6 +113,13 @@ def run(
         raise InputError("ledger: run needs a KEY (or --next)")
     if not next_ and wait is not None:
         raise InputError("ledger: --wait goes with --next")
+    wanted = None
+    if queue:
+        if not next_:
+            raise InputError("ledger: --queue goes with --next")
+        from ledger_cli.cli.queueargs import parse_queues
+
+        wanted = parse_queues(queue)
     owner = validate_text(owner, "owner")
     lease_td = parse_duration(lease, "lease")
     attempts = parse_uint(retries, "--retries", MAX_RETRIES) + 1 if retries is not None else 1
@@ -121,18 +134,22 @@ def run(
             worker.attempts, worker.backoff, worker.outage.give_up = attempts, backoff_td, give_up
             worker.options = options
             worker.until_idle = until_idle
+            worker.queues = wanted
             return worker.run()
         from ledger_cli.cli.commands.run.attempts import ClaimStart
 
         begin = ClaimStart(s, owner)  # the first attempt's start, in the claim's unit
         if next_:
-            rec, fence, sent = claim_next_timed(s, owner, lease, wait, give_up, begin)
+            rec, fence, sent = claim_next_timed(
+                s, owner, lease, wait, give_up, begin, queues=wanted
+            )
         else:
             assert key is not None
             sent = time.monotonic()
             now = s.now()
             for attempt in s.writes(now):
                 with attempt:
+                    check_slot(s, key, now)
                     fence = s.ledger.claim(s.actor, key, owner, lease_td, now)
                     claimed = s.load(key)
                     if claimed is not None:
@@ -173,6 +190,8 @@ class Drainer:
         self.options: RunOptions | None = None
         """--keep-output, --timeout, --kill-after for every task (run/attempts.py)."""
         self.until_idle = False
+        self.queues: frozenset[str] | None = None
+        """--queue: claim only from these queues (None: every queue)."""
         """Stop at the first moment nothing is ready, whatever leases others hold."""
         self.held_cap = max(margin_of(lease_td.total_seconds()), 0.01)
         """Seconds: the longest pause between polls while another worker holds a lease."""
@@ -209,7 +228,9 @@ class Drainer:
             began = time.monotonic()
             paused = False
             try:
-                got = claim_next_timed(self.s, self.owner, self.lease, None, None, self.begin)
+                got = claim_next_timed(
+                    self.s, self.owner, self.lease, None, None, self.begin, queues=self.queues
+                )
             except NothingReadyError as exc:
                 got = None
                 paused = isinstance(exc, PausedError)

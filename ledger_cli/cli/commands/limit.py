@@ -1,0 +1,77 @@
+"""`ledger limit [QUEUE [N] [--clear]]`: limits held by leases (issue 32;
+engine/queues.py).
+
+`ledger limit QUEUE N` sets QUEUE's limit (N ≥ 1); `--clear` removes it;
+without a QUEUE it lists every queue that has a limit or holds a pending or
+claimed task, with its limit and its held slots (live leases). A change is
+one unit under the store's write lock.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ledger_cli.cli import output
+from ledger_cli.cli.context import Session, Settings
+from ledger_cli.cli.inputs import InputError, parse_uint
+from ledger_cli.cli.queueargs import validate_name
+from ledger_cli.engine import queues
+
+MAX_LIMIT = 1_000_000
+
+
+def limit(
+    settings: Settings, queue: str | None = None, n: str | None = None, clear: bool = False
+) -> int:
+    if queue is None:
+        if n is not None or clear:
+            raise InputError("ledger: limit N and --clear need a QUEUE")
+        return _list(settings)
+    validate_name(queue)
+    if clear and n is not None:
+        raise InputError("ledger: give N or --clear, not both")
+    if not clear and n is None:
+        raise InputError("ledger: limit QUEUE needs N (at least 1) or --clear")
+    value = None
+    if n is not None:
+        value = parse_uint(n, "N", MAX_LIMIT)
+        if value < 1:
+            raise InputError("ledger: a limit is at least 1 (--clear removes it)", "bad_number")
+    with Session(settings) as s:
+        now = s.now()
+        with s.store.batch():
+            queues.set_limit(s.store, queue, value)
+            held = queues.held_by_queue(s.store, now).get(queue, 0)
+    if settings.json:
+        output.json_line({"queue": queue, "limit": value, "held": held})
+    elif value is None:
+        output.line(f"{output.one_line(queue)}: no limit ({held} held)")
+    else:
+        output.line(f"{output.one_line(queue)}: limit {value} ({held} held)")
+    return 0
+
+
+def rows(s: Session) -> list[dict[str, Any]]:
+    """Every queue with a limit or a pending/claimed task: queue, limit, held."""
+    now = s.now()
+    limits = queues.limits(s.store)
+    held = queues.held_by_queue(s.store, now)
+    names = set(limits) | set(held)
+    side = queues.every(s.store)
+    from ledger_cli.engine.ready import candidates
+
+    for rec in candidates(s.store):
+        names.add(side.get(rec.key, queues.DEFAULT))
+    return [{"queue": q, "limit": limits.get(q), "held": held.get(q, 0)} for q in sorted(names)]
+
+
+def _list(settings: Settings) -> int:
+    with Session(settings) as s:
+        found = rows(s)
+    if settings.json:
+        output.json_line(found)
+        return 0
+    for row in found:
+        shown = "-" if row["limit"] is None else str(row["limit"])
+        output.line(f"{output.one_line(row['queue'])} limit={shown} held={row['held']}")
+    return 0

@@ -1,0 +1,31 @@
+"""`--queue` values (issue 32; engine/queues.py): names follow the key rules
+and are at most 64 bytes."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ledger_cli.cli.inputs import InputError, validate_key
+from ledger_cli.engine.queues import MAX_NAME_BYTES
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+
+def parse_queues(values: Iterable[str] | None) -> frozenset[str] | None:
+    """`--queue a,b` (repeatable) as a set of names; None for every queue."""
+    if not values:
+        return None
+    names: set[str] = set()
+    for value in values:
+        for name in value.split(","):
+            names.add(validate_name(name.strip()))
+    return frozenset(names)
+
+
+def validate_name(name: str) -> str:
+    """A queue name follows the key rules and is at most 64 bytes."""
+    validate_key(name, "queue")
+    if len(name.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
+        raise InputError(f"ledger: a queue name is at most {MAX_NAME_BYTES} bytes")
+    return name

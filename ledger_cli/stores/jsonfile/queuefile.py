@@ -1,0 +1,167 @@
+"""The JSON store's queues and limits (issue 32; engine/queues.py).
+
+`queue/<digest>.json` (`{"key", "queue"}`) for each key outside the `default`
+queue, and `limits.json` (`{QUEUE: N}`) in the store directory, each written
+atomically under the store lock (in the lock hold of the admission or the
+`ledger limit` that set it). A key without a file is in `default`: a record
+the Go service wrote is in `default` and its bytes never change.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import TYPE_CHECKING
+
+from ledger_cli.stores.jsonfile import fsutil
+from ledger_cli.stores.jsonfile.fsutil import fail
+from ledger_cli.stores.jsonfile.locking import store_method
+from ledger_cli.stores.jsonfile.records import key_digest
+
+if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
+QUEUE_DIR = "queue"
+LIMITS_NAME = "limits.json"
+
+
+def _decode(data: bytes, shown: str) -> tuple[str, str]:
+    try:
+        obj = json.loads(data)
+        key, queue = obj["key"], obj["queue"]
+        if type(key) is not str or type(queue) is not str:
+            raise TypeError("queue")
+        return key, queue
+    except (ValueError, TypeError, KeyError):
+        raise fail(shown, "is not a queue file this release can read") from None
+
+
+class QueueMethods:
+    _root: str
+
+    if TYPE_CHECKING:
+
+        def _check_open(self) -> None: ...
+
+        def _locked(self, *, create: bool) -> AbstractContextManager[int | None]: ...
+
+    def _queue_dir(self, create: bool) -> int | None:
+        root_fd = fsutil.open_root(self._root)
+        if root_fd is None:
+            return None
+        try:
+            shown = os.path.join(self._root, QUEUE_DIR)
+            return fsutil.open_subdir(root_fd, QUEUE_DIR, shown, create=create)
+        finally:
+            os.close(root_fd)
+
+    @store_method
+    def queue_of(self, key: str) -> str | None:
+        self._check_open()
+        digest = key_digest(key)
+        if digest is None:
+            return None
+        fd = self._queue_dir(create=False)
+        if fd is None:
+            return None
+        name = digest + ".json"
+        try:
+            data = fsutil.read_file(fd, name, os.path.join(self._root, QUEUE_DIR, name))
+        finally:
+            os.close(fd)
+        if data is None:
+            return None
+        stored, queue = _decode(data, os.path.join(self._root, QUEUE_DIR, name))
+        return queue if stored == key else None
+
+    @store_method
+    def set_queue(self, key: str, queue: str | None) -> None:
+        self._check_open()
+        digest = key_digest(key)
+        if digest is None:
+            if queue is None:
+                return
+            from ledger_cli.errors import StoreError
+
+            raise StoreError("ledger: store: this key cannot be stored")
+        name = digest + ".json"
+        shown = os.path.join(self._root, QUEUE_DIR, name)
+        with self._locked(create=True):
+            fd = self._queue_dir(create=queue is not None)
+            if fd is None:
+                return
+            try:
+                if queue is None:
+                    if fsutil.unlink_quiet(fd, name):
+                        fsutil.fsync_fd(fd, shown)
+                    return
+                body = {"key": key, "queue": queue}
+                data = json.dumps(body, ensure_ascii=False).encode("utf-8", "surrogatepass")
+                fsutil.replace_file(fd, name, data, shown, sync=True)
+                fsutil.fsync_fd(fd, shown)
+            finally:
+                os.close(fd)
+
+    @store_method
+    def queues(self) -> dict[str, str]:
+        self._check_open()
+        fd = self._queue_dir(create=False)
+        if fd is None:
+            return {}
+        found: dict[str, str] = {}
+        try:
+            for name in sorted(os.listdir(fd)):
+                if not name.endswith(".json") or name.startswith("."):
+                    continue
+                shown = os.path.join(self._root, QUEUE_DIR, name)
+                data = fsutil.read_file(fd, name, shown)
+                if data is not None:
+                    key, queue = _decode(data, shown)
+                    found[key] = queue
+        finally:
+            os.close(fd)
+        return found
+
+    @store_method
+    def limits(self) -> dict[str, int]:
+        self._check_open()
+        shown = os.path.join(self._root, LIMITS_NAME)
+        root_fd = fsutil.open_root(self._root)
+        if root_fd is None:
+            return {}
+        try:
+            data = fsutil.read_file(root_fd, LIMITS_NAME, shown)
+        finally:
+            os.close(root_fd)
+        if data is None:
+            return {}
+        try:
+            obj = json.loads(data)
+            if type(obj) is not dict or any(
+                type(k) is not str or type(v) is not int or v < 1 for k, v in obj.items()
+            ):
+                raise TypeError("limits")
+        except (ValueError, TypeError):
+            raise fail(shown, "is not a limits file this release can read") from None
+        return dict(obj)
+
+    @store_method
+    def set_limit(self, queue: str, n: int | None) -> None:
+        self._check_open()
+        shown = os.path.join(self._root, LIMITS_NAME)
+        with self._locked(create=True) as root_fd:
+            assert root_fd is not None
+            found = self.limits()
+            if n is None:
+                if found.pop(queue, None) is None:
+                    return
+            else:
+                found[queue] = n
+            if found:
+                data = json.dumps(found, ensure_ascii=False, sort_keys=True).encode(
+                    "utf-8", "surrogatepass"
+                )
+                fsutil.replace_file(root_fd, LIMITS_NAME, data, shown, sync=True)
+            else:
+                fsutil.unlink_quiet(root_fd, LIMITS_NAME)
+            fsutil.fsync_fd(root_fd, self._root)

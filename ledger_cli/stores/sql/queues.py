@@ -1,0 +1,38 @@
+"""Queues and limits (issue 32; engine/queues.py) on the SQL stores: the side
+tables `ledger_queue (key, queue)`, one row per key outside the `default`
+queue, and `ledger_limit (queue, n)`. The Go schema of `ledger_tasks` stays
+as it is; a row the Go service writes has no queue row, so it is in
+`default`. A store made before these tables gets them at its first write of
+a queue or a limit; until then every read finds none."""
+
+from __future__ import annotations
+
+QUEUE_TABLE = "ledger_queue"
+LIMIT_TABLE = "ledger_limit"
+
+SQLITE_DDL: tuple[str, ...] = (
+    "CREATE TABLE IF NOT EXISTS ledger_queue (key TEXT PRIMARY KEY, queue TEXT NOT NULL)"
+    " WITHOUT ROWID",
+    "CREATE INDEX IF NOT EXISTS ledger_queue_by_queue ON ledger_queue (queue, key)",
+    "CREATE TABLE IF NOT EXISTS ledger_limit (queue TEXT PRIMARY KEY,"
+    " n INTEGER NOT NULL CHECK (n >= 1)) WITHOUT ROWID",
+)
+
+EXISTS = "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN (?, ?)"
+SELECT_ONE = "SELECT queue FROM ledger_queue WHERE key = {p}"
+SELECT_ALL = "SELECT key, queue FROM ledger_queue"
+DELETE = "DELETE FROM ledger_queue WHERE key = {p}"
+UPSERT = (
+    "INSERT INTO ledger_queue (key, queue) VALUES ({p}, {p})"
+    " ON CONFLICT (key) DO UPDATE SET queue = excluded.queue"
+)
+LIMITS = "SELECT queue, n FROM ledger_limit"
+DELETE_LIMIT = "DELETE FROM ledger_limit WHERE queue = {p}"
+UPSERT_LIMIT = (
+    "INSERT INTO ledger_limit (queue, n) VALUES ({p}, {p})"
+    " ON CONFLICT (queue) DO UPDATE SET n = excluded.n"
+)
+
+
+def sql(template: str, placeholder: str) -> str:
+    return template.format(p=placeholder)
