@@ -352,3 +352,17 @@ def fake_meminfo(directory: Path, dirty_kib: int) -> str:
     path = directory / f"meminfo-{dirty_kib}"
     path.write_text(f"Dirty: {dirty_kib} kB\nWriteback: 0 kB\n")
     return str(path)
+
+
+def unapplied(root: str | Path) -> bool:
+    """A committed write not applied yet: journal.json, or wal.log frames past
+    what wal.applied notes (stores/jsonfile/wal.py)."""
+    from ledger_cli.stores.jsonfile import wal
+
+    if (Path(root) / "journal.json").exists():
+        return True
+    fd = os.open(root, os.O_RDONLY)
+    try:
+        return wal.pending(str(root), fd) is not None
+    finally:
+        os.close(fd)

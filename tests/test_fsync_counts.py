@@ -2,15 +2,13 @@
 pinned as tests/test_postgres_round_trips.py pins round trips: counted around
 `os.fsync`, `os.fdatasync` and `fsutil.sync_filesystem`, never timed.
 
-A journalled write (every command line write: a record and its history line)
-costs the journal's fsync and the root directory's (the commit point), then
-one syncfs(2) for everything the apply wrote (records, indexes, tally,
-history) while what is dirty costs no more than the fsyncs it saves
-(durability.use_syncfs_small: about 768 KiB for a claim); else an fsync a
-file. The journal's removal is made durable by the next commit. Before: 6 per
-`claim --next`, 8 per promoting `complete`, 12 per `ledger run --next`, then
-13 with the attempt's own files (now in the claim's and the completion's
-journals: 6).
+A small write (every command line write: a record, its history line, the
+attempt's file) is one frame of wal.log, made durable by one fdatasync(2):
+the commit point and the write's only sync. The files it describes are
+written unsynced; a checkpoint (one syncfs(2) per CHECKPOINT_BYTES of log)
+makes them durable and empties the log (stores/jsonfile/wal.py). Before:
+3 per `claim --next` (journal, root directory, syncfs), 6 per `ledger run
+--next`; before that 6 and 13.
 """
 
 from __future__ import annotations
@@ -27,32 +25,25 @@ from ledger_cli.engine.record import TaskState
 from ledger_cli.stores.jsonfile import JsonFileStore, durability, fsutil
 from tests.faults_support import invoke
 
-CLAIM_NEXT = 3
-"""journal fsync + root directory fsync (commit point) + one syncfs (was 6)."""
-COMPLETE_PROMOTING = 3
-"""The same for a completion that makes a dependent ready (was 8)."""
-RUN_NEXT = 6
-"""`ledger run --next -- true` (was 13; issue 21 asks for at most 6): the
-claim's unit, which also starts the attempt of SPEC §7.1 (its file, and the
-attempts/ directories on the key's first run, go in the claim's journal):
-journal + root directory (the commit point) + one syncfs = 3; the pid noted
+CLAIM_NEXT = 1
+"""The wal.log frame's fdatasync (was 3: journal, root directory, syncfs)."""
+COMPLETE_PROMOTING = 1
+"""The same for a completion that makes a dependent ready (was 3, then 8)."""
+RUN_NEXT = 2
+"""`ledger run --next -- true`: the claim's frame, which also starts the
+attempt (docs/design.md §7.1; its file goes in the frame), and the
+completion's, which also saves the attempt's end and output; the pid noted
 once the command runs (attempts/…/1.pid, renamed into place, not fsynced:
-stores/jsonfile/attemptfiles.py) = 0; the completion's unit, which also
-saves the attempt's end and output: journal + root + one syncfs = 3. Before
-the fold: 6 for the claim and the completion, and 7 for the attempt (its
-start: three directories made, the file and its directory; its end: the file
-and its directory)."""
-ADMIT = 3
-LIBRARY_CAS_SAME_COUNTS = 3
-"""A compare-and-swap outside a batch that changes no count (a renewal): the
-root directory (the last journal's removal), the record file, its shard
-directory (was 2)."""
+stores/jsonfile/attemptfiles.py) costs none (was 6, then 13)."""
+ADMIT = 1
+LIBRARY_CAS_SAME_COUNTS = 1
+"""A compare-and-swap outside a batch that changes no count (a renewal): its
+frame (was 3: the root directory, the record file, its shard directory)."""
 
-FALLBACK_CLAIM_NEXT = 8
-"""With much dirty memory syncfs(2) is not used, and every file the apply
-wrote is fsynced before the journal goes: journal, root, record file, its
-shard directory, the tally's noted shard, its counts and directory, history
-(was 6: the tally is new)."""
+FALLBACK_CLAIM_NEXT = 1
+"""Much dirty memory changes nothing for a small write: its one fdatasync
+writes the frame alone (was 8: every file fsynced, as syncfs(2) would have
+written others' dirty pages too)."""
 
 
 class SyncCounter:
@@ -117,7 +108,7 @@ def test_fsyncs_per_command(
     assert counted(counter, store, "claim", "--next", "--owner", "w", "--lease", "60s") == (
         CLAIM_NEXT
     )
-    assert counter.calls["syncfs"] == 1
+    assert counter.calls["fdatasync"] == 1
     assert counted(counter, store, "claim", "c", "--owner", "w", "--lease", "60s") == CLAIM_NEXT
     fence = JsonFileStore(store).load("c")
     assert fence is not None

@@ -13,6 +13,7 @@ import pytest
 
 from ledger_cli.stores.jsonfile.records import key_digest
 from tests.cli_support import run_ledger
+from tests.faults_support import unapplied
 
 NOW = "2026-03-04T05:06:07Z"
 
@@ -59,10 +60,10 @@ def test_the_next_process_replays_the_journal_and_rebuilds_the_index(
     assert code in (0, 9), err
     if code == 9:
         assert damaged in err and len(err.splitlines()) == 1
-    landed = code == 0 or (store / "journal.json").exists()
+    landed = code == 0 or unapplied(store)
     fixed, out, err = _ledger(store, "doctor", "--fix")
     assert fixed == 0, out + err
-    assert not (store / "journal.json").exists()
+    assert not unapplied(store)
     assert _ledger(store, "doctor")[0] == 0
     listing = {r["Key"]: r for r in json.loads(_ledger(store, "list", "--json")[1])}
     if write[0] == "admit":
@@ -86,6 +87,6 @@ def test_a_journal_behind_a_damaged_index_is_replayed_by_any_next_command(
     assert code in (0, 9)
     code, out, err = _ledger(store, "state", "n")
     assert code == 0, err
-    assert not (store / "journal.json").exists()
+    assert not unapplied(store)
     code, out, _ = _ledger(store, "claim", "--next", "--owner", "w", "--lease", "1h")
     assert code == 0 and out.split()[0] == "a"

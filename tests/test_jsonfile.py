@@ -24,8 +24,9 @@ from ledger_cli.engine.record import TaskState
 from ledger_cli.engine.wire import record_from_json, record_to_json
 from ledger_cli.errors import StoreDamageError, StoreError
 from ledger_cli.stores import jsonfile
-from ledger_cli.stores.jsonfile import JsonFileStore, durability, fsutil, key_digest
+from ledger_cli.stores.jsonfile import JsonFileStore, durability, fsutil, key_digest, wal
 from ledger_cli.stores.jsonfile.locking import DEFAULT_LOCK_TIMEOUT
+from tests.faults_support import unapplied
 
 T0 = Instant.parse("2024-01-01T00:00:00Z")
 
@@ -371,9 +372,9 @@ def test_a_batch_interrupted_after_its_commit_point_is_replayed_on_open(
             assert s.compare_and_swap(key, None, rec(key))
         s.append_history([entry("b1", 1), entry("b2", 2)])
     monkeypatch.setattr(fsutil, "replace_file", real)
-    assert (root / "journal.json").exists()
-    reopened = JsonFileStore(root)  # replays the journal
-    assert not (root / "journal.json").exists()
+    assert unapplied(root)  # a wal.log frame (or journal.json where the log is not used)
+    reopened = JsonFileStore(root)  # replays it
+    assert not unapplied(root)
     keys = [(r.key, r.sequence, r.rev) for r in reopened.range()]
     assert keys == [("b1", 1, 0), ("b2", 1, 0), ("b3", 1, 0), ("b4", 1, 0), ("old", 2, 1)]
     assert [e.key for e in reopened.read_history()] == ["old", "b1", "b2"]
@@ -384,19 +385,24 @@ def test_a_batch_interrupted_before_its_commit_point_leaves_nothing(
 ) -> None:
     s = JsonFileStore(root)
     assert s.compare_and_swap("old", None, rec("old"))
-    real = fsutil.fsync_fd
+    real, real_data = fsutil.fsync_fd, os.fdatasync
 
     def dying_fsync(fd: int, shown: str) -> None:
+        raise Crash()
+
+    def dying_fdatasync(fd: int) -> None:
         raise Crash()
 
     with pytest.raises(Crash), s.batch():
         for key in ("b1", "b2"):
             assert s.compare_and_swap(key, None, rec(key))
         monkeypatch.setattr(fsutil, "fsync_fd", dying_fsync)
+        monkeypatch.setattr(os, "fdatasync", dying_fdatasync)
     monkeypatch.setattr(fsutil, "fsync_fd", real)
-    # The journal file is written but the crash hit before the commit point's
-    # directory fsync; on a real crash it may or may not survive. Either way
-    # the store is the old state or the whole batch.
+    monkeypatch.setattr(os, "fdatasync", real_data)
+    # The frame (wal.log) or journal file is written but the crash hit before
+    # the commit point's sync; on a real crash it may or may not survive.
+    # Either way the store is the old state or the whole batch.
     reopened = JsonFileStore(root)
     keys = [r.key for r in reopened.range()]
     assert keys in (["old"], ["b1", "b2", "old"])
@@ -431,20 +437,28 @@ def test_a_single_write_fsyncs_file_and_directory(
 ) -> None:
     assert store.compare_and_swap("warm", None, rec("warm"))  # creates the directories
     synced: list[str] = []
-    real = os.fsync
+    real, real_data = os.fsync, os.fdatasync
 
     def spy(fd: int) -> None:
         synced.append("dir" if stat.S_ISDIR(os.fstat(fd).st_mode) else "file")
         real(fd)
 
+    def data_spy(fd: int) -> None:
+        synced.append("log" if os.fstat(fd).st_size else "?")
+        real_data(fd)
+
     monkeypatch.setattr(os, "fsync", spy)
+    monkeypatch.setattr(os, "fdatasync", data_spy)
     cur = store.load("warm")
     assert cur is not None
     assert store.compare_and_swap("warm", cur, cur.replace(sequence=2))
-    # The root directory first (a journal removed since is durable then, so a
-    # power cut cannot bring it back over this write: journal.py), then the
-    # new bytes, then the rename.
-    assert synced == ["dir", "file", "dir"]
+    if wal.enabled():
+        assert synced == ["log"]  # the wal.log frame, the commit point: nothing else
+    else:
+        # The root directory first (a journal removed since is durable then, so
+        # a power cut cannot bring it back over this write: journal.py), then
+        # the new bytes, then the rename.
+        assert synced == ["dir", "file", "dir"]
 
 
 def test_a_large_batch_syncs_once(

@@ -30,6 +30,12 @@ from ledger_cli.stores.jsonfile.records import key_digest
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from typing import Literal
+
+    Durability = Literal["now", "end", "log"]
+    """How a write becomes durable: "now", synced file by file before it
+    returns; "end", a journal covers it, one sync at the end (syncfs(2) where
+    cheap); "log", wal.log covers it, nothing synced (wal.py)."""
 
 SYNC_EACH_MAX = 16
 """Batches writing more files than this are large: indexed per shard, and made
@@ -51,7 +57,7 @@ def write_records(
     rebuild_deps: Callable[[], None] = lambda: None,
     completed_before: Callable[[str], bool] = lambda digest: False,
     counts: tally.Counts | None = None,
-    journaled: bool = False,
+    journaled: Durability = "now",
     also: Callable[..., None] | None = None,
     also_fsyncs: int = 0,
     *,
@@ -79,30 +85,34 @@ def write_records(
     write, read under this lock hold (its dependents were promoted then), so
     writing it again promotes nothing; False when unknown (a journal replay).
     `counts`: the tally counts after this write (tally.py), None when it
-    changes none. `journaled`: a journal on disk covers this write (a crash
-    before it is durable replays it), so nothing need be durable before the
-    end: one syncfs(2) makes it all durable, when durability.use_syncfs()
-    allows, whatever the size; else an fsync a file (and directory).
+    changes none. `journaled` "end": a journal on disk covers this write (a
+    crash before it is durable replays it), so nothing need be durable before
+    the end: one syncfs(2) makes it all durable, when durability.use_syncfs()
+    allows, whatever the size; else an fsync a file (and directory). "log":
+    wal.log covers it and a checkpoint makes it durable later: no sync here.
     `also(sync=…)`: more files of the commit (attempts), written before the
     end's sync; `also_fsyncs` the fsyncs it makes with `sync`. `moved`: the
     records whose tally membership changes (tally.apply), None: all of them.
     """
     files = len(records) + (1 if history else 0)
     bulk = files > SYNC_EACH_MAX
-    if bulk:
+    logged = journaled == "log"
+    if logged:
+        use_syncfs = False
+    elif bulk:
         use_syncfs = durability.use_syncfs(files)
     else:
         # The fsyncs a small journalled apply makes without syncfs: a record
         # file and its directory each, the history, the tally's two or three.
         saved = 2 * len(records) + (1 if history else 0) + (3 if counts is not None else 0)
         saved += also_fsyncs
-        use_syncfs = journaled and durability.use_syncfs_small(saved)
+        use_syncfs = journaled == "end" and durability.use_syncfs_small(saved)
     rfd = lfd = None
     shard_fds: dict[str, int] = {}
     ready: _ReadyWork | None = None
     try:
+        sync = not use_syncfs and not logged
         if records:
-            sync = not use_syncfs
             index_needs(root, root_fd, records, listed_needs, rebuild_deps, sync=sync)
             ready = _ReadyWork(root, root_fd, records, read_digest, rebuild_ready, read_key)
             ready.before(rebuild_deps, completed_before, sync=sync)
@@ -142,14 +152,14 @@ def write_records(
                 else:
                     fsutil.replace_file(sfd, fname, data, path, sync=sync, tmp_dir_fd=root_fd)
         if counts is not None:
-            tally.apply(root, root_fd, counts, records, sync=not use_syncfs, moved=moved)
+            tally.apply(root, root_fd, counts, records, sync=sync, moved=moved)
         if history:
-            historyfile.append_lines(root, root_fd, history, history_at, sync=not use_syncfs)
+            historyfile.append_lines(root, root_fd, history, history_at, sync=sync)
         if also is not None:
-            also(sync=not use_syncfs)
+            also(sync=sync)
         if use_syncfs:
             fsutil.sync_filesystem(root_fd, root)
-        else:
+        elif sync:
             for shard, sfd in shard_fds.items():
                 fsutil.fsync_fd(sfd, shown(root, RECORDS_DIR, shard))
         if lfd is not None:

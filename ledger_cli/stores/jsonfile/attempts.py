@@ -90,6 +90,7 @@ class JsonAttempts:
             batch = self._my_batch()
             if batch is not None:
                 return self._start_in(batch, root_fd, att, digest, shown)
+            self._store.checkpoint(root_fd)  # a write around wal.log (wal.py)
             dir_fd = self._key_dir(att.key, create=True, root_fd=root_fd)
             assert dir_fd is not None
             try:
@@ -215,6 +216,7 @@ class JsonAttempts:
             if batch is not None:
                 batch.add_attempt((digest, n, None))
                 return
+            self._store.checkpoint(root_fd)  # a write around wal.log (wal.py)
             dir_fd = self._key_dir(key, create=False, root_fd=root_fd)
             if dir_fd is None:
                 return
@@ -308,6 +310,7 @@ class JsonAttempts:
         with self._store._locked(create=False) as root_fd:
             if root_fd is None:
                 return 0
+            self._store.checkpoint(root_fd)  # a write around wal.log (wal.py)
             for key in keys:
                 if key_digest(key) is not None:
                     removed += self._remove_key(root_fd, key)

@@ -1,4 +1,9 @@
-"""journal.json: the commit point of a batch.
+"""journal.json: the commit point of a large batch (a small one's is a wal.log frame).
+
+The bytes below are also what a wal.log frame holds (`encode`; wal.py): a
+small batch (at most apply.SYNC_EACH_MAX records) is one frame, made durable
+by one fdatasync(2), and applied unsynced. A large batch, or any batch where
+the log is not used, first checkpoints the log, then goes as follows.
 
 When the outermost batch exits, the journal (all records and history lines,
 the tally counts after them: tally.py, and the attempt files written in the
@@ -24,7 +29,8 @@ import os
 from typing import TYPE_CHECKING
 
 from ledger_cli.engine.record import TaskState
-from ledger_cli.stores.jsonfile import depsindex, fsutil, historyfile, readyindex, tally
+from ledger_cli.stores.jsonfile import depsindex, fsutil, historyfile, readyindex, tally, wal
+from ledger_cli.stores.jsonfile.apply import SYNC_EACH_MAX
 from ledger_cli.stores.jsonfile.batch import PendingBatch
 from ledger_cli.stores.jsonfile.fsutil import fail
 from ledger_cli.stores.jsonfile.layout import JOURNAL_NAME, shown
@@ -35,6 +41,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
+    from ledger_cli.stores.jsonfile.apply import Durability
     from ledger_cli.stores.jsonfile.attemptfiles import Op
 
     # Apply (records, history lines, history size before them, the tally counts
@@ -46,7 +53,7 @@ if TYPE_CHECKING:
             list[bytes],
             "int | None",
             "Counts | None",
-            bool,
+            "Durability",
             "list[Op]",
             "set[str] | None",
         ],
@@ -66,19 +73,50 @@ JOURNAL_FORMAT = "ledger_cli.journal"
 def commit(
     root: str, root_fd: int, batch: PendingBatch, write: WriteRecords, counts: Counts | None = None
 ) -> None:
-    """Commit a batch; `counts`: the tally after it (None: the batch changes no count)."""
+    """Commit a batch; `counts`: the tally after it (None: the batch changes no count).
+
+    A small batch is one frame of wal.log: one fdatasync(2), then applied
+    unsynced (wal.py). A large one, or any where the log is not used, goes
+    through journal.json, after a checkpoint empties the log."""
     records = batch.records
+    small = len(records) <= SYNC_EACH_MAX
+    if small and wal.enabled():
+        history_at = _history_size(root, root_fd, batch)
+        end = wal.append(root, root_fd, encode(batch, history_at, counts))  # the commit point
+        write(records, batch.history, history_at, counts, "log", batch.attempts, batch.moved)
+        wal.mark_applied(root, root_fd, end)
+        if end > wal.CHECKPOINT_BYTES:
+            wal.checkpoint(root, root_fd)
+        return
+    wal.checkpoint(root, root_fd)  # a frame replayed after this write could undo it
     if len(records) <= 1 and not batch.history and counts is None and not batch.attempts:
         # One record file: atomic by itself. (A history line always goes through
         # the journal: only its replay may cut a torn line, historyfile.py.)
         # The root directory first: the last journal's removal is durable.
         fsutil.fsync_fd(root_fd, root)
-        write(records, batch.history, None, None, False, [], None)
+        write(records, batch.history, None, None, "now", [], None)
         return
-    history_at = None
-    if batch.history:
-        fd, history_at = historyfile.open_for_append(root, root_fd)  # refuses a torn tail
-        os.close(fd)
+    history_at = _history_size(root, root_fd, batch)
+    journal = encode(batch, history_at, counts)
+    fsutil.replace_file(root_fd, JOURNAL_NAME, journal, shown(root, JOURNAL_NAME), sync=True)
+    fsutil.fsync_fd(root_fd, root)  # the commit point
+    write(records, batch.history, history_at, counts, "end", batch.attempts, batch.moved)
+    fsutil.unlink_quiet(root_fd, JOURNAL_NAME)  # not fsynced: see the module's note
+
+
+def _history_size(root: str, root_fd: int, batch: PendingBatch) -> int | None:
+    """history.jsonl's size before the batch's lines (None: it has none)."""
+    if not batch.history:
+        return None
+    fd, size = historyfile.open_for_append(root, root_fd)  # refuses a torn tail
+    os.close(fd)
+    return size
+
+
+def encode(batch: PendingBatch, history_at: int | None, counts: Counts | None) -> bytes:
+    """A batch as journal.json (and a wal.log frame) holds it: a header line,
+    the records, the history lines, then the attempt files' bytes."""
+    records = batch.records
     header = {
         "format": JOURNAL_FORMAT,
         "version": JOURNAL_VERSION,
@@ -92,7 +130,7 @@ def commit(
         header["attempts"] = [
             [digest, n, None if data is None else len(data)] for digest, n, data in batch.attempts
         ]
-    journal = b"".join(
+    return b"".join(
         [
             (json.dumps(header) + "\n").encode("utf-8"),
             *(data for _, data in records.values()),
@@ -100,15 +138,50 @@ def commit(
             *(data for _, _, data in batch.attempts if data is not None),
         ]
     )
-    fsutil.replace_file(root_fd, JOURNAL_NAME, journal, shown(root, JOURNAL_NAME), sync=True)
-    fsutil.fsync_fd(root_fd, root)  # the commit point
-    write(records, batch.history, history_at, counts, True, batch.attempts, batch.moved)
-    fsutil.unlink_quiet(root_fd, JOURNAL_NAME)  # not fsynced: see the module's note
 
 
 def replay(root: str, root_fd: int, journal: bytes, checksummed: bool, write: WriteRecords) -> None:
     """Finish a batch that a crash interrupted after its commit point."""
-    path = shown(root, JOURNAL_NAME)
+    apply_again(root, root_fd, journal, checksummed, write, JOURNAL_NAME, "end")
+    fsutil.unlink_quiet(root_fd, JOURNAL_NAME)  # not fsynced: see the module's note
+
+
+def decode_records(
+    root: str, journal: bytes, checksummed: bool, name: str
+) -> dict[str, tuple[TaskState, bytes]]:
+    """The records of a journal or log frame, by digest (its header checked)."""
+    path = shown(root, name)
+    journal = _attempts_part(journal, path)[0]
+    lines = journal.split(b"\n")
+    if lines[-1] != b"":
+        raise fail(path, "corrupt journal (no final newline); refusing to replay")
+    try:
+        n_records = json.loads(lines[0].decode("utf-8"))["records"]
+        ok = type(n_records) is int and 0 <= n_records < len(lines)
+    except (IndexError, KeyError, TypeError, UnicodeDecodeError, ValueError):
+        ok = False
+    if not ok:
+        raise fail(path, "corrupt journal header; refusing to replay")
+    records: dict[str, tuple[TaskState, bytes]] = {}
+    for line in lines[1 : 1 + n_records]:
+        rec = decode_record_file(line + b"\n", path, checksummed=checksummed)
+        digest = key_digest(rec.key)
+        assert digest is not None
+        records[digest] = (rec, line + b"\n")
+    return records
+
+
+def apply_again(
+    root: str,
+    root_fd: int,
+    journal: bytes,
+    checksummed: bool,
+    write: WriteRecords,
+    name: str,
+    durable: Durability,
+) -> None:
+    """Apply a committed journal (or log frame, `name` says which) again."""
+    path = shown(root, name)
     journal, attempts = _attempts_part(journal, path)
     lines = journal.split(b"\n")
     if lines[-1] != b"":
@@ -157,7 +230,7 @@ def replay(root: str, root_fd: int, journal: bytes, checksummed: bool, write: Wr
     dropped: set[str] = set()
     while True:
         try:
-            write(records, history, history_at, counts, True, attempts, None)
+            write(records, history, history_at, counts, durable, attempts, None)
             break
         except fsutil.IndexDamage as exc:
             if exc.index in dropped:
@@ -166,7 +239,14 @@ def replay(root: str, root_fd: int, journal: bytes, checksummed: bool, write: Wr
             drop_index(root, root_fd, exc.index)
             if exc.index == tally.TALLY_DIR:
                 counts = None  # invalidated: rebuilt from the records, these counts with them
-    fsutil.unlink_quiet(root_fd, JOURNAL_NAME)  # not fsynced: see the module's note
+
+
+def drop_indexes(root: str, root_fd: int) -> None:
+    """Mark every derived index that a write updates "not built" (wal.recover,
+    after a restart of the machine: unsynced index files may be any mix of
+    old and new, so each is rebuilt from the records)."""
+    for index in (readyindex.READY_DIR, depsindex.DEPS_DIR, tally.TALLY_DIR):
+        drop_index(root, root_fd, index)
 
 
 def drop_index(root: str, root_fd: int, index: str) -> None:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from ledger_cli.engine import collector
 from ledger_cli.errors import StoreError
-from ledger_cli.stores.jsonfile import depsindex, durability, fsutil, layout, tally
+from ledger_cli.stores.jsonfile import depsindex, durability, fsutil, layout, tally, wal
 from ledger_cli.stores.jsonfile.batch import PendingBatch
 from ledger_cli.stores.jsonfile.fairlock import QueueLock
 from ledger_cli.stores.jsonfile.fsutil import fail
@@ -202,6 +202,12 @@ class LockedDirectory:
                     collector.resume()
                     if root_fd is not None:
                         os.close(root_fd)
+
+    def checkpoint(self, root_fd: int) -> None:
+        """Before a write that goes around wal.log (prune, a history rewrite,
+        doctor's repairs, attempt upkeep): make the log's writes durable and
+        empty it, so no frame replayed later undoes that write (wal.py)."""
+        wal.checkpoint(self._root, root_fd)
 
     def _cached_dir(self, parent_fd: int, name: str, key: str) -> int | None:
         """A directory fd kept open while this thread holds the store lock (closed

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import TYPE_CHECKING
 
@@ -15,7 +16,6 @@ from ledger_cli.stores.jsonfile.records import key_digest
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
-    from contextlib import AbstractContextManager
 
 
 class PruneMethods(RecordReader):
@@ -42,6 +42,7 @@ class PruneMethods(RecordReader):
                     return 0
                 if self._batch is not None:
                     raise StoreError("ledger: store: prune cannot run inside a batch")
+                self.checkpoint(root_fd)  # a write around wal.log (wal.py)
                 moved: list[tuple[str, TaskState]] = []
                 for old, new in pairs[at : at + CHUNK]:
                     digest = key_digest(old.key)
@@ -104,9 +105,14 @@ class PruneMethods(RecordReader):
         self._check_open()
         historyfile.drop_keys_briefly(self._root, self._history_lock, keys)
 
-    def _history_lock(self) -> AbstractContextManager[int | None]:
-        """The store lock for one of historyfile.drop_keys_briefly's short holds."""
-        return self._locked(create=False)
+    @contextlib.contextmanager
+    def _history_lock(self) -> Iterator[int | None]:
+        """The store lock for one of historyfile.drop_keys_briefly's short holds
+        (a rewrite around wal.log: the log is checkpointed first, wal.py)."""
+        with self._locked(create=False) as root_fd:
+            if root_fd is not None:
+                self.checkpoint(root_fd)
+            yield root_fd
 
     @store_method
     def pruned_range(self) -> Iterator[TaskState]:

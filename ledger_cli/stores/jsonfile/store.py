@@ -18,12 +18,14 @@ from ledger_cli.stores.jsonfile import (
     layout,
     liveindex,
     tally,
+    wal,
 )
 from ledger_cli.stores.jsonfile.batch import PendingBatch
 from ledger_cli.stores.jsonfile.depsview import DepsMethods
 from ledger_cli.stores.jsonfile.layout import (
     JOURNAL_NAME,
     LIVE_STATUSES,
+    RECORDS_DIR,
 )
 from ledger_cli.stores.jsonfile.locking import (
     DEFAULT_LOCK_TIMEOUT,
@@ -87,11 +89,12 @@ class JsonFileStore(
         root_fd = fsutil.open_root(self._root)
         if root_fd is not None:
             try:
-                if self._read_meta(root_fd) is not None and layout.exists(
-                    self._root, root_fd, JOURNAL_NAME
+                if self._read_meta(root_fd) is not None and (
+                    layout.exists(self._root, root_fd, JOURNAL_NAME)
+                    or wal.pending(self._root, root_fd) is not None
                 ):
                     with self._locked(create=False):
-                        pass  # acquiring the lock replays the journal
+                        pass  # acquiring the lock replays the journal, then the log
             finally:
                 os.close(root_fd)
 
@@ -176,20 +179,16 @@ class JsonFileStore(
                 return True
             one = {digest: (new, data)}
             counts, moved = self._tally_after(root_fd, one, lambda d: on_file)
-            if counts is None:  # one file, no count changes: atomic by itself
-                fsutil.fsync_fd(root_fd, self._root)  # the last journal's removal (journal.py)
-                self._write_records(one, [], None, before={digest: cur})
-            else:  # the record and the tally: together, through the journal
-                one_call = PendingBatch()
-                one_call.records = one
-                one_call.moved = moved
-                journal.commit(
-                    self._root,
-                    root_fd,
-                    one_call,
-                    lambda *a, **k: self._write_records(*a, before={digest: cur}, **k),
-                    counts,
-                )
+            one_call = PendingBatch()
+            one_call.records = one
+            one_call.moved = moved
+            journal.commit(
+                self._root,
+                root_fd,
+                one_call,
+                lambda *a, **k: self._write_records(*a, before={digest: cur}, **k),
+                counts,
+            )
             return True
 
     @store_method
@@ -320,9 +319,51 @@ class JsonFileStore(
     # -- under the lock --------------------------------------------------------------
 
     def _recover(self, root_fd: int) -> None:
+        # A journal is written only while the log is empty (journal.commit), so
+        # it goes first; then the log's frames a crash left unapplied (wal.py).
         data = fsutil.read_file(root_fd, JOURNAL_NAME, self._shown(JOURNAL_NAME))
         if data is not None:
             journal.replay(self._root, root_fd, data, self._checksummed, self._write_records)
+        wal.recover(
+            self._root,
+            root_fd,
+            lambda frame: journal.apply_again(
+                self._root,
+                root_fd,
+                frame,
+                self._checksummed,
+                self._write_records,
+                wal.WAL_NAME,
+                "log",
+            ),
+            lambda frames: self._rewrite_logged(root_fd, frames),
+            lambda: journal.drop_indexes(self._root, root_fd),
+        )
+
+    def _rewrite_logged(self, root_fd: int, frames: list[bytes]) -> None:
+        """After a restart of the machine: every record the log names, written
+        with its newest bytes before anything reads records (wal.recover)."""
+        newest: dict[str, bytes] = {}
+        for frame in frames:
+            for digest, (_, data) in journal.decode_records(
+                self._root, frame, self._checksummed, wal.WAL_NAME
+            ).items():
+                newest[digest] = data
+        rfd = fsutil.open_subdir(root_fd, RECORDS_DIR, self._shown(RECORDS_DIR), create=True)
+        assert rfd is not None
+        try:
+            for digest, data in newest.items():
+                sfd = fsutil.open_subdir(
+                    rfd, digest[:2], self._shown(RECORDS_DIR, digest[:2]), create=True
+                )
+                assert sfd is not None
+                try:
+                    path = self._shown(RECORDS_DIR, digest[:2], digest + ".json")
+                    fsutil.replace_file(sfd, digest + ".json", data, path, sync=False)
+                finally:
+                    os.close(sfd)
+        finally:
+            os.close(rfd)
 
     def _on_file(self, root_fd: int, batch: PendingBatch, digest: str) -> TaskState | None:
         """The record file of `digest` as on disk before `batch` (not pruned/)."""
@@ -354,7 +395,7 @@ class JsonFileStore(
         history: list[bytes],
         history_at: int | None,
         counts: tally.Counts | None = None,
-        journaled: bool = False,
+        journaled: apply.Durability = "now",
         attempts: list[attemptfiles.Op] | None = None,
         moved: set[str] | None = None,
         *,
