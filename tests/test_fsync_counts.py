@@ -33,7 +33,7 @@ COMPLETE_PROMOTING = 3
 """The same for a completion that makes a dependent ready (was 8)."""
 RUN_NEXT = 6
 """`ledger run --next -- true` (was 13; issue 21 asks for at most 6): the
-claim's unit, which also starts the attempt of SPEC §7.1 (its file, and the
+claim's unit, which also starts the attempt of docs/design.md §7.1 (its file, and the
 attempts/ directories on the key's first run, go in the claim's journal):
 journal + root directory (the commit point) + one syncfs = 3; the pid noted
 once the command runs (attempts/…/1.pid, renamed into place, not fsynced:

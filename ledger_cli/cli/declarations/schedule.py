@@ -1,4 +1,4 @@
-"""Declarations of `check`, `pause` and `resume` (SPEC §8.3, §8.5).
+"""Declarations of `check`, `pause` and `resume` (docs/design.md §8.3, §8.5).
 
 Registered on the app of `base.py` when `declarations.registered_app` imports it.
 """
