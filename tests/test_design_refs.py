@@ -12,9 +12,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 DESIGN = ROOT / "docs" / "design.md"
-SCANNED_DIRS = ("ledger_cli", "tests", "docs", "benchmarks")
-SCANNED_FILES = ("README.md", "CONTRIBUTING.md")
-SUFFIXES = (".py", ".md")
+SCANNED_DIRS = ("ledger_cli", "tests", "docs", "benchmarks", "completions", ".ci")
+SKIPPED_PARTS = frozenset({"__pycache__", ".mypy_cache", ".ruff_cache"})
 
 HEADING = re.compile(r"^#{2,3} (\d+(?:\.\d+)*)\.? (.+?)\s*$", re.MULTILINE)
 CITATION = re.compile(r'(?:docs/)?design\.md\s+§(\d+(?:\.\d+)*)(?:\s+"([^"]*)")?')
@@ -32,15 +31,23 @@ def _sections(text: str) -> dict[str, str]:
     return sections
 
 
-def _scanned() -> list[Path]:
-    paths = [ROOT / name for name in SCANNED_FILES]
+def _scanned() -> list[tuple[Path, str]]:
+    """Every text file of the repository's own tree (the top level's files and
+    SCANNED_DIRS), with its text; binary files (the gzipped traces) are skipped."""
+    paths = [path for path in sorted(ROOT.iterdir()) if path.is_file()]
     for top in SCANNED_DIRS:
         paths.extend(
             path
             for path in sorted((ROOT / top).rglob("*"))
-            if path.suffix in SUFFIXES and path.is_file()
+            if path.is_file() and not SKIPPED_PARTS.intersection(path.parts)
         )
-    return paths
+    texts = []
+    for path in paths:
+        try:
+            texts.append((path, path.read_text(encoding="utf-8")))
+        except UnicodeDecodeError:
+            continue
+    return texts
 
 
 def _line(text: str, offset: int) -> int:
@@ -81,10 +88,9 @@ def test_every_citation_names_a_section_and_nothing_leads_outside() -> None:
     sections = _sections(DESIGN.read_text(encoding="utf-8"))
     problems: list[str] = []
     cited = 0
-    for path in _scanned():
+    for path, text in _scanned():
         if path == Path(__file__).resolve():
             continue  # its bad citations are the checks' own test cases
-        text = path.read_text(encoding="utf-8")
         cited += len(CITATION.findall(text))
         problems.extend(_problems(path, text, sections))
     assert not problems, "\n".join(problems)
