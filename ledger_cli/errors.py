@@ -1,7 +1,7 @@
 """The exception classes of the ledger.
 
 `str(err)` is the exact Go message; every class carries a stable `code`
-(for `--json` error objects) and the command line's exit code (docs/design.md §4).
+(for `--json` error objects) and the command line's exit code (docs/design.md §4.4).
 What a caller needs beyond that sentinel (the key, the state of the record
 that refused the call) is the optional `detail`, which the command line
 prints after it (`explained()`); the recorded Go traces compare `str(err)`,

@@ -632,7 +632,7 @@ def test_the_default_store_is_the_json_store_in_the_user_data_dir() -> None:
     assert scheme_of(url) == "json"
 
 
-# -- the Ready order of docs/design.md §8 (priorities, not-before) ------------------------------
+# -- the Ready order of docs/design.md §8.2 (priorities, not-before) ------------------------------
 
 
 def test_claim_next_agrees_with_the_brute_force_ready_rule(store: Store) -> None:

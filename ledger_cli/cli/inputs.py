@@ -1,7 +1,7 @@
 """Parsing and validation of command-line input (docs/design.md §4, §5).
 
 Every function here raises `InputError` (exit 2) with a one-line message, or
-an engine error class where docs/design.md §4 names one; never anything else. Nothing
+an engine error class where docs/design.md §4.4 names one; never anything else. Nothing
 here imports more than the standard library and the engine's JSON helpers.
 """
 

@@ -134,7 +134,7 @@ def error_object(code: str, message: str, exit_code: int) -> dict[str, Any]:
 
 
 def report(exc: LedgerError, json_mode: bool) -> int:
-    """Print an error the docs/design.md §4 way; return its exit code."""
+    """Print an error the docs/design.md §4.5 way; return its exit code."""
     message = clip(one_line(exc.explained())) or f"ledger: {exc.code}"
     code = exc.code
     exit_code = exc.exit_code

@@ -4,7 +4,7 @@ with the engine's own walks.
 Two mirror-image breaches of "a record is blocked exactly when a failure lies
 in its transitive needs":
 
-- an **escaped block** (docs/design.md §2.8, docs/design.md §4 `doctor`): a `pending`
+- an **escaped block** (docs/design.md §2.8, §4.2 `doctor`): a `pending`
   or `claimed` record whose transitive needs hold a `failed` record. Go's
   escape windows leave such records behind (a dependent admitted before its
   need, the need then blocked at admission, or admitted inside a failure

@@ -1,4 +1,4 @@
-"""The Ready rule of `claim --next` and `run --next` (docs/design.md §4; beyond the Go package).
+"""The Ready rule of `claim --next` and `run --next` (docs/design.md §4.3; beyond the Go package).
 
 A record is ready when it is pending, or claimed with an expired lease; no key
 in its transitive needs is failed or blocked; and every need it names is

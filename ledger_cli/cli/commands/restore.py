@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 def _check_keys(tasks: tuple[TaskState, ...]) -> None:
     """Every key a restored record names (its own, its needs, its blocker) must be one
-    the command line can address (docs/design.md §5): ValidationError (exit 8) otherwise."""
+    the command line can address (docs/design.md §5.2): ValidationError (exit 8) otherwise."""
     from ledger_cli.cli.inputs import validate_key
     from ledger_cli.errors import ValidationError
 

@@ -122,7 +122,7 @@ class ReadyMethods(RecordReader):
         candidate it misses. The records that wait on a need are found through
         deps/ when the need completes: check_deps_index checks that index."""
         self._check_open()
-        # A scan without the lock first (docs/design.md §5: at 200,000 records a scan
+        # A scan without the lock first (docs/design.md §5.4: at 200,000 records a scan
         # under it held every writer off for seconds); only what it finds is
         # judged again under the lock, where records and index agree, a block
         # of keys per hold. Without a readable index to judge: all under the lock.
@@ -180,7 +180,7 @@ class ReadyMethods(RecordReader):
 
         The index is a superset of the candidates that every writer keeps
         (readyindex.py), so what a readable index can be wrong about is a
-        candidate it misses. Those are found without the lock (docs/design.md §5: a scan
+        candidate it misses. Those are found without the lock (docs/design.md §5.4: a scan
         under it held every writer off for seconds at 200,000 records), then
         added in short lock holds, each judged again under the lock from its
         record as it is then: a record that stopped being a candidate meanwhile

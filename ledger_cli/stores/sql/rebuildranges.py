@@ -36,7 +36,7 @@ import time
 from collections.abc import Callable
 
 TARGET_HOLD = 0.3
-"""Seconds a block may hold the writers off (docs/design.md §5: about 1 s at most)."""
+"""Seconds a block may hold the writers off (docs/design.md §5.4: about 1 s at most)."""
 
 FIRST_KEYS = 1_000
 MIN_KEYS = 200
