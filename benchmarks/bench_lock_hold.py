@@ -1,6 +1,6 @@
 """The longest write-lock hold of `ledger admit --batch`, `restore`, and of the
 long walks (`complete --failed`, `retry`, `cancel`, `doctor --fix`, `prune`),
-on the JSON, SQLite and PostgreSQL stores (SPEC §5 "Short lock holds").
+on the JSON, SQLite and PostgreSQL stores (docs/design.md §5.4 "Short lock holds").
 
     .venv/bin/python benchmarks/bench_lock_hold.py [--tasks N] [--dir DIR]
         [--postgres-url URL] [--stores json,sqlite,postgresql]

@@ -14,7 +14,7 @@ user runs it (a fresh process each time, bytecode caching allowed):
   that wait on an unfinished need plus 100 ready, with N finished
   (completed) records plus 100 ready, and with those N records pruned
   (`Ledger.prune`), with N ready tasks spread over 21 priority levels plus
-  100 ready (SPEC §8.2), and with N tasks not due until tomorrow plus 100
+  100 ready (docs/design.md §8.2), and with N tasks not due until tomorrow plus 100
   ready (§8.1). Printed as ratios to the baseline; the targets: <= 1.5
   on JSON and SQLite, <= 2 on PostgreSQL. On the JSON store, the disk a
   pruned key costs: `du -sk STORE/pruned` / N (target: <= 256 bytes).
@@ -98,7 +98,7 @@ def admit_many(
     not_before: Instant | None = None,
 ) -> None:
     """Admit keys in batches through the library, CreatedAt increasing by 1 µs;
-    `levels`: priorities spread over that many levels from -1000 to 1000 (SPEC
+    `levels`: priorities spread over that many levels from -1000 to 1000 (docs/design.md
     §8.2); `not_before`: none due before it (§8.1)."""
     store = open_store(url)
     led = Ledger(store)
@@ -275,11 +275,11 @@ def bench_kind(kind: str, n: int, k: int, base: Path, pg: str) -> dict[str, Any]
         admit_many(finished, done, start_s=-100)
         finish_many(finished, done)
         admit_many(finished, [f"r{i:06d}" for i in range(BASE + k)], start_s=100)
-        # SPEC §8.2: N ready tasks over 21 priority levels, plus 100 ready at 0.
+        # docs/design.md §8.2: N ready tasks over 21 priority levels, plus 100 ready at 0.
         levels = place("priorities")
         admit_many(levels, [f"p{i:06d}" for i in range(n)], levels=21)
         admit_many(levels, [f"r{i:06d}" for i in range(BASE + k)], start_s=100)
-        # SPEC §8.1: N tasks not due until tomorrow ahead of 100 ready ones.
+        # docs/design.md §8.1: N tasks not due until tomorrow ahead of 100 ready ones.
         delayed = place("delayed")
         tomorrow = Instant.now() + timedelta(days=1)
         admit_many(delayed, [f"d{i:06d}" for i in range(n)], start_s=-100, not_before=tomorrow)

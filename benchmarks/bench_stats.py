@@ -23,7 +23,7 @@ claimed task, a failed one and the task it blocks, a completed one). Timed:
   time, bytecode caching allowed), and big / small; and on a third store
   of N tasks that each name one completed need (ready too, but the Ready
   rule must read their needs: the SQL stores judge each of them in Python),
-  and on the small store plus N pruned records (SPEC §6.4: stats should
+  and on the small store plus N pruned records (docs/design.md §6.4: stats should
   cost the same with or without pruned keys).
 
 The JSON store keeps a tally (stores/jsonfile/tally.py: the counts, and
@@ -95,7 +95,7 @@ def build(url: str, n: int, needy: bool = False) -> None:
 
 
 def build_pruned(url: str, n: int) -> None:
-    """The small store's tasks, plus n completed records, pruned (SPEC §6.4:
+    """The small store's tasks, plus n completed records, pruned (docs/design.md §6.4:
     stats costs the same with or without them)."""
     build(url, BASE)
     done = [f"f{i:06d}" for i in range(n)]

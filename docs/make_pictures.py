@@ -94,7 +94,7 @@ def build_store(store: str) -> None:
         runs = attempt_log(st)
         for i, (key, owner, start, end, status) in enumerate(steps):
             fence = ledger.claim(owner, key, owner, lease, t0 + timedelta(seconds=start))
-            # What `ledger run` records of the command (SPEC §7.1): fixed times and pids.
+            # What `ledger run` records of the command (docs/design.md §7.1): fixed times and pids.
             att = Attempt(key, fence=fence, owner=owner, host=f"build-{owner[1]}",
                           pid=4100 + i, started=str(t0 + timedelta(seconds=start)))  # fmt: skip
             att.n = runs.start_attempt(att)

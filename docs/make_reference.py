@@ -87,7 +87,7 @@ JSON_SHAPES: dict[str, str] = {
     "renew": '`{"key", "record"}`',
     "release": '`{"key", "record"}`',
     "complete": '`{"key", "record"}`',
-    "state": 'the record, with `"attempts"` added (the §7.1 fields of each kept attempt)',
+    "state": 'the record, with `"attempts"` added (the design.md §7.1 fields of each kept attempt)',
     "blocked": '`{"key", "blocked", "blocked_by"}` (exit 1 when not blocked)',
     "list": "an array of records (`--jsonl`: one record per line)",
     "prune": '`{"pruned", "dry_run"}`',

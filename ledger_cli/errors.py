@@ -1,7 +1,7 @@
 """The exception classes of the ledger.
 
 `str(err)` is the exact Go message; every class carries a stable `code`
-(for `--json` error objects) and the command line's exit code (SPEC §4).
+(for `--json` error objects) and the command line's exit code (docs/design.md §4.4).
 What a caller needs beyond that sentinel (the key, the state of the record
 that refused the call) is the optional `detail`, which the command line
 prints after it (`explained()`); the recorded Go traces compare `str(err)`,
@@ -208,7 +208,7 @@ SENTINELS: tuple[type[LedgerError], ...] = (
 class NotFailedError(LedgerError):
     """`retry` of a record that is not failed (exit 6, as NotClaimedError).
 
-    An extension beyond the Go package (SPEC §6.2).
+    An extension beyond the Go package (docs/design.md §6.2).
     """
 
     code = "not_failed"
@@ -219,7 +219,7 @@ class NotFailedError(LedgerError):
 class AlreadyFinishedError(LedgerError):
     """`cancel` of a record that is already completed or failed (exit 6).
 
-    An extension beyond the Go package (SPEC §6.3).
+    An extension beyond the Go package (docs/design.md §6.3).
     """
 
     code = "finished"

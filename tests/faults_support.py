@@ -152,7 +152,7 @@ def between_blocks(
     `doctor --fix` then leaves exactly `after` (the whole command). `seen`
     leaves out what the test itself wrote since (a probe record).
 
-    A command that commits in blocks (SPEC §5: a failed completion's blocking
+    A command that commits in blocks (docs/design.md §5.4: a failed completion's blocking
     walk, a retry's un-blocking, a cancel) may be cut between two of them;
     this is what such a cut must leave."""
     if seen(logical_state(root)) == before:

@@ -1,4 +1,4 @@
-"""Writing what the Go `SQLiteStore` writes, with plain SQL (spec/engine.md §7).
+"""Writing what the Go `SQLiteStore` writes, with plain SQL (docs/design.md §3.3).
 
 `go_db(path)` creates the database exactly as the Go store does (its DDL, its
 pragmas, no table of ours); `go_row(conn, key=…, status=…, …)` inserts a row as

@@ -1,4 +1,4 @@
-"""The Ready rule of SPEC §4 with §8's order, evaluated by brute force over
+"""The Ready rule of docs/design.md §4.3 with §8's order, evaluated by brute force over
 `range()` and the store's schedules: what every ready index must agree with."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Loud conflicts at admission (SPEC §8.4): admitted, duplicate, stale, conflict.
+"""Loud conflicts at admission (docs/design.md §8.4): admitted, duplicate, stale, conflict.
 
 In process on MemStore for the words and shapes; as real racing processes on
 every durable store for "exactly one admitted, the rest conflict".

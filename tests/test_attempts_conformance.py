@@ -1,4 +1,4 @@
-"""One conformance suite for attempts (SPEC §7.1) on every store of tests/stores.py.
+"""One conformance suite for attempts (docs/design.md §7.1) on every store of tests/stores.py.
 
 Numbering across starts, the bound of 16 per key, saves (with and without
 output), output read from an offset, byte-exact output (NUL, invalid UTF-8,

@@ -1,4 +1,4 @@
-"""Attempts kept in step with their records (SPEC §7.1), on every durable store:
+"""Attempts kept in step with their records (docs/design.md §7.1), on every durable store:
 `prune` removes a pruned key's attempts; `doctor` notes attempts whose key has
 no record, `--fix` removes them; the JSON store's attempt files are 0600 in
 0700 directories and a stray temporary file is a note that `--fix` removes."""

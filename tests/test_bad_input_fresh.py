@@ -25,7 +25,7 @@ BAD_JSON: dict[str, bytes] = {
     "truncated": b'{"a":1',
     "python-style": b"{'a':1}",
     "bare-key": b"{a:1}",
-    "non-utf8": b"\xff\xfe{}",  # (inside a string, SPEC §5 makes it U+FFFD)
+    "non-utf8": b"\xff\xfe{}",  # (inside a string, docs/design.md §5.3 makes it U+FFFD)
     "nul": b'{"a":\x00}',
     "deep": b"[" * 100_000,
     "empty": b"",

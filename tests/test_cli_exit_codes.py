@@ -1,4 +1,4 @@
-"""Every documented exit code (SPEC §4), table-driven; errors are one line on
+"""Every documented exit code (docs/design.md §4.4), table-driven; errors are one line on
 stderr, and with --json also an error object on stdout; a refused command
 writes nothing."""
 

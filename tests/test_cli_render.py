@@ -105,7 +105,7 @@ def test_failure_tree() -> None:
         "test  failed\n"
         "└── deploy  blocked by test\n"
         "    └── notify  pending  escaped block (ledger doctor --fix blocks it)\n"
-    )  # fmt: skip  (pending below a failure: an escaped block, spec/engine.md §3.7)
+    )  # fmt: skip  (pending below a failure: an escaped block, docs/design.md §2.8)
 
 
 def test_needs_tree_down_to_the_failure() -> None:

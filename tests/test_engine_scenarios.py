@@ -1,4 +1,4 @@
-"""spec/engine.md §9 scenarios the recorded traces cannot reach: races between
+"""Scenarios (docs/design.md §3.5) the recorded traces cannot reach: races between
 threads, store faults, restore conflicts, the empty-key admit, year-0 instants."""
 
 from __future__ import annotations
@@ -113,7 +113,7 @@ def test_admit_record_fields_and_datetime_now() -> None:
 
 
 def test_admit_race_recheck_blocks_a_record_whose_need_failed_meanwhile() -> None:
-    # §9.2 #34: B reads A as pending, A fails (its walk sees no B), B inserts,
+    # docs/design.md §2.2: B reads A as pending, A fails (its walk sees no B), B inserts,
     # the recheck finds A failed and blocks B.
     store = Hooked()
     bus = Recorder()
@@ -141,7 +141,7 @@ def test_admit_race_recheck_blocks_a_record_whose_need_failed_meanwhile() -> Non
 
 
 def test_admit_recheck_load_fault_raises_but_record_is_stored_pending() -> None:
-    # §9.2 #35
+    # docs/design.md §2.2
     store = Hooked()
     ledger = Ledger(store)
     ledger.admit(A, "A", 1, None, T0)
@@ -176,7 +176,7 @@ def test_store_faults_propagate_unchanged_from_admit(fault: str) -> None:
 
 
 def test_claim_fails_closed_when_an_ancestor_cannot_be_read() -> None:
-    # §9.3 #51
+    # docs/design.md §2.3
     store = Hooked()
     ledger = Ledger(store)
     ledger.admit(A, "C", 1, None, T0, "B")
@@ -189,7 +189,7 @@ def test_claim_fails_closed_when_an_ancestor_cannot_be_read() -> None:
 
 
 def test_claim_walks_a_chain_with_exactly_one_load_per_record() -> None:
-    # §9.3 #54: k0 -> k1 -> ... -> k5, Claim(k0) makes 6 loads.
+    # docs/design.md §2.3: k0 -> k1 -> ... -> k5, Claim(k0) makes 6 loads.
     store = Hooked()
     ledger = Ledger(store)
     ledger.admit(A, "k5", 1, None, T0)
@@ -234,7 +234,7 @@ def _barrier_on_first_loads(store: Hooked, parties: int) -> None:
 
 
 def test_two_concurrent_claims_grant_exactly_one_fence() -> None:
-    # §9.3 #55
+    # docs/design.md §2.3
     store = Hooked()
     ledger = Ledger(store)
     ledger.admit(A, "k1", 1, None, T0)
@@ -250,7 +250,7 @@ def test_two_concurrent_claims_grant_exactly_one_fence() -> None:
 
 
 def test_two_concurrent_renews_with_one_fence_both_succeed() -> None:
-    # §9.4 #67: the loser's CAS fails on Rev, reloads, retries.
+    # docs/design.md §2.4: the loser's CAS fails on Rev, reloads, retries.
     store = Hooked()
     bus = Recorder()
     ledger = Ledger(store, bus)
@@ -271,7 +271,7 @@ def test_two_concurrent_renews_with_one_fence_both_succeed() -> None:
 
 
 def test_two_concurrent_completes_exactly_one_wins() -> None:
-    # §9.7 #104
+    # docs/design.md §2.4
     store = Hooked()
     bus = Recorder()
     ledger = Ledger(store, bus)
@@ -292,7 +292,7 @@ def test_two_concurrent_completes_exactly_one_wins() -> None:
 
 
 def test_claim_at_year_zero_lands_on_the_zero_instant_and_is_refused() -> None:
-    # §9.3 #56: now = zero - 1h, lease 1h => LeaseUntil is the zero time.
+    # docs/design.md §2.3: now = zero - 1h, lease 1h => LeaseUntil is the zero time.
     now = Instant.ZERO - timedelta(hours=1)
     assert str(now) == "0000-12-31T23:00:00Z"
     ledger = Ledger()
@@ -304,7 +304,7 @@ def test_claim_at_year_zero_lands_on_the_zero_instant_and_is_refused() -> None:
 
 
 def test_one_nanosecond_ticks_fence_out_earlier_holders() -> None:
-    # §9.6 #85
+    # docs/design.md §2.5
     ledger = Ledger()
     ledger.admit(A, "k1", 1, None, T0)
     assert ledger.claim(A, "k1", "original", L, T0) == 1
@@ -328,7 +328,7 @@ def test_complete_accepts_only_completed_or_failed(status: object) -> None:
 
 
 def test_walk_range_fault_returns_error_after_the_failure_landed() -> None:
-    # §9.7 #102
+    # docs/design.md §2.7
     store = Hooked()
     ledger = Ledger(store)
     ledger.admit(A, "root", 1, None, T0)
@@ -343,7 +343,7 @@ def test_walk_range_fault_returns_error_after_the_failure_landed() -> None:
 
 
 def test_walk_skips_a_dependent_completed_after_the_range() -> None:
-    # §9.7 #99: B is completed by its owner right after the walk's Range.
+    # docs/design.md §2.7: B is completed by its owner right after the walk's Range.
     store = Hooked()
     bus = Recorder()
     ledger = Ledger(store, bus)
@@ -359,7 +359,7 @@ def test_walk_skips_a_dependent_completed_after_the_range() -> None:
 
 
 def test_claim_racing_the_walk_is_refused_and_blocks() -> None:
-    # §9.7 #100: a Claim(B) right after the walk's Range (A already failed).
+    # docs/design.md §2.7: a Claim(B) right after the walk's Range (A already failed).
     store = Hooked()
     ledger = Ledger(store)
     ledger.admit(A, "A", 1, None, T0)
@@ -390,7 +390,7 @@ def test_empty_store_snapshot_is_null_tasks() -> None:
 
 
 def test_restore_round_trip_keeps_blocked_dependents() -> None:
-    # §9.9 #117
+    # docs/design.md §2.9
     src = Ledger()
     finish(src, "root", "failed")
     src.admit(A, "dep", 1, None, T0, "root")
@@ -405,7 +405,7 @@ def test_restore_round_trip_keeps_blocked_dependents() -> None:
 
 
 def test_restore_into_an_occupied_key_is_a_conflict_and_earlier_inserts_stay() -> None:
-    # §9.9 #118
+    # docs/design.md §2.9
     ledger = Ledger()
     ledger.admit(A, "k1", 1, None, T0)
     snap = Snapshot((TaskState(key="a0", status="pending"), *(ledger.snapshot().tasks or ())))
@@ -416,7 +416,7 @@ def test_restore_into_an_occupied_key_is_a_conflict_and_earlier_inserts_stay() -
 
 
 def test_restore_through_a_failing_store_returns_its_error() -> None:
-    # §9.9 #119
+    # docs/design.md §2.9
     store = Hooked()
     store.on_cas = fail_with("cas refused")
     with pytest.raises(errors.StoreError, match="cas refused"):
@@ -449,7 +449,7 @@ def test_negative_max_entries_message_wraps_the_sentinel() -> None:
 
 
 def test_cas_contract() -> None:
-    # §9.10 #122-124
+    # docs/design.md §3
     store = MemStore()
     first = TaskState(key="k1", status="pending", sequence=1, task="first")
     assert store.compare_and_swap("k1", None, first)
@@ -465,7 +465,7 @@ def test_cas_contract() -> None:
 
 
 def test_eviction_scan_budget_can_leave_the_store_over_its_cap() -> None:
-    # §9.11 #145
+    # docs/design.md §3.1
     live = T0 + L
     store = MemStore(MemStoreOptions(max_entries=9, now=lambda: T0))
     for i in range(1, 9):
@@ -480,7 +480,7 @@ def test_eviction_scan_budget_can_leave_the_store_over_its_cap() -> None:
 
 
 def test_fence_floor_lifts_new_inserts_but_never_lowers_a_fence() -> None:
-    # §9.11 #146
+    # docs/design.md §3.1
     store = MemStore(MemStoreOptions(max_entries=1, now=lambda: T0))
     store.compare_and_swap("a", None, TaskState(key="a", status="pending", fence=7))
     store.compare_and_swap("b", None, TaskState(key="b", status="pending"))
@@ -495,7 +495,7 @@ def test_fence_floor_lifts_new_inserts_but_never_lowers_a_fence() -> None:
 
 @pytest.mark.parametrize(("offset", "kept"), [(-L, False), (L, True)])
 def test_wall_clock_eviction(offset: timedelta, kept: bool) -> None:
-    # §9.11 #148: Now nil resolves to the wall clock.
+    # docs/design.md §3.1: Now nil resolves to the wall clock.
     store = MemStore(MemStoreOptions(max_entries=1))
     lease = Instant.now() + offset
     held = TaskState(key="held", status="claimed", owner="o", lease_until=lease)

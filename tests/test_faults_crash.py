@@ -17,7 +17,7 @@ for every n the sequence reaches. Then: the store opens; every record file
 validates (checksum, wire record, name); the state equals the state after a
 prefix of the writes — all the acknowledged ones, plus perhaps the one in
 flight; and the next writer leaves no temporary file behind. A command that
-commits in blocks (SPEC §5: a failed completion's blocking walk, a retry's
+commits in blocks (docs/design.md §5.4: a failed completion's blocking walk, a retry's
 un-blocking) may also be cut between two of its blocks: then `doctor` names
 what is left undone (an escaped or an orphaned block), `claim --next` hands
 none of it out, and `doctor --fix` completes it to exactly the command's

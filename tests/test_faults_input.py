@@ -4,7 +4,7 @@
 durations, fences, `--now`: deep nesting, huge numbers, NaN, duplicate keys,
 lone surrogates, invalid UTF-8, NUL and control characters, 10,000-character
 keys, 100 MB inputs. Each is refused with one short line on stderr and a
-documented exit code (SPEC §4: 2 for bad input, 8 for a bad snapshot), no
+documented exit code (docs/design.md §4.4: 2 for bad input, 8 for a bad snapshot), no
 traceback, in bounded time and memory, and the store's files are unchanged.
 
 The 100 MB cases run `ledger` as a real process and measure its peak RSS
@@ -238,7 +238,7 @@ def test_restore_refuses(store: Path, tmp_path: Path, name: str) -> None:
 @pytest.mark.parametrize(
     ("name", "record", "key"),
     [
-        # Snapshot.decode follows Go (SPEC §5): the last duplicate wins, invalid
+        # Snapshot.decode follows Go (docs/design.md §5.3): the last duplicate wins, invalid
         # UTF-8 and lone surrogates become U+FFFD. Accepted, and the key is sane.
         ("duplicate-field", GOOD_RECORD.replace('"Key":"restored"', '"Key":"x","Key":"y"'), "y"),
         ("invalid-utf8-key", GOOD_RECORD.replace('"restored"', '"r\udcffx"'), "r\ufffdx"),
@@ -293,7 +293,7 @@ def _fill(template: list[str], value: str) -> list[str]:
 
 
 KEY_CREATORS = ("admit", "admit-needs")
-"""SPEC §5: the key rule applies where a key is created; every other command
+"""docs/design.md §5.2: the key rule applies where a key is created; every other command
 accepts any key a store can hold (the Go service may have written it), and a
 key with no record is exit 3 ("key has no record")."""
 

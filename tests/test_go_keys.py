@@ -1,6 +1,6 @@
 """Every key the store can hold is reachable from the command line (issue 12 item 2).
 
-SPEC §5: the key rule (1-1024 bytes of UTF-8, no C0/DEL/C1) applies only where
+docs/design.md §5.2: the key rule (1-1024 bytes of UTF-8, no C0/DEL/C1) applies only where
 the command line *creates* a key (`admit`, `--needs`, batch lines). A key the
 Go service admitted with a tab, an escape or 1,500 bytes is handed out by
 `claim --next`, and every other command (the fast path's claim, renew,

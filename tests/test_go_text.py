@@ -153,7 +153,7 @@ def test_a_key_with_invalid_bytes_is_operated_byte_exactly(store: Path) -> None:
     assert after[b"b"] == before[b"b"]
     # The shown form names no record: exit 3, nothing written.
     assert ledger(store, "state", "key-\ufffd").returncode == 3
-    # Creating such a key from the command line is refused (SPEC §5).
+    # Creating such a key from the command line is refused (docs/design.md §5.2).
     assert ledger(store, "admit", b"new-\xff").returncode == 2
 
 

@@ -1,4 +1,4 @@
-"""gojson: Go encoding/json emulation for generic values (SPEC departure 3)."""
+"""gojson: Go encoding/json emulation for generic values (docs/design.md §2.11 departure 3)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`ledger prune` drops history lines with short lock holds (SPEC §5, §6.4;
+"""`ledger prune` drops history lines with short lock holds (docs/design.md §5.4, §6.4;
 issue 22 item 6): history.jsonl is copied outside the lock and renamed under
 it (historyfile.drop_keys_briefly).
 

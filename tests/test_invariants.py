@@ -1,8 +1,8 @@
 """Escaped and orphaned blocks: `engine.invariants`, `doctor`, `doctor --fix`, `tree`
-(issue 12 item 4, SPEC §4 `doctor` and §6.2).
+(issue 12 item 4, docs/design.md §4.2 `doctor` and §6.2).
 
 An escaped block is a pending or claimed record with a failed record in its
-transitive needs; Go's escape windows (spec/engine.md §3.7) leave them. An
+transitive needs; Go's escape windows (docs/design.md §2.8) leave them. An
 orphaned block is a blocked record with no failed record in its transitive
 needs. Built three ways: TaskState lists, the engine's documented window,
 and plain SQL on the Go schema.
@@ -66,7 +66,7 @@ def test_finders_walk_every_status_and_survive_cycles() -> None:
 
 
 def test_the_engine_escape_window_and_the_fixes() -> None:
-    """spec/engine.md §3.7: A admitted before its need B; B then blocked at admission."""
+    """docs/design.md §2.8: A admitted before its need B; B then blocked at admission."""
     store = MemStore()
     led = Ledger(store)
     led.admit("t", "a", 1, None, T0, "b")

@@ -1,7 +1,7 @@
 """The JSON store's lock taken two ways: directly with flock(2), or by filelock.
 
 An uncontended acquire flocks `ledger.lock` itself and never imports
-filelock; a contended one waits with filelock (SPEC §3.2). Both must be the
+filelock; a contended one waits with filelock (docs/design.md §3.2). Both must be the
 same kernel lock, so each holder excludes the other, across processes. Every
 wait here is for a state (a pipe message, an event), never for a time.
 """

@@ -1,4 +1,4 @@
-"""Key and status completion (SPEC §6.8), through bash with the shipped
+"""Key and status completion (docs/design.md §6.8), through bash with the shipped
 script `completions/ledger.bash`: COMP_WORDS/COMP_CWORD set as bash sets
 them, `_ledger_completion` called as `complete -F` calls it, COMPREPLY read.
 """

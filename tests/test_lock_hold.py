@@ -1,4 +1,4 @@
-"""Long batches never starve another writer (issue 12 item 3, SPEC §5).
+"""Long batches never starve another writer (issue 12 item 3, docs/design.md §5.4).
 
 `admit --batch` and `restore` commit in short blocks (`cli/chunks.py`). Each
 test runs a concurrent writer doing what the Go store does (its INSERT and
@@ -283,7 +283,7 @@ def test_postgresql_batch_lets_a_lock_timeout_writer_in(tmp_path: Path) -> None:
         finally:
             conn.close()
         outcomes = res.stdout.splitlines()
-        # A key the writer took first holds another task (null): a conflict (SPEC §8.4).
+        # A key the writer took first holds another task (null): a conflict (docs/design.md §8.4).
         conflicts = [ln for ln in outcomes if ln.startswith("conflict ")]
         assert res.returncode == (8 if conflicts else 0), res.stderr[:500]
         assert writer.errors == []

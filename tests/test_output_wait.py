@@ -1,4 +1,4 @@
-"""`ledger output` (SPEC §7.2) and `ledger wait` (SPEC §7.5) through the command
+"""`ledger output` (docs/design.md §7.2) and `ledger wait` (docs/design.md §7.5) through the command
 line, on every durable store (subprocesses) and on MemStore (in process).
 
 Attempts are written here through the store's AttemptLog, as `ledger run`

@@ -1,4 +1,4 @@
-"""`ledger pause` / `resume` (SPEC §8.3) and `ledger check` (SPEC §8.5).
+"""`ledger pause` / `resume` (docs/design.md §8.3) and `ledger check` (docs/design.md §8.5).
 
 The words, exits and figures in process on MemStore; on every durable store
 as real processes: `pause` racing 8 `run --next --drain` workers, after which

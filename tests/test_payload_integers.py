@@ -1,4 +1,4 @@
-"""SPEC departure 3: a payload comes back exactly as it went in.
+"""docs/design.md §2.11 departure 3: a payload comes back exactly as it went in.
 
 An integer within 64 bits (-2^63 .. 2^64-1) is kept with every digit on every
 path — the library, `Snapshot`, `--task`, `--task-file`, `admit --batch`,

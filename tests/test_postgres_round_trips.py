@@ -26,18 +26,18 @@ server's clock it returns: the unit's now; the fenced UPDATE; history INSERT +
 COMMIT) and complete (BEGIN + the load with the clock; UPDATE; history INSERT +
 COMMIT).
 Was 12 before batches ran on a pipeline, 8 while each unit read the clock in a
-round trip of its own before its batch, 6 before the pause (SPEC §8.3) and the
+round trip of its own before its batch, 6 before the pause (docs/design.md §8.3) and the
 Ready order by priority (§8.2): the claim's first statement now reads the pause
 row FOR SHARE, the clock and the first priority level in one round trip, then
-its page of the due index. The attempt of SPEC §7.1 adds 3: its start is a
+its page of the due index. The attempt of docs/design.md §7.1 adds 3: its start is a
 transaction of its own (the key's advisory lock, the next n, the insert, the
 16-bound delete), and its end rides in the completion's batch. Folding the
 start into the claim's batch is the lever left."""
 STATEMENTS_PER_TASK = 22
 """claim 6 (the pause, the clock and the first priority level in one, then the
 page), complete 5 (the clock is part of its load); was 12, then 11 while the
-completion's clock was a statement of its own, then 10 before SPEC §8, 11
-before the attempts of SPEC §7.1 (their start and end add 11)."""
+completion's clock was a statement of its own, then 10 before docs/design.md §8, 11
+before the attempts of docs/design.md §7.1 (their start and end add 11)."""
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""`ledger prune` (SPEC §6.4) on every store: pruned records keep their key and
+"""`ledger prune` (docs/design.md §6.4) on every store: pruned records keep their key and
 terminal status (admit says duplicate, fence operations are refused, a task
 that needs one sees its status), lose Task, Needs and history, and leave the
 listings; snapshot and claim --next stay right."""
@@ -132,7 +132,7 @@ def test_prune_from_the_command_line(tmp_path: Path) -> None:
 
 
 def test_the_json_selection_reads_without_the_lock(tmp_path: Path) -> None:
-    """SPEC §5: choosing what to prune reads every record; on the JSON store it
+    """docs/design.md §5.4: choosing what to prune reads every record; on the JSON store it
     does so without the store lock (each choice is compared again under it),
     so it finds its records while another process holds the lock."""
     from ledger_cli.stores.jsonfile import JsonFileStore

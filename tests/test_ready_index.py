@@ -1,4 +1,4 @@
-"""The ready index on every store (SPEC §6.1): what `claim --next` finds through
+"""The ready index on every store (docs/design.md §6.1): what `claim --next` finds through
 it must be what a brute-force evaluation of the Ready rule over `range()`
 finds, after admits, completions, failures, takeovers, releases, retries,
 cancels, prunes and restores;

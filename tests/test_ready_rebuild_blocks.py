@@ -1,5 +1,5 @@
 """`doctor --fix` rebuilds the SQL stores' ready index in short blocks of keys
-(stores/sql/rebuildranges.py; SPEC §5 "Short lock holds"): the result is the
+(stores/sql/rebuildranges.py; docs/design.md §5.4 "Short lock holds"): the result is the
 one-transaction rebuild's, whatever the blocks' sizes, with writes landing
 between blocks (in ranges already rebuilt and in ranges still to come) and
 with another process writing all along."""

@@ -1,4 +1,4 @@
-"""`retry` and `cancel` on every store (SPEC §6.2, §6.3): the library methods and
+"""`retry` and `cancel` on every store (docs/design.md §6.2, §6.3): the library methods and
 the commands (in process, over the same store), JSON shapes, exit codes,
 history lines with actor and reason, and errors that write nothing.
 """

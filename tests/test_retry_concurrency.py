@@ -1,5 +1,5 @@
 """`retry` racing with admits-with-needs, claims, failures and cancels in other
-processes never leaves an *orphaned block* (SPEC §6.2).
+processes never leaves an *orphaned block* (docs/design.md §6.2).
 
 Round after round, WORKERS processes work on one small dependency graph of
 the same keys at once, each with its own store handle: admit with needs (a

@@ -1,4 +1,4 @@
-"""`ledger run` records every start of its command (SPEC §7.1, §7.3, §7.4), on
+"""`ledger run` records every start of its command (docs/design.md §7.1, §7.3, §7.4), on
 every durable store (the runner a process of its own) and on MemStore (in
 process): the attempt, the tee'd output, `--keep-output`, `--timeout`, the
 history line and `--json`; and the faults — a runner SIGKILLed mid-command, a
@@ -289,7 +289,7 @@ def test_a_huge_line_is_kept_tail_bounded_in_bounded_memory(tmp_path: Path) -> N
 
 def test_a_command_that_cannot_start_leaves_no_attempt(url: str, tmp_path: Path) -> None:
     # On JSON the first attempt starts in the claim's unit, before the command
-    # runs: one that cannot be started takes that attempt back (SPEC §7.1: an
+    # runs: one that cannot be started takes that attempt back (docs/design.md §7.1: an
     # attempt is a start of the command).
     assert ledger(url, "admit", "job").returncode == 0
     res = ledger(url, "run", "job", "--owner", "w1", "--lease", "1m", "--",

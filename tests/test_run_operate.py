@@ -1,6 +1,6 @@
 """`ledger run` with the operator's tools, as real processes on the JSON store:
 `cancel` stops a running command (exit 5), and `--retries/--backoff`
-(SPEC §6.3, §6.7). Waits are derived from the lease and the backoff; the
+(docs/design.md §6.3, §6.7). Waits are derived from the lease and the backoff; the
 tests wait for states (a file, an exit), never for a time.
 """
 
@@ -146,7 +146,7 @@ def test_the_last_failed_attempt_fails_the_task(tmp_path: Path) -> None:
     assert json.loads(res.stdout)["attempts"] == 3
     events = _events(store, "job")
     assert [e["event"] for e in events].count("ledger.attempt_failed") == 2
-    data = events[-1]["data"]  # SPEC §7.3: the exit, the duration, the attempt
+    data = events[-1]["data"]  # docs/design.md §7.3: the exit, the duration, the attempt
     assert data.startswith("key job completed as failed by w (exit 3 after ")
     assert data.endswith("s, attempt 3)")
 

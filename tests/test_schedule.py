@@ -1,4 +1,4 @@
-"""When, and in what order (SPEC §8.1, §8.2) through the command line:
+"""When, and in what order (docs/design.md §8.1, §8.2) through the command line:
 `admit --not-before | --delay`, `--priority`, batch members, rebases, bad
 input, snapshot/restore of the extensions; and, as real processes on every
 durable store, claimers that hand out every task once in the Ready order."""

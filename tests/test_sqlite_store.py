@@ -29,7 +29,7 @@ T0 = Instant.parse("2024-01-01T00:00:00Z")
 HOUR = timedelta(hours=1)
 A = "test-actor"
 
-# The Go store's table, written out from spec/engine.md §7 (independently of
+# The Go store's table, written out from docs/design.md §3.3 (independently of
 # ledger_cli.stores.sql.sqlite_schema.GO_DDL, so a drift in either shows up here).
 GO_DDL = """CREATE TABLE IF NOT EXISTS ledger_tasks (
     key TEXT PRIMARY KEY,
@@ -276,8 +276,8 @@ def test_created_schema_is_the_go_schema(db: Path, tmp_path: Path) -> None:
         ("index", "ledger_tasks_claimable"),
         ("table", "ledger_history"),
         ("index", "ledger_history_key"),
-        # The ready index (SPEC §6.1): side tables kept by triggers, all ledger_*;
-        # the keys `ledger prune` pruned (SPEC §6.4).
+        # The ready index (docs/design.md §6.1): side tables kept by triggers, all ledger_*;
+        # the keys `ledger prune` pruned (docs/design.md §6.4).
         ("table", "ledger_pruned"),
         ("table", "ledger_needs"),
         ("index", "ledger_needs_need"),

@@ -1,4 +1,4 @@
-"""`ledger stats` (SPEC §6.5): counts, ready (the Ready rule of `claim
+"""`ledger stats` (docs/design.md §6.5): counts, ready (the Ready rule of `claim
 --next`), expired leases, the oldest ready task's age; `--json`,
 `--prometheus` (read back with prometheus_client's own parser) and `-o FILE`.
 """
@@ -73,7 +73,7 @@ def test_json_figures(cli: Cli) -> None:
 
 
 def test_pruned_records_are_counted_apart(cli: Cli) -> None:
-    # SPEC §6.4: pruned records leave the status counts and show as `pruned`.
+    # docs/design.md §6.4: pruned records leave the status counts and show as `pruned`.
     workload(cli)
     fence = cli.ok("claim", "c", "--owner", "w", "--lease", "1m").stdout.strip()
     cli.ok("complete", "c", "--owner", "w", "--fence", fence)
@@ -86,7 +86,7 @@ def test_pruned_records_are_counted_apart(cli: Cli) -> None:
 
 
 def test_a_pruned_need_still_counts_as_completed(cli: Cli) -> None:
-    # A task whose need was completed and then pruned is ready (SPEC §6.4:
+    # A task whose need was completed and then pruned is ready (docs/design.md §6.4:
     # pruned keys keep answering for what they were); the counts leave the
     # pruned need out. Checked against claim --next, as above.
     cli.ok("admit", "n")

@@ -1,4 +1,4 @@
-"""One conformance suite for every store (SPEC §3.5), over the kinds of tests/stores.py.
+"""One conformance suite for every store (docs/design.md §3.5), over the kinds of tests/stores.py.
 
 The CAS contract (insert-if-absent, the (sequence, status, fence, rev)
 compare, rev bumps), range order and consistency, reopen persistence,
@@ -632,7 +632,7 @@ def test_the_default_store_is_the_json_store_in_the_user_data_dir() -> None:
     assert scheme_of(url) == "json"
 
 
-# -- the Ready order of SPEC §8 (priorities, not-before) ------------------------------
+# -- the Ready order of docs/design.md §8.2 (priorities, not-before) ------------------------------
 
 
 def test_claim_next_agrees_with_the_brute_force_ready_rule(store: Store) -> None:

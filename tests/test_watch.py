@@ -1,4 +1,4 @@
-"""`ledger watch` (SPEC §6.6) in a real pseudo-terminal (tmux: send-keys and
+"""`ledger watch` (docs/design.md §6.6) in a real pseudo-terminal (tmux: send-keys and
 capture-pane), and its refusal outside a terminal.
 
 Every wait is for a state of the screen (a line appearing), bounded only to

@@ -1,5 +1,5 @@
 """`ledger watch`'s table on every store: the first rows by key and the total
-(SPEC §6.6: pending, claimed, blocked, and the failed tasks that block
+(docs/design.md §6.6: pending, claimed, blocked, and the failed tasks that block
 something) must be what a brute-force pass over `range()` gives, whichever
 way the store serves them (a SQL store sorts and cuts in the database).
 """

@@ -1,4 +1,4 @@
-"""The wire format (spec/engine.md §6): Encode byte-exact, Decode as Go's Unmarshal."""
+"""The wire format (docs/design.md §2.10): Encode byte-exact, Decode as Go's Unmarshal."""
 
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ def _same_json(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
 
 
-# -- §6.1 byte-exact example -----------------------------------------------------------
+# -- the byte-exact example (docs/design.md §2.10) -------------------------------------
 
 EXAMPLE = (
     '{"Tasks":[{"Key":"a","Status":"claimed","Sequence":1,"Owner":"owner-a","Fence":1,'

@@ -1,4 +1,4 @@
-"""The `ledger` command line (SPEC §4): parse, call the engine, print.
+"""The `ledger` command line (docs/design.md §4): parse, call the engine, print.
 
 - `app.py`: the entry point `main()`; `fast.py` runs the hot commands without
   typer, everything else goes to the Typer app in `declarations/`. Either

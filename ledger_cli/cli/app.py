@@ -6,7 +6,7 @@ everything else, and anything the fast path is unsure of, goes to the Typer
 app in `declarations/`; either runs the command's work in `commands/`
 through `execute.py`.
 
-Exit codes are SPEC §4's: each error class carries its own (`errors.py`);
+Exit codes are docs/design.md §4.4's: each error class carries its own (`errors.py`);
 click's usage errors are 2; an unexpected exception is 70 (one line on
 stderr, the traceback only with LEDGER_DEBUG=1).
 """

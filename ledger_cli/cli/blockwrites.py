@@ -1,6 +1,6 @@
 """The command line's `Blocks` driver (engine/blocks.py): a failed
 completion's blocking walk, cancel, retry, prune and `doctor --fix` commit in
-short blocks, as `admit --batch` and `restore` do (SPEC §5 "Short lock holds").
+short blocks, as `admit --batch` and `restore` do (docs/design.md §5.4 "Short lock holds").
 
 Each block is one `Session.write` unit (its writes and their history lines
 commit together; a block the store rolled back to break a deadlock is run

@@ -1,4 +1,4 @@
-"""Long runs of writes in short transactions (SPEC §5 "Short lock holds").
+"""Long runs of writes in short transactions (docs/design.md §5.4 "Short lock holds").
 
 `admit --batch` and `restore` write up to hundreds of thousands of records.
 In one `store.batch()` that would hold the store's write lock for seconds:
@@ -34,7 +34,7 @@ from typing import TypeVar
 T = TypeVar("T")
 
 TARGET_HOLD = 0.4
-"""Seconds a block may hold the write lock, commit included (SPEC §5: about 1 s)."""
+"""Seconds a block may hold the write lock, commit included (docs/design.md §5.4: about 1 s)."""
 
 FIRST_ITEMS = 32
 """Items in the first block, before the store's cost per item is known: few

@@ -38,7 +38,7 @@ def env(name: str) -> str | None:
 
 
 class Settings:
-    """The global settings every command takes (SPEC §4).
+    """The global settings every command takes (docs/design.md §4.1).
 
     `None` means "not given": the store falls back to the default store, the
     actor to user@host, now to the store's clock or the system clock.

@@ -1,4 +1,4 @@
-"""Run one command's work; its errors become SPEC §4's exit codes.
+"""Run one command's work; its errors become docs/design.md §4.4's exit codes.
 
 Each error class carries its own code (`errors.py`); an unexpected exception
 is 70 (one line on stderr, the traceback only with LEDGER_DEBUG=1). Both the

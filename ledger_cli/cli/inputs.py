@@ -1,7 +1,7 @@
-"""Parsing and validation of command-line input (SPEC §4, §5).
+"""Parsing and validation of command-line input (docs/design.md §4, §5).
 
 Every function here raises `InputError` (exit 2) with a one-line message, or
-an engine error class where SPEC §4 names one; never anything else. Nothing
+an engine error class where docs/design.md §4.4 names one; never anything else. Nothing
 here imports more than the standard library and the engine's JSON helpers.
 """
 
@@ -234,7 +234,7 @@ def _constant(name: str) -> Any:
 
 
 def _integer(literal: str) -> int | float:
-    """SPEC §2 departure 3: an integer literal within 64 bits (-2^63 .. 2^64-1) is
+    """docs/design.md §2.11 departure 3: an integer literal within 64 bits (-2^63 .. 2^64-1) is
     an exact int (`-0` is -0.0); a longer one is a float64, as in Go."""
     # At most 20 digits: never convert thousands of them (Python refuses past 4300).
     if len(literal) <= 21:
@@ -307,7 +307,7 @@ def parse_json(data: bytes | str, what: str = "bad JSON", max_bytes: int | None 
     numbers inside float64 range, nesting at most 512 levels, no lone surrogates,
     and (with `max_bytes`) at most that many bytes long.
 
-    Numbers follow SPEC §2 departure 3. Raises InputError("{what}: {reason}");
+    Numbers follow docs/design.md §2.11 departure 3. Raises InputError("{what}: {reason}");
     `what` names the input (`ledger: bad --task JSON`, `line 3`).
     """
 

@@ -1,4 +1,4 @@
-"""The outcome of runs where a person looks (SPEC §7.3): `state`'s attempts
+"""The outcome of runs where a person looks (docs/design.md §7.3): `state`'s attempts
 and output tail, `tree`'s marks on failures. Reads only; rich is imported only
 by the functions that render."""
 

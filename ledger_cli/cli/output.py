@@ -2,7 +2,7 @@
 
 JSON records always go through `engine.wire.record_to_json`, the one codec of
 the wire, the stores and the command line. Wrapper objects keep the key
-order SPEC §4 documents (`{"key", "fence", "record"}`). No rich here.
+order docs/design.md §4 documents (`{"key", "fence", "record"}`). No rich here.
 """
 
 from __future__ import annotations
@@ -134,7 +134,7 @@ def error_object(code: str, message: str, exit_code: int) -> dict[str, Any]:
 
 
 def report(exc: LedgerError, json_mode: bool) -> int:
-    """Print an error the SPEC §4 way; return its exit code."""
+    """Print an error the docs/design.md §4.5 way; return its exit code."""
     message = clip(one_line(exc.explained())) or f"ledger: {exc.code}"
     code = exc.code
     exit_code = exc.exit_code

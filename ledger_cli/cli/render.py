@@ -96,7 +96,7 @@ def needs_text(needs: Sequence[str] | None) -> str:
 def record_table(
     records: Iterable[TaskState], now: Instant, schedules: Mapping[str, Schedule] | None = None
 ) -> Table:
-    """The `list` table; with `schedules` (SPEC §8.1, §8.2) a priority and a
+    """The `list` table; with `schedules` (docs/design.md §8.1, §8.2) a priority and a
     not-before column too (the not-before only while it is in the future)."""
     table = Table(
         box=box.SIMPLE_HEAD,
@@ -209,7 +209,7 @@ def _label(
         text.append("never admitted", style=MISSING_STYLE)
         return text
     text.append_text(status_text(rec.status))
-    if marks and key in marks:  # the latest run's outcome (SPEC §7.3)
+    if marks and key in marks:  # the latest run's outcome (docs/design.md §7.3)
         text.append(f" ({marks[key]})", style=STATUS_STYLE["failed"])
     if rec.status == "blocked" and rec.blocked_by:
         text.append(f" by {rec.blocked_by}", style=STATUS_STYLE["blocked"])

@@ -1,4 +1,4 @@
-"""Shell completion (SPEC §6.8): the scripts in `completions/`, and the keys
+"""Shell completion (docs/design.md §6.8): the scripts in `completions/`, and the keys
 and statuses they complete.
 
 `python -m ledger_cli.cli.shell_completion [DIR]` rewrites the scripts (default

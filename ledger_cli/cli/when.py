@@ -1,4 +1,4 @@
-"""Parsing `admit --not-before TIME | --delay D` and `--priority N` (SPEC §8.1,
+"""Parsing `admit --not-before TIME | --delay D` and `--priority N` (docs/design.md §8.1,
 §8.2), and their batch-line members `"not_before"` and `"priority"`. Bad
 input is an InputError (exit 2) naming the option or the line."""
 

@@ -1,4 +1,4 @@
-"""Admit: idempotency-keyed admission with rebase and dependency blocking (§2.2)."""
+"""Admit: idempotency-keyed admission with rebase and dependency blocking (docs/design.md §2.2)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def admit(
 
     `needs` is None when the caller named none (it encodes as `null`). On a
     no-op, the record that made it one is appended to `seen` when given (the
-    outcome of SPEC §8.4 is judged from that very record: engine/conflict.py).
+    outcome of docs/design.md §8.4 is judged from that very record: engine/conflict.py).
     """
     if key == "":
         raise ValidationError("ledger: idempotency key must not be empty")
@@ -91,7 +91,7 @@ def _admit(
             continue
         if blocker is not None:
             core.emit(events.BLOCKED, key, f"key {key} blocked by {blocker} at admission")
-            # Extension (SPEC §6.2): the read after the write, so that a
+            # Extension (docs/design.md §6.2): the read after the write, so that a
             # concurrent retry of the blocker cannot leave this block orphaned.
             from ledger_cli.engine.reopen import confirm_block
 

@@ -1,4 +1,4 @@
-"""Attempts (SPEC §7.1): what one start of a command by `ledger run` did.
+"""Attempts (docs/design.md §7.1): what one start of a command by `ledger run` did.
 
 An attempt lives beside its record, never in it (the Go record and schema stay
 as they are): each store keeps a key's attempts in a place of its own (see
@@ -33,7 +33,7 @@ FIELDS = (
     "output_bytes",
     "kept_bytes",
 )
-"""The §7.1 fields, in the order `--json` prints them."""
+"""The docs/design.md §7.1 fields, in the order `--json` prints them."""
 
 
 class Attempt:
@@ -102,7 +102,7 @@ class Attempt:
         return f"Attempt({self.key!r}, {self.to_obj()!r})"
 
     def to_obj(self) -> dict[str, Any]:
-        """The §7.1 fields as JSON values (no key, no output)."""
+        """The docs/design.md §7.1 fields as JSON values (no key, no output)."""
         return {
             "n": self.n,
             "fence": self.fence,

@@ -1,4 +1,4 @@
-"""Long walks in short write blocks (SPEC §5 "Short lock holds").
+"""Long walks in short write blocks (docs/design.md §5.4 "Short lock holds").
 
 A failed completion and a cancel block every transitive dependent; a retry
 un-blocks them; prune rewrites every old record. Over 200,000 records one

@@ -1,4 +1,4 @@
-"""Cancel: an operator fails a task without holding its lease (SPEC §6.3).
+"""Cancel: an operator fails a task without holding its lease (docs/design.md §6.3).
 
 An extension beyond the Go package. The record becomes failed with Fence+1,
 so the current holder (if any) is fenced off: its renew, release and complete

@@ -1,4 +1,4 @@
-"""Complete: finish a claimed record; a failure blocks its dependents (§2.7)."""
+"""Complete: finish a claimed record; a failure blocks its dependents (docs/design.md §2.4)."""
 
 from __future__ import annotations
 

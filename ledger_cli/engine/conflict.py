@@ -1,4 +1,4 @@
-"""The outcome of an admission (SPEC §8.4): admitted, duplicate, stale or conflict.
+"""The outcome of an admission (docs/design.md §8.4): admitted, duplicate, stale or conflict.
 
 `Ledger.admit` keeps Go's bool. This module names what a `False` meant, and it
 judges that from the record that made the admit a no-op (the one the engine
@@ -135,8 +135,8 @@ def admit(
     queue: str = "default",
 ) -> Outcome:
     """`admission.admit`, and what it did. A write (insert or rebase) keeps
-    `schedule` and `queue` as the key's (SPEC §8.1: a rebase without one clears it); run it
-    in a `store.batch()` so that both land together."""
+    `schedule` and `queue` as the key's (docs/design.md §8.1: a rebase without
+    one clears it); run it in a `store.batch()` so that both land together."""
     if needs:
         _refuse_cycle(core, key, seq, needs)
     seen: list[TaskState] = []

@@ -1,7 +1,7 @@
 """The dependency walks: blockingNeed, blockingAncestor, recheckNeeds,
-blockDependents (spec/engine.md §3).
+blockDependents (docs/design.md §2.7).
 
-Writing one block, Go's blockOne (§3.3), lives in `engine/reopen.py`: with
+Writing one block, Go's blockOne (docs/design.md §2.7), lives in `engine/reopen.py`: with
 the extension its write is followed by a read that may un-block again, and
 the un-blocking walk may block again, so the two share one module. The walk
 to every dependent is `engine/dependents.py`, a read below both. Both are

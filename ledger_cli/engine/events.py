@@ -18,7 +18,7 @@ BLOCKED = "ledger.blocked"
 NAMES: tuple[str, ...] = (ADMITTED, CLAIMED, RENEWED, RELEASED, TAKEN_OVER, COMPLETED, BLOCKED)
 """The seven Go event names."""
 
-# Extensions beyond the Go package (SPEC §6): operator remedies and `run --retries`.
+# Extensions beyond the Go package (docs/design.md §6): operator remedies and `run --retries`.
 RETRIED = "ledger.retried"
 UNBLOCKED = "ledger.unblocked"
 CANCELLED = "ledger.cancelled"

@@ -10,7 +10,7 @@ an array of strings, Task as `gojson.encode_value` writes it. The JSON store
 knows a record file is such a record when its SHA-256 "Sum" matches
 (stores/jsonfile/records.py), and decodes it here with the C `json` scanner.
 
-Exactness (SPEC §2, departure 3) holds the same way on both paths: an integer
+Exactness (docs/design.md §2.11, departure 3) holds the same way on both paths: an integer
 literal within 64 bits (INT64_MIN..UINT64_MAX) is an exact `int`, `-0` is
 -0.0, every other number a float64 (Python's and Go's float parsing are both
 correctly rounded). Anything this path does not recognise as the canonical

@@ -4,7 +4,7 @@ with the engine's own walks.
 Two mirror-image breaches of "a record is blocked exactly when a failure lies
 in its transitive needs":
 
-- an **escaped block** (spec/engine.md §3.7, SPEC §4 `doctor`): a `pending`
+- an **escaped block** (docs/design.md §2.8, §4.2 `doctor`): a `pending`
   or `claimed` record whose transitive needs hold a `failed` record. Go's
   escape windows leave such records behind (a dependent admitted before its
   need, the need then blocked at admission, or admitted inside a failure
@@ -12,7 +12,7 @@ in its transitive needs":
   someone claims it by key. Repair: block it as Claim's walk would,
   `BlockedBy` = the nearest failed or blocked key of its needs
   (`dependencies.nearest_blocking`, `reopen.block_one`).
-- an **orphaned block** (SPEC §6.2): a `blocked` record while no record in
+- an **orphaned block** (docs/design.md §6.2): a `blocked` record while no record in
   its transitive needs is `failed` (its failure was retried, or the row was
   edited). Repair: `pending`, `BlockedBy` "" (Owner and lease are already
   cleared on a blocked record; everything else is kept).
@@ -53,7 +53,7 @@ __all__ = [
 ]
 
 UNBLOCKED = events.UNBLOCKED
-"""The event (and history line) of an orphaned block's repair (SPEC §6.2's name),
+"""The event (and history line) of an orphaned block's repair (docs/design.md §6.2's name),
 the same as `retry`'s un-blocking walk writes."""
 
 _LIVE = frozenset({PENDING, CLAIMED})

@@ -1,4 +1,4 @@
-"""Claim, Renew, Release and Takeover: time-boxed leases with fencing (§2.3-2.6)."""
+"""Claim, Renew, Release and Takeover: time-boxed leases with fencing (docs/design.md §2.3-2.5)."""
 
 from __future__ import annotations
 

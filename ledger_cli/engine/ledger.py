@@ -67,9 +67,9 @@ class Ledger:
     ) -> Outcome:
         """`admit`, telling what happened: admitted, duplicate, stale or conflict.
 
-        An extension beyond the Go package (SPEC §8.4; engine/conflict.py):
+        An extension beyond the Go package (docs/design.md §8.4; engine/conflict.py):
         the same writes as `admit`, whose bool is `outcome.admitted`; a write
-        also keeps `not_before` and `priority` (SPEC §8.1, §8.2;
+        also keeps `not_before` and `priority` (docs/design.md §8.1, §8.2;
         engine/schedule.py) and the task's `queue` (engine/queues.py).
         Unlike `admit` (Go's, which writes one), it
         refuses needs that would close a cycle with `CycleError` before
@@ -110,12 +110,12 @@ class Ledger:
     ) -> None:
         completion.complete(self._core, actor, key, owner, fence, status, Instant.coerce(now))
 
-    # -- extensions beyond the Go package (SPEC §6) ---------------------------------
+    # -- extensions beyond the Go package (docs/design.md §6) ---------------------------------
 
     def retry(self, actor: str, key: str, now: TimeLike, reason: str | None = None) -> list[str]:
         """Reopen a failed task; return the keys it un-blocked (sorted).
 
-        An extension beyond the Go package (SPEC §6.2): `NoKeyError` without a
+        An extension beyond the Go package (docs/design.md §6.2): `NoKeyError` without a
         record, `NotFailedError` unless it is failed. Run it inside
         `store.batch()` to make its writes durable together.
         """
@@ -127,7 +127,7 @@ class Ledger:
         """Fail a pending, claimed or blocked task without its lease (Fence+1);
         return the keys it blocked (sorted).
 
-        An extension beyond the Go package (SPEC §6.3): `NoKeyError` without a
+        An extension beyond the Go package (docs/design.md §6.3): `NoKeyError` without a
         record, `AlreadyFinishedError` when it is completed or failed.
         """
         from ledger_cli.engine import cancel
@@ -167,7 +167,7 @@ class Ledger:
         dry_run: bool = False,
     ) -> int:
         """Prune finished records last updated at least `older_than` before `now`
-        (SPEC §6.4; engine/prune.py); the number pruned (or, `dry_run`, that would be)."""
+        (docs/design.md §6.4; engine/prune.py); the number pruned (or, `dry_run`, that would be)."""
         from ledger_cli.engine import prune
 
         return prune.prune(

@@ -1,4 +1,4 @@
-"""MemStore: the in-memory Store, optionally bounded (spec/engine.md §5).
+"""MemStore: the in-memory Store, optionally bounded (docs/design.md §3.1).
 
 The Go package's own store (its store.go), and `Ledger()`'s default when no
 store is given, so it lives in the engine. `ledger_cli.engine.memstore` names
@@ -59,8 +59,9 @@ class MemStore:
         self._floor = 0
         self._history: list[HistoryEntry] = []
         self._pruned: set[str] = set()
-        self._pause: tuple[str, str, str] | None = None  # SPEC §8.3 (engine/pause.py)
-        self._schedules: dict[str, tuple[Instant, int]] = {}  # SPEC §8.1 (engine/schedule.py)
+        self._pause: tuple[str, str, str] | None = None  # docs/design.md §8.3 (engine/pause.py)
+        # docs/design.md §8.1 (engine/schedule.py)
+        self._schedules: dict[str, tuple[Instant, int]] = {}
         self._queues: dict[str, str] = {}  # issue 32: keys outside default (engine/queues.py)
         self._limits: dict[str, int] = {}
         self._needed_by: dict[str, set[str]] = {}  # need -> keys naming it (`dependents`)
@@ -143,7 +144,7 @@ class MemStore:
             view = sorted(self._tasks.items(), key=lambda item: byte_order(item[0]))
         return iter([rec for _, rec in view])
 
-    # -- prune (SPEC §6.4; engine/prune.py) ---------------------------------------
+    # -- prune (docs/design.md §6.4; engine/prune.py) ---------------------------------------
 
     def prune_records(self, pairs: Sequence[tuple[TaskState, TaskState]]) -> int:
         """Store each pruned record (a compare-and-swap), mark it, drop its history."""

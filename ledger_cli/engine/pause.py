@@ -1,4 +1,4 @@
-"""Pausing the `--next` claimers of a store (SPEC §8.3).
+"""Pausing the `--next` claimers of a store (docs/design.md §8.3).
 
 While a store is paused, `claim --next` and `run --next` claim nothing;
 every other operation works as always. The state lives in the store beside

@@ -1,4 +1,4 @@
-"""Prune (SPEC §6.4): retention that keeps idempotency forever.
+"""Prune (docs/design.md §6.4): retention that keeps idempotency forever.
 
 Selects the records in the given statuses (completed and failed by default)
 last updated at least `older_than` before `now` — except a failed record that
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 PRUNABLE = ("completed", "failed")
 CHUNK = 500
-"""Records a store prunes per lock hold or transaction (SPEC §5: short lock holds)."""
+"""Records a store prunes per lock hold or transaction (docs/design.md §5.4: short lock holds)."""
 
 
 def pruned_form(rec: TaskState) -> TaskState:
@@ -73,7 +73,7 @@ def select(
             )
     cutoff = Instant.from_unix_ns(now.unix_ns - _ns(older_than), 0)
     # Read without the lock where the store can (the JSON store's lock would be
-    # held for a whole scan, SPEC §5): each record chosen is compared again
+    # held for a whole scan, docs/design.md §5.4): each record chosen is compared again
     # under the lock before it is pruned, and one changed meanwhile is left.
     scan: Callable[[], Iterable[TaskState]] | None = getattr(store, "scan_visible", None)
     if scan is not None:

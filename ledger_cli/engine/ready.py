@@ -1,4 +1,4 @@
-"""The Ready rule of `claim --next` and `run --next` (SPEC §4; beyond the Go package).
+"""The Ready rule of `claim --next` and `run --next` (docs/design.md §4.3; beyond the Go package).
 
 A record is ready when it is pending, or claimed with an expired lease; no key
 in its transitive needs is failed or blocked; and every need it names is
@@ -69,7 +69,7 @@ def ready_records(
     schedules: dict[str, Schedule] | None = None,
 ) -> list[TaskState]:
     """The ready records among `candidates`, in the Ready order: oldest first
-    (CreatedAt, then key); with `schedules` (SPEC §8.2), priority first, then the
+    (CreatedAt, then key); with `schedules` (docs/design.md §8.2), priority first, then the
     due instant, then key, and a task not yet due is not ready."""
     cached = _memo(load)
     if not schedules:

@@ -50,7 +50,7 @@ def go_quote(text: str) -> str:
 class TaskState(NamedTuple):
     """One record: an immutable typing.NamedTuple (see
     CONTRIBUTING, start-up). Field order is
-    the wire order (spec/engine.md §1.3)."""
+    the wire order (docs/design.md §2.1)."""
 
     key: str = ""
     status: str = ""

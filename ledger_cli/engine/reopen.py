@@ -1,5 +1,5 @@
-"""Blocking and un-blocking: `block_one` (Go's blockOne, spec/engine.md §3.3)
-and the walk that follows a reopened record (SPEC §6.2).
+"""Blocking and un-blocking: `block_one` (Go's blockOne, docs/design.md §2.7)
+and the walk that follows a reopened record (docs/design.md §6.2).
 
 They call each other (a block's confirming read may settle; a settle may
 block again), so both sides of the race below live in this one module.
@@ -12,7 +12,7 @@ block on it *while* the retry runs. The invariant kept: once every operation
 has returned, no record is blocked while nothing failed is in its transitive
 needs (an *orphaned block*).
 
-The argument is Go's own Admit/recheck argument (spec/engine.md §3.4), run in
+The argument is Go's own Admit/recheck argument (docs/design.md §2.7), run in
 the mirror direction. Two parties race:
 
 - a *blocker* writes X blocked by B (W1) after reading B failed or blocked;
@@ -87,7 +87,7 @@ def still_blocking(core: Core, key: str) -> bool:
 def block_one(core: Core, actor: str, now: Instant, key: str, cur: TaskState, blocker: str) -> bool:
     """Move `cur` to blocked by `blocker`; give up silently if it went terminal.
 
-    Returns whether it wrote. Extension (SPEC §6.2): after the write, the
+    Returns whether it wrote. Extension (docs/design.md §6.2): after the write, the
     blocker is read again (`confirm_block`), so that a concurrent
     `retry` cannot leave this block orphaned; without retries that read
     always finds the blocker still failed or blocked and changes nothing.

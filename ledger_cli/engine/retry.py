@@ -1,4 +1,4 @@
-"""Retry: reopen a failed record and un-block what its failure blocked (SPEC §6.2).
+"""Retry: reopen a failed record and un-block what its failure blocked (docs/design.md §6.2).
 
 An extension beyond the Go package (where a failed record is final). The
 record becomes pending again with its Fence, Sequence, Task, Needs and
@@ -96,7 +96,7 @@ def _reopen(core: Core, actor: str, key: str, now: Instant, note: str) -> bool:
             raise NotFailedError(f"ledger: {key} is not failed (it is {cur.status})")
         if is_pruned(core.store, key):
             # Its task and needs are gone, and prune keeps every failure that
-            # still blocks something (SPEC §6.4): nothing to reopen or un-block.
+            # still blocks something (docs/design.md §6.4): nothing to reopen or un-block.
             raise NotFailedError(f"ledger: {key} is pruned (its task is gone); admit a new key")
         blocker = _blocker(core, key, cur.needs)
         nxt = cur.replace(

@@ -1,4 +1,4 @@
-"""When, and in what order (SPEC §8.1, §8.2): not-before and priority.
+"""When, and in what order (docs/design.md §8.1, §8.2): not-before and priority.
 
 These are extensions kept beside the Go record, never in it: a store keeps a
 *schedule* `(not_before, priority)` per key that has one (MemStore: a dict;

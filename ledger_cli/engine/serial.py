@@ -1,4 +1,4 @@
-"""One lock for the writes that block, fail or un-block (SPEC §6.2): the
+"""One lock for the writes that block, fail or un-block (docs/design.md §6.2): the
 extension's answer to a store whose batch excludes nobody.
 
 `reopen`'s argument needs, of a block and the un-block of its blocker (each a

@@ -1,4 +1,4 @@
-"""Snapshot: every record of a ledger, and its Go-compatible wire form (§2.12)."""
+"""Snapshot: every record of a ledger, and its Go-compatible wire form (docs/design.md §2.10)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The five statuses of a record (Go's `machine.Status` constants).
 
 `Status` is the public enum (an `enum.StrEnum`, so `str(Status.FAILED) ==
-"failed"`, SPEC §1). The engine compares records' statuses, which are plain
+"failed"`, docs/design.md §2.1). The engine compares records' statuses, which are plain
 strings, with the plain-string names below, each the value of its member.
 """
 

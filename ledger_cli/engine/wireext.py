@@ -1,4 +1,4 @@
-"""The schedule extensions in the wire format (SPEC §8.1): a record that has a
+"""The schedule extensions in the wire format (docs/design.md §8.1): a record that has a
 not-before or a priority carries them as extra members after the 14 Go
 fields, `"NotBefore"` (RFC3339Nano) and `"Priority"` (an integer), which Go's
 decoder ignores; a record without one is byte-identical to Go's encoding.

@@ -1,4 +1,4 @@
-"""Store backends, one module each, and `open_store(url)` (SPEC §3)."""
+"""Store backends, one module each, and `open_store(url)` (docs/design.md §3)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Where each store keeps attempts (SPEC §7.1), beside its records.
+"""Where each store keeps attempts (docs/design.md §7.1), beside its records.
 
 `attempt_log(store)` gives the store's `AttemptLog` (engine/attempts.py):
 - MemStore: a dict in memory, kept with the store object;

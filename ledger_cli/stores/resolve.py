@@ -1,4 +1,4 @@
-"""`open_store(url)`: resolve a store URL to a backend (SPEC §3).
+"""`open_store(url)`: resolve a store URL to a backend (docs/design.md §3).
 
 | URL                                          | store          |
 |----------------------------------------------|----------------|

@@ -130,7 +130,7 @@ def admit(
 
 
 def _report_one(settings: Settings, key: str, got: Outcome) -> int:
-    """Print an admit's outcome (SPEC §8.4); its exit status: 8 for a conflict."""
+    """Print an admit's outcome (docs/design.md §8.4); its exit status: 8 for a conflict."""
     from ledger_cli.errors import ValidationError
 
     obj: dict[str, Any] = {
@@ -269,7 +269,7 @@ def admit_batch(settings: Settings, source: str) -> int:
                     output.line(f"{got.word} {key}")
             progress.advance()
 
-        # Committed in short blocks (SPEC §5 "Short lock holds"): a Go writer
+        # Committed in short blocks (docs/design.md §5.4 "Short lock holds"): a Go writer
         # sharing the store never waits long. Admission is idempotent, so a
         # re-run after a crash admits what is missing, `duplicate` for the rest.
         from ledger_cli.cli.chunks import chunked, gap_for  # batches only: it imports typing

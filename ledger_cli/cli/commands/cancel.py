@@ -1,4 +1,5 @@
-"""`ledger cancel KEY [--reason TEXT]`: fail a task by hand, blocking what needs it (SPEC §6.3)."""
+"""`ledger cancel KEY [--reason TEXT]`: fail a task by hand, blocking what needs it
+(docs/design.md §6.3)."""
 
 from __future__ import annotations
 

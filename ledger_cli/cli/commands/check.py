@@ -1,4 +1,4 @@
-"""`ledger check KEY --owner O --fence F` (SPEC §8.5): do I still hold this lease?
+"""`ledger check KEY --owner O --fence F` (docs/design.md §8.5): do I still hold this lease?
 
 A validation point before a side effect (the fencing argument, for shell
 scripts). It reads one record, as `state` does, and writes nothing: exit 0

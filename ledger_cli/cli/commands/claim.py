@@ -32,7 +32,7 @@ class NothingReadyError(LedgerError):
 
 
 class PausedError(NothingReadyError):
-    """`claim --next` / `run --next` on a paused store (SPEC §8.3; exit 7). A
+    """`claim --next` / `run --next` on a paused store (docs/design.md §8.3; exit 7). A
     NothingReadyError, so a `--drain` worker stops as if nothing were ready."""
 
     code = "paused"
@@ -191,7 +191,7 @@ def _claim_next_once(
     queues: frozenset[str] | None = None,
 ) -> tuple[TaskState, int] | None:
     """One unit: scan the ready records and claim the first that can be; on a
-    paused store (SPEC §8.3) claim nothing and append the pause to `held`."""
+    paused store (docs/design.md §8.3) claim nothing and append the pause to `held`."""
     from ledger_cli.engine import ready
     from ledger_cli.engine.pause import paused
 

@@ -44,7 +44,7 @@ def list_records(
         if kept or queued:
             from ledger_cli.engine.wireext import record_json
 
-            def wire(rec: TaskState) -> str:  # SPEC §8.1: the extra members, when any
+            def wire(rec: TaskState) -> str:  # docs/design.md §8.1: the extra members, when any
                 return record_json(rec, kept.get(rec.key), queued.get(rec.key))
         else:
             wire = output.record

@@ -1,4 +1,4 @@
-"""`ledger output KEY [--attempt N] [--follow] [--tail LINES]` (SPEC §7.2):
+"""`ledger output KEY [--attempt N] [--follow] [--tail LINES]` (docs/design.md §7.2):
 the kept output of a key's attempt, byte for byte."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`ledger pause [--reason TEXT]` (SPEC §8.3; `resume.py` undoes it).
+"""`ledger pause [--reason TEXT]` (docs/design.md §8.3; `resume.py` undoes it).
 
 Pausing stops `claim --next` and `run --next` (exit 7, saying since when, by
 whom and why); everything else works as always. Each change is one unit

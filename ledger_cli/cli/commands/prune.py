@@ -1,4 +1,4 @@
-"""`ledger prune` (SPEC §6.4): retention that keeps idempotency forever.
+"""`ledger prune` (docs/design.md §6.4): retention that keeps idempotency forever.
 
 Thin: parse, call `Ledger.prune` (engine/prune.py), render.
 """
@@ -26,7 +26,7 @@ def prune(
     with Session(settings) as s:
         n = s.ledger.prune(age, s.now(), wanted, dry_run)
         if not dry_run:
-            _drop_pruned_attempts(s.store)  # a pruned key's attempts go too (SPEC §7.1)
+            _drop_pruned_attempts(s.store)  # a pruned key's attempts go too (docs/design.md §7.1)
     if settings.json:
         output.json_line({"pruned": n, "dry_run": dry_run})
     else:

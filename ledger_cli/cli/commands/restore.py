@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 def _check_keys(tasks: tuple[TaskState, ...]) -> None:
     """Every key a restored record names (its own, its needs, its blocker) must be one
-    the command line can address (SPEC §5): ValidationError (exit 8) otherwise."""
+    the command line can address (docs/design.md §5.2): ValidationError (exit 8) otherwise."""
     from ledger_cli.cli.inputs import validate_key
     from ledger_cli.errors import ValidationError
 
@@ -53,7 +53,7 @@ def restore(settings: Settings, source: str) -> int:
 
     Every key is checked first, and the restore is refused before writing
     anything when one is taken (the engine's Restore would stop halfway).
-    Then the records are inserted in snapshot order in short blocks (SPEC §5
+    Then the records are inserted in snapshot order in short blocks (docs/design.md §5.4
     "Short lock holds"), each key checked again inside its block; a key that
     another writer took in between stops the restore with exit 8, and the
     message says exactly what landed: the snapshot's first N records.
@@ -97,7 +97,7 @@ def restore(settings: Settings, source: str) -> int:
             # Go's Restore step (an insert-if-absent), after a re-check under the lock.
             if s.load(rec.key) is not None or not s.store.compare_and_swap(rec.key, None, rec):
                 raise RestoreConflictError(_landed(rec.key, landed, tasks))
-            if rec.key in extensions:  # SPEC §8.1: the extra members, in the same block
+            if rec.key in extensions:  # docs/design.md §8.1: the extra members, in the same block
                 schedule.put(s.store, rec.key, extensions[rec.key])
             if rec.key in queued:  # issue 32: the task's queue, in the same block
                 queues.put(s.store, rec.key, queued[rec.key])

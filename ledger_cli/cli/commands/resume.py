@@ -1,4 +1,4 @@
-"""`ledger resume`: let `claim --next` and `run --next` claim again (SPEC §8.3)."""
+"""`ledger resume`: let `claim --next` and `run --next` claim again (docs/design.md §8.3)."""
 
 from __future__ import annotations
 

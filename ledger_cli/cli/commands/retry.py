@@ -1,4 +1,5 @@
-"""`ledger retry KEY [--reason TEXT]`: reopen a failed task and un-block what needs it (SPEC §6.2).
+"""`ledger retry KEY [--reason TEXT]`: reopen a failed task and un-block what needs it
+(docs/design.md §6.2).
 
 The engine call (`Ledger.retry`; `cancel.py` makes the other remedy) runs through the
 session's block driver (cli/blockwrites.py): the reopen or the failure

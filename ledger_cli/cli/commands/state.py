@@ -21,7 +21,7 @@ def state(settings: Settings, key: str) -> int:
 
             if kept is None and queue == queues.DEFAULT:
                 doc = str(output.record(rec))
-            else:  # SPEC §8.1: the extra members after the 14 Go fields
+            else:  # docs/design.md §8.1: the extra members after the 14 Go fields
                 from ledger_cli.engine.wireext import record_json
 
                 doc = record_json(rec, kept, None if queue == queues.DEFAULT else queue)

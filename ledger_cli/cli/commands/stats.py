@@ -1,4 +1,4 @@
-"""`ledger stats`: counts for dashboards and alerts (SPEC §6.5).
+"""`ledger stats`: counts for dashboards and alerts (docs/design.md §6.5).
 
 One function, `collect`, computes every figure (the same Ready rule as
 `claim --next`, from `ready.py`), so that `stats`, `watch` and anything
@@ -42,8 +42,8 @@ class Stats:
     """Ready by the rule, but keyed with bytes that are not valid UTF-8 (the
     Go service's): `claim --next` never hands one out, so `ready` and the
     oldest age leave them out and count them here."""
-    paused: bool = False  # SPEC §8.3
-    scheduled: int = 0  # SPEC §8.1: pending tasks not yet due
+    paused: bool = False  # docs/design.md §8.3
+    scheduled: int = 0  # docs/design.md §8.1: pending tasks not yet due
     queues: dict[str, dict[str, int | None]] = dataclasses.field(default_factory=dict)
     """Per queue (issue 32): pending, claimed, ready, limit, held."""
 
@@ -86,7 +86,7 @@ def collect(store: Store, now: Instant) -> Stats:
 
 def gather(store: Store, now: Instant) -> tuple[Stats, dict[str, TaskState] | None]:
     """Every figure of `ledger stats` at `now`, pruned records left out of
-    every count but `pruned` (SPEC §6.4); and, when they had to be read for
+    every count but `pruned` (docs/design.md §6.4); and, when they had to be read for
     the counts, the unpruned records by key (`watch` draws its table from
     them), else None.
 
@@ -165,7 +165,7 @@ def gather(store: Store, now: Instant) -> tuple[Stats, dict[str, TaskState] | No
 
 
 def _scheduled(store: Store, now: Instant) -> int:
-    """Pending tasks whose not-before is still ahead (SPEC §8.1)."""
+    """Pending tasks whose not-before is still ahead (docs/design.md §8.1)."""
     from ledger_cli.engine import schedule
 
     if not schedule.any_kept(store):

@@ -1,4 +1,4 @@
-"""`ledger wait KEY… | --all [--timeout D] [--interval D]` (SPEC §7.5).
+"""`ledger wait KEY… | --all [--timeout D] [--interval D]` (docs/design.md §7.5).
 
 Returns when every KEY is settled (completed, failed or blocked), printing a
 line as each settles. Each poll reads only the keys not yet settled; `--all`

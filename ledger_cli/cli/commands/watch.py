@@ -1,4 +1,4 @@
-"""`ledger watch`: a live view of the unfinished work (SPEC §6.6).
+"""`ledger watch`: a live view of the unfinished work (docs/design.md §6.6).
 
 On a terminal: rich's `Live` on the alternate screen, showing the stats line
 (`stats.collect`, the same figures as `ledger stats`) and a table of the
@@ -121,7 +121,7 @@ def view(store: Store, now: Instant, statuses: set[str] | None, interval: str) -
     )
     header = Text(f"ledger watch · every {interval} · q to quit · {now}", style="dim")
     parts: list[object] = [header, line, Text(""), render.record_table(shown, now)]
-    if figures.paused:  # SPEC §8.3: a banner while --next claims are paused
+    if figures.paused:  # docs/design.md §8.3: a banner while --next claims are paused
         from ledger_cli.engine.pause import paused
 
         held = paused(store)

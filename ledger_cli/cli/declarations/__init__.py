@@ -1,4 +1,4 @@
-"""The Typer app: every command's declaration (SPEC §4), one module per group.
+"""The Typer app: every command's declaration (docs/design.md §4), one module per group.
 
 Declarations only: each command gathers its options and hands the raw strings
 to its work in `cli/commands/` (imported when it runs). Values are parsed

@@ -1,4 +1,4 @@
-"""Declarations of `ledger output` and `ledger wait` (SPEC §7.2, §7.5).
+"""Declarations of `ledger output` and `ledger wait` (docs/design.md §7.2, §7.5).
 
 Registered on the app of `base.py` when `declarations.registered_app` imports it.
 """

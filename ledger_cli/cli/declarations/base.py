@@ -1,4 +1,4 @@
-"""The Typer app: every command's declaration (SPEC §4).
+"""The Typer app: every command's declaration (docs/design.md §4).
 
 Declarations only: each command gathers its settings and hands the raw
 strings to its module (`admission`, `leases`, …), imported when the command

@@ -1,4 +1,4 @@
-"""Declarations of the operating commands (SPEC §6.2, §6.3, §6.5, §6.6).
+"""Declarations of the operating commands (docs/design.md §6.2, §6.3, §6.5, §6.6).
 
 `retry`, `cancel`, `stats`, `watch`, `serve`: registered on the app of `base.py` when
 `declarations.registered_app` imports this group.

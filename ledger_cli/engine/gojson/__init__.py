@@ -1,4 +1,4 @@
-"""Go `encoding/json` emulation for generic values (SPEC §2, departure 3).
+"""Go `encoding/json` emulation for generic values (docs/design.md §2.11, departure 3).
 
 Encoding: `encode_string`, `format_float`, `encode_value` write exactly what
 Go's `json.Marshal` writes for a generic value (`nil`, bool, float64, string,

@@ -1,4 +1,4 @@
-"""The wire format of records and snapshots (spec/engine.md §6).
+"""The wire format of records and snapshots (docs/design.md §2.10).
 
 Encoding is byte-identical to Go's `json.Marshal` of `Snapshot{Tasks
 []TaskState}`; decoding emulates Go's `json.Unmarshal` into that struct,

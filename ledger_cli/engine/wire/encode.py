@@ -36,7 +36,7 @@ FIELD_NAMES: tuple[str, ...] = (
     "UpdatedBy",
     "UpdatedAt",
 )
-"""The record keys in wire order (spec/engine.md §1.3)."""
+"""The record keys in wire order (docs/design.md §2.1)."""
 
 _MARSHAL_TIME_ERROR = (
     "json: error calling MarshalJSON for type time.Time: "

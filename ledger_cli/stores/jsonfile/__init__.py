@@ -1,4 +1,4 @@
-"""JsonFileStore: the durable, concurrent, embedded default store (SPEC §3.2).
+"""JsonFileStore: the durable, concurrent, embedded default store (docs/design.md §3.2).
 
 Layout of a store directory (mode 0700; every file 0600):
 
@@ -25,7 +25,7 @@ an fsync per file, durability.py; its record files made before the lock,
 spares.py); the writes of an open batch wait in batch.py; reading.py reads
 records; store.py is the public face tying the parts together. fsutil.py
 holds the durable, symlink-safe file primitives every part uses; the attempts
-(SPEC §7.1) are attempts.py over attemptfiles.py (their files under
+(docs/design.md §7.1) are attempts.py over attemptfiles.py (their files under
 `attempts/`), schedules and the pause schedulefile.py and pausefile.py.
 
 The store refuses, never resets: a record file that is not valid UTF-8, not

@@ -225,7 +225,7 @@ class _ReadyWork:
         self.read_key = read_key
         from ledger_cli.stores.jsonfile.schedulefile import reader
 
-        self.sched = reader(root)  # SPEC §8.2: the entries' order
+        self.sched = reader(root)  # docs/design.md §8.2: the entries' order
         self.rfd = readyindex.open_dir(root, root_fd, create=False)
         # The manifest is read once a write (before and after share it).
         self._chunks = None if self.rfd is None else readyindex.load_chunks(root, root_fd, self.rfd)

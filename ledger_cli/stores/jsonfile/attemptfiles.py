@@ -1,11 +1,11 @@
-"""The attempt files of the JSON store (SPEC §7.1): their format, their
+"""The attempt files of the JSON store (docs/design.md §7.1): their format, their
 directories, and the writes a batch's journal carries (attempts.py has the
 AttemptLog over them).
 
     attempts/<first two hex digits>/<key digest>/<n>.att
     attempts/<first two hex digits>/<key digest>/<n>.pid
 
-`<n>.att`: a first line that is a JSON object (the §7.1 fields, the key and
+`<n>.att`: a first line that is a JSON object (the docs/design.md §7.1 fields, the key and
 a format tag; no newline inside), then the kept output, raw bytes as the
 command wrote them; replaced whole, never torn.
 

@@ -1,4 +1,4 @@
-"""Attempts on the JSON store (SPEC §7.1): files of their own, beside the
+"""Attempts on the JSON store (docs/design.md §7.1): files of their own, beside the
 records (attemptfiles.py: the files, their format and directories).
 
 One file per attempt, the metadata and the kept output together, replaced as

@@ -67,7 +67,7 @@ class DepsMethods(RecordReader):
         the records it lists, so the cost follows the dependents, not the store.
         Inside the caller's batch, in its lock hold (its records scanned: a
         batch's own size); outside one, in lock holds of READS_PER_HOLD record
-        reads at most (SPEC §5: 200,000 dependents read in one hold held the
+        reads at most (docs/design.md §5.4: 200,000 dependents read in one hold held the
         lock 36 s), each record read after every write before the call. A
         stale or untidy file met is rewritten (when read in one hold)."""
         self._check_open()

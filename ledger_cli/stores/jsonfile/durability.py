@@ -6,7 +6,7 @@ flushes the disk's cache for each one (measured on ext4: about 0.01 ms a
 record file against 0.5 ms). But syncfs also writes whatever other programs
 left dirty on the same file system, and it runs under the store lock: with a
 few hundred megabytes of someone else's writes pending, one call took many
-seconds (SPEC §5 "Short lock holds": about 1 s at most). So a batch uses
+seconds (docs/design.md §5.4 "Short lock holds": about 1 s at most). So a batch uses
 syncfs only while the kernel reports little dirty memory (system wide: an
 upper bound on what syncfs has to write), and an fsync per file otherwise,
 whose time is the batch's own; of the two, the one expected to be cheaper

@@ -27,7 +27,7 @@ with StoreError.
 At the head of the queue the lock is normally free, and importing filelock
 costs about twice the interpreter's own start-up. So the head first takes
 the very same kernel lock itself: `flock(LOCK_EX | LOCK_NB)` on its own
-descriptor of `ledger.lock`, the call filelock makes (SPEC §3.2). Only when
+descriptor of `ledger.lock`, the call filelock makes (docs/design.md §3.2). Only when
 that fails (a holder outside the queue: `fair=False`, a full disk, another
 program using filelock on the file) is filelock imported, to wait. flock(2)
 locks belong to open file descriptions, so a raw holder and a filelock

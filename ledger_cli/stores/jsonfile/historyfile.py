@@ -5,7 +5,7 @@ file that ends mid-line with no journal to cut it is damage, which every
 writer refuses.
 
 `ledger prune` drops the lines of the keys it pruned by rewriting the file
-(`drop_keys_briefly`), mostly outside the lock (SPEC §5 "Short lock holds"):
+(`drop_keys_briefly`), mostly outside the lock (docs/design.md §5.4 "Short lock holds"):
 
 1. under a brief hold, note the file (its inode) and its complete size S: the
    bytes before S never change in that inode (appends go after S; a torn tail

@@ -1,4 +1,4 @@
-"""The JSON store's pause (SPEC §8.3): `paused.json` in the store directory.
+"""The JSON store's pause (docs/design.md §8.3): `paused.json` in the store directory.
 
 Present while paused (`{"since", "actor", "reason"}`), absent while running.
 Written atomically (temporary file, fsync, rename, directory fsync) under the

@@ -1,4 +1,4 @@
-"""pruned/: the records `ledger prune` pruned (SPEC §6.4), many keys per file.
+"""pruned/: the records `ledger prune` pruned (docs/design.md §6.4), many keys per file.
 
 A pruned record keeps only Key, Status, Sequence, Owner, Fence, Rev,
 CreatedBy/At and UpdatedBy/At, so it is one compact JSON array a line,

@@ -1,4 +1,4 @@
-"""The JSON store's side of `ledger prune` (SPEC §6.4; engine/prune.py, prunedfile.py)."""
+"""The JSON store's side of `ledger prune` (docs/design.md §6.4; engine/prune.py, prunedfile.py)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 
 class PruneMethods(RecordReader):
-    # -- prune (SPEC §6.4; engine/prune.py, prunedfile.py) ----------------------------
+    # -- prune (docs/design.md §6.4; engine/prune.py, prunedfile.py) ----------------------------
 
     @store_method
     def prune_records(

@@ -39,7 +39,7 @@ class RecordReader(LockedDirectory):
         (`ledger doctor`'s index checks: one scan, not one each). The checks
         make their first pass over that scan without the lock, and take the
         lock, with a fresh scan (`fresh=True`), only to confirm a problem it
-        found: a writer is never held off for a whole scan (SPEC §5)."""
+        found: a writer is never held off for a whole scan (docs/design.md §5.4)."""
         self._check_open()
         self._one_scan, self._in_one_scan = None, True
         try:

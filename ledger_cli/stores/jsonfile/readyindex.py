@@ -1,4 +1,4 @@
-"""ready/: the index that makes `claim --next` an index lookup (SPEC §6.1).
+"""ready/: the index that makes `claim --next` an index lookup (docs/design.md §6.1).
 
 A derived structure, a superset of the truth (an entry is added durably
 before the record that needs it is written; a stale entry is harmless, it is
@@ -13,7 +13,7 @@ dropped when found):
                           entries), then sorted lines `<order> <key hex>` (at most
                           CHUNK_MAX), `<order>` being (1000 - priority) * RANK
                           plus the due time in ns, the later of CreatedAt and
-                          not-before (`entry_of`, SPEC §8.2), one per
+                          not-before (`entry_of`, docs/design.md §8.2), one per
                           *candidate*: a pending or claimed record whose direct
                           needs are all completed
 
@@ -58,7 +58,7 @@ LEGACY_NEEDS_DIR = "needs"
 MANIFEST = "manifest"
 MANIFEST_HEADER = "ledger_cli.ready 3"
 """Version 3: each chunk starts with its number of entries. Version 2: entries
-sort in the Ready order of SPEC §8.2 (`entry_of`). An older manifest (version
+sort in the Ready order of docs/design.md §8.2 (`entry_of`). An older manifest (version
 1: CreatedAt only; 2: chunks without a count) means "rebuild", as a missing one
 does."""
 OLDER_HEADERS = ("ledger_cli.ready 1", "ledger_cli.ready 2")
@@ -71,7 +71,7 @@ CHUNK_MAX = 512
 Entry = tuple[int, str]
 """(sort number, the key's UTF-8 bytes in hex): sorts as the Ready order. The sort
 number is `(1000 - priority) * RANK + DUE_OFFSET + due` with `due` the later of
-CreatedAt and not-before in unix ns (SPEC §8.2): without schedules, CreatedAt
+CreatedAt and not-before in unix ns (docs/design.md §8.2): without schedules, CreatedAt
 order, as before."""
 Schedule = tuple[Instant, int]
 """A record by key, or None."""

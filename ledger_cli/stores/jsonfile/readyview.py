@@ -37,7 +37,7 @@ def _between_blocks() -> None:
 
 class ReadyMethods(RecordReader):
     orders_schedules = True
-    """`ready_candidates` yields the Ready order of SPEC §8.2 and leaves out tasks
+    """`ready_candidates` yields the Ready order of docs/design.md §8.2 and leaves out tasks
     not yet due: the index's entries sort by priority, due instant, key."""
 
     def ready_candidates(self, now: Instant | None = None) -> Iterator[TaskState]:
@@ -97,7 +97,7 @@ class ReadyMethods(RecordReader):
             last = entries[-1]
             for entry in entries:
                 if now is not None and readyindex.due_ns(entry) > now.unix_ns:
-                    # Not due yet: nor is the rest of its priority level (SPEC §8.1).
+                    # Not due yet: nor is the rest of its priority level (docs/design.md §8.1).
                     last = readyindex.next_level(entry)
                     break
                 key = readyindex.key_of(entry)
@@ -122,7 +122,7 @@ class ReadyMethods(RecordReader):
         candidate it misses. The records that wait on a need are found through
         deps/ when the need completes: check_deps_index checks that index."""
         self._check_open()
-        # A scan without the lock first (SPEC §5: at 200,000 records a scan
+        # A scan without the lock first (docs/design.md §5.4: at 200,000 records a scan
         # under it held every writer off for seconds); only what it finds is
         # judged again under the lock, where records and index agree, a block
         # of keys per hold. Without a readable index to judge: all under the lock.
@@ -180,7 +180,7 @@ class ReadyMethods(RecordReader):
 
         The index is a superset of the candidates that every writer keeps
         (readyindex.py), so what a readable index can be wrong about is a
-        candidate it misses. Those are found without the lock (SPEC §5: a scan
+        candidate it misses. Those are found without the lock (docs/design.md §5.4: a scan
         under it held every writer off for seconds at 200,000 records), then
         added in short lock holds, each judged again under the lock from its
         record as it is then: a record that stopped being a candidate meanwhile

@@ -1,4 +1,4 @@
-"""The JSON store's schedules (SPEC §8.1, §8.2; engine/schedule.py): one small
+"""The JSON store's schedules (docs/design.md §8.1, §8.2; engine/schedule.py): one small
 file per key that has a not-before or a priority, `schedule/<digest>.json`
 (`{"key", "not_before", "priority"}`), written atomically under the store lock
 in the same lock hold as the admission that set it. A key without a file has

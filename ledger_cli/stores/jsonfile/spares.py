@@ -6,7 +6,7 @@ and without a journal it skips (reading each) every inode deleted in the
 last minutes: after a test suite or an `rm -rf` nearby, about 0.5 ms a file,
 ten times the rest of a record's write, and it swings with what others
 delete (measured with perf: find_inode_bit, recently_deleted). Under the lock
-that makes a block's hold unpredictable (SPEC §5 "Short lock holds").
+that makes a block's hold unpredictable (docs/design.md §5.4 "Short lock holds").
 
 So after a large commit the store keeps unnamed files (O_TMPFILE) ready for
 the next batch, made before that batch takes the lock: a record file is

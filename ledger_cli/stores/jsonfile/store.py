@@ -462,7 +462,7 @@ class JsonFileStore(
         self, root_fd: int, attempts: list[attemptfiles.Op] | None
     ) -> tuple[Callable[..., None] | None, int]:
         """The attempt files' writes for `apply` and their fsyncs; attemptfiles
-        is imported only by a commit that carries some (start-up: SPEC §4)."""
+        is imported only by a commit that carries some (start-up: docs/design.md §5.1)."""
         if not attempts:
             return None, 0
         from ledger_cli.stores.jsonfile import attemptfiles

@@ -1,4 +1,4 @@
-"""The SQL backends and the helpers only they use (SPEC §3.3, §3.4).
+"""The SQL backends and the helpers only they use (docs/design.md §3.3, §3.4).
 
 `sqlite.py` and `postgres.py` are the stores (`SQLiteStore`, `PostgresStore`:
 load, the compare-and-swap writes, pruning, history writes), each assembled

@@ -1,6 +1,6 @@
-"""Attempts on the SQL stores (SPEC §7.1): one side table, `ledger_attempts`.
+"""Attempts on the SQL stores (docs/design.md §7.1): one side table, `ledger_attempts`.
 
-One row per attempt, keyed (key, n), holding the §7.1 fields and the kept
+One row per attempt, keyed (key, n), holding the docs/design.md §7.1 fields and the kept
 output as a blob (BLOB / BYTEA). The Go table `ledger_tasks` is not touched and
 the Go service never reads this table. The table is created on the first
 write of an attempt (idempotently, under the store's set-up lock on

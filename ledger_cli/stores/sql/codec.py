@@ -1,14 +1,14 @@
 """Row encoding shared by the SQL stores (SQLite and PostgreSQL).
 
-The encodings are the Go `SQLiteStore`'s (spec/engine.md §7):
+The encodings are the Go `SQLiteStore`'s (docs/design.md §3.3):
 - times: RFC3339Nano text in the instant's own offset, `''` for the zero time;
-- `needs`: JSON text; departure 4 (SPEC §2): a nil Needs is stored as `null`
+- `needs`: JSON text; departure 4 (docs/design.md §2.11): a nil Needs is stored as `null`
   (the Go store reads `null` back as nil, so it accepts it) and an empty one as
   `[]`, so both kinds survive a round trip. Rows written by Go carry `[]` for
   nil and read back as an empty tuple, exactly as Go reads them;
 - `task`: the bytes Go's `json.Marshal` writes (`null` for nil), read back with
-  the Go-style decoder (integers within 64 bits stay exact `int`s, SPEC
-  departure 3);
+  the Go-style decoder (integers within 64 bits stay exact `int`s, docs/design.md
+  §2.11 departure 3);
   an empty or NULL value reads as None.
 
 Text that is not valid UTF-8 (the Go service's bytes) is handled in `utf8.py`,
@@ -319,7 +319,7 @@ def tuple_fits(old: TaskState, limit: int) -> bool:
 
 
 def claimable_order(records: Iterable[TaskState]) -> list[TaskState]:
-    """Oldest CreatedAt first, then key in UTF-8 byte order (SPEC §4 "ready")."""
+    """Oldest CreatedAt first, then key in UTF-8 byte order (docs/design.md §4.3 "Ready")."""
     return sorted(records, key=lambda r: (r.created_at, byte_order(r.key)))
 
 

@@ -1,4 +1,4 @@
-"""The pause of SPEC §8.3 on the SQL stores: the one-row table `ledger_pause`.
+"""The pause of docs/design.md §8.3 on the SQL stores: the one-row table `ledger_pause`.
 
 The row always exists (made with the schema), so that PostgreSQL claimers can
 read it `FOR SHARE` and `pause`'s UPDATE waits for every claim transaction

@@ -1,4 +1,4 @@
-"""PostgresStore: the SQL store for workers on several hosts (SPEC §3.4).
+"""PostgresStore: the SQL store for workers on several hosts (docs/design.md §3.4).
 
 The same table design as the SQLite store (and the Go `SQLiteStore`), on
 PostgreSQL via psycopg 3 (the `postgres` extra):
@@ -141,7 +141,7 @@ class PostgresStore(PostgresClaims, PostgresReads, PostgresSideTables):
         with self._errors(op):
             return self._conn.execute(sql, params).fetchone()
 
-    # -- prune (SPEC §6.4; engine/prune.py): pruned keys in ledger_pruned ----------
+    # -- prune (docs/design.md §6.4; engine/prune.py): pruned keys in ledger_pruned ----------
 
     def prune_records(self, pairs: Sequence[tuple[TaskState, TaskState]]) -> int:
         """Store each pruned record (a compare-and-swap), mark it, drop its history;

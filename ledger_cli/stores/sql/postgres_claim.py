@@ -1,9 +1,9 @@
 """The PostgreSQL store's claim path: the Ready candidates and the pause.
 
-`PostgresClaims` reads the Ready order (SPEC §8.2) through `ledger_due`
+`PostgresClaims` reads the Ready order (docs/design.md §8.2) through `ledger_due`
 (postgres_due.py) and the plain candidate order through `ledger_ready`
 (readyindex.py), each row FOR UPDATE SKIP LOCKED inside a batch and kept as
-held; the pause (SPEC §8.3), read FOR SHARE by a `--next` claim together with
+held; the pause (docs/design.md §8.3), read FOR SHARE by a `--next` claim together with
 the server's clock and the first priority level; and the hooks that read the
 clock without a round trip of its own (`now_with`, `ready_at_clock`).
 """
@@ -35,8 +35,8 @@ _CLAIM_START = (
     " (SELECT min(rank) FROM ledger_due WHERE rank > -1000001)"
     " FROM ledger_pause WHERE id = 1 FOR SHARE"
 )
-"""A `--next` claim's first statement: the pause (read FOR SHARE, SPEC §8.3), the
-server's clock and the first priority level of the due index (SPEC §8.2)."""
+"""A `--next` claim's first statement: the pause (read FOR SHARE, docs/design.md §8.3), the
+server's clock and the first priority level of the due index (docs/design.md §8.2)."""
 
 
 class PostgresClaims(PostgresConnection):
@@ -63,7 +63,7 @@ class PostgresClaims(PostgresConnection):
         return now
 
     orders_schedules = True
-    """`ready_candidates` yields the Ready order of SPEC §8.2 and leaves out tasks
+    """`ready_candidates` yields the Ready order of docs/design.md §8.2 and leaves out tasks
     not yet due (stores/sql/postgres_due.py): engine/ready.py needs no scan."""
 
     def ready_candidates(
@@ -198,7 +198,7 @@ class PostgresClaims(PostgresConnection):
         return now, itertools.chain((first,), rest)
 
     def read_pause(self, for_claim: bool = False) -> tuple[str, str, str] | None:
-        """The pause (SPEC §8.3; stores/sql/pause.py). A `--next` claim reads the
+        """The pause (docs/design.md §8.3; stores/sql/pause.py). A `--next` claim reads the
         row FOR SHARE in its transaction, so `pause`'s UPDATE waits for it. Any
         other read inside a batch (`pause`, `resume`: read, then write) locks
         the row FOR UPDATE, so of two at once the second reads what the first

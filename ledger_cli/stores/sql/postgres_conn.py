@@ -283,7 +283,7 @@ class PostgresConnection:
             raise StoreError(f"ledger: postgres clock ({self._where}): no row returned")
         return Instant.from_datetime(row[0]).utc()
 
-    # -- blocks and un-blocks (SPEC §6.2; engine/serial.py) ----------------------
+    # -- blocks and un-blocks (docs/design.md §6.2; engine/serial.py) ----------------------
 
     def lock_blocks(self) -> bool:
         """Inside a batch: take the lock that serializes the transactions writing

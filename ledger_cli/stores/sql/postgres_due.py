@@ -1,4 +1,4 @@
-"""The Ready order of SPEC §8.2 in the PostgreSQL ready index: `ledger_due`.
+"""The Ready order of docs/design.md §8.2 in the PostgreSQL ready index: `ledger_due`.
 
 As on SQLite (stores/sql/sqlite_due.py): `ledger_due (key, rank, due)` holds the
 candidates of `ledger_ready` with rank = -priority and due = the later of

@@ -1,4 +1,4 @@
-"""The PostgreSQL half of the ready index (SPEC §6.1; stores/sql/readyindex.py).
+"""The PostgreSQL half of the ready index (docs/design.md §6.1; stores/sql/readyindex.py).
 
 What a PostgreSQL schema holds and runs to keep `ledger_needs` and
 `ledger_ready` current: the side tables, the helper functions

@@ -1,4 +1,4 @@
-"""The PostgreSQL store's schema and its set-up on open (SPEC §3.4, §6.1, §8.2).
+"""The PostgreSQL store's schema and its set-up on open (docs/design.md §3.4, §6.1, §8.2).
 
 The DDL of `ledger_tasks` (the Go table on PostgreSQL: `text COLLATE "C"`
 keys, `numeric(20,0)` unsigned 64-bit numbers), our history, pause and
@@ -75,7 +75,7 @@ SELECT
     AND strpos(prosrc, %s) > 0)
 """
 """One round trip on open: every Go column, the indexes, the history table, the
-ready index's trigger (SPEC §6.1) and its function's version. When all are
+ready index's trigger (docs/design.md §6.1) and its function's version. When all are
 there, no DDL runs."""
 
 SETUP_LOCK = 0x6C6564676572  # pg_advisory_xact_lock key ("ledger"): openers serialise DDL
@@ -95,13 +95,13 @@ def setup(conn: psycopg.Connection[Any]) -> None:
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (SETUP_LOCK,))
         for ddl in DDL:
             conn.execute(ddl)
-        if not _ready_installed(conn):  # the ready index (SPEC §6.1), built once
+        if not _ready_installed(conn):  # the ready index (docs/design.md §6.1), built once
             for ddl in (*postgres_readyindex.PG_DDL, *postgres_readyindex.PG_REBUILD):
                 conn.execute(ddl)
         else:  # an older trigger function: replace it (the index stays)
             for ddl in postgres_readyindex.PG_DDL:
                 conn.execute(ddl)
-        # The Ready order of SPEC §8.2 (stores/sql/postgres_due.py): built by the first
+        # The Ready order of docs/design.md §8.2 (stores/sql/postgres_due.py): built by the first
         # opener that finds it missing or older, then kept by its triggers.
         row = conn.execute(postgres_due.INSTALLED, (postgres_due.DUE_VERSION,)).fetchone()
         for ddl in postgres_due.DDL:

@@ -1,6 +1,6 @@
 """The PostgreSQL store's side tables: schedules and the ready index's upkeep.
 
-`PostgresSideTables` reads and writes `ledger_schedule` (SPEC §8.1;
+`PostgresSideTables` reads and writes `ledger_schedule` (docs/design.md §8.1;
 schedules.py), and checks (`ledger doctor`) and rebuilds (`doctor --fix`)
 the trigger-kept ready index and Ready order against `ledger_tasks`
 (postgres_readyindex.py, postgres_due.py).
@@ -23,7 +23,7 @@ class PostgresSideTables(PostgresConnection):
     """Schedules and ready-index upkeep of a `PostgresStore`."""
 
     def schedule_of(self, key: str) -> tuple[Instant, int] | None:
-        """A key's not-before and priority (SPEC §8.1; stores/sql/schedules.py)."""
+        """A key's not-before and priority (docs/design.md §8.1; stores/sql/schedules.py)."""
         if not codec.is_utf8(key):
             return None
         with self._lock:

@@ -1,4 +1,4 @@
-"""The ready index of the SQL stores (SPEC §6.1): side tables kept by triggers.
+"""The ready index of the SQL stores (docs/design.md §6.1): side tables kept by triggers.
 
 Two tables beside the Go schema (which stays as it is), named `ledger_*`:
 
@@ -110,7 +110,7 @@ def candidates(fetch: Fetch, page: int, after: tuple[str, str] = ("", "")) -> It
         after = (str(rows[-1][-1]), str(rows[-1][0]))
 
 
-# -- prune (SPEC §6.4) ---------------------------------------------------------
+# -- prune (docs/design.md §6.4) ---------------------------------------------------------
 
 
 STATUS_COUNTS_SQL = (

@@ -1,5 +1,5 @@
 """`doctor --fix`'s rebuild of the SQL stores' ready index in short blocks
-(SPEC §5 "Short lock holds").
+(docs/design.md §5.4 "Short lock holds").
 
 The rebuild recomputes `ledger_needs`, `ledger_ready` and `ledger_due` from
 `ledger_tasks`. In one transaction it held every writer of `ledger_tasks` off
@@ -36,7 +36,7 @@ import time
 from collections.abc import Callable
 
 TARGET_HOLD = 0.3
-"""Seconds a block may hold the writers off (SPEC §5: about 1 s at most)."""
+"""Seconds a block may hold the writers off (docs/design.md §5.4: about 1 s at most)."""
 
 FIRST_KEYS = 1_000
 MIN_KEYS = 200

@@ -1,4 +1,4 @@
-"""The schedules of SPEC §8.1/§8.2 on the SQL stores: the side table
+"""The schedules of docs/design.md §8.1/§8.2 on the SQL stores: the side table
 `ledger_schedule (key, not_before, priority)`, one row per key that has a
 not-before or a priority (engine/schedule.py). The Go schema of
 `ledger_tasks` stays as it is; a row the Go service writes has no schedule

@@ -1,6 +1,6 @@
-"""SQLiteStore: a Store in an SQLite database the Go service can share (SPEC §3.3).
+"""SQLiteStore: a Store in an SQLite database the Go service can share (docs/design.md §3.3).
 
-The table is the Go `SQLiteStore`'s `ledger_tasks` (spec/engine.md §7): same
+The table is the Go `SQLiteStore`'s `ledger_tasks` (docs/design.md §3.3): same
 columns, types, defaults and encodings, same idempotent column migration, WAL
 and a busy timeout. So `ledger --store app.db …` inspects and operates the very
 file a running Go service uses, concurrently with it. What this store adds is
@@ -109,7 +109,7 @@ class SQLiteStore(SQLiteClaims, SQLiteReads, SQLiteSideTables, SQLiteQueues):
                 self._retry(op, exc, sql, params)
                 return self._cur.rowcount == 1
 
-    # -- prune (SPEC §6.4; engine/prune.py): pruned keys in ledger_pruned ----------
+    # -- prune (docs/design.md §6.4; engine/prune.py): pruned keys in ledger_pruned ----------
 
     def prune_records(self, pairs: Sequence[tuple[TaskState, TaskState]]) -> int:
         """Store each pruned record (a compare-and-swap), mark it, drop its history;

@@ -1,10 +1,10 @@
 """The SQLite store's claim path: the Ready candidates and the pause.
 
-`SQLiteClaims` reads the Ready order (SPEC §8.2) through `ledger_due`
+`SQLiteClaims` reads the Ready order (docs/design.md §8.2) through `ledger_due`
 (sqlite_due.py) and the plain candidate order through `ledger_ready`
 (readyindex.py, sqlite_readyindex.py), the ready figures of `ledger stats`
 (keys that are not valid UTF-8 counted apart, as `claim --next` never hands
-one out), and the pause (SPEC §8.3), which a `--next` claim reads inside its
+one out), and the pause (docs/design.md §8.3), which a `--next` claim reads inside its
 BEGIN IMMEDIATE batch.
 """
 
@@ -30,7 +30,7 @@ class SQLiteClaims(SQLiteConnection):
     """The claim path of an `SQLiteStore`: candidates, ready figures, the pause."""
 
     orders_schedules = True
-    """`ready_candidates` yields the Ready order of SPEC §8.2 and leaves out tasks
+    """`ready_candidates` yields the Ready order of docs/design.md §8.2 and leaves out tasks
     not yet due (stores/sql/sqlite_due.py): engine/ready.py needs no scan."""
 
     def ready_candidates(self, now: Instant | None = None) -> Iterator[TaskState]:
@@ -86,7 +86,7 @@ class SQLiteClaims(SQLiteConnection):
         return readyindex.candidates(fetch, 16)
 
     def read_pause(self, for_claim: bool = False) -> tuple[str, str, str] | None:
-        """The pause (SPEC §8.3; stores/sql/pause.py); a `--next` claim reads it in
+        """The pause (docs/design.md §8.3; stores/sql/pause.py); a `--next` claim reads it in
         its BEGIN IMMEDIATE batch, which `pause` cannot interleave with."""
         with self._lock:
             self._check_open()

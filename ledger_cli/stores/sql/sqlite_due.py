@@ -1,4 +1,4 @@
-"""The Ready order of SPEC §8.2 in the SQLite ready index: `ledger_due`.
+"""The Ready order of docs/design.md §8.2 in the SQLite ready index: `ledger_due`.
 
 `ledger_ready` (stores/sql/readyindex.py, sqlite_readyindex.py) keeps the
 candidates, every pending or claimed task whose direct needs are completed.

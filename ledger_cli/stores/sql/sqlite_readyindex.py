@@ -1,4 +1,4 @@
-"""The SQLite half of the ready index (SPEC §6.1; stores/sql/readyindex.py).
+"""The SQLite half of the ready index (docs/design.md §6.1; stores/sql/readyindex.py).
 
 What an SQLite database holds and runs to keep `ledger_needs` and
 `ledger_ready` current: the side tables and their indexes, the three triggers
@@ -62,7 +62,7 @@ _SQ_PROMOTE = (
 )
 
 SQLITE_TABLES = (
-    # The keys `ledger prune` pruned (SPEC §6.4): a side table, so the mark
+    # The keys `ledger prune` pruned (docs/design.md §6.4): a side table, so the mark
     # survives whatever the Go service does to ledger_tasks.
     "CREATE TABLE IF NOT EXISTS ledger_pruned (key TEXT PRIMARY KEY) WITHOUT ROWID",
     "CREATE TABLE IF NOT EXISTS ledger_needs (key TEXT NOT NULL, need TEXT NOT NULL,"

@@ -1,6 +1,6 @@
 """The SQLite store's schema: the Go table, ours beside it, and the migration.
 
-GO_DDL is the Go `SQLiteStore`'s `ledger_tasks` (spec/engine.md §7), column
+GO_DDL is the Go `SQLiteStore`'s `ledger_tasks` (docs/design.md §3.3), column
 for column; EXTRA_DDL our claimable-work index, history, pause and schedule
 tables. `schema_complete` checks (reads only) that every column and object is
 there, and `migrate` runs the Go store's create-and-migrate plus ours, and
@@ -32,7 +32,7 @@ GO_DDL = """CREATE TABLE IF NOT EXISTS ledger_tasks (
     created_by TEXT NOT NULL DEFAULT '',
     updated_by TEXT NOT NULL DEFAULT ''
 )"""
-"""The Go store's table (spec/engine.md §7), column for column."""
+"""The Go store's table (docs/design.md §3.3), column for column."""
 
 EXTRA_DDL = (
     "CREATE INDEX IF NOT EXISTS ledger_tasks_claimable ON ledger_tasks (status, created_at, key)",
@@ -109,8 +109,8 @@ def migrate(conn: sqlite3.Connection, path: str) -> None:
             )
         for ddl in EXTRA_DDL:
             conn.execute(ddl)
-        if not _ready_installed(conn):  # the ready index (SPEC §6.1), built once
-            # The order of SPEC §8.2 (ledger_due) first, so that it follows
+        if not _ready_installed(conn):  # the ready index (docs/design.md §6.1), built once
+            # The order of docs/design.md §8.2 (ledger_due) first, so that it follows
             # every ledger_ready row the rebuild writes; a ledger_ready of an
             # older release is rebuilt by the first opener that migrates.
             due_missing = not _due_installed(conn)

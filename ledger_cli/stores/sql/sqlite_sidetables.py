@@ -1,6 +1,6 @@
 """The SQLite store's side tables: schedules and the ready index's upkeep.
 
-`SQLiteSideTables` reads and writes `ledger_schedule` (SPEC §8.1;
+`SQLiteSideTables` reads and writes `ledger_schedule` (docs/design.md §8.1;
 schedules.py), and checks (`ledger doctor`) and rebuilds (`doctor --fix`)
 the trigger-kept ready index and Ready order against `ledger_tasks`
 (sqlite_readyindex.py, sqlite_due.py).
@@ -17,7 +17,7 @@ class SQLiteSideTables(SQLiteConnection):
     """Schedules and ready-index upkeep of an `SQLiteStore`."""
 
     def schedule_of(self, key: str) -> tuple[Instant, int] | None:
-        """A key's not-before and priority (SPEC §8.1; stores/sql/schedules.py)."""
+        """A key's not-before and priority (docs/design.md §8.1; stores/sql/schedules.py)."""
         with self._lock:
             self._check_open()
             one = schedules.sql(schedules.SELECT_ONE, "?")

@@ -1,4 +1,4 @@
-"""`ledger doctor`'s check of the attempts (SPEC §7.1): attempts whose key has
+"""`ledger doctor`'s check of the attempts (docs/design.md §7.1): attempts whose key has
 no record are a note, and `--fix` removes them (`prune` drops a pruned key's
 attempts itself)."""
 

@@ -1,4 +1,4 @@
-"""`ledger doctor`'s check of a store's derived indexes: the ready index (SPEC
+"""`ledger doctor`'s check of a store's derived indexes: the ready index (docs/design.md
 §6.1) a store keeps for `claim --next` and the dependents index of the
 dependents walk must agree with the records; `--fix` rebuilds them. The JSON
 store's ready index promotes the tasks waiting on a need through its

@@ -18,7 +18,7 @@ background, complete by the command's exit status.
   and `run` exits with the command's status (128+N when a signal N killed it).
   Through a store outage the outcome is tried again, with the claim's fence,
   until it lands or the lease is over (exit 5: the task will run again).
-- `--retries N --backoff D` (SPEC §6.7): up to N+1 attempts under the one
+- `--retries N --backoff D` (docs/design.md §6.7): up to N+1 attempts under the one
   lease, renewed throughout (waits included), waiting D, 2D, 4D… between them;
   LEDGER_ATTEMPT (1, 2, …) in the command's environment; each failed attempt
   but the last leaves a history line `ledger.attempt_failed` with its exit
@@ -127,7 +127,7 @@ def run(
     give_up = parse_give_up(give_up_after)
     from ledger_cli.cli.commands.run.attempts import RunOptions
 
-    options = RunOptions(keep_output, timeout, kill_after)  # SPEC §7.1, §7.4
+    options = RunOptions(keep_output, timeout, kill_after)  # docs/design.md §7.1, §7.4
     with open_session(settings, give_up if drain or wait is not None else None) as s:
         if drain:
             worker = Drainer(s, owner, lease, lease_td, command, wait)

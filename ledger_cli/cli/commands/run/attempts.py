@@ -1,4 +1,4 @@
-"""What `ledger run` records of each start of its command (SPEC §7.1, §7.4).
+"""What `ledger run` records of each start of its command (docs/design.md §7.1, §7.4).
 
 `AttemptRecorder` is the supervisor's one hook per attempt:
 
@@ -279,7 +279,7 @@ class ClaimStart:
 
 def drop_begun(session: Session, key: str, n: int) -> None:
     """Remove attempt n, which a claim's unit started (`ClaimStart`), when no
-    command ran for it: an attempt is a start of the command (SPEC §7.1)."""
+    command ran for it: an attempt is a start of the command (docs/design.md §7.1)."""
     from ledger_cli.stores.attempts import attempt_log
 
     try:

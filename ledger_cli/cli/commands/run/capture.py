@@ -1,4 +1,4 @@
-"""`ledger run`'s output capture (SPEC §7.1): tee the command's stdout and
+"""`ledger run`'s output capture (docs/design.md §7.1): tee the command's stdout and
 stderr to the runner's own, keep the last `--keep-output` bytes, and flush
 them to the store while the command runs.
 
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 DEFAULT_KEEP = 1 << 20
 MAX_KEEP = 64 << 20
 FLUSH_EVERY = 0.5
-"""Seconds between flushes while the command writes (SPEC: at least once a second)."""
+"""Seconds between flushes while the command writes (at most 1 s: docs/design.md §7.1)."""
 READ_SIZE = 1 << 20
 DRAIN_GRACE = 1.0
 """After the command exited, how long its pipes may stay open (a daemon it left)."""
