@@ -19,10 +19,12 @@ written through the page cache, unsynced. Two things make that safe:
   frame in order, and checkpoints.
 
 A checkpoint makes everything applied durable with one syncfs(2) and empties
-the log. It runs when the log passes CHECKPOINT_BYTES (so a few hundred
-writes share it), and before any write that goes around the log (a large
-batch's journal, prune, a history rewrite, doctor's repairs): a frame
-replayed after such a write could otherwise undo it.
+the log. It runs when the log passes CHECKPOINT_BYTES (about a thousand
+writes share it), and before any write of primary data that goes around the
+log (a large batch's journal, prune and its history rewrite, attempt files
+written outside a batch): a frame replayed after such a write could
+otherwise undo it. Derived files (indexes, the tally) need none: a restart
+rebuilds them.
 
 The log is used where syncfs(2) and a boot id exist (Linux); elsewhere every
 commit goes through journal.json and syncs as it always did.
