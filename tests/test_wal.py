@@ -22,7 +22,7 @@ import pytest
 from ledger_cli.stores.jsonfile import JsonFileStore, fsutil, wal
 from tests.faults_support import LOCK_INFRA, files, invoke, logical_state, unapplied
 
-pytestmark = pytest.mark.skipif(not wal.enabled(), reason="wal.log needs syncfs(2) and a boot id")
+pytestmark = pytest.mark.skipif(not wal.enabled(), reason="wal.log needs a boot id (Linux)")
 
 LATER = "2026-01-02T05:00:00Z"
 

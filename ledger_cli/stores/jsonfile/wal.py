@@ -26,7 +26,7 @@ written outside a batch): a frame replayed after such a write could
 otherwise undo it. Derived files (indexes, the tally) need none: a restart
 rebuilds them.
 
-The log is used where syncfs(2) and a boot id exist (Linux); elsewhere every
+The log is used where the kernel names its boot (Linux); elsewhere every
 commit goes through journal.json and syncs as it always did.
 """
 
@@ -76,8 +76,11 @@ def boot_id() -> str | None:
 
 
 def enabled() -> bool:
-    """Whether small commits go through the log (syncfs(2) and a boot id exist)."""
-    return fsutil.sync_filesystem_available() and boot_id() is not None
+    """Whether small commits go through the log: where the kernel names its
+    boot (Linux). A checkpoint uses syncfs(2), or sync(2) where the C library
+    lacks it; probing for it (ctypes) is left to the checkpoint, off the
+    commit's path."""
+    return boot_id() is not None
 
 
 def _size(root: str, root_fd: int) -> int:
@@ -217,7 +220,7 @@ def checkpoint(root: str, root_fd: int) -> bool:
         return False
     if fsutil.sync_filesystem_available():
         fsutil.sync_filesystem(root_fd, root)
-    else:  # a log another process wrote, where syncfs(2) was found: sync everything
+    else:  # no syncfs(2) in this C library: sync every file system
         os.sync()
     mark_applied(root, root_fd, 0)
     cut(root, root_fd, 0)
