@@ -81,9 +81,6 @@ WAYS = ["truncated", "random", "empty", "deleted", "wrongshape"]
 KNOWN: dict[tuple[str, str], str] = {
     ("history", "deleted"): "a writer recreates a deleted history.jsonl (a store written"
     " through the library has records and no history, so its absence is not damage by itself)",
-    ("record", "deleted"): "a deleted record file is lost data: stats (the tally) still counts"
-    " it while a scan does not; doctor reports the tally's disagreement, but --fix rebuilds"
-    " the tally from what is left, accepting the loss without a flag or a history line",
 }
 
 
@@ -201,7 +198,9 @@ def _run_case(
     stats = run("stats", "--json")
     run("log")
     run("output", "p1")
-    run("doctor")
+    doctor = run("doctor")
+    if kind == "record" and damaged is None:  # lost primary data: named by key
+        assert doctor.returncode == 9 and "record p2 is lost" in doctor.stdout, doctor.stdout
     untouched()
     if stats.returncode == 0 and listing.returncode == 0:
         scan = _scan_counts(json.loads(listing.stdout))
@@ -217,6 +216,9 @@ def _run_case(
     untouched()
     run("doctor", "--fix")
     untouched()
+    if kind == "record" and damaged is None:  # --fix does not accept the loss
+        after = run("doctor")
+        assert after.returncode == 9 and "record p2 is lost" in after.stdout, after.stdout
     if not primary:
         after = run("doctor")
         assert after.returncode == 0, f"{kind}: doctor after --fix: {after.stdout}"

@@ -22,7 +22,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from ledger_cli.cli import output
-from ledger_cli.cli.commands.doctor.files import check_record_files, walk
+from ledger_cli.cli.commands.doctor.files import RecordFile, check_record_files, walk
 from ledger_cli.cli.commands.doctor.findings import Findings
 from ledger_cli.cli.commands.doctor.records import check_records
 from ledger_cli.cli.context import Session, Settings, store_url
@@ -41,7 +41,35 @@ def _check_needs(records: list[TaskState], found: Findings) -> None:
                 found.notes.append(f"{rec.key}: needs {need}, which was never admitted")
 
 
-def doctor(settings: Settings, fix: bool = False) -> int:
+def _check_lost(
+    s: Session,
+    root: str,
+    files: list[RecordFile],
+    history: list[HistoryEntry],
+    found: Findings,
+    drop: bool,
+) -> None:
+    """Keys whose record file is gone (lost.py): problems, or dropped with
+    --fix --drop-damaged."""
+    from ledger_cli.cli.commands.doctor import lost
+
+    on_disk = {os.path.basename(f.path).removesuffix(".json") for f in files}
+    try:
+        keys = lost.lost_keys(s, on_disk, history)
+        if keys and drop:
+            found.fixed.extend(lost.drop_lost(s, root, keys))
+            return
+    except StoreError as exc:
+        found.problems.append(output.one_line(str(exc)))
+        return
+    found.problems.extend(lost.lost_problem(root, key) for key in keys)
+
+
+def doctor(settings: Settings, fix: bool = False, drop_damaged: bool = False) -> int:
+    if drop_damaged and not fix:
+        from ledger_cli.cli.inputs import InputError
+
+        raise InputError("ledger: --drop-damaged goes with --fix (doctor --fix --drop-damaged)")
     found = Findings()
     from ledger_cli.stores.resolve import redact_url
 
@@ -94,6 +122,9 @@ def doctor(settings: Settings, fix: bool = False) -> int:
                 history = list(read_history())
             except StoreError as exc:
                 found.problems.append(output.one_line(str(exc)))
+        if walked and history is not None:
+            assert root is not None
+            _check_lost(s, root, files.files, history, found, drop_damaged)
         _check_needs(records, found)
         from ledger_cli.cli.commands.doctor.cycles import check_cycles
 
