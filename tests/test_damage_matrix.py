@@ -78,10 +78,7 @@ WAYS = ["truncated", "random", "empty", "deleted", "wrongshape"]
 
 # Known failures the matrix found that are not fixed yet (issue 30): each is a
 # case the store gets wrong today. strict: a fix makes the test say so.
-KNOWN: dict[tuple[str, str], str] = {
-    ("history", "deleted"): "a writer recreates a deleted history.jsonl (a store written"
-    " through the library has records and no history, so its absence is not damage by itself)",
-}
+KNOWN: dict[tuple[str, str], str] = {}
 
 
 def _ledger(store: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -41,6 +41,27 @@ def _check_needs(records: list[TaskState], found: Findings) -> None:
                 found.notes.append(f"{rec.key}: needs {need}, which was never admitted")
 
 
+def _drop_damaged(
+    s: Session,
+    root: str,
+    damaged: list[tuple[RecordFile, str]],
+    history: list[HistoryEntry],
+    found: Findings,
+) -> None:
+    """`--fix --drop-damaged`: damaged record files moved aside (lost.py); each
+    one moved is no longer a problem."""
+    from ledger_cli.cli.commands.doctor import lost
+
+    try:
+        moved = lost.drop_damaged_files(s, root, [f for f, _ in damaged], history)
+    except StoreError as exc:
+        found.problems.append(output.one_line(str(exc)))
+        return
+    gone = {problem for f, problem in damaged if any(m is f for m, _ in moved)}
+    found.problems = [p for p in found.problems if p not in gone]
+    found.fixed.extend(line for _, line in moved)
+
+
 def _check_lost(
     s: Session,
     root: str,
@@ -63,6 +84,38 @@ def _check_lost(
         found.problems.append(output.one_line(str(exc)))
         return
     found.problems.extend(lost.lost_problem(root, key) for key in keys)
+
+
+def _accept_lost_history(s: Session, root: str, found: Findings) -> None:
+    """`--fix --drop-damaged` on a JSON store whose history.jsonl is lost: a new
+    one, whose first line (`ledger.dropped`) says the old one was lost."""
+    from ledger_cli.cli.commands.doctor.lost import DROPPED
+    from ledger_cli.engine.history import HistoryEntry
+    from ledger_cli.stores.jsonfile import fsutil, historyfile
+
+    root_fd = fsutil.open_root(root)
+    if root_fd is None:
+        return
+    try:
+        with s.store.batch():
+            if not historyfile.is_lost(root, root_fd):
+                return
+            historyfile.start_again(root, root_fd)
+            entry = HistoryEntry(
+                time=str(s.now()),
+                actor=s.actor,
+                event=DROPPED,
+                key="",
+                fence=0,
+                data="history.jsonl was lost; this history starts here",
+            )
+            s.store.append_history([entry])  # type: ignore[attr-defined]
+    except StoreError as exc:
+        found.problems.append(output.one_line(str(exc)))
+        return
+    finally:
+        os.close(root_fd)
+    found.fixed.append(f"started a new history in place of the lost {root}/history.jsonl")
 
 
 def doctor(settings: Settings, fix: bool = False, drop_damaged: bool = False) -> int:
@@ -115,6 +168,9 @@ def doctor(settings: Settings, fix: bool = False, drop_damaged: bool = False) ->
                     rec.validate()
                 except LedgerError as exc:
                     found.problems.append(f"record {rec.key}: {output.one_line(str(exc))}")
+        if walked and drop_damaged:
+            assert root is not None
+            _accept_lost_history(s, root, found)
         read_history = getattr(s.store, "read_history", None)
         history: list[HistoryEntry] | None = None
         if read_history is not None:
@@ -124,6 +180,8 @@ def doctor(settings: Settings, fix: bool = False, drop_damaged: bool = False) ->
                 found.problems.append(output.one_line(str(exc)))
         if walked and history is not None:
             assert root is not None
+            if drop_damaged and checked.damaged:
+                _drop_damaged(s, root, checked.damaged, history, found)
             _check_lost(s, root, files.files, history, found, drop_damaged)
         _check_needs(records, found)
         from ledger_cli.cli.commands.doctor.cycles import check_cycles

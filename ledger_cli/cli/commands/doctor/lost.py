@@ -18,6 +18,7 @@ check reports their disagreement.
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 from ledger_cli.cli import output
@@ -27,6 +28,7 @@ from ledger_cli.stores.sql.codec import shown
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
+    from ledger_cli.cli.commands.doctor.files import RecordFile
     from ledger_cli.cli.context import Session
     from ledger_cli.engine.history import HistoryEntry
 
@@ -107,3 +109,98 @@ def drop_lost(s: Session, root: str, keys: Sequence[str]) -> list[str]:
         if entries:
             s.store.append_history(entries)  # type: ignore[attr-defined]
     return [output.clip(line) for line in done]
+
+
+DAMAGED_DIR = "damaged"
+"""Where `--drop-damaged` moves a damaged record file (never deleted): flat,
+under its own name and a number, so no scan takes it for a record again."""
+
+
+def _aside(dfd: int, name: str) -> str:
+    """A free name in damaged/ for `name`."""
+    n = 1
+    while True:
+        candidate = f"{name}.{n}"
+        try:
+            os.stat(candidate, dir_fd=dfd, follow_symlinks=False)
+        except FileNotFoundError:
+            return candidate
+        n += 1
+
+
+def drop_damaged_files(
+    s: Session, root: str, damaged: Sequence[RecordFile], history: Iterable[HistoryEntry]
+) -> list[tuple[RecordFile, str]]:
+    """Move each damaged record file into damaged/ (its bytes kept), under the
+    store lock, each file read again first (a file that changed meanwhile is
+    left, and still reported); a `ledger.dropped` history line each, naming
+    the key when the history knows it. (file, what was done) for each moved."""
+    from ledger_cli.cli.commands.doctor.files import read_regular
+    from ledger_cli.engine.history import HistoryEntry
+    from ledger_cli.stores.jsonfile import fsutil
+    from ledger_cli.stores.jsonfile.records import key_digest
+
+    names: dict[str, str] = {}
+    for entry in history:
+        if entry.key:
+            digest = key_digest(entry.key)
+            if digest is not None:
+                names[digest] = entry.key
+    root_fd = fsutil.open_root(root)
+    if root_fd is None:
+        return []
+    moved: list[tuple[RecordFile, str]] = []
+    try:
+        with s.store.batch():
+            dfd = fsutil.open_subdir(
+                root_fd, DAMAGED_DIR, os.path.join(root, DAMAGED_DIR), create=True
+            )
+            assert dfd is not None
+            try:
+                entries = []
+                now = str(s.now())
+                for file in damaged:
+                    try:
+                        if read_regular(file.path) != file.data:
+                            continue  # rewritten meanwhile: left, and reported
+                        name = os.path.basename(file.path)
+                        target = _aside(dfd, name)
+                        os.rename(file.path, os.path.join(root, DAMAGED_DIR, target))
+                    except FileNotFoundError:
+                        continue
+                    except OSError as exc:
+                        raise fsutil.fail(file.path, "cannot move aside", exc) from None
+                    shown_path = os.path.join(root, DAMAGED_DIR, target)
+                    key = names.get(name.removesuffix(".json"), "")
+                    what = f"record {key}" if key else "a record of unknown key"
+                    entries.append(
+                        HistoryEntry(
+                            time=now,
+                            actor=s.actor,
+                            event=DROPPED,
+                            key=key,
+                            fence=0,
+                            data=f"{what} dropped: its damaged file {file.path} moved to "
+                            f"{shown_path}",
+                        )
+                    )
+                    told = f"record {shown(key)}" if key else "a record of unknown key"
+                    moved.append(
+                        (file, output.clip(f"dropped {told}: moved {file.path} to {shown_path}"))
+                    )
+                if moved:
+                    fsutil.fsync_fd(dfd, os.path.join(root, DAMAGED_DIR))
+                    for file, _ in moved:
+                        parent = os.path.dirname(file.path)
+                        pfd = os.open(parent, os.O_RDONLY | os.O_DIRECTORY)
+                        try:
+                            fsutil.fsync_fd(pfd, parent)
+                        finally:
+                            os.close(pfd)
+                if entries:
+                    s.store.append_history(entries)  # type: ignore[attr-defined]
+            finally:
+                os.close(dfd)
+    finally:
+        os.close(root_fd)
+    return moved
