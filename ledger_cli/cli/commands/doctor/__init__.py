@@ -1,7 +1,8 @@
 """`ledger doctor`: check a store.
 
-Problems (exit 9): a record that does not parse or validate, a cycle of
-needs (`cycles.py`), a file mode
+Problems (exit 9): a record that does not parse or validate, a record or
+history.jsonl that is gone (`lost.py`; `--fix --drop-damaged` accepts the
+loss, with a history line), a cycle of needs (`cycles.py`), a file mode
 wider than 0600 (directories: 0700), a symlink inside the store, an unknown
 format version, anything else the store itself refuses to read.
 Notes (exit 0): needs naming keys never admitted; stray temporary files left
