@@ -107,8 +107,11 @@ def test_sqlite_damage(template: Path, tmp_path: Path, damage: str) -> None:
     damaged = DAMAGES[damage](template.read_bytes())
     db.write_bytes(damaged)
 
+    codes: list[int] = []
+
     def run(*args: str) -> subprocess.CompletedProcess[str]:
         res = _ledger(db, *args)
+        codes.append(res.returncode)
         where = f"{damage}: ledger {' '.join(args)} -> {res.returncode}: {res.stderr!r}"
         assert res.returncode != 70, where
         assert "Traceback" not in res.stderr + res.stdout, where
@@ -137,6 +140,7 @@ def test_sqlite_damage(template: Path, tmp_path: Path, damage: str) -> None:
         assert fixed.returncode == 9, (damage, fixed.stdout)
     if not accepted and damage != "empty":
         assert db.read_bytes() == damaged, f"{damage}: the file was rewritten"
+    print(f"{damage}: exits {sorted(codes)}")  # the figures (-s)
 
 
 def test_template_is_healthy(template: Path) -> None:
