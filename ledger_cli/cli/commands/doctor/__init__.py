@@ -34,12 +34,16 @@ if TYPE_CHECKING:
     from ledger_cli.engine.record import TaskState
 
 
-def _check_needs(records: list[TaskState], found: Findings) -> None:
+def _check_needs(
+    records: list[TaskState], found: Findings, gone: dict[str, str] | None = None
+) -> None:
+    """A note per need naming no record; `gone`: why a key has none (lost, dropped)."""
     keys = {rec.key for rec in records}
     for rec in records:
         for need in dict.fromkeys(rec.needs or ()):
             if need not in keys:
-                found.notes.append(f"{rec.key}: needs {need}, which was never admitted")
+                why = (gone or {}).get(need, "was never admitted")
+                found.notes.append(f"{rec.key}: needs {need}, which {why}")
 
 
 def _drop_damaged(
@@ -70,21 +74,26 @@ def _check_lost(
     history: list[HistoryEntry],
     found: Findings,
     drop: bool,
-) -> None:
+) -> dict[str, str]:
     """Keys whose record file is gone (lost.py): problems, or dropped with
-    --fix --drop-damaged."""
+    --fix --drop-damaged. What became of each key without a record that the
+    history knows (for the needs' notes)."""
     from ledger_cli.cli.commands.doctor import lost
 
+    gone = dict.fromkeys(lost.dropped_keys(history), "was dropped (doctor --drop-damaged)")
     on_disk = {os.path.basename(f.path).removesuffix(".json") for f in files}
     try:
         keys = lost.lost_keys(s, on_disk, history)
         if keys and drop:
             found.fixed.extend(lost.drop_lost(s, root, keys))
-            return
+            gone.update(dict.fromkeys(keys, "was dropped (doctor --drop-damaged)"))
+            return gone
     except StoreError as exc:
         found.problems.append(output.one_line(str(exc)))
-        return
+        return gone
     found.problems.extend(lost.lost_problem(root, key) for key in keys)
+    gone.update(dict.fromkeys(keys, "is lost (see above)"))
+    return gone
 
 
 def _accept_lost_history(s: Session, root: str, found: Findings) -> None:
@@ -179,12 +188,13 @@ def doctor(settings: Settings, fix: bool = False, drop_damaged: bool = False) ->
                 history = list(read_history())
             except StoreError as exc:
                 found.problems.append(output.one_line(str(exc)))
+        gone: dict[str, str] = {}
         if walked and history is not None:
             assert root is not None
             if drop_damaged and checked.damaged:
                 _drop_damaged(s, root, checked.damaged, history, found)
-            _check_lost(s, root, files.files, history, found, drop_damaged)
-        _check_needs(records, found)
+            gone = _check_lost(s, root, files.files, history, found, drop_damaged)
+        _check_needs(records, found, gone)
         from ledger_cli.cli.commands.doctor.cycles import check_cycles
 
         check_cycles(records, found)

@@ -64,6 +64,15 @@ def lost_keys(s: Session, on_disk: set[str], history: Iterable[HistoryEntry]) ->
     return lost
 
 
+def dropped_keys(history: Iterable[HistoryEntry]) -> list[str]:
+    """The keys whose last history line is `ledger.dropped`."""
+    last: dict[str, str] = {}
+    for entry in history:
+        if entry.key:
+            last[entry.key] = entry.event
+    return [key for key, event in last.items() if event == DROPPED]
+
+
 def record_path(root: str, key: str) -> str:
     from ledger_cli.stores.jsonfile.layout import shown as path_of
     from ledger_cli.stores.jsonfile.records import key_digest
