@@ -65,7 +65,12 @@ def list_records(
                 records.append(rec)
             else:
                 more += 1  # on a terminal the table stays readable: "N more" below it
-        if tally is not None and seen != tally and (max_n is None or shown < max_n):
+        if (
+            tally is not None
+            and seen != tally
+            and (max_n is None or shown < max_n)
+            and _tally_counts(s.store) == tally  # no writer between: worth confirming
+        ):
             _confirm_disagreement(s.store, tally, seen)
         now = s.now()
     if settings.json:
@@ -110,8 +115,10 @@ def _tally_counts(store: Store) -> dict[str, int] | None:
 
 def _confirm_disagreement(store: Store, tally: dict[str, int], seen: dict[str, int]) -> None:
     """Exit 9 when the scan and the tally still disagree under the store lock
-    (a writer between the two reads is no damage): a record file is lost, or
-    the tally is damaged. `ledger doctor` names which."""
+    (writers during the scan that left the counts as they were are no
+    damage): a record file is lost, or the tally is damaged. `ledger doctor`
+    names which. The caller asks only when the tally read the same before and
+    after the scan, so a busy store seldom pays for the locked check."""
     from ledger_cli.errors import StoreDamageError
 
     if not store.check_tally_index():  # type: ignore[attr-defined]
