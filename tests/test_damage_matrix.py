@@ -13,7 +13,11 @@ Checked for every case:
   or exit 9 naming the damage;
 - `stats` agrees with a scan of the records (`list --json`) whenever both answer;
 - after `doctor --fix`, a derived file (ready, deps, tally, live, pruned count) is
-  repaired: `doctor` is clean and `claim --next` claims.
+  repaired: `doctor` is clean and `claim --next` claims;
+- a deleted record is named by `doctor` as lost, before and after `--fix`; a
+  damaged or deleted record and a deleted history are accepted by
+  `doctor --fix --drop-damaged` (damaged bytes kept in damaged/), after which
+  `doctor` is clean and `claim --next` claims.
 
 CI runs one truncation offset and one random seed per file;
 LEDGER_DAMAGE_FULL=1 runs seven offsets and five seeds (docs/reliability.md).
@@ -216,6 +220,18 @@ def _run_case(
     if kind == "record" and damaged is None:  # --fix does not accept the loss
         after = run("doctor")
         assert after.returncode == 9 and "record p2 is lost" in after.stdout, after.stdout
+    if kind == "record" or (kind == "history" and damaged is None):
+        # Accepting the loss explicitly: the damaged file moved aside (its bytes
+        # kept), a history line, and a store that works again.
+        dropped = run("doctor", "--fix", "--drop-damaged")
+        assert dropped.returncode == 0, f"{kind}: --drop-damaged: {dropped.stdout}"
+        assert "fixed: " in dropped.stdout, dropped.stdout
+        if damaged is not None and kind == "record":
+            aside = [p.read_bytes() for p in (store / "damaged").iterdir()]
+            assert aside == [damaged], f"{kind}: the damaged bytes were not kept"
+        assert run("doctor").returncode == 0, f"{kind}: doctor after --drop-damaged"
+        again = run("claim", "--next", "--owner", "m3", "--lease", "60s")
+        assert again.returncode == 0, f"{kind}: claim --next after --drop-damaged"
     if not primary:
         after = run("doctor")
         assert after.returncode == 0, f"{kind}: doctor after --fix: {after.stdout}"
