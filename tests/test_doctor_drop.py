@@ -168,3 +168,18 @@ def test_a_store_written_through_the_library_starts_its_history(tmp_path: Path) 
     assert (root / "history.jsonl").exists()
     res = _ledger(root, "doctor")
     assert "is lost" not in res.stdout
+
+
+def test_an_older_store_gets_its_history_mark_at_the_next_append(tmp_path: Path) -> None:
+    """A store written before history.started existed has a history and no
+    mark: the next append adds the mark, and from then on a deleted history
+    is refused."""
+    store = _store(tmp_path)
+    mark = store / "history.started"
+    mark.unlink()
+    assert _ledger(store, "admit", "d").returncode == 0
+    assert mark.exists() and mark.stat().st_mode & 0o777 == 0o600
+    (store / "history.jsonl").unlink()
+    res = _ledger(store, "admit", "e")
+    assert res.returncode == 9 and "the history is missing" in res.stderr
+    assert not (store / "history.jsonl").exists()
