@@ -13,7 +13,11 @@ Checked for every case:
   or exit 9 naming the damage;
 - `stats` agrees with a scan of the records (`list --json`) whenever both answer;
 - after `doctor --fix`, a derived file (ready, deps, tally, live, pruned count) is
-  repaired: `doctor` is clean and `claim --next` claims.
+  repaired: `doctor` is clean and `claim --next` claims;
+- a deleted record is named by `doctor` as lost, before and after `--fix`; a
+  damaged or deleted record and a deleted history are accepted by
+  `doctor --fix --drop-damaged` (damaged bytes kept in damaged/), after which
+  `doctor` is clean and `claim --next` claims.
 
 CI runs one truncation offset and one random seed per file;
 LEDGER_DAMAGE_FULL=1 runs seven offsets and five seeds (docs/reliability.md).
@@ -78,13 +82,7 @@ WAYS = ["truncated", "random", "empty", "deleted", "wrongshape"]
 
 # Known failures the matrix found that are not fixed yet (issue 30): each is a
 # case the store gets wrong today. strict: a fix makes the test say so.
-KNOWN: dict[tuple[str, str], str] = {
-    ("history", "deleted"): "a writer recreates a deleted history.jsonl (a store written"
-    " through the library has records and no history, so its absence is not damage by itself)",
-    ("record", "deleted"): "a deleted record file is lost data: stats (the tally) still counts"
-    " it while a scan does not; doctor reports the tally's disagreement, but --fix rebuilds"
-    " the tally from what is left, accepting the loss without a flag or a history line",
-}
+KNOWN: dict[tuple[str, str], str] = {}
 
 
 def _ledger(store: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -201,7 +199,9 @@ def _run_case(
     stats = run("stats", "--json")
     run("log")
     run("output", "p1")
-    run("doctor")
+    doctor = run("doctor")
+    if kind == "record" and damaged is None:  # lost primary data: named by key
+        assert doctor.returncode == 9 and "record p2 is lost" in doctor.stdout, doctor.stdout
     untouched()
     if stats.returncode == 0 and listing.returncode == 0:
         scan = _scan_counts(json.loads(listing.stdout))
@@ -217,6 +217,21 @@ def _run_case(
     untouched()
     run("doctor", "--fix")
     untouched()
+    if kind == "record" and damaged is None:  # --fix does not accept the loss
+        after = run("doctor")
+        assert after.returncode == 9 and "record p2 is lost" in after.stdout, after.stdout
+    if kind == "record" or (kind == "history" and damaged is None):
+        # Accepting the loss explicitly: the damaged file moved aside (its bytes
+        # kept), a history line, and a store that works again.
+        dropped = run("doctor", "--fix", "--drop-damaged")
+        assert dropped.returncode == 0, f"{kind}: --drop-damaged: {dropped.stdout}"
+        assert "fixed: " in dropped.stdout, dropped.stdout
+        if damaged is not None and kind == "record":
+            aside = [p.read_bytes() for p in (store / "damaged").iterdir()]
+            assert aside == [damaged], f"{kind}: the damaged bytes were not kept"
+        assert run("doctor").returncode == 0, f"{kind}: doctor after --drop-damaged"
+        again = run("claim", "--next", "--owner", "m3", "--lease", "60s")
+        assert again.returncode == 0, f"{kind}: claim --next after --drop-damaged"
     if not primary:
         after = run("doctor")
         assert after.returncode == 0, f"{kind}: doctor after --fix: {after.stdout}"

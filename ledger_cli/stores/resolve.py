@@ -14,6 +14,7 @@ driver, no filelock and no platformdirs.
 from __future__ import annotations
 
 import os
+import stat
 from typing import TYPE_CHECKING
 
 from ledger_cli.errors import NoStoreError, StoreError, StoreURLError
@@ -153,6 +154,24 @@ def require_store(url: str) -> None:
 def _require(scheme: str, target: str) -> None:
     if scheme in ("json", "sqlite") and not os.path.exists(target):
         raise NoStoreError(f"ledger: no store at {target} (the first write creates it)")
+    if scheme == "sqlite" and _empty_file(target) and _empty_file(target + "-wal", True):
+        # SQLite reads an empty file as an empty database: a database that lost
+        # its content would pass for a healthy, empty queue (issue 30).
+        raise NoStoreError(
+            f"ledger: no store at {target}: the file is empty (the first write creates "
+            "the database; if it held one, restore it from a backup)"
+        )
+
+
+def _empty_file(path: str, missing: bool = False) -> bool:
+    """Whether `path` is a regular file of 0 bytes (`missing`: what a missing one counts as)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return missing
+    except OSError:
+        return False  # the store's own open reports it
+    return stat.S_ISREG(st.st_mode) and st.st_size == 0
 
 
 def open_store(url: str, create: bool = True) -> Store:

@@ -38,7 +38,9 @@ def restore(
     dispatch(ctx, work, source=source)
 
 
-@app.command(epilog=examples("ledger doctor", "ledger doctor --fix"))
+@app.command(
+    epilog=examples("ledger doctor", "ledger doctor --fix", "ledger doctor --fix --drop-damaged")
+)
 def doctor(
     ctx: typer.Context,
     fix: Annotated[
@@ -48,14 +50,23 @@ def doctor(
             help="Repair what can be repaired safely: remove a crash's temporary files, "
             "block each escaped block and un-block each orphaned one (the engine's "
             "walks), rebuild the ready and dependents indexes from the records. "
-            "A damaged record is never touched.",
+            "A damaged or lost record is never touched nor forgotten.",
+        ),
+    ] = False,
+    drop_damaged: Annotated[
+        bool,
+        typer.Option(
+            "--drop-damaged",
+            help="With --fix: accept the loss of damaged and lost primary data. A damaged "
+            "record file is moved aside into damaged/ (never deleted), a lost one's key is "
+            "dropped; a history line (ledger.dropped) and a line of output each.",
         ),
     ] = False,
 ) -> None:
     """Check the store: problems exit 9, notes exit 0."""
     from ledger_cli.cli.commands.doctor import doctor as work
 
-    dispatch(ctx, work, fix=fix)
+    dispatch(ctx, work, fix=fix, drop_damaged=drop_damaged)
 
 
 @app.command(epilog=examples("ledger demo", "ledger demo --workers 5"))

@@ -4,6 +4,13 @@ crash in an append) is ignored by readers and cut by the journal's replay; a
 file that ends mid-line with no journal to cut it is damage, which every
 writer refuses.
 
+history.started, an empty file, is created beside the history's first line
+(and beside an older store's history at its next append): from then on a
+missing history.jsonl is lost primary data, and writers refuse to start a
+new one (exit 9 naming it) — a store written through the library, which
+keeps no history, has neither file. `ledger doctor --fix --drop-damaged`
+accepts the loss: it starts a new file with a `ledger.dropped` line.
+
 `ledger prune` drops the lines of the keys it pruned by rewriting the file
 (`drop_keys_briefly`), mostly outside the lock (docs/design.md §5.4 "Short lock holds"):
 
@@ -36,7 +43,7 @@ from ledger_cli.engine.history import HistoryEntry
 from ledger_cli.errors import StoreDamageError
 from ledger_cli.stores.jsonfile import fsutil
 from ledger_cli.stores.jsonfile.fsutil import fail
-from ledger_cli.stores.jsonfile.layout import HISTORY_NAME, shown
+from ledger_cli.stores.jsonfile.layout import HISTORY_MARK, HISTORY_NAME, exists, shown
 from ledger_cli.stores.jsonfile.locking import io_errors
 
 if TYPE_CHECKING:
@@ -72,9 +79,15 @@ def open_for_append(root: str, root_fd: int, at: int | None = None) -> tuple[int
     ends mid-line otherwise is damage — history is primary data — and is
     refused, never cut (issue 30)."""
     path = shown(root, HISTORY_NAME)
-    flags = os.O_RDWR | os.O_CREAT | fsutil.O_NOFOLLOW | fsutil.O_NONBLOCK | fsutil.O_CLOEXEC
+    flags = os.O_RDWR | fsutil.O_NOFOLLOW | fsutil.O_NONBLOCK | fsutil.O_CLOEXEC
     try:
-        fd = os.open(HISTORY_NAME, flags, fsutil.FILE_MODE, dir_fd=root_fd)
+        try:
+            fd = os.open(HISTORY_NAME, flags, dir_fd=root_fd)
+        except FileNotFoundError:
+            if at is None and exists(root, root_fd, HISTORY_MARK):
+                raise lost_history(root) from None
+            fd = os.open(HISTORY_NAME, flags | os.O_CREAT, fsutil.FILE_MODE, dir_fd=root_fd)
+        _mark(root_fd)
     except OSError as exc:
         raise fsutil.open_failed(path, exc) from None
     size = fsutil.require_regular(fd, path).st_size
@@ -88,6 +101,51 @@ def open_for_append(root: str, root_fd: int, at: int | None = None) -> tuple[int
         os.close(fd)
         raise fail(path, "cannot prepare for appending", exc) from None
     return fd, size
+
+
+def _mark(root_fd: int) -> None:
+    """Create history.started unless it is there (one open: EEXIST when it is).
+    Not fsynced: the journal's directory fsync, which follows, makes it durable."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | fsutil.O_NOFOLLOW | fsutil.O_CLOEXEC
+    try:
+        fd = os.open(HISTORY_MARK, flags, fsutil.FILE_MODE, dir_fd=root_fd)
+    except FileExistsError:
+        return
+    try:
+        os.fchmod(fd, fsutil.FILE_MODE)
+    finally:
+        os.close(fd)
+
+
+def is_lost(root: str, root_fd: int) -> bool:
+    """Whether history.jsonl is missing while history.started says the store kept one."""
+    return not exists(root, root_fd, HISTORY_NAME) and exists(root, root_fd, HISTORY_MARK)
+
+
+def lost_history(root: str) -> StoreDamageError:
+    return StoreDamageError(
+        f"ledger: store: {shown(root, HISTORY_NAME)}: the history is missing, though the "
+        f"store kept one ({HISTORY_MARK}); restore the file from a backup, or accept its "
+        "loss: ledger doctor --fix --drop-damaged"
+    )
+
+
+def start_again(root: str, root_fd: int) -> None:
+    """Create an empty history.jsonl in place of a lost one (`doctor --fix
+    --drop-damaged`, under the store lock; its first line says why)."""
+    path = shown(root, HISTORY_NAME)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | fsutil.O_NOFOLLOW | fsutil.O_CLOEXEC
+    try:
+        fd = os.open(HISTORY_NAME, flags, fsutil.FILE_MODE, dir_fd=root_fd)
+        try:
+            os.fchmod(fd, fsutil.FILE_MODE)
+        finally:
+            os.close(fd)
+    except FileExistsError:
+        return
+    except OSError as exc:
+        raise fsutil.open_failed(path, exc) from None
+    fsutil.fsync_fd(root_fd, root)
 
 
 def damaged_history(path: str) -> StoreDamageError:
@@ -186,6 +244,7 @@ def stream(root: str, key: str | None, pending: list[bytes]) -> Iterator[History
     path = shown(root, HISTORY_NAME)
     with io_errors(root):
         fd = None
+        lost = False
         root_fd = fsutil.open_root(root)
         if root_fd is not None:
             try:
@@ -193,10 +252,13 @@ def stream(root: str, key: str | None, pending: list[bytes]) -> Iterator[History
                 fd = os.open(HISTORY_NAME, flags, dir_fd=root_fd)
             except FileNotFoundError:
                 fd = None
+                lost = exists(root, root_fd, HISTORY_MARK)
             except OSError as exc:
                 raise fsutil.open_failed(path, exc) from None
             finally:
                 os.close(root_fd)
+            if fd is None and lost:
+                raise lost_history(root)
         number = 0
         if fd is not None:
             fsutil.require_regular(fd, path)  # closes fd when it refuses

@@ -24,6 +24,9 @@ LIVE_DIR = "live"
 LIVE_STATUSES = frozenset({"pending", "claimed"})
 """Statuses indexed under live/ (the claimable ones; every other status is terminal)."""
 HISTORY_NAME = "history.jsonl"
+HISTORY_MARK = "history.started"
+"""An empty file created beside the first history line (historyfile.py): from
+then on, a missing history.jsonl is lost primary data, not a store without one."""
 JOURNAL_NAME = "journal.json"
 
 _HEX = "0123456789abcdef"

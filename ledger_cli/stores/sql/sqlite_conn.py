@@ -77,9 +77,42 @@ class SQLiteConnection:
                     raise self._error("pragma", exc) from None
                 time.sleep(backoff)
                 backoff = min(backoff * 2, 0.1)
+        with self._errors("size check"):
+            self._check_size()
         with self._errors("create ledger_tasks table"):
             if not sqlite_schema.schema_complete(self._conn):
                 sqlite_schema.migrate(self._conn, self._path)
+
+    def _check_size(self) -> None:
+        """A file shorter than the pages its header counts was truncated: SQLite
+        reads the missing pages as zeros, and a query through them can find no
+        rows instead of failing (issue 30). Checked inside a read transaction
+        while the write-ahead log is empty (then the header's count is the
+        file's: a checkpoint cannot reset a log a reader uses); with frames in
+        the log, its pages may be the missing ones and SQLite is trusted."""
+        from ledger_cli.errors import StoreDamageError
+
+        conn = self._conn
+        conn.execute("BEGIN")
+        try:
+            pages = int(conn.execute("PRAGMA page_count").fetchone()[0])
+            size = int(conn.execute("PRAGMA page_size").fetchone()[0])
+            try:
+                if os.stat(self._path + "-wal").st_size > 0:
+                    return
+            except FileNotFoundError:
+                pass
+            try:
+                have = os.stat(self._path).st_size
+            except FileNotFoundError:
+                return
+        finally:
+            conn.execute("COMMIT")
+        if have < pages * size:
+            raise StoreDamageError(
+                f"ledger: sqlite store {self._path}: the file holds {have} bytes, its header "
+                f"counts {pages} pages of {size} bytes: it was truncated; restore it from a backup"
+            )
 
     def _pragmas(self) -> None:
         conn = self._conn

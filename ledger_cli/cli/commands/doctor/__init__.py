@@ -1,7 +1,8 @@
 """`ledger doctor`: check a store.
 
-Problems (exit 9): a record that does not parse or validate, a cycle of
-needs (`cycles.py`), a file mode
+Problems (exit 9): a record that does not parse or validate, a record or
+history.jsonl that is gone (`lost.py`; `--fix --drop-damaged` accepts the
+loss, with a history line), a cycle of needs (`cycles.py`), a file mode
 wider than 0600 (directories: 0700), a symlink inside the store, an unknown
 format version, anything else the store itself refuses to read.
 Notes (exit 0): needs naming keys never admitted; stray temporary files left
@@ -22,7 +23,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from ledger_cli.cli import output
-from ledger_cli.cli.commands.doctor.files import check_record_files, walk
+from ledger_cli.cli.commands.doctor.files import RecordFile, check_record_files, walk
 from ledger_cli.cli.commands.doctor.findings import Findings
 from ledger_cli.cli.commands.doctor.records import check_records
 from ledger_cli.cli.context import Session, Settings, store_url
@@ -33,15 +34,105 @@ if TYPE_CHECKING:
     from ledger_cli.engine.record import TaskState
 
 
-def _check_needs(records: list[TaskState], found: Findings) -> None:
+def _check_needs(
+    records: list[TaskState], found: Findings, gone: dict[str, str] | None = None
+) -> None:
+    """A note per need naming no record; `gone`: why a key has none (lost, dropped)."""
     keys = {rec.key for rec in records}
     for rec in records:
         for need in dict.fromkeys(rec.needs or ()):
             if need not in keys:
-                found.notes.append(f"{rec.key}: needs {need}, which was never admitted")
+                why = (gone or {}).get(need, "was never admitted")
+                found.notes.append(f"{rec.key}: needs {need}, which {why}")
 
 
-def doctor(settings: Settings, fix: bool = False) -> int:
+def _drop_damaged(
+    s: Session,
+    root: str,
+    damaged: list[tuple[RecordFile, str]],
+    history: list[HistoryEntry],
+    found: Findings,
+) -> None:
+    """`--fix --drop-damaged`: damaged record files moved aside (lost.py); each
+    one moved is no longer a problem."""
+    from ledger_cli.cli.commands.doctor import lost
+
+    try:
+        moved = lost.drop_damaged_files(s, root, [f for f, _ in damaged], history)
+    except StoreError as exc:
+        found.problems.append(output.one_line(str(exc)))
+        return
+    gone = {problem for f, problem in damaged if any(m is f for m, _ in moved)}
+    found.problems = [p for p in found.problems if p not in gone]
+    found.fixed.extend(line for _, line in moved)
+
+
+def _check_lost(
+    s: Session,
+    root: str,
+    files: list[RecordFile],
+    history: list[HistoryEntry],
+    found: Findings,
+    drop: bool,
+) -> dict[str, str]:
+    """Keys whose record file is gone (lost.py): problems, or dropped with
+    --fix --drop-damaged. What became of each key without a record that the
+    history knows (for the needs' notes)."""
+    from ledger_cli.cli.commands.doctor import lost
+
+    gone = dict.fromkeys(lost.dropped_keys(history), "was dropped (doctor --drop-damaged)")
+    on_disk = {os.path.basename(f.path).removesuffix(".json") for f in files}
+    try:
+        keys = lost.lost_keys(s, on_disk, history)
+        if keys and drop:
+            found.fixed.extend(lost.drop_lost(s, root, keys))
+            gone.update(dict.fromkeys(keys, "was dropped (doctor --drop-damaged)"))
+            return gone
+    except StoreError as exc:
+        found.problems.append(output.one_line(str(exc)))
+        return gone
+    found.problems.extend(lost.lost_problem(root, key) for key in keys)
+    gone.update(dict.fromkeys(keys, "is lost (see above)"))
+    return gone
+
+
+def _accept_lost_history(s: Session, root: str, found: Findings) -> None:
+    """`--fix --drop-damaged` on a JSON store whose history.jsonl is lost: a new
+    one, whose first line (`ledger.dropped`) says the old one was lost."""
+    from ledger_cli.cli.commands.doctor.lost import DROPPED
+    from ledger_cli.engine.history import HistoryEntry
+    from ledger_cli.stores.jsonfile import fsutil, historyfile
+
+    root_fd = fsutil.open_root(root)
+    if root_fd is None:
+        return
+    try:
+        with s.store.batch():
+            if not historyfile.is_lost(root, root_fd):
+                return
+            historyfile.start_again(root, root_fd)
+            entry = HistoryEntry(
+                time=str(s.now()),
+                actor=s.actor,
+                event=DROPPED,
+                key="",
+                fence=0,
+                data="history.jsonl was lost; this history starts here",
+            )
+            s.store.append_history([entry])  # type: ignore[attr-defined]
+    except StoreError as exc:
+        found.problems.append(output.one_line(str(exc)))
+        return
+    finally:
+        os.close(root_fd)
+    found.fixed.append(f"started a new history in place of the lost {root}/history.jsonl")
+
+
+def doctor(settings: Settings, fix: bool = False, drop_damaged: bool = False) -> int:
+    if drop_damaged and not fix:
+        from ledger_cli.cli.inputs import InputError
+
+        raise InputError("ledger: --drop-damaged goes with --fix (doctor --fix --drop-damaged)")
     found = Findings()
     from ledger_cli.stores.resolve import redact_url
 
@@ -87,6 +178,9 @@ def doctor(settings: Settings, fix: bool = False) -> int:
                     rec.validate()
                 except LedgerError as exc:
                     found.problems.append(f"record {rec.key}: {output.one_line(str(exc))}")
+        if walked and drop_damaged:
+            assert root is not None
+            _accept_lost_history(s, root, found)
         read_history = getattr(s.store, "read_history", None)
         history: list[HistoryEntry] | None = None
         if read_history is not None:
@@ -94,7 +188,13 @@ def doctor(settings: Settings, fix: bool = False) -> int:
                 history = list(read_history())
             except StoreError as exc:
                 found.problems.append(output.one_line(str(exc)))
-        _check_needs(records, found)
+        gone: dict[str, str] = {}
+        if walked and history is not None:
+            assert root is not None
+            if drop_damaged and checked.damaged:
+                _drop_damaged(s, root, checked.damaged, history, found)
+            gone = _check_lost(s, root, files.files, history, found, drop_damaged)
+        _check_needs(records, found, gone)
         from ledger_cli.cli.commands.doctor.cycles import check_cycles
 
         check_cycles(records, found)

@@ -47,9 +47,11 @@ class Checked(NamedTuple):
     """The records of the files that passed every check."""
     scanned: dict[str, TaskState] | None
     """The scanned files' records by digest; None when a file failed a check."""
+    damaged: list[tuple[RecordFile, str]]
+    """The files that failed a check, each with the problem reported."""
 
 
-def _read_regular(path: str) -> bytes:
+def read_regular(path: str) -> bytes:
     """A file's bytes, never through a symlink nor blocking on a FIFO swapped in."""
     fd = os.open(path, _OPEN_FLAGS)
     try:
@@ -139,7 +141,7 @@ def walk(root: str, found: Findings) -> Walked:
                     temps.append(path)
                 elif in_shard and name.endswith(".json"):
                     try:
-                        records.append(RecordFile(path, _read_regular(path), False))
+                        records.append(RecordFile(path, read_regular(path), False))
                     except OSError as exc:
                         found.problems.append(f"{path}: unreadable: {exc.strerror or exc}")
                         all_read = False
@@ -155,18 +157,25 @@ def check_record_files(store: Any, walked: Walked, found: Findings) -> Checked:
     """Check every record file as the store reads it (checksum, wire record,
     validation, filed under its key's name)."""
     good: list[TaskState] = []
+    damaged: list[tuple[RecordFile, str]] = []
     scanned: dict[str, TaskState] | None = {} if walked.all_read else None
     check = store.check_record_file
-    for path, data, in_scan in walked.files:
+    for file in walked.files:
+        path, data, in_scan = file
         digest = os.path.basename(path).removesuffix(".json")
         try:
             rec = check(data, path, digest)
         except LedgerError as exc:
             detail = output.one_line(str(exc)).removeprefix(f"ledger: store: {path}: ")
-            found.problems.append(f"{path}: {detail}")
+            problem = (
+                f"{path}: {detail} (restore the record from a snapshot or backup, or move "
+                "the file aside: ledger doctor --fix --drop-damaged)"
+            )
+            found.problems.append(problem)
+            damaged.append((file, problem))
             scanned = None
             continue
         good.append(rec)
         if in_scan and scanned is not None:
             scanned[digest] = rec
-    return Checked(good, scanned)
+    return Checked(good, scanned, damaged)

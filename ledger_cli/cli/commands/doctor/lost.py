@@ -1,0 +1,215 @@
+"""`ledger doctor`: records whose file is gone (a JSON store's lost primary data).
+
+A record file leaves the store only through `ledger prune` (its record then
+lives on in pruned/), so a key the history has writes for, that has no
+record file and is not pruned, has lost its record: someone deleted the
+file, or the file system lost it. That is a problem (exit 9), named by key,
+and `--fix` does not accept it: it rebuilds the derived indexes (which then
+no longer count the record) but keeps reporting the key, because the history
+still has its writes. The operator restores the record (`ledger restore` of
+a snapshot holding it: the key is free), or accepts the loss with
+`--fix --drop-damaged`, which writes a `ledger.dropped` history line for the
+key; a key whose last history line is that one is not reported again.
+
+A store written through the library or by the Go service keeps no history:
+there the tally's counts are the only trace of a lost record, and the tally
+check reports their disagreement.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from ledger_cli.cli import output
+from ledger_cli.errors import StoreError
+from ledger_cli.stores.sql.codec import shown
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+
+    from ledger_cli.cli.commands.doctor.files import RecordFile
+    from ledger_cli.cli.context import Session
+    from ledger_cli.engine.history import HistoryEntry
+
+DROPPED = "ledger.dropped"
+"""The history event of a key whose lost or damaged record `doctor --fix
+--drop-damaged` accepted the loss of."""
+
+
+def lost_keys(s: Session, on_disk: set[str], history: Iterable[HistoryEntry]) -> list[str]:
+    """The keys the history has writes for whose record file is gone (not
+    pruned, not dropped), in key order. `on_disk`: the digests of the record
+    files the walk found (damaged ones included: those are reported as
+    damaged). Each candidate is read again (a record admitted after the walk
+    is no loss) and checked against pruned/."""
+    from ledger_cli.engine import prune
+    from ledger_cli.stores.jsonfile.records import key_digest
+
+    last: dict[str, str] = {}
+    for entry in history:
+        if entry.key:
+            last[entry.key] = entry.event
+    lost: list[str] = []
+    for key, event in sorted(last.items()):
+        digest = key_digest(key)
+        if event == DROPPED or digest is None or digest in on_disk:
+            continue
+        try:
+            if s.store.load(key) is not None or prune.is_pruned(s.store, key):
+                continue
+        except StoreError:
+            continue  # a record file there after all, damaged: reported as such
+        lost.append(key)
+    return lost
+
+
+def dropped_keys(history: Iterable[HistoryEntry]) -> list[str]:
+    """The keys whose last history line is `ledger.dropped`."""
+    last: dict[str, str] = {}
+    for entry in history:
+        if entry.key:
+            last[entry.key] = entry.event
+    return [key for key, event in last.items() if event == DROPPED]
+
+
+def record_path(root: str, key: str) -> str:
+    from ledger_cli.stores.jsonfile.layout import shown as path_of
+    from ledger_cli.stores.jsonfile.records import key_digest
+
+    digest = key_digest(key) or ""
+    return path_of(root, "records", digest[:2], digest + ".json")
+
+
+def lost_problem(root: str, key: str) -> str:
+    return output.clip(
+        f"record {shown(key)} is lost: its file {record_path(root, key)} is missing while "
+        "the history has its writes (restore it from a snapshot or backup with "
+        "`ledger restore`, or accept the loss: ledger doctor --fix --drop-damaged)"
+    )
+
+
+def drop_lost(s: Session, root: str, keys: Sequence[str]) -> list[str]:
+    """Accept the loss of each key: a `ledger.dropped` history line each, in
+    one unit under the store lock, each key checked again inside it. The
+    derived indexes are rebuilt by the index checks that follow. The lines
+    saying what was dropped."""
+    from ledger_cli.engine import prune
+    from ledger_cli.engine.history import HistoryEntry
+
+    done: list[str] = []
+    with s.store.batch():
+        now = str(s.now())
+        entries = []
+        for key in keys:
+            if s.store.load(key) is not None or prune.is_pruned(s.store, key):
+                continue
+            entries.append(
+                HistoryEntry(
+                    time=now,
+                    actor=s.actor,
+                    event=DROPPED,
+                    key=key,
+                    fence=0,
+                    data=f"key {key} dropped: its record file {record_path(root, key)} was lost",
+                )
+            )
+            done.append(f"dropped {shown(key)}: its record file was lost (a history line says so)")
+        if entries:
+            s.store.append_history(entries)  # type: ignore[attr-defined]
+    return [output.clip(line) for line in done]
+
+
+DAMAGED_DIR = "damaged"
+"""Where `--drop-damaged` moves a damaged record file (never deleted): flat,
+under its own name and a number, so no scan takes it for a record again."""
+
+
+def _aside(dfd: int, name: str) -> str:
+    """A free name in damaged/ for `name`."""
+    n = 1
+    while True:
+        candidate = f"{name}.{n}"
+        try:
+            os.stat(candidate, dir_fd=dfd, follow_symlinks=False)
+        except FileNotFoundError:
+            return candidate
+        n += 1
+
+
+def drop_damaged_files(
+    s: Session, root: str, damaged: Sequence[RecordFile], history: Iterable[HistoryEntry]
+) -> list[tuple[RecordFile, str]]:
+    """Move each damaged record file into damaged/ (its bytes kept), under the
+    store lock, each file read again first (a file that changed meanwhile is
+    left, and still reported); a `ledger.dropped` history line each, naming
+    the key when the history knows it. (file, what was done) for each moved."""
+    from ledger_cli.cli.commands.doctor.files import read_regular
+    from ledger_cli.engine.history import HistoryEntry
+    from ledger_cli.stores.jsonfile import fsutil
+    from ledger_cli.stores.jsonfile.records import key_digest
+
+    names: dict[str, str] = {}
+    for entry in history:
+        if entry.key:
+            digest = key_digest(entry.key)
+            if digest is not None:
+                names[digest] = entry.key
+    root_fd = fsutil.open_root(root)
+    if root_fd is None:
+        return []
+    moved: list[tuple[RecordFile, str]] = []
+    try:
+        with s.store.batch():
+            dfd = fsutil.open_subdir(
+                root_fd, DAMAGED_DIR, os.path.join(root, DAMAGED_DIR), create=True
+            )
+            assert dfd is not None
+            try:
+                entries = []
+                now = str(s.now())
+                for file in damaged:
+                    try:
+                        if read_regular(file.path) != file.data:
+                            continue  # rewritten meanwhile: left, and reported
+                        name = os.path.basename(file.path)
+                        target = _aside(dfd, name)
+                        os.rename(file.path, os.path.join(root, DAMAGED_DIR, target))
+                    except FileNotFoundError:
+                        continue
+                    except OSError as exc:
+                        raise fsutil.fail(file.path, "cannot move aside", exc) from None
+                    shown_path = os.path.join(root, DAMAGED_DIR, target)
+                    key = names.get(name.removesuffix(".json"), "")
+                    what = f"record {key}" if key else "a record of unknown key"
+                    entries.append(
+                        HistoryEntry(
+                            time=now,
+                            actor=s.actor,
+                            event=DROPPED,
+                            key=key,
+                            fence=0,
+                            data=f"{what} dropped: its damaged file {file.path} moved to "
+                            f"{shown_path}",
+                        )
+                    )
+                    told = f"record {shown(key)}" if key else "a record of unknown key"
+                    moved.append(
+                        (file, output.clip(f"dropped {told}: moved {file.path} to {shown_path}"))
+                    )
+                if moved:
+                    fsutil.fsync_fd(dfd, os.path.join(root, DAMAGED_DIR))
+                    for file, _ in moved:
+                        parent = os.path.dirname(file.path)
+                        pfd = os.open(parent, os.O_RDONLY | os.O_DIRECTORY)
+                        try:
+                            fsutil.fsync_fd(pfd, parent)
+                        finally:
+                            os.close(pfd)
+                if entries:
+                    s.store.append_history(entries)  # type: ignore[attr-defined]
+            finally:
+                os.close(dfd)
+    finally:
+        os.close(root_fd)
+    return moved
