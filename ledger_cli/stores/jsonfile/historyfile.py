@@ -105,7 +105,8 @@ def open_for_append(root: str, root_fd: int, at: int | None = None) -> tuple[int
 
 def _mark(root_fd: int) -> None:
     """Create history.started unless it is there (one open: EEXIST when it is).
-    Not fsynced: the journal's directory fsync, which follows, makes it durable."""
+    Once created, the root directory is fsynced (once a store: a wal.log commit
+    syncs no directory)."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | fsutil.O_NOFOLLOW | fsutil.O_CLOEXEC
     try:
         fd = os.open(HISTORY_MARK, flags, fsutil.FILE_MODE, dir_fd=root_fd)
@@ -115,6 +116,7 @@ def _mark(root_fd: int) -> None:
         os.fchmod(fd, fsutil.FILE_MODE)
     finally:
         os.close(fd)
+    fsutil.fsync_fd(root_fd, HISTORY_MARK)
 
 
 def is_lost(root: str, root_fd: int) -> bool:

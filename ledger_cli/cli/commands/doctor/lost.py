@@ -161,6 +161,11 @@ def drop_damaged_files(
     moved: list[tuple[RecordFile, str]] = []
     try:
         with s.store.batch():
+            # A rename around wal.log: its frames are made durable first, so a
+            # restart never writes a record back over the move (wal.py).
+            checkpoint = getattr(s.store, "checkpoint", None)
+            if checkpoint is not None:
+                checkpoint(root_fd)
             dfd = fsutil.open_subdir(
                 root_fd, DAMAGED_DIR, os.path.join(root, DAMAGED_DIR), create=True
             )
