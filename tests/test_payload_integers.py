@@ -132,7 +132,7 @@ def _raw_task(kind: str, location: str, key: str) -> bytes | None:
     if kind == "json":
         holders = [
             p.read_bytes()
-            for p in Path(location).rglob("*")
+            for p in (Path(location) / "records").rglob("*.json")  # not wal.log's frames
             if p.is_file() and f'"Key":"{key}"'.encode() in p.read_bytes()
         ]
         assert holders, "no record file names the key"
