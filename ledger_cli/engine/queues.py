@@ -20,6 +20,7 @@ one without them keeps every task in `default`, with no limit.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -103,6 +104,19 @@ def held_by_queue(store: Store, now: Instant, skip: str | None = None) -> dict[s
     return counts
 
 
+@dataclass(frozen=True)
+class Filter:
+    """The queues one `claim --next` may claim from: `wanted` (None: every
+    queue) less `skip` (those at their limit). A store with `filters_queues`
+    reads only the admitted queues' tasks (`ready_candidates(now, filter)`)."""
+
+    wanted: frozenset[str] | None
+    skip: frozenset[str]
+
+    def admits(self, queue: str) -> bool:
+        return (self.wanted is None or queue in self.wanted) and queue not in self.skip
+
+
 class Slots:
     """The limits and held slots one claim unit sees (read once, kept up to
     date as the unit claims)."""
@@ -119,6 +133,9 @@ class Slots:
     def describe(self, queue: str) -> str:
         n, held = self.limits[queue], self.held.get(queue, 0)
         return f"queue {queue} is at its limit ({held} of {n} held)"
+
+    def full_queues(self) -> frozenset[str]:
+        return frozenset(q for q in self.limits if self.full(q))
 
     def took(self, queue: str) -> None:
         self.held[queue] = self.held.get(queue, 0) + 1

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator
 
     from ledger_cli.engine.instant import Instant
+    from ledger_cli.engine.queues import Filter
     from ledger_cli.engine.record import TaskState
     from ledger_cli.engine.schedule import Schedule
 
@@ -105,23 +106,31 @@ def candidates(store: object) -> list[TaskState]:
     return [r for r in rng() if r.status in _CLAIMABLE]
 
 
-def ready_iter(store: object, load: Loader, now: Instant) -> Iterator[TaskState]:
+def ready_iter(
+    store: object, load: Loader, now: Instant, queues: Filter | None = None
+) -> Iterator[TaskState]:
     """The ready records, oldest first, found lazily.
 
     Through the store's ready index (`ready_candidates(now)`: live records whose
     direct needs are completed, in order; a store may leave out claimed ones
     whose lease runs past `now`) when it has one, so the first ready
     record costs the same however long the backlog; else by a scan.
+    `queues`: a store with `filters_queues` reads only the tasks of the
+    queues it admits; any other store yields every queue's (the caller
+    filters).
     """
     cached = _memo(load)
-    source: Callable[[Instant], Iterable[TaskState]] | None = getattr(
-        store, "ready_candidates", None
-    )
+    source: Callable[..., Iterable[TaskState]] | None = getattr(store, "ready_candidates", None)
     schedules = _scheduled(store)
     if source is None or schedules is not None:
         yield from ready_records(candidates(store), load, now, schedules)
         return
-    for rec in source(now):
+    recs = (
+        source(now, queues)
+        if queues is not None and getattr(store, "filters_queues", False)
+        else source(now)
+    )
+    for rec in recs:
         if is_ready(rec, cached, now):
             yield rec
 

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
     from ledger_cli.engine.instant import Instant
     from ledger_cli.engine.pause import PauseInfo
+    from ledger_cli.engine.queues import Slots
     from ledger_cli.engine.record import TaskState
 
 
@@ -211,16 +212,27 @@ def _claim_next_once(
             pause_now = paused(s.store, for_claim=True)
             if pause_now is not None:
                 held.append(pause_now)
+            # With the clock known, the queues at their limit are known before
+            # the walk: a store that filters by queue never reads their tasks.
+            slots = None
+            filt = None
+            if now is not None and pause_now is None:
+                from ledger_cli.engine.queues import Filter, Slots
+
+                slots = Slots(s.store, now)
+                full = slots.full_queues()
+                if queues is not None or full:
+                    filt = Filter(queues, full)
             found = (
                 None
                 if pause_now is not None
-                else (now, ready.ready_iter(s.store, s.load, now))
+                else (now, ready.ready_iter(s.store, s.load, now, filt))
                 if now is not None
                 else ready.ready_at_clock(s.store, s.load)  # None: no candidate
             )
             if found is not None:
                 attempt.now = found[0]
-                claimed = _claim_first(s, found[1], owner, lease_td, found[0], queues)
+                claimed = _claim_first(s, found[1], owner, lease_td, found[0], queues, slots)
                 if claimed is not None and in_unit is not None:
                     in_unit(*claimed)
     return claimed
@@ -233,16 +245,18 @@ def _claim_first(
     lease: timedelta,
     now: Instant,
     wanted: frozenset[str] | None = None,
+    slots: Slots | None = None,
 ) -> tuple[TaskState, int] | None:
     """Claim the first of the ready records that can be claimed (in the open
     unit), from the `wanted` queues only, passing over a queue at its limit:
     the count and the claim are in the same unit, so no two claimers can both
-    take a queue's last slot."""
+    take a queue's last slot. `slots`: the unit's, when read before the walk."""
     from ledger_cli.engine import queues
     from ledger_cli.errors import LeaseActiveError, NoKeyError, NotClaimedError
 
     # Without --queue and without limits, no candidate's queue is read.
-    slots = queues.Slots(s.store, now)
+    if slots is None:
+        slots = queues.Slots(s.store, now)
     filtering = wanted is not None or bool(slots.limits)
     for cand in ready_now:
         if not _nameable(cand.key):
