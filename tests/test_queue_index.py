@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
@@ -16,14 +15,6 @@ import pytest
 
 from ledger_cli.engine.instant import Instant
 from tests.cli_support import T0, run_ledger
-from tests.stores import KINDS
-
-
-@pytest.fixture(params=["json", "sqlite"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    kind = KINDS[str(request.param)]
-    with kind.place(tmp_path) as location:
-        yield kind.url(location)
 
 
 def at(seconds: int) -> str:

@@ -1,7 +1,8 @@
 """Queues and limits held by leases (issue 32): `admit --queue`, `claim` /
 `run --next --queue`, `ledger limit`. Through the installed CLI as fresh
-processes, on the JSON store and SQLite. Waits are for states (a file, a
-status, a lease that ran out), never times; `--now` stands for a later clock
+processes, on the JSON store, SQLite and PostgreSQL (tests/conftest.py's
+`url`). Waits are for states (a file, a status, a lease that ran out), never
+times; `--now` stands for a later clock
 where a test needs a lease to be stale.
 """
 
@@ -13,25 +14,16 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from ledger_cli.engine.instant import Instant
 from tests.cli_support import T0, ledger_cmd, run_ledger, subprocess_env
-from tests.stores import KINDS
 from tests.timing_support import wait_for_file
 
 HANG = 120.0  # a bound for a hung test, never a timing assertion
 LATER = "2026-01-02T03:06:05Z"  # T0 + 2m: a 1m lease taken at T0 is stale
-
-
-@pytest.fixture(params=["json", "sqlite"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    kind = KINDS[str(request.param)]
-    with kind.place(tmp_path) as location:
-        yield kind.url(location)
 
 
 def ok(url: str, *args: str) -> str:

@@ -264,6 +264,8 @@ def _claim_first(
         queue = queues.of(s.store, cand.key) if filtering else queues.DEFAULT
         if (wanted is not None and queue not in wanted) or slots.full(queue):
             continue
+        if not slots.lock_slot(queue):
+            continue  # others took its last slot meanwhile (PostgreSQL)
         try:
             fence = s.ledger.claim(s.actor, cand.key, owner, lease, now)
         except (LeaseActiveError, NotClaimedError, NoKeyError):

@@ -32,11 +32,13 @@ _CLOCKED_PAGE = postgres_readyindex.clocked_page_sql(
 )
 _CLAIM_START = (
     "SELECT paused, since, actor, reason, clock_timestamp(),"
-    " (SELECT min(rank) FROM ledger_due WHERE rank > -1000001)"
+    " (SELECT min(rank) FROM ledger_due WHERE rank > -1000001),"
+    " (SELECT coalesce(json_object_agg(queue, n), '{}') FROM ledger_limit)"
     " FROM ledger_pause WHERE id = 1 FOR SHARE"
 )
 """A `--next` claim's first statement: the pause (read FOR SHARE, SPEC §8.3), the
-server's clock and the first priority level of the due index (SPEC §8.2)."""
+server's clock, the first priority level of the due index (SPEC §8.2) and the
+queues' limits (issue 32), in one round trip."""
 
 
 class PostgresClaims(PostgresConnection):
@@ -218,6 +220,8 @@ class PostgresClaims(PostgresConnection):
                 Instant.from_datetime(row[4]).utc(),
                 None if row[5] is None else int(row[5]),
             )
+            got = row[6] if isinstance(row[6], dict) else {}
+            self._claim_limits = {str(q): int(n) for q, n in got.items()}
         return pause.state_of(row[:4])
 
     def write_pause(self, state: tuple[str, str, str] | None) -> None:
