@@ -175,6 +175,22 @@ class Slots:
         self.held[queue] = self.held.get(queue, 0) + 1
 
 
+class QueueChoice:
+    """One claim unit's queue filter, made at the unit's clock (`__call__`):
+    the `wanted` queues less those at their limit then. `slots` keeps what it
+    read for the claim that follows in the unit."""
+
+    def __init__(self, store: Store, wanted: frozenset[str] | None) -> None:
+        self.store = store
+        self.wanted = wanted
+        self.slots: Slots | None = None
+
+    def __call__(self, now: Instant) -> Filter | None:
+        self.slots = Slots(self.store, now)
+        full = self.slots.full_queues()
+        return Filter(self.wanted, full) if self.wanted is not None or full else None
+
+
 class QueueFullError(LedgerError):
     """`claim KEY` / `takeover KEY` of a task whose queue is at its limit (exit 4)."""
 

@@ -126,7 +126,7 @@ def ready_iter(
         yield from ready_records(candidates(store), load, now, schedules)
         return
     recs = (
-        source(now, queues)
+        source(now, queues=queues)
         if queues is not None and getattr(store, "filters_queues", False)
         else source(now)
     )
@@ -192,18 +192,23 @@ def count_ready(store: object, load: Loader, now: Instant) -> tuple[int, TaskSta
     return count, first, apart
 
 
-def ready_at_clock(store: object, load: Loader) -> tuple[Instant, Iterator[TaskState]] | None:
+def ready_at_clock(
+    store: object, load: Loader, queues_at: Callable[[Instant], Filter | None] | None = None
+) -> tuple[Instant, Iterator[TaskState]] | None:
     """`(now, ready_iter(store, load, now))` with `now` the store's clock, read
     inside the open batch by its first ready query (`ready_at_clock`, which the
     store must have: `Session.unit_now`); None when no candidate came (then no
-    clock was read, and nothing is ready)."""
+    clock was read, and nothing is ready). `queues_at(now)`: the queue filter
+    for that clock, which a store with `filters_queues` applies itself."""
     if _scheduled(store) is not None:  # the index's order is not the Ready order
         store_now: Callable[[], Instant] = store.now  # type: ignore[attr-defined]
         now = store_now()
-        return now, ready_iter(store, load, now)
-    source: Callable[[], tuple[Instant, Iterable[TaskState]] | None]
+        filt = None if queues_at is None else queues_at(now)
+        return now, ready_iter(store, load, now, filt)
+    source: Callable[..., tuple[Instant, Iterable[TaskState]] | None]
     source = store.ready_at_clock  # type: ignore[attr-defined]
-    got = source()
+    filtering = queues_at is not None and getattr(store, "filters_queues", False)
+    got = source(queues_at) if filtering else source()
     if got is None:
         return None
     now, recs = got

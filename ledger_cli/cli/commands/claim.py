@@ -195,6 +195,7 @@ def _claim_next_once(
     paused store (SPEC §8.3) claim nothing and append the pause to `held`."""
     from ledger_cli.engine import ready
     from ledger_cli.engine.pause import paused
+    from ledger_cli.engine.queues import QueueChoice
 
     # None: each unit reads the store's clock with its first ready query
     # (PostgreSQL: no round trip of its own); else --now or the clock.
@@ -212,26 +213,19 @@ def _claim_next_once(
             pause_now = paused(s.store, for_claim=True)
             if pause_now is not None:
                 held.append(pause_now)
-            # With the clock known, the queues at their limit are known before
-            # the walk: a store that filters by queue never reads their tasks.
-            slots = None
-            filt = None
-            if now is not None and pause_now is None:
-                from ledger_cli.engine.queues import Filter, Slots
-
-                slots = Slots(s.store, now)
-                full = slots.full_queues()
-                if queues is not None or full:
-                    filt = Filter(queues, full)
+            # The queues at their limit are known once the unit's clock is: a
+            # store that filters by queue never reads their tasks.
+            queues_at = QueueChoice(s.store, queues)
             found = (
                 None
                 if pause_now is not None
-                else (now, ready.ready_iter(s.store, s.load, now, filt))
+                else (now, ready.ready_iter(s.store, s.load, now, queues_at(now)))
                 if now is not None
-                else ready.ready_at_clock(s.store, s.load)  # None: no candidate
+                else ready.ready_at_clock(s.store, s.load, queues_at)  # None: no candidate
             )
             if found is not None:
                 attempt.now = found[0]
+                slots = queues_at.slots
                 claimed = _claim_first(s, found[1], owner, lease_td, found[0], queues, slots)
                 if claimed is not None and in_unit is not None:
                     in_unit(*claimed)

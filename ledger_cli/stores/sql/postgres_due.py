@@ -91,14 +91,15 @@ CHECKS = (
 NEXT_RANK = "SELECT min(rank) FROM ledger_due WHERE rank > %s"
 
 
-def page_sql(columns: str, lease: str, *, lock: bool, limit: int) -> str:
+def page_sql(columns: str, lease: str, *, lock: bool, limit: int, extra: str = "") -> str:
     """The next due candidates of one level after (due, key). Parameters: rank,
-    now, due, key, now (the limit is a literal: one generic plan)."""
+    now, due, key, now, those of `extra` (a further condition:
+    queues.condition) (the limit is a literal: one generic plan)."""
     cols = ", ".join(f"t.{c.strip()}" for c in columns.split(","))
     sql = (
         f"SELECT {cols}, d.due FROM ledger_due d JOIN ledger_tasks t ON t.key = d.key"
         " WHERE d.rank = %s AND d.due <= %s AND (d.due, d.key) > (%s, %s)"
-        f" AND (t.status = 'pending' OR {lease} <= %s)"
+        f" AND (t.status = 'pending' OR {lease} <= %s){extra}"
         f" ORDER BY d.due, d.key LIMIT {int(limit)}"
     )
     return sql + " FOR UPDATE OF t SKIP LOCKED" if lock else sql

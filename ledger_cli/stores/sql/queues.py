@@ -59,5 +59,29 @@ before it counts the held slots, so that two claimers of the last slot take
 turns (engine/queues.py Slots.lock_slot)."""
 
 
+_QUEUE_OF = "coalesce((SELECT q.queue FROM ledger_queue q WHERE q.key = {row}.key), 'default')"
+
+
+def condition(
+    wanted: frozenset[str] | None, skip: frozenset[str], mark: str, row: str = "d"
+) -> tuple[str, tuple[str, ...]] | None:
+    """The ready scan's condition on a candidate's queue (` AND …`, its
+    parameters) for claiming from `wanted` (None: every queue) less `skip`
+    (queues at their limit); None when no queue is left. Applied in the
+    index scan, before any row is returned (or locked, FOR UPDATE SKIP
+    LOCKED): the candidates of other queues cost an index probe each, not a
+    round trip and a queue lookup."""
+    of = _QUEUE_OF.format(row=row)
+    if wanted is not None:
+        names = sorted(wanted - skip)
+        if not names:
+            return None
+        return f" AND {of} IN ({', '.join([mark] * len(names))})", tuple(names)
+    if not skip:
+        return "", ()
+    names = sorted(skip)
+    return f" AND {of} NOT IN ({', '.join([mark] * len(names))})", tuple(names)
+
+
 def sql(template: str, placeholder: str) -> str:
     return template.format(p=placeholder)

@@ -104,14 +104,15 @@ CHECKS = (
 NEXT_RANK = "SELECT min(rank) FROM ledger_due WHERE rank > ?"
 
 
-def page_sql(columns: str, lease: str) -> str:
+def page_sql(columns: str, lease: str, extra: str = "") -> str:
     """The next due candidates of one level after (due, key), leaving out claimed
-    rows whose lease runs past now. Parameters: rank, now, due, key, now, limit."""
+    rows whose lease runs past now. Parameters: rank, now, due, key, now, those
+    of `extra` (a further condition: queues.condition), limit."""
     cols = ", ".join(f"t.{c.strip()}" for c in columns.split(","))
     return (
         f"SELECT {cols}, d.due FROM ledger_due d JOIN ledger_tasks t ON t.key = d.key"
         " WHERE d.rank = ? AND d.due <= ? AND (d.due, d.key) > (?, ?)"
-        f" AND (t.status = 'pending' OR {lease} <= ?)"
+        f" AND (t.status = 'pending' OR {lease} <= ?){extra}"
         " ORDER BY d.due, d.key LIMIT ?"
     )
 
@@ -121,6 +122,7 @@ def candidates(
     page_query: str,
     now: str,
     page: int = 16,
+    extra: tuple[Any, ...] = (),
 ) -> Iterator[TaskState]:
     """The due candidates in the Ready order: level by level, each by keyset."""
     from ledger_cli.stores.sql.codec import row_to_state
@@ -133,7 +135,7 @@ def candidates(
         rank = int(found[0][0])
         after = ("", "")
         while True:
-            rows = fetch(page_query, (rank, now, after[0], after[1], now, page))
+            rows = fetch(page_query, (rank, now, after[0], after[1], now, *extra, page))
             for row in rows:
                 yield row_to_state(row[:-1])
             if len(rows) < page:
