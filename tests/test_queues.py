@@ -62,7 +62,16 @@ def test_without_queue_claim_next_takes_every_queue(url: str) -> None:
 
 def test_changing_the_queue_needs_a_higher_seq(url: str) -> None:
     admit(url, "k", "--queue", "a")
-    assert admit(url, "k", "--queue", "b").strip() == "duplicate"
+    assert admit(url, "k", "--queue", "a").strip() == "duplicate"
+    # The same sequence in another queue is a conflict, as another payload is.
+    res = run_ledger(url, "--now", T0, "admit", "k", "--queue", "b")
+    assert res.returncode == 8, res.stderr
+    assert res.stdout.strip() == "conflict"
+    assert res.stderr.strip().splitlines() == [
+        "ledger: k is already admitted at sequence 1 with a different queue"
+    ]
+    res = run_ledger(url, "--now", T0, "admit", "k")  # default is a queue too
+    assert res.returncode == 8, res.stderr
     assert claim_next(url, "--queue", "b").returncode == 7  # still in a
     assert admit(url, "k", "--queue", "b", "--seq", "2").strip() == "admitted"
     assert claim_next(url, "--queue", "a").returncode == 7
