@@ -282,6 +282,21 @@ def test_stats_json_gives_each_queue_its_figures(url: str) -> None:
     }
     later = json.loads(ok(url, "--now", LATER, "--json", "stats"))["queues"]["q"]
     assert (later["ready"], later["held"]) == (2, 0)  # q1's lease ran out
+    from prometheus_client.parser import text_string_to_metric_families
+
+    text = ok(url, "--now", T0, "stats", "--prometheus")
+    got = {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name.startswith("ledger_queue_")
+    }
+    assert got[("ledger_queue_tasks", (("queue", "q"), ("status", "claimed")))] == 1
+    assert got[("ledger_queue_tasks", (("queue", "default"), ("status", "pending")))] == 2
+    assert got[("ledger_queue_ready_tasks", (("queue", "default"),))] == 1
+    assert got[("ledger_queue_held_slots", (("queue", "q"),))] == 1
+    assert got[("ledger_queue_limit", (("queue", "idle"),))] == 3
+    assert ("ledger_queue_limit", (("queue", "default"),)) not in got  # no limit, no sample
 
 
 def test_snapshot_and_restore_carry_queues(url: str, tmp_path: Path) -> None:
