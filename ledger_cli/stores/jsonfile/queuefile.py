@@ -52,6 +52,8 @@ class QueueMethods:
 
         def load(self, key: str) -> TaskState | None: ...
 
+        def _read_record(self, root_fd: int, key: str, digest: str) -> TaskState | None: ...
+
     def _queue_dir(self, create: bool) -> int | None:
         root_fd = fsutil.open_root(self._root)
         if root_fd is None:
@@ -113,24 +115,28 @@ class QueueMethods:
                 os.close(fd)
 
     def _index_queue(self, key: str, queue: str) -> None:
-        """Add the key's ready-index entry to `queue`'s partition when it is a
-        candidate (the entry in its old queue's partition is then stale,
-        dropped when met); nothing when the index is not built (its rebuild
-        reads the queue files)."""
+        """Add the ready-index entry of `key`'s record on disk to `queue`'s
+        partition when it is a candidate (the entry in its old queue's
+        partition is then stale, dropped when met). A key with no record on
+        disk yet has no entry anywhere: the write of its record, in this
+        batch, adds it where its queue file says. Nothing when the index is
+        not built (its rebuild reads the queue files)."""
         from ledger_cli.stores.jsonfile import readyindex
         from ledger_cli.stores.jsonfile.schedulefile import reader
 
-        rec = self.load(key)
-        if rec is None or not readyindex.is_candidate(rec, self.load):
-            return
-        entry = readyindex.entry_of(rec, reader(self._root)(key))
-        if entry is None:
-            return
+        digest = key_digest(key)
         root_fd = fsutil.open_root(self._root)
-        if root_fd is None:
+        if digest is None or root_fd is None:
+            fsutil.close_all([root_fd])
             return
         rfd = None
         try:
+            rec = self._read_record(root_fd, key, digest)
+            if rec is None or not readyindex.is_candidate(rec, self.load):
+                return
+            entry = readyindex.entry_of(rec, reader(self._root)(key))
+            if entry is None:
+                return
             rfd = readyindex.open_dir(self._root, root_fd, create=False)
             chunks = None if rfd is None else readyindex.load_chunks(self._root, root_fd, rfd)
             if chunks is not None:
