@@ -20,7 +20,6 @@ one without them keeps every task in `default`, with no limit.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -113,14 +112,17 @@ def held_by_queue(store: Store, now: Instant, skip: str | None = None) -> dict[s
     return counts
 
 
-@dataclass(frozen=True)
 class Filter:
     """The queues one `claim --next` may claim from: `wanted` (None: every
     queue) less `skip` (those at their limit). A store with `filters_queues`
-    reads only the admitted queues' tasks (`ready_candidates(now, filter)`)."""
+    reads only the admitted queues' tasks (`ready_candidates(now, filter)`).
+    (A plain class: dataclasses imports inspect, too heavy for the hot path.)"""
 
-    wanted: frozenset[str] | None
-    skip: frozenset[str]
+    __slots__ = ("skip", "wanted")
+
+    def __init__(self, wanted: frozenset[str] | None, skip: frozenset[str]) -> None:
+        self.wanted = wanted
+        self.skip = skip
 
     def admits(self, queue: str) -> bool:
         return (self.wanted is None or queue in self.wanted) and queue not in self.skip
