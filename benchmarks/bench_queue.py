@@ -36,7 +36,8 @@ user runs it (a fresh process each time, bytecode caching allowed):
 - `ledger list --jsonl` on the store of N ready tasks: the time to the
   first row and rows/s (target: the first row within 0.2 s).
 
-N is 100,000 (`--quick`: 10,000). `--write-docs` also writes the table into
+N is 100,000 (`--quick`: 10,000). `--queues-only`: the base and the 20-queue
+claims alone (no other store, no drains, no docs table). `--write-docs` also writes the table into
 docs/performance.md, between its `bench_queue figures` markers. PostgreSQL is the server at
 --postgres-url (default $LEDGER_TEST_POSTGRES_URL or the local test server),
 in fresh schemas dropped afterwards; skipped with the reason when unreachable.
@@ -260,13 +261,24 @@ def pg_problem(url: str) -> str | None:
         return " ".join(str(exc).split())[:120] or type(exc).__name__
 
 
-def bench_kind(kind: str, n: int, k: int, base: Path, pg: str) -> dict[str, Any]:
+def bench_kind(
+    kind: str, n: int, k: int, base: Path, pg: str, queues_only: bool = False
+) -> dict[str, Any]:
     out: dict[str, Any] = {}
     with places(kind, base, pg) as place:
         say = lambda what: print(f"  [{kind}] {what}", file=sys.stderr, flush=True)  # noqa: E731
         say(f"building stores of {n:,} tasks")
         small = place("base")
         admit_many(small, [f"r{i:06d}" for i in range(BASE + 6 * k)])
+        if queues_only:
+            queued = place("queues")
+            build_queues(queued, n)
+            say("timing claim --next")
+            ledger(small, "state", "r000000", check=False)  # warm-up: bytecode caches written
+            base_times: list[float] = []
+            out.update(queue_ratios(small, queued, n, k, base_times))
+            out["claim base (s)"] = statistics.median(base_times)
+            return out
         big = place("ready")
         admit_many(big, [f"r{i:06d}" for i in range(n)])
         waiting = place("waiting")
@@ -301,12 +313,7 @@ def bench_kind(kind: str, n: int, k: int, base: Path, pg: str) -> dict[str, Any]
         out[f"claim {n:,} finished / {BASE}"] = paired_ratio(small, finished, k, base_times)
         out[f"claim {n:,} over 21 priorities / {BASE}"] = paired_ratio(small, levels, k, base_times)
         out[f"claim {n:,} not due + {BASE} / {BASE}"] = paired_ratio(small, delayed, k, base_times)
-        # Issue 32: 20 queues, the first FULL_QUEUES at their limit.
-        out[f"claim {n:,} in {QUEUES} queues / {BASE}"] = paired_ratio(small, queued, k, base_times)
-        last = f"q{QUEUES - 1:02d}"
-        out[f"claim --queue {last} {n:,} in {QUEUES} queues / {BASE}"] = paired_ratio(
-            small, queued, k, base_times, "--queue", last
-        )
+        out.update(queue_ratios(small, queued, n, k, base_times))
         say(f"pruning {n:,} finished records")
         store = open_store(finished)
         pruned = Ledger(store).prune(timedelta(0), Instant.now())
@@ -328,6 +335,20 @@ def bench_kind(kind: str, n: int, k: int, base: Path, pg: str) -> dict[str, Any]
 
 QUEUES = 20
 FULL_QUEUES = 2
+
+
+def queue_ratios(
+    small: str, queued: str, n: int, k: int, base_times: list[float]
+) -> dict[str, float]:
+    """Issue 32: claim --next, plain and --queue of the last queue, on 20 queues
+    whose first FULL_QUEUES are at their limit."""
+    last = f"q{QUEUES - 1:02d}"
+    return {
+        f"claim {n:,} in {QUEUES} queues / {BASE}": paired_ratio(small, queued, k, base_times),
+        f"claim --queue {last} {n:,} in {QUEUES} queues / {BASE}": paired_ratio(
+            small, queued, k, base_times, "--queue", last
+        ),
+    }
 
 
 def build_queues(url: str, n: int) -> None:
@@ -398,6 +419,11 @@ def main() -> None:
     )
     parser.add_argument("--stores", default="json,sqlite,postgresql")
     parser.add_argument(
+        "--queues-only",
+        action="store_true",
+        help="only the 20-queue claims (issue 32) against the base: no other store, no drains",
+    )
+    parser.add_argument(
         "--write-docs", action="store_true", help="write the table into docs/performance.md"
     )
     args = parser.parse_args()
@@ -412,15 +438,21 @@ def main() -> None:
                 if problem is not None:
                     skipped[kind] = f"no PostgreSQL server reachable ({problem})"
                     continue
-            results[kind] = bench_kind(kind, n, args.claims, base, args.postgres_url)
-        drains = bench_drains(
-            list(results),
-            args.rounds,
-            args.workers,
-            args.drain,
-            args.drain_long,
-            base,
-            args.postgres_url,
+            results[kind] = bench_kind(
+                kind, n, args.claims, base, args.postgres_url, args.queues_only
+            )
+        drains = (
+            {}
+            if args.queues_only
+            else bench_drains(
+                list(results),
+                args.rounds,
+                args.workers,
+                args.drain,
+                args.drain_long,
+                base,
+                args.postgres_url,
+            )
         )
         for kind, got in drains.items():
             results[kind].update(got)
@@ -445,7 +477,7 @@ def main() -> None:
         print(f"{row:46}" + "".join(cells))
     for kind, why in skipped.items():
         print(f"{kind}: skipped: {why}")
-    if args.write_docs:
+    if args.write_docs and not args.queues_only:
         from benchmarks.docs_figures import write_figures
 
         argv = " ".join(sys.argv[1:]).replace("--write-docs", "").strip()
