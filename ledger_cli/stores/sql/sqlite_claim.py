@@ -64,7 +64,14 @@ class SQLiteClaims(SQLiteConnection):
                 extra = None
         if extra is None:
             return iter(())
-        query = sqlite_due.page_sql(codec.SELECT_COLUMNS, sqlite_readyindex.SQLITE_LEASE, extra[0])
+        lease = sqlite_readyindex.SQLITE_LEASE
+        query = sqlite_due.page_sql(codec.SELECT_COLUMNS, lease, extra[0])
+        first: tuple[str, ...] = ()
+        if queues is not None and queues.wanted is not None and extra[0]:
+            names = extra[1]
+            if DEFAULT_QUEUE not in names:  # named queues only: read through ledger_queue
+                query = sqlite_due.queue_page_sql(codec.SELECT_COLUMNS, lease, len(names))
+                first, extra = names, ("", ())
         at = readyindex.sortable(now)
 
         def fetch(sql: str, args: tuple[Any, ...]) -> list[Any]:
@@ -72,7 +79,7 @@ class SQLiteClaims(SQLiteConnection):
                 self._check_open()
                 return list(self._fetchall("ready scan", sql, args))
 
-        return sqlite_due.candidates(fetch, query, at, extra=extra[1])
+        return sqlite_due.candidates(fetch, query, at, extra=extra[1], first=first)
 
     def ready_split(self, now: Instant) -> tuple[int, TaskState | None, Iterator[TaskState]]:
         """`ledger stats`' ready figures with the counting done in SQL: how many
