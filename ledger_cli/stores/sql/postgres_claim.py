@@ -94,13 +94,17 @@ class PostgresClaims(PostgresConnection):
             return
         locking = self._depth > 0
         page = 1 if locking else 16
+        lease = postgres_readyindex.PG_LEASE
         sql = postgres_due.page_sql(
-            codec.SELECT_COLUMNS,
-            postgres_readyindex.PG_LEASE,
-            lock=locking,
-            limit=page,
-            extra=cond[0],
+            codec.SELECT_COLUMNS, lease, lock=locking, limit=page, extra=cond[0]
         )
+        first: tuple[str, ...] = ()
+        if queues is not None and queues.wanted is not None and "default" not in cond[1]:
+            # named queues only: read through ledger_queue's (queue, key) index
+            sql = postgres_due.queue_page_sql(
+                codec.SELECT_COLUMNS, lease, lock=locking, limit=page, queues=len(cond[1])
+            )
+            first, cond = cond[1], ("", ())
         at = readyindex.sortable(now)
         rank = -1_000_001
         found: Any
@@ -120,7 +124,7 @@ class PostgresClaims(PostgresConnection):
                 with self._lock:
                     self._check_open()
                     with self._errors("ready scan"):
-                        args = (rank, at, after[0], after[1], at, *cond[1])
+                        args = (*first, rank, at, after[0], after[1], at, *cond[1])
                         rows = list(self._conn.execute(sql, args).fetchall())
                     recs = [codec.row_to_state(row[:-1]) for row in rows]
                     if locking and self._depth:  # locked until the batch ends
