@@ -14,10 +14,13 @@ user runs it (a fresh process each time, bytecode caching allowed):
   that wait on an unfinished need plus 100 ready, with N finished
   (completed) records plus 100 ready, and with those N records pruned
   (`Ledger.prune`), with N ready tasks spread over 21 priority levels plus
-  100 ready (docs/design.md §8.2), and with N tasks not due until tomorrow plus 100
-  ready (§8.1). Printed as ratios to the baseline; the targets: <= 1.5
-  on JSON and SQLite, <= 2 on PostgreSQL. On the JSON store, the disk a
-  pruned key costs: `du -sk STORE/pruned` / N (target: <= 256 bytes).
+  100 ready (docs/design.md §8.2), with N tasks not due until tomorrow plus 100
+  ready (§8.1), and with N tasks over 20 queues, each admitted after the one
+  before, the first two at a limit of 1 with their slot held (issue 32):
+  plain and with `--queue q19`, the last queue, behind 95% of the tasks.
+  Printed as ratios to the baseline; the targets: <= 1.5 on JSON and
+  SQLite, <= 2 on PostgreSQL. On the JSON store, the disk a pruned key
+  costs: `du -sk STORE/pruned` / N (target: <= 256 bytes).
 - drain throughput, both ways side by side: 8 (--workers) concurrent worker loops
   starting one `ledger run --next … -- sh -c 'echo $LEDGER_KEY >> LOG'`
   process per task over a store of --drain tasks (default 400), and as many
@@ -33,7 +36,8 @@ user runs it (a fresh process each time, bytecode caching allowed):
 - `ledger list --jsonl` on the store of N ready tasks: the time to the
   first row and rows/s (target: the first row within 0.2 s).
 
-N is 100,000 (`--quick`: 10,000). `--write-docs` also writes the table into
+N is 100,000 (`--quick`: 10,000). `--queues-only`: the base and the 20-queue
+claims alone (no other store, no drains, no docs table). `--write-docs` also writes the table into
 docs/performance.md, between its `bench_queue figures` markers. PostgreSQL is the server at
 --postgres-url (default $LEDGER_TEST_POSTGRES_URL or the local test server),
 in fresh schemas dropped afterwards; skipped with the reason when unreachable.
@@ -96,10 +100,12 @@ def admit_many(
     start_s: int = 0,
     levels: int = 0,
     not_before: Instant | None = None,
+    queue: str = "default",
 ) -> None:
     """Admit keys in batches through the library, CreatedAt increasing by 1 µs;
-    `levels`: priorities spread over that many levels from -1000 to 1000 (docs/design.md
-    §8.2); `not_before`: none due before it (§8.1)."""
+    `levels`: priorities spread over that many levels from -1000 to 1000
+    (docs/design.md §8.2); `not_before`: none due before it (§8.1); `queue`:
+    their queue (issue 32)."""
     store = open_store(url)
     led = Ledger(store)
     step = 2000 // (levels - 1) if levels > 1 else 0
@@ -108,7 +114,7 @@ def admit_many(
             with store.batch():
                 for i, key in enumerate(keys[at : at + CHUNK], at):
                     now = Instant.from_unix_ns(T0.unix_ns + (start_s * 10**9) + i * 1000, 0)
-                    if levels or not_before is not None:
+                    if levels or not_before is not None or queue != "default":
                         prio = -1000 + step * (i % levels) if levels else 0
                         led.admit_outcome(
                             "bench",
@@ -119,6 +125,7 @@ def admit_many(
                             *needs,
                             not_before=not_before,
                             priority=prio,
+                            queue=queue,
                         )
                     else:
                         led.admit("bench", key, 1, {"i": i}, now, *needs)
@@ -139,24 +146,25 @@ def finish_many(url: str, keys: list[str]) -> None:
         store.close()
 
 
-def paired_ratio(base: str, url: str, k: int, base_times: list[float]) -> float:
+def paired_ratio(base: str, url: str, k: int, base_times: list[float], *args: str) -> float:
     """median claim time on `url` / median on `base`, the two measured in turn
     (base, url, base, url, …) so that the load of a shared machine falls on both;
-    the base times are kept in `base_times`."""
+    the base times are kept in `base_times`. `args`: more options of the claims
+    on `url` (`--queue`)."""
     mine: list[float] = []
     theirs: list[float] = []
     for _ in range(k):
         mine.append(claim_cost(base, 1))
-        theirs.append(claim_cost(url, 1))
+        theirs.append(claim_cost(url, 1, *args))
     base_times.extend(mine)
     return statistics.median(theirs) / statistics.median(mine)
 
 
-def claim_cost(url: str, k: int) -> float:
+def claim_cost(url: str, k: int, *args: str) -> float:
     times = []
     for _ in range(k):
         t = time.perf_counter()
-        ledger(url, "claim", "--next", "--owner", "bench", "--lease", "1h")
+        ledger(url, "claim", "--next", "--owner", "bench", "--lease", "1h", *args)
         times.append(time.perf_counter() - t)
     return statistics.median(times)
 
@@ -254,13 +262,24 @@ def pg_problem(url: str) -> str | None:
         return " ".join(str(exc).split())[:120] or type(exc).__name__
 
 
-def bench_kind(kind: str, n: int, k: int, base: Path, pg: str) -> dict[str, Any]:
+def bench_kind(
+    kind: str, n: int, k: int, base: Path, pg: str, queues_only: bool = False
+) -> dict[str, Any]:
     out: dict[str, Any] = {}
     with places(kind, base, pg) as place:
         say = lambda what: print(f"  [{kind}] {what}", file=sys.stderr, flush=True)  # noqa: E731
         say(f"building stores of {n:,} tasks")
         small = place("base")
-        admit_many(small, [f"r{i:06d}" for i in range(BASE + 4 * k)])
+        admit_many(small, [f"r{i:06d}" for i in range(BASE + 6 * k)])
+        if queues_only:
+            queued = place("queues")
+            build_queues(queued, n)
+            say("timing claim --next")
+            ledger(small, "state", "r000000", check=False)  # warm-up: bytecode caches written
+            base_times: list[float] = []
+            out.update(queue_ratios(small, queued, n, k, base_times))
+            out["claim base (s)"] = statistics.median(base_times)
+            return out
         big = place("ready")
         admit_many(big, [f"r{i:06d}" for i in range(n)])
         waiting = place("waiting")
@@ -284,6 +303,8 @@ def bench_kind(kind: str, n: int, k: int, base: Path, pg: str) -> dict[str, Any]
         tomorrow = Instant.now() + timedelta(days=1)
         admit_many(delayed, [f"d{i:06d}" for i in range(n)], start_s=-100, not_before=tomorrow)
         admit_many(delayed, [f"r{i:06d}" for i in range(BASE + k)], start_s=100)
+        queued = place("queues")
+        build_queues(queued, n)
         say("timing claim --next")
         ledger(small, "state", "r000000", check=False)  # warm-up: bytecode caches written
         base_times: list[float] = []
@@ -293,6 +314,7 @@ def bench_kind(kind: str, n: int, k: int, base: Path, pg: str) -> dict[str, Any]
         out[f"claim {n:,} finished / {BASE}"] = paired_ratio(small, finished, k, base_times)
         out[f"claim {n:,} over 21 priorities / {BASE}"] = paired_ratio(small, levels, k, base_times)
         out[f"claim {n:,} not due + {BASE} / {BASE}"] = paired_ratio(small, delayed, k, base_times)
+        out.update(queue_ratios(small, queued, n, k, base_times))
         say(f"pruning {n:,} finished records")
         store = open_store(finished)
         pruned = Ledger(store).prune(timedelta(0), Instant.now())
@@ -310,6 +332,45 @@ def bench_kind(kind: str, n: int, k: int, base: Path, pg: str) -> dict[str, Any]
         out[f"list first row at {n:,} (s)"] = first
         out["list rows/s"] = rate
     return out
+
+
+QUEUES = 20
+FULL_QUEUES = 2
+
+
+def queue_ratios(
+    small: str, queued: str, n: int, k: int, base_times: list[float]
+) -> dict[str, float]:
+    """Issue 32: claim --next, plain and --queue of the last queue, on 20 queues
+    whose first FULL_QUEUES are at their limit."""
+    last = f"q{QUEUES - 1:02d}"
+    return {
+        f"claim {n:,} in {QUEUES} queues / {BASE}": paired_ratio(small, queued, k, base_times),
+        f"claim --queue {last} {n:,} in {QUEUES} queues / {BASE}": paired_ratio(
+            small, queued, k, base_times, "--queue", last
+        ),
+    }
+
+
+def build_queues(url: str, n: int) -> None:
+    """`n` ready tasks over QUEUES queues `q00`…`q19`, each queue's admitted
+    after the one before it (so the last queue's tasks sit behind every other
+    task in the Ready order), the first FULL_QUEUES at a limit of 1 with their
+    one slot held by a long lease: a plain `claim --next` passes over the
+    full queues' n/10 tasks, `--queue q19` over the other 95%."""
+    per = n // QUEUES
+    for q in range(QUEUES):
+        name = f"q{q:02d}"
+        admit_many(url, [f"{name}-{i:06d}" for i in range(per)], start_s=q, queue=name)
+    store = open_store(url)
+    try:
+        led = Ledger(store)
+        for q in range(FULL_QUEUES):
+            name = f"q{q:02d}"
+            led.claim("bench", f"{name}-000000", "holder", timedelta(days=3650), T0)
+            store.set_limit(name, 1)  # type: ignore[attr-defined]
+    finally:
+        store.close()
 
 
 def bench_drains(
@@ -359,6 +420,11 @@ def main() -> None:
     )
     parser.add_argument("--stores", default="json,sqlite,postgresql")
     parser.add_argument(
+        "--queues-only",
+        action="store_true",
+        help="only the 20-queue claims (issue 32) against the base: no other store, no drains",
+    )
+    parser.add_argument(
         "--write-docs", action="store_true", help="write the table into docs/performance.md"
     )
     args = parser.parse_args()
@@ -373,15 +439,21 @@ def main() -> None:
                 if problem is not None:
                     skipped[kind] = f"no PostgreSQL server reachable ({problem})"
                     continue
-            results[kind] = bench_kind(kind, n, args.claims, base, args.postgres_url)
-        drains = bench_drains(
-            list(results),
-            args.rounds,
-            args.workers,
-            args.drain,
-            args.drain_long,
-            base,
-            args.postgres_url,
+            results[kind] = bench_kind(
+                kind, n, args.claims, base, args.postgres_url, args.queues_only
+            )
+        drains = (
+            {}
+            if args.queues_only
+            else bench_drains(
+                list(results),
+                args.rounds,
+                args.workers,
+                args.drain,
+                args.drain_long,
+                base,
+                args.postgres_url,
+            )
         )
         for kind, got in drains.items():
             results[kind].update(got)
@@ -406,7 +478,7 @@ def main() -> None:
         print(f"{row:46}" + "".join(cells))
     for kind, why in skipped.items():
         print(f"{kind}: skipped: {why}")
-    if args.write_docs:
+    if args.write_docs and not args.queues_only:
         from benchmarks.docs_figures import write_figures
 
         argv = " ".join(sys.argv[1:]).replace("--write-docs", "").strip()

@@ -1,7 +1,8 @@
 """Queues and limits held by leases (issue 32): `admit --queue`, `claim` /
 `run --next --queue`, `ledger limit`. Through the installed CLI as fresh
-processes, on the JSON store and SQLite. Waits are for states (a file, a
-status, a lease that ran out), never times; `--now` stands for a later clock
+processes, on the JSON store, SQLite and PostgreSQL (tests/conftest.py's
+`url`). Waits are for states (a file, a status, a lease that ran out), never
+times; `--now` stands for a later clock
 where a test needs a lease to be stale.
 """
 
@@ -13,25 +14,16 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from ledger_cli.engine.instant import Instant
 from tests.cli_support import T0, ledger_cmd, run_ledger, subprocess_env
-from tests.stores import KINDS
 from tests.timing_support import wait_for_file
 
 HANG = 120.0  # a bound for a hung test, never a timing assertion
 LATER = "2026-01-02T03:06:05Z"  # T0 + 2m: a 1m lease taken at T0 is stale
-
-
-@pytest.fixture(params=["json", "sqlite"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    kind = KINDS[str(request.param)]
-    with kind.place(tmp_path) as location:
-        yield kind.url(location)
 
 
 def ok(url: str, *args: str) -> str:
@@ -70,7 +62,16 @@ def test_without_queue_claim_next_takes_every_queue(url: str) -> None:
 
 def test_changing_the_queue_needs_a_higher_seq(url: str) -> None:
     admit(url, "k", "--queue", "a")
-    assert admit(url, "k", "--queue", "b").strip() == "duplicate"
+    assert admit(url, "k", "--queue", "a").strip() == "duplicate"
+    # The same sequence in another queue is a conflict, as another payload is.
+    res = run_ledger(url, "--now", T0, "admit", "k", "--queue", "b")
+    assert res.returncode == 8, res.stderr
+    assert res.stdout.strip() == "conflict"
+    assert res.stderr.strip().splitlines() == [
+        "ledger: k is already admitted at sequence 1 with a different queue"
+    ]
+    res = run_ledger(url, "--now", T0, "admit", "k")  # default is a queue too
+    assert res.returncode == 8, res.stderr
     assert claim_next(url, "--queue", "b").returncode == 7  # still in a
     assert admit(url, "k", "--queue", "b", "--seq", "2").strip() == "admitted"
     assert claim_next(url, "--queue", "a").returncode == 7
@@ -281,6 +282,21 @@ def test_stats_json_gives_each_queue_its_figures(url: str) -> None:
     }
     later = json.loads(ok(url, "--now", LATER, "--json", "stats"))["queues"]["q"]
     assert (later["ready"], later["held"]) == (2, 0)  # q1's lease ran out
+    from prometheus_client.parser import text_string_to_metric_families
+
+    text = ok(url, "--now", T0, "stats", "--prometheus")
+    got = {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name.startswith("ledger_queue_")
+    }
+    assert got[("ledger_queue_tasks", (("queue", "q"), ("status", "claimed")))] == 1
+    assert got[("ledger_queue_tasks", (("queue", "default"), ("status", "pending")))] == 2
+    assert got[("ledger_queue_ready_tasks", (("queue", "default"),))] == 1
+    assert got[("ledger_queue_held_slots", (("queue", "q"),))] == 1
+    assert got[("ledger_queue_limit", (("queue", "idle"),))] == 3
+    assert ("ledger_queue_limit", (("queue", "default"),)) not in got  # no limit, no sample
 
 
 def test_snapshot_and_restore_carry_queues(url: str, tmp_path: Path) -> None:

@@ -114,6 +114,10 @@ def test_prometheus_text_parses(cli: Cli) -> None:
         "ledger_oldest_ready_age_seconds",
         "ledger_paused",
         "ledger_scheduled_tasks",
+        "ledger_queue_tasks",
+        "ledger_queue_ready_tasks",
+        "ledger_queue_held_slots",
+        "ledger_queue_limit",
     }
     for fam in families.values():
         assert fam.type == "gauge" and fam.documentation

@@ -98,3 +98,19 @@ def test_live_view_refreshes_and_leaves_cleanly(tmux: Tmux, tmp_path: Path, leav
     while not (after.exists() and after.read_text()) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert after.read_text() == (tmp_path / "before").read_text() == "icanon\n"
+
+
+def test_queue_shows_those_queues_tasks_and_figures(tmux: Tmux, tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    for key, queue in (("db-task", "db"), ("mail-task", "mail"), ("plain-task", "default")):
+        assert run_ledger(store, "admit", key, "--queue", queue).returncode == 0
+    assert run_ledger(store, "limit", "db", "2").returncode == 0
+    assert run_ledger(store, "claim", "db-task", "--owner", "w", "--lease", "1h").returncode == 0
+    watch = [*ledger_cmd(), "--store", str(store), "watch", "--interval", "0.2s"]
+    script = shlex.join([*watch, "--queue", "db,nowhere"]) + "; sleep 600"
+    tmux("new-session", "-d", "-s", tmux.session, "-x", "150", "-y", "40", "sh", "-c", script)
+    screen = tmux.wait_for("db-task")
+    assert "queue db: pending 0  claimed 1  ready 0  held 1 of 2" in screen
+    assert "queue nowhere: no tasks" in screen
+    assert "mail-task" not in screen and "plain-task" not in screen
+    tmux("send-keys", "-t", tmux.session, "q")

@@ -35,7 +35,7 @@ class Outcome:
     """What an admit did: `word` (one of the four), the record it wrote or
     compared against (`record`; None only when an admitted record could not be
     read back), and for a conflict what differs (`differs`: "task", "needs",
-    or both)."""
+    "queue", or several)."""
 
     __slots__ = ("differs", "record", "word")
 
@@ -51,11 +51,9 @@ class Outcome:
     def message(self, key: str) -> str:
         """The stderr line of a conflict."""
         seq = self.record.sequence if self.record is not None else 0
-        what = "a different task and different needs"
-        if self.differs == ("task",):
-            what = "a different task"
-        elif self.differs == ("needs",):
-            what = "different needs"
+        words = {"task": "a different task", "needs": "different needs"}
+        words["queue"] = "a different queue"
+        what = " and ".join(words[d] for d in self.differs) or words["task"]
         return f"ledger: {key} is already admitted at sequence {seq} with {what}"
 
 
@@ -80,9 +78,16 @@ def json_equal(a: Any, b: Any) -> bool:
 
 
 def classify(
-    core: Core, cur: TaskState, seq: int, task: Any, needs: tuple[str, ...] | None
+    core: Core,
+    cur: TaskState,
+    seq: int,
+    task: Any,
+    needs: tuple[str, ...] | None,
+    queue: str = "default",
 ) -> Outcome:
-    """The outcome of an admit that `cur` (the stored record) made a no-op."""
+    """The outcome of an admit that `cur` (the stored record) made a no-op; a
+    different `queue` at the same sequence is a conflict too (issue 32: only
+    a rebase moves a task to another queue)."""
     if cur.sequence > seq:
         return Outcome(STALE, cur)
     if cur.sequence < seq:
@@ -93,6 +98,10 @@ def classify(
         differs.append("task")
     if tuple(cur.needs or ()) != tuple(needs or ()):
         differs.append("needs")
+    from ledger_cli.engine import queues
+
+    if queues.of(core.store, cur.key) != queue:
+        differs.append("queue")
     if not differs:
         return Outcome(DUPLICATE, cur)
     if is_terminal(cur.status) and cur.task is None and cur.needs is None and _pruned(core, cur):
@@ -151,4 +160,4 @@ def admit(
         if queue != queues.DEFAULT or queues.of(core.store, key) != queues.DEFAULT:
             queues.put(core.store, key, queue)
         return Outcome(ADMITTED, core.store.load(key))
-    return classify(core, seen[-1], seq, task, needs)
+    return classify(core, seen[-1], seq, task, needs, queue)

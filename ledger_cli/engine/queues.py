@@ -94,13 +94,38 @@ def claimed_records(store: Store) -> list[TaskState]:
 
 
 def held_by_queue(store: Store, now: Instant, skip: str | None = None) -> dict[str, int]:
-    """The live leases of every queue (`skip`: a key not to count, a takeover's own)."""
+    """The live leases of every queue (`skip`: a key not to count, a takeover's own):
+    in one query on an SQL store (`claimed_leases`), else from the claimed records."""
     counts: dict[str, int] = {}
+    leases: Callable[[], list[tuple[str, str, Instant]]] | None = getattr(
+        store, "claimed_leases", None
+    )
+    if leases is not None:
+        for key, q, until in leases():
+            if key != skip and until > now:
+                counts[q] = counts.get(q, 0) + 1
+        return counts
     for rec in claimed_records(store):
         if rec.key != skip and is_live(rec, now):
             q = of(store, rec.key)
             counts[q] = counts.get(q, 0) + 1
     return counts
+
+
+class Filter:
+    """The queues one `claim --next` may claim from: `wanted` (None: every
+    queue) less `skip` (those at their limit). A store with `filters_queues`
+    reads only the admitted queues' tasks (`ready_candidates(now, filter)`).
+    (A plain class: dataclasses imports inspect, too heavy for the hot path.)"""
+
+    __slots__ = ("skip", "wanted")
+
+    def __init__(self, wanted: frozenset[str] | None, skip: frozenset[str]) -> None:
+        self.wanted = wanted
+        self.skip = skip
+
+    def admits(self, queue: str) -> bool:
+        return (self.wanted is None or queue in self.wanted) and queue not in self.skip
 
 
 class Slots:
@@ -109,8 +134,33 @@ class Slots:
 
     def __init__(self, store: Store, now: Instant, skip: str | None = None) -> None:
         self.store = store
+        self.now = now
+        self.skip = skip
         self.limits = limits(store)
         self.held = held_by_queue(store, now, skip) if self.limits else {}
+
+    def lock_slot(self, queue: str, key: str | None = None) -> bool:
+        """Whether `queue` has a free slot for a claim made now, in this unit.
+
+        A store whose claimers run concurrently (PostgreSQL: `lock_limit`)
+        locks the queue's limit row (after `key`'s row, for a claim by key)
+        and counts the held slots again: a claimer that took the last slot
+        meanwhile has committed by the time the lock is granted. The JSON
+        store and SQLite hold their lock for the whole unit: the counts read
+        at its start stand."""
+        if queue not in self.limits:
+            return True
+        lock: Callable[[str, str | None], int | None] | None = getattr(
+            self.store, "lock_limit", None
+        )
+        if lock is not None:
+            n = lock(queue, key)
+            if n is None:  # cleared meanwhile
+                del self.limits[queue]
+                return True
+            self.limits[queue] = n
+            self.held[queue] = held_by_queue(self.store, self.now, self.skip).get(queue, 0)
+        return not self.full(queue)
 
     def full(self, queue: str) -> bool:
         n = self.limits.get(queue)
@@ -120,8 +170,27 @@ class Slots:
         n, held = self.limits[queue], self.held.get(queue, 0)
         return f"queue {queue} is at its limit ({held} of {n} held)"
 
+    def full_queues(self) -> frozenset[str]:
+        return frozenset(q for q in self.limits if self.full(q))
+
     def took(self, queue: str) -> None:
         self.held[queue] = self.held.get(queue, 0) + 1
+
+
+class QueueChoice:
+    """One claim unit's queue filter, made at the unit's clock (`__call__`):
+    the `wanted` queues less those at their limit then. `slots` keeps what it
+    read for the claim that follows in the unit."""
+
+    def __init__(self, store: Store, wanted: frozenset[str] | None) -> None:
+        self.store = store
+        self.wanted = wanted
+        self.slots: Slots | None = None
+
+    def __call__(self, now: Instant) -> Filter | None:
+        self.slots = Slots(self.store, now)
+        full = self.slots.full_queues()
+        return Filter(self.wanted, full) if self.wanted is not None or full else None
 
 
 class QueueFullError(LedgerError):
@@ -139,7 +208,7 @@ def check_slot(store: Store, key: str, now: Instant) -> None:
         return
     queue = of(store, key)
     slots = Slots(store, now, skip=key)
-    if slots.full(queue):
+    if not slots.lock_slot(queue, key):
         raise QueueFullError(f"ledger: {slots.describe(queue)}")
 
 

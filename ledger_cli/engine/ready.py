@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator
 
     from ledger_cli.engine.instant import Instant
+    from ledger_cli.engine.queues import Filter
     from ledger_cli.engine.record import TaskState
     from ledger_cli.engine.schedule import Schedule
 
@@ -105,23 +106,31 @@ def candidates(store: object) -> list[TaskState]:
     return [r for r in rng() if r.status in _CLAIMABLE]
 
 
-def ready_iter(store: object, load: Loader, now: Instant) -> Iterator[TaskState]:
+def ready_iter(
+    store: object, load: Loader, now: Instant, queues: Filter | None = None
+) -> Iterator[TaskState]:
     """The ready records, oldest first, found lazily.
 
     Through the store's ready index (`ready_candidates(now)`: live records whose
     direct needs are completed, in order; a store may leave out claimed ones
     whose lease runs past `now`) when it has one, so the first ready
     record costs the same however long the backlog; else by a scan.
+    `queues`: a store with `filters_queues` reads only the tasks of the
+    queues it admits; any other store yields every queue's (the caller
+    filters).
     """
     cached = _memo(load)
-    source: Callable[[Instant], Iterable[TaskState]] | None = getattr(
-        store, "ready_candidates", None
-    )
+    source: Callable[..., Iterable[TaskState]] | None = getattr(store, "ready_candidates", None)
     schedules = _scheduled(store)
     if source is None or schedules is not None:
         yield from ready_records(candidates(store), load, now, schedules)
         return
-    for rec in source(now):
+    recs = (
+        source(now, queues=queues)
+        if queues is not None and getattr(store, "filters_queues", False)
+        else source(now)
+    )
+    for rec in recs:
         if is_ready(rec, cached, now):
             yield rec
 
@@ -183,18 +192,23 @@ def count_ready(store: object, load: Loader, now: Instant) -> tuple[int, TaskSta
     return count, first, apart
 
 
-def ready_at_clock(store: object, load: Loader) -> tuple[Instant, Iterator[TaskState]] | None:
+def ready_at_clock(
+    store: object, load: Loader, queues_at: Callable[[Instant], Filter | None] | None = None
+) -> tuple[Instant, Iterator[TaskState]] | None:
     """`(now, ready_iter(store, load, now))` with `now` the store's clock, read
     inside the open batch by its first ready query (`ready_at_clock`, which the
     store must have: `Session.unit_now`); None when no candidate came (then no
-    clock was read, and nothing is ready)."""
+    clock was read, and nothing is ready). `queues_at(now)`: the queue filter
+    for that clock, which a store with `filters_queues` applies itself."""
     if _scheduled(store) is not None:  # the index's order is not the Ready order
         store_now: Callable[[], Instant] = store.now  # type: ignore[attr-defined]
         now = store_now()
-        return now, ready_iter(store, load, now)
-    source: Callable[[], tuple[Instant, Iterable[TaskState]] | None]
+        filt = None if queues_at is None else queues_at(now)
+        return now, ready_iter(store, load, now, filt)
+    source: Callable[..., tuple[Instant, Iterable[TaskState]] | None]
     source = store.ready_at_clock  # type: ignore[attr-defined]
-    got = source()
+    filtering = queues_at is not None and getattr(store, "filters_queues", False)
+    got = source(queues_at) if filtering else source()
     if got is None:
         return None
     now, recs = got

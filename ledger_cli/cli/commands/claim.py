@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
     from ledger_cli.engine.instant import Instant
     from ledger_cli.engine.pause import PauseInfo
+    from ledger_cli.engine.queues import Slots
     from ledger_cli.engine.record import TaskState
 
 
@@ -194,6 +195,7 @@ def _claim_next_once(
     paused store (docs/design.md §8.3) claim nothing and append the pause to `held`."""
     from ledger_cli.engine import ready
     from ledger_cli.engine.pause import paused
+    from ledger_cli.engine.queues import QueueChoice
 
     # None: each unit reads the store's clock with its first ready query
     # (PostgreSQL: no round trip of its own); else --now or the clock.
@@ -211,16 +213,20 @@ def _claim_next_once(
             pause_now = paused(s.store, for_claim=True)
             if pause_now is not None:
                 held.append(pause_now)
+            # The queues at their limit are known once the unit's clock is: a
+            # store that filters by queue never reads their tasks.
+            queues_at = QueueChoice(s.store, queues)
             found = (
                 None
                 if pause_now is not None
-                else (now, ready.ready_iter(s.store, s.load, now))
+                else (now, ready.ready_iter(s.store, s.load, now, queues_at(now)))
                 if now is not None
-                else ready.ready_at_clock(s.store, s.load)  # None: no candidate
+                else ready.ready_at_clock(s.store, s.load, queues_at)  # None: no candidate
             )
             if found is not None:
                 attempt.now = found[0]
-                claimed = _claim_first(s, found[1], owner, lease_td, found[0], queues)
+                slots = queues_at.slots
+                claimed = _claim_first(s, found[1], owner, lease_td, found[0], queues, slots)
                 if claimed is not None and in_unit is not None:
                     in_unit(*claimed)
     return claimed
@@ -233,16 +239,18 @@ def _claim_first(
     lease: timedelta,
     now: Instant,
     wanted: frozenset[str] | None = None,
+    slots: Slots | None = None,
 ) -> tuple[TaskState, int] | None:
     """Claim the first of the ready records that can be claimed (in the open
     unit), from the `wanted` queues only, passing over a queue at its limit:
     the count and the claim are in the same unit, so no two claimers can both
-    take a queue's last slot."""
+    take a queue's last slot. `slots`: the unit's, when read before the walk."""
     from ledger_cli.engine import queues
     from ledger_cli.errors import LeaseActiveError, NoKeyError, NotClaimedError
 
     # Without --queue and without limits, no candidate's queue is read.
-    slots = queues.Slots(s.store, now)
+    if slots is None:
+        slots = queues.Slots(s.store, now)
     filtering = wanted is not None or bool(slots.limits)
     for cand in ready_now:
         if not _nameable(cand.key):
@@ -250,6 +258,8 @@ def _claim_first(
         queue = queues.of(s.store, cand.key) if filtering else queues.DEFAULT
         if (wanted is not None and queue not in wanted) or slots.full(queue):
             continue
+        if not slots.lock_slot(queue):
+            continue  # others took its last slot meanwhile (PostgreSQL)
         try:
             fence = s.ledger.claim(s.actor, cand.key, owner, lease, now)
         except (LeaseActiveError, NotClaimedError, NoKeyError):

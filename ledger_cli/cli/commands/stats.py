@@ -200,6 +200,38 @@ def prometheus_text(stats: Stats) -> str:
     )
     for name, help_text, value in gauges:
         Gauge(name, help_text, registry=registry).set(value)
+    # Issue 32: each queue's figures (`stats --json`'s "queues"), labelled by queue.
+    per_queue = Gauge(
+        "ledger_queue_tasks",
+        "Pending and claimed tasks by queue and status.",
+        ["queue", "status"],
+        registry=registry,
+    )
+    ready = Gauge(
+        "ledger_queue_ready_tasks",
+        "Tasks ready to claim now, by queue.",
+        ["queue"],
+        registry=registry,
+    )
+    held = Gauge(
+        "ledger_queue_held_slots",
+        "Live leases by queue (the slots a limit counts).",
+        ["queue"],
+        registry=registry,
+    )
+    limit = Gauge(
+        "ledger_queue_limit",
+        "A queue's limit (ledger limit), for queues with one.",
+        ["queue"],
+        registry=registry,
+    )
+    for queue, row in stats.queues.items():
+        for status in ("pending", "claimed"):
+            per_queue.labels(queue=queue, status=status).set(row[status] or 0)
+        ready.labels(queue=queue).set(row["ready"] or 0)
+        held.labels(queue=queue).set(row["held"] or 0)
+        if row["limit"] is not None:
+            limit.labels(queue=queue).set(row["limit"])
     return generate_latest(registry).decode("utf-8")
 
 

@@ -99,7 +99,13 @@ def unfinished(
     return (rows if limit is None else rows[:limit]), max(total, len(live)) + len(failed)
 
 
-def view(store: Store, now: Instant, statuses: set[str] | None, interval: str) -> Group:
+def view(
+    store: Store,
+    now: Instant,
+    statuses: set[str] | None,
+    interval: str,
+    in_queues: frozenset[str] | None = None,
+) -> Group:
     from rich.console import Group
     from rich.text import Text
 
@@ -116,9 +122,28 @@ def view(store: Store, now: Instant, statuses: set[str] | None, interval: str) -
         line.append(f"  scheduled {figures.scheduled}")
     if figures.oldest_ready_age_seconds is not None:
         line.append(f"  oldest ready {render.duration(figures.oldest_ready_age_seconds)}")
-    shown, total = unfinished(
-        store, statuses, limit=MAX_ROWS, counts=figures.counts, records=records
-    )
+    if in_queues is None:
+        shown, total = unfinished(
+            store, statuses, limit=MAX_ROWS, counts=figures.counts, records=records
+        )
+    else:
+        # --queue: the table holds those queues' tasks only (each queue's
+        # figures on a line of its own); the unfinished records are read whole.
+        from ledger_cli.engine import queues
+
+        side = queues.every(store)
+        rows, _ = unfinished(store, statuses, records=records)
+        rows = [r for r in rows if side.get(r.key, queues.DEFAULT) in in_queues]
+        shown, total = rows[:MAX_ROWS], len(rows)
+        for name in sorted(in_queues):
+            row = figures.queues.get(name)
+            line.append(f"\nqueue {name}: ")
+            if row is None:
+                line.append("no tasks")
+                continue
+            line.append(f"pending {row['pending']}  claimed {row['claimed']}  ready {row['ready']}")
+            if row["limit"] is not None:
+                line.append(f"  held {row['held']} of {row['limit']}")
     header = Text(f"ledger watch · every {interval} · q to quit · {now}", style="dim")
     parts: list[object] = [header, line, Text(""), render.record_table(shown, now)]
     if figures.paused:  # docs/design.md §8.3: a banner while --next claims are paused
@@ -159,9 +184,15 @@ def wait_for_quit(fd: int, seconds: float) -> bool:
 
 
 def watch(
-    settings: Settings, interval: str | None = None, statuses: list[str] | None = None
+    settings: Settings,
+    interval: str | None = None,
+    statuses: list[str] | None = None,
+    queue: list[str] | None = None,
 ) -> int:
     wanted = {parse_status(s) for s in statuses} if statuses else None
+    from ledger_cli.cli.queueargs import parse_queues
+
+    in_queues = parse_queues(queue)
     interval_text = interval or DEFAULT_INTERVAL
     seconds = parse_duration(interval_text, "--interval").total_seconds()
     if seconds <= 0:
@@ -181,7 +212,8 @@ def watch(
                 Live(console=con, screen=True, auto_refresh=False, transient=True) as live,
             ):
                 while True:
-                    live.update(view(s.store, s.now(), wanted, interval_text), refresh=True)
+                    screen = view(s.store, s.now(), wanted, interval_text, in_queues)
+                    live.update(screen, refresh=True)
                     if wait_for_quit(fd, seconds):
                         break
         except KeyboardInterrupt:

@@ -10,7 +10,14 @@ from typing import Annotated
 
 import typer
 
-from ledger_cli.cli.declarations.base import Key, app, complete_status, dispatch, examples
+from ledger_cli.cli.declarations.base import (
+    Key,
+    Queues,
+    app,
+    complete_status,
+    dispatch,
+    examples,
+)
 
 Reason = Annotated[
     str | None,
@@ -55,7 +62,11 @@ def stats(
     dispatch(ctx, work, prometheus=prometheus, out=out)
 
 
-@app.command(epilog=examples("ledger watch", "ledger watch --interval 5s --status claimed"))
+@app.command(
+    epilog=examples(
+        "ledger watch", "ledger watch --interval 5s --status claimed", "ledger watch --queue db"
+    )
+)
 def watch(
     ctx: typer.Context,
     interval: Annotated[
@@ -71,11 +82,12 @@ def watch(
             autocompletion=complete_status,
         ),
     ] = None,
+    queue: Queues = None,
 ) -> None:
     """A live view of the stats and the unfinished tasks (q or Ctrl-C to leave)."""
     from ledger_cli.cli.commands.watch import watch as work
 
-    dispatch(ctx, work, interval=interval, statuses=status)
+    dispatch(ctx, work, interval=interval, statuses=status, queue=queue)
 
 
 @app.command(

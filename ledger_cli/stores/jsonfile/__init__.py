@@ -9,8 +9,8 @@ Layout of a store directory (mode 0700; every file 0600):
                           one file per key: the wire record object with a
                           checksum member last                          (records.py)
     live/                 the index of pending and claimed records      (liveindex.py)
-    ready/                the ready index of `claim --next`             (readyindex.py,
-                                                                         readyview.py)
+    ready/                the ready index of `claim --next`: default's  (readyindex.py,
+                          queue, and each other's in ready/q/<hex>/      readyview.py)
     deps/                 every record by the needs it names: the       (depsindex.py,
                           dependents walk of retry/cancel/failures,      depsview.py)
                           and the ready/ promotion when a need completes

@@ -19,9 +19,14 @@ from ledger_cli.stores.jsonfile.locking import store_method
 from ledger_cli.stores.jsonfile.records import key_digest
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from contextlib import AbstractContextManager
 
+    from ledger_cli.engine.record import TaskState
+
 QUEUE_DIR = "queue"
+DEFAULT = "default"
+"""engine/queues.py's DEFAULT."""
 LIMITS_NAME = "limits.json"
 
 
@@ -44,6 +49,10 @@ class QueueMethods:
         def _check_open(self) -> None: ...
 
         def _locked(self, *, create: bool) -> AbstractContextManager[int | None]: ...
+
+        def load(self, key: str) -> TaskState | None: ...
+
+        def _read_record(self, root_fd: int, key: str, digest: str) -> TaskState | None: ...
 
     def _queue_dir(self, create: bool) -> int | None:
         root_fd = fsutil.open_root(self._root)
@@ -87,6 +96,9 @@ class QueueMethods:
         name = digest + ".json"
         shown = os.path.join(self._root, QUEUE_DIR, name)
         with self._locked(create=True):
+            # The entry in the new queue's partition first: until the file
+            # says so it is stale (harmless), and the old one still holds.
+            self._index_queue(key, DEFAULT if queue is None else queue)
             fd = self._queue_dir(create=queue is not None)
             if fd is None:
                 return
@@ -101,6 +113,38 @@ class QueueMethods:
                 fsutil.fsync_fd(fd, shown)
             finally:
                 os.close(fd)
+
+    def _index_queue(self, key: str, queue: str) -> None:
+        """Add the ready-index entry of `key`'s record on disk to `queue`'s
+        partition when it is a candidate (the entry in its old queue's
+        partition is then stale, dropped when met). A key with no record on
+        disk yet has no entry anywhere: the write of its record, in this
+        batch, adds it where its queue file says. Nothing when the index is
+        not built (its rebuild reads the queue files)."""
+        from ledger_cli.stores.jsonfile import readyindex
+        from ledger_cli.stores.jsonfile.schedulefile import reader
+
+        digest = key_digest(key)
+        root_fd = fsutil.open_root(self._root)
+        if digest is None or root_fd is None:
+            fsutil.close_all([root_fd])
+            return
+        rfd = None
+        try:
+            rec = self._read_record(root_fd, key, digest)
+            if rec is None or not readyindex.is_candidate(rec, self.load):
+                return
+            entry = readyindex.entry_of(rec, reader(self._root)(key))
+            if entry is None:
+                return
+            rfd = readyindex.open_dir(self._root, root_fd, create=False)
+            chunks = None if rfd is None else readyindex.load_chunks(self._root, root_fd, rfd)
+            if chunks is not None:
+                with chunks.part(queue, create=True) as part:
+                    assert part is not None
+                    part.add([entry], sync=True)
+        finally:
+            fsutil.close_all([rfd, root_fd])
 
     @store_method
     def queues(self) -> dict[str, str]:
@@ -165,3 +209,38 @@ class QueueMethods:
             else:
                 fsutil.unlink_quiet(root_fd, LIMITS_NAME)
             fsutil.fsync_fd(root_fd, self._root)
+
+
+def reader(root: str) -> Callable[[str], str]:
+    """A key's queue (`default` without a queue file), read from the store at
+    `root`: nothing at all on a store that keeps no queue (no queue/
+    directory), else one small file per key asked, never a listing (the ready
+    index's partitions, readyindex.py). For one operation only: it caches what
+    it read."""
+    if not os.path.isdir(os.path.join(root, QUEUE_DIR)):
+        return lambda key: DEFAULT
+    cache: dict[str, str] = {}
+
+    def read(key: str) -> str:
+        got = cache.get(key)
+        if got is not None:
+            return got
+        digest = key_digest(key)
+        queue = DEFAULT
+        if digest is not None:
+            path = os.path.join(root, QUEUE_DIR, digest + ".json")
+            try:
+                with open(path, "rb") as fh:
+                    data: bytes | None = fh.read()
+            except FileNotFoundError:
+                data = None
+            except OSError as exc:
+                raise fail(path, "cannot read", exc) from None
+            if data is not None:
+                stored, name = _decode(data, path)
+                if stored == key:
+                    queue = name
+        cache[key] = queue
+        return queue
+
+    return read

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import bisect
 import os
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from ledger_cli.engine.instant import Instant
@@ -52,16 +53,30 @@ if TYPE_CHECKING:
 
     Load = Callable[[str], "TaskState | None"]
 
+DEFAULT_QUEUE = "default"
+"""engine/queues.py's DEFAULT (not imported: this module is on the hot path)."""
 READY_DIR = "ready"
 LEGACY_NEEDS_DIR = "needs"
 """ready/needs/: the waiter files of older releases; no longer read or written."""
 MANIFEST = "manifest"
-MANIFEST_HEADER = "ledger_cli.ready 3"
-"""Version 3: each chunk starts with its number of entries. Version 2: entries
-sort in the Ready order of docs/design.md §8.2 (`entry_of`). An older manifest (version
-1: CreatedAt only; 2: chunks without a count) means "rebuild", as a missing one
-does."""
-OLDER_HEADERS = ("ledger_cli.ready 1", "ledger_cli.ready 2")
+MANIFEST_HEADER = "ledger_cli.ready 4"
+"""Version 4: partitioned by queue (ready/q/, below). Version 3: each chunk
+starts with its number of entries. Version 2: entries sort in the Ready order
+of docs/design.md §8.2 (`entry_of`). An older manifest (version 1: CreatedAt only; 2:
+chunks without a count; 3: every queue in one partition) means "rebuild", as
+a missing one does."""
+OLDER_HEADERS = ("ledger_cli.ready 1", "ledger_cli.ready 2", "ledger_cli.ready 3")
+QUEUES_DIR = "q"
+"""ready/q/<queue name's UTF-8 in hex>/: the partition of a queue other than
+`default` (issue 32), a manifest and chunks of the same format as ready/'s own,
+which holds `default`'s. `claim --next --queue X` walks X's partition only, and
+a queue at its limit is not walked at all; a claim from every queue merges the
+partitions' heads, each in the Ready order, so the order across queues is the
+same as one index's. A partition is made (chunk, then manifest, each durable)
+by the first write that adds one of its entries; one without a manifest (a
+crash cut its making short) holds nothing yet. An entry whose key is no longer
+in the partition's queue is stale, dropped when met (a rebase that changed the
+queue added the entry to its new queue's partition first)."""
 RANK = 10**22
 """The weight of the priority in an entry's sort number (above any due instant)."""
 DUE_OFFSET = 10**21
@@ -130,8 +145,17 @@ class Chunks:
     """The manifest and its chunks, read and written under the store lock."""
 
     def __init__(
-        self, root: str, root_fd: int, rfd: int, next_id: int, ids: list[int], bounds: list[Entry]
+        self,
+        root: str,
+        root_fd: int,
+        rfd: int,
+        next_id: int,
+        ids: list[int],
+        bounds: list[Entry],
+        sub: tuple[str, ...] = (),
     ) -> None:
+        self._sub = sub
+        """The partition's directory below ready/ (none: `default`'s, ready/ itself)."""
         self._root = root
         self._root_fd = root_fd
         self._rfd = rfd
@@ -140,7 +164,7 @@ class Chunks:
         self.bounds = bounds
 
     def _path(self, *parts: str) -> str:
-        return shown(self._root, READY_DIR, *parts)
+        return shown(self._root, READY_DIR, *self._sub, *parts)
 
     # -- reading ------------------------------------------------------------------
 
@@ -281,15 +305,22 @@ def open_dir(root: str, root_fd: int, *, create: bool, sync: bool = True) -> int
     return fsutil.open_subdir(root_fd, READY_DIR, shown(root, READY_DIR), create=create, sync=sync)
 
 
-def load_chunks(root: str, root_fd: int, rfd: int) -> Chunks | None:
+def load_chunks(root: str, root_fd: int, rfd: int) -> Partitioned | None:
     """The candidate index, or None when it has to be rebuilt (no manifest)."""
-    path = shown(root, READY_DIR, MANIFEST)
+    default = _load_part(root, root_fd, rfd, ())
+    return None if default is None else Partitioned(root, root_fd, rfd, default)
+
+
+def _load_part(root: str, root_fd: int, rfd: int, sub: tuple[str, ...]) -> Chunks | None:
+    """One partition's manifest (`sub`: its directory below ready/), None when
+    it has none (or, for ready/'s own, an older release's)."""
+    path = shown(root, READY_DIR, *sub, MANIFEST)
     data = fsutil.read_file(rfd, MANIFEST, path)
     if data is None:
         return None
     lines = data.decode("ascii", "replace").splitlines()
     head = lines[0].split() if lines else []
-    if " ".join(head[:2]) in OLDER_HEADERS:
+    if " ".join(head[:2]) in OLDER_HEADERS and not sub:
         return None  # an older release's order: rebuilt by the next holder of the lock
     if len(head) != 3 or " ".join(head[:2]) != MANIFEST_HEADER or not head[2].isdigit():
         raise damaged_index(
@@ -317,7 +348,201 @@ def load_chunks(root: str, root_fd: int, rfd: int) -> Chunks | None:
             path,
             "corrupt ready index manifest: no chunk (ledger doctor --fix rebuilds it)",
         )
-    return Chunks(root, root_fd, rfd, int(head[2]), ids, bounds)
+    return Chunks(root, root_fd, rfd, int(head[2]), ids, bounds, sub)
+
+
+def part_dir(queue: str) -> str:
+    """The directory below ready/q/ of a queue's partition."""
+    return queue.encode("utf-8", "surrogatepass").hex()
+
+
+def _queue_named(name: str) -> str | None:
+    """The queue a directory below ready/q/ is for; None for a name no
+    partition has (a temporary file, say)."""
+    if not name or len(name) % 2 or name.strip("0123456789abcdef"):
+        return None
+    try:
+        return bytes.fromhex(name).decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError:
+        return None
+
+
+class Partitioned:
+    """The whole index: `default`'s partition in ready/ itself and each other
+    queue's in ready/q/<hex>/ (QUEUES_DIR). A partition other than `default`'s
+    is opened for one use at a time: no descriptor outlives a method."""
+
+    def __init__(self, root: str, root_fd: int, rfd: int, default: Chunks) -> None:
+        self._root, self._root_fd, self._rfd = root, root_fd, rfd
+        self.default = default
+        self._reader: Callable[[str], str] | None = None
+
+    def queue_of(self, key: str) -> str:
+        """`key`'s queue, as its queue file says (read once per key and use)."""
+        if self._reader is None:
+            from ledger_cli.stores.jsonfile.queuefile import reader
+
+            self._reader = reader(self._root)
+        return self._reader(key)
+
+    def names(self) -> list[str]:
+        """The queues that have a partition besides `default`, sorted."""
+        qfd = fsutil.open_subdir(
+            self._rfd, QUEUES_DIR, shown(self._root, READY_DIR, QUEUES_DIR), create=False
+        )
+        if qfd is None:
+            return []
+        try:
+            listed = os.listdir(qfd)
+        finally:
+            os.close(qfd)
+        return sorted(q for q in map(_queue_named, listed) if q is not None and q != DEFAULT_QUEUE)
+
+    @contextmanager
+    def part(self, queue: str, *, create: bool = False) -> Iterator[Chunks | None]:
+        """The partition of `queue` (None: it has none yet); with `create`, a
+        missing one is made, durably, empty."""
+        if queue == DEFAULT_QUEUE:
+            yield self.default
+            return
+        sub = (QUEUES_DIR, part_dir(queue))
+        qfd = fsutil.open_subdir(
+            self._rfd, QUEUES_DIR, shown(self._root, READY_DIR, QUEUES_DIR), create=create
+        )
+        pfd = None
+        try:
+            if qfd is not None:
+                pfd = fsutil.open_subdir(
+                    qfd, sub[1], shown(self._root, READY_DIR, *sub), create=create
+                )
+            chunks = None if pfd is None else _load_part(self._root, self._root_fd, pfd, sub)
+            if chunks is None and create:
+                assert pfd is not None
+                chunks = _write_part(self._root, self._root_fd, pfd, sub, [])
+            yield chunks
+        finally:
+            fsutil.close_all([pfd, qfd])
+
+    def _by_queue(self, entries: Iterable[Entry]) -> dict[str, list[Entry]]:
+        out: dict[str, list[Entry]] = {}
+        for entry in entries:
+            out.setdefault(self.queue_of(key_of(entry)), []).append(entry)
+        return out
+
+    def add(self, entries: Iterable[Entry], *, sync: bool) -> None:
+        """Insert entries, each in its key's queue's partition (`Chunks.add`)."""
+        for queue, group in self._by_queue(entries).items():
+            with self.part(queue, create=True) as chunks:
+                assert chunks is not None
+                chunks.add(group, sync=sync)
+
+    def remove(self, entries: Iterable[Entry]) -> None:
+        """Drop entries from their key's queue's partition (`Chunks.remove`)."""
+        for queue, group in self._by_queue(entries).items():
+            with self.part(queue) as chunks:
+                if chunks is not None:
+                    chunks.remove(group)
+
+    def by_queue(self) -> dict[str, set[Entry]]:
+        """Every partition's entries (`ledger doctor`)."""
+        out: dict[str, set[Entry]] = {DEFAULT_QUEUE: set(self.default.entries())}
+        for queue in self.names():
+            with self.part(queue) as chunks:
+                if chunks is not None:
+                    out[queue] = set(chunks.entries())
+        return out
+
+    def holds(self, queue: str, entries: Iterable[Entry]) -> set[Entry]:
+        """Those of `entries` that `queue`'s partition holds."""
+        wanted = set(entries)
+        with self.part(queue) as chunks:
+            if chunks is None:
+                return set()
+            got: set[Entry] = set()
+            for pos in {chunks.locate(e) for e in wanted}:
+                got |= wanted.intersection(chunks.chunk(pos))
+            return got
+
+    def entries(self) -> Iterator[Entry]:
+        """Every entry in the Ready order, across the partitions."""
+        import heapq
+
+        rest: list[list[Entry]] = []
+        for queue in self.names():
+            with self.part(queue) as chunks:
+                if chunks is not None:
+                    rest.append(list(chunks.entries()))
+        if not rest:
+            yield from self.default.entries()
+            return
+        yield from heapq.merge(self.default.entries(), *rest)
+
+
+def head(
+    chunks: Chunks, after: Entry | None, now_ns: int | None, limit: int
+) -> tuple[list[Entry], Entry | None]:
+    """Up to `limit` entries of one partition past `after` (from one chunk),
+    cut before the first not due at `now_ns`, and the last entry looked at
+    (None: the partition ends there). An entry not due yet means none of the
+    rest of its priority level is (docs/design.md §8.1): the last is then that level's
+    end."""
+    pos = 0 if after is None else chunks.locate(after)
+    while pos < len(chunks.ids):
+        entries = [e for e in chunks.chunk(pos) if after is None or e > after]
+        if entries:
+            break
+        pos += 1
+    else:
+        return [], None
+    entries = entries[:limit]
+    if now_ns is not None:
+        for i, entry in enumerate(entries):
+            if due_ns(entry) > now_ns:
+                return entries[:i], next_level(entry)
+    return entries, entries[-1]
+
+
+def merged_page(
+    parts: dict[str, Chunks], after: Entry | None, now_ns: int | None, limit: int
+) -> tuple[list[tuple[str, Entry]], Entry | None]:
+    """The next entries past `after` across `parts` (queue -> partition), in the
+    Ready order with their queue, and the entry up to which every partition
+    was looked at (None: they all end there). Each partition gives its head;
+    the page stops at the lowest of their last entries, so nothing a partition
+    did not show is skipped: the order is that of one index over them all."""
+    heads = {queue: head(chunks, after, now_ns, limit) for queue, chunks in parts.items()}
+    lasts = [last for _, last in heads.values() if last is not None]
+    bound = min(lasts) if lasts else None
+    page = sorted(
+        (entry, queue)
+        for queue, (entries, _) in heads.items()
+        for entry in entries
+        if bound is None or entry <= bound
+    )
+    return [(queue, entry) for entry, queue in page], bound
+
+
+def _write_part(
+    root: str, root_fd: int, pfd: int, sub: tuple[str, ...], entries: list[Entry]
+) -> Chunks:
+    """Write one partition afresh (its sorted `entries`), durably, its manifest last."""
+    path = shown(root, READY_DIR, *sub)
+    fsutil.unlink_quiet(pfd, MANIFEST)
+    fsutil.fsync_fd(pfd, path)
+    for name in os.listdir(pfd):
+        if name != MANIFEST and name != QUEUES_DIR:
+            fsutil.unlink_quiet(pfd, name)
+    half = CHUNK_MAX // 2
+    pieces = [entries[i : i + half] for i in range(0, len(entries), half)] or [[]]
+    chunks = Chunks(root, root_fd, pfd, 0, [], [], sub)
+    for cid, piece in enumerate(pieces):
+        chunks._write_chunk(cid, piece, True)
+        chunks.ids.append(cid)
+        chunks.bounds.append(piece[0] if piece else (0, ""))
+    chunks.next_id = len(pieces)
+    fsutil.fsync_fd(pfd, path)
+    chunks._write_manifest(True)
+    return chunks
 
 
 # -- rebuilding ------------------------------------------------------------------------------
@@ -346,31 +571,47 @@ def rebuild(
         fsutil.unlink_quiet(rfd, MANIFEST)
         fsutil.fsync_fd(rfd, shown(root, READY_DIR))
         _clear(root, rfd)
-        candidates = sorted(
-            entry
-            for rec in by_key.values()
-            if (entry := entry_of(rec, sched(rec.key))) is not None and is_candidate(rec, load)
-        )
-        half = CHUNK_MAX // 2
-        pieces = [candidates[i : i + half] for i in range(0, len(candidates), half)] or [[]]
-        chunks = Chunks(root, root_fd, rfd, 0, [], [])
-        for cid, piece in enumerate(pieces):
-            chunks._write_chunk(cid, piece, True)
-            chunks.ids.append(cid)
-            chunks.bounds.append(piece[0] if piece else (0, ""))
-        chunks.next_id = len(pieces)
-        fsutil.fsync_fd(rfd, shown(root, READY_DIR))
-        chunks._write_manifest(True)
+        from ledger_cli.stores.jsonfile.queuefile import reader
+
+        queue_of = reader(root)
+        by_queue: dict[str, list[Entry]] = {DEFAULT_QUEUE: []}
+        for rec in by_key.values():
+            entry = entry_of(rec, sched(rec.key))
+            if entry is not None and is_candidate(rec, load):
+                by_queue.setdefault(queue_of(rec.key), []).append(entry)
+        # The other queues' partitions first: ready/'s manifest, written last,
+        # says the whole index is there.
+        for queue in sorted(by_queue):
+            if queue == DEFAULT_QUEUE:
+                continue
+            sub = (QUEUES_DIR, part_dir(queue))
+            qfd = fsutil.open_subdir(
+                rfd, QUEUES_DIR, shown(root, READY_DIR, QUEUES_DIR), create=True
+            )
+            assert qfd is not None
+            pfd = None
+            try:
+                pfd = fsutil.open_subdir(qfd, sub[1], shown(root, READY_DIR, *sub), create=True)
+                assert pfd is not None
+                _write_part(root, root_fd, pfd, sub, sorted(by_queue[queue]))
+            finally:
+                fsutil.close_all([pfd, qfd])
+        _write_part(root, root_fd, rfd, (), sorted(by_queue[DEFAULT_QUEUE]))
     finally:
         os.close(rfd)
 
 
 def _clear(root: str, rfd: int) -> None:
-    """Remove every chunk, and the waiter files of older releases (the manifest
-    is gone already)."""
+    """Remove every chunk and partition, and the waiter files of older releases
+    (the manifest is gone already)."""
     for name in os.listdir(rfd):
         if name == LEGACY_NEEDS_DIR:
             drop_legacy(rfd)
+        elif name == QUEUES_DIR:
+            import shutil
+
+            # What cannot be removed is rewritten whole by the partition's rebuild.
+            shutil.rmtree(QUEUES_DIR, ignore_errors=True, dir_fd=rfd)
         elif name != MANIFEST:
             fsutil.unlink_quiet(rfd, name)
 

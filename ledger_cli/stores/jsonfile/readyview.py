@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import time
+from contextlib import ExitStack
 from typing import TYPE_CHECKING
 
 from ledger_cli.engine.instant import Instant
@@ -17,6 +18,8 @@ from ledger_cli.stores.jsonfile.records import key_digest, scan_records
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
+
+    from ledger_cli.engine.queues import Filter as QueueFilter
 
 _READY_PAGE = 8
 """Ready-index entries examined per lock hold by `ready_candidates`."""
@@ -40,29 +43,41 @@ class ReadyMethods(RecordReader):
     """`ready_candidates` yields the Ready order of docs/design.md §8.2 and leaves out tasks
     not yet due: the index's entries sort by priority, due instant, key."""
 
-    def ready_candidates(self, now: Instant | None = None) -> Iterator[TaskState]:
-        """Pending and claimed records whose direct needs are all completed, oldest
-        CreatedAt first, then key, read through the ready/ index (the caller
-        applies the rest of the Ready rule: lease expiry, the transitive walk).
-        Stale index entries met on the way are dropped. Each step holds the
-        lock; writes of the caller's own open batch are not in the index."""
+    filters_queues = True
+    """`ready_candidates` takes a queue filter and walks only the partitions of
+    the queues it admits (readyindex.py QUEUES_DIR)."""
+
+    def ready_candidates(
+        self, now: Instant | None = None, queues: QueueFilter | None = None
+    ) -> Iterator[TaskState]:
+        """Pending and claimed records whose direct needs are all completed, in
+        the Ready order (priority, due, key), read through the ready/ index
+        (the caller applies the rest of the Ready rule: lease expiry, the
+        transitive walk); with `queues`, only those of the queues it admits,
+        whose partitions alone are read. Stale index entries met on the way
+        are dropped. Each step holds the lock; writes of the caller's own open
+        batch are not in the index."""
         self._check_open()
         after: readyindex.Entry | None = None
         while True:
             with io_errors(self._root), self._locked(create=False) as root_fd:
                 if root_fd is None:
                     return
-                page, after = self._ready_page(root_fd, after, now)
-            if after is None:
-                yield from page
-                return
+                page, after = self._ready_page(root_fd, after, now, queues)
             yield from page
+            if after is None:
+                return
 
     def _ready_page(
-        self, root_fd: int, after: readyindex.Entry | None, now: Instant | None = None
+        self,
+        root_fd: int,
+        after: readyindex.Entry | None,
+        now: Instant | None = None,
+        queues: QueueFilter | None = None,
     ) -> tuple[list[TaskState], readyindex.Entry | None]:
-        """The live candidates of the chunk holding the first entry past `after`,
-        and the last entry looked at (None: the index ends there)."""
+        """The live candidates of the next entries past `after` in the
+        partitions `queues` admits, and the last entry looked at (None: the
+        index ends there)."""
         rfd = readyindex.open_dir(self._root, root_fd, create=False)
         chunks = None if rfd is None else readyindex.load_chunks(self._root, root_fd, rfd)
         if chunks is None:
@@ -79,39 +94,39 @@ class ReadyMethods(RecordReader):
                 digest = key_digest(key)
                 return None if digest is None else self._current(root_fd, key, digest)
 
-            pos = 0 if after is None else chunks.locate(after)
-            while pos < len(chunks.ids):
-                entries = [e for e in chunks.chunk(pos) if after is None or e > after]
-                if entries:
-                    break
-                pos += 1
+            if queues is None:
+                names = [readyindex.DEFAULT_QUEUE, *chunks.names()]
+            elif queues.wanted is not None:
+                names = sorted(queues.wanted - queues.skip)
             else:
-                return [], None
-            found: list[TaskState] = []
-            stale: list[readyindex.Entry] = []
-            from ledger_cli.stores.jsonfile.schedulefile import reader
-
-            sched = reader(self._root)
-            # A few live candidates per lock hold (claim --next needs the first).
-            entries = entries[:_READY_PAGE]
-            last = entries[-1]
-            for entry in entries:
-                if now is not None and readyindex.due_ns(entry) > now.unix_ns:
-                    # Not due yet: nor is the rest of its priority level (docs/design.md §8.1).
-                    last = readyindex.next_level(entry)
-                    break
-                key = readyindex.key_of(entry)
-                rec = load(key)
-                if (
-                    rec is None
-                    or readyindex.entry_of(rec, sched(rec.key)) != entry
-                    or not readyindex.is_candidate(rec, load)
-                ):
-                    stale.append(entry)
-                else:
-                    found.append(rec)
-            if stale:
-                chunks.remove(stale)
+                every = [readyindex.DEFAULT_QUEUE, *chunks.names()]
+                names = [q for q in every if q not in queues.skip]
+            with ExitStack() as stack:
+                parts: dict[str, readyindex.Chunks] = {}
+                for queue in names:
+                    part = stack.enter_context(chunks.part(queue))
+                    if part is not None:
+                        parts[queue] = part
+                # A few live candidates per lock hold (claim --next needs the first).
+                page, last = readyindex.merged_page(
+                    parts, after, None if now is None else now.unix_ns, _READY_PAGE
+                )
+                found: list[TaskState] = []
+                stale: dict[str, list[readyindex.Entry]] = {}
+                sched = schedulefile.reader(self._root)
+                for queue, entry in page:
+                    rec = load(readyindex.key_of(entry))
+                    if (
+                        rec is None
+                        or readyindex.entry_of(rec, sched(rec.key)) != entry
+                        or not readyindex.is_candidate(rec, load)
+                        or chunks.queue_of(rec.key) != queue
+                    ):
+                        stale.setdefault(queue, []).append(entry)
+                    else:
+                        found.append(rec)
+                for queue, entries in stale.items():
+                    parts[queue].remove(entries)
             return found, last
         finally:
             fsutil.close_all([rfd])
@@ -160,7 +175,8 @@ class ReadyMethods(RecordReader):
             chunks = None if rfd is None else readyindex.load_chunks(self._root, root_fd, rfd)
             if chunks is None:
                 return None
-            indexed = set(chunks.entries())
+            indexed = chunks.by_queue()
+            queue_of = chunks.queue_of
         finally:
             fsutil.close_all([rfd])
         from ledger_cli.stores.jsonfile.schedulefile import reader
@@ -170,7 +186,7 @@ class ReadyMethods(RecordReader):
             rec.key
             for rec in found.values()
             if readyindex.is_candidate(rec, by_key.get)
-            and readyindex.entry_of(rec, sched(rec.key)) not in indexed
+            and readyindex.entry_of(rec, sched(rec.key)) not in indexed.get(queue_of(rec.key), ())
         ]
         return sorted(missing)  # sorted after: the missing are few, the records many
 
@@ -230,15 +246,14 @@ class ReadyMethods(RecordReader):
             chunks = readyindex.load_chunks(self._root, root_fd, rfd)
             if chunks is None:
                 return None
-            held: dict[int, set[readyindex.Entry]] = {}
-            out: list[str] = []
+            wanted: dict[str, list[tuple[str, readyindex.Entry]]] = {}
             for key, entry in self._candidate_entries(root_fd, keys):
-                pos = chunks.locate(entry)
-                if pos not in held:
-                    held[pos] = set(chunks.chunk(pos))
-                if entry not in held[pos]:
-                    out.append(key)
-            return out
+                wanted.setdefault(chunks.queue_of(key), []).append((key, entry))
+            out: list[str] = []
+            for queue, pairs in wanted.items():
+                held = chunks.holds(queue, [entry for _, entry in pairs])
+                out += [key for key, entry in pairs if entry not in held]
+            return sorted(out)
         finally:
             os.close(rfd)
 

@@ -27,7 +27,8 @@ The class is assembled from method groups, each in its own module over the
 connection base `PostgresConnection` (postgres_conn.py: connecting, errors,
 batches, the clock): `PostgresClaims` (postgres_claim.py: the Ready path and
 the pause), `PostgresReads` (postgres_reads.py: listings and counts) and
-`PostgresSideTables` (postgres_sidetables.py: schedules, ready-index upkeep).
+`PostgresSideTables` (postgres_sidetables.py: schedules, ready-index upkeep)
+and `PostgresQueues` (postgres_queues.py: queues and limits, issue 32).
 The schema and its set-up are in postgres_schema.py. What stays here is the
 Store's core: `load`, the compare-and-swap writes, pruning and history writes.
 """
@@ -44,6 +45,7 @@ from ledger_cli.engine.rerun import rerun
 from ledger_cli.stores.sql import codec
 from ledger_cli.stores.sql.postgres_claim import PostgresClaims
 from ledger_cli.stores.sql.postgres_conn import no_nul
+from ledger_cli.stores.sql.postgres_queues import PostgresQueues
 from ledger_cli.stores.sql.postgres_reads import PostgresReads
 from ledger_cli.stores.sql.postgres_sidetables import PostgresSideTables
 
@@ -79,7 +81,7 @@ def _state_fields(rec: TaskState) -> dict[str, str]:
     }
 
 
-class PostgresStore(PostgresClaims, PostgresReads, PostgresSideTables):
+class PostgresStore(PostgresClaims, PostgresReads, PostgresSideTables, PostgresQueues):
     """A Store in a PostgreSQL database, for workers on several hosts.
 
     One connection (autocommit; `batch()` opens a transaction), guarded by a

@@ -11,13 +11,17 @@ clock without a round trip of its own (`now_with`, `ready_at_clock`).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
 from ledger_cli.stores.sql import codec, pause, postgres_due, postgres_readyindex, readyindex
+from ledger_cli.stores.sql import queues as sql_queues
 from ledger_cli.stores.sql.postgres_conn import PostgresConnection
+
+if TYPE_CHECKING:
+    from ledger_cli.engine.queues import Filter as QueueFilter
 
 # The server's clock and a key's row in one statement (a row even for a key
 # with no record): statement_timestamp() is read as the statement starts, so
@@ -32,11 +36,13 @@ _CLOCKED_PAGE = postgres_readyindex.clocked_page_sql(
 )
 _CLAIM_START = (
     "SELECT paused, since, actor, reason, clock_timestamp(),"
-    " (SELECT min(rank) FROM ledger_due WHERE rank > -1000001)"
+    " (SELECT min(rank) FROM ledger_due WHERE rank > -1000001),"
+    " (SELECT coalesce(json_object_agg(queue, n), '{}') FROM ledger_limit)"
     " FROM ledger_pause WHERE id = 1 FOR SHARE"
 )
 """A `--next` claim's first statement: the pause (read FOR SHARE, docs/design.md §8.3), the
-server's clock and the first priority level of the due index (docs/design.md §8.2)."""
+server's clock, the first priority level of the due index (docs/design.md §8.2) and the
+queues' limits (issue 32), in one round trip."""
 
 
 class PostgresClaims(PostgresConnection):
@@ -66,18 +72,39 @@ class PostgresClaims(PostgresConnection):
     """`ready_candidates` yields the Ready order of docs/design.md §8.2 and leaves out tasks
     not yet due (stores/sql/postgres_due.py): engine/ready.py needs no scan."""
 
+    filters_queues = True
+    """`ready_candidates` takes a queue filter, applied in the index scan (so
+    FOR UPDATE SKIP LOCKED locks no row of another queue)."""
+
     def ready_candidates(
-        self, now: Instant | None = None, first_rank: tuple[int | None] | None = None
+        self,
+        now: Instant | None = None,
+        first_rank: tuple[int | None] | None = None,
+        queues: QueueFilter | None = None,
     ) -> Iterator[TaskState]:
         """Pending and claimed records whose direct needs are all completed and
         that are due, in the Ready order (priority, due, key), through the
         trigger-kept `ledger_due` table (stores/sql/postgres_due.py). Inside a batch each
-        is read with FOR UPDATE SKIP LOCKED, one row at a time, as below."""
+        is read with FOR UPDATE SKIP LOCKED, one row at a time, as below.
+        `queues`: those of the queues it admits only (queues.condition)."""
+        cond: tuple[str, tuple[str, ...]] | None = ("", ())
+        if queues is not None:
+            cond = sql_queues.condition(queues.wanted, queues.skip, "%s")
+        if cond is None:
+            return
         locking = self._depth > 0
         page = 1 if locking else 16
+        lease = postgres_readyindex.PG_LEASE
         sql = postgres_due.page_sql(
-            codec.SELECT_COLUMNS, postgres_readyindex.PG_LEASE, lock=locking, limit=page
+            codec.SELECT_COLUMNS, lease, lock=locking, limit=page, extra=cond[0]
         )
+        first: tuple[str, ...] = ()
+        if queues is not None and queues.wanted is not None and "default" not in cond[1]:
+            # named queues only: read through ledger_queue's (queue, key) index
+            sql = postgres_due.queue_page_sql(
+                codec.SELECT_COLUMNS, lease, lock=locking, limit=page, queues=len(cond[1])
+            )
+            first, cond = cond[1], ("", ())
         at = readyindex.sortable(now)
         rank = -1_000_001
         found: Any
@@ -97,7 +124,7 @@ class PostgresClaims(PostgresConnection):
                 with self._lock:
                     self._check_open()
                     with self._errors("ready scan"):
-                        args = (rank, at, after[0], after[1], at)
+                        args = (*first, rank, at, after[0], after[1], at, *cond[1])
                         rows = list(self._conn.execute(sql, args).fetchall())
                     recs = [codec.row_to_state(row[:-1]) for row in rows]
                     if locking and self._depth:  # locked until the batch ends
@@ -164,22 +191,28 @@ class PostgresClaims(PostgresConnection):
 
         return readyindex.candidates(fetch, page, after)
 
-    def ready_at_clock(self) -> tuple[Instant, Iterator[TaskState]] | None:
+    def ready_at_clock(
+        self, queues_at: Callable[[Instant], QueueFilter | None] | None = None
+    ) -> tuple[Instant, Iterator[TaskState]] | None:
         """`(now, ready_candidates(now))` with `now` the server's clock, read
         inside the batch by the first page query itself (`clock_timestamp()`
         as its lease cut-off, returned with the row): the clock costs no round
         trip of its own. None when that page is empty (the clock was not
         read: no candidate, nothing to judge). Outside a batch: `now()`, then
-        the candidates."""
+        the candidates. `queues_at(now)`: the queue filter for that clock (the
+        queues at their limit depend on it), or None for every queue."""
         with self._lock:
             self._check_open()
             start, self._claim_start = self._claim_start, None
             if self.orders_schedules or not self._depth:  # the clock, then the due index
                 if start is not None and self._depth:  # read with the pause check
-                    now, cands = start[0], self.ready_candidates(start[0], (start[1],))
+                    now = start[0]
+                    filt = None if queues_at is None else queues_at(now)
+                    cands = self.ready_candidates(now, (start[1],), filt)
                 else:
                     now = self.now()
-                    cands = self.ready_candidates(now)
+                    filt = None if queues_at is None else queues_at(now)
+                    cands = self.ready_candidates(now, None, filt)
                 if not self._depth:
                     return now, cands
                 head = next(cands, None)
@@ -218,6 +251,8 @@ class PostgresClaims(PostgresConnection):
                 Instant.from_datetime(row[4]).utc(),
                 None if row[5] is None else int(row[5]),
             )
+            got = row[6] if isinstance(row[6], dict) else {}
+            self._claim_limits = {str(q): int(n) for q, n in got.items()}
         return pause.state_of(row[:4])
 
     def write_pause(self, state: tuple[str, str, str] | None) -> None:

@@ -104,6 +104,10 @@ class PostgresConnection:
         with a `--next` claim's pause check (`read_pause(for_claim=True)`, one
         round trip for the three) for that claim's `ready_at_clock`; dropped by
         it, and at the batch's end."""
+        self._claim_limits: dict[str, int] | None = None
+        """The queues' limits (issue 32), read in the same round trip as
+        `_claim_start`, for that claim's `limits()` in this batch; dropped at
+        the batch's end."""
         self._preloaded: dict[str, TaskState | None] = {}
         """Rows `now_with` read (plainly, no lock) for the next `load` of their
         key in this batch, which takes them (once): that load then costs no
@@ -268,6 +272,7 @@ class PostgresConnection:
                 if not done or self._depth == 0:
                     self._held.clear()  # rolled back, or the locks are gone
                     self._claim_start = None
+                    self._claim_limits = None
                     self._preloaded.clear()
 
     def now(self) -> Instant:

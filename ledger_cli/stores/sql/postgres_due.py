@@ -91,12 +91,33 @@ CHECKS = (
 NEXT_RANK = "SELECT min(rank) FROM ledger_due WHERE rank > %s"
 
 
-def page_sql(columns: str, lease: str, *, lock: bool, limit: int) -> str:
+def page_sql(columns: str, lease: str, *, lock: bool, limit: int, extra: str = "") -> str:
     """The next due candidates of one level after (due, key). Parameters: rank,
-    now, due, key, now (the limit is a literal: one generic plan)."""
+    now, due, key, now, those of `extra` (a further condition:
+    queues.condition) (the limit is a literal: one generic plan)."""
     cols = ", ".join(f"t.{c.strip()}" for c in columns.split(","))
     sql = (
         f"SELECT {cols}, d.due FROM ledger_due d JOIN ledger_tasks t ON t.key = d.key"
+        " WHERE d.rank = %s AND d.due <= %s AND (d.due, d.key) > (%s, %s)"
+        f" AND (t.status = 'pending' OR {lease} <= %s){extra}"
+        f" ORDER BY d.due, d.key LIMIT {int(limit)}"
+    )
+    return sql + " FOR UPDATE OF t SKIP LOCKED" if lock else sql
+
+
+def queue_page_sql(columns: str, lease: str, *, lock: bool, limit: int, queues: int) -> str:
+    """`page_sql` for the tasks of `queues` named queues, none of them
+    `default`: their keys are read first from `ledger_queue`'s (queue, key)
+    index (a MATERIALIZED CTE: the planner cannot turn it back into the
+    (rank, due, key) walk that steps over every other queue's task), then
+    joined to their `ledger_due` rows. Parameters: the queue names, then
+    page_sql's."""
+    cols = ", ".join(f"t.{c.strip()}" for c in columns.split(","))
+    marks = ", ".join(["%s"] * queues)
+    sql = (
+        f"WITH q AS MATERIALIZED (SELECT key FROM ledger_queue WHERE queue IN ({marks}))"
+        f" SELECT {cols}, d.due FROM q JOIN ledger_due d ON d.key = q.key"
+        " JOIN ledger_tasks t ON t.key = d.key"
         " WHERE d.rank = %s AND d.due <= %s AND (d.due, d.key) > (%s, %s)"
         f" AND (t.status = 'pending' OR {lease} <= %s)"
         f" ORDER BY d.due, d.key LIMIT {int(limit)}"

@@ -1,8 +1,8 @@
 """The PostgreSQL store's schema and its set-up on open (docs/design.md §3.4, §6.1, §8.2).
 
 The DDL of `ledger_tasks` (the Go table on PostgreSQL: `text COLLATE "C"`
-keys, `numeric(20,0)` unsigned 64-bit numbers), our history, pause and
-schedule tables, and `setup`: one round trip to check the schema is complete
+keys, `numeric(20,0)` unsigned 64-bit numbers), our history, pause,
+schedule, queue and limit tables, and `setup`: one round trip to check the schema is complete
 (SCHEMA_CHECK) and, only when it is not, the DDL under an advisory lock
 (SETUP_LOCK) that serialises concurrent openers, building the ready index and
 the Ready order the first time and replacing an older trigger function.
@@ -12,7 +12,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ledger_cli.stores.sql import codec, pause, postgres_due, postgres_readyindex, schedules
+from ledger_cli.stores.sql import (
+    codec,
+    pause,
+    postgres_due,
+    postgres_readyindex,
+    queues,
+    schedules,
+)
 
 if TYPE_CHECKING:
     import psycopg
@@ -52,6 +59,7 @@ DDL: tuple[str, ...] = (
     "CREATE INDEX IF NOT EXISTS ledger_history_key ON ledger_history (key, id)",
     *pause.PG_DDL,
     *schedules.PG_DDL,
+    *queues.PG_DDL,
 )
 
 SCHEMA_CHECK = """
@@ -64,6 +72,9 @@ SELECT
   to_regclass(quote_ident(current_schema()) || '.ledger_history_key') IS NOT NULL,
   to_regclass(quote_ident(current_schema()) || '.ledger_pause') IS NOT NULL,
   to_regclass(quote_ident(current_schema()) || '.ledger_schedule') IS NOT NULL,
+  to_regclass(quote_ident(current_schema()) || '.ledger_queue') IS NOT NULL,
+  to_regclass(quote_ident(current_schema()) || '.ledger_queue_by_queue') IS NOT NULL,
+  to_regclass(quote_ident(current_schema()) || '.ledger_limit') IS NOT NULL,
   to_regclass(quote_ident(current_schema()) || '.ledger_due') IS NOT NULL,
   EXISTS (SELECT 1 FROM pg_proc WHERE proname = 'ledger_due_sync'
     AND pronamespace = to_regnamespace(quote_ident(current_schema()))

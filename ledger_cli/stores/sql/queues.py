@@ -18,6 +18,17 @@ SQLITE_DDL: tuple[str, ...] = (
     " n INTEGER NOT NULL CHECK (n >= 1)) WITHOUT ROWID",
 )
 
+PG_DDL: tuple[str, ...] = (
+    'CREATE TABLE IF NOT EXISTS ledger_queue (key text COLLATE "C" PRIMARY KEY,'
+    ' queue text COLLATE "C" NOT NULL)',
+    "CREATE INDEX IF NOT EXISTS ledger_queue_by_queue ON ledger_queue (queue, key)",
+    'CREATE TABLE IF NOT EXISTS ledger_limit (queue text COLLATE "C" PRIMARY KEY,'
+    " n integer NOT NULL CHECK (n >= 1))",
+)
+"""PostgreSQL makes both tables with the rest of its schema (postgres_schema.py,
+under its set-up lock): a `CREATE TABLE IF NOT EXISTS` in two concurrent
+transactions can fail in one of them."""
+
 EXISTS = "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN (?, ?)"
 SELECT_ONE = "SELECT queue FROM ledger_queue WHERE key = {p}"
 SELECT_ALL = "SELECT key, queue FROM ledger_queue"
@@ -32,6 +43,44 @@ UPSERT_LIMIT = (
     "INSERT INTO ledger_limit (queue, n) VALUES ({p}, {p})"
     " ON CONFLICT (queue) DO UPDATE SET n = excluded.n"
 )
+
+
+CLAIMED = (
+    "SELECT t.key, coalesce(q.queue, 'default'), t.lease_until FROM ledger_tasks t"
+    " LEFT JOIN ledger_queue q ON q.key = t.key WHERE t.status = 'claimed'"
+)
+CLAIMED_DEFAULT = "SELECT key, 'default', lease_until FROM ledger_tasks WHERE status = 'claimed'"
+"""CLAIMED on an SQLite store that has no queue table yet."""
+"""Every claimed task's queue and lease, in one query (held slots, engine/queues.py)."""
+LOCK_TASK = "SELECT 1 FROM ledger_tasks WHERE key = {p} FOR UPDATE"
+LOCK_LIMIT = "SELECT n FROM ledger_limit WHERE queue = {p} FOR UPDATE"
+"""PostgreSQL: a claim in a queue with a limit locks the queue's limit row
+before it counts the held slots, so that two claimers of the last slot take
+turns (engine/queues.py Slots.lock_slot)."""
+
+
+_QUEUE_OF = "coalesce((SELECT q.queue FROM ledger_queue q WHERE q.key = {row}.key), 'default')"
+
+
+def condition(
+    wanted: frozenset[str] | None, skip: frozenset[str], mark: str, row: str = "d"
+) -> tuple[str, tuple[str, ...]] | None:
+    """The ready scan's condition on a candidate's queue (` AND …`, its
+    parameters) for claiming from `wanted` (None: every queue) less `skip`
+    (queues at their limit); None when no queue is left. Applied in the
+    index scan, before any row is returned (or locked, FOR UPDATE SKIP
+    LOCKED): the candidates of other queues cost an index probe each, not a
+    round trip and a queue lookup."""
+    of = _QUEUE_OF.format(row=row)
+    if wanted is not None:
+        names = sorted(wanted - skip)
+        if not names:
+            return None
+        return f" AND {of} IN ({', '.join([mark] * len(names))})", tuple(names)
+    if not skip:
+        return "", ()
+    names = sorted(skip)
+    return f" AND {of} NOT IN ({', '.join([mark] * len(names))})", tuple(names)
 
 
 def sql(template: str, placeholder: str) -> str:

@@ -11,12 +11,18 @@ BEGIN IMMEDIATE batch.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
 from ledger_cli.stores.sql import codec, pause, readyindex, sqlite_due, sqlite_readyindex
+from ledger_cli.stores.sql import queues as sql_queues
 from ledger_cli.stores.sql.sqlite_conn import SQLiteConnection
+
+if TYPE_CHECKING:
+    from ledger_cli.engine.queues import Filter as QueueFilter
+
+DEFAULT_QUEUE = "default"
 
 _READY_ODD_KEYS = (
     "SELECT t.key FROM ledger_ready r JOIN ledger_tasks t ON t.key = r.key"
@@ -27,17 +33,45 @@ of the keys that are not valid UTF-8 (`ready_apart`)."""
 
 
 class SQLiteClaims(SQLiteConnection):
+    if TYPE_CHECKING:
+
+        def _queue_tables(self) -> bool: ...
+
     """The claim path of an `SQLiteStore`: candidates, ready figures, the pause."""
 
     orders_schedules = True
     """`ready_candidates` yields the Ready order of docs/design.md §8.2 and leaves out tasks
     not yet due (stores/sql/sqlite_due.py): engine/ready.py needs no scan."""
 
-    def ready_candidates(self, now: Instant | None = None) -> Iterator[TaskState]:
+    filters_queues = True
+    """`ready_candidates` takes a queue filter, applied in the index scan."""
+
+    def ready_candidates(
+        self, now: Instant | None = None, queues: QueueFilter | None = None
+    ) -> Iterator[TaskState]:
         """Pending and claimed records whose direct needs are all completed and
         that are due, in Ready order (priority, due, key), read through the
-        trigger-kept `ledger_due` table."""
-        query = sqlite_due.page_sql(codec.SELECT_COLUMNS, sqlite_readyindex.SQLITE_LEASE)
+        trigger-kept `ledger_due` table; with `queues`, those of the queues it
+        admits only (stores/sql/queues.py `condition`)."""
+        extra: tuple[str, tuple[str, ...]] | None = ("", ())
+        if queues is not None:
+            with self._lock:
+                self._check_open()
+                tables = self._queue_tables()
+            if tables:
+                extra = sql_queues.condition(queues.wanted, queues.skip, "?")
+            elif not queues.admits(DEFAULT_QUEUE):  # no queue table: every task is in default
+                extra = None
+        if extra is None:
+            return iter(())
+        lease = sqlite_readyindex.SQLITE_LEASE
+        query = sqlite_due.page_sql(codec.SELECT_COLUMNS, lease, extra[0])
+        first: tuple[str, ...] = ()
+        if queues is not None and queues.wanted is not None and extra[0]:
+            names = extra[1]
+            if DEFAULT_QUEUE not in names:  # named queues only: read through ledger_queue
+                query = sqlite_due.queue_page_sql(codec.SELECT_COLUMNS, lease, len(names))
+                first, extra = names, ("", ())
         at = readyindex.sortable(now)
 
         def fetch(sql: str, args: tuple[Any, ...]) -> list[Any]:
@@ -45,7 +79,7 @@ class SQLiteClaims(SQLiteConnection):
                 self._check_open()
                 return list(self._fetchall("ready scan", sql, args))
 
-        return sqlite_due.candidates(fetch, query, at)
+        return sqlite_due.candidates(fetch, query, at, extra=extra[1], first=first)
 
     def ready_split(self, now: Instant) -> tuple[int, TaskState | None, Iterator[TaskState]]:
         """`ledger stats`' ready figures with the counting done in SQL: how many

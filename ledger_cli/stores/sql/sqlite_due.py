@@ -104,13 +104,32 @@ CHECKS = (
 NEXT_RANK = "SELECT min(rank) FROM ledger_due WHERE rank > ?"
 
 
-def page_sql(columns: str, lease: str) -> str:
+def page_sql(columns: str, lease: str, extra: str = "") -> str:
     """The next due candidates of one level after (due, key), leaving out claimed
-    rows whose lease runs past now. Parameters: rank, now, due, key, now, limit."""
+    rows whose lease runs past now. Parameters: rank, now, due, key, now, those
+    of `extra` (a further condition: queues.condition), limit."""
     cols = ", ".join(f"t.{c.strip()}" for c in columns.split(","))
     return (
         f"SELECT {cols}, d.due FROM ledger_due d JOIN ledger_tasks t ON t.key = d.key"
         " WHERE d.rank = ? AND d.due <= ? AND (d.due, d.key) > (?, ?)"
+        f" AND (t.status = 'pending' OR {lease} <= ?){extra}"
+        " ORDER BY d.due, d.key LIMIT ?"
+    )
+
+
+def queue_page_sql(columns: str, lease: str, queues: int) -> str:
+    """`page_sql` for the tasks of `queues` named queues, none of them
+    `default`, driven from `ledger_queue`'s (queue, key) index (CROSS JOIN
+    keeps that order of the loops): it reads those queues' rows, however many
+    tasks of other queues sort before them, where the (rank, due, key) walk
+    would step over every one. Parameters: the queue names, then page_sql's."""
+    cols = ", ".join(f"t.{c.strip()}" for c in columns.split(","))
+    marks = ", ".join(["?"] * queues)
+    return (
+        f"SELECT {cols}, d.due FROM ledger_queue q CROSS JOIN ledger_due d"
+        " CROSS JOIN ledger_tasks t"
+        f" WHERE q.queue IN ({marks}) AND d.key = q.key AND t.key = d.key"
+        " AND d.rank = ? AND d.due <= ? AND (d.due, d.key) > (?, ?)"
         f" AND (t.status = 'pending' OR {lease} <= ?)"
         " ORDER BY d.due, d.key LIMIT ?"
     )
@@ -121,8 +140,11 @@ def candidates(
     page_query: str,
     now: str,
     page: int = 16,
+    extra: tuple[Any, ...] = (),
+    first: tuple[Any, ...] = (),
 ) -> Iterator[TaskState]:
-    """The due candidates in the Ready order: level by level, each by keyset."""
+    """The due candidates in the Ready order: level by level, each by keyset.
+    `first`, `extra`: more parameters of `page_query`, before and after its own."""
     from ledger_cli.stores.sql.codec import row_to_state
 
     rank = -1_000_001
@@ -133,7 +155,8 @@ def candidates(
         rank = int(found[0][0])
         after = ("", "")
         while True:
-            rows = fetch(page_query, (rank, now, after[0], after[1], now, page))
+            args = (*first, rank, now, after[0], after[1], now, *extra, page)
+            rows = fetch(page_query, args)
             for row in rows:
                 yield row_to_state(row[:-1])
             if len(rows) < page:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ledger_cli.stores.sql import queues
+from ledger_cli.engine.instant import Instant
+from ledger_cli.stores.sql import codec, queues
 from ledger_cli.stores.sql.sqlite_conn import SQLiteConnection
 
 
@@ -58,3 +59,15 @@ class SQLiteQueues(SQLiteConnection):
                 return
             self._make_queue_tables()
             self._conn.execute(queues.sql(queues.UPSERT_LIMIT, "?"), (queue, n))
+
+    def claimed_leases(self) -> list[tuple[str, str, Instant]]:
+        """Every claimed task's key, queue and LeaseUntil, in one query."""
+        with self._lock:
+            self._check_open()
+            sql = queues.CLAIMED if self._queue_tables() else queues.CLAIMED_DEFAULT
+            rows = self._fetchall("queue", sql, ())
+        out: list[tuple[str, str, Instant]] = []
+        for k, q, lease in rows:
+            key = codec.read_text(k, "(claimed)", "key")
+            out.append((key, str(q), codec.decode_time(lease, key, "lease_until")))
+        return out
