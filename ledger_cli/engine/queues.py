@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from ledger_cli.engine.record import TaskState
     from ledger_cli.engine.store import Store
 
+from ledger_cli.engine.queuefilter import Filter
 from ledger_cli.errors import LedgerError
 
 DEFAULT = "default"
@@ -110,22 +111,6 @@ def held_by_queue(store: Store, now: Instant, skip: str | None = None) -> dict[s
             q = of(store, rec.key)
             counts[q] = counts.get(q, 0) + 1
     return counts
-
-
-class Filter:
-    """The queues one `claim --next` may claim from: `wanted` (None: every
-    queue) less `skip` (those at their limit). A store with `filters_queues`
-    reads only the admitted queues' tasks (`ready_candidates(now, filter)`).
-    (A plain class: dataclasses imports inspect, too heavy for the hot path.)"""
-
-    __slots__ = ("skip", "wanted")
-
-    def __init__(self, wanted: frozenset[str] | None, skip: frozenset[str]) -> None:
-        self.wanted = wanted
-        self.skip = skip
-
-    def admits(self, queue: str) -> bool:
-        return (self.wanted is None or queue in self.wanted) and queue not in self.skip
 
 
 class Slots:

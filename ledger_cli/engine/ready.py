@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator
 
     from ledger_cli.engine.instant import Instant
-    from ledger_cli.engine.queues import Filter
+    from ledger_cli.engine.queuefilter import Filter
     from ledger_cli.engine.record import TaskState
     from ledger_cli.engine.schedule import Schedule
 

@@ -16,29 +16,15 @@ from typing import TYPE_CHECKING
 from ledger_cli.stores.jsonfile import fsutil
 from ledger_cli.stores.jsonfile.fsutil import fail
 from ledger_cli.stores.jsonfile.locking import store_method
+from ledger_cli.stores.jsonfile.queueread import DEFAULT, QUEUE_DIR, decode
 from ledger_cli.stores.jsonfile.records import key_digest
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
     from contextlib import AbstractContextManager
 
     from ledger_cli.engine.record import TaskState
 
-QUEUE_DIR = "queue"
-DEFAULT = "default"
-"""engine/queues.py's DEFAULT."""
 LIMITS_NAME = "limits.json"
-
-
-def _decode(data: bytes, shown: str) -> tuple[str, str]:
-    try:
-        obj = json.loads(data)
-        key, queue = obj["key"], obj["queue"]
-        if type(key) is not str or type(queue) is not str:
-            raise TypeError("queue")
-        return key, queue
-    except (ValueError, TypeError, KeyError):
-        raise fail(shown, "is not a queue file this release can read") from None
 
 
 class QueueMethods:
@@ -80,7 +66,7 @@ class QueueMethods:
             os.close(fd)
         if data is None:
             return None
-        stored, queue = _decode(data, os.path.join(self._root, QUEUE_DIR, name))
+        stored, queue = decode(data, os.path.join(self._root, QUEUE_DIR, name))
         return queue if stored == key else None
 
     @store_method
@@ -160,7 +146,7 @@ class QueueMethods:
                 shown = os.path.join(self._root, QUEUE_DIR, name)
                 data = fsutil.read_file(fd, name, shown)
                 if data is not None:
-                    key, queue = _decode(data, shown)
+                    key, queue = decode(data, shown)
                     found[key] = queue
         finally:
             os.close(fd)
@@ -209,38 +195,3 @@ class QueueMethods:
             else:
                 fsutil.unlink_quiet(root_fd, LIMITS_NAME)
             fsutil.fsync_fd(root_fd, self._root)
-
-
-def reader(root: str) -> Callable[[str], str]:
-    """A key's queue (`default` without a queue file), read from the store at
-    `root`: nothing at all on a store that keeps no queue (no queue/
-    directory), else one small file per key asked, never a listing (the ready
-    index's partitions, readyindex.py). For one operation only: it caches what
-    it read."""
-    if not os.path.isdir(os.path.join(root, QUEUE_DIR)):
-        return lambda key: DEFAULT
-    cache: dict[str, str] = {}
-
-    def read(key: str) -> str:
-        got = cache.get(key)
-        if got is not None:
-            return got
-        digest = key_digest(key)
-        queue = DEFAULT
-        if digest is not None:
-            path = os.path.join(root, QUEUE_DIR, digest + ".json")
-            try:
-                with open(path, "rb") as fh:
-                    data: bytes | None = fh.read()
-            except FileNotFoundError:
-                data = None
-            except OSError as exc:
-                raise fail(path, "cannot read", exc) from None
-            if data is not None:
-                stored, name = _decode(data, path)
-                if stored == key:
-                    queue = name
-        cache[key] = queue
-        return queue
-
-    return read

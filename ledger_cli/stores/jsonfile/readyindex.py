@@ -380,7 +380,7 @@ class Partitioned:
     def queue_of(self, key: str) -> str:
         """`key`'s queue, as its queue file says (read once per key and use)."""
         if self._reader is None:
-            from ledger_cli.stores.jsonfile.queuefile import reader
+            from ledger_cli.stores.jsonfile.queueread import reader
 
             self._reader = reader(self._root)
         return self._reader(key)
@@ -571,7 +571,7 @@ def rebuild(
         fsutil.unlink_quiet(rfd, MANIFEST)
         fsutil.fsync_fd(rfd, shown(root, READY_DIR))
         _clear(root, rfd)
-        from ledger_cli.stores.jsonfile.queuefile import reader
+        from ledger_cli.stores.jsonfile.queueread import reader
 
         queue_of = reader(root)
         by_queue: dict[str, list[Entry]] = {DEFAULT_QUEUE: []}

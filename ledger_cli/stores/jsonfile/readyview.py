@@ -19,7 +19,7 @@ from ledger_cli.stores.jsonfile.records import key_digest, scan_records
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from ledger_cli.engine.queues import Filter as QueueFilter
+    from ledger_cli.engine.queuefilter import Filter as QueueFilter
 
 _READY_PAGE = 8
 """Ready-index entries examined per lock hold by `ready_candidates`."""

@@ -21,7 +21,7 @@ from ledger_cli.stores.sql import queues as sql_queues
 from ledger_cli.stores.sql.postgres_conn import PostgresConnection
 
 if TYPE_CHECKING:
-    from ledger_cli.engine.queues import Filter as QueueFilter
+    from ledger_cli.engine.queuefilter import Filter as QueueFilter
 
 # The server's clock and a key's row in one statement (a row even for a key
 # with no record): statement_timestamp() is read as the statement starts, so

@@ -20,7 +20,7 @@ from ledger_cli.stores.sql import queues as sql_queues
 from ledger_cli.stores.sql.sqlite_conn import SQLiteConnection
 
 if TYPE_CHECKING:
-    from ledger_cli.engine.queues import Filter as QueueFilter
+    from ledger_cli.engine.queuefilter import Filter as QueueFilter
 
 DEFAULT_QUEUE = "default"
 
