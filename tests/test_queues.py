@@ -299,6 +299,25 @@ def test_stats_json_gives_each_queue_its_figures(url: str) -> None:
     assert ("ledger_queue_limit", (("queue", "default"),)) not in got  # no limit, no sample
 
 
+def test_stats_queue_narrows_the_figures_to_the_named_queues(url: str) -> None:
+    admit(url, "a", "--queue", "db")
+    admit(url, "b", "--queue", "mail")
+    admit(url, "c")
+    ok(url, "limit", "db", "2")
+    body = json.loads(ok(url, "--now", T0, "--json", "stats", "--queue", "db,none"))
+    assert body["queues"] == {
+        "db": {"pending": 1, "claimed": 0, "ready": 1, "limit": 2, "held": 0},
+        "none": {"pending": 0, "claimed": 0, "ready": 0, "limit": None, "held": 0},
+    }
+    assert body["counts"]["pending"] == 3  # the store's counts stay whole
+    text = ok(url, "--now", T0, "stats", "--queue", "db")
+    assert "queue db" in text and "held 0 of 2" in text and "queue mail" not in text
+    prom = ok(url, "--now", T0, "stats", "--prometheus", "--queue", "mail")
+    assert 'queue="mail"' in prom and 'queue="db"' not in prom
+    bad = run_ledger(url, "stats", "--queue", "")
+    assert bad.returncode == 2 and len(bad.stderr.splitlines()) == 1, bad.stderr
+
+
 def test_snapshot_and_restore_carry_queues(url: str, tmp_path: Path) -> None:
     admit(url, "a", "--queue", "q")
     admit(url, "b")

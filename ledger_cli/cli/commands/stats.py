@@ -264,7 +264,8 @@ def write_atomically(path: str, text: str) -> None:
         ) from None
 
 
-def human(stats: Stats, to_file: bool) -> str:
+def human(stats: Stats, to_file: bool, queues: bool = False) -> str:
+    """The text table; with `queues` (stats --queue), a row per queue after it."""
     import io
 
     from rich.table import Table
@@ -286,6 +287,13 @@ def human(stats: Stats, to_file: bool) -> str:
         table.add_row("scheduled", str(stats.scheduled))
     if stats.paused:
         table.add_row("paused", "yes: --next claims wait for ledger resume")
+    if queues:
+        from rich.text import Text  # a queue name is shown as text, never as markup
+
+        for name, row in stats.queues.items():
+            held = "" if row["limit"] is None else f", held {row['held']} of {row['limit']}"
+            figures = f"pending {row['pending']}, claimed {row['claimed']}, ready {row['ready']}"
+            table.add_row(Text(f"queue {name}"), figures + held)
     if to_file:  # plain text, no colours
         buf = io.StringIO()
         render.console(file=buf, width=60).print(table)
@@ -296,17 +304,33 @@ def human(stats: Stats, to_file: bool) -> str:
     return cap.get() + note
 
 
-def stats(settings: Settings, prometheus: bool = False, out: str | None = None) -> int:
+def stats(
+    settings: Settings,
+    prometheus: bool = False,
+    out: str | None = None,
+    queue: list[str] | None = None,
+) -> int:
     if prometheus and settings.json:
         raise InputError("ledger: give --json or --prometheus, not both")
+    from ledger_cli.cli.queueargs import parse_queues
+
+    wanted = parse_queues(queue)
     with Session(settings, reads=True) as s:
         figures = collect(s.store, s.now())
+    if wanted is not None:
+        # --queue: the per-queue figures of those queues only (a named queue
+        # with no task and no limit reads as zeros); the counts stay the store's.
+        empty: dict[str, int | None] = {
+            "pending": 0, "claimed": 0, "ready": 0, "limit": None, "held": 0
+        }  # fmt: skip
+        rows = {q: figures.queues.get(q, dict(empty)) for q in sorted(wanted)}
+        figures = dataclasses.replace(figures, queues=rows)
     if prometheus:
         text = prometheus_text(figures)
     elif settings.json:
         text = output.dumps(figures.to_obj()) + "\n"
     else:
-        text = human(figures, to_file=out not in (None, "-"))
+        text = human(figures, to_file=out not in (None, "-"), queues=wanted is not None)
     if out is None or out == "-":
         sys.stdout.write(text)
         return 0

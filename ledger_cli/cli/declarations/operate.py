@@ -43,7 +43,9 @@ def cancel(ctx: typer.Context, key: Key, reason: Reason = None) -> None:
 
 @app.command(
     epilog=examples(
-        "ledger stats", "ledger stats --prometheus -o /var/lib/node_exporter/ledger.prom"
+        "ledger stats",
+        "ledger stats --prometheus -o /var/lib/node_exporter/ledger.prom",
+        "ledger stats --queue db,mail",
     )
 )
 def stats(
@@ -55,11 +57,13 @@ def stats(
         str | None,
         typer.Option("-o", "--output", metavar="FILE", help="Write to FILE atomically."),
     ] = None,
+    queue: Queues = None,
 ) -> None:
-    """Counts by status, ready tasks, expired leases, the oldest ready task's age."""
+    """Counts by status, ready tasks, expired leases, the oldest ready task's age;
+    with --queue, each named queue's pending, claimed, ready and held slots too."""
     from ledger_cli.cli.commands.stats import stats as work
 
-    dispatch(ctx, work, prometheus=prometheus, out=out)
+    dispatch(ctx, work, prometheus=prometheus, out=out, queue=queue)
 
 
 @app.command(
