@@ -487,7 +487,9 @@ def test_a_large_batch_syncs_once(
         for i in range(200):
             assert store.compare_and_swap(f"k{i}", None, rec(f"k{i}"))
     assert len(calls) == 1
-    assert len(fsyncs) < 20  # the journal and a few directories, not one per record
+    # The journal, and the directories and indexes a new store's first write
+    # makes (about 20 with the ready index's queue partitions): not one a record.
+    assert len(fsyncs) < 32
     assert len(list(store.range())) == 200
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger_cli.stores.jsonfile import JsonFileStore, fsutil, wal
+from ledger_cli.stores.jsonfile import JsonFileStore, durability, fsutil, wal
 from tests.faults_support import LOCK_INFRA, files, invoke, logical_state, unapplied
 
 pytestmark = pytest.mark.skipif(not wal.enabled(), reason="wal.log needs a boot id (Linux)")
@@ -195,6 +195,47 @@ def test_writes_share_a_checkpoint(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert sizes.count(0) == len(syncs)  # each checkpoint emptied the log
     assert max(sizes) <= 4096 + 2048
     assert len(logical_state(root)[0]) == 40
+
+
+def test_much_dirty_memory_is_flushed_before_the_lock_near_a_checkpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The checkpoint's syncfs(2) runs under the lock; with others' writes
+    pending it would hold the lock while writing them, so a writer that finds
+    the log near its checkpoint flushes them first, without the lock."""
+    monkeypatch.setattr(wal, "CHECKPOINT_BYTES", 8192)
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("Dirty: 262144 kB\nWriteback: 0 kB\n")  # 256 MiB: much
+    monkeypatch.setattr(durability, "MEMINFO", str(meminfo))
+    root = tmp_path / "store"
+    ok(root, "admit", "first")
+    held: list[bool] = []
+    real = fsutil.sync_filesystem
+    store_lock = root / "ledger.lock"
+
+    def spy(fd: int, shown: str) -> None:
+        held.append(_lock_held(store_lock))
+        real(fd, shown)
+
+    monkeypatch.setattr(fsutil, "sync_filesystem", spy)
+    for i in range(30):
+        ok(root, "admit", f"k{i:02d}", "--task", json.dumps({"pad": "x" * 200}))
+    assert False in held and True in held  # flushed outside, checkpointed inside
+    assert held.index(False) < held.index(True)
+
+
+def _lock_held(path: Path) -> bool:
+    """Whether some process (this one) holds the store's flock now."""
+    import fcntl
+
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
 
 
 def test_a_write_around_the_log_checkpoints_it_first(tmp_path: Path) -> None:

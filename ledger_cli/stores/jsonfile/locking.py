@@ -164,6 +164,7 @@ class LockedDirectory:
             os.close(root_fd)
             return False
         try:
+            wal.flush_if_due(self._root, root_fd)  # a checkpoint's syncfs is short then
             self._lock.acquire(root_fd)
         except BaseException:
             os.close(root_fd)

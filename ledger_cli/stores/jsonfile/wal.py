@@ -212,6 +212,16 @@ def cut(root: str, root_fd: int, end: int) -> None:
         os.close(fd)
 
 
+def flush_if_due(root: str, root_fd: int) -> None:
+    """Before taking the lock: when the log is near its checkpoint, write what
+    is dirty if that is much (durability.flush_before_lock), so the
+    checkpoint's syncfs(2), made under the lock, has little left to write."""
+    if _size(root, root_fd) > CHECKPOINT_BYTES * 3 // 4:
+        from ledger_cli.stores.jsonfile import durability
+
+        durability.flush_before_lock(root_fd, root)
+
+
 def checkpoint(root: str, root_fd: int) -> bool:
     """Make everything applied durable (one syncfs(2)) and empty the log; False
     when it was empty. wal.applied goes to 0 before the log is cut, so a crash
