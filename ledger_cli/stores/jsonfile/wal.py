@@ -190,7 +190,12 @@ def read_frames(root: str, root_fd: int, start: int) -> tuple[list[bytes], int]:
         if not whole:
             if magic == MAGIC and at + FRAME.size + length >= len(data):
                 break  # the last frame, torn
-            raise fail(path, f"damaged frame at byte {at}; refusing to replay the log")
+            raise fail(
+                path,
+                f"damaged frame at byte {at}; refusing to replay the log (the writes since "
+                "the last checkpoint are in it: restore it from a backup, or move it aside "
+                "to open the store without them)",
+            )
         frames.append(body)
         at += FRAME.size + length
     return frames, at
