@@ -150,37 +150,15 @@ def decode_records(
     root: str, journal: bytes, checksummed: bool, name: str
 ) -> dict[str, tuple[TaskState, bytes]]:
     """The records of a journal or log frame, by digest (its header checked)."""
-    path = shown(root, name)
-    journal = _attempts_part(journal, path)[0]
-    lines = journal.split(b"\n")
-    if lines[-1] != b"":
-        raise fail(path, "corrupt journal (no final newline); refusing to replay")
-    try:
-        n_records = json.loads(lines[0].decode("utf-8"))["records"]
-        ok = type(n_records) is int and 0 <= n_records < len(lines)
-    except (IndexError, KeyError, TypeError, UnicodeDecodeError, ValueError):
-        ok = False
-    if not ok:
-        raise fail(path, "corrupt journal header; refusing to replay")
-    records: dict[str, tuple[TaskState, bytes]] = {}
-    for line in lines[1 : 1 + n_records]:
-        rec = decode_record_file(line + b"\n", path, checksummed=checksummed)
-        digest = key_digest(rec.key)
-        assert digest is not None
-        records[digest] = (rec, line + b"\n")
-    return records
+    return _decode(root, journal, checksummed, name)[0]
 
 
-def apply_again(
-    root: str,
-    root_fd: int,
-    journal: bytes,
-    checksummed: bool,
-    write: WriteRecords,
-    name: str,
-    durable: Durability,
-) -> None:
-    """Apply a committed journal (or log frame, `name` says which) again."""
+def _decode(
+    root: str, journal: bytes, checksummed: bool, name: str
+) -> tuple[dict[str, tuple[TaskState, bytes]], list[bytes], int | None, Any, list[Op]]:
+    """A journal or log frame (`name` says which) checked and decoded: its
+    records by digest, history lines, history_at, counts (_UNKNOWN: a release
+    before the tally) and attempt files."""
     path = shown(root, name)
     journal, attempts = _attempts_part(journal, path)
     lines = journal.split(b"\n")
@@ -216,6 +194,21 @@ def apply_again(
         assert digest is not None
         records[digest] = (rec, line + b"\n")
     history = [line + b"\n" for line in lines[1 + n_records :]]
+    return records, history, history_at, counts, attempts
+
+
+def apply_again(
+    root: str,
+    root_fd: int,
+    journal: bytes,
+    checksummed: bool,
+    write: WriteRecords,
+    name: str,
+    durable: Durability,
+) -> None:
+    """Apply a committed journal (or log frame, `name` says which) again."""
+    path = shown(root, name)
+    records, history, history_at, counts, attempts = _decode(root, journal, checksummed, name)
     historyfile.parse_history(b"".join(history), path)  # refuse a corrupt journal before writing
     if counts is _UNKNOWN:
         tally.invalidate(root, root_fd)
