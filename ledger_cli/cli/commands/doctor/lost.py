@@ -95,7 +95,6 @@ def drop_lost(s: Session, root: str, keys: Sequence[str]) -> list[str]:
     derived indexes are rebuilt by the index checks that follow. The lines
     saying what was dropped."""
     from ledger_cli.engine import prune
-    from ledger_cli.engine.history import HistoryEntry
 
     done: list[str] = []
     with s.store.batch():
@@ -105,19 +104,24 @@ def drop_lost(s: Session, root: str, keys: Sequence[str]) -> list[str]:
             if s.store.load(key) is not None or prune.is_pruned(s.store, key):
                 continue
             entries.append(
-                HistoryEntry(
-                    time=now,
-                    actor=s.actor,
-                    event=DROPPED,
-                    key=key,
-                    fence=0,
-                    data=f"key {key} dropped: its record file {record_path(root, key)} was lost",
+                _dropped(
+                    s,
+                    now,
+                    key,
+                    f"key {key} dropped: its record file {record_path(root, key)} was lost",
                 )
             )
             done.append(f"dropped {shown(key)}: its record file was lost (a history line says so)")
         if entries:
             s.store.append_history(entries)  # type: ignore[attr-defined]
     return [output.clip(line) for line in done]
+
+
+def _dropped(s: Session, now: str, key: str, data: str) -> HistoryEntry:
+    """The `ledger.dropped` history line of a loss accepted by --drop-damaged."""
+    from ledger_cli.engine.history import HistoryEntry
+
+    return HistoryEntry(time=now, actor=s.actor, event=DROPPED, key=key, fence=0, data=data)
 
 
 DAMAGED_DIR = "damaged"
@@ -145,7 +149,6 @@ def drop_damaged_files(
     left, and still reported); a `ledger.dropped` history line each, naming
     the key when the history knows it. (file, what was done) for each moved."""
     from ledger_cli.cli.commands.doctor.files import read_regular
-    from ledger_cli.engine.history import HistoryEntry
     from ledger_cli.stores.jsonfile import fsutil
     from ledger_cli.stores.jsonfile.records import key_digest
 
@@ -188,14 +191,11 @@ def drop_damaged_files(
                     key = names.get(name.removesuffix(".json"), "")
                     what = f"record {key}" if key else "a record of unknown key"
                     entries.append(
-                        HistoryEntry(
-                            time=now,
-                            actor=s.actor,
-                            event=DROPPED,
-                            key=key,
-                            fence=0,
-                            data=f"{what} dropped: its damaged file {file.path} moved to "
-                            f"{shown_path}",
+                        _dropped(
+                            s,
+                            now,
+                            key,
+                            f"{what} dropped: its damaged file {file.path} moved to {shown_path}",
                         )
                     )
                     told = f"record {shown(key)}" if key else "a record of unknown key"
