@@ -259,3 +259,84 @@ def test_template_holds_every_kind(template: Path) -> None:
         if k not in ABSENT_WHEN_HEALTHY and not (template / rel).exists()
     ]
     assert not missing
+
+
+# wal.log holds the writes since the last checkpoint (stores/jsonfile/wal.py);
+# the template's last two writes are in it. wal.applied is its mark.
+LOG_COMMANDS: list[tuple[str, ...]] = [
+    ("state", "p2"),
+    ("list", "--json"),
+    ("stats", "--json"),
+    ("log",),
+    ("output", "p1"),
+    ("claim", "--next", "--owner", "m", "--lease", "60s"),
+    ("run", "--next", "--owner", "m", "--lease", "60s", "--", "true"),
+    ("admit", "newkey", "--task", "{}"),
+    ("complete", "held", "--owner", "w", "--fence", "1"),
+]
+
+
+def _store_files(store: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(store)): p.read_bytes()
+        for p in sorted(store.rglob("*"))
+        if p.is_file() and p.name not in ("ledger.lock", "wal.applied")
+    }
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_damaged_log(template: Path, tmp_path: Path, way: str) -> None:
+    """A damaged wal.log is refused by every command (exit 9, one line naming
+    it, nothing written); `doctor` names it; `doctor --fix` keeps its bytes in
+    damaged/ and makes its writes durable, after which every record reads as
+    before the damage and the queue works."""
+    log = template / "wal.log"
+    data = log.read_bytes()
+    assert data, "the template's last writes are in wal.log"
+    before = json.loads(_ledger(template, "list", "--json").stdout)
+    for n, damaged in enumerate(_damages(way, data)):
+        store = tmp_path / f"case{n}"
+        shutil.copytree(template, store)
+        if damaged is None:
+            (store / "wal.log").unlink()
+        else:
+            (store / "wal.log").write_bytes(damaged)
+        files = _store_files(store)
+        for args in LOG_COMMANDS:
+            res = _ledger(store, *args)
+            assert res.returncode == 9, (way, args, res.returncode, res.stderr)
+            assert res.stderr.splitlines() == [res.stderr.strip()], (way, args, res.stderr)
+            assert f"{store}/wal.log: damaged" in res.stderr, (way, args, res.stderr)
+        doctor = _ledger(store, "doctor")
+        assert doctor.returncode == 9 and "wal.log: damaged" in doctor.stdout, doctor.stdout
+        assert _store_files(store) == files, f"{way}: a refused command wrote"
+        fixed = _ledger(store, "doctor", "--fix")
+        assert fixed.returncode == 0, (way, fixed.stdout)
+        assert "fixed: " in fixed.stdout and "its writes are durable" in fixed.stdout
+        if damaged is not None:
+            assert (store / "damaged" / "wal.log.1").read_bytes() == damaged
+        assert _ledger(store, "doctor").returncode == 0
+        after = json.loads(_ledger(store, "list", "--json").stdout)
+        assert after == before, f"{way}: records changed by the repair"
+        assert _ledger(store, "claim", "--next", "--owner", "m", "--lease", "60s").returncode == 0
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_damaged_log_mark(template: Path, tmp_path: Path, way: str) -> None:
+    """wal.applied is derived (how far this boot applied the log): damaged any
+    way, the next command applies every frame again, and every answer is the
+    healthy store's."""
+    mark = template / "wal.applied"
+    before = json.loads(_ledger(template, "list", "--json").stdout)
+    for n, damaged in enumerate(_damages(way, mark.read_bytes())):
+        store = tmp_path / f"case{n}"
+        shutil.copytree(template, store)
+        if damaged is None:
+            (store / "wal.applied").unlink()
+        else:
+            (store / "wal.applied").write_bytes(damaged)
+        listing = _ledger(store, "list", "--json")
+        assert listing.returncode == 0, (way, listing.stderr)
+        assert json.loads(listing.stdout) == before, f"{way}: another answer"
+        assert _ledger(store, "doctor").returncode == 0
+        assert _ledger(store, "claim", "--next", "--owner", "m", "--lease", "60s").returncode == 0

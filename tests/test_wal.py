@@ -170,7 +170,7 @@ def test_a_damaged_frame_before_another_is_refused(tmp_path: Path) -> None:
     before = files(root)
     res = invoke(root, "list")
     assert res.code == 9
-    assert "wal.log: damaged frame" in res.one_line_error()
+    assert "wal.log: damaged frame at byte" in res.one_line_error()
     assert files(root) == before  # refused, nothing overwritten
 
 
@@ -249,3 +249,41 @@ def test_a_write_around_the_log_checkpoints_it_first(tmp_path: Path) -> None:
     ok(root, "prune", "--older-than", "1s", now="2026-03-01T00:00:00Z")
     assert (root / wal.WAL_NAME).stat().st_size == 0
     assert os.path.exists(root / wal.APPLIED_NAME)
+
+
+def test_after_a_restart_a_damaged_log_is_dropped_only_when_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a restart the log's frames may be the only copy of their writes:
+    a damaged log is refused (exit 9), `doctor --fix` does not accept the
+    loss, `doctor --fix --drop-damaged` applies the whole frames before the
+    damage, keeps the log's bytes in damaged/ and says what was lost in a
+    `ledger.dropped` history line."""
+    root = tmp_path / "store"
+    ok(root, "admit", "a")
+    ok(root, "admit", "b")
+    ok(root, "admit", "c")
+    log = root / wal.WAL_NAME
+    data = bytearray(log.read_bytes())
+    second = wal.FRAME.size + wal.FRAME.unpack(bytes(data[: wal.FRAME.size]))[1]
+    data[second + wal.FRAME.size + 3] ^= 0xFF  # inside the second frame
+    log.write_bytes(bytes(data))
+    other_boot = tmp_path / "boot_id"
+    other_boot.write_text("00000000-restarted-0001\n")
+    monkeypatch.setattr(wal, "BOOT_ID", str(other_boot))
+
+    res = invoke(root, "list")
+    assert res.code == 9
+    assert "--drop-damaged" in res.one_line_error()
+    doctor = invoke(root, "doctor", "--fix", now=LATER)
+    assert doctor.code == 9 and "wal.log: damaged" in doctor.stdout
+    assert log.read_bytes() == bytes(data)  # --fix alone accepts no loss
+    dropped = invoke(root, "doctor", "--fix", "--drop-damaged", now=LATER)
+    assert dropped.code == 0, dropped.stdout
+    assert f"the writes past byte {second} are lost" in dropped.stdout
+    assert (root / "damaged" / "wal.log.1").read_bytes() == bytes(data)
+    assert invoke(root, "doctor", now=LATER).code == 0
+    history = json.loads(ok(root, "--json", "log"))
+    assert history[-1]["event"] == "ledger.dropped"
+    keys = [json.loads(r)["Key"] for r in logical_state(root)[0]]
+    assert "a" in keys  # the first frame's write, before the damage, kept

@@ -82,9 +82,9 @@ def commit(
     small = len(records) <= SYNC_EACH_MAX
     if small and wal.enabled():
         history_at = _history_size(root, root_fd, batch)
-        end = wal.append(root, root_fd, encode(batch, history_at, counts))  # the commit point
+        end, frame = wal.append(root, root_fd, encode(batch, history_at, counts))  # commit point
         write(records, batch.history, history_at, counts, "log", batch.attempts, batch.moved)
-        wal.mark_applied(root, root_fd, end)
+        wal.mark_applied(root, root_fd, end, frame)
         if end > wal.CHECKPOINT_BYTES:
             wal.checkpoint(root, root_fd)
         return

@@ -184,3 +184,38 @@ def refuse_network_fs(root: str) -> None:
             "lease or lose an update. Use a local directory (or PostgreSQL for several "
             f"hosts), or set {fsutil.ENV_ALLOW_NETWORK_FS}=1 if only this host uses the store",
         )
+
+
+DAMAGED_DIR = "damaged"
+"""Where `doctor --fix` moves a damaged primary file (never deleted): flat,
+under its own name and a number, so no scan takes it for a record again."""
+
+
+def free_name(dfd: int, name: str) -> str:
+    """A name in damaged/ (open as `dfd`) for `name` that no file has yet."""
+    n = 1
+    while True:
+        candidate = f"{name}.{n}"
+        try:
+            os.stat(candidate, dir_fd=dfd, follow_symlinks=False)
+        except FileNotFoundError:
+            return candidate
+        n += 1
+
+
+def move_aside(root: str, root_fd: int, name: str) -> str:
+    """Move the root's file `name` into damaged/ (its bytes kept) and make the
+    move durable; where it went, as shown."""
+    dfd = fsutil.open_subdir(root_fd, DAMAGED_DIR, shown(root, DAMAGED_DIR), create=True)
+    assert dfd is not None
+    try:
+        target = free_name(dfd, name)
+        try:
+            os.rename(name, target, src_dir_fd=root_fd, dst_dir_fd=dfd)
+        except OSError as exc:
+            raise fail(shown(root, name), "cannot move aside", exc) from None
+        fsutil.fsync_fd(dfd, shown(root, DAMAGED_DIR))
+        fsutil.fsync_fd(root_fd, root)
+    finally:
+        os.close(dfd)
+    return shown(root, DAMAGED_DIR, target)

@@ -66,6 +66,8 @@ class JsonFileStore(
     A directory on a network file system (NFS, SMB, 9p, FUSE…) is refused —
     advisory locks there do not exclude other hosts — unless `allow_network_fs`
     (default: the environment variable LEDGER_ALLOW_NETWORK_FS=1) says so.
+    `repair_log` sets a damaged wal.log aside instead of refusing it
+    (`doctor --fix`, wal.recover).
     """
 
     @store_method
@@ -76,8 +78,13 @@ class JsonFileStore(
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
         fair_lock: bool = True,
         allow_network_fs: bool | None = None,
+        repair_log: wal.Repair = "no",
     ) -> None:
         root = os.path.abspath(os.fspath(path))
+        self._repair_log = repair_log
+        self.log_repaired: tuple[str, bool] | None = None
+        """What `repair_log` (doctor --fix) did to a damaged wal.log, and
+        whether writes were lost, if it did anything."""
         self._root = root
         if allow_network_fs is None:
             allow_network_fs = os.environ.get(fsutil.ENV_ALLOW_NETWORK_FS) == "1"
@@ -324,9 +331,7 @@ class JsonFileStore(
         data = fsutil.read_file(root_fd, JOURNAL_NAME, self._shown(JOURNAL_NAME))
         if data is not None:
             journal.replay(self._root, root_fd, data, self._checksummed, self._write_records)
-        wal.recover(
-            self._root,
-            root_fd,
+        how = wal.Replay(
             lambda frame: journal.apply_again(
                 self._root,
                 root_fd,
@@ -339,6 +344,9 @@ class JsonFileStore(
             lambda frames: self._rewrite_logged(root_fd, frames),
             lambda: journal.drop_indexes(self._root, root_fd),
         )
+        done = wal.recover(self._root, root_fd, how, self._repair_log)
+        if done is not None:
+            self.log_repaired = done
 
     def _rewrite_logged(self, root_fd: int, frames: list[bytes]) -> None:
         """After a restart of the machine: every record the log names, written

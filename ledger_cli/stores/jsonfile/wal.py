@@ -36,9 +36,10 @@ import contextlib
 import os
 import struct
 import zlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
-from ledger_cli.stores.jsonfile import fsutil
+from ledger_cli.errors import StoreDamageError
+from ledger_cli.stores.jsonfile import fsutil, layout
 from ledger_cli.stores.jsonfile.fsutil import fail
 from ledger_cli.stores.jsonfile.layout import shown
 
@@ -92,37 +93,100 @@ def _size(root: str, root_fd: int) -> int:
         raise fail(shown(root, WAL_NAME), "cannot stat", exc) from None
 
 
-def _applied(root: str, root_fd: int) -> tuple[str, int] | None:
-    """(boot id, offset) from wal.applied; None when missing or unreadable."""
+class Mark(NamedTuple):
+    """wal.applied: how far a boot applied the log, and the last frame applied
+    (where it starts, its CRC-32; start -1 in a mark older than that field)."""
+
+    boot: str
+    offset: int
+    start: int
+    crc: int
+
+
+def _applied(root: str, root_fd: int) -> Mark | None:
+    """The mark in wal.applied; None when missing or unreadable."""
     data = fsutil.read_file(root_fd, APPLIED_NAME, shown(root, APPLIED_NAME))
     if data is None:
         return None
     parts = data.split()
-    if len(parts) != 2 or not parts[1].isdigit():
+    if len(parts) not in (2, 4) or not all(p.isdigit() for p in parts[1:]):
         return None
-    return parts[0].decode("ascii", "replace"), int(parts[1])
+    numbers = [int(p) for p in parts[1:]] + [-1, 0]
+    return Mark(parts[0].decode("ascii", "replace"), numbers[0], numbers[1], numbers[2])
+
+
+def _mark_holds(root: str, root_fd: int, mark: Mark, size: int) -> bool:
+    """Whether the log still holds what its mark says was applied from it: at
+    least `offset` bytes, the last of them the frame the mark names. Frames up
+    to a mark were fdatasynced before it was written, and a checkpoint sets
+    the mark to 0 durably before it empties the log, so a log shorter than
+    its mark, or another frame there, was damaged (emptied, cut, overwritten)."""
+    if mark.offset == 0:
+        return True
+    if size < mark.offset:
+        return False
+    if mark.start < 0 or mark.start >= mark.offset:
+        return mark.start < 0  # an older mark: only the length can be checked
+    try:
+        fd = os.open(WAL_NAME, os.O_RDONLY | fsutil.O_NOFOLLOW | fsutil.O_CLOEXEC, dir_fd=root_fd)
+    except OSError as exc:
+        raise fsutil.open_failed(shown(root, WAL_NAME), exc) from None
+    try:
+        data = os.pread(fd, mark.offset - mark.start, mark.start)
+    except OSError as exc:
+        raise fail(shown(root, WAL_NAME), "cannot read", exc) from None
+    finally:
+        os.close(fd)
+    if len(data) < FRAME.size:
+        return False
+    magic, length, crc = FRAME.unpack(data[: FRAME.size])
+    body = data[FRAME.size :]
+    whole: bool = magic == MAGIC and length == len(body) and crc == mark.crc
+    return whole and zlib.crc32(body) == crc
+
+
+class LogDamageError(StoreDamageError):
+    """wal.log no longer holds the writes applied from it, or holds a damaged
+    frame (doctor --fix sets it aside: JsonFileStore's `repair_log`). `lost`:
+    writes may be on no disk but the log's (after a restart, or a frame never
+    applied): only --drop-damaged accepts that."""
+
+    def __init__(self, root: str, lost: bool, what: str) -> None:
+        if lost:
+            remedy = (
+                "restore it from a backup, or accept the loss: ledger doctor --fix --drop-damaged"
+            )
+        else:
+            remedy = "its writes were applied: ledger doctor --fix makes them durable"
+        super().__init__(f"{shown(root, WAL_NAME)}: {what} ({remedy})")
+        self.root = root
+        self.lost = lost
 
 
 def pending(root: str, root_fd: int) -> tuple[int, bool] | None:
-    """Where the frames not yet applied begin, and whether the machine restarted
-    since they were written (then every frame is applied again); None when the
-    log holds nothing to apply."""
+    """Whether a holder of the lock has work on the log (None: none): where the
+    frames not yet applied begin, and whether the machine restarted since they
+    were written (then every frame is applied again). A log that disagrees
+    with its mark answers too: a look without the lock can race a checkpoint,
+    so recover() decides under the lock."""
     size = _size(root, root_fd)
-    if size == 0:
+    mark = _applied(root, root_fd)
+    if mark is None:
+        return (0, True) if size else None
+    if mark.boot != boot_id():
+        return (0, True) if size or mark.offset else None
+    if not _mark_holds(root, root_fd, mark, size):
+        return 0, False
+    if mark.offset == size:
         return None
-    noted = _applied(root, root_fd)
-    if noted is None or noted[0] != boot_id():
-        return 0, True
-    at = noted[1]
-    if at == size:
-        return None
-    return (at if at < size else 0), False
+    return mark.offset, False
 
 
-def mark_applied(root: str, root_fd: int, offset: int) -> None:
-    """Note that the log is applied up to `offset` in this boot (not synced:
-    only this boot's page cache needs to know; a new boot applies it all)."""
-    data = f"{boot_id()} {offset:020d}\n".encode("ascii")
+def mark_applied(root: str, root_fd: int, offset: int, last: tuple[int, int] = (0, 0)) -> None:
+    """Note that the log is applied up to `offset` in this boot, its last frame
+    `last` (start, CRC-32). Not synced: only this boot's page cache needs to
+    know; a new boot applies it all."""
+    data = f"{boot_id()} {offset:020d} {last[0]:020d} {last[1]:010d}\n".encode("ascii")
     path = shown(root, APPLIED_NAME)
     try:
         fd = os.open(APPLIED_NAME, _RDWR, fsutil.FILE_MODE, dir_fd=root_fd)
@@ -136,8 +200,9 @@ def mark_applied(root: str, root_fd: int, offset: int) -> None:
         os.close(fd)
 
 
-def append(root: str, root_fd: int, payload: bytes) -> int:
-    """Append one frame and fdatasync it: the commit point. The log's size after it."""
+def append(root: str, root_fd: int, payload: bytes) -> tuple[int, tuple[int, int]]:
+    """Append one frame and fdatasync it: the commit point. The log's size
+    after it, and the frame (start, CRC-32) for mark_applied."""
     path = shown(root, WAL_NAME)
     created = not _exists(root_fd)
     try:
@@ -145,9 +210,10 @@ def append(root: str, root_fd: int, payload: bytes) -> int:
     except OSError as exc:
         raise fsutil.open_failed(path, exc) from None
     start = -1
+    crc = zlib.crc32(payload)
     try:
         start = os.fstat(fd).st_size
-        fsutil.write_all(fd, FRAME.pack(MAGIC, len(payload), zlib.crc32(payload)) + payload)
+        fsutil.write_all(fd, FRAME.pack(MAGIC, len(payload), crc) + payload)
         os.fdatasync(fd)
         end = os.fstat(fd).st_size
     except OSError as exc:
@@ -161,7 +227,7 @@ def append(root: str, root_fd: int, payload: bytes) -> int:
         os.close(fd)
     if created:  # the log's name, once: later appends change only its data
         fsutil.fsync_fd(root_fd, root)
-    return end
+    return end, (start, crc)
 
 
 def _exists(root_fd: int) -> bool:
@@ -172,14 +238,18 @@ def _exists(root_fd: int) -> bool:
     return True
 
 
-def read_frames(root: str, root_fd: int, start: int) -> tuple[list[bytes], int]:
-    """The payloads of the frames from `start`, and where the last whole one
-    ends. A frame cut short at the end (a crash while it was written: never
-    acknowledged) is left out; a damaged frame before another is refused."""
+def read_frames(
+    root: str, root_fd: int, start: int, lenient: bool = False
+) -> tuple[list[bytes], int, tuple[int, int] | None]:
+    """The payloads of the frames from `start`, where the last whole one ends,
+    and that frame (start, CRC-32; None: no frame). A frame cut short at the
+    end (a crash while it was written: never acknowledged) is left out; a
+    damaged frame before another is refused, or with `lenient` ends the read."""
     path = shown(root, WAL_NAME)
     data = fsutil.read_file(root_fd, WAL_NAME, path) or b""
     frames: list[bytes] = []
     at = start
+    last: tuple[int, int] | None = None
     while at < len(data):
         head = data[at : at + FRAME.size]
         if len(head) < FRAME.size:
@@ -188,17 +258,13 @@ def read_frames(root: str, root_fd: int, start: int) -> tuple[list[bytes], int]:
         body = data[at + FRAME.size : at + FRAME.size + length]
         whole = magic == MAGIC and len(body) == length and zlib.crc32(body) == crc
         if not whole:
-            if magic == MAGIC and at + FRAME.size + length >= len(data):
+            if lenient or (magic == MAGIC and at + FRAME.size + length >= len(data)):
                 break  # the last frame, torn
-            raise fail(
-                path,
-                f"damaged frame at byte {at}; refusing to replay the log (the writes since "
-                "the last checkpoint are in it: restore it from a backup, or move it aside "
-                "to open the store without them)",
-            )
+            raise LogDamageError(root, True, f"damaged frame at byte {at}")
         frames.append(body)
+        last = (at, crc)
         at += FRAME.size + length
-    return frames, at
+    return frames, at, last
 
 
 def cut(root: str, root_fd: int, end: int) -> None:
@@ -229,47 +295,101 @@ def flush_if_due(root: str, root_fd: int) -> None:
 
 def checkpoint(root: str, root_fd: int) -> bool:
     """Make everything applied durable (one syncfs(2)) and empty the log; False
-    when it was empty. wal.applied goes to 0 before the log is cut, so a crash
-    in between applies the (durable) frames again: harmless, never skipped."""
+    when it was empty. The mark goes to 0 before the syncfs, which makes it
+    durable with the rest, and the log is cut after: a crash in between
+    applies the (durable) frames again, harmless and never skipped, and a log
+    shorter than its mark is always damage (_mark_holds)."""
     if _size(root, root_fd) == 0:
         return False
-    if fsutil.sync_filesystem_available():
-        fsutil.sync_filesystem(root_fd, root)
-    else:  # no syncfs(2) in this C library: sync every file system
-        os.sync()
     mark_applied(root, root_fd, 0)
+    _sync_all(root, root_fd)
     cut(root, root_fd, 0)
     return True
 
 
-def recover(
-    root: str,
-    root_fd: int,
-    replay: Callable[[bytes], None],
-    rewrite_records: Callable[[list[bytes]], None],
-    drop_indexes: Callable[[], None],
-) -> None:
-    """Apply the frames a crash left unapplied (under the store lock).
+def _sync_all(root: str, root_fd: int) -> None:
+    if fsutil.sync_filesystem_available():
+        fsutil.sync_filesystem(root_fd, root)
+    else:  # no syncfs(2) in this C library: sync every file system
+        os.sync()
 
-    `replay(payload)` applies one frame as a journal replay does, unsynced.
-    After a restart of the machine, `rewrite_records(payloads)` first writes
-    every frame's records (the newest bytes of each), so no record the
-    rebuilds read is one the power cut tore, and `drop_indexes()` marks the
-    derived indexes unbuilt; the frames are then applied in order and the
-    log checkpointed."""
-    todo = pending(root, root_fd)
-    if todo is None:
-        return
-    start, restarted = todo
-    frames, end = read_frames(root, root_fd, start)
-    if end != _size(root, root_fd):
+
+Repair = Literal["no", "applied", "lossy"]
+
+
+class Replay(NamedTuple):
+    """How the store applies frames (recover, set_aside)."""
+
+    replay: Callable[[bytes], None]
+    """Applies one frame as a journal replay does, unsynced."""
+    rewrite_records: Callable[[list[bytes]], None]
+    """After a restart: writes every frame's records (the newest bytes of
+    each), so no record the rebuilds read is one the power cut tore."""
+    drop_indexes: Callable[[], None]
+    """Marks the derived indexes unbuilt (rebuilt from the records)."""
+
+
+def recover(root: str, root_fd: int, how: Replay, repair: Repair = "no") -> tuple[str, bool] | None:
+    """Apply the frames a crash left unapplied (under the store lock). After a
+    restart of the machine every frame's records are written first, the
+    indexes dropped, every frame applied in order, and the log checkpointed.
+
+    A log that no longer holds what its mark says was applied is damaged:
+    refused (exit 9), or set aside by `repair` (doctor --fix): "applied" when
+    every write it held was applied in this boot, "lossy" (--drop-damaged)
+    even after a restart. What was done to a damaged log and whether writes
+    were lost, or None."""
+    size = _size(root, root_fd)
+    mark = _applied(root, root_fd)
+    restarted = mark is None or mark.boot != boot_id()
+    if mark is not None and not (
+        _mark_holds(root, root_fd, mark, size) or (restarted and mark.start < 0)
+    ):
+        if repair == "no" or (repair == "applied" and restarted):
+            raise LogDamageError(root, restarted, "damaged, writes applied from it are gone")
+        return _set_aside(root, root_fd, how, restarted, 0 if restarted else min(mark.offset, size))
+    start = 0 if restarted or mark is None else mark.offset
+    if start >= size:
+        return None
+    try:
+        frames, end, last = read_frames(root, root_fd, start)
+    except LogDamageError:
+        if repair != "lossy":
+            raise
+        return _set_aside(root, root_fd, how, restarted, start, lost=True)
+    if end != size:
         cut(root, root_fd, end)
-    if restarted:
-        rewrite_records(frames)
-        drop_indexes()
-    for payload in frames:
-        replay(payload)
+    _apply(how, frames, restarted)
     if restarted:
         checkpoint(root, root_fd)
-    else:
-        mark_applied(root, root_fd, end)
+    elif mark is not None:
+        mark_applied(root, root_fd, end, last or (mark.start, mark.crc))
+    return None
+
+
+def _apply(how: Replay, frames: list[bytes], restarted: bool) -> None:
+    if restarted:
+        how.rewrite_records(frames)
+        how.drop_indexes()
+    for payload in frames:
+        how.replay(payload)
+
+
+def _set_aside(
+    root: str, root_fd: int, how: Replay, restarted: bool, start: int, lost: bool = False
+) -> tuple[str, bool]:
+    """A damaged log (doctor --fix): its whole frames from `start` applied (all
+    of them after a restart, start 0), everything applied made durable, and
+    the log moved into damaged/ with its bytes kept. Writes in frames past
+    the damage are lost: after a restart the operator accepts that with
+    --drop-damaged; in this boot they were applied before the damage was met."""
+    frames, end, _ = read_frames(root, root_fd, start, lenient=True)
+    _apply(how, frames, restarted)
+    mark_applied(root, root_fd, 0)
+    _sync_all(root, root_fd)
+    lost = lost or restarted
+    what = f"the writes past byte {end} are lost" if lost else "its writes are durable"
+    if not _exists(root_fd):
+        return f"{shown(root, WAL_NAME)} was gone: {what}", lost
+    aside = layout.move_aside(root, root_fd, WAL_NAME)
+    return f"{shown(root, WAL_NAME)} was damaged: {what}; the log moved to {aside}", lost

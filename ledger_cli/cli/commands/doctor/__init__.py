@@ -137,7 +137,10 @@ def doctor(settings: Settings, fix: bool = False, drop_damaged: bool = False) ->
     from ledger_cli.stores.resolve import redact_url
 
     url = redact_url(store_url(settings))  # never print a password
-    with Session(settings, reads=True) as s:
+    session = _open(settings, found, fix, drop_damaged)
+    if session is None:
+        return _report(settings, url, 0, found)
+    with session as s:
         root: str | None = getattr(s.store, "path", None)
         temps: list[str] = []
         records: list[TaskState] = []
@@ -219,19 +222,65 @@ def doctor(settings: Settings, fix: bool = False, drop_damaged: bool = False) ->
         from ledger_cli.cli.commands.doctor.attempts import check_attempts
 
         check_attempts(s.store, found, fix)
+    return _report(settings, url, len(records), found)
+
+
+def _open(settings: Settings, found: Findings, fix: bool, drop_damaged: bool) -> Session | None:
+    """The store, opened for reading; None when it cannot be (reported). A
+    JSON store whose wal.log is damaged is refused by every command, and
+    here reported; `--fix` sets the log aside when every write it held was
+    applied, and `--fix --drop-damaged` even after a restart (the writes past
+    the damage are lost: a history line says so)."""
+    from ledger_cli.stores.jsonfile.wal import LogDamageError
+
+    try:
+        return Session(settings, reads=True)
+    except LogDamageError as exc:
+        if not fix:
+            found.problems.append(output.one_line(str(exc)))
+            return None
+        from ledger_cli.stores.jsonfile import JsonFileStore
+
+        try:
+            store = JsonFileStore(exc.root, repair_log="lossy" if drop_damaged else "applied")
+        except StoreError as again:
+            found.problems.append(output.one_line(str(again)))
+            return None
+        s = Session(settings, store=store, reads=True)
+        if store.log_repaired is not None:
+            what, lost = store.log_repaired
+            found.fixed.append(what)
+            if lost:
+                _log_dropped(s, what)
+        return s
+
+
+def _log_dropped(s: Session, what: str) -> None:
+    """The `ledger.dropped` history line of writes lost with a damaged wal.log."""
+    from ledger_cli.cli.commands.doctor.lost import DROPPED
+    from ledger_cli.engine.history import HistoryEntry
+
+    entry = HistoryEntry(
+        time=str(s.now()), actor=s.actor, event=DROPPED, key="", fence=0, data=what
+    )
+    with s.store.batch():
+        s.store.append_history([entry])  # type: ignore[attr-defined]
+
+
+def _report(settings: Settings, url: str, records: int, found: Findings) -> int:
     problems = list(dict.fromkeys(found.problems))
     code = StoreError.exit_code if problems else 0
     if settings.json:
         doc: dict[str, Any] = {
             "store": url,
-            "records": len(records),
+            "records": records,
             "problems": problems,
             "notes": found.notes,
             "fixed": found.fixed,
         }
         output.json_line(doc)
         return code
-    output.line(f"store {url}: {len(records)} records")
+    output.line(f"store {url}: {records} records")
     for p in problems:
         output.line(f"problem: {p}")
     for n in found.notes:

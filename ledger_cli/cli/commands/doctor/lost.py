@@ -124,23 +124,6 @@ def _dropped(s: Session, now: str, key: str, data: str) -> HistoryEntry:
     return HistoryEntry(time=now, actor=s.actor, event=DROPPED, key=key, fence=0, data=data)
 
 
-DAMAGED_DIR = "damaged"
-"""Where `--drop-damaged` moves a damaged record file (never deleted): flat,
-under its own name and a number, so no scan takes it for a record again."""
-
-
-def _aside(dfd: int, name: str) -> str:
-    """A free name in damaged/ for `name`."""
-    n = 1
-    while True:
-        candidate = f"{name}.{n}"
-        try:
-            os.stat(candidate, dir_fd=dfd, follow_symlinks=False)
-        except FileNotFoundError:
-            return candidate
-        n += 1
-
-
 def drop_damaged_files(
     s: Session, root: str, damaged: Sequence[RecordFile], history: Iterable[HistoryEntry]
 ) -> list[tuple[RecordFile, str]]:
@@ -150,6 +133,7 @@ def drop_damaged_files(
     the key when the history knows it. (file, what was done) for each moved."""
     from ledger_cli.cli.commands.doctor.files import read_regular
     from ledger_cli.stores.jsonfile import fsutil
+    from ledger_cli.stores.jsonfile.layout import DAMAGED_DIR, free_name
     from ledger_cli.stores.jsonfile.records import key_digest
 
     names: dict[str, str] = {}
@@ -181,7 +165,7 @@ def drop_damaged_files(
                         if read_regular(file.path) != file.data:
                             continue  # rewritten meanwhile: left, and reported
                         name = os.path.basename(file.path)
-                        target = _aside(dfd, name)
+                        target = free_name(dfd, name)
                         os.rename(file.path, os.path.join(root, DAMAGED_DIR, target))
                     except FileNotFoundError:
                         continue
