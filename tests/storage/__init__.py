@@ -1,0 +1,1 @@
+"""The stores (ledger_cli/stores): the conformance suite on every store, each store's own format and indexes, durability counts and concurrency. (Not `tests/stores/`: `tests/stores.py` is the store kinds every suite shares.)"""
