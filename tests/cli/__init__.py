@@ -1,1 +1,2 @@
-"""The command line (ledger_cli/cli): parsing, help, output, exit codes, the fast path, and each command's behaviour through the installed `ledger`."""
+"""The command line (ledger_cli/cli): parsing, help, rendering, exit codes, the
+fast path, and each command end to end through the installed `ledger`."""

@@ -2,7 +2,7 @@
 
 The clock is fake: each item's work and each commit advance it by a fixed
 cost, so the block sizes are exact and the test is independent of the
-machine. The real stores are in tests/test_lock_hold.py.
+machine. The real stores are in tests/faults/test_lock_hold.py.
 """
 
 from __future__ import annotations

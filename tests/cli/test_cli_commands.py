@@ -261,20 +261,20 @@ JSON_CASES: dict[str, list[list[str]]] = {
     "restore": [["restore", "-"]],
     "doctor": [["doctor"]],
     "prune": [["prune", "--older-than", "0s"], ["prune", "--older-than", "1d", "--dry-run"]],
-    "demo": [],  # a real multi-process run: tests/test_cli_processes.py
+    "demo": [],  # a real multi-process run: tests/cli/test_cli_processes.py
     "retry": [["retry", "p"], ["retry", "nope"]],
     "cancel": [["cancel", "p"], ["cancel", "c", "--reason", "r"]],
     "stats": [["stats"], ["stats", "--prometheus"]],
     "watch": [["watch"]],  # not a terminal here: the JSON error
     "output": [["output", "p"], ["output", "nope"]],
-    "wait": [["wait", "nope"]],  # the settled shapes: tests/test_output_wait.py
+    "wait": [["wait", "nope"]],  # the settled shapes: tests/cli/test_output_wait.py
     "check": [["check", "c", "--owner", "w", "--fence", "1"],
               ["check", "c", "--owner", "w", "--fence", "2"], ["check", "p", "--owner", "w",
               "--fence", "0"]],
     "pause": [["pause", "--reason", "r"]],
     "limit": [["limit"], ["limit", "q", "2"], ["limit", "q", "--clear"], ["limit", "q", "0"]],
     "resume": [["resume"]],
-    # A server runs until stopped (tests/test_web.py); here, its refusal of an open bind.
+    # A server runs until stopped (tests/cli/test_web.py); here, its refusal of an open bind.
     "serve": [["serve", "--bind", "0.0.0.0:0"]],
 }  # fmt: skip
 

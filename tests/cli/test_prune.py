@@ -19,8 +19,8 @@ from ledger_cli.engine.ready import ready_iter
 from ledger_cli.engine.store import Store
 from ledger_cli.errors import LedgerError
 from tests.cli_support import run_ledger
+from tests.storage.test_ready_index import brute
 from tests.stores import KINDS, StoreKind
-from tests.test_ready_index import brute
 
 T0 = Instant.parse("2026-03-01T00:00:00Z")
 LATER = Instant.parse("2026-03-01T02:00:00Z")

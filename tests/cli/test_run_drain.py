@@ -2,7 +2,7 @@
 completes task after task over one store connection, until nothing is ready.
 Through the CLI, as real processes, on every store a second process can see
 (the memory store lives in one process). The multi-process DAG drain is in
-tests/test_ready_index.py. Waits are for states (a file, an exit), never times.
+tests/storage/test_ready_index.py. Waits are for states (a file, an exit), never times.
 """
 
 from __future__ import annotations

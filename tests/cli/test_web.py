@@ -1,5 +1,5 @@
 """`ledger serve` over HTTP, as a real process: read-only, tokens, headers,
-escaping, the /api/ shapes and the paged task table (tests/test_web_browser.py
+escaping, the /api/ shapes and the paged task table (tests/cli/test_web_browser.py
 drives the same server from Chromium)."""
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DESIGN = ROOT / "docs" / "design.md"
 SCANNED_DIRS = ("ledger_cli", "tests", "docs", "benchmarks", "completions", ".ci")
 SKIPPED_PARTS = frozenset({"__pycache__", ".mypy_cache", ".ruff_cache"})

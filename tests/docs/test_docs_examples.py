@@ -13,7 +13,7 @@ examples that need a real server) is marked `<!-- illustration -->` on the
 line before it: it is not run, but every `ledger` invocation in it must name
 a real command and only options that command has.
 
-    .venv/bin/python -m tests.test_docs_examples --write   # rewrite the outputs
+    .venv/bin/python -m tests.docs.test_docs_examples --write   # rewrite the outputs
 """
 
 from __future__ import annotations
@@ -134,17 +134,20 @@ def test_console_blocks_print_what_they_show(page: str) -> None:
 
 @pytest.mark.parametrize("page", PAGES)
 def test_every_test_the_docs_name_exists(page: str) -> None:
-    """`tests/FILE.py` and `tests/FILE.py::test_name` (`tests/` may be left out;
-    `name_…` cut short; and a following bare
-    `::test_name`, of the same file) name tests that exist, so a claim that
-    cites its test cannot outlive it unnoticed."""
+    """`tests/DIR/FILE.py` and `tests/DIR/FILE.py::test_name` (the path may be
+    left out, naming the one file of that name under tests/; `name_…` cut
+    short; and a following bare `::test_name`, of the same file) name tests
+    that exist, so a claim that cites its test cannot outlive it unnoticed."""
     text = (ROOT / page).read_text(encoding="utf-8")
     current: str | None = None
-    test_file = r"(?:tests/)?(?:test_\w+|\w+_support)\.py"
+    test_file = r"(?:tests/(?:\w+/)?)?(?:test_\w+|\w+_support)\.py"
     for m in re.finditer(rf"({test_file})?::(\w+)(…)?|({test_file})", text):
         path = m.group(1) or m.group(4)
         if path is not None:
-            path = path if path.startswith("tests/") else f"tests/{path}"
+            if not path.startswith("tests/"):
+                found = sorted((ROOT / "tests").rglob(path))
+                assert len(found) == 1, f"{page}: {path} names {len(found)} files under tests/"
+                path = str(found[0].relative_to(ROOT))
             assert (ROOT / path).is_file(), f"{page}: no {path}"
             current = path
         name = m.group(2)

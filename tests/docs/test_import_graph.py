@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parent.parent / "ledger_cli"
+PACKAGE = Path(__file__).resolve().parents[2] / "ledger_cli"
 
 Graph = dict[str, set[str]]
 

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _closed_port() -> int:
@@ -34,7 +34,7 @@ def _pytest(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_an_unreachable_server_is_one_line_and_rs_lists_each_skip() -> None:
-    res = _pytest("tests/test_postgres_store.py")
+    res = _pytest("tests/storage/test_postgres_store.py")
     assert res.returncode == 0, res.stdout + res.stderr
     lines = res.stdout.splitlines()
     summary = [line for line in lines if "PostgreSQL tests skipped" in line]
@@ -44,7 +44,7 @@ def test_an_unreachable_server_is_one_line_and_rs_lists_each_skip() -> None:
     count = int(summary[0].split()[0])
     assert f"{count} skipped" in lines[-1]
 
-    listed = _pytest("-rs", "tests/test_postgres_store.py")
+    listed = _pytest("-rs", "tests/storage/test_postgres_store.py")
     skipped = [line for line in listed.stdout.splitlines() if line.startswith("SKIPPED")]
     assert skipped and all("is not reachable" in line for line in skipped)
     assert sum(int(line.split("[")[1].split("]")[0]) for line in skipped) == count

@@ -18,7 +18,7 @@ from ledger_cli.engine.snapshot import Snapshot
 from ledger_cli.engine.status import Status
 from ledger_cli.errors import DecodeError, EncodeError, ValidationError
 
-DATA = Path(__file__).parent / "data" / "conformance"
+DATA = Path(__file__).parents[1] / "data" / "conformance"
 T0 = Instant.parse("2024-01-01T00:00:00Z")
 
 

@@ -24,7 +24,7 @@ none of it out, and `doctor --fix` completes it to exactly the command's
 whole result (records, and history but for the un-block's note).
 
 Random-moment kills (100+ in CI, `LEDGER_KILLS=1000` on demand) are in
-tests/test_jsonfile_multiprocess.py.
+tests/storage/test_jsonfile_multiprocess.py.
 """
 
 from __future__ import annotations
@@ -155,7 +155,7 @@ OPS: list[Callable[[Path], None]] = [
     _cli("retry", "a"),
 ]
 # (A prune is no single write, so no prefix of OPS: its tally is removed
-# first and written after; tests/test_tally.py kills one in between.)
+# first and written after; tests/storage/test_tally.py kills one in between.)
 
 
 def _child(root: str, kill_at: tuple[str, int], ack: Connection) -> None:

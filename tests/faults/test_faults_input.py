@@ -8,7 +8,7 @@ documented exit code (docs/design.md §4.4: 2 for bad input, 8 for a bad snapsho
 traceback, in bounded time and memory, and the store's files are unchanged.
 
 The 100 MB cases run `ledger` as a real process and measure its peak RSS
-(its own VmHWM). `Snapshot.decode` is fuzzed separately (tests/test_fuzz_decode.py).
+(its own VmHWM). `Snapshot.decode` is fuzzed separately (tests/faults/test_fuzz_decode.py).
 """
 
 from __future__ import annotations

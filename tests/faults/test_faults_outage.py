@@ -1,7 +1,7 @@
 """`ledger run` through store outages (issue 22): a real PostgreSQL server
 restarted under it (`pg_ctl restart -m fast` and `-m immediate`), and a TCP
 proxy that cuts, refuses or stalls its connections (SQLite's lock held past
-the busy timeout: tests/test_faults_outage_sqlite.py).
+the busy timeout: tests/faults/test_faults_outage_sqlite.py).
 
 Each task's command appends `start KEY FENCE T` and `end KEY FENCE T` (T: the
 wall clock) to a log, so the test sees every run of every command, and when

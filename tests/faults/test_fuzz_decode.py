@@ -15,7 +15,7 @@ from pathlib import Path
 from ledger_cli.engine.snapshot import Snapshot
 from ledger_cli.errors import DecodeError, ValidationError
 
-CASES = Path(__file__).parent / "data" / "conformance" / "decode-cases.json"
+CASES = Path(__file__).parents[1] / "data" / "conformance" / "decode-cases.json"
 INPUTS = int(os.environ.get("LEDGER_FUZZ", "100000"))
 
 INTERESTING = [

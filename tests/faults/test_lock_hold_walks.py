@@ -51,7 +51,7 @@ class Counting:
     the first, and records the size of each `prune_records` call, and whether
     the garbage collector was on inside each outermost batch (`collecting`: a
     collection inside a block holds the lock, engine/collector.py; prune's own
-    transactions: tests/test_store_collector.py)."""
+    transactions: tests/storage/test_store_collector.py)."""
 
     def __init__(self, store: Store, between: Callable[[], None] = lambda: None) -> None:
         self._store = store

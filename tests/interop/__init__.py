@@ -1,1 +1,2 @@
-"""Sharing with others: the Go service's rows and keys, the lock taken by filelock, typer's private names, PostgreSQL's round trips."""
+"""Sharing with others: the Go service's rows and keys, filelock's lock,
+typer's private names, PostgreSQL's round trips."""

@@ -149,5 +149,5 @@ def test_an_uncontended_write_takes_the_flock_without_importing_filelock(tmp_pat
         "assert s.load('k') is not None\n"
         "assert 'filelock' not in sys.modules, 'an uncontended write imported filelock'\n"
     )
-    root = Path(__file__).parent.parent
+    root = Path(__file__).resolve().parents[2]
     subprocess.run([sys.executable, "-c", code], check=True, cwd=root, timeout=TIMEOUT)

@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 
 from tests.go_support import go_db, go_row
-from tests.test_go_keys import ledger, ok
+from tests.interop.test_go_keys import ledger, ok
 
 BAD_FREE = b"old-\xff"  # pending, no needs: counted in SQL
 BAD_NEEDS = b"old-\xfe-waits"  # pending, its need completed: judged by the rule

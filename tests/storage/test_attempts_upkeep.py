@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ledger_cli.stores.attempts import attempt_log
 from ledger_cli.stores.resolve import open_store
-from tests.test_output_wait import ledger, record_attempt
+from tests.cli.test_output_wait import ledger, record_attempt
 
 
 def test_prune_removes_a_pruned_keys_attempts(url: str) -> None:

@@ -1,5 +1,5 @@
 """fsync(2), fdatasync(2) and syncfs(2) calls per command on the JSON store,
-pinned as tests/test_postgres_round_trips.py pins round trips: counted around
+pinned as tests/interop/test_postgres_round_trips.py pins round trips: counted around
 `os.fsync`, `os.fdatasync` and `fsutil.sync_filesystem`, never timed.
 
 A small write (every command line write: a record, its history line, the

@@ -1,6 +1,6 @@
 """JsonFileStore specifics: on-disk layout, refusing corruption, crash recovery,
 permissions, symlinks, locking. The Store contract itself is in
-tests/test_store_conformance.py; processes and SIGKILL in test_jsonfile_multiprocess.py."""
+tests/storage/test_store_conformance.py; processes and SIGKILL in test_jsonfile_multiprocess.py."""
 
 from __future__ import annotations
 
@@ -608,7 +608,7 @@ def test_the_module_does_not_import_filelock_until_locking(tmp_path: Path) -> No
         "for m in ('platformdirs', 'sqlite3'):\n"
         "    assert m not in sys.modules, m\n"
     )
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parent.parent)
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[2])
     assert jsonfile.FORMAT_VERSION == 2
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from ledger_cli.errors import StoreError
 from ledger_cli.stores.jsonfile import JsonFileStore, durability, fsutil, key_digest
-from tests.test_jsonfile import rec
+from tests.storage.test_jsonfile import rec
 
 N = 64  # records a batch: well past SYNC_EACH_MAX
 

@@ -147,7 +147,7 @@ def test_a_repair_beside_a_writing_process(tmp_path: Path, monkeypatch: pytest.M
     proc = subprocess.Popen(
         [sys.executable, "-c", _WRITER, str(root)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
     )  # fmt: skip
     try:
         assert proc.stdout is not None

@@ -2,7 +2,7 @@
 none is reachable, failing instead when CI is set): schema and types, the CAS
 contract, uint64 range, NUL keys, batches, the server clock, history,
 injection-proofness, errors. (The replay of every
-unbounded trace on this store is in tests/test_store_conformance.py.)"""
+unbounded trace on this store is in tests/storage/test_store_conformance.py.)"""
 
 from __future__ import annotations
 

@@ -199,7 +199,7 @@ def test_a_rebuild_beside_a_writing_process(
     for i in range(400):
         ledger.admit("t", f"k{i:04d}", 1, {}, T0, *([f"k{(i * 3) % 400:04d}"] if i % 2 else []))
     _damage(store)
-    root = str(Path(__file__).resolve().parent.parent)
+    root = str(Path(__file__).resolve().parents[2])
     proc = subprocess.Popen(
         [sys.executable, "-c", _WRITER, kind.scheme, place],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

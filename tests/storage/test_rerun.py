@@ -252,7 +252,7 @@ def test_the_command_line_says_exit_9_when_every_attempt_is_rolled_back(
     script.write_text(
         "import sys, time\n"
         "from ledger_cli.cli import context\n"
-        "from tests.test_rerun import ConflictingCommits\n"
+        "from tests.storage.test_rerun import ConflictingCommits\n"
         "time.sleep = lambda s: None\n"
         "context.open_store = lambda url, create=True: ConflictingCommits(fail=100)\n"
         "from ledger_cli.cli.app import main\n"

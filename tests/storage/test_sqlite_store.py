@@ -1,6 +1,6 @@
 """SQLiteStore: Go schema compatibility, the CAS contract, batches, history,
 injection-proofness, errors. (The replay of every
-unbounded trace on this store is in tests/test_store_conformance.py.)"""
+unbounded trace on this store is in tests/storage/test_store_conformance.py.)"""
 
 from __future__ import annotations
 

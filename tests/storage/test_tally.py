@@ -1,7 +1,7 @@
 """The JSON store's tally (stores/jsonfile/tally.py): counts kept by every
 write, read by `stats` and `watch` instead of the records; checked and
 rebuilt by `doctor`; rebuilt by the next writer when missing. (Crashes at
-every step of the write path, prune included: tests/test_faults_crash.py.)"""
+every step of the write path, prune included: tests/faults/test_faults_crash.py.)"""
 
 from __future__ import annotations
 
