@@ -1,4 +1,4 @@
-"""Bad input as the user meets it (issue 30, item 3): each case runs the
+"""Bad input as the user meets it: each case runs the
 installed `ledger` as a fresh process, where no module the test suite
 imported (`json` among them) can hide a failure. Every malformed `--task`,
 `--task-file`, `--batch`, `restore`, `--now` or duration is refused with its

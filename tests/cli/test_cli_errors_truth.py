@@ -1,4 +1,4 @@
-"""Errors that say what is true (issue 30, item 4), through the installed
+"""Errors that say what is true, through the installed
 `ledger` in fresh processes: the ledger's sentinel first (the Go package's
 exact text), then the key, or the state of the record that refused the call.
 The `--json` error object carries the same message, its code and exit

@@ -1,4 +1,4 @@
-"""Queues and limits held by leases (issue 32): `admit --queue`, `claim` /
+"""Queues and limits held by leases: `admit --queue`, `claim` /
 `run --next --queue`, `ledger limit`. Through the installed CLI as fresh
 processes, on the JSON store, SQLite and PostgreSQL (tests/conftest.py's
 `url`). Waits are for states (a file, a status, a lease that ran out), never

@@ -1,4 +1,4 @@
-"""The store the user meant (issue 30, item 6), each case a fresh `ledger` process.
+"""The store the user meant, each case a fresh `ledger` process.
 
 A read command on a `--store`/`LEDGER_STORE` that does not exist exits 9 and
 creates nothing (a mistyped path is not a healthy, empty queue); an empty

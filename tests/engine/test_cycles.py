@@ -1,4 +1,4 @@
-"""Cycles of needs (issue 30, item 5): an admit, a batch line or a restore that
+"""Cycles of needs: an admit, a batch line or a restore that
 would close one is refused with exit 8 and writes nothing; `doctor` names the
 cycles already in a store (written by Go's Admit, which the engine's
 `Ledger.admit` keeps); `tree` draws a cycle as one. Through the installed

@@ -1,5 +1,5 @@
 """Escaped and orphaned blocks: `engine.invariants`, `doctor`, `doctor --fix`, `tree`
-(issue 12 item 4, docs/design.md §4.2 `doctor` and §6.2).
+(docs/design.md §4.2 `doctor` and §6.2).
 
 An escaped block is a pending or claimed record with a failed record in its
 transitive needs; Go's escape windows (docs/design.md §2.8) leave them. An

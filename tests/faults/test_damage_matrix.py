@@ -1,4 +1,4 @@
-"""The damage matrix, as the user meets it (issue 30): every kind of file the
+"""The damage matrix, as the user meets it: every kind of file the
 JSON store keeps, damaged five ways (truncated, random bytes, empty, deleted,
 valid JSON of the wrong shape), then the commands a person runs, each as a
 fresh `ledger` process (tests/cli_support.py).
@@ -80,7 +80,7 @@ SAMPLE = {  # what such a file looks like when present, to truncate
 
 WAYS = ["truncated", "random", "empty", "deleted", "wrongshape"]
 
-# Known failures the matrix found that are not fixed yet (issue 30): each is a
+# Known failures the matrix found that are not fixed yet: each is a
 # case the store gets wrong today. strict: a fix makes the test say so.
 KNOWN: dict[tuple[str, str], str] = {}
 

@@ -1,4 +1,4 @@
-"""The damage matrix's SQLite rows (issue 30): a database file truncated,
+"""The damage matrix's SQLite rows: a database file truncated,
 with garbage pages, that is not SQLite at all, or emptied; then the commands
 a person runs, each as a fresh `ledger` process (tests/cli_support.py).
 

@@ -1,4 +1,4 @@
-"""Lost primary data in a JSON store, as the user meets it (issue 30): a
+"""Lost primary data in a JSON store, as the user meets it: a
 deleted record file, a damaged one, a deleted history.jsonl; `ledger doctor`
 names each, `--fix` does not accept the loss, `--fix --drop-damaged` does,
 explicitly (damaged bytes moved aside, a history line each). Every command

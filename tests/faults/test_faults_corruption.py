@@ -1,4 +1,4 @@
-"""A damaged store is reported, never reset (issue 6, item 5).
+"""A damaged store is reported, never reset.
 
 A record file truncated at every byte offset, random byte and bit flips, an
 empty file, invalid UTF-8, valid JSON of the wrong shape, a record under

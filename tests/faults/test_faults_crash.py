@@ -1,4 +1,4 @@
-"""Crash at each named step of the write path (issue 6, item 3).
+"""Crash at each named step of the write path.
 
 A child process runs a fixed sequence of writes — command-line writes (each a
 journalled batch: record + history), a library compare-and-swap (one file, no

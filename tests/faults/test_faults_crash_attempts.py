@@ -1,4 +1,4 @@
-"""Crash at each step of recording an attempt on the JSON store (issue 19).
+"""Crash at each step of recording an attempt on the JSON store.
 
 A child process records attempts as `ledger run` does — start (n, the
 removal of the oldest beyond 16), saves of the output while it runs, the end —
@@ -160,7 +160,7 @@ def test_a_crash_at_each_step_of_recording_an_attempt(
     assert outcomes["kills"] == total
 
 
-# -- the folded commits of `ledger run` (issue 21) ------------------------------------
+# -- the folded commits of `ledger run` ----------------------------------------------
 #
 # `ledger run` on the JSON store starts its first attempt in the claim's unit
 # and saves the attempt's end in the completion's: one journal, one commit for

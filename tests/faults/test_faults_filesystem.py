@@ -1,4 +1,4 @@
-"""The file system around the store (issue 6, item 7).
+"""The file system around the store.
 
 - Modes: the directory tree is 0700 and every file 0600 under umask 000, 022
   and 077, after every kind of write, with `ledger` run as a real process.

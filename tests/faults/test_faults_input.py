@@ -1,4 +1,4 @@
-"""Hostile input through every entry point (issue 6, item 6).
+"""Hostile input through every entry point.
 
 `--task`, `--task-file`, `admit --batch`, `restore`, keys, owners, actors,
 durations, fences, `--now`: deep nesting, huge numbers, NaN, duplicate keys,

@@ -1,4 +1,4 @@
-"""I/O errors (issue 6, item 4): fail the k-th os.open/write/fsync/replace/close of
+"""I/O errors: fail the k-th os.open/write/fsync/replace/close of
 a command — only that call, and from that call on — for every k until the
 command completes, as SQLite's I/O-error tests do.
 

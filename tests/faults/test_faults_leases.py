@@ -1,4 +1,4 @@
-"""Lease safety under contention, and a paused holder (issue 6, items 1 and 2).
+"""Lease safety under contention, and a paused holder.
 
 Eight worker processes (tests/faults_workers.py) fight over the same tasks
 with half-second leases: five call the real command line in-process, one runs

@@ -1,4 +1,4 @@
-"""`ledger run` through store outages (issue 22): a real PostgreSQL server
+"""`ledger run` through store outages: a real PostgreSQL server
 restarted under it (`pg_ctl restart -m fast` and `-m immediate`), and a TCP
 proxy that cuts, refuses or stalls its connections (SQLite's lock held past
 the busy timeout: tests/faults/test_faults_outage_sqlite.py).

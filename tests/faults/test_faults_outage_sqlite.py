@@ -1,6 +1,6 @@
 """`ledger run` when SQLite's write lock is held by a second connection (as a
 Go writer holds it) past the busy timeout (5 s): an outage like a PostgreSQL
-restart (issue 22; the PostgreSQL side is tests/faults/test_faults_outage.py).
+restart (the PostgreSQL side is tests/faults/test_faults_outage.py).
 Every wait is for a state; the leases are chosen against the busy timeout.
 """
 

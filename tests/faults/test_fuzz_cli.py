@@ -1,4 +1,4 @@
-"""Fuzz the installed `ledger` (issue 30): random argv drawn from the real
+"""Fuzz the installed `ledger`: random argv drawn from the real
 command and option names plus junk values, and random stdin, each case a
 fresh process. Whatever the input: never exit 70, never a traceback, never a
 hang.

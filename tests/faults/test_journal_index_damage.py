@@ -1,4 +1,4 @@
-"""A committed journal never wedges behind a damaged derived index (issue 30):
+"""A committed journal never wedges behind a damaged derived index:
 the write that meets the damage exits 9 and leaves its journal (it is
 committed); the replay by the next process marks the index "not built" and
 applies the journal again, so the write lands and the index is rebuilt from

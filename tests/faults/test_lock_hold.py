@@ -1,4 +1,4 @@
-"""Long batches never starve another writer (issue 12 item 3, docs/design.md §5.4).
+"""Long batches never starve another writer (docs/design.md §5.4).
 
 `admit --batch` and `restore` commit in short blocks (`cli/chunks.py`). Each
 test runs a concurrent writer doing what the Go store does (its INSERT and

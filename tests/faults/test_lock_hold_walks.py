@@ -1,4 +1,4 @@
-"""The long walks commit in short blocks (issue 22 item 6, docs/design.md §5.4 "Short lock
+"""The long walks commit in short blocks (docs/design.md §5.4 "Short lock
 holds"): `complete --failed`, `retry`, `cancel`, `doctor --fix` and `prune`
 over a root with N dependents, on the JSON, SQLite and PostgreSQL stores.
 

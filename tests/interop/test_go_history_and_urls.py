@@ -1,4 +1,4 @@
-"""The log and the Go service; passwords in store URLs (issue 12 items 5 and 6).
+"""The log and the Go service; passwords in store URLs.
 
 - The Go service writes no history: `doctor` notes (exit 0) the records whose
   latest write has no history line, so an operator knows where `ledger log`
@@ -98,7 +98,7 @@ def test_no_password_is_printed(tmp_path: Path) -> None:
         doc = json.loads(ledger(url, "--json", "doctor").stdout)
         assert doc["store"] == redact_url(url) and f":{password}@" not in doc["store"]
     # An unknown scheme's error, a connection error: the password is not echoed.
-    res = ledger("mysql://root:s3cretpw@db/app", "list")  # a usage error (issue 30)
+    res = ledger("mysql://root:s3cretpw@db/app", "list")  # a usage error
     assert res.returncode == 2 and "s3cretpw" not in res.stderr and ":***@" in res.stderr
     res = ledger("postgresql://root:s3cretpw@127.0.0.1:1/app?connect_timeout=2", "list")
     assert res.returncode == 9 and "s3cretpw" not in res.stderr

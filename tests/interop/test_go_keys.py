@@ -1,4 +1,4 @@
-"""Every key the store can hold is reachable from the command line (issue 12 item 2).
+"""Every key the store can hold is reachable from the command line.
 
 docs/design.md §5.2: the key rule (1-1024 bytes of UTF-8, no C0/DEL/C1) applies only where
 the command line *creates* a key (`admit`, `--needs`, batch lines). A key the

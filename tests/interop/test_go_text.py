@@ -1,4 +1,4 @@
-"""Invalid UTF-8 written by the Go service affects only its own row (issue 12 item 1).
+"""Invalid UTF-8 written by the Go service affects only its own row.
 
 Go strings are bytes, so the Go `SQLiteStore` can write a key, owner, actor,
 status, blocker or need that is not valid UTF-8. Each test writes such a row

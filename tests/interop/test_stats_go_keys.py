@@ -1,4 +1,4 @@
-"""`stats` counts ready by the rule `claim --next` applies (issue 22 item 7).
+"""`stats` counts ready by the rule `claim --next` applies.
 
 A key the Go service wrote into SQLite with bytes that are not valid UTF-8 is
 never handed out by `claim --next` (no output could name it back), so

@@ -1,6 +1,6 @@
-"""`ledger prune` drops history lines with short lock holds (docs/design.md §5.4, §6.4;
-issue 22 item 6): history.jsonl is copied outside the lock and renamed under
-it (historyfile.drop_keys_briefly).
+"""`ledger prune` drops history lines with short lock holds (docs/design.md §5.4,
+§6.4): history.jsonl is copied outside the lock and renamed under it
+(historyfile.drop_keys_briefly).
 
 - the result is the one rewrite under the lock gives (`drop_keys`): the kept
   lines in order, a torn tail cut, a corrupt line refused;

@@ -317,7 +317,7 @@ def test_a_symlinked_history_file_is_never_appended_through(
 def test_a_history_ending_mid_line_is_read_but_never_cut(store: JsonFileStore, root: Path) -> None:
     """Every append goes through a journal, whose replay cuts what a crash
     tore (test_faults_crash.py); a file ending mid-line without one is damage
-    (a truncation): readers skip the torn line, writers refuse (issue 30)."""
+    (a truncation): readers skip the torn line, writers refuse."""
     store.append_history([entry("a", 1), entry("b", 2)])
     path = root / "history.jsonl"
     whole = path.read_bytes()

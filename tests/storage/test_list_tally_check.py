@@ -1,5 +1,5 @@
 """`list`'s full scan checks its count against the JSON store's tally (a lost
-record file makes them disagree, issue 30): writers running during the
+record file makes them disagree): writers running during the
 scan must never make it report damage. Fresh processes (tests/cli_support.py)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The ready index partitioned by queue (issue 32; stores/jsonfile/readyindex.py
+"""The ready index partitioned by queue (stores/jsonfile/readyindex.py
 QUEUES_DIR): `claim --next` takes the Ready order across queues exactly as one
 index would; on the JSON store a queue filter reads only the wanted queues'
 partitions, and a queue at its limit is not read at all; an index of the

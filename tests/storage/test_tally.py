@@ -292,7 +292,7 @@ def test_a_block_of_records_that_stay_noted_costs_the_counts_alone(
     """Pending with needs -> blocked (a failed completion's, a cancel's walk; a
     retry's the other way): every record stays noted, so a block's commit reads
     and writes the tally's counts only, not the shard files listing every noted
-    record of the store (it did: a block's cost grew with the store, issue 22)."""
+    record of the store (it did: a block's cost grew with the store)."""
     small = _tally_io_of_one_block(tmp_path / "small", 100, monkeypatch)
     large = _tally_io_of_one_block(tmp_path / "large", 2_000, monkeypatch)
     for reads, writes, size in (small, large):
