@@ -12,7 +12,7 @@ The web view's pictures (`web-*.svg`) are its pages as `ledger serve` renders
 them, markup and style sheet, inside an SVG foreignObject. `graph.svg` is
 `ledger graph --format svg` of the same store.
 
-`tests/test_pictures.py` regenerates them and fails when a file is stale.
+`tests/docs/test_pictures.py` regenerates them and fails when a file is stale.
 """
 
 from __future__ import annotations

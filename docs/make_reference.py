@@ -9,7 +9,7 @@ exit codes from the error classes (`ledger_cli.errors`). What the code keeps in
 no one place (what each exit code means, the environment variables, each
 command's `--json` shape) is the data below, and `render()` refuses to write
 a page missing a command, an exit code or an environment variable the code
-uses. `tests/test_reference.py` fails when the page is stale.
+uses. `tests/docs/test_reference.py` fails when the page is stale.
 """
 
 from __future__ import annotations

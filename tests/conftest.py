@@ -33,7 +33,7 @@ def scratch(tmp_path: Path) -> Iterator[Path]:
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """The `--store` URL of a fresh store of each durable kind (JSON, SQLite,
     PostgreSQL), for tests that run the installed `ledger` against it. A test
-    file may override it (tests/test_postgres_open.py: PostgreSQL only)."""
+    file may override it (tests/storage/test_postgres_open.py: PostgreSQL only)."""
     kind = KINDS[str(request.param)]
     with kind.place(tmp_path) as location:
         yield kind.url(location)

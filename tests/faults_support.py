@@ -1,4 +1,4 @@
-"""Shared machinery of the fault tests (tests/test_faults_*.py).
+"""Shared machinery of the fault tests (tests/faults/).
 
 - `invoke(store, *argv)`: the real `ledger` entry point (`app.run`: the fast
   path and the Typer app) in this process, inside typer's CliRunner
@@ -179,7 +179,7 @@ def between_blocks(
 
 FUNCS = ("open", "write", "fsync", "replace", "close")
 """The calls every write makes (a spare file's os.link is interposed too, but
-only a run of large batches makes it: see tests/test_jsonfile_bulk.py)."""
+only a run of large batches makes it: see tests/storage/test_jsonfile_bulk.py)."""
 
 STEPS = (
     "temp-created", "mid-write", "file-fsynced", "linked", "renamed", "dir-fsynced", "syncfs",

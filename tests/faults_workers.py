@@ -1,4 +1,4 @@
-"""Worker processes for tests/test_faults_leases.py: `python -m tests.faults_workers KIND …`.
+"""Worker processes for tests/faults/test_faults_leases.py: `python -m tests.faults_workers KIND …`.
 
 Every worker competes for the same tasks with short leases, renews at random
 moments, stalls past its lease now and then (so that others take over), and

@@ -1,4 +1,4 @@
-"""The commands and checks of the outage fault tests (tests/test_faults_outage*.py).
+"""The commands and checks of the outage fault tests (tests/faults/test_faults_outage*.py).
 
 Each task's command (JOB) appends `start KEY FENCE T` and `end KEY FENCE T`
 (T: the wall clock) to a log, so a test sees every run of every command and

@@ -1,4 +1,4 @@
-"""Outages for the fault tests of tests/test_faults_outage.py: a throwaway
+"""Outages for the fault tests of tests/faults/test_faults_outage.py: a throwaway
 PostgreSQL server that can be restarted (`pg_ctl restart -m fast|immediate`),
 and a loopback TCP proxy that cuts or stalls the connections through it.
 

@@ -4,7 +4,7 @@ Each kind says how to make a fresh, empty location for a store (a directory,
 a database file, a PostgreSQL schema), how to open a store there (again and
 again: reopening is how persistence is tested), the `open_store` URL of that
 location, and what the kind promises beyond the Store protocol. A new backend
-adds one entry to KINDS; `tests/test_store_conformance.py` fails while a URL
+adds one entry to KINDS; `tests/storage/test_store_conformance.py` fails while a URL
 scheme of `open_store` has none.
 """
 

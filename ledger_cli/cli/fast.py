@@ -11,7 +11,7 @@ missing value or required option, too many arguments, the completion
 variable, `list` without `--jsonl` (a table is rich's, on the Typer path).
 The typer app then handles the command, errors included, so usage errors
 are always click's. Values are
-parsed by `inputs` on both paths; `tests/test_cli_fast.py` checks that this
+parsed by `inputs` on both paths; `tests/cli/test_cli_fast.py` checks that this
 table matches the click commands and that both paths behave the same.
 """
 

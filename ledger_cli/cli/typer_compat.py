@@ -4,7 +4,7 @@ typer vendors click as `typer._click` (0.28 and 0.29 alike) and keeps the
 completion script templates in `typer._completion_shared`: private modules
 that a typer release may move without notice. The rest of the package imports
 them from here only, so a move breaks one module, and
-`tests/test_typer_compat.py` checks every name below against the installed
+`tests/interop/test_typer_compat.py` checks every name below against the installed
 typer with an error that names what moved.
 
 Supported: typer 0.28 and 0.29 (pyproject pins `typer>=0.28,<0.30`; CI runs

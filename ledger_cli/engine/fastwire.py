@@ -18,7 +18,7 @@ shape — an escape the C scanner decodes differently from Go (`gojson`'s
 NEEDS_SLOW), nesting deeper than the C scanner goes, a field missing, extra,
 renamed, out of order or of another type — goes to the Go-compatible
 decoder, so the result is the same record either way
-(tests/test_fastwire.py compares the two on random records).
+(tests/engine/test_fastwire.py compares the two on random records).
 """
 
 from __future__ import annotations

@@ -40,7 +40,7 @@ such transactions therefore run one after the other, and the later one's
 reads (before and after its write) see the earlier one committed: W1 and W2
 of the race are ordered with their own reads, as in a JSON or SQLite batch.
 `engine/serial.py` says how deadlocks with row locks are avoided.
-`tests/test_retry_concurrency.py` stages the race that was open before (an
+`tests/engine/test_retry_concurrency.py` stages the race that was open before (an
 un-block by `doctor --fix`'s repair and a claim's block in two open
 transactions) and runs admits-with-needs in batches, claims, failures,
 cancels and retries in batches in 4 processes for 30 rounds: no orphan.

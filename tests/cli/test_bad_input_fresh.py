@@ -1,0 +1,119 @@
+"""Bad input as the user meets it: each case runs the
+installed `ledger` as a fresh process, where no module the test suite
+imported (`json` among them) can hide a failure. Every malformed `--task`,
+`--task-file`, `--batch`, `restore`, `--now` or duration is refused with its
+documented exit code and one line on stderr, and nothing is written.
+
+`test_faults_input.py` covers the wider set of hostile values in-process;
+this file proves the same promise holds in the process a person starts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+from typing import TYPE_CHECKING
+
+import pytest
+
+from tests.cli_support import ledger_cmd, subprocess_env
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+BAD_JSON: dict[str, bytes] = {
+    "truncated": b'{"a":1',
+    "python-style": b"{'a':1}",
+    "bare-key": b"{a:1}",
+    "non-utf8": b"\xff\xfe{}",  # (inside a string, docs/design.md §5.3 makes it U+FFFD)
+    "nul": b'{"a":\x00}',
+    "deep": b"[" * 100_000,
+    "empty": b"",
+}
+
+
+def _fingerprint(store: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(store)): hashlib.sha256(p.read_bytes()).hexdigest()
+        if p.is_file()
+        else "dir"
+        for p in sorted(store.rglob("*"))
+    }
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    path = tmp_path / "store"
+    r = _ledger(path, "admit", "existing")
+    assert r.returncode == 0, r.stderr
+    return path
+
+
+def _ledger(
+    store: Path, *args: str | bytes, stdin: bytes | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [*ledger_cmd(), "--store", str(store), *args],
+        input=stdin,
+        capture_output=True,
+        env=subprocess_env(),
+        timeout=120,
+        check=False,
+    )
+
+
+def _refused(r: subprocess.CompletedProcess[bytes], code: int) -> None:
+    err = r.stderr.decode(errors="replace")
+    assert r.returncode == code, (r.returncode, err)
+    assert len(err.splitlines()) == 1, err
+    assert "Traceback" not in err and "internal error" not in err, err
+
+
+@pytest.mark.parametrize("name", sorted(BAD_JSON))
+def test_bad_task_payloads_in_every_channel(store: Path, tmp_path: Path, name: str) -> None:
+    data = BAD_JSON[name]
+    before = _fingerprint(store)
+    file = tmp_path / "input"
+    file.write_bytes(data)
+    if b"\x00" not in data:  # an argv cannot hold a NUL
+        _refused(_ledger(store, "admit", "new", "--task", data), 2)
+    _refused(_ledger(store, "admit", "new", "--task-file", str(file)), 2)
+    _refused(_ledger(store, "admit", "new", "--task-file", "-", stdin=data), 2)
+    if data:  # an empty batch is a batch of no lines: nothing to admit
+        batch = b'{"key":"new","task":' + data + b"}\n"
+        file.write_bytes(batch)
+        _refused(_ledger(store, "admit", "--batch", str(file)), 2)
+        _refused(_ledger(store, "admit", "--batch", "-", stdin=data), 2)
+    file.write_bytes(data)
+    _refused(_ledger(store, "restore", str(file)), 8)
+    _refused(_ledger(store, "restore", "-", stdin=data), 8)
+    assert _fingerprint(store) == before
+
+
+@pytest.mark.parametrize("kind", ["missing", "directory"])
+def test_a_file_that_is_not_there(store: Path, tmp_path: Path, kind: str) -> None:
+    path = tmp_path / "nope" if kind == "missing" else tmp_path
+    before = _fingerprint(store)
+    _refused(_ledger(store, "admit", "new", "--task-file", str(path)), 2)
+    _refused(_ledger(store, "admit", "--batch", str(path)), 2)
+    _refused(_ledger(store, "restore", str(path)), 2)
+    assert _fingerprint(store) == before
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--now", "2026-13-45T00:00:00Z", "admit", "new"],
+        ["--now", "NaN", "admit", "new"],
+        ["admit", "new", "--delay", "5 parsecs"],
+        ["admit", "new", "--delay", "-5m"],
+        ["claim", "existing", "--owner", "w", "--lease", "0s"],
+        ["claim", "existing", "--owner", "w", "--lease", "1e400s"],
+        ["wait", "existing", "--timeout", "forever"],
+    ],
+    ids=" ".join,
+)
+def test_bad_instants_and_durations(store: Path, args: list[str]) -> None:
+    before = _fingerprint(store)
+    _refused(_ledger(store, *args), 2)
+    assert _fingerprint(store) == before

@@ -1,0 +1,195 @@
+"""`ledger serve` over HTTP, as a real process: read-only, tokens, headers,
+escaping, the /api/ shapes and the paged task table (tests/cli/test_web_browser.py
+drives the same server from Chromium)."""
+
+from __future__ import annotations
+
+import json
+import urllib.parse
+from pathlib import Path
+
+import pytest
+
+from tests.cli_support import run_ledger
+from tests.stores import KINDS
+from tests.web_support import admit, served
+
+DURABLE = sorted(k for k, v in KINDS.items() if v.durable)
+HOSTILE = "<img src=x onerror=alert(1)>"
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    path = tmp_path / "store"
+    admit(path, "fetch", "--task", '{"url": "https://example.com"}')
+    admit(path, "load", "--needs", "fetch")
+    admit(path, HOSTILE, "--task", json.dumps({"h": "<script>alert(2)</script>"}))
+    return path
+
+
+def q(key: str) -> str:
+    return urllib.parse.quote(key, safe="")
+
+
+@pytest.mark.parametrize("method", ["POST", "PUT", "DELETE", "PATCH", "OPTIONS", "BREW"])
+def test_any_method_but_get_and_head_is_405(store: Path, method: str) -> None:
+    with served(store) as web:
+        for path in ("/", "/tasks", "/api/tasks", "/api/tasks/fetch"):
+            reply = web.request(method, path)
+            assert reply.status == 405, (method, path)
+            assert reply.headers["Allow"] == "GET, HEAD"
+        assert web.request("HEAD", "/api/tasks").status == 200
+        # Nothing was written: the records are as admitted.
+        done = run_ledger(store, "--json", "list")
+        assert sorted(r["Status"] for r in json.loads(done.stdout)) == ["pending"] * 3
+
+
+def test_every_response_carries_the_security_headers(store: Path) -> None:
+    with served(store) as web:
+        for path in ("/", "/tasks", f"/tasks/{q(HOSTILE)}", "/api/stats", "/nowhere"):
+            headers = web.get(path).headers
+            csp = headers["Content-Security-Policy"]
+            assert "default-src 'none'" in csp and "script-src 'self'" in csp
+            assert "frame-ancestors 'none'" in csp
+            assert headers["X-Content-Type-Options"] == "nosniff"
+            assert headers["Referrer-Policy"] == "no-referrer"
+
+
+def test_pages_escape_keys_and_payloads(store: Path) -> None:
+    with served(store) as web:
+        table = web.get("/tasks").text
+        page = web.get(f"/tasks/{q(HOSTILE)}").text
+    for text in (table, page):
+        assert HOSTILE not in text
+        assert "&lt;img src=x onerror=alert(1)&gt;" in text
+        assert "<script>alert" not in text
+        # The only script is our static file: no inline script, no handler.
+        assert text.count("<script") == 1
+        assert '<script src="/static/app.js" defer></script>' in text
+    assert "&lt;script&gt;alert(2)&lt;/script&gt;" in page
+
+
+def test_api_shapes_are_the_cli_json(store: Path) -> None:
+    with served(store) as web:
+        tasks = web.get("/api/tasks").json()
+        one = web.get(f"/api/tasks/{q(HOSTILE)}").json()
+        stats = web.get("/api/stats").json()
+        missing = web.get("/api/tasks/nope")
+    listed = json.loads(run_ledger(store, "--json", "list").stdout)
+    assert tasks == listed
+    state = json.loads(run_ledger(store, "--json", "state", HOSTILE).stdout)
+    assert one == state
+    cli_stats = json.loads(run_ledger(store, "--json", "stats").stdout)
+    assert stats["counts"] == cli_stats["counts"]
+    assert set(stats) == set(cli_stats)
+    assert missing.status == 404
+    assert missing.json()["error"]["message"] == "no such key"
+
+
+@pytest.mark.parametrize("kind", DURABLE)
+def test_filters_and_key_cursor_pages(tmp_path: Path, kind: str) -> None:
+    with KINDS[kind].place(tmp_path) as path:
+        _filters_and_pages(path)
+
+
+def _filters_and_pages(path: str) -> None:
+    lines = [json.dumps({"key": f"job-{i:02}"}) for i in range(25)]
+    lines += [json.dumps({"key": f"other-{i}"}) for i in range(3)]
+    done = run_ledger(path, "admit", "--batch", "-", input="\n".join(lines).encode())
+    assert done.returncode == 0, done.stderr
+    run = run_ledger(path, "run", "job-03", "--owner", "w", "--lease", "1m", "--", "false")
+    assert run.returncode != 0
+    with served(path) as web:
+        seen: list[str] = []
+        link = "/api/tasks?prefix=job-&limit=10"
+        while link:
+            reply = web.get(link)
+            assert reply.status == 200
+            seen += [r["Key"] for r in reply.json()]
+            nxt = reply.headers.get("Link")
+            link = nxt[1 : nxt.index(">")] if nxt else ""
+        assert seen == [f"job-{i:02}" for i in range(25)]
+        failed = web.get("/api/tasks?status=failed").json()
+        assert [r["Key"] for r in failed] == ["job-03"]
+        blocked_or_failed = web.get("/api/tasks?status=failed&status=blocked&prefix=o").json()
+        assert blocked_or_failed == []
+        exact = web.get("/api/tasks?prefix=other-1").json()
+        assert [r["Key"] for r in exact] == ["other-1"]
+        html = web.get("/tasks?prefix=job-&limit=10").text
+        assert 'href="/tasks?prefix=job-&amp;after=job-09&amp;limit=10"' in html
+        assert web.get("/api/tasks?status=nonsense").status == 400
+        assert web.get("/api/tasks?limit=x").status == 400
+
+
+def test_token_bearer_and_cookie(store: Path) -> None:
+    token = "s3cret-token"
+    with served(store, "--token", token) as web:
+        for path in ("/", "/tasks", "/api/stats", "/static/app.js"):
+            assert web.get(path).status == 401, path
+        assert web.get("/api/stats", {"Authorization": "Bearer wrong"}).status == 401
+        assert web.get("/api/stats", {"Authorization": f"Bearer {token}"}).status == 200
+        assert web.get("/?token=wrong").status == 401
+        visit = web.get(f"/tasks?token={token}&prefix=f")
+        assert visit.status == 303
+        assert visit.headers["Location"] == "/tasks?prefix=f"  # the token left the URL
+        cookie = visit.headers["Set-Cookie"]
+        assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
+        assert token not in cookie
+        pair = cookie.split(";")[0]
+        assert web.get("/tasks?prefix=f", {"Cookie": pair}).status == 200
+        assert web.get("/tasks", {"Cookie": pair[:-1] + "x"}).status == 401
+
+
+def test_token_from_the_environment(store: Path) -> None:
+    with served(store, LEDGER_TOKEN="from-env") as web:
+        assert web.get("/api/stats").status == 401
+        assert web.get("/api/stats", {"Authorization": "Bearer from-env"}).status == 200
+
+
+@pytest.mark.parametrize("bind", ["0.0.0.0:0", "192.0.2.1:8765", "example.com:80", "[::]:0"])
+def test_a_bind_off_loopback_needs_a_token(store: Path, bind: str) -> None:
+    done = run_ledger(store, "serve", "--bind", bind, timeout=30)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    [line] = done.stderr.splitlines()
+    assert "not a loopback address, needs --token or LEDGER_TOKEN" in line
+
+
+@pytest.mark.parametrize("bind", ["8765", "host:port", "127.0.0.1:70000", "127.0.0.1:"])
+def test_a_bad_bind_is_a_usage_error(store: Path, bind: str) -> None:
+    done = run_ledger(store, "serve", "--bind", bind, timeout=30)
+    assert done.returncode == 2
+    assert done.stderr.startswith("ledger: --bind wants HOST:PORT")
+    assert len(done.stderr.splitlines()) == 1
+
+
+def test_head_404_and_bad_urls(store: Path) -> None:
+    with served(store) as web:
+        head = web.request("HEAD", "/tasks/fetch")
+        assert head.status == 200 and head.body == b""
+        assert int(head.headers["Content-Length"]) > 0
+        assert web.get("/tasks/nope").status == 404
+        assert web.get("/static/../README.md").status == 404
+        assert web.get("/static/app.js").headers["Content-Type"].startswith("text/javascript")
+        bad = web.get("/api/tasks/%ff%fe")  # not UTF-8
+        assert bad.status == 400
+        assert bad.json()["error"]["message"] == "the key in the URL is not UTF-8"
+        assert web.get("/api/tasks/fetch/output").status == 404  # no attempt yet
+        assert web.get("/api/tasks/fetch/output?since=x").status == 400
+
+
+def test_a_port_in_use_is_one_line_and_exit_2(store: Path) -> None:
+    with served(store) as web:
+        done = run_ledger(store, "serve", "--bind", f"127.0.0.1:{web.port}", timeout=30)
+    assert done.returncode == 2
+    [line] = done.stderr.splitlines()
+    assert line.startswith(f"ledger: cannot listen on 127.0.0.1:{web.port}: ")
+
+
+def test_the_token_redirect_stays_on_the_site(store: Path) -> None:
+    with served(store, "--token", "t0k") as web:
+        for path in ("//evil.example/?token=t0k", "/\\evil.example/?token=t0k"):
+            reply = web.get(path)
+            assert reply.status == 303
+            where = reply.headers["Location"]
+            assert where.startswith("/") and where[1:2] not in ("/", "\\"), where

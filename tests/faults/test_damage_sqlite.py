@@ -1,0 +1,149 @@
+"""The damage matrix's SQLite rows: a database file truncated,
+with garbage pages, that is not SQLite at all, or emptied; then the commands
+a person runs, each as a fresh `ledger` process (tests/cli_support.py).
+
+Checked for every case: never exit 70 nor a traceback; exit 9 comes with one
+line on stderr naming the file; a read that answers (SQLite may never touch
+a damaged page, such as an index the query does not use) gives the healthy
+store's answer; `doctor` reports the damage (exit 9); and the file is not
+rewritten unless a write was accepted (exit 0). An emptied file is read as no
+store at all (exit 9), never as an empty queue; a write may create a new
+database in it, as in a file made for one (`mktemp`).
+
+A missing `-wal` is not a row: SQLite cannot tell a lost write-ahead log from
+one that was checkpointed (docs/reliability.md, known limits).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import sqlite3
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.cli_support import run_ledger
+
+NOW = "2026-03-04T05:06:07Z"
+PAGE = 4096
+
+READS = [
+    ("state", "p2"),
+    ("list", "--json"),
+    ("stats", "--json"),
+    ("log",),
+    ("output", "p1"),
+    ("snapshot",),
+]
+WRITES = [
+    ("claim", "--next", "--owner", "m", "--lease", "60s"),
+    ("run", "--next", "--owner", "m", "--lease", "60s", "--", "true"),
+    ("admit", "newkey", "--task", "{}"),
+    ("complete", "held", "--owner", "w", "--fence", "1"),
+]
+
+
+def _ledger(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return run_ledger(f"sqlite:{db}", "--now", NOW, "--actor", "matrix", *args)
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A database with ready tasks, a dependent, a run's kept output and a
+    held lease, checkpointed into the main file (no -wal left)."""
+    db = tmp_path_factory.mktemp("sqlite-damage") / "t.db"
+    for args in (
+        *(("admit", key, "--task", '{"n":1}') for key in ("p1", "p2", "p3", "p4")),
+        ("admit", "child", "--needs", "p2"),
+        ("run", "p1", "--owner", "w", "--lease", "60s", "--", "echo", "hi"),
+        ("admit", "held"),
+        ("claim", "held", "--owner", "w", "--lease", "1h"),
+    ):
+        res = _ledger(db, *args)
+        assert res.returncode == 0, (args, res.stderr)
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the whole database in one file
+    conn.close()
+    assert not Path(f"{db}-wal").exists()
+    return db
+
+
+def _garbage(pages: range, seed: int) -> Callable[[bytes], bytes]:
+    def damage(data: bytes) -> bytes:
+        rnd = random.Random(seed)
+        out = bytearray(data)
+        for page in pages:
+            at = page * PAGE
+            if at < len(out):
+                out[at : at + PAGE] = bytes(rnd.randrange(256) for _ in range(PAGE))
+        return bytes(out[: len(data)])
+
+    return damage
+
+
+DAMAGES: dict[str, Callable[[bytes], bytes]] = {
+    "truncated-half": lambda data: data[: len(data) // 2],
+    "truncated-header": lambda data: data[:50],
+    "truncated-page": lambda data: data[: len(data) - PAGE // 2],
+    "garbage-page-2": _garbage(range(1, 2), 1),
+    "garbage-page-4": _garbage(range(3, 4), 2),
+    "garbage-pages": _garbage(range(1, 9), 3),
+    "garbage-header": _garbage(range(0, 1), 4),
+    "not-sqlite": lambda data: random.Random(5).randbytes(len(data)),
+    "text": lambda data: b'{"this is": "not a database"}\n',
+    "empty": lambda data: b"",
+}
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGES))
+def test_sqlite_damage(template: Path, tmp_path: Path, damage: str) -> None:
+    healthy = tmp_path / "healthy.db"
+    shutil.copyfile(template, healthy)
+    db = tmp_path / "t.db"
+    damaged = DAMAGES[damage](template.read_bytes())
+    db.write_bytes(damaged)
+
+    codes: list[int] = []
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        res = _ledger(db, *args)
+        codes.append(res.returncode)
+        where = f"{damage}: ledger {' '.join(args)} -> {res.returncode}: {res.stderr!r}"
+        assert res.returncode != 70, where
+        assert "Traceback" not in res.stderr + res.stdout, where
+        if res.returncode == 9 and args[0] != "doctor":
+            assert len(res.stderr.splitlines()) == 1, where
+            assert str(db) in res.stderr, where
+        return res
+
+    for args in READS:
+        res = run(*args)
+        assert res.returncode in (0, 9), (damage, args, res.returncode, res.stderr)
+        if res.returncode == 0:  # an answer is the healthy store's answer
+            want = _ledger(healthy, *args)
+            assert (res.stdout, res.returncode) == (want.stdout, want.returncode), (damage, args)
+    doctor = run("doctor")
+    assert doctor.returncode == 9, (damage, doctor.stdout, doctor.stderr)
+    assert db.read_bytes() == damaged, f"{damage}: a read changed the file"
+    accepted = False
+    for args in WRITES:
+        res = run(*args)
+        accepted = accepted or res.returncode == 0
+        if damage != "empty":
+            assert res.returncode in (0, 9), (damage, args, res.returncode, res.stderr)
+    fixed = run("doctor", "--fix")
+    if damage != "empty":
+        assert fixed.returncode == 9, (damage, fixed.stdout)
+    if not accepted and damage != "empty":
+        assert db.read_bytes() == damaged, f"{damage}: the file was rewritten"
+    print(f"{damage}: exits {sorted(codes)}")  # the figures (-s)
+
+
+def test_template_is_healthy(template: Path) -> None:
+    res = _ledger(template, "--json", "doctor")
+    assert res.returncode == 0, res.stdout
+    assert json.loads(res.stdout)["records"] == 6
