@@ -1,8 +1,8 @@
-"""The JSON store's queues and limits (issue 32; engine/queues.py).
+"""The JSON store's queues and limits (engine/queues.py).
 
-`queue/<digest>.json` (`{"key", "queue"}`) for each key outside the `default`
-queue, and `limits.json` (`{QUEUE: N}`) in the store directory, each written
-atomically under the store lock (in the lock hold of the admission or the
+`queue/<digest>.json` (`{"key", "queue"}`, keyfiles.py) for each key outside
+the `default` queue, and `limits.json` (`{QUEUE: N}`) in the store directory,
+each written atomically under the store lock (in the lock hold of the admission or the
 `ledger limit` that set it). A key without a file is in `default`: a record
 the Go service wrote is in `default` and its bytes never change.
 """
@@ -13,10 +13,10 @@ import json
 import os
 from typing import TYPE_CHECKING
 
-from ledger_cli.stores.jsonfile import fsutil
+from ledger_cli.stores.jsonfile import fsutil, queueread
 from ledger_cli.stores.jsonfile.fsutil import fail
 from ledger_cli.stores.jsonfile.locking import store_method
-from ledger_cli.stores.jsonfile.queueread import DEFAULT, QUEUE_DIR, decode
+from ledger_cli.stores.jsonfile.queueread import DEFAULT
 from ledger_cli.stores.jsonfile.records import key_digest
 
 if TYPE_CHECKING:
@@ -40,65 +40,22 @@ class QueueMethods:
 
         def _read_record(self, root_fd: int, key: str, digest: str) -> TaskState | None: ...
 
-    def _queue_dir(self, create: bool) -> int | None:
-        root_fd = fsutil.open_root(self._root)
-        if root_fd is None:
-            return None
-        try:
-            shown = os.path.join(self._root, QUEUE_DIR)
-            return fsutil.open_subdir(root_fd, QUEUE_DIR, shown, create=create)
-        finally:
-            os.close(root_fd)
-
     @store_method
     def queue_of(self, key: str) -> str | None:
         self._check_open()
-        digest = key_digest(key)
-        if digest is None:
-            return None
-        fd = self._queue_dir(create=False)
-        if fd is None:
-            return None
-        name = digest + ".json"
-        try:
-            data = fsutil.read_file(fd, name, os.path.join(self._root, QUEUE_DIR, name))
-        finally:
-            os.close(fd)
-        if data is None:
-            return None
-        stored, queue = decode(data, os.path.join(self._root, QUEUE_DIR, name))
-        return queue if stored == key else None
+        return queueread.files(self._root).read(key)
 
     @store_method
     def set_queue(self, key: str, queue: str | None) -> None:
         self._check_open()
-        digest = key_digest(key)
-        if digest is None:
-            if queue is None:
-                return
-            from ledger_cli.errors import StoreError
-
-            raise StoreError("ledger: store: this key cannot be stored")
-        name = digest + ".json"
-        shown = os.path.join(self._root, QUEUE_DIR, name)
         with self._locked(create=True):
             # The entry in the new queue's partition first: until the file
             # says so it is stale (harmless), and the old one still holds.
             self._index_queue(key, DEFAULT if queue is None else queue)
-            fd = self._queue_dir(create=queue is not None)
-            if fd is None:
-                return
-            try:
-                if queue is None:
-                    if fsutil.unlink_quiet(fd, name):
-                        fsutil.fsync_fd(fd, shown)
-                    return
+            body: dict[str, object] | None = None
+            if queue is not None:
                 body = {"key": key, "queue": queue}
-                data = json.dumps(body, ensure_ascii=False).encode("utf-8", "surrogatepass")
-                fsutil.replace_file(fd, name, data, shown, sync=True)
-                fsutil.fsync_fd(fd, shown)
-            finally:
-                os.close(fd)
+            queueread.files(self._root).write(key, body)
 
     def _index_queue(self, key: str, queue: str) -> None:
         """Add the ready-index entry of `key`'s record on disk to `queue`'s
@@ -135,22 +92,7 @@ class QueueMethods:
     @store_method
     def queues(self) -> dict[str, str]:
         self._check_open()
-        fd = self._queue_dir(create=False)
-        if fd is None:
-            return {}
-        found: dict[str, str] = {}
-        try:
-            for name in sorted(os.listdir(fd)):
-                if not name.endswith(".json") or name.startswith("."):
-                    continue
-                shown = os.path.join(self._root, QUEUE_DIR, name)
-                data = fsutil.read_file(fd, name, shown)
-                if data is not None:
-                    key, queue = decode(data, shown)
-                    found[key] = queue
-        finally:
-            os.close(fd)
-        return found
+        return queueread.files(self._root).all()
 
     @store_method
     def limits(self) -> dict[str, int]:

@@ -1,0 +1,172 @@
+"""One small JSON file per key beside the records: a key's schedule
+(schedulefile.py) and its queue (queuefile.py).
+
+`DIR/<key digest>.json` holds the key itself and the value, so a digest
+collision or a file moved in from another key reads as no value. Files are
+written atomically (temporary file, fsync, rename, directory fsync) under
+the store lock; a key without a file has the default value. Reads take no
+lock: a rename replaces a file whole.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import TYPE_CHECKING, Generic, TypeVar
+
+from ledger_cli.stores.jsonfile import fsutil
+from ledger_cli.stores.jsonfile.fsutil import fail
+from ledger_cli.stores.jsonfile.records import key_digest
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+V = TypeVar("V")
+D = TypeVar("D")
+
+
+class KeyFiles(Generic[V]):
+    """The files of one kind under `root/dirname`. `decode(obj)` turns a parsed
+    file into (key, value), raising ValueError, TypeError or KeyError on a
+    file of another shape; `what` names the kind in errors."""
+
+    def __init__(
+        self,
+        root: str,
+        dirname: str,
+        what: str,
+        decode: Callable[[dict[str, object]], tuple[str, V]],
+    ) -> None:
+        self.root = root
+        self.dirname = dirname
+        self.what = what
+        self._decode = decode
+
+    def decode(self, data: bytes, shown: str) -> tuple[str, V]:
+        try:
+            obj = json.loads(data)
+            if type(obj) is not dict:
+                raise TypeError(self.what)
+            key, value = self._decode(obj)
+            if type(key) is not str:
+                raise TypeError(self.what)
+            return key, value
+        except (ValueError, TypeError, KeyError):
+            raise fail(shown, f"is not a {self.what} file this release can read") from None
+
+    def _dir(self, create: bool) -> int | None:
+        root_fd = fsutil.open_root(self.root)
+        if root_fd is None:
+            return None
+        try:
+            shown = os.path.join(self.root, self.dirname)
+            return fsutil.open_subdir(root_fd, self.dirname, shown, create=create)
+        finally:
+            os.close(root_fd)
+
+    def read(self, key: str) -> V | None:
+        """The key's value; None without a file (or when its file names another key)."""
+        digest = key_digest(key)
+        fd = None if digest is None else self._dir(create=False)
+        if fd is None or digest is None:
+            return None
+        name = digest + ".json"
+        shown = os.path.join(self.root, self.dirname, name)
+        try:
+            data = fsutil.read_file(fd, name, shown)
+        finally:
+            os.close(fd)
+        if data is None:
+            return None
+        stored, value = self.decode(data, shown)
+        return value if stored == key else None
+
+    def write(self, key: str, body: dict[str, object] | None) -> bool:
+        """Write the key's file (`body`, which names the key), or remove it
+        (None), durably; the caller holds the store lock. False when a removal
+        found no file (nothing changed)."""
+        digest = key_digest(key)
+        if digest is None:
+            if body is None:
+                return False
+            from ledger_cli.errors import StoreError
+
+            raise StoreError("ledger: store: this key cannot be stored")
+        name = digest + ".json"
+        shown = os.path.join(self.root, self.dirname, name)
+        fd = self._dir(create=body is not None)
+        if fd is None:
+            return False
+        try:
+            if body is None:
+                if not fsutil.unlink_quiet(fd, name):
+                    return False
+            else:
+                data = json.dumps(body, ensure_ascii=False).encode("utf-8", "surrogatepass")
+                fsutil.replace_file(fd, name, data, shown, sync=True)
+            fsutil.fsync_fd(fd, shown)
+        finally:
+            os.close(fd)
+        return True
+
+    def all(self) -> dict[str, V]:
+        """Every key's value, by key (a listing: for rebuilds and reports)."""
+        fd = self._dir(create=False)
+        if fd is None:
+            return {}
+        found: dict[str, V] = {}
+        try:
+            for name in sorted(os.listdir(fd)):
+                if not name.endswith(".json") or name.startswith("."):
+                    continue
+                shown = os.path.join(self.root, self.dirname, name)
+                data = fsutil.read_file(fd, name, shown)
+                if data is not None:
+                    key, value = self.decode(data, shown)
+                    found[key] = value
+        finally:
+            os.close(fd)
+        return found
+
+    def any(self) -> bool:
+        fd = self._dir(create=False)
+        if fd is None:
+            return False
+        try:
+            with os.scandir(fd) as entries:
+                return any(e.name.endswith(".json") and not e.name.startswith(".") for e in entries)
+        finally:
+            os.close(fd)
+
+    def reader(self, default: D) -> Callable[[str], V | D]:
+        """A key's value (`default` without a file) for one operation: nothing
+        read at all when the directory is absent, else one small file per key
+        asked, never a listing, each read once (cached)."""
+        if not os.path.isdir(os.path.join(self.root, self.dirname)):
+            return lambda key: default
+        cache: dict[str, V | D] = {}
+
+        def read(key: str) -> V | D:
+            if key not in cache:
+                got = self._read_path(key)
+                cache[key] = default if got is None else got
+            return cache[key]
+
+        return read
+
+    def _read_path(self, key: str) -> V | None:
+        """read() by the file's path: one open, where read() opens the root and
+        the directory too (the ready index asks this for every entry it makes)."""
+        digest = key_digest(key)
+        if digest is None:
+            return None
+        path = os.path.join(self.root, self.dirname, digest + ".json")
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise fail(path, "cannot read", exc) from None
+        stored, value = self.decode(data, path)
+        return value if stored == key else None
