@@ -17,6 +17,8 @@ from ledger_cli.errors import LedgerError, UnknownStatusError
 if TYPE_CHECKING:
     from typing import Any
 
+    from ledger_cli.engine.instant import Instant
+
 __all__ = [
     "MAX_INPUT_BYTES",
     "MAX_JSON_DEPTH",
@@ -128,15 +130,20 @@ def parse_status(text: str) -> str:
     return text
 
 
-def parse_now(text: str) -> Any:
+def parse_now(text: str) -> Instant:
     """An RFC 3339 instant for --now / LEDGER_NOW."""
+    return parse_time(text, "--now")
+
+
+def parse_time(text: str, what: str) -> Instant:
+    """An RFC 3339 instant given as `what` (`--now`, `--not-before`, a batch member)."""
     from ledger_cli.engine.instant import Instant
 
     try:
         return Instant.parse(text)
     except (ValueError, TypeError):
         raise InputError(
-            f"ledger: --now {go_quote(text)} is not an RFC 3339 time (e.g. 2026-01-02T15:04:05Z)",
+            f"ledger: {what} {go_quote(text)} is not an RFC 3339 time (e.g. 2026-01-02T15:04:05Z)",
             "bad_time",
         ) from None
 

@@ -175,6 +175,15 @@ def compact_duration(s: int) -> str:
     return f"{d}d{h:02d}h"
 
 
+def written(as_json: bool, key: str, rec: TaskState | None, text: str, **more: Any) -> None:
+    """What a write to one record prints: `{"key", "record", **more}` under
+    --json, else `text` (`released fetch`)."""
+    if as_json:
+        json_line({"key": key, "record": record(rec), **more})
+    else:
+        line(text)
+
+
 def fence_line(as_json: bool, key: str, fence: int, rec: TaskState | None) -> None:
     """What `claim KEY` and `takeover` print: the fence (a script's `F=$(…)`)."""
     if as_json:

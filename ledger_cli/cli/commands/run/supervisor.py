@@ -31,8 +31,8 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from ledger_cli.cli import output
-from ledger_cli.cli.commands.run.attempts import TIMEOUT_EXIT
 from ledger_cli.cli.commands.run.leasekeeper import LeaseKeeper
+from ledger_cli.cli.commands.run.limits import TIMEOUT_EXIT
 from ledger_cli.cli.commands.run.outcome import LeaseLostError, OutcomeWrites
 from ledger_cli.cli.context import Session
 from ledger_cli.errors import LedgerError, StoreError
@@ -94,7 +94,7 @@ class Supervisor(OutcomeWrites):
             self._on_lost,
         )
         self.poll = min(0.1, self.keeper.margin / 4)
-        from ledger_cli.cli.commands.run.attempts import RunOptions
+        from ledger_cli.cli.commands.run.limits import RunOptions
 
         self.options = RunOptions()
         """--keep-output, --timeout, --kill-after (run.py sets them)."""
@@ -182,7 +182,8 @@ class Supervisor(OutcomeWrites):
         """Run the command once; its exit status (None: a signal or a lost lease
         stopped it). Raises OSError when it cannot be started. The attempt and
         its output are recorded beside the record (cli/commands/run/attempts.py)."""
-        from ledger_cli.cli.commands.run.attempts import AttemptRecorder, Deadline
+        from ledger_cli.cli.commands.run.attempts import AttemptRecorder
+        from ledger_cli.cli.commands.run.limits import Deadline
 
         opts = self.options
         rec = AttemptRecorder(self.s, self.key, self.fence, self.owner, self.attempt, opts.keep)
