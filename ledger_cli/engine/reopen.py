@@ -101,8 +101,7 @@ def _block_one(
 ) -> bool:
     while True:
         nxt = cur.replace(status=BLOCKED, blocked_by=blocker, updated_by=actor, updated_at=now)
-        nxt.validate()
-        if core.store.compare_and_swap(key, cur, nxt):
+        if core.swap(key, cur, nxt):
             core.emit(events.BLOCKED, key, f"key {key} blocked by {blocker}")
             confirm_block(core, actor, now, key, blocker)
             return True
@@ -240,8 +239,7 @@ def _reexamine(
                 updated_by=actor,
                 updated_at=now,
             )
-        nxt.validate()
-        if not core.store.compare_and_swap(key, cur, nxt):
+        if not core.swap(key, cur, nxt):
             fresh = load(key)
             if fresh is None:
                 return False, False

@@ -30,8 +30,6 @@ if TYPE_CHECKING:
     from ledger_cli.engine.record import TaskState
     from ledger_cli.engine.store import Store
 
-MIN_PRIORITY = -1000
-MAX_PRIORITY = 1000
 
 Schedule = tuple[Instant, int]
 """(not_before, priority); not_before is Instant.ZERO when only a priority was given."""

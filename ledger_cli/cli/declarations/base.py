@@ -189,13 +189,19 @@ def opt_key(help: str) -> Any:
     return typer.Argument(metavar="KEY", help=help, show_default=False, autocompletion=complete_key)
 
 
+def keys_arg(metavar: str, help: str) -> Any:
+    """Any number of KEY arguments, each completed from the store."""
+    return typer.Argument(
+        metavar=metavar, help=help, show_default=False, autocompletion=complete_key
+    )
+
+
 def examples(*lines: str) -> str:
     """A command's help epilog: its examples, each line kept as written (click's
     `\\b` keeps the paragraph from being re-wrapped)."""
     return "Examples:\n\n\b\n" + "\n".join(f"  {line}" for line in lines)
 
 
-OptKey = Annotated[str | None, opt_key("The task's key.")]
 NextKey = Annotated[str | None, opt_key("The task's key (none with --next).")]
 Owner = Annotated[str, typer.Option("--owner", metavar="O", help="Who holds the lease.")]
 Lease = Annotated[
@@ -224,3 +230,12 @@ Queues = Annotated[
     ),
 ]
 JsonLines = Annotated[bool, typer.Option("--jsonl", help="One JSON object per line.")]
+Statuses = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--status",
+        metavar="S",
+        help="Only this status (repeatable).",
+        autocompletion=complete_status,
+    ),
+]

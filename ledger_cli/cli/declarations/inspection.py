@@ -10,11 +10,11 @@ from ledger_cli.cli.declarations.base import (
     JsonLines,
     Key,
     Queues,
+    Statuses,
     app,
-    complete_key,
-    complete_status,
     dispatch,
     examples,
+    keys_arg,
     opt_key,
 )
 
@@ -40,15 +40,7 @@ def blocked(ctx: typer.Context, key: Key) -> None:
 )
 def list_(
     ctx: typer.Context,
-    status: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--status",
-            metavar="S",
-            help="Only this status (repeatable).",
-            autocompletion=complete_status,
-        ),
-    ] = None,
+    status: Statuses = None,
     owner: Annotated[
         str | None, typer.Option("--owner", metavar="O", help="Only this owner.")
     ] = None,
@@ -155,12 +147,7 @@ def graph(
     ctx: typer.Context,
     keys: Annotated[
         list[str] | None,
-        typer.Argument(
-            metavar="KEY...",
-            help="Only these tasks, what they need and what needs them.",
-            show_default=False,
-            autocompletion=complete_key,
-        ),
+        keys_arg("KEY...", "Only these tasks, what they need and what needs them."),
     ] = None,
     fmt: Annotated[
         str,

@@ -46,7 +46,6 @@ background, complete by the command's exit status.
 
 from __future__ import annotations
 
-import signal
 import threading
 import time
 from datetime import timedelta
@@ -65,6 +64,7 @@ from ledger_cli.cli.commands.run.supervisor import (
     STOP_GRACE,
     Supervisor,
     exit_code,
+    with_signals,
 )
 from ledger_cli.cli.context import Session, Settings
 from ledger_cli.cli.inputs import InputError, parse_duration, parse_uint, validate_text
@@ -199,14 +199,7 @@ class Drainer:
         self.stopping.set()
 
     def run(self) -> int:
-        previous = {
-            sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT, signal.SIGTERM)
-        }
-        try:
-            return self._drain()
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+        return with_signals(self._on_signal, self._drain)
 
     def _claim(self) -> tuple[TaskState, int, float] | None:
         """The next ready task (and the monotonic time its claim was sent),

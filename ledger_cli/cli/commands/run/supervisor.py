@@ -38,6 +38,8 @@ from ledger_cli.cli.context import Session
 from ledger_cli.errors import LedgerError, StoreError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ledger_cli.engine.record import TaskState
 
 STOP_GRACE = 5.0
@@ -169,14 +171,7 @@ class Supervisor(OutcomeWrites):
         self._signal_child(signum)
 
     def run(self) -> int:
-        previous = {
-            sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT, signal.SIGTERM)
-        }
-        try:
-            return self._run()
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+        return with_signals(self._on_signal, self._run)
 
     def _attempt(self) -> int | None:
         """Run the command once; its exit status (None: a signal or a lost lease
@@ -341,3 +336,14 @@ class Supervisor(OutcomeWrites):
                     self.s.ledger.release(self.s.actor, self.key, self.owner, self.fence, now)
         except LedgerError as exc:
             output.diag(f"ledger: releasing {self.key}: {output.one_line(str(exc))}")
+
+
+def with_signals(handler: Callable[[int, FrameType | None], None], body: Callable[[], int]) -> int:
+    """`body()` with SIGINT and SIGTERM sent to `handler`, the handlers that
+    were there before put back after it."""
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        return body()
+    finally:
+        for sig, before in previous.items():
+            signal.signal(sig, before)
