@@ -135,17 +135,7 @@ def to_task_value(raw: Any) -> Any:
     Objects -> dict (the last duplicate wins), arrays -> list, numbers per
     departure 3, strings -> str, true/false -> bool, null -> None.
     """
-    t = type(raw)
-    if t is str or raw is None or t is bool:
-        return raw
-    if t is Number:
-        return number_value(raw)
-    if t is EscapedStr:
-        return str(raw)
-    if t is not RawObject and t is not list:
-        raise TypeError(f"not a raw JSON tree node: {t.__name__}")
-    root: list[Any] = [None]
-    # (raw container, output container)
+    # (raw container, output container): filled without recursion, so any depth works
     work: list[tuple[Any, Any]] = []
 
     def convert(node: Any) -> Any:
@@ -166,7 +156,7 @@ def to_task_value(raw: Any) -> Any:
             return out
         raise TypeError(f"not a raw JSON tree node: {nt.__name__}")
 
-    root[0] = convert(raw)
+    root = convert(raw)
     while work:
         node, out = work.pop()
         if type(node) is RawObject:
@@ -175,7 +165,7 @@ def to_task_value(raw: Any) -> Any:
         else:
             for i, child in enumerate(node):
                 out[i] = convert(child)
-    return root[0]
+    return root
 
 
 def loads(data: bytes | bytearray | memoryview | str) -> Any:
