@@ -9,6 +9,7 @@ block look for a failure there. Both sit below `dependencies` and `reopen`.
 
 from __future__ import annotations
 
+from collections import deque
 from typing import TYPE_CHECKING
 
 from ledger_cli.engine.record import TaskState
@@ -24,16 +25,10 @@ def needs_walk(
     each key once, nearest first, every status walked through; a key with no
     record is skipped and not expanded. A record's needs are read when the
     caller asks for the next one, so a caller that stops early reads no more."""
-    seen: set[str] = set()
-    queue: list[str] = []  # breadth first: read from `head` on (no deque to import)
-    for need in needs or ():
-        if need not in seen:
-            seen.add(need)
-            queue.append(need)
-    head = 0
-    while head < len(queue):
-        key = queue[head]
-        head += 1
+    queue = deque(dict.fromkeys(needs or ()))  # each key once, in the order given
+    seen = set(queue)
+    while queue:
+        key = queue.popleft()
         rec = load(key)
         if rec is None:
             continue

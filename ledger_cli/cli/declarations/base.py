@@ -189,6 +189,13 @@ def opt_key(help: str) -> Any:
     return typer.Argument(metavar="KEY", help=help, show_default=False, autocompletion=complete_key)
 
 
+def many(
+    name: str, metavar: str, help: str, complete: Callable[..., list[str]] | None = None
+) -> Any:
+    """A repeatable option: the list of its values, None when it is not given."""
+    return typer.Option(name, metavar=metavar, help=help, autocompletion=complete)
+
+
 def keys_arg(metavar: str, help: str) -> Any:
     """Any number of KEY arguments, each completed from the store."""
     return typer.Argument(
@@ -223,19 +230,9 @@ GiveUp = Annotated[
 ]
 Queues = Annotated[
     list[str] | None,
-    typer.Option(
-        "--queue",
-        metavar="Q",
-        help="Only the queue(s) Q (a,b; repeatable); default: every queue.",
-    ),
+    many("--queue", "Q", "Only the queue(s) Q (a,b; repeatable); default: every queue."),
 ]
 JsonLines = Annotated[bool, typer.Option("--jsonl", help="One JSON object per line.")]
 Statuses = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--status",
-        metavar="S",
-        help="Only this status (repeatable).",
-        autocompletion=complete_status,
-    ),
+    list[str] | None, many("--status", "S", "Only this status (repeatable).", complete_status)
 ]

@@ -15,6 +15,7 @@ from ledger_cli.cli.declarations.base import (
     dispatch,
     examples,
     keys_arg,
+    many,
     opt_key,
 )
 
@@ -78,8 +79,7 @@ def prune(
         typer.Option("--older-than", metavar="D", help="Only records last updated at least D ago."),
     ],
     status: Annotated[
-        list[str] | None,
-        typer.Option("--status", metavar="S", help="completed or failed (default both)."),
+        list[str] | None, many("--status", "S", "completed or failed (default both).")
     ] = None,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Count what would be pruned; change nothing.")
@@ -123,11 +123,7 @@ def log(
     ] = False,
     event: Annotated[
         list[str] | None,
-        typer.Option(
-            "--event",
-            metavar="NAME",
-            help="Only this event, such as ledger.completed (repeatable).",
-        ),
+        many("--event", "NAME", "Only this event, such as ledger.completed (repeatable)."),
     ] = None,
 ) -> None:
     """The history of writes, oldest first."""
