@@ -190,3 +190,36 @@ def fence_line(as_json: bool, key: str, fence: int, rec: TaskState | None) -> No
         json_line({"key": key, "fence": fence, "record": record(rec)})
     else:
         line(str(fence))
+
+
+def write_atomically(path: str, data: bytes) -> None:
+    """Temp file beside `path`, fsync, rename over it, fsync the directory.
+
+    What `snapshot -o` and `stats -o` write: a reader never sees half a
+    file, and the file survives a crash once this returns. Readable by others
+    (0644 less the umask): node_exporter runs as its own user.
+    """
+    from ledger_cli.cli.inputs import InputError
+
+    directory = os.path.dirname(os.path.abspath(path))
+    tmp = os.path.join(directory, f".{os.path.basename(path)}.tmp-{os.getpid()}")
+    umask = os.umask(0)
+    os.umask(umask)
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644 & ~umask)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+        dir_fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise InputError(
+            f"ledger: cannot write {path}: {exc.strerror or exc}", "bad_file"
+        ) from None
