@@ -111,11 +111,16 @@ class NumberRangeError(DecodeError):
 
 
 def number_value(num: Number) -> int | float:
+    """The value of a raw tree's number (`literal_value`)."""
+    return literal_value(num.literal)
+
+
+def literal_value(lit: str) -> int | float:
     """Departure 3: an integer literal within 64 bits (INT64_MIN..UINT64_MAX) is an
     exact int; every other number is a float64 (`-0` is -0.0). Out of float64
-    range: DecodeError.
+    range: NumberRangeError. (The `json` module's `parse_int` and `parse_float`
+    hooks of the fast record decoder and of the CLI's `parse_json` too.)
     """
-    lit = num.literal
     # At most 20 digits: never convert thousands of them (Python refuses past 4300).
     if len(lit) <= 21 and "." not in lit and "e" not in lit and "E" not in lit:
         i = int(lit)
