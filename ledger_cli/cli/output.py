@@ -205,21 +205,22 @@ def write_atomically(path: str, data: bytes) -> None:
     tmp = os.path.join(directory, f".{os.path.basename(path)}.tmp-{os.getpid()}")
     umask = os.umask(0)
     os.umask(umask)
+    dir_fd = None
     try:
+        dir_fd = os.open(directory, os.O_RDONLY)
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644 & ~umask)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-        dir_fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        os.fsync(dir_fd)  # the rename, durable too
     except OSError as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise InputError(
             f"ledger: cannot write {path}: {exc.strerror or exc}", "bad_file"
         ) from None
+    finally:
+        if dir_fd is not None:
+            os.close(dir_fd)
