@@ -131,13 +131,6 @@ JSON_SHAPES: dict[str, str] = {
 }
 
 
-RAISED_FOR: dict[str, str] = {
-    "restore_conflict": "`restore`: a key of the snapshot is already in the store "
-    "(checked before anything is written; a long restore says what landed)",
-}
-"""What an error class with neither a message nor a docstring is raised for."""
-
-
 def _cell(text: str) -> str:
     return " ".join(text.split()).replace("|", "\\|")
 
@@ -258,9 +251,7 @@ def render() -> str:
         if cls.code in seen:
             continue
         seen.add(cls.code)
-        doc = RAISED_FOR.get(cls.code) or (
-            f"`{cls.message}`" if cls.message else (cls.__doc__ or "").strip().split("\n\n")[0]
-        )
+        doc = f"`{cls.message}`" if cls.message else (cls.__doc__ or "").strip().split("\n\n")[0]
         if cls.code == "usage":
             doc += " (also every usage error the argument parser finds)"
         out.append(f"| `{cls.code}` | {cls.exit_code} | {_cell(doc)} |")

@@ -20,6 +20,17 @@ class LedgerError(Exception):
     detail: str = ""
     """Text to print right after the sentinel: `: KEY` or ` (KEY is completed)`."""
 
+    def __init_subclass__(
+        cls, *, code: str = "", exit_code: int = 0, message: str = "", **kwargs: object
+    ) -> None:
+        """A class names its code, exit code and sentinel message in its
+        header (`class FencedError(LedgerError, code="fenced", ...)`); what it
+        does not name it keeps from its parent."""
+        super().__init_subclass__(**kwargs)
+        cls.code = code or cls.code
+        cls.exit_code = exit_code or cls.exit_code
+        cls.message = message or cls.message
+
     def __init__(self, message: str | None = None, *, detail: str = "") -> None:
         super().__init__(message if message is not None else self.message)
         if detail:
@@ -43,76 +54,75 @@ def state_detail(key: str, status: str, blocked_by: str = "", owner: str = "") -
     return f" ({key} is {status})"
 
 
-class LeaseActiveError(LedgerError):
-    code = "lease_active"
-    exit_code = 4
-    message = "ledger: lease is still active"
+# The sentinels of the Go package: str(err) is Go's message, to the letter.
+class LeaseActiveError(
+    LedgerError, code="lease_active", exit_code=4, message="ledger: lease is still active"
+):
+    """A claim of a record whose lease has not run out."""
 
 
-class FencedError(LedgerError):
-    code = "fenced"
-    exit_code = 5
-    message = "ledger: fence token is stale"
+class FencedError(LedgerError, code="fenced", exit_code=5, message="ledger: fence token is stale"):
+    """A renew, release or completion with a fence other than the holder's."""
 
 
-class NotStaleError(LedgerError):
-    code = "not_stale"
-    exit_code = 4
-    message = "ledger: lease is not stale"
+class NotStaleError(
+    LedgerError, code="not_stale", exit_code=4, message="ledger: lease is not stale"
+):
+    """A takeover of a lease that has not run out."""
 
 
-class NotClaimedError(LedgerError):
-    code = "not_claimed"
-    exit_code = 6
-    message = "ledger: record is not claimed"
+class NotClaimedError(
+    LedgerError, code="not_claimed", exit_code=6, message="ledger: record is not claimed"
+):
+    """A renew, release or completion of a record nobody holds."""
 
 
-class NoKeyError(LedgerError):
-    code = "no_key"
-    exit_code = 3
-    message = "ledger: key has no record"
+class NoKeyError(LedgerError, code="no_key", exit_code=3, message="ledger: key has no record"):
+    """A call naming a key the store has no record of."""
 
     def __init__(self, message: str | None = None, *, key: str | None = None) -> None:
         """`key`: the key that has no record, printed after the sentinel."""
         super().__init__(message, detail=f": {key}" if key is not None else "")
 
 
-class UnknownStatusError(LedgerError):
-    code = "unknown_status"
-    exit_code = 2
-    message = "ledger: status must be StatusCompleted or StatusFailed"
+class UnknownStatusError(
+    LedgerError,
+    code="unknown_status",
+    exit_code=2,
+    message="ledger: status must be StatusCompleted or StatusFailed",
+):
+    """A status other than completed or failed where only those are allowed
+    (a completion, `prune --status`)."""
 
 
-class EmptyOwnerError(LedgerError):
-    code = "empty_owner"
-    exit_code = 2
-    message = "ledger: owner must not be empty"
+class EmptyOwnerError(
+    LedgerError, code="empty_owner", exit_code=2, message="ledger: owner must not be empty"
+):
+    """A claim, renew, release, takeover or completion without an owner."""
 
 
-class InvalidMaxEntriesError(LedgerError):
-    code = "invalid_max_entries"
-    exit_code = 2
-    message = "ledger: MaxEntries must not be negative"
+class InvalidMaxEntriesError(
+    LedgerError,
+    code="invalid_max_entries",
+    exit_code=2,
+    message="ledger: MaxEntries must not be negative",
+):
+    """A ledger opened with a negative history bound."""
 
 
-class InvalidLeaseError(LedgerError):
-    code = "invalid_lease"
-    exit_code = 2
-    message = "ledger: lease must be positive"
+class InvalidLeaseError(
+    LedgerError, code="invalid_lease", exit_code=2, message="ledger: lease must be positive"
+):
+    """A claim, renew or takeover with a lease of zero or less."""
 
 
-class ValidationError(LedgerError):
+class ValidationError(LedgerError, code="validation", exit_code=8):
     """A record (or an admit) that TaskState.validate rejects."""
 
-    code = "validation"
-    exit_code = 8
 
-
-class CycleError(ValidationError):
+class CycleError(ValidationError, code="cycle"):
     """An admit whose needs would close a cycle of needs (exit 8; nothing is
     written). An extension beyond the Go package (issue 30; engine/cycles.py)."""
-
-    code = "cycle"
 
     def __init__(self, message: str, *, cycle: list[str]) -> None:
         super().__init__(message)
@@ -120,30 +130,21 @@ class CycleError(ValidationError):
         """The keys round the cycle, the first one again at the end."""
 
 
-class DecodeError(LedgerError):
+class DecodeError(LedgerError, code="decode", exit_code=8):
     """Snapshot.decode could not parse its input (`ledger: decode: ...`)."""
 
-    code = "decode"
-    exit_code = 8
+
+class RestoreConflictError(LedgerError, code="restore_conflict", exit_code=8):
+    """`restore`: a key of the snapshot is already in the store (checked
+    before anything is written; a long restore says what landed)."""
 
 
-class RestoreConflictError(LedgerError):
-    code = "restore_conflict"
-    exit_code = 8
-
-
-class EncodeError(LedgerError):
+class EncodeError(LedgerError, code="encode", exit_code=8):
     """A value Go's encoding/json cannot marshal (NaN, infinity, odd types)."""
 
-    code = "encode"
-    exit_code = 8
 
-
-class StoreError(LedgerError):
+class StoreError(LedgerError, code="store", exit_code=9):
     """A backend's own failure: I/O, corruption, lock timeout, lost connection."""
-
-    code = "store"
-    exit_code = 9
 
 
 class StoreDamageError(StoreError):
@@ -173,23 +174,18 @@ class StoreUnavailableError(StoreError):
     ride such outages out (cli/outage.py)."""
 
 
-class NoStoreError(StoreError):
+class NoStoreError(StoreError, code="no_store"):
     """A command that only reads was pointed (by `--store` or LEDGER_STORE) at
     a JSON directory or SQLite file that does not exist: exit 9, and nothing is
     created, so a mistyped path is not mistaken for an empty ledger. The first
     write creates a store; the default store is the exception (a new user's
     `ledger list` is an empty list)."""
 
-    code = "no_store"
 
-
-class StoreURLError(LedgerError):
+class StoreURLError(LedgerError, code="store_url", exit_code=2):
     """A store URL that names no store: empty (`--store ''`, an empty
     LEDGER_STORE), an unknown scheme, a NUL byte, a scheme with no path.
     A usage error (exit 2): nothing was opened."""
-
-    code = "store_url"
-    exit_code = 2
 
 
 SENTINELS: tuple[type[LedgerError], ...] = (
@@ -205,23 +201,19 @@ SENTINELS: tuple[type[LedgerError], ...] = (
 )
 
 
-class NotFailedError(LedgerError):
+class NotFailedError(
+    LedgerError, code="not_failed", exit_code=6, message="ledger: record is not failed"
+):
     """`retry` of a record that is not failed (exit 6, as NotClaimedError).
 
     An extension beyond the Go package (docs/design.md §6.2).
     """
 
-    code = "not_failed"
-    exit_code = 6
-    message = "ledger: record is not failed"
 
-
-class AlreadyFinishedError(LedgerError):
+class AlreadyFinishedError(
+    LedgerError, code="finished", exit_code=6, message="ledger: record is already finished"
+):
     """`cancel` of a record that is already completed or failed (exit 6).
 
     An extension beyond the Go package (docs/design.md §6.3).
     """
-
-    code = "finished"
-    exit_code = 6
-    message = "ledger: record is already finished"

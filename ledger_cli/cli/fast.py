@@ -69,6 +69,15 @@ GLOBAL: dict[str, Opt] = {
 _OWNER = Opt("owner", required=True)
 _LEASE = Opt("lease", required=True)
 _FENCE = Opt("fence", required=True)
+_CLAIMING: dict[str, Opt] = {
+    "--owner": _OWNER,
+    "--lease": _LEASE,
+    "--next": Opt("next_", flag=True),
+    "--wait": Opt("wait"),
+    "--give-up-after": Opt("give_up_after"),
+    "--queue": Opt("queue", multiple=True),
+}
+"""The options `claim` and `run` share."""
 
 COMMANDS: dict[str, Spec] = {
     "admit": Spec(
@@ -86,18 +95,7 @@ COMMANDS: dict[str, Spec] = {
         },
         "commands.admit:admit",
     ),
-    "claim": Spec(
-        (("key", False),),
-        {
-            "--owner": _OWNER,
-            "--lease": _LEASE,
-            "--next": Opt("next_", flag=True),
-            "--wait": Opt("wait"),
-            "--give-up-after": Opt("give_up_after"),
-            "--queue": Opt("queue", multiple=True),
-        },
-        "commands.claim:claim",
-    ),
+    "claim": Spec((("key", False),), _CLAIMING, "commands.claim:claim"),
     "renew": Spec(
         (("key", True),),
         {"--owner": _OWNER, "--fence": _FENCE, "--lease": _LEASE},
@@ -117,19 +115,14 @@ COMMANDS: dict[str, Spec] = {
     "run": Spec(
         (("key", False),),
         {
-            "--owner": _OWNER,
-            "--lease": _LEASE,
-            "--next": Opt("next_", flag=True),
-            "--wait": Opt("wait"),
+            **_CLAIMING,
             "--retries": Opt("retries"),
             "--backoff": Opt("backoff"),
             "--drain": Opt("drain", flag=True),
             "--until-idle": Opt("until_idle", flag=True),
-            "--give-up-after": Opt("give_up_after"),
             "--keep-output": Opt("keep_output"),
             "--timeout": Opt("timeout"),
             "--kill-after": Opt("kill_after"),
-            "--queue": Opt("queue", multiple=True),
         },
         "commands.run:run",
         rest="command",

@@ -7,15 +7,17 @@ here imports more than the standard library and the engine's JSON helpers.
 
 from __future__ import annotations
 
-import math
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
+from ledger_cli.engine.gojson import NumberRangeError, literal_value
 from ledger_cli.engine.record import go_quote
 from ledger_cli.errors import LedgerError, UnknownStatusError
 
 if TYPE_CHECKING:
     from typing import Any
+
+    from ledger_cli.engine.instant import Instant
 
 __all__ = [
     "MAX_INPUT_BYTES",
@@ -128,15 +130,20 @@ def parse_status(text: str) -> str:
     return text
 
 
-def parse_now(text: str) -> Any:
+def parse_now(text: str) -> Instant:
     """An RFC 3339 instant for --now / LEDGER_NOW."""
+    return parse_time(text, "--now")
+
+
+def parse_time(text: str, what: str) -> Instant:
+    """An RFC 3339 instant given as `what` (`--now`, `--not-before`, a batch member)."""
     from ledger_cli.engine.instant import Instant
 
     try:
         return Instant.parse(text)
     except (ValueError, TypeError):
         raise InputError(
-            f"ledger: --now {go_quote(text)} is not an RFC 3339 time (e.g. 2026-01-02T15:04:05Z)",
+            f"ledger: {what} {go_quote(text)} is not an RFC 3339 time (e.g. 2026-01-02T15:04:05Z)",
             "bad_time",
         ) from None
 
@@ -213,7 +220,6 @@ def _size(n: int) -> str:
 # -- strict JSON -----------------------------------------------------------------
 
 _STRING_PATTERN = r'"(?:[^"\\]|\\.)*"'
-INT64_MIN = -(2**63)
 
 
 class _Reject(ValueError):
@@ -233,24 +239,14 @@ def _constant(name: str) -> Any:
     raise _Reject(f"{name} is not a JSON number")
 
 
-def _integer(literal: str) -> int | float:
-    """docs/design.md §2.11 departure 3: an integer literal within 64 bits (-2^63 .. 2^64-1) is
-    an exact int (`-0` is -0.0); a longer one is a float64, as in Go."""
-    # At most 20 digits: never convert thousands of them (Python refuses past 4300).
-    if len(literal) <= 21:
-        value = int(literal)
-        if INT64_MIN <= value <= UINT64_MAX:
-            if value == 0 and literal[0] == "-":
-                return -0.0
-            return value
-    return _float(literal)
-
-
-def _float(literal: str) -> float:
-    f = float(literal)
-    if math.isinf(f):
-        raise _Reject(f"number {literal} is out of float64 range")
-    return f
+def _number(literal: str) -> int | float:
+    """docs/design.md §2.11 departure 3, as the stores decode it: an integer
+    literal within 64 bits (-2^63 .. 2^64-1) is an exact int (`-0` is -0.0),
+    every other number a float64, as in Go."""
+    try:
+        return literal_value(literal)
+    except NumberRangeError:
+        raise _Reject(f"number {literal} is out of float64 range") from None
 
 
 _decoder: Any = None
@@ -263,8 +259,8 @@ def _json_decoder() -> Any:
 
         _decoder = json.JSONDecoder(
             object_pairs_hook=_no_duplicates,
-            parse_int=_integer,
-            parse_float=_float,
+            parse_int=_number,
+            parse_float=_number,
             parse_constant=_constant,
         ).decode
     return _decoder

@@ -175,9 +175,52 @@ def compact_duration(s: int) -> str:
     return f"{d}d{h:02d}h"
 
 
+def written(as_json: bool, key: str, rec: TaskState | None, text: str, **more: Any) -> None:
+    """What a write to one record prints: `{"key", "record", **more}` under
+    --json, else `text` (`released fetch`)."""
+    if as_json:
+        json_line({"key": key, "record": record(rec), **more})
+    else:
+        line(text)
+
+
 def fence_line(as_json: bool, key: str, fence: int, rec: TaskState | None) -> None:
     """What `claim KEY` and `takeover` print: the fence (a script's `F=$(…)`)."""
     if as_json:
         json_line({"key": key, "fence": fence, "record": record(rec)})
     else:
         line(str(fence))
+
+
+def write_atomically(path: str, data: bytes) -> None:
+    """Temp file beside `path`, fsync, rename over it, fsync the directory.
+
+    What `snapshot -o` and `stats -o` write: a reader never sees half a
+    file, and the file survives a crash once this returns. Readable by others
+    (0644 less the umask): node_exporter runs as its own user.
+    """
+    from ledger_cli.cli.inputs import InputError
+
+    directory = os.path.dirname(os.path.abspath(path))
+    tmp = os.path.join(directory, f".{os.path.basename(path)}.tmp-{os.getpid()}")
+    umask = os.umask(0)
+    os.umask(umask)
+    dir_fd = None
+    try:
+        dir_fd = os.open(directory, os.O_RDONLY)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644 & ~umask)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+        os.fsync(dir_fd)  # the rename, durable too
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise InputError(
+            f"ledger: cannot write {path}: {exc.strerror or exc}", "bad_file"
+        ) from None
+    finally:
+        if dir_fd is not None:
+            os.close(dir_fd)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ledger_cli.cli.inputs import InputError, parse_duration
+from ledger_cli.cli.inputs import InputError, parse_duration, parse_time
 from ledger_cli.engine.record import go_quote
 
 if TYPE_CHECKING:
@@ -27,18 +27,6 @@ def parse_priority(text: str | None) -> int:
     if not -1000 <= value <= 1000:
         raise InputError(f"ledger: --priority {value} is not {_RANGE}", "bad_priority")
     return value
-
-
-def parse_time(text: str, what: str) -> Instant:
-    from ledger_cli.engine.instant import Instant
-
-    try:
-        return Instant.parse(text)
-    except (ValueError, TypeError):
-        raise InputError(
-            f"ledger: {what} {go_quote(text)} is not an RFC 3339 time (e.g. 2026-01-02T15:04:05Z)",
-            "bad_time",
-        ) from None
 
 
 class When:

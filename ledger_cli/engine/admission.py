@@ -34,14 +34,54 @@ def admit(
     """
     if key == "":
         raise ValidationError("ledger: idempotency key must not be empty")
+
+    def write() -> bool:
+        while True:
+            cur = core.store.load(key)
+            if cur is not None:
+                if is_terminal(cur.status) or not seq > cur.sequence:
+                    if seen is not None:
+                        seen.append(cur)
+                    return False
+                created_by, created_at, fence = cur.created_by, cur.created_at, cur.fence
+            else:
+                created_by, created_at, fence = actor, now, 0
+            blocker = blocking_need(core, needs)
+            nxt = TaskState(
+                key=key,
+                status=BLOCKED if blocker is not None else PENDING,
+                sequence=seq,
+                fence=fence,
+                needs=needs,
+                blocked_by=blocker or "",
+                task=task,
+                created_by=created_by,
+                created_at=created_at,
+                updated_by=actor,
+                updated_at=now,
+            )
+            if not core.swap(key, cur, nxt):
+                continue
+            if blocker is not None:
+                core.emit(events.BLOCKED, key, f"key {key} blocked by {blocker} at admission")
+                # Extension (docs/design.md §6.2): the read after the write, so that a
+                # concurrent retry of the blocker cannot leave this block orphaned.
+                from ledger_cli.engine.reopen import confirm_block
+
+                confirm_block(core, actor, now, key, blocker)
+                return True
+            if not recheck_needs(core, actor, now, key, needs):
+                core.emit(events.ADMITTED, key, f"key {key} admitted at sequence {seq}")
+            return True
+
     if needs and not _all_completed(core, needs):
         # It may write a block (at once, or after its recheck): engine/serial.py.
         # A completed need never changes again, so with all of them completed
         # no block can follow, and the admission takes no lock.
         from ledger_cli.engine.serial import blocking_writes
 
-        return blocking_writes(core, _admit, core, actor, key, seq, task, now, needs, seen)
-    return _admit(core, actor, key, seq, task, now, needs, seen)
+        return blocking_writes(core, write)
+    return write()
 
 
 def _all_completed(core: Core, needs: tuple[str, ...]) -> bool:
@@ -50,53 +90,3 @@ def _all_completed(core: Core, needs: tuple[str, ...]) -> bool:
         if rec is None or rec.status != COMPLETED:
             return False
     return True
-
-
-def _admit(
-    core: Core,
-    actor: str,
-    key: str,
-    seq: int,
-    task: Any,
-    now: Instant,
-    needs: tuple[str, ...] | None,
-    seen: list[TaskState] | None = None,
-) -> bool:
-    while True:
-        cur = core.store.load(key)
-        if cur is not None:
-            if is_terminal(cur.status) or not seq > cur.sequence:
-                if seen is not None:
-                    seen.append(cur)
-                return False
-            created_by, created_at, fence = cur.created_by, cur.created_at, cur.fence
-        else:
-            created_by, created_at, fence = actor, now, 0
-        blocker = blocking_need(core, needs)
-        nxt = TaskState(
-            key=key,
-            status=BLOCKED if blocker is not None else PENDING,
-            sequence=seq,
-            fence=fence,
-            needs=needs,
-            blocked_by=blocker or "",
-            task=task,
-            created_by=created_by,
-            created_at=created_at,
-            updated_by=actor,
-            updated_at=now,
-        )
-        nxt.validate()
-        if not core.store.compare_and_swap(key, cur, nxt):
-            continue
-        if blocker is not None:
-            core.emit(events.BLOCKED, key, f"key {key} blocked by {blocker} at admission")
-            # Extension (docs/design.md §6.2): the read after the write, so that a
-            # concurrent retry of the blocker cannot leave this block orphaned.
-            from ledger_cli.engine.reopen import confirm_block
-
-            confirm_block(core, actor, now, key, blocker)
-            return True
-        if not recheck_needs(core, actor, now, key, needs):
-            core.emit(events.ADMITTED, key, f"key {key} admitted at sequence {seq}")
-        return True

@@ -50,7 +50,6 @@ def _fail(core: Core, actor: str, key: str, now: Instant, reason: str | None) ->
             updated_by=actor,
             updated_at=now,
         )
-        nxt.validate()
-        if core.store.compare_and_swap(key, cur, nxt):
+        if core.swap(key, cur, nxt):
             break
     core.emit(events.CANCELLED, key, f"key {key} cancelled by {actor}{reason_note(reason)}")

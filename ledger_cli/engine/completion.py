@@ -57,8 +57,7 @@ def _complete(
         if cur.status != CLAIMED:
             raise NotClaimedError(detail=state_detail(key, cur.status, cur.blocked_by))
         nxt = cur.replace(status=final, updated_by=actor, updated_at=now)
-        nxt.validate()
-        if core.store.compare_and_swap(key, cur, nxt):
+        if core.swap(key, cur, nxt):
             core.emit(events.COMPLETED, key, f"key {key} completed as {final} by {owner}")
             if walk:
                 block_dependents(core, actor, now, key)

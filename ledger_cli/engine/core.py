@@ -55,6 +55,12 @@ class Core:
         finally:
             self.held = None
 
+    def swap(self, key: str, cur: TaskState | None, nxt: TaskState) -> bool:
+        """Validate `nxt`, then write it in place of `cur` if the store still
+        holds `cur` (compare-and-swap); False when another writer came first."""
+        nxt.validate()
+        return self.store.compare_and_swap(key, cur, nxt)
+
     def require(self, key: str) -> TaskState:
         """Load a record that must exist (NoKeyError otherwise)."""
         rec = self.store.load(key)

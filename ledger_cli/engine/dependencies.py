@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ledger_cli.engine.core import Core
+from ledger_cli.engine.dependents import needs_walk
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState, byte_order
 from ledger_cli.engine.status import BLOCKED, FAILED, is_terminal
@@ -44,25 +45,9 @@ def nearest_blocking(
     load: Callable[[str], TaskState | None], needs: Iterable[str] | None
 ) -> str | None:
     """blocking_ancestor's walk over any loader (the CLI's Ready rule uses it too)."""
-    seen: set[str] = set()
-    queue: list[str] = []  # breadth first: read from `head` on (no deque to import)
-    for need in needs or ():
-        if need not in seen:
-            seen.add(need)
-            queue.append(need)
-    head = 0
-    while head < len(queue):
-        key = queue[head]
-        head += 1
-        rec = load(key)
-        if rec is None:
-            continue
+    for key, rec in needs_walk(load, needs):
         if rec.status in _BLOCKING:
             return key
-        for need in rec.needs or ():
-            if need not in seen:
-                seen.add(need)
-                queue.append(need)
     return None
 
 

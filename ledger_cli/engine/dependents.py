@@ -1,18 +1,42 @@
-"""The dependents walk: every record that transitively needs given keys.
+"""The two read-only walks of the graph of needs, over any store.
 
-A read only, over any store: the failure walks (`dependencies.block_found`)
-and the un-blocking walks (`reopen.settle`) both start from it, so it sits
-below both.
+`dependents_walk`: every record that transitively needs given keys; the
+failure walks (`dependencies.block_found`) and the un-blocking walks
+(`reopen.settle`) both start from it. `needs_walk`: the records that given
+keys transitively need, nearest first; the Ready rule and the checks of a
+block look for a failure there. Both sit below `dependencies` and `reopen`.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from typing import TYPE_CHECKING
 
 from ledger_cli.engine.record import TaskState
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable, Iterator
+
+
+def needs_walk(
+    load: Callable[[str], TaskState | None], needs: Iterable[str] | None
+) -> Iterator[tuple[str, TaskState]]:
+    """Breadth first over the transitive needs of `needs`: (key, record) for
+    each key once, nearest first, every status walked through; a key with no
+    record is skipped and not expanded. A record's needs are read when the
+    caller asks for the next one, so a caller that stops early reads no more."""
+    queue = deque(dict.fromkeys(needs or ()))  # each key once, in the order given
+    seen = set(queue)
+    while queue:
+        key = queue.popleft()
+        rec = load(key)
+        if rec is None:
+            continue
+        yield key, rec
+        for need in rec.needs or ():
+            if need not in seen:
+                seen.add(need)
+                queue.append(need)
 
 
 def dependents_walk(store: object, roots: Iterable[str]) -> dict[str, TaskState]:

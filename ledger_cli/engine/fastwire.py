@@ -34,33 +34,10 @@ from ledger_cli.engine.wire import FIELD_NAMES, record_from_json
 if TYPE_CHECKING:
     from typing import Any
 
-_INT64_MIN = gojson.INT64_MIN
 _UINT64_MAX = gojson.UINT64_MAX
 _FIELDS = list(FIELD_NAMES)
 _ZERO = Instant.ZERO
 _ZERO_TEXT = str(Instant.ZERO)
-
-
-def _int(lit: str) -> int | float:
-    # gojson.number_value for a literal the scanner calls an integer.
-    if len(lit) <= 21:
-        i = int(lit)
-        if _INT64_MIN <= i <= _UINT64_MAX:
-            if i == 0 and lit[0] == "-":
-                return -0.0
-            return i
-    return _float(lit)
-
-
-def _float(lit: str) -> float:
-    f = float(lit)
-    if f in (_INF, _NINF):
-        raise _Foreign  # out of float64 range: Go reports an error; the slow path says it
-    return f
-
-
-_INF = float("inf")
-_NINF = float("-inf")
 
 
 class _Foreign(Exception):
@@ -71,7 +48,10 @@ def _constant(name: str) -> Any:
     raise _Foreign
 
 
-_DECODE = json.JSONDecoder(parse_int=_int, parse_float=_float, parse_constant=_constant).decode
+# A number out of float64 range raises NumberRangeError: the slow path words Go's error.
+_DECODE = json.JSONDecoder(
+    parse_int=gojson.literal_value, parse_float=gojson.literal_value, parse_constant=_constant
+).decode
 _NEEDS_SLOW = gojson.NEEDS_SLOW  # the same rule, one definition
 
 
@@ -87,7 +67,7 @@ def record_from_canonical(text: str, *, from_utf8: bool = False) -> TaskState:
     if ("\\u" not in text and (from_utf8 or text.isascii())) or _NEEDS_SLOW.search(text) is None:
         try:
             obj = _DECODE(text)
-        except (_Foreign, RecursionError, ValueError):
+        except (_Foreign, gojson.NumberRangeError, RecursionError, ValueError):
             obj = None
         if type(obj) is dict and list(obj) == _FIELDS:
             rec = _build(obj)

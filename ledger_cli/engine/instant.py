@@ -7,16 +7,25 @@ the Unix epoch (negative before 1970) plus an offset in seconds that is used
 for printing only. Equality, hashing and ordering look at the instant alone,
 as Go's `Time.Equal` / `Before` / `After` do.
 
-Civil-date arithmetic is done here (Howard Hinnant's days-from-civil
-algorithms), never through `datetime`, so every year works.
+Civil-date arithmetic and the RFC 3339 reading are `civil.py`'s, never
+`datetime`'s, so every year works.
 """
 
 from __future__ import annotations
 
-import re
 import time
 from datetime import UTC, datetime, timedelta, timezone
 from typing import TYPE_CHECKING
+
+from ledger_cli.engine.civil import (
+    CANONICAL,
+    civil_from_days,
+    days_from_civil,
+    days_in,
+    is_canonical_utc,
+    parse_rfc3339,
+    year_text,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -27,68 +36,10 @@ __all__ = ["Instant"]
 
 _NS_PER_SECOND = 1_000_000_000
 _NS_PER_DAY = 86_400 * _NS_PER_SECOND
-_UNIX_EPOCH_DAYS_FROM_0000_03_01 = 719_468
-
-# What Go's time.Parse(time.RFC3339, s) accepts (time.Time.UnmarshalJSON uses
-# it: the strict RFC 3339 check of Go >= 1.20 is disabled upstream, go.dev/issue/54580):
-#   year: exactly 4 digits; month, day, minute, second: exactly 2 digits;
-#   hour: 1 or 2 digits; an optional fraction after '.' or ',' of 1+ digits
-#   (only the first 9 count); then 'Z' or +hh:mm / -hh:mm (2 digits each).
-# 'T' and 'Z' are upper case only. Ranges are checked in _parse below.
-_RFC3339 = re.compile(
-    r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{1,2}):([0-9]{2}):([0-9]{2})"
-    r"(?:[.,]([0-9]+))?"
-    r"(?:(Z)|([+-])([0-9]{2}):([0-9]{2}))"
-)
-
-_DAYS_IN_MONTH = (0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
-
-
-def _is_leap(year: int) -> bool:
-    return year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
-
-
-def _days_in(month: int, year: int) -> int:
-    if month == 2 and _is_leap(year):
-        return 29
-    return _DAYS_IN_MONTH[month]
-
-
-def days_from_civil(year: int, month: int, day: int) -> int:
-    """Days since 1970-01-01 of a proleptic Gregorian date (any year)."""
-    y = year - 1 if month <= 2 else year
-    era = y // 400
-    yoe = y - era * 400
-    doy = (153 * (month - 3 if month > 2 else month + 9) + 2) // 5 + day - 1
-    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
-    return era * 146_097 + doe - _UNIX_EPOCH_DAYS_FROM_0000_03_01
-
-
-def civil_from_days(days: int) -> tuple[int, int, int]:
-    """(year, month, day) of a day count since 1970-01-01 (any year)."""
-    z = days + _UNIX_EPOCH_DAYS_FROM_0000_03_01
-    era = z // 146_097
-    doe = z - era * 146_097
-    yoe = (doe - doe // 1460 + doe // 36_524 - doe // 146_096) // 365
-    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
-    mp = (5 * doy + 2) // 153
-    day = doy - (153 * mp + 2) // 5 + 1
-    month = mp + 3 if mp < 10 else mp - 9
-    year = yoe + era * 400 + (1 if month <= 2 else 0)
-    return year, month, day
 
 
 def _timedelta_ns(delta: timedelta) -> int:
     return delta.days * _NS_PER_DAY + delta.seconds * _NS_PER_SECOND + delta.microseconds * 1000
-
-
-def _year_text(year: int) -> str:
-    # Go's appendInt(b, year, 4): a sign for negatives, zero padded to 4 digits.
-    if 0 <= year <= 9999:
-        return f"{year:04d}"
-    if year < 0:
-        return f"-{-year:04d}"
-    return str(year)
 
 
 class Instant:
@@ -107,7 +58,7 @@ class Instant:
     _text: str  # the formatted text, set on first str()
 
     def __init__(self, text: str) -> None:
-        ns, offset = _parse(text)
+        ns, offset = parse_rfc3339(text)
         _SET_NS(self, ns)
         _SET_OFFSET(self, offset)
 
@@ -307,7 +258,7 @@ class Instant:
         if 0 <= year <= 9999:
             text = f"{year:04d}-{month:02d}-{day:02d}T{hour:02d}:{minute:02d}:{second:02d}"
         else:
-            text = f"{_year_text(year)}-{month:02d}-{day:02d}T{hour:02d}:{minute:02d}:{second:02d}"
+            text = f"{year_text(year)}-{month:02d}-{day:02d}T{hour:02d}:{minute:02d}:{second:02d}"
         if frac:
             text += "." + f"{frac:09d}".rstrip("0")
         if offset == 0:
@@ -322,28 +273,6 @@ class Instant:
         return f"Instant({str(self)!r})"
 
 
-_CANONICAL = re.compile(
-    r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{0,8}[1-9])?"
-)
-
-
-_ZEROS = str.maketrans("123456789", "000000000")
-_UTC_FORMS = {20: "0000-00-00T00:00:00Z"} | {
-    n: "0000-00-00T00:00:00." + "0" * (n - 21) + "Z" for n in range(22, 31)
-}
-"""By length, what a canonical UTC text (`_CANONICAL` then `Z`) reads as with
-every ASCII digit made 0; the fraction's last digit is checked apart. A
-string check, not `_CANONICAL`: the hot commands never compile a pattern."""
-
-
-def is_canonical_utc(text: str) -> bool:
-    """`_CANONICAL` then `Z`: YYYY-MM-DDTHH:MM:SS[.frac]Z, ASCII digits, a
-    fraction of 1 to 9 digits with no trailing zero (ranges unchecked)."""
-    return text.translate(_ZEROS) == _UTC_FORMS.get(len(text)) and (
-        len(text) == 20 or text[-2] != "0"
-    )
-
-
 def parse_printed(text: str) -> Instant:
     """`Instant.parse`, and when `text` is exactly what `str()` prints for the
     result (RFC3339Nano: no trailing zero in the fraction, `Z` for offset 0),
@@ -353,10 +282,10 @@ def parse_printed(text: str) -> Instant:
         utc = _utc_printed(text)
         if utc is not None:
             return utc
-    ns, offset = _parse(text)
+    ns, offset = parse_rfc3339(text)
     inst = _make(ns, offset)
     zoned = text[-1] == "Z" or (offset != 0 and text[-6] in "+-")
-    if zoned and _CANONICAL.fullmatch(text, 0, len(text) - (1 if text[-1] == "Z" else 6)):
+    if zoned and CANONICAL.fullmatch(text, 0, len(text) - (1 if text[-1] == "Z" else 6)):
         _SET_TEXT(inst, text)
     return inst
 
@@ -370,12 +299,12 @@ _DAYS_KEPT = 4096
 def _utc_printed(text: str) -> Instant | None:
     """`parse_printed` of a canonical UTC text (YYYY-MM-DDTHH:MM:SS[.frac]Z,
     digits where digits go), its date's day count looked up, not worked out;
-    None when a field is out of range (`_parse` words the error)."""
+    None when a field is out of range (`parse_rfc3339` words the error)."""
     date = text[:10]
     days = _DAYS.get(date)
     if days is None:
         year, month, day = int(text[:4]), int(text[5:7]), int(text[8:10])
-        if not (1 <= month <= 12 and 1 <= day <= _days_in(month, year)):
+        if not (1 <= month <= 12 and 1 <= day <= days_in(month, year)):
             return None
         if len(_DAYS) >= _DAYS_KEPT:
             _DAYS.clear()
@@ -388,50 +317,6 @@ def _utc_printed(text: str) -> Instant | None:
     inst = _make(secs * _NS_PER_SECOND + nanos, 0)
     _SET_TEXT(inst, text)
     return inst
-
-
-def _parse(text: str) -> tuple[int, int]:
-    """(unix ns, offset seconds) of an RFC 3339 text, as Go's time.Parse reads it."""
-    if not isinstance(text, str):
-        raise TypeError(f"expected str, not {type(text).__name__}")
-    m = _RFC3339.fullmatch(text)
-    if m is None:
-        raise ValueError(f"cannot parse {text!r} as RFC 3339")
-    year_s, month_s, day_s, hour_s, minute_s, second_s, frac_s, z, sign, oh_s, om_s = m.groups()
-    year = int(year_s)
-    month = int(month_s)
-    day = int(day_s)
-    hour = int(hour_s)
-    minute = int(minute_s)
-    second = int(second_s)
-    if not 1 <= month <= 12:
-        raise ValueError(f"parsing time {text!r}: month out of range")
-    if not 1 <= day <= _days_in(month, year):
-        raise ValueError(f"parsing time {text!r}: day out of range")
-    if hour >= 24:
-        raise ValueError(f"parsing time {text!r}: hour out of range")
-    if minute >= 60:
-        raise ValueError(f"parsing time {text!r}: minute out of range")
-    if second >= 60:
-        raise ValueError(f"parsing time {text!r}: second out of range")
-    offset = 0
-    if z is None:
-        oh = int(oh_s)
-        om = int(om_s)
-        # Go's range test uses > (offsets of 24 hours or 60 minutes are accepted).
-        if oh > 24:
-            raise ValueError(f"parsing time {text!r}: time zone offset hour out of range")
-        if om > 60:
-            raise ValueError(f"parsing time {text!r}: time zone offset minute out of range")
-        offset = (oh * 60 + om) * 60
-        if sign == "-":
-            offset = -offset
-    nanos = 0
-    if frac_s is not None:
-        nanos = int(frac_s[:9].ljust(9, "0"))
-    days = days_from_civil(year, month, day)
-    secs = days * 86_400 + hour * 3600 + minute * 60 + second - offset
-    return secs * _NS_PER_SECOND + nanos, offset
 
 
 # Instances are built by setting the slots through their descriptors (the

@@ -52,9 +52,21 @@ def _refuse_if_ancestor_blocks(
 
 
 def _grant(
-    core: Core, actor: str, key: str, owner: str, lease: timedelta, now: Instant, cur: TaskState
+    core: Core,
+    actor: str,
+    key: str,
+    owner: str,
+    lease: timedelta,
+    now: Instant,
+    cur: TaskState,
+    event: str,
+    done: str,
 ) -> int | None:
-    """Write the next fence; None when the CAS lost and the caller must reload."""
+    """The write of a claim or a takeover, once its own checks passed: refused
+    when an ancestor failed or is blocked (the record is blocked), else the
+    next fence, announced as `event` (`key K {done} by OWNER`); None when the
+    CAS lost and the caller must reload."""
+    _refuse_if_ancestor_blocks(core, actor, now, key, cur)
     fence = cur.fence + 1
     nxt = cur.replace(
         status=CLAIMED,
@@ -64,8 +76,8 @@ def _grant(
         updated_by=actor,
         updated_at=now,
     )
-    nxt.validate()
-    if core.store.compare_and_swap(key, cur, nxt):
+    if core.swap(key, cur, nxt):
+        core.emit(event, key, f"key {key} {done} by {owner}")
         return fence
     return None
 
@@ -79,10 +91,8 @@ def claim(core: Core, actor: str, key: str, owner: str, lease: timedelta, now: I
                 raise LeaseActiveError(detail=_state(cur))
         elif cur.status != PENDING:
             raise NotClaimedError(detail=_state(cur))
-        _refuse_if_ancestor_blocks(core, actor, now, key, cur)
-        fence = _grant(core, actor, key, owner, lease, now, cur)
+        fence = _grant(core, actor, key, owner, lease, now, cur, events.CLAIMED, "claimed")
         if fence is not None:
-            core.emit(events.CLAIMED, key, f"key {key} claimed by {owner}")
             return fence
 
 
@@ -94,10 +104,8 @@ def takeover(core: Core, actor: str, key: str, owner: str, lease: timedelta, now
             raise NotClaimedError(detail=_state(cur))
         if cur.lease_until > now:
             raise NotStaleError(detail=_state(cur))
-        _refuse_if_ancestor_blocks(core, actor, now, key, cur)
-        fence = _grant(core, actor, key, owner, lease, now, cur)
+        fence = _grant(core, actor, key, owner, lease, now, cur, events.TAKEN_OVER, "taken over")
         if fence is not None:
-            core.emit(events.TAKEN_OVER, key, f"key {key} taken over by {owner}")
             return fence
 
 
@@ -113,8 +121,7 @@ def renew(
         if cur.fence != fence:
             raise FencedError(detail=_fence(cur))
         nxt = cur.replace(lease_until=now + lease, updated_by=actor, updated_at=now)
-        nxt.validate()
-        if core.store.compare_and_swap(key, cur, nxt):
+        if core.swap(key, cur, nxt):
             core.emit(events.RENEWED, key, f"key {key} renewed by {owner}")
             return
 
@@ -133,7 +140,6 @@ def release(core: Core, actor: str, key: str, owner: str, fence: int, now: Insta
             updated_by=actor,
             updated_at=now,
         )
-        nxt.validate()
-        if core.store.compare_and_swap(key, cur, nxt):
+        if core.swap(key, cur, nxt):
             core.emit(events.RELEASED, key, f"key {key} released by {owner}")
             return

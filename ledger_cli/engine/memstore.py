@@ -13,7 +13,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState, byte_order
@@ -22,6 +22,8 @@ from ledger_cli.errors import InvalidMaxEntriesError
 
 if TYPE_CHECKING:
     from ledger_cli.engine.history import HistoryEntry
+
+T = TypeVar("T")
 
 EVICT_SCAN_BUDGET = 8
 """Rotations one eviction round may spend on exempt heads before giving up."""
@@ -194,10 +196,7 @@ class MemStore:
 
     def set_schedule(self, key: str, value: tuple[Instant, int] | None) -> None:
         with self._lock:
-            if value is None:
-                self._schedules.pop(key, None)
-            else:
-                self._schedules[key] = value
+            _set_or_drop(self._schedules, key, value)
 
     def schedules(self) -> dict[str, tuple[Instant, int]]:
         with self._lock:
@@ -213,10 +212,7 @@ class MemStore:
 
     def set_queue(self, key: str, queue: str | None) -> None:
         with self._lock:
-            if queue is None:
-                self._queues.pop(key, None)
-            else:
-                self._queues[key] = queue
+            _set_or_drop(self._queues, key, queue)
 
     def queues(self) -> dict[str, str]:
         with self._lock:
@@ -228,10 +224,7 @@ class MemStore:
 
     def set_limit(self, queue: str, n: int | None) -> None:
         with self._lock:
-            if n is None:
-                self._limits.pop(queue, None)
-            else:
-                self._limits[queue] = n
+            _set_or_drop(self._limits, queue, n)
 
     def read_pause(self, for_claim: bool = False) -> tuple[str, str, str] | None:
         with self._lock:
@@ -252,3 +245,11 @@ class MemStore:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _set_or_drop(mapping: dict[str, T], key: str, value: T | None) -> None:
+    """`mapping[key] = value`, or no entry for `key` when `value` is None."""
+    if value is None:
+        mapping.pop(key, None)
+    else:
+        mapping[key] = value

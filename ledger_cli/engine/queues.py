@@ -44,15 +44,9 @@ def of(store: Store, key: str) -> str:
 
 def put(store: Store, key: str, name: str) -> None:
     """Keep `name` as `key`'s queue (`default` clears the side entry)."""
-    set_: Callable[[str, str | None], None] | None = getattr(store, "set_queue", None)
-    value = None if name == DEFAULT else name
-    if set_ is None:
-        if value is None:
-            return
-        from ledger_cli.errors import StoreError
+    from ledger_cli.engine.store import set_side_entry
 
-        raise StoreError(f"ledger: this store ({type(store).__name__}) keeps no queues")
-    set_(key, value)
+    set_side_entry(store, "set_queue", "queues", key, None if name == DEFAULT else name)
 
 
 def every(store: Store) -> dict[str, str]:

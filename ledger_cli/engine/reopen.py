@@ -63,7 +63,7 @@ from typing import TYPE_CHECKING
 
 from ledger_cli.engine import events
 from ledger_cli.engine.core import Core
-from ledger_cli.engine.dependents import dependents_walk
+from ledger_cli.engine.dependents import dependents_walk, needs_walk
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState, byte_order
 from ledger_cli.engine.serial import blocking_writes
@@ -101,8 +101,7 @@ def _block_one(
 ) -> bool:
     while True:
         nxt = cur.replace(status=BLOCKED, blocked_by=blocker, updated_by=actor, updated_at=now)
-        nxt.validate()
-        if core.store.compare_and_swap(key, cur, nxt):
+        if core.swap(key, cur, nxt):
             core.emit(events.BLOCKED, key, f"key {key} blocked by {blocker}")
             confirm_block(core, actor, now, key, blocker)
             return True
@@ -152,28 +151,12 @@ def failure_behind(load: Callable[[str], TaskState | None], key: str) -> tuple[s
     if start is None:
         return None, False
     cyclic = False
-    seen: set[str] = set()
-    queue: list[str] = []  # breadth first from `head` on (no deque to import)
-    for need in start.needs or ():
-        if need not in seen:
-            seen.add(need)
-            queue.append(need)
-    head = 0
-    while head < len(queue):
-        k = queue[head]
-        head += 1
+    for k, rec in needs_walk(load, start.needs):
         cyclic = cyclic or k == key
-        rec = load(k)
-        if rec is None:
-            continue
         if rec.status == FAILED:
             return k, cyclic
         if rec.status == BLOCKED and load(rec.blocked_by) is None:
             return rec.blocked_by, cyclic
-        for need in rec.needs or ():
-            if need not in seen:
-                seen.add(need)
-                queue.append(need)
     return None, cyclic
 
 
@@ -216,25 +199,9 @@ def nearest_failed(
     the nearest failed key, or None. A blocked record is justified exactly
     when this finds one (a blocked need is walked through, not trusted: it
     may itself be a block that is being undone)."""
-    seen: set[str] = set()
-    queue: list[str] = []  # breadth first from `head` on (no deque to import)
-    for need in needs or ():
-        if need not in seen:
-            seen.add(need)
-            queue.append(need)
-    head = 0
-    while head < len(queue):
-        key = queue[head]
-        head += 1
-        rec = load(key)
-        if rec is None:
-            continue
+    for key, rec in needs_walk(load, needs):
         if rec.status == FAILED:
             return key
-        for need in rec.needs or ():
-            if need not in seen:
-                seen.add(need)
-                queue.append(need)
     return None
 
 
@@ -272,8 +239,7 @@ def _reexamine(
                 updated_by=actor,
                 updated_at=now,
             )
-        nxt.validate()
-        if not core.store.compare_and_swap(key, cur, nxt):
+        if not core.swap(key, cur, nxt):
             fresh = load(key)
             if fresh is None:
                 return False, False

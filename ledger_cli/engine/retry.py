@@ -107,8 +107,7 @@ def _reopen(core: Core, actor: str, key: str, now: Instant, note: str) -> bool:
             updated_by=actor,
             updated_at=now,
         )
-        nxt.validate()
-        if core.store.compare_and_swap(key, cur, nxt):
+        if core.swap(key, cur, nxt):
             break
     core.emit(events.RETRIED, key, f"key {key} retried by {actor}{note}")
     if blocker is not None:

@@ -30,8 +30,6 @@ if TYPE_CHECKING:
     from ledger_cli.engine.record import TaskState
     from ledger_cli.engine.store import Store
 
-MIN_PRIORITY = -1000
-MAX_PRIORITY = 1000
 
 Schedule = tuple[Instant, int]
 """(not_before, priority); not_before is Instant.ZERO when only a priority was given."""
@@ -52,14 +50,9 @@ def of(store: Store, key: str) -> Schedule | None:
 
 def put(store: Store, key: str, value: Schedule | None) -> None:
     """Keep `value` as `key`'s schedule (None clears it)."""
-    set_: Callable[[str, Schedule | None], None] | None = getattr(store, "set_schedule", None)
-    if set_ is None:
-        if value is None:
-            return
-        from ledger_cli.errors import StoreError
+    from ledger_cli.engine.store import set_side_entry
 
-        raise StoreError(f"ledger: this store ({type(store).__name__}) keeps no schedules")
-    set_(key, value)
+    set_side_entry(store, "set_schedule", "schedules", key, value)
 
 
 def every(store: Store) -> dict[str, Schedule]:

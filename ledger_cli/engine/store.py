@@ -42,3 +42,17 @@ class Store(Protocol):
     def __enter__(self) -> Store: ...
 
     def __exit__(self, *exc: object) -> None: ...
+
+
+def set_side_entry(store: object, method: str, what: str, key: str, value: object) -> None:
+    """`store.method(key, value)`: keep (None: clear) a side entry of `key`,
+    its schedule or its queue. A store without that optional method keeps
+    none, so only a clearing is no error there."""
+    set_ = getattr(store, method, None)
+    if set_ is None:
+        if value is None:
+            return
+        from ledger_cli.errors import StoreError
+
+        raise StoreError(f"ledger: this store ({type(store).__name__}) keeps no {what}")
+    set_(key, value)

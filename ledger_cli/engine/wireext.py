@@ -14,6 +14,8 @@ from ledger_cli.engine.wire import encode_snapshot, record_to_json
 from ledger_cli.errors import DecodeError
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from ledger_cli.engine.record import TaskState
     from ledger_cli.engine.schedule import Schedule
 
@@ -53,20 +55,26 @@ def encode(
     return ('{"Tasks":[' + body + "]}").encode("utf-8")
 
 
-def decode(data: bytes | str) -> dict[str, Schedule]:
-    """The extensions of a snapshot that `Snapshot.decode` has accepted."""
+def _entries(data: bytes | str, *members: bytes) -> list[Any]:
+    """The `Tasks` entries of a snapshot that `Snapshot.decode` has accepted,
+    read only when its text names one of `members` (else none)."""
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
-    if b'"NotBefore"' not in raw and b'"Priority"' not in raw:
-        return {}
+    if not any(b'"' + member + b'"' in raw for member in members):
+        return []
     import json
 
     try:
         doc = json.loads(raw)
     except ValueError:
-        return {}
+        return []
     tasks = doc.get("Tasks") if isinstance(doc, dict) else None
+    return tasks if isinstance(tasks, list) else []
+
+
+def decode(data: bytes | str) -> dict[str, Schedule]:
+    """The extensions of a snapshot that `Snapshot.decode` has accepted."""
     found: dict[str, Schedule] = {}
-    for i, obj in enumerate(tasks if isinstance(tasks, list) else ()):
+    for i, obj in enumerate(_entries(data, b"NotBefore", b"Priority")):
         if not isinstance(obj, dict) or ("NotBefore" not in obj and "Priority" not in obj):
             continue
         nb_raw = obj.get("NotBefore", "")
@@ -88,20 +96,10 @@ def decode(data: bytes | str) -> dict[str, Schedule]:
 
 def decode_queues(data: bytes | str) -> dict[str, str]:
     """The `"Queue"` members of a snapshot that `Snapshot.decode` has accepted."""
-    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
-    if b'"Queue"' not in raw:
-        return {}
-    import json
-
     from ledger_cli.engine.queues import DEFAULT, MAX_NAME_BYTES
 
-    try:
-        doc = json.loads(raw)
-    except ValueError:
-        return {}
-    tasks = doc.get("Tasks") if isinstance(doc, dict) else None
     found: dict[str, str] = {}
-    for i, obj in enumerate(tasks if isinstance(tasks, list) else ()):
+    for i, obj in enumerate(_entries(data, b"Queue")):
         if not isinstance(obj, dict) or "Queue" not in obj:
             continue
         queue = obj["Queue"]

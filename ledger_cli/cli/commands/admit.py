@@ -173,22 +173,14 @@ def parse_batch_line(number: int, raw: bytes) -> tuple[str, int, Any, tuple[str,
     key = obj.get("key")
     if not isinstance(key, str):
         raise InputError(f'{where}: "key" must be a string', "bad_batch")
-    try:
-        validate_key(key)
-    except InputError as exc:
-        raise InputError(f"{where}: {exc}", exc.code) from None
     seq = obj.get("seq", 1)
     if type(seq) is not int or not 0 <= seq < 2**64:
         raise InputError(f'{where}: "seq" must be a non-negative integer', "bad_batch")
     needs_raw = obj.get("needs")
-    needs: tuple[str, ...] = ()
-    if needs_raw is not None:
-        if not isinstance(needs_raw, list) or not all(isinstance(n, str) for n in needs_raw):
-            raise InputError(f'{where}: "needs" must be an array of keys', "bad_batch")
-        try:
-            needs = tuple(validate_key(n, "need") for n in needs_raw)
-        except InputError as exc:
-            raise InputError(f"{where}: {exc}", exc.code) from None
+    if needs_raw is not None and (
+        not isinstance(needs_raw, list) or not all(isinstance(n, str) for n in needs_raw)
+    ):
+        raise InputError(f'{where}: "needs" must be an array of keys', "bad_batch")
     when = None
     if "not_before" in obj or "priority" in obj:
         from ledger_cli.cli.when import batch_members
@@ -199,7 +191,9 @@ def parse_batch_line(number: int, raw: bytes) -> tuple[str, int, Any, tuple[str,
         raise InputError(f'{where}: "queue" must be a string', "bad_batch")
     from ledger_cli.cli.queueargs import validate_name
 
-    try:
+    try:  # the values, once their types are known
+        validate_key(key)
+        needs = tuple(validate_key(n, "need") for n in needs_raw or ())
         validate_name(queue)
     except InputError as exc:
         raise InputError(f"{where}: {exc}", exc.code) from None

@@ -3,23 +3,9 @@
 
 from __future__ import annotations
 
-from ledger_cli.cli import output
-from ledger_cli.cli.commands.retry import reason_text
-from ledger_cli.cli.context import Session, Settings
-from ledger_cli.cli.inputs import validate_key
+from ledger_cli.cli.commands.retry import remedy
+from ledger_cli.cli.context import Settings
 
 
 def cancel(settings: Settings, key: str, reason: str | None = None) -> int:
-    validate_key(key)
-    why = reason_text(reason)
-    with Session(settings) as s:
-        now = s.blocks.now = s.now()
-        blocked = s.ledger.cancel(s.actor, key, now, why)
-        rec = s.load(key)
-    if settings.json:
-        output.json_line({"key": key, "record": output.record(rec), "blocked": blocked})
-    else:
-        output.line(f"cancelled {key}")
-        for dep in blocked:
-            output.line(f"blocked {dep}")
-    return 0
+    return remedy(settings, key, reason, lambda s: s.ledger.cancel, "cancelled", "blocked")

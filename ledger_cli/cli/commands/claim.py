@@ -85,14 +85,29 @@ def claim(
         raise InputError("ledger: --queue goes with --next")
     owner, lease_td = owner_and_lease(owner, lease)
     with Session(settings) as s:
-        now = s.now()
-        for attempt in s.writes(now):
-            with attempt:
-                check_slot(s, key, now)
-                fence = s.ledger.claim(s.actor, key, owner, lease_td, now)
-                rec = s.load(key)
+        fence, rec = claim_key(s, key, owner, lease_td)
     output.fence_line(settings.json, key, fence, rec)
     return 0
+
+
+def claim_key(
+    s: Session,
+    key: str,
+    owner: str,
+    lease_td: timedelta,
+    then: Callable[[TaskState, int], None] | None = None,
+) -> tuple[int, TaskState | None]:
+    """Claim KEY in one unit, its queue's slot checked first; `then(record,
+    fence)` runs inside that unit (`run` records its first attempt's start)."""
+    now = s.now()
+    for attempt in s.writes(now):
+        with attempt:
+            check_slot(s, key, now)
+            fence = s.ledger.claim(s.actor, key, owner, lease_td, now)
+            rec = s.load(key)
+            if then is not None and rec is not None:
+                then(rec, fence)
+    return fence, rec
 
 
 def check_slot(s: Session, key: str, now: Instant) -> None:

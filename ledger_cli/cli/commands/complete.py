@@ -18,8 +18,5 @@ def complete(settings: Settings, key: str, owner: str, fence: str, failed: bool 
             with attempt:
                 s.ledger.complete(s.actor, key, owner, fence_n, status, attempt.clock(key))
                 rec = s.load(key)
-    if settings.json:
-        output.json_line({"key": key, "record": output.record(rec)})
-    else:
-        output.line(f"{status} {key}")
+    output.written(settings.json, key, rec, f"{status} {key}")
     return 0

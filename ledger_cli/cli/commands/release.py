@@ -4,10 +4,7 @@ from __future__ import annotations
 
 from ledger_cli.cli import output
 from ledger_cli.cli.context import Session, Settings
-from ledger_cli.cli.inputs import (
-    parse_uint,
-    validate_text,
-)
+from ledger_cli.cli.inputs import parse_uint, validate_text
 
 
 def release(settings: Settings, key: str, owner: str, fence: str) -> int:
@@ -19,8 +16,5 @@ def release(settings: Settings, key: str, owner: str, fence: str) -> int:
             with attempt:
                 s.ledger.release(s.actor, key, owner, fence_n, now)
                 rec = s.load(key)
-    if settings.json:
-        output.json_line({"key": key, "record": output.record(rec)})
-    else:
-        output.line(f"released {key}")
+    output.written(settings.json, key, rec, f"released {key}")
     return 0

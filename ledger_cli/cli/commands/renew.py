@@ -4,10 +4,7 @@ from __future__ import annotations
 
 from ledger_cli.cli import output
 from ledger_cli.cli.context import Session, Settings
-from ledger_cli.cli.inputs import (
-    owner_and_lease,
-    parse_uint,
-)
+from ledger_cli.cli.inputs import owner_and_lease, parse_uint
 
 
 def renew(settings: Settings, key: str, owner: str, fence: str, lease: str) -> int:
@@ -19,9 +16,6 @@ def renew(settings: Settings, key: str, owner: str, fence: str, lease: str) -> i
             with attempt:
                 s.ledger.renew(s.actor, key, owner, fence_n, lease_td, now)
                 rec = s.load(key)
-    if settings.json:
-        output.json_line({"key": key, "record": output.record(rec)})
-    else:
-        until = str(rec.lease_until) if rec is not None else "?"
-        output.line(f"renewed {key} until {until}")
+    until = str(rec.lease_until) if rec is not None else "?"
+    output.written(settings.json, key, rec, f"renewed {key} until {until}")
     return 0

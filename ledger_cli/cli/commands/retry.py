@@ -9,9 +9,16 @@ its history lines (actor, and the reason in each event's text).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ledger_cli.cli import output
 from ledger_cli.cli.context import Session, Settings
 from ledger_cli.cli.inputs import validate_key, validate_text
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ledger_cli.engine.instant import Instant
 
 
 def reason_text(reason: str | None) -> str | None:
@@ -19,16 +26,28 @@ def reason_text(reason: str | None) -> str | None:
 
 
 def retry(settings: Settings, key: str, reason: str | None = None) -> int:
+    return remedy(settings, key, reason, lambda s: s.ledger.retry, "retried", "unblocked")
+
+
+def remedy(
+    settings: Settings,
+    key: str,
+    reason: str | None,
+    call: Callable[[Session], Callable[[str, str, Instant, str | None], list[str]]],
+    done: str,
+    moved: str,
+) -> int:
+    """`retry` and `cancel`: the engine `call` through the session's block
+    driver, then the key's record and the dependents its walk `moved`
+    (`{"key", "record", "unblocked": [...]}`, or a line each)."""
     validate_key(key)
     why = reason_text(reason)
     with Session(settings) as s:
         now = s.blocks.now = s.now()
-        unblocked = s.ledger.retry(s.actor, key, now, why)
+        walked = call(s)(s.actor, key, now, why)
         rec = s.load(key)
-    if settings.json:
-        output.json_line({"key": key, "record": output.record(rec), "unblocked": unblocked})
-    else:
-        output.line(f"retried {key}")
-        for dep in unblocked:
-            output.line(f"unblocked {dep}")
+    output.written(settings.json, key, rec, f"{done} {key}", **{moved: walked})
+    if not settings.json:
+        for dep in walked:
+            output.line(f"{moved} {dep}")
     return 0

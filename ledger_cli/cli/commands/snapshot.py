@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
-import os
 import sys
 
 from ledger_cli.cli import output
 from ledger_cli.cli.context import Session, Settings
-from ledger_cli.cli.inputs import InputError
 
 
 def snapshot(settings: Settings, out: str | None = None) -> int:
@@ -26,17 +23,7 @@ def snapshot(settings: Settings, out: str | None = None) -> int:
         sys.stdout.buffer.write(data + (b"\n" if sys.stdout.isatty() else b""))
         sys.stdout.buffer.flush()
         return 0
-    tmp = f"{out}.tmp-{os.getpid()}"
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, out)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise InputError(f"ledger: cannot write {out}: {exc.strerror or exc}", "bad_file") from None
+    output.write_atomically(out, data)
     if settings.json:
         output.json_line({"output": out, "records": count})
     else:

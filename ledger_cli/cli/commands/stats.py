@@ -11,9 +11,7 @@ collector.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import os
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -235,35 +233,6 @@ def prometheus_text(stats: Stats) -> str:
     return generate_latest(registry).decode("utf-8")
 
 
-def write_atomically(path: str, text: str) -> None:
-    """Temp file beside `path`, fsync, rename over it, fsync the directory.
-
-    Readable by others (0644 less the umask): node_exporter runs as its own user.
-    """
-    directory = os.path.dirname(os.path.abspath(path))
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.tmp-{os.getpid()}")
-    umask = os.umask(0)
-    os.umask(umask)
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644 & ~umask)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-        dir_fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise InputError(
-            f"ledger: cannot write {path}: {exc.strerror or exc}", "bad_file"
-        ) from None
-
-
 def human(stats: Stats, to_file: bool, queues: bool = False) -> str:
     """The text table; with `queues` (stats --queue), a row per queue after it."""
     import io
@@ -334,5 +303,5 @@ def stats(
     if out is None or out == "-":
         sys.stdout.write(text)
         return 0
-    write_atomically(out, text)
+    output.write_atomically(out, text.encode("utf-8"))
     return 0

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from ledger_cli.cli.declarations.base import Key, Queues, app, complete_key, dispatch, examples
+from ledger_cli.cli.declarations.base import Key, Queues, app, dispatch, examples, keys_arg
 
 OUTPUT_EXAMPLES = examples(
     "ledger output nightly-backup",
@@ -46,15 +46,7 @@ def output(
 @app.command(epilog=WAIT_EXAMPLES)
 def wait(
     ctx: typer.Context,
-    keys: Annotated[
-        list[str] | None,
-        typer.Argument(
-            metavar="KEY",
-            help="The keys to wait for.",
-            show_default=False,
-            autocompletion=complete_key,
-        ),
-    ] = None,
+    keys: Annotated[list[str] | None, keys_arg("KEY", "The keys to wait for.")] = None,
     all_: Annotated[
         bool, typer.Option("--all", help="Wait until no record is pending or claimed.")
     ] = False,

@@ -189,13 +189,26 @@ def opt_key(help: str) -> Any:
     return typer.Argument(metavar="KEY", help=help, show_default=False, autocompletion=complete_key)
 
 
+def many(
+    name: str, metavar: str, help: str, complete: Callable[..., list[str]] | None = None
+) -> Any:
+    """A repeatable option: the list of its values, None when it is not given."""
+    return typer.Option(name, metavar=metavar, help=help, autocompletion=complete)
+
+
+def keys_arg(metavar: str, help: str) -> Any:
+    """Any number of KEY arguments, each completed from the store."""
+    return typer.Argument(
+        metavar=metavar, help=help, show_default=False, autocompletion=complete_key
+    )
+
+
 def examples(*lines: str) -> str:
     """A command's help epilog: its examples, each line kept as written (click's
     `\\b` keeps the paragraph from being re-wrapped)."""
     return "Examples:\n\n\b\n" + "\n".join(f"  {line}" for line in lines)
 
 
-OptKey = Annotated[str | None, opt_key("The task's key.")]
 NextKey = Annotated[str | None, opt_key("The task's key (none with --next).")]
 Owner = Annotated[str, typer.Option("--owner", metavar="O", help="Who holds the lease.")]
 Lease = Annotated[
@@ -217,10 +230,9 @@ GiveUp = Annotated[
 ]
 Queues = Annotated[
     list[str] | None,
-    typer.Option(
-        "--queue",
-        metavar="Q",
-        help="Only the queue(s) Q (a,b; repeatable); default: every queue.",
-    ),
+    many("--queue", "Q", "Only the queue(s) Q (a,b; repeatable); default: every queue."),
 ]
 JsonLines = Annotated[bool, typer.Option("--jsonl", help="One JSON object per line.")]
+Statuses = Annotated[
+    list[str] | None, many("--status", "S", "Only this status (repeatable).", complete_status)
+]

@@ -10,11 +10,12 @@ from ledger_cli.cli.declarations.base import (
     JsonLines,
     Key,
     Queues,
+    Statuses,
     app,
-    complete_key,
-    complete_status,
     dispatch,
     examples,
+    keys_arg,
+    many,
     opt_key,
 )
 
@@ -40,15 +41,7 @@ def blocked(ctx: typer.Context, key: Key) -> None:
 )
 def list_(
     ctx: typer.Context,
-    status: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--status",
-            metavar="S",
-            help="Only this status (repeatable).",
-            autocompletion=complete_status,
-        ),
-    ] = None,
+    status: Statuses = None,
     owner: Annotated[
         str | None, typer.Option("--owner", metavar="O", help="Only this owner.")
     ] = None,
@@ -86,8 +79,7 @@ def prune(
         typer.Option("--older-than", metavar="D", help="Only records last updated at least D ago."),
     ],
     status: Annotated[
-        list[str] | None,
-        typer.Option("--status", metavar="S", help="completed or failed (default both)."),
+        list[str] | None, many("--status", "S", "completed or failed (default both).")
     ] = None,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Count what would be pruned; change nothing.")
@@ -131,11 +123,7 @@ def log(
     ] = False,
     event: Annotated[
         list[str] | None,
-        typer.Option(
-            "--event",
-            metavar="NAME",
-            help="Only this event, such as ledger.completed (repeatable).",
-        ),
+        many("--event", "NAME", "Only this event, such as ledger.completed (repeatable)."),
     ] = None,
 ) -> None:
     """The history of writes, oldest first."""
@@ -155,12 +143,7 @@ def graph(
     ctx: typer.Context,
     keys: Annotated[
         list[str] | None,
-        typer.Argument(
-            metavar="KEY...",
-            help="Only these tasks, what they need and what needs them.",
-            show_default=False,
-            autocompletion=complete_key,
-        ),
+        keys_arg("KEY...", "Only these tasks, what they need and what needs them."),
     ] = None,
     fmt: Annotated[
         str,

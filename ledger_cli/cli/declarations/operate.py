@@ -10,14 +10,7 @@ from typing import Annotated
 
 import typer
 
-from ledger_cli.cli.declarations.base import (
-    Key,
-    Queues,
-    app,
-    complete_status,
-    dispatch,
-    examples,
-)
+from ledger_cli.cli.declarations.base import Key, Queues, Statuses, app, dispatch, examples
 
 Reason = Annotated[
     str | None,
@@ -77,15 +70,7 @@ def watch(
         str | None,
         typer.Option("--interval", metavar="D", help="Refresh every D (default 2s)."),
     ] = None,
-    status: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--status",
-            metavar="S",
-            help="Only this status (repeatable).",
-            autocompletion=complete_status,
-        ),
-    ] = None,
+    status: Statuses = None,
     queue: Queues = None,
 ) -> None:
     """A live view of the stats and the unfinished tasks (q or Ctrl-C to leave)."""

@@ -13,10 +13,9 @@ from ledger_cli.cli.declarations.base import Fence, Key, Owner, app, dispatch, e
 
 
 @app.command(
-    epilog=(
-        "Examples:\n\n\b\n"
-        '  ledger check job-7 --owner "$W" --fence "$F" && upload.sh\n'
-        "  ledger --json check job-7 --owner w1 --fence 3"
+    epilog=examples(
+        'ledger check job-7 --owner "$W" --fence "$F" && upload.sh',
+        "ledger --json check job-7 --owner w1 --fence 3",
     )
 )
 def check(ctx: typer.Context, key: Key, owner: Owner, fence: Fence) -> None:
@@ -29,10 +28,8 @@ def check(ctx: typer.Context, key: Key, owner: Owner, fence: Fence) -> None:
 
 
 @app.command(
-    epilog=(
-        "Examples:\n\n\b\n"
-        '  ledger pause --reason "deploy freeze"\n'
-        "  ledger pause && ledger stats --json | jq .paused"
+    epilog=examples(
+        'ledger pause --reason "deploy freeze"', "ledger pause && ledger stats --json | jq .paused"
     )
 )
 def pause(
@@ -49,7 +46,7 @@ def pause(
     dispatch(ctx, work, reason=reason)
 
 
-@app.command(epilog="Examples:\n\n\b\n  ledger resume")
+@app.command(epilog=examples("ledger resume"))
 def resume(ctx: typer.Context) -> None:
     """Let `claim --next` and `run --next` claim again after `ledger pause`."""
     from ledger_cli.cli.commands.resume import resume as work

@@ -20,6 +20,7 @@ from ledger_cli.cli.declarations.base import (
     complete_key,
     dispatch,
     examples,
+    many,
     opt_key,
 )
 
@@ -38,13 +39,7 @@ def admit(
         str | None, typer.Option("--seq", metavar="N", help="Sequence (default 1).")
     ] = None,
     needs: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--needs",
-            metavar="K",
-            help="A key this task needs (repeatable).",
-            autocompletion=complete_key,
-        ),
+        list[str] | None, many("--needs", "K", "A key this task needs (repeatable).", complete_key)
     ] = None,
     task: Annotated[
         str | None, typer.Option("--task", metavar="JSON", help="The task payload (JSON).")

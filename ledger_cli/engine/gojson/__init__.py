@@ -31,6 +31,7 @@ from __future__ import annotations
 from ledger_cli.engine.gojson.decode import (
     NEEDS_SLOW,
     NumberRangeError,
+    literal_value,
     loads,
     number_value,
     parse,
@@ -58,6 +59,7 @@ __all__ = [
     "encode_string",
     "encode_value",
     "format_float",
+    "literal_value",
     "loads",
     "number_value",
     "parse",

@@ -111,11 +111,16 @@ class NumberRangeError(DecodeError):
 
 
 def number_value(num: Number) -> int | float:
+    """The value of a raw tree's number (`literal_value`)."""
+    return literal_value(num.literal)
+
+
+def literal_value(lit: str) -> int | float:
     """Departure 3: an integer literal within 64 bits (INT64_MIN..UINT64_MAX) is an
     exact int; every other number is a float64 (`-0` is -0.0). Out of float64
-    range: DecodeError.
+    range: NumberRangeError. (The `json` module's `parse_int` and `parse_float`
+    hooks of the fast record decoder and of the CLI's `parse_json` too.)
     """
-    lit = num.literal
     # At most 20 digits: never convert thousands of them (Python refuses past 4300).
     if len(lit) <= 21 and "." not in lit and "e" not in lit and "E" not in lit:
         i = int(lit)
@@ -135,17 +140,7 @@ def to_task_value(raw: Any) -> Any:
     Objects -> dict (the last duplicate wins), arrays -> list, numbers per
     departure 3, strings -> str, true/false -> bool, null -> None.
     """
-    t = type(raw)
-    if t is str or raw is None or t is bool:
-        return raw
-    if t is Number:
-        return number_value(raw)
-    if t is EscapedStr:
-        return str(raw)
-    if t is not RawObject and t is not list:
-        raise TypeError(f"not a raw JSON tree node: {t.__name__}")
-    root: list[Any] = [None]
-    # (raw container, output container)
+    # (raw container, output container): filled without recursion, so any depth works
     work: list[tuple[Any, Any]] = []
 
     def convert(node: Any) -> Any:
@@ -166,7 +161,7 @@ def to_task_value(raw: Any) -> Any:
             return out
         raise TypeError(f"not a raw JSON tree node: {nt.__name__}")
 
-    root[0] = convert(raw)
+    root = convert(raw)
     while work:
         node, out = work.pop()
         if type(node) is RawObject:
@@ -175,7 +170,7 @@ def to_task_value(raw: Any) -> Any:
         else:
             for i, child in enumerate(node):
                 out[i] = convert(child)
-    return root[0]
+    return root
 
 
 def loads(data: bytes | bytearray | memoryview | str) -> Any:

@@ -59,27 +59,30 @@ def go_syntax_message(msg: str, doc: str, pos: int) -> str:
     if pos >= len(doc) or msg.startswith("Unterminated string"):
         return "unexpected end of JSON input"
     q = _quote_char(doc[pos])
-    if msg.startswith("Extra data"):
-        return f"invalid character {q} after top-level value"
-    if msg.startswith(("Expecting value", "Unexpected UTF-8 BOM")):
-        return f"invalid character {q} looking for beginning of value"
-    if msg.startswith("Expecting property name"):
-        return f"invalid character {q} looking for beginning of object key string"
-    if msg.startswith("Expecting ':'"):
-        return f"invalid character {q} after object key"
     if msg.startswith("Expecting ','"):
         if _enclosing(doc, pos) == "{":
             return f"invalid character {q} after object key:value pair"
         return f"invalid character {q} after array element"
-    if msg.startswith("Invalid control character"):
-        return f"invalid character {q} in string literal"
-    if msg.startswith("Invalid \\u"):
-        return f"invalid character {q} in \\u hexadecimal character escape"
     if msg.startswith("Invalid \\escape"):
         # Python points at the backslash, Go at the character after it.
         q = _quote_char(doc[pos + 1]) if pos + 1 < len(doc) else q
         return f"invalid character {q} in string escape code"
+    for python, go in _GO_WORDS:
+        if msg.startswith(python):
+            return f"invalid character {q} {go}"
     return msg
+
+
+_GO_WORDS = (
+    ("Extra data", "after top-level value"),
+    ("Expecting value", "looking for beginning of value"),
+    ("Unexpected UTF-8 BOM", "looking for beginning of value"),
+    ("Expecting property name", "looking for beginning of object key string"),
+    ("Expecting ':'", "after object key"),
+    ("Invalid control character", "in string literal"),
+    ("Invalid \\u", "in \\u hexadecimal character escape"),
+)
+"""The start of the `json` module's message, and what Go says after the character."""
 
 
 _WS = re.compile(r"[ \t\n\r]*")

@@ -30,11 +30,6 @@ class Number:
     def __init__(self, literal: str) -> None:
         self.literal = literal
 
-    def is_integer_literal(self) -> bool:
-        """No fraction and no exponent."""
-        lit = self.literal
-        return "." not in lit and "e" not in lit and "E" not in lit
-
     def __repr__(self) -> str:
         return f"Number({self.literal!r})"
 

@@ -254,23 +254,9 @@ def _build(fields: list[Any] | None) -> TaskState:
         return TaskState()
     needs = fields[_NEEDS]
     if needs is not None:
-        needs = tuple("" if k is None else k for k in needs.items())
-    return TaskState(
-        key=fields[_KEY],
-        status=fields[_STATUS],
-        sequence=fields[_SEQUENCE],
-        owner=fields[_OWNER],
-        fence=fields[_FENCE],
-        lease_until=fields[_LEASE_UNTIL],
-        needs=needs,
-        blocked_by=fields[_BLOCKED_BY],
-        task=fields[_TASK],
-        rev=fields[_REV],
-        created_by=fields[_CREATED_BY],
-        created_at=fields[_CREATED_AT],
-        updated_by=fields[_UPDATED_BY],
-        updated_at=fields[_UPDATED_AT],
-    )
+        # `fields` is this record's own list (`_zero_fields`), in TaskState's order.
+        fields[_NEEDS] = tuple("" if k is None else k for k in needs.items())
+    return TaskState._make(fields)
 
 
 def record_from_raw(raw: Any) -> TaskState:

@@ -83,38 +83,17 @@ def _enc_needs(value: object) -> str:
 
 def record_to_json(rec: TaskState) -> str:
     """One record as Go marshals a TaskState: 14 keys, compact, field order."""
-    return "".join(
-        (
-            '{"Key":',
-            _enc_str(rec.key, "Key"),
-            ',"Status":',
-            _enc_str(rec.status, "Status"),
-            ',"Sequence":',
-            _enc_uint(rec.sequence, "Sequence"),
-            ',"Owner":',
-            _enc_str(rec.owner, "Owner"),
-            ',"Fence":',
-            _enc_uint(rec.fence, "Fence"),
-            ',"LeaseUntil":',
-            _enc_time(rec.lease_until, "LeaseUntil"),
-            ',"Needs":',
-            _enc_needs(rec.needs),
-            ',"BlockedBy":',
-            _enc_str(rec.blocked_by, "BlockedBy"),
-            ',"Task":',
-            gojson.encode_value(rec.task),
-            ',"Rev":',
-            _enc_uint(rec.rev, "Rev"),
-            ',"CreatedBy":',
-            _enc_str(rec.created_by, "CreatedBy"),
-            ',"CreatedAt":',
-            _enc_time(rec.created_at, "CreatedAt"),
-            ',"UpdatedBy":',
-            _enc_str(rec.updated_by, "UpdatedBy"),
-            ',"UpdatedAt":',
-            _enc_time(rec.updated_at, "UpdatedAt"),
-            "}",
-        )
+    s, u, t = _enc_str, _enc_uint, _enc_time  # short, so that a line holds two fields
+    return (
+        f'{{"Key":{s(rec.key, "Key")},"Status":{s(rec.status, "Status")}'
+        f',"Sequence":{u(rec.sequence, "Sequence")},"Owner":{s(rec.owner, "Owner")}'
+        f',"Fence":{u(rec.fence, "Fence")},"LeaseUntil":{t(rec.lease_until, "LeaseUntil")}'
+        f',"Needs":{_enc_needs(rec.needs)},"BlockedBy":{s(rec.blocked_by, "BlockedBy")}'
+        f',"Task":{gojson.encode_value(rec.task)},"Rev":{u(rec.rev, "Rev")}'
+        f',"CreatedBy":{s(rec.created_by, "CreatedBy")}'
+        f',"CreatedAt":{t(rec.created_at, "CreatedAt")}'
+        f',"UpdatedBy":{s(rec.updated_by, "UpdatedBy")}'
+        f',"UpdatedAt":{t(rec.updated_at, "UpdatedAt")}}}'
     )
 
 

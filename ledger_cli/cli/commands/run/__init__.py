@@ -46,7 +46,6 @@ background, complete by the command's exit status.
 
 from __future__ import annotations
 
-import signal
 import threading
 import time
 from datetime import timedelta
@@ -56,7 +55,7 @@ from typing import TYPE_CHECKING
 from ledger_cli.cli.commands.claim import (
     NothingReadyError,
     PausedError,
-    check_slot,
+    claim_key,
     claim_next_timed,
 )
 from ledger_cli.cli.commands.run.outcome import LeaseLostError
@@ -65,6 +64,7 @@ from ledger_cli.cli.commands.run.supervisor import (
     STOP_GRACE,
     Supervisor,
     exit_code,
+    with_signals,
 )
 from ledger_cli.cli.context import Session, Settings
 from ledger_cli.cli.inputs import InputError, parse_duration, parse_uint, validate_text
@@ -72,7 +72,7 @@ from ledger_cli.cli.outage import Outage, is_outage, margin_of, open_session, pa
 from ledger_cli.errors import NoKeyError, StoreError
 
 if TYPE_CHECKING:
-    from ledger_cli.cli.commands.run.attempts import RunOptions
+    from ledger_cli.cli.commands.run.limits import RunOptions
     from ledger_cli.engine.record import TaskState
 
 __all__ = ["STOP_GRACE", "LeaseLostError", "Supervisor", "exit_code", "run"]
@@ -125,7 +125,7 @@ def run(
     attempts = parse_uint(retries, "--retries", MAX_RETRIES) + 1 if retries is not None else 1
     backoff_td = parse_duration(backoff, "--backoff") if backoff is not None else DEFAULT_BACKOFF
     give_up = parse_give_up(give_up_after)
-    from ledger_cli.cli.commands.run.attempts import RunOptions
+    from ledger_cli.cli.commands.run.limits import RunOptions
 
     options = RunOptions(keep_output, timeout, kill_after)  # docs/design.md §7.1, §7.4
     with open_session(settings, give_up if drain or wait is not None else None) as s:
@@ -146,14 +146,7 @@ def run(
         else:
             assert key is not None
             sent = time.monotonic()
-            now = s.now()
-            for attempt in s.writes(now):
-                with attempt:
-                    check_slot(s, key, now)
-                    fence = s.ledger.claim(s.actor, key, owner, lease_td, now)
-                    claimed = s.load(key)
-                    if claimed is not None:
-                        begin(claimed, fence)
+            fence, claimed = claim_key(s, key, owner, lease_td, begin)
             if claimed is None:
                 raise NoKeyError(key=key)
             rec = claimed
@@ -188,7 +181,7 @@ class Drainer:
         """Set by SIGINT/SIGTERM between tasks: cuts a --wait poll short."""
         self.outage = Outage("the drain")
         self.options: RunOptions | None = None
-        """--keep-output, --timeout, --kill-after for every task (run/attempts.py)."""
+        """--keep-output, --timeout, --kill-after for every task (run/limits.py)."""
         self.until_idle = False
         self.queues: frozenset[str] | None = None
         """--queue: claim only from these queues (None: every queue)."""
@@ -206,14 +199,7 @@ class Drainer:
         self.stopping.set()
 
     def run(self) -> int:
-        previous = {
-            sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT, signal.SIGTERM)
-        }
-        try:
-            return self._drain()
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+        return with_signals(self._on_signal, self._drain)
 
     def _claim(self) -> tuple[TaskState, int, float] | None:
         """The next ready task (and the monotonic time its claim was sent),

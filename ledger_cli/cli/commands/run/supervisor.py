@@ -31,13 +31,15 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from ledger_cli.cli import output
-from ledger_cli.cli.commands.run.attempts import TIMEOUT_EXIT
 from ledger_cli.cli.commands.run.leasekeeper import LeaseKeeper
+from ledger_cli.cli.commands.run.limits import TIMEOUT_EXIT
 from ledger_cli.cli.commands.run.outcome import LeaseLostError, OutcomeWrites
 from ledger_cli.cli.context import Session
 from ledger_cli.errors import LedgerError, StoreError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ledger_cli.engine.record import TaskState
 
 STOP_GRACE = 5.0
@@ -94,7 +96,7 @@ class Supervisor(OutcomeWrites):
             self._on_lost,
         )
         self.poll = min(0.1, self.keeper.margin / 4)
-        from ledger_cli.cli.commands.run.attempts import RunOptions
+        from ledger_cli.cli.commands.run.limits import RunOptions
 
         self.options = RunOptions()
         """--keep-output, --timeout, --kill-after (run.py sets them)."""
@@ -169,20 +171,14 @@ class Supervisor(OutcomeWrites):
         self._signal_child(signum)
 
     def run(self) -> int:
-        previous = {
-            sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT, signal.SIGTERM)
-        }
-        try:
-            return self._run()
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+        return with_signals(self._on_signal, self._run)
 
     def _attempt(self) -> int | None:
         """Run the command once; its exit status (None: a signal or a lost lease
         stopped it). Raises OSError when it cannot be started. The attempt and
         its output are recorded beside the record (cli/commands/run/attempts.py)."""
-        from ledger_cli.cli.commands.run.attempts import AttemptRecorder, Deadline
+        from ledger_cli.cli.commands.run.attempts import AttemptRecorder
+        from ledger_cli.cli.commands.run.limits import Deadline
 
         opts = self.options
         rec = AttemptRecorder(self.s, self.key, self.fence, self.owner, self.attempt, opts.keep)
@@ -340,3 +336,14 @@ class Supervisor(OutcomeWrites):
                     self.s.ledger.release(self.s.actor, self.key, self.owner, self.fence, now)
         except LedgerError as exc:
             output.diag(f"ledger: releasing {self.key}: {output.one_line(str(exc))}")
+
+
+def with_signals(handler: Callable[[int, FrameType | None], None], body: Callable[[], int]) -> int:
+    """`body()` with SIGINT and SIGTERM sent to `handler`, the handlers that
+    were there before put back after it."""
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        return body()
+    finally:
+        for sig, before in previous.items():
+            signal.signal(sig, before)
