@@ -275,6 +275,17 @@ class PostgresConnection:
                     self._claim_limits = None
                     self._preloaded.clear()
 
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """A transaction at REPEATABLE READ: every read in the block sees one
+        instant (at READ COMMITTED each statement sees its own), so a row
+        another worker is claiming reads as it was, ready (`run --drain`'s stop
+        check: engine/ready.py `drain_left`)."""
+        with self.batch():
+            with self._lock, self._errors("snapshot"):
+                self._conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            yield
+
     def now(self) -> Instant:
         """The server's `clock_timestamp()` (microseconds), in UTC."""
         with self._lock:

@@ -209,7 +209,6 @@ class Drainer:
         (up to --give-up-after; the --wait clock stops meanwhile)."""
         deadline = time.monotonic() + self.wait_s
         pause = 0.05
-        confirm = False  # the last check found no live lease: an empty claim ends the drain
         while self.signum is None:
             began = time.monotonic()
             paused = False
@@ -232,11 +231,11 @@ class Drainer:
                 return got
             left = deadline - time.monotonic()
             if left <= 0:
-                if self.until_idle or paused or confirm:
+                if self.until_idle or paused:
                     self.outage.ok()
                     return None
                 try:
-                    held = self._others_hold()
+                    what = self._left()
                 except StoreError as exc:
                     if not is_outage(exc):
                         raise
@@ -244,31 +243,44 @@ class Drainer:
                         return None
                     continue
                 self.outage.ok()
-                if not held:
-                    # Claim once more before stopping: a lease that ended
-                    # between the claim and the check may have made a task ready.
-                    confirm = True
-                    continue
-                left = self.held_cap
+                if what is None:
+                    return None
+                # A live lease: poll for its outcome. A ready task the claim
+                # missed: another worker's claim of it is in flight; look again.
+                left = self.held_cap if what == "held" else pause
             self.outage.ok()
             if self.stopping.wait(min(pause, left)):
                 return None
             pause = min(pause * 2, 1.0)
         return None
 
-    def _others_hold(self) -> bool:
-        """Whether a task is claimed with a live lease (ours are all finished
-        between tasks, so another worker's): its end may make more ready.
+    def _left(self) -> str | None:
+        """What keeps the drain going: "held" when some task is claimed with a
+        live lease (its outcome may make more ready), "ready" when a task this
+        drain may claim is ready (another worker's claim of it may be in
+        flight), None when neither: the graph, but for new admissions, is done.
 
-        A read of its own, outside any claim's unit (on PostgreSQL, outside the
-        claim's transaction), so it can miss a lease taken just after it. The
-        drain stops only when this check found no live lease and a claim made
-        after it found nothing ready: a miss then ends a worker early only at
-        an instant when nothing was claimed and nothing was ready, the
-        state in which the graph (but for new admissions) is done."""
-        from ledger_cli.engine.ready import live_lease_held
+        Read in one consistent unit, the store's `snapshot()` (PostgreSQL: a
+        REPEATABLE READ transaction) or else its batch (the JSON store's lock,
+        SQLite's write transaction): a check of leases and a later check of
+        the ready tasks could each miss a task that went from ready to claimed
+        between them, and stop a worker while the graph is still running."""
+        from ledger_cli.engine import queues
+        from ledger_cli.engine.ready import live_lease_held, nameable, ready_iter
 
-        return live_lease_held(self.s.store, self.s.now())
+        store, wanted = self.s.store, self.queues
+        unit = getattr(store, "snapshot", None) or store.batch
+        with unit():
+            now = self.s.now()
+            if live_lease_held(store, now):
+                return "held"
+            side = queues.every(store) if wanted is not None else {}
+            for rec in ready_iter(store, store.load, now):
+                if nameable(rec.key) and (
+                    wanted is None or side.get(rec.key, queues.DEFAULT) in wanted
+                ):
+                    return "ready"
+        return None
 
     def _drain(self) -> int:
         failed = False
