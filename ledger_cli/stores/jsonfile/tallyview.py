@@ -17,7 +17,7 @@ from ledger_cli.stores.jsonfile import fsutil, readyindex, tally
 from ledger_cli.stores.jsonfile.depsview import unlocked_check
 from ledger_cli.stores.jsonfile.locking import io_errors, store_method
 from ledger_cli.stores.jsonfile.reading import RecordReader
-from ledger_cli.stores.jsonfile.records import key_digest, scan_records
+from ledger_cli.stores.jsonfile.records import key_digest, record_path, scan_records
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
@@ -52,11 +52,35 @@ class TallyMethods(RecordReader):
         if counts is None:
             return None
         noted = []
+        missing = []
         for digest in tally.read_noted(self._root, root_fd):
             rec = self._read_digest(root_fd, digest)
-            if rec is not None and tally.is_noted(rec):
+            if rec is None:
+                missing.append(digest)
+            elif tally.is_noted(rec):
                 noted.append(rec)
+        if missing:
+            self._confirm_lost(missing)
         return counts, noted
+
+    def _confirm_lost(self, digests: list[str]) -> None:
+        """Raise StoreDamageError when a record the tally notes is still missing
+        under the lock, where no prune or write is halfway: its file is lost,
+        and counts that include it would be a wrong answer. (Read without the
+        lock, a record a `restore` replaced meanwhile is missing too; that is
+        no damage.)"""
+        from ledger_cli.errors import StoreDamageError
+
+        with self._locked(create=False) as root_fd:
+            if root_fd is None or tally.read_counts(self._root, root_fd) is None:
+                return
+            still = set(digests).intersection(tally.read_noted(self._root, root_fd))
+            lost = sorted(d for d in still if self._read_digest(root_fd, d) is None)
+        if lost:
+            raise StoreDamageError(
+                f"ledger: store: {record_path(self._root, lost[0])}: a record file is lost "
+                "while the tally counts it (ledger doctor names its key)"
+            )
 
     def tally_figures(self) -> tuple[dict[str, int], list[TaskState], int] | None:
         """(the unpruned records of each status, the noted records, the pending
