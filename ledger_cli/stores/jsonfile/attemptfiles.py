@@ -38,7 +38,6 @@ FORMAT = "ledger_cli.attempt"
 SUFFIX = ".att"
 PID_SUFFIX = ".pid"
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | fsutil.O_NOFOLLOW | fsutil.O_CLOEXEC
-_READ = os.O_RDONLY | fsutil.O_NOFOLLOW | fsutil.O_NONBLOCK | fsutil.O_CLOEXEC
 
 Op = tuple[str, int, "bytes | None"]
 """A batch's attempt write: (key digest, n, the whole file; None: remove it)."""
@@ -136,14 +135,10 @@ def write_temp(dir_fd: int, name: str, data: bytes, where: str, *, sync: bool = 
 def open_attempt(dir_fd: int, name: str, where: str) -> tuple[int, dict[str, object]] | None:
     """(fd positioned after the header, header), or None when missing."""
     path = f"{where}/{name}"
-    try:
-        fd = os.open(name, _READ, dir_fd=dir_fd)
-    except FileNotFoundError:
+    fd = fsutil.open_regular(dir_fd, name, fsutil.READ_FLAGS, path)
+    if fd is None:
         return None
-    except OSError as exc:
-        raise fsutil.open_failed(path, exc) from None
     try:
-        fsutil.require_regular(fd, path)
         head = b""
         while b"\n" not in head:
             chunk = os.read(fd, 4096)
@@ -223,7 +218,7 @@ def exists(dir_fd: int, name: str) -> bool:
 def read_pid(dir_fd: int, n: int) -> int | None:
     """The pid noted in `<n>.pid`; None when missing or not whole (a power cut)."""
     try:
-        fd = os.open(f"{n}{PID_SUFFIX}", _READ, dir_fd=dir_fd)
+        fd = os.open(f"{n}{PID_SUFFIX}", fsutil.READ_FLAGS, dir_fd=dir_fd)
     except OSError:
         return None
     try:

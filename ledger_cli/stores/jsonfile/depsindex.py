@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 
 from ledger_cli.engine.record import TaskState
 from ledger_cli.stores.jsonfile import fsutil
-from ledger_cli.stores.jsonfile.fsutil import damaged_index, fail
+from ledger_cli.stores.jsonfile.fsutil import damaged_index
 from ledger_cli.stores.jsonfile.layout import DIGEST, SHARD, shown
 from ledger_cli.stores.jsonfile.records import need_digest
 
@@ -118,22 +118,11 @@ def append(root: str, dfd: int, adds: dict[str, set[str]], *, sync: bool) -> Non
             created = False
             for need in sorted(needs):
                 path = shown(root, DEPS_DIR, shard, need)
-                try:
-                    fd = os.open(need, fsutil.APPEND_FLAGS, fsutil.FILE_MODE, dir_fd=sfd)
-                except OSError as exc:
-                    raise fsutil.open_failed(path, exc) from None
-                st = fsutil.require_regular(fd, path)  # closes fd when it refuses
-                created |= st.st_size == 0  # new (or empty): its name must be made durable
-                try:
-                    # The leading newline ends a line a crash may have torn.
-                    data = "".join("\n" + d for d in sorted(adds[need])) + "\n"
-                    fsutil.write_all(fd, data.encode("ascii"))
-                    if sync:
-                        os.fsync(fd)
-                except OSError as exc:
-                    raise fail(path, "cannot append", exc) from None
-                finally:
-                    os.close(fd)
+                fd = fsutil.open_regular(sfd, need, fsutil.APPEND_FLAGS, path)
+                assert fd is not None  # O_CREAT
+                # new (or empty): its name must be made durable
+                created |= os.fstat(fd).st_size == 0
+                fsutil.append_lines(fd, sorted(adds[need]), path, sync=sync)
             if created and sync:
                 fsutil.fsync_fd(sfd, shown(root, DEPS_DIR, shard))
         finally:

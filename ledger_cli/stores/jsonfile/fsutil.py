@@ -42,7 +42,7 @@ files ignore the flag."""
 APPEND_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC
 """Opening an append-only index file (live/ shard indexes, deps/ need files)."""
 _DIR_FLAGS = os.O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC
-_READ_FLAGS = os.O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC
+READ_FLAGS = os.O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC
 _CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW | O_CLOEXEC
 
 
@@ -141,19 +141,43 @@ def require_regular(fd: int, shown: str) -> os.stat_result:
     return st
 
 
-def read_file(dir_fd: int, name: str, shown: str) -> bytes | None:
-    """The whole content of regular file `name`, or None when it does not exist."""
+def open_regular(dir_fd: int, name: str, flags: int, shown: str) -> int | None:
+    """Open regular file `name` (created with FILE_MODE when `flags` has
+    O_CREAT), or None when it does not exist; a StoreError naming `shown`
+    for any other failure, a symlink or anything but a regular file."""
     try:
-        fd = os.open(name, _READ_FLAGS, dir_fd=dir_fd)
+        fd = os.open(name, flags, FILE_MODE, dir_fd=dir_fd)
     except FileNotFoundError:
         return None
     except OSError as exc:
         raise open_failed(shown, exc) from None
-    st = require_regular(fd, shown)
+    require_regular(fd, shown)  # closes fd when it refuses
+    return fd
+
+
+def append_lines(fd: int, lines: Iterable[str], shown: str, *, sync: bool) -> None:
+    """Append `lines` (ASCII) to the file open on `fd`, each after a newline
+    (which ends a line a crash may have torn), fsynced when `sync`; closes `fd`."""
     try:
+        write_all(fd, "".join("\n" + line for line in lines).encode("ascii") + b"\n")
+        if sync:
+            os.fsync(fd)
+    except OSError as exc:
+        raise fail(shown, "cannot append", exc) from None
+    finally:
+        os.close(fd)
+
+
+def read_file(dir_fd: int, name: str, shown: str) -> bytes | None:
+    """The whole content of regular file `name`, or None when it does not exist."""
+    fd = open_regular(dir_fd, name, READ_FLAGS, shown)
+    if fd is None:
+        return None
+    try:
+        size = os.fstat(fd).st_size
         chunks: list[bytes] = []
         while True:
-            chunk = os.read(fd, max(st.st_size + 1, 4096))
+            chunk = os.read(fd, max(size + 1, 4096))
             if not chunk:
                 break
             chunks.append(chunk)

@@ -67,7 +67,6 @@ BLOCK = 4 << 20
 
 _O_TMPFILE: int = getattr(os, "O_TMPFILE", 0)
 _PROC_FD = "/proc/self/fd"
-_READ = os.O_RDONLY | fsutil.O_NOFOLLOW | fsutil.O_NONBLOCK | fsutil.O_CLOEXEC
 
 
 def open_for_append(root: str, root_fd: int, at: int | None = None) -> tuple[int, int]:
@@ -250,20 +249,14 @@ def stream(root: str, key: str | None, pending: list[bytes]) -> Iterator[History
         root_fd = fsutil.open_root(root)
         if root_fd is not None:
             try:
-                flags = os.O_RDONLY | fsutil.O_NOFOLLOW | fsutil.O_NONBLOCK | fsutil.O_CLOEXEC
-                fd = os.open(HISTORY_NAME, flags, dir_fd=root_fd)
-            except FileNotFoundError:
-                fd = None
-                lost = exists(root, root_fd, HISTORY_MARK)
-            except OSError as exc:
-                raise fsutil.open_failed(path, exc) from None
+                fd = fsutil.open_regular(root_fd, HISTORY_NAME, fsutil.READ_FLAGS, path)
+                lost = fd is None and exists(root, root_fd, HISTORY_MARK)
             finally:
                 os.close(root_fd)
-            if fd is None and lost:
+            if lost:
                 raise lost_history(root)
         number = 0
         if fd is not None:
-            fsutil.require_regular(fd, path)  # closes fd when it refuses
             try:
                 rest = b""
                 while chunk := os.read(fd, 1 << 20):
@@ -301,14 +294,9 @@ def _rewrite(root: str, locked: Locked, keys: set[str]) -> bool:
         with locked() as root_fd:
             if root_fd is None:
                 return True
-            try:
-                fd = os.open(HISTORY_NAME, _READ, dir_fd=root_fd)
-            except FileNotFoundError:
+            src = fsutil.open_regular(root_fd, HISTORY_NAME, fsutil.READ_FLAGS, path)
+            if src is None:
                 return True
-            except OSError as exc:
-                raise fsutil.open_failed(path, exc) from None
-            fsutil.require_regular(fd, path)  # closes fd when it refuses
-            src = fd
             end = _complete_size(src)
             if end == 0:
                 return True

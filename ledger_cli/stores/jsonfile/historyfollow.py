@@ -26,7 +26,6 @@ from ledger_cli.stores.jsonfile.historyfile import parse_lines
 from ledger_cli.stores.jsonfile.layout import HISTORY_NAME, shown
 from ledger_cli.stores.jsonfile.locking import io_errors
 
-_READ = os.O_RDONLY | fsutil.O_NOFOLLOW | fsutil.O_NONBLOCK | fsutil.O_CLOEXEC
 _BLOCK = 1 << 20
 
 
@@ -84,15 +83,9 @@ class HistoryFollower:
         if root_fd is None:
             return None
         try:
-            fd = os.open(HISTORY_NAME, _READ, dir_fd=root_fd)
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            raise fsutil.open_failed(self._path, exc) from None
+            return fsutil.open_regular(root_fd, HISTORY_NAME, fsutil.READ_FLAGS, self._path)
         finally:
             os.close(root_fd)
-        fsutil.require_regular(fd, self._path)  # closes fd when it refuses
-        return fd
 
     def _adopt(self, fd: int) -> None:
         self.close()

@@ -81,20 +81,9 @@ def append_shard_index(
     caller's syncfs makes them durable)."""
     name = shard + ".idx"
     path = shown(root, LIVE_DIR, name)
-    try:
-        fd = os.open(name, fsutil.APPEND_FLAGS, fsutil.FILE_MODE, dir_fd=lfd)
-    except OSError as exc:
-        raise fsutil.open_failed(path, exc) from None
-    fsutil.require_regular(fd, path)  # closes fd when it refuses
-    try:
-        # The leading newline ends a line a crash may have torn.
-        fsutil.write_all(fd, "".join("\n" + d for d in sorted(digests)).encode("ascii") + b"\n")
-        if sync:
-            os.fsync(fd)
-    except OSError as exc:
-        raise fail(path, "cannot append", exc) from None
-    finally:
-        os.close(fd)
+    fd = fsutil.open_regular(lfd, name, fsutil.APPEND_FLAGS, path)
+    assert fd is not None  # O_CREAT
+    fsutil.append_lines(fd, sorted(digests), path, sync=sync)
 
 
 def write_shard_index(root: str, root_fd: int, lfd: int, shard: str, digests: set[str]) -> None:

@@ -141,12 +141,10 @@ def append(root: str, root_fd: int, records: Iterable[tuple[str, TaskState]]) ->
         for shard, lines in by_shard.items():
             name = shard + ".jsonl"
             path = shown(root, PRUNED_DIR, name)
+            fd = fsutil.open_regular(pfd, name, _APPEND, path)
+            assert fd is not None  # O_CREAT
             try:
-                fd = os.open(name, _APPEND, fsutil.FILE_MODE, dir_fd=pfd)
-            except OSError as exc:
-                raise fsutil.open_failed(path, exc) from None
-            size = fsutil.require_regular(fd, path).st_size  # closes fd when it refuses
-            try:
+                size = os.fstat(fd).st_size
                 if size and os.pread(fd, 1, size - 1) != b"\n":  # cut a torn last line
                     data = os.pread(fd, size, 0)
                     size = data.rfind(b"\n") + 1
