@@ -32,7 +32,7 @@ from typer.testing import CliRunner
 
 from ledger_cli.cli import app
 from ledger_cli.engine.wire import record_to_json
-from ledger_cli.stores.jsonfile import JsonFileStore, fsutil
+from ledger_cli.stores.jsonfile import JsonFileStore, fsutil, swap
 
 T0 = "2026-01-02T03:04:05Z"
 ROOT = Path(__file__).resolve().parent.parent
@@ -192,7 +192,8 @@ durable); a syncfs(2) returned (large batches)."""
 
 
 class OsFaults:
-    """Interpose on os.open/write/fsync/replace/close/link (and fsutil.sync_filesystem).
+    """Interpose on os.open/write/fsync/replace/close/link, fsutil.sync_filesystem
+    and swap.unsynced (an unsynced file put in place: counted as a "replace").
 
     - `fail=(name, k)`: the k-th call of os.<name> raises OSError(`err`) — only
       that call, or with `persistent` that call and every later one. A failing
@@ -298,6 +299,14 @@ class OsFaults:
         if self._step("renamed"):
             self.die()
 
+    def _swap(self, *args: Any) -> None:
+        """swap.unsynced: an unsynced file put in place (by rename or exchange)."""
+        if self._should_fail("replace"):
+            raise self._error("replace")
+        self._real["swap"](*args)
+        if self._step("renamed"):
+            self.die()
+
     def _link(self, *args: Any, **kwargs: Any) -> None:
         if self._should_fail("link"):
             raise self._error("link")
@@ -332,12 +341,15 @@ class OsFaults:
             setattr(os, name, wrapper)
         self._real["syncfs"] = fsutil.sync_filesystem
         fsutil.sync_filesystem = self._syncfs  # type: ignore[assignment]
+        self._real["swap"] = swap.unsynced
+        swap.unsynced = self._swap  # type: ignore[assignment]
         return self
 
     def __exit__(self, *exc: object) -> None:
         for name in (*FUNCS, "link"):
             setattr(os, name, self._real[name])
         fsutil.sync_filesystem = self._real["syncfs"]
+        swap.unsynced = self._real["swap"]
 
 
 def walk_paths(root: Path) -> Iterator[Path]:

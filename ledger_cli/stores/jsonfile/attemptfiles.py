@@ -27,7 +27,7 @@ import os
 from typing import TYPE_CHECKING
 
 from ledger_cli.engine.attempts import KEEP_ATTEMPTS, Attempt
-from ledger_cli.stores.jsonfile import fsutil
+from ledger_cli.stores.jsonfile import fsutil, swap
 from ledger_cli.stores.jsonfile.fsutil import fail
 
 if TYPE_CHECKING:
@@ -237,7 +237,7 @@ def write_pid(dir_fd: int, n: int, pid: int, where: str) -> None:
     name = f"{n}{PID_SUFFIX}"
     tmp = write_temp(dir_fd, name, b"%d\n" % pid, where, sync=False)
     try:
-        os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        swap.into_place(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, synced=False)
     except OSError as exc:
         fsutil.unlink_quiet(dir_fd, tmp)
         raise fail(where, "cannot note the pid", exc) from None
@@ -298,7 +298,7 @@ def apply_ops(root: str, root_fd: int, ops: list[Op], *, sync: bool) -> None:
                 continue
             tmp = write_temp(dir_fd, name, data, where, sync=sync)
             try:
-                os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+                swap.into_place(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, synced=sync)
             except OSError as exc:
                 fsutil.unlink_quiet(dir_fd, tmp)
                 raise fail(where, "cannot record the attempt", exc) from None

@@ -6,11 +6,11 @@ redirect a write: names are resolved relative to a directory we opened
 ourselves, temporary files are created with `O_CREAT | O_EXCL | O_NOFOLLOW`,
 and `rename` replaces a directory entry without following it.
 
-A durable replace is: write a temporary file, fsync it, rename it over the
-target, fsync the target's directory. The JSON store makes every temporary
-file in its root directory (rename(2) moves it into its shard), so that the
-next lock holder finds a crash's leftovers with one cheap listing. Temporary
-files end in `.tmp`; they exist only while a writer holds the store lock, so a
+A durable replace: write a temporary file, fsync it, rename it over the target,
+fsync the target's directory (an unsynced file goes in by swap.py). Every
+temporary file is made in the store's root directory (rename(2) moves it into
+its shard), so the next lock holder finds a crash's leftovers with one listing.
+They end in `.tmp` and exist only while a writer holds the store lock, so a
 `.tmp` file seen under the lock was left by a crash and may be removed.
 """
 
@@ -24,6 +24,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from ledger_cli.errors import StoreDamageError, StoreError
+from ledger_cli.stores.jsonfile import swap
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -234,10 +235,8 @@ def replace_file(
     """Atomically replace `name` in `dir_fd` with `data` (mode 0600).
 
     The temporary file is made in `tmp_dir_fd` (default: `dir_fd`; the same file
-    system) and renamed into place. With `sync` the new bytes are fsynced before
-    the rename; the caller fsyncs `dir_fd` (once for many files) to make the
-    rename durable.
-    """
+    system) and put in place (swap.py). With `sync` the new bytes are fsynced
+    first; the caller fsyncs `dir_fd` (once for many files) for the new name."""
     tdir = dir_fd if tmp_dir_fd is None else tmp_dir_fd
     tmp = temp_name(name)
     try:
@@ -257,7 +256,7 @@ def replace_file(
                 os.fsync(fd)
         finally:
             os.close(fd)
-        os.replace(tmp, name, src_dir_fd=tdir, dst_dir_fd=dir_fd)
+        swap.into_place(tmp, name, src_dir_fd=tdir, dst_dir_fd=dir_fd, synced=sync)
     except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp, dir_fd=tdir)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import os
 
-from ledger_cli.stores.jsonfile import fsutil
+from ledger_cli.stores.jsonfile import fsutil, swap
 from ledger_cli.stores.jsonfile.fsutil import fail
 
 MAX_SPARES = 16384
@@ -127,7 +127,7 @@ def replace_from(
             linked = True
         finally:
             os.close(fd)
-        os.replace(tmp, name, src_dir_fd=tmp_dir_fd, dst_dir_fd=dir_fd)
+        swap.into_place(tmp, name, src_dir_fd=tmp_dir_fd, dst_dir_fd=dir_fd, synced=sync)
     except BaseException as exc:
         if linked:
             with contextlib.suppress(OSError):
