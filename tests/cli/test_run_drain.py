@@ -392,3 +392,41 @@ def test_an_outage_while_waiting_for_a_held_lease_counts_against_give_up(
         holder.execute("ROLLBACK")  # type: ignore[attr-defined]
     assert run.returncode == 9, err
     assert len(err.splitlines()) == 1 and "giving up" in err, err
+
+
+def test_a_drain_waits_out_a_claim_in_flight_on_postgresql(url: str) -> None:
+    """A ready row another transaction holds locked (a claim in flight) is no
+    end of the graph: the drain's stop check reads it, ready, without locking
+    it, and the drain polls until the lock goes, then runs the task. (Read
+    with FOR UPDATE SKIP LOCKED, the check skipped the row and the drain
+    stopped at once with exit 7.) The test holds the lock until the worker has
+    committed a good many transactions: its polls, each a claim and a check."""
+    if not url.startswith("postgresql"):
+        pytest.skip("a row lock held by another transaction is PostgreSQL's case")
+    import psycopg
+
+    assert run_ledger(url, "admit", "t1").returncode == 0
+    with psycopg.connect(url) as conn:
+        commits = "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()"
+        with psycopg.connect(url, autocommit=True) as watch:
+            watch.execute("SELECT pg_stat_clear_snapshot()")
+            base = watch.execute(commits).fetchone()
+            assert base is not None
+            conn.execute("SELECT key FROM ledger_tasks WHERE key = 't1' FOR UPDATE")
+            worker = _start_drain(url, "--owner", "w", "--lease", "1m", "--", "true")
+            try:
+                deadline = time.monotonic() + EXIT_TIMEOUT
+                while True:
+                    assert worker.poll() is None, f"the drain stopped: {worker.communicate()}"
+                    watch.execute("SELECT pg_stat_clear_snapshot()")
+                    now = watch.execute(commits).fetchone()
+                    assert now is not None
+                    if now[0] - base[0] >= 40:
+                        break
+                    assert time.monotonic() < deadline, "the worker never polled"
+                    time.sleep(0.05)
+            finally:
+                conn.rollback()  # the lock goes
+            _, err = worker.communicate(timeout=EXIT_TIMEOUT)
+    assert worker.returncode == 0, err
+    assert _state(url, "t1")["Status"] == "completed"

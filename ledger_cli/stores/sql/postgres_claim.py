@@ -92,7 +92,7 @@ class PostgresClaims(PostgresConnection):
             cond = sql_queues.condition(queues.wanted, queues.skip, "%s")
         if cond is None:
             return
-        locking = self._depth > 0
+        locking = self._locking_reads()
         page = 1 if locking else 16
         lease = postgres_readyindex.PG_LEASE
         sql = postgres_due.page_sql(
@@ -147,7 +147,7 @@ class PostgresClaims(PostgresConnection):
         onto it. The claim itself is still the engine's fenced compare-and-swap.
         `after`: start after this (created, key) (`ready_at_clock`'s next pages).
         """
-        return self._ready_pages(now, after, self._depth > 0, None)
+        return self._ready_pages(now, after, self._locking_reads(), None)
 
     def ready_split(self, now: Instant) -> tuple[int, TaskState | None, Iterator[TaskState]]:
         """`ledger stats`' ready figures with the counting done in SQL: how many

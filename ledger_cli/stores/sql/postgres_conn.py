@@ -89,6 +89,7 @@ class PostgresConnection:
         self._lock = threading.RLock()
         self._depth = 0
         self._blocks_depth = 0  # the batch depth that took lock_blocks' lock; 0: not held
+        self._snapshot = False  # in snapshot(): reads lock no row
         self._closed = False
         self._lost = False
         """A connection error was seen: reconnect before the next statement
@@ -277,14 +278,26 @@ class PostgresConnection:
 
     @contextlib.contextmanager
     def snapshot(self) -> Iterator[None]:
-        """A transaction at REPEATABLE READ: every read in the block sees one
-        instant (at READ COMMITTED each statement sees its own), so a row
-        another worker is claiming reads as it was, ready (`run --drain`'s stop
-        check: engine/ready.py `drain_left`)."""
+        """A read-only transaction at REPEATABLE READ: every read in the block
+        sees one instant (at READ COMMITTED each statement sees its own), and
+        the ready scans lock no row (`_locking_reads`), so a row another worker
+        is claiming reads as it was, ready, and a row committed since the
+        snapshot raises no serialization error (`run --drain`'s stop check,
+        cli/commands/run/__init__.py `Drainer._left`). Outside any batch only."""
+        assert self._depth == 0, "a snapshot opens its own transaction"
         with self.batch():
             with self._lock, self._errors("snapshot"):
-                self._conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-            yield
+                self._conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            self._snapshot = True
+            try:
+                yield
+            finally:
+                self._snapshot = False
+
+    def _locking_reads(self) -> bool:
+        """Whether the ready scans lock what they read (FOR UPDATE SKIP LOCKED):
+        inside a batch, but for a snapshot."""
+        return self._depth > 0 and not self._snapshot
 
     def now(self) -> Instant:
         """The server's `clock_timestamp()` (microseconds), in UTC."""

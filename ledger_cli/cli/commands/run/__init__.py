@@ -261,25 +261,30 @@ class Drainer:
         flight), None when neither: the graph, but for new admissions, is done.
 
         Read in one consistent unit, the store's `snapshot()` (PostgreSQL: a
-        REPEATABLE READ transaction) or else its batch (the JSON store's lock,
-        SQLite's write transaction): a check of leases and a later check of
-        the ready tasks could each miss a task that went from ready to claimed
-        between them, and stop a worker while the graph is still running."""
+        REPEATABLE READ transaction whose reads lock no row) or else its batch
+        (the JSON store's lock, SQLite's write transaction): a check of leases
+        and a later check of the ready tasks could each miss a task that went
+        from ready to claimed between them, and stop a worker while the graph
+        is still running. A conflict with another writer is "look again"."""
         from ledger_cli.engine import queues
         from ledger_cli.engine.ready import live_lease_held, nameable, ready_iter
+        from ledger_cli.errors import StoreConflictError
 
         store, wanted = self.s.store, self.queues
         unit = getattr(store, "snapshot", None) or store.batch
-        with unit():
-            now = self.s.now()
-            if live_lease_held(store, now):
-                return "held"
-            side = queues.every(store) if wanted is not None else {}
-            for rec in ready_iter(store, store.load, now):
-                if nameable(rec.key) and (
-                    wanted is None or side.get(rec.key, queues.DEFAULT) in wanted
-                ):
-                    return "ready"
+        try:
+            with unit():
+                now = self.s.now()
+                if live_lease_held(store, now):
+                    return "held"
+                side = queues.every(store) if wanted is not None else {}
+                for rec in ready_iter(store, store.load, now):
+                    if nameable(rec.key) and (
+                        wanted is None or side.get(rec.key, queues.DEFAULT) in wanted
+                    ):
+                        return "ready"
+        except StoreConflictError:
+            return "ready"
         return None
 
     def _drain(self) -> int:
