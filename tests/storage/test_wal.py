@@ -287,3 +287,59 @@ def test_after_a_restart_a_damaged_log_is_dropped_only_when_asked(
     assert history[-1]["event"] == "ledger.dropped"
     keys = [json.loads(r)["Key"] for r in logical_state(root)[0]]
     assert "a" in keys  # the first frame's write, before the damage, kept
+
+
+_KILLED_AT_MOVE_ASIDE = """
+import os, signal, sys
+from ledger_cli.stores.jsonfile import layout
+def die(*args, **kwargs):
+    os.kill(os.getpid(), signal.SIGKILL)
+layout.move_aside = die
+sys.argv = ["ledger", *sys.argv[1:]]
+from ledger_cli.cli.app import main
+sys.exit(main())
+"""
+
+
+def test_a_crash_in_doctor_fix_before_the_log_moves_aside_rolls_nothing_back(
+    tmp_path: Path,
+) -> None:
+    """A log cut in its middle in this boot: `doctor --fix` killed before the
+    log moves into damaged/ must leave the damage to be seen again, not a
+    mark that lets the next opener replay the cut log over the completed
+    task (which set it back to claimed)."""
+    import subprocess
+    import sys
+
+    from tests.cli_support import run_ledger, subprocess_env
+
+    root = tmp_path / "store"
+    assert run_ledger(root, "admit", "a").returncode == 0
+    fence = run_ledger(root, "claim", "a", "--owner", "o", "--lease", "1h").stdout.split()[-1]
+    assert run_ledger(root, "complete", "a", "--owner", "o", "--fence", fence).returncode == 0
+    log = root / wal.WAL_NAME
+    data = log.read_bytes()
+    frames = []
+    at = 0
+    while at < len(data):
+        frames.append(at)
+        at += wal.FRAME.size + wal.FRAME.unpack(data[at : at + wal.FRAME.size])[1]
+    log.write_bytes(data[: frames[-1] + 4])  # the completion's frame cut short
+    assert run_ledger(root, "state", "a").returncode == 9
+    killed = subprocess.run(
+        [sys.executable, "-c", _KILLED_AT_MOVE_ASIDE, "--store", str(root), "doctor", "--fix"],
+        env=subprocess_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert killed.returncode == -9, killed.stderr
+    state = run_ledger(root, "--json", "state", "a")
+    if state.returncode == 0:
+        assert json.loads(state.stdout)["Status"] == "completed", state.stdout
+    else:
+        assert state.returncode == 9 and "wal.log" in state.stderr, state.stderr
+    fixed = run_ledger(root, "doctor", "--fix")
+    assert fixed.returncode == 0, fixed.stdout
+    assert json.loads(run_ledger(root, "--json", "state", "a").stdout)["Status"] == "completed"
+    assert run_ledger(root, "doctor").returncode == 0

@@ -385,11 +385,15 @@ def _set_aside(
     --drop-damaged; in this boot they were applied before the damage was met."""
     frames, end, _ = read_frames(root, root_fd, start, lenient=True)
     _apply(how, frames, restarted)
-    mark_applied(root, root_fd, 0)
     _sync_all(root, root_fd)
     lost = lost or restarted
     what = f"the writes past byte {end} are lost" if lost else "its writes are durable"
-    if not _exists(root_fd):
+    gone = not _exists(root_fd)
+    aside = None if gone else layout.move_aside(root, root_fd, WAL_NAME)
+    # Only now, with no log left to replay: a crash before this leaves a mark
+    # that the missing log does not hold (damage, which --fix ends), where an
+    # earlier reset would let the next opener replay the cut log over newer records.
+    mark_applied(root, root_fd, 0)
+    if aside is None:
         return f"{shown(root, WAL_NAME)} was gone: {what}", lost
-    aside = layout.move_aside(root, root_fd, WAL_NAME)
     return f"{shown(root, WAL_NAME)} was damaged: {what}; the log moved to {aside}", lost
