@@ -18,7 +18,9 @@ _UNIX_EPOCH_DAYS_FROM_0000_03_01 = 719_468
 #   hour: 1 or 2 digits; an optional fraction after '.' or ',' of 1+ digits
 #   (only the first 9 count); then 'Z' or +hh:mm / -hh:mm (2 digits each).
 # 'T' and 'Z' are upper case only. Ranges are checked in parse_rfc3339 below.
-_RFC3339 = re.compile(
+# The patterns here are strings, compiled on first use (`re` caches them):
+# compiling at import would cost every command, and the hot ones never match them.
+_RFC3339 = (
     r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{1,2}):([0-9]{2}):([0-9]{2})"
     r"(?:[.,]([0-9]+))?"
     r"(?:(Z)|([+-])([0-9]{2}):([0-9]{2}))"
@@ -70,9 +72,7 @@ def year_text(year: int) -> str:
     return str(year)
 
 
-CANONICAL = re.compile(
-    r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{0,8}[1-9])?"
-)
+CANONICAL = r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{0,8}[1-9])?"
 
 
 _ZEROS = str.maketrans("123456789", "000000000")
@@ -96,7 +96,7 @@ def parse_rfc3339(text: str) -> tuple[int, int]:
     """(unix ns, offset seconds) of an RFC 3339 text, as Go's time.Parse reads it."""
     if not isinstance(text, str):
         raise TypeError(f"expected str, not {type(text).__name__}")
-    m = _RFC3339.fullmatch(text)
+    m = re.fullmatch(_RFC3339, text)
     if m is None:
         raise ValueError(f"cannot parse {text!r} as RFC 3339")
     year_s, month_s, day_s, hour_s, minute_s, second_s, frac_s, z, sign, oh_s, om_s = m.groups()

@@ -1,11 +1,14 @@
-"""Events the ledger emits after each successful write, and the bus protocol."""
+"""Events the ledger emits after each successful write, and the bus protocol.
 
-from __future__ import annotations
+No `from __future__ import annotations` here: the annotations of a
+`typing.NamedTuple` are evaluated (see engine/record.py, and CONTRIBUTING,
+"Start-up").
+"""
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Self
 
 if TYPE_CHECKING:
-    from typing import Any, Protocol, Self
+    from typing import Protocol
 
 ADMITTED = "ledger.admitted"
 CLAIMED = "ledger.claimed"
@@ -48,8 +51,7 @@ if TYPE_CHECKING:
 else:
 
     def __getattr__(name: str) -> type:
-        """`Bus`, a typing.Protocol, is built on first use: the hot commands never import
-        typing."""
+        """`Bus`, a typing.Protocol, is built on first use: the hot commands never use it."""
         if name != "Bus":
             raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
         from typing import Protocol

@@ -24,6 +24,7 @@ decoder, so the result is the same record either way
 from __future__ import annotations
 
 import json
+import re
 from typing import TYPE_CHECKING
 
 from ledger_cli.engine import gojson
@@ -64,7 +65,8 @@ def record_from_canonical(text: str, *, from_utf8: bool = False) -> TaskState:
     `wire.record_from_json(text)` for every input, fast for canonical ones.
     `from_utf8`: `text` was decoded from valid UTF-8, so it holds no raw
     surrogate, and only a `\\u` escape can need the Go way."""
-    if ("\\u" not in text and (from_utf8 or text.isascii())) or _NEEDS_SLOW.search(text) is None:
+    plain = "\\u" not in text and (from_utf8 or text.isascii())
+    if plain or re.search(_NEEDS_SLOW, text) is None:
         try:
             obj = _DECODE(text)
         except (_Foreign, gojson.NumberRangeError, RecursionError, ValueError):

@@ -5,16 +5,18 @@ defined here, beside the Store protocol, for stores and CLI alike. Every
 store keeps one (the JSON store as a JSON-lines file beside its records,
 appended under its lock; SQL stores as a table; MemStore in memory). The CLI
 appends one entry per event inside the same `store.batch()` as the write.
+
+No `from __future__ import annotations` here: the annotations of a
+`typing.NamedTuple` are evaluated (see engine/record.py, and CONTRIBUTING,
+"Start-up").
 """
 
-from __future__ import annotations
-
 import json
-from typing import TYPE_CHECKING, NamedTuple
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, Self
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Sequence
-    from typing import Any, Protocol, Self
+    from typing import Protocol
 
 
 class HistoryEntry(NamedTuple):
@@ -39,7 +41,7 @@ class HistoryEntry(NamedTuple):
         return json.dumps(self.to_obj(), ensure_ascii=False, separators=(",", ":"))
 
     @classmethod
-    def from_obj(cls, obj: dict[str, Any]) -> HistoryEntry:
+    def from_obj(cls, obj: dict[str, Any]) -> Self:
         return cls(
             time=str(obj["time"]),
             actor=str(obj["actor"]),
@@ -61,7 +63,7 @@ else:
 
     def __getattr__(name: str) -> type:
         """`History`, a runtime-checkable typing.Protocol, is built on first use: the hot
-        commands never import typing."""
+        commands never use it."""
         if name != "History":
             raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
         from typing import Protocol, runtime_checkable

@@ -13,6 +13,7 @@ Civil-date arithmetic and the RFC 3339 reading are `civil.py`'s, never
 
 from __future__ import annotations
 
+import re
 import time
 from datetime import UTC, datetime, timedelta, timezone
 from typing import TYPE_CHECKING
@@ -285,7 +286,8 @@ def parse_printed(text: str) -> Instant:
     ns, offset = parse_rfc3339(text)
     inst = _make(ns, offset)
     zoned = text[-1] == "Z" or (offset != 0 and text[-6] in "+-")
-    if zoned and CANONICAL.fullmatch(text, 0, len(text) - (1 if text[-1] == "Z" else 6)):
+    end = len(text) - (1 if text[-1] == "Z" else 6)
+    if zoned and re.compile(CANONICAL).fullmatch(text, 0, end):
         _SET_TEXT(inst, text)
     return inst
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from ledger_cli.engine import admission, completion, leases
 from ledger_cli.engine.core import Core
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState, go_quote
@@ -29,7 +28,9 @@ class Ledger:
     """Admission, leases with fencing, and dependency blocking over a Store.
 
     `store=None` means a fresh unbounded MemStore; `bus` is any object with
-    `emit(event)`, or None to disable events.
+    `emit(event)`, or None to disable events. Each method imports the module
+    of its own rules (admission, leases, completion, …): a command's process
+    loads only those it uses.
     """
 
     def __init__(
@@ -49,6 +50,8 @@ class Ledger:
         return self._core.store
 
     def admit(self, actor: str, key: str, seq: int, task: Any, now: TimeLike, *needs: str) -> bool:
+        from ledger_cli.engine import admission
+
         return admission.admit(
             self._core, actor, key, seq, task, Instant.coerce(now), tuple(needs) or None
         )
@@ -92,22 +95,32 @@ class Ledger:
         )
 
     def claim(self, actor: str, key: str, owner: str, lease: timedelta, now: TimeLike) -> int:
+        from ledger_cli.engine import leases
+
         return leases.claim(self._core, actor, key, owner, lease, Instant.coerce(now))
 
     def renew(
         self, actor: str, key: str, owner: str, fence: int, lease: timedelta, now: TimeLike
     ) -> None:
+        from ledger_cli.engine import leases
+
         leases.renew(self._core, actor, key, owner, fence, lease, Instant.coerce(now))
 
     def release(self, actor: str, key: str, owner: str, fence: int, now: TimeLike) -> None:
+        from ledger_cli.engine import leases
+
         leases.release(self._core, actor, key, owner, fence, Instant.coerce(now))
 
     def takeover(self, actor: str, key: str, owner: str, lease: timedelta, now: TimeLike) -> int:
+        from ledger_cli.engine import leases
+
         return leases.takeover(self._core, actor, key, owner, lease, Instant.coerce(now))
 
     def complete(
         self, actor: str, key: str, owner: str, fence: int, status: Status | str, now: TimeLike
     ) -> None:
+        from ledger_cli.engine import completion
+
         completion.complete(self._core, actor, key, owner, fence, status, Instant.coerce(now))
 
     # -- extensions beyond the Go package (docs/design.md §6) ---------------------------------

@@ -26,10 +26,10 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
     from ledger_cli.engine.instant import Instant
+    from ledger_cli.engine.queuefilter import Filter
     from ledger_cli.engine.record import TaskState
     from ledger_cli.engine.store import Store
 
-from ledger_cli.engine.queuefilter import Filter
 from ledger_cli.errors import LedgerError
 
 DEFAULT = "default"
@@ -169,7 +169,11 @@ class QueueChoice:
     def __call__(self, now: Instant) -> Filter | None:
         self.slots = Slots(self.store, now)
         full = self.slots.full_queues()
-        return Filter(self.wanted, full) if self.wanted is not None or full else None
+        if self.wanted is None and not full:
+            return None
+        from ledger_cli.engine.queuefilter import Filter  # a filter is rare: --queue, a full queue
+
+        return Filter(self.wanted, full)
 
 
 class QueueFullError(LedgerError):

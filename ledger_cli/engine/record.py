@@ -1,15 +1,16 @@
-"""TaskState, the full record for one idempotency key, and its validation."""
+"""TaskState, the full record for one idempotency key, and its validation.
 
-from __future__ import annotations
+No `from __future__ import annotations` here, the one exception to the rule:
+`typing.NamedTuple` turns each string annotation into a `ForwardRef`, which
+compiles it, at every start of every command (CONTRIBUTING, "Start-up"). The
+annotations below are evaluated instead, so each name in them is imported.
+"""
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import Any, NamedTuple, Self
 
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.status import is_known
 from ledger_cli.errors import ValidationError
-
-if TYPE_CHECKING:
-    from typing import Any, Self
 
 _SHORT_ESCAPES = {
     "\a": "\\a",

@@ -263,3 +263,37 @@ def test_hot_commands_import_neither_typer_nor_rich(tmp_path: Path) -> None:
     doc = ast.literal_eval(res.stdout)
     assert doc["codes"] == [0] * len(HOT), res.stderr
     assert doc["heavy"] == []
+
+
+COMPILE_PROBE = """
+import builtins, io, sys
+evals = []
+real = builtins.compile
+def counting(source, filename, mode, *args, **kwargs):
+    if mode == "eval":  # a ForwardRef's, not a module's source ("exec")
+        evals.append(str(source))
+    return real(source, filename, mode, *args, **kwargs)
+builtins.compile = counting
+from ledger_cli.cli import app
+for args in eval(sys.argv[1]):
+    out, sys.stdout = sys.stdout, io.StringIO()
+    try:
+        app.run(["--store", sys.argv[2], *args])
+    finally:
+        sys.stdout = out
+print(repr(evals))
+"""
+
+
+def test_hot_commands_compile_no_annotation(tmp_path: Path) -> None:
+    """A NamedTuple with string annotations compiles each (a `ForwardRef`),
+    and a process's first `compile()` is slow: the hot path's NamedTuples have
+    evaluated annotations (CONTRIBUTING, "Start-up")."""
+    res = subprocess.run(
+        [sys.executable, "-c", COMPILE_PROBE, repr(HOT), str(tmp_path / "store")],
+        capture_output=True,
+        text=True,
+        env=subprocess_env(),
+        check=True,
+    )
+    assert ast.literal_eval(res.stdout) == []

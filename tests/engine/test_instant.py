@@ -395,5 +395,5 @@ def test_the_canonical_check_is_the_canonical_pattern(text: str) -> None:
     from ledger_cli.engine.civil import CANONICAL as _CANONICAL
     from ledger_cli.engine.civil import is_canonical_utc
 
-    want = text[-1:] == "Z" and re.fullmatch(_CANONICAL.pattern, text[:-1]) is not None
+    want = text[-1:] == "Z" and re.fullmatch(_CANONICAL, text[:-1]) is not None
     assert is_canonical_utc(text) == want

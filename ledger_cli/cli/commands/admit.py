@@ -100,9 +100,11 @@ def admit(
             task_file, "--task-file", MAX_TASK_BYTES, "that is the limit for a task payload"
         )
         value = parse_json(raw, "ledger: bad --task-file JSON")
-    from ledger_cli.cli.queueargs import validate_name
+    queue_name = "default"
+    if queue is not None:
+        from ledger_cli.cli.queueargs import validate_name
 
-    queue_name = validate_name(queue) if queue is not None else "default"
+        queue_name = validate_name(queue)
     when = None
     prio = 0
     if not_before is not None or delay is not None or priority is not None:

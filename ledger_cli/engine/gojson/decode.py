@@ -62,8 +62,9 @@ _DECODE = json.JSONDecoder(
 
 # Inputs the C scanner cannot decode the Go way: an escape of a character
 # that can appear in an RFC 3339 time (Go gives time fields the raw text), a
-# surrogate escape (Go turns a lone one into U+FFFD), or a raw surrogate.
-NEEDS_SLOW = re.compile(r"\\u(?:00(?:2[b-eB-E]|3[0-9aA]|5[4aA])|[dD][89a-fA-F])|[\ud800-\udfff]")
+# surrogate escape (Go turns a lone one into U+FFFD), or a raw surrogate. A
+# pattern string, compiled (and cached) by `re` on first use, not at import.
+NEEDS_SLOW = r"\\u(?:00(?:2[b-eB-E]|3[0-9aA]|5[4aA])|[dD][89a-fA-F])|[\ud800-\udfff]"
 
 
 def parse(data: bytes | bytearray | memoryview | str) -> Any:
@@ -75,8 +76,8 @@ def parse(data: bytes | bytearray | memoryview | str) -> Any:
     (`ledger: decode: ...`).
     """
     text = _to_text(data)
-    # ASCII with no \u escape needs no pattern (the hot commands import no `re`).
-    if ("\\u" not in text and text.isascii()) or NEEDS_SLOW.search(text) is None:
+    # ASCII with no \u escape needs no pattern (nor its compilation).
+    if ("\\u" not in text and text.isascii()) or re.search(NEEDS_SLOW, text) is None:
         try:
             return _DECODE(text)
         except RecursionError:

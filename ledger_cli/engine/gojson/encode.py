@@ -23,7 +23,8 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-_ESCAPE_RE = re.compile('[\x00-\x1f"\\\\<>&\u2028\u2029\ud800-\udfff]')
+# A pattern string: `re` compiles it on first use (and caches it), not every command at import.
+_ESCAPE = '[\x00-\x1f"\\\\<>&\u2028\u2029\ud800-\udfff]'
 _ESCAPES: dict[str, str] = {
     '"': '\\"',
     "\\": "\\\\",
@@ -58,11 +59,11 @@ def encode_string(s: str) -> str:
         and "<" not in s
         and ">" not in s
         and "&" not in s
-    ):  # nothing to escape, told without `_ESCAPE_RE` (as fast, and no `re` to import)
+    ):  # nothing to escape, told without `_ESCAPE` (as fast; the pattern is compiled on first use)
         return '"' + s + '"'
-    if _ESCAPE_RE.search(s) is None:
+    if re.search(_ESCAPE, s) is None:
         return '"' + s + '"'
-    return '"' + _ESCAPE_RE.sub(_escape_match, s) + '"'
+    return '"' + re.sub(_ESCAPE, _escape_match, s) + '"'
 
 
 def _shortest_digits(a: float) -> tuple[str, int]:

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 from ledger_cli.engine.record import TaskState
 from ledger_cli.stores.jsonfile import (
     depsindex,
-    durability,
     fsutil,
     historyfile,
     liveindex,
@@ -100,13 +99,19 @@ def write_records(
     if logged:
         use_syncfs = False
     elif bulk:
+        from ledger_cli.stores.jsonfile import durability  # large commits only
+
         use_syncfs = durability.use_syncfs(files)
     else:
         # The fsyncs a small journalled apply makes without syncfs: a record
         # file and its directory each, the history, the tally's two or three.
         saved = 2 * len(records) + (1 if history else 0) + (3 if counts is not None else 0)
         saved += also_fsyncs
-        use_syncfs = journaled == "end" and durability.use_syncfs_small(saved)
+        use_syncfs = False
+        if journaled == "end":  # a journal's commit ("now": synced file by file)
+            from ledger_cli.stores.jsonfile import durability
+
+            use_syncfs = durability.use_syncfs_small(saved)
     rfd = lfd = None
     shard_fds: dict[str, int] = {}
     ready: _ReadyWork | None = None

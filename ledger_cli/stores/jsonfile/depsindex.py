@@ -48,8 +48,9 @@ DEPS_DIR = "deps"
 MANIFEST = "manifest"
 MANIFEST_DATA = b"ledger_cli.deps 1\n"
 
-_TORN = re.compile(r"[0-9a-f]{0,63}")
-"""What a torn append can leave of a line: a prefix of a digest."""
+_TORN = r"[0-9a-f]{0,63}"
+"""What a torn append can leave of a line: a prefix of a digest (a pattern
+string: `re` compiles it on first use, only when an index is damaged)."""
 
 
 def open_dir(root: str, root_fd: int, *, create: bool, sync: bool = True) -> int | None:
@@ -147,7 +148,7 @@ def listed(root: str, dfd: int, need: str) -> tuple[set[str], bool]:
     digests = set(tokens)
     bad = {d for d in digests if not DIGEST.matches(d)}
     if bad:
-        wrong = [d for d in bad if not _TORN.fullmatch(d)]
+        wrong = [d for d in bad if not re.fullmatch(_TORN, d)]
         if wrong:
             raise damaged_index(
                 DEPS_DIR,

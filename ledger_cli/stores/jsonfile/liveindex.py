@@ -46,8 +46,9 @@ def mark_live(root: str, lfd: int, digest: str) -> bool:
     return True
 
 
-_TORN = re.compile(r"[0-9a-f]{0,63}")
-"""What a torn append can leave of a line: a prefix of a digest."""
+_TORN = r"[0-9a-f]{0,63}"
+"""What a torn append can leave of a line: a prefix of a digest (a pattern
+string: `re` compiles it on first use, only when an index is damaged)."""
 
 
 def read_shard_index(root: str, lfd: int, shard: str) -> tuple[set[str], bool]:
@@ -63,7 +64,7 @@ def read_shard_index(root: str, lfd: int, shard: str) -> tuple[set[str], bool]:
     if bad:
         # A torn append leaves a digest's prefix, always on the last line of
         # its append (the next append begins with a newline): skipped.
-        torn = [d for d in bad if _TORN.fullmatch(d) and d[:2] in (shard, shard[:1], "")]
+        torn = [d for d in bad if re.fullmatch(_TORN, d) and d[:2] in (shard, shard[:1], "")]
         if len(torn) != len(bad):
             # The entry itself is not shown: damaged bytes never reach the terminal.
             raise fail(

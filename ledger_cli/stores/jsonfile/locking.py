@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from ledger_cli.engine import collector
 from ledger_cli.errors import StoreError
-from ledger_cli.stores.jsonfile import depsindex, durability, fsutil, layout, tally, wal
+from ledger_cli.stores.jsonfile import depsindex, fsutil, layout, tally, wal
 from ledger_cli.stores.jsonfile.batch import PendingBatch
 from ledger_cli.stores.jsonfile.fairlock import QueueLock
 from ledger_cli.stores.jsonfile.fsutil import fail
@@ -84,6 +84,8 @@ class LockedDirectory:
         happened): make the files it writes into, and flush what others left
         dirty (durability.py), so neither happens while the lock is held."""
         if self._spares.want and not self._depth:
+            from ledger_cli.stores.jsonfile import durability  # after a large commit only
+
             root_fd = fsutil.open_root(self._root)
             if root_fd is not None:
                 try:

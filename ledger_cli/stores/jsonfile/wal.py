@@ -28,23 +28,23 @@ rebuilds them.
 
 The log is used where the kernel names its boot (Linux); elsewhere every
 commit goes through journal.json and syncs as it always did.
-"""
 
-from __future__ import annotations
+No `from __future__ import annotations` here: the annotations of a
+`typing.NamedTuple` are evaluated (see engine/record.py, and CONTRIBUTING,
+"Start-up").
+"""
 
 import contextlib
 import os
 import struct
 import zlib
-from typing import TYPE_CHECKING, Literal, NamedTuple
+from collections.abc import Callable
+from typing import Literal, NamedTuple
 
 from ledger_cli.errors import StoreDamageError
 from ledger_cli.stores.jsonfile import fsutil, layout
 from ledger_cli.stores.jsonfile.fsutil import fail
 from ledger_cli.stores.jsonfile.layout import shown
-
-if TYPE_CHECKING:
-    from collections.abc import Callable
 
 WAL_NAME = "wal.log"
 APPLIED_NAME = "wal.applied"
