@@ -23,14 +23,15 @@ text that is not valid UTF-8 (the server refuses it in a UTF8 database), so the
 a key given with such bytes has no record (load returns None) and writing such
 text is a StoreError.
 
-The class is assembled from method groups, each in its own module over the
-connection base `PostgresConnection` (postgres_conn.py: connecting, errors,
-batches, the clock): `PostgresClaims` (postgres_claim.py: the Ready path and
-the pause), `PostgresReads` (postgres_reads.py: listings and counts) and
-`PostgresSideTables` (postgres_sidetables.py: schedules, ready-index upkeep)
-and `PostgresQueues` (postgres_queues.py: queues and limits, issue 32).
-The schema and its set-up are in postgres_schema.py. What stays here is the
-Store's core: `load`, the compare-and-swap writes, pruning and history writes.
+The class is assembled over the connection base `PostgresConnection`
+(postgres_conn.py: connecting, errors, batches, the clock) from
+`PostgresClaims` (postgres_claim.py: the Ready path and the pause), `SqlReads`
+(reads.py, shared with SQLite: listings and counts; the class supplies its
+dialect, dialect.py), `PostgresSideTables` (postgres_sidetables.py:
+schedules, ready-index upkeep) and `PostgresQueues` (postgres_queues.py:
+queues and limits, issue 32). The schema and its set-up are in
+postgres_schema.py. What stays here is the Store's core: `load`, the
+compare-and-swap writes, pruning and history writes.
 """
 
 from __future__ import annotations
@@ -42,12 +43,12 @@ from typing import Any
 from ledger_cli.engine.history import HistoryEntry
 from ledger_cli.engine.record import TaskState
 from ledger_cli.engine.rerun import rerun
-from ledger_cli.stores.sql import codec
+from ledger_cli.stores.sql import codec, historyfollow
 from ledger_cli.stores.sql.postgres_claim import PostgresClaims
 from ledger_cli.stores.sql.postgres_conn import no_nul
 from ledger_cli.stores.sql.postgres_queues import PostgresQueues
-from ledger_cli.stores.sql.postgres_reads import PostgresReads
 from ledger_cli.stores.sql.postgres_sidetables import PostgresSideTables
+from ledger_cli.stores.sql.reads import SqlReads
 
 __all__ = ["PostgresStore"]
 
@@ -81,7 +82,7 @@ def _state_fields(rec: TaskState) -> dict[str, str]:
     }
 
 
-class PostgresStore(PostgresClaims, PostgresReads, PostgresSideTables, PostgresQueues):
+class PostgresStore(PostgresClaims, SqlReads, PostgresSideTables, PostgresQueues):
     """A Store in a PostgreSQL database, for workers on several hosts.
 
     One connection (autocommit; `batch()` opens a transaction), guarded by a
@@ -98,6 +99,29 @@ class PostgresStore(PostgresClaims, PostgresReads, PostgresSideTables, PostgresQ
     `now_with(key)` reads it with the load of `key`, `ready_at_clock()` with
     the first ready candidate.
     """
+
+    # -- the dialect (dialect.py) ------------------------------------------------
+
+    MARK = "%s"
+    KEY_ORDER = 'ORDER BY key COLLATE "C"'
+    IN_MAX = 1 << 20  # one array parameter (`= ANY(%s)`): no statement-size limit
+    GAP_WAIT = historyfollow.PG_GAP_WAIT
+    _utf8 = True  # keys are `text COLLATE "C"`: byte order
+
+    def _rows(self, op: str, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
+        with self._lock:
+            self._check_open()
+            with self._errors(op):
+                return list(self._conn.execute(sql, args or None).fetchall())
+
+    def _in(self, column: str, values: tuple[str, ...]) -> tuple[str, tuple[Any, ...]]:
+        return f"{column} = ANY(%s)", (list(values),)
+
+    def _holds(self, text: str) -> bool:
+        return "\x00" not in text and codec.is_utf8(text)
+
+    def _check_text(self, key: str, **fields: str) -> None:
+        no_nul(key, **fields)
 
     # -- Store -------------------------------------------------------------------
 

@@ -30,11 +30,12 @@ it); a value holding such bytes is bound back as those exact bytes
 Sequences, fences and revs are SQLite INTEGERs (signed 64-bit), as in Go; a
 value above 2^63-1 (which the Go store cannot write either) is a StoreError.
 
-The class is assembled from method groups, each in its own module over the
-connection base `SQLiteConnection` (sqlite_conn.py: opening, pragmas, errors,
-text recovery, batches): `SQLiteClaims` (sqlite_claim.py: the Ready path and
-the pause), `SQLiteReads` (sqlite_reads.py: listings and counts) and
-`SQLiteSideTables` (sqlite_sidetables.py: schedules, ready-index upkeep). The
+The class is assembled over the connection base `SQLiteConnection`
+(sqlite_conn.py: opening, pragmas, errors, text recovery, batches) from
+`SQLiteClaims` (sqlite_claim.py: the Ready path and the pause), `SqlReads`
+(reads.py, shared with PostgreSQL: listings and counts; the class supplies
+its dialect, dialect.py), `SQLiteSideTables` (sqlite_sidetables.py:
+schedules, ready-index upkeep) and `SQLiteQueues` (sqlite_queues.py). The
 schema and its migration are in sqlite_schema.py (GO_DDL is re-exported here).
 What stays here is the Store's core: `load`, the compare-and-swap writes,
 pruning and history writes.
@@ -44,14 +45,15 @@ pruning and history writes.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from ledger_cli.engine.history import HistoryEntry
 from ledger_cli.engine.record import TaskState
 from ledger_cli.stores.sql import codec
+from ledger_cli.stores.sql.reads import SqlReads
 from ledger_cli.stores.sql.sqlite_claim import SQLiteClaims
 from ledger_cli.stores.sql.sqlite_conn import DRIVER_ERRORS
 from ledger_cli.stores.sql.sqlite_queues import SQLiteQueues
-from ledger_cli.stores.sql.sqlite_reads import SQLiteReads
 from ledger_cli.stores.sql.sqlite_schema import GO_DDL
 from ledger_cli.stores.sql.sqlite_sidetables import SQLiteSideTables
 
@@ -71,13 +73,28 @@ _UPDATE = (
 _HISTORY_INSERT = f"INSERT INTO ledger_history ({codec.HISTORY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)"
 
 
-class SQLiteStore(SQLiteClaims, SQLiteReads, SQLiteSideTables, SQLiteQueues):
+class SQLiteStore(SQLiteClaims, SqlReads, SQLiteSideTables, SQLiteQueues):
     """A Store over an SQLite file (or `":memory:"`), shareable with the Go service.
 
     `busy_timeout` (seconds) is how long a write waits for another writer
     (the Go store uses 5 s) before failing with StoreError. Thread-safe: one
     connection guarded by a lock; `batch()` holds it for the block.
     """
+
+    # -- the dialect (dialect.py) ------------------------------------------------
+
+    MARK = "?"
+    KEY_ORDER = "ORDER BY key"
+    IN_MAX = 500
+    GAP_WAIT = 0.0
+
+    def _rows(self, op: str, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
+        with self._lock:
+            self._check_open()
+            return self._fetchall(op, sql, args)
+
+    def _in(self, column: str, values: tuple[str, ...]) -> tuple[str, tuple[Any, ...]]:
+        return f"{column} IN ({', '.join('?' * len(values))})", values
 
     # -- Store -------------------------------------------------------------------
 
