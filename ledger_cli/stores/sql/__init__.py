@@ -1,14 +1,13 @@
 """The SQL backends and the helpers only they use (docs/design.md §3.3, §3.4).
 
 One SQL store over two dialects: `sqlite.py` and `postgres.py` are the stores
-(`SQLiteStore`, `PostgresStore`: load, the compare-and-swap writes, pruning,
-history writes) and each supplies its dialect (`dialect.py`: placeholder, key
+(`SQLiteStore`, `PostgresStore`: load, the compare-and-swap writes, history
+writes) and each supplies its dialect (`dialect.py`: placeholder, key
 order, fetching rows, which text the database holds) to the method groups
-written once: `reads.py` (listings, scans and counts). Per database, for
-now: `*_sidetables.py` (schedules, ready-index check and rebuild) and
-`*_queues.py` (queues and limits), and what truly differs: `*_conn.py`
-(connecting, pragmas, error mapping, batches, close; PostgreSQL's pipelined
-batch is in `postgres_tx.py`),
+written once: `reads.py` (listings, scans and counts) and `sidetables.py`
+(schedules, queues and limits, pruning, ready-index check and rebuild). What truly
+differs stays per database: `*_conn.py` (connecting, pragmas, error mapping,
+batches, close; PostgreSQL's pipelined batch is in `postgres_tx.py`),
 `*_schema.py` (the DDL and the set-up or migration on open), `*_claim.py`
 (the Ready path and the pause), the Ready order in `sqlite_due.py` /
 `postgres_due.py` and the ready-index triggers in `sqlite_readyindex.py` /

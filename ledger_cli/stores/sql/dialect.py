@@ -1,7 +1,7 @@
 """What the shared SQL store code asks of a database dialect.
 
 The SQL store is one body of code over two databases, in SQLAlchemy's shape:
-the method groups written once (reads.py) are
+the method groups written once (reads.py, sidetables.py) are
 mixins over `SqlDialect`, which names what they use and what differs by
 database: the placeholder, the key order, how one query's rows are fetched
 (under the store's lock, with its error mapping and, on SQLite, its text
@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from ledger_cli.engine.record import TaskState, byte_order
 
@@ -35,6 +35,8 @@ class SqlDialect:
     _conn: Any
     _depth: int
     _lock: threading.RLock
+    _claim_limits: dict[str, int] | None = None
+    """The queues' limits read with a claim's start in this batch (PostgreSQL)."""
     _utf8: bool
     """Key order in the database is UTF-8 byte order (else reads sort in Python)."""
 
@@ -55,6 +57,10 @@ class SqlDialect:
             """All rows of one query, under the lock and the store's error mapping."""
             ...
 
+        def close(self) -> None: ...
+
+        def compare_and_swap(self, key: str, old: TaskState | None, new: TaskState) -> bool: ...
+
         def _in(self, column: str, values: tuple[str, ...]) -> tuple[str, tuple[Any, ...]]:
             """`column` equals one of `values`: the SQL condition and its arguments."""
             ...
@@ -66,9 +72,22 @@ class SqlDialect:
     def _check_text(self, key: str, **fields: str) -> None:
         """Refuse (StoreError) a key or text the database cannot store."""
 
+    def _queue_tables(self) -> bool:
+        """`ledger_queue` and `ledger_limit` exist (an older SQLite file has neither)."""
+        return True
+
+    def _make_queue_tables(self) -> None:
+        """Make them before a first write to them, where the schema may lack them."""
+
     def _holdable(self, values: Iterable[str]) -> tuple[str, ...]:
         """`values` once each, without those the database cannot hold."""
         return tuple(v for v in dict.fromkeys(values) if self._holds(v))
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def _in_key_order(self, records: list[TaskState]) -> list[TaskState]:
         if not self._utf8:  # the database's key order is not byte order
