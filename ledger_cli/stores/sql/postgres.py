@@ -23,14 +23,14 @@ text that is not valid UTF-8 (the server refuses it in a UTF8 database), so the
 a key given with such bytes has no record (load returns None) and writing such
 text is a StoreError.
 
-The class is assembled from method groups, each in its own module over the
-connection base `PostgresConnection` (postgres_conn.py: connecting, errors,
-batches, the clock): `PostgresClaims` (postgres_claim.py: the Ready path and
-the pause), `PostgresReads` (postgres_reads.py: listings and counts) and
-`PostgresSideTables` (postgres_sidetables.py: schedules, ready-index upkeep)
-and `PostgresQueues` (postgres_queues.py: queues and limits, issue 32).
-The schema and its set-up are in postgres_schema.py. What stays here is the
-Store's core: `load`, the compare-and-swap writes, pruning and history writes.
+The class is assembled over the connection base `PostgresConnection`
+(postgres_conn.py: connecting, errors, batches, the clock) from
+`PostgresClaims` (postgres_claim.py: the Ready path and the pause) and the
+groups shared with SQLite: `SqlReads` (reads.py: listings and counts) and
+`SqlSideTables` (sidetables.py: schedules, queues and limits, pruning,
+ready-index upkeep). The class supplies their dialect (dialect.py). The schema and its
+set-up are in postgres_schema.py. What stays here is the Store's core:
+`load`, the compare-and-swap writes, history writes and `lock_limit`.
 """
 
 from __future__ import annotations
@@ -42,12 +42,11 @@ from typing import Any
 from ledger_cli.engine.history import HistoryEntry
 from ledger_cli.engine.record import TaskState
 from ledger_cli.engine.rerun import rerun
-from ledger_cli.stores.sql import codec
+from ledger_cli.stores.sql import codec, historyfollow, postgres_due, postgres_readyindex, queues
 from ledger_cli.stores.sql.postgres_claim import PostgresClaims
 from ledger_cli.stores.sql.postgres_conn import no_nul
-from ledger_cli.stores.sql.postgres_queues import PostgresQueues
-from ledger_cli.stores.sql.postgres_reads import PostgresReads
-from ledger_cli.stores.sql.postgres_sidetables import PostgresSideTables
+from ledger_cli.stores.sql.reads import SqlReads
+from ledger_cli.stores.sql.sidetables import SqlSideTables
 
 __all__ = ["PostgresStore"]
 
@@ -81,7 +80,7 @@ def _state_fields(rec: TaskState) -> dict[str, str]:
     }
 
 
-class PostgresStore(PostgresClaims, PostgresReads, PostgresSideTables, PostgresQueues):
+class PostgresStore(PostgresClaims, SqlReads, SqlSideTables):
     """A Store in a PostgreSQL database, for workers on several hosts.
 
     One connection (autocommit; `batch()` opens a transaction), guarded by a
@@ -98,6 +97,56 @@ class PostgresStore(PostgresClaims, PostgresReads, PostgresSideTables, PostgresQ
     `now_with(key)` reads it with the load of `key`, `ready_at_clock()` with
     the first ready candidate.
     """
+
+    # -- the dialect (dialect.py) ------------------------------------------------
+
+    MARK = "%s"
+    KEY_ORDER = 'ORDER BY key COLLATE "C"'
+    IN_MAX = 1 << 20  # one array parameter (`= ANY(%s)`): no statement-size limit
+    GAP_WAIT = historyfollow.PG_GAP_WAIT
+    _utf8 = True  # keys are `text COLLATE "C"`: byte order
+    INDEX_DDL = (*postgres_readyindex.PG_DDL, *postgres_due.DDL)
+    INDEX_CHECKS = (*postgres_readyindex.PG_CHECKS, *postgres_due.CHECKS)
+    INDEX_REBUILD_RANGE = (*postgres_readyindex.PG_REBUILD_RANGE, *postgres_due.REBUILD_RANGE)
+    REBUILD_LOCK = "LOCK TABLE ledger_tasks IN SHARE ROW EXCLUSIVE MODE"
+    REBUILD_GAP = 0.0  # waiting writers queue on the lock
+
+    def _rows(self, op: str, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
+        with self._lock:
+            self._check_open()
+            with self._errors(op):
+                return list(self._conn.execute(sql, args or None).fetchall())
+
+    def _in(self, column: str, values: tuple[str, ...]) -> tuple[str, tuple[Any, ...]]:
+        return f"{column} = ANY(%s)", (list(values),)
+
+    def _holds(self, text: str) -> bool:
+        return "\x00" not in text and codec.is_utf8(text)
+
+    def _check_text(self, key: str, **fields: str) -> None:
+        no_nul(key, **fields)
+
+    # -- queues (issue 32; stores/sql/sidetables.py) -----------------------------
+
+    def lock_limit(self, queue: str, key: str | None = None) -> int | None:
+        """In the open transaction: lock `key`'s row (when given: a claim by
+        key), then `queue`'s limit row, until the transaction ends; the limit
+        (None: the queue has none now).
+
+        Workers on several hosts claim at once here, each in its own READ
+        COMMITTED transaction, so counting the held slots and claiming is made
+        one unit by this lock: the task's own row first, the order a `claim
+        --next` scan takes them in, so two claimers never wait on each other in
+        a circle; the count that follows sees every claim committed before the
+        lock was granted.
+        """
+        with self._lock:
+            self._check_open()
+            with self._errors("limit"):
+                if key is not None and codec.is_utf8(key):
+                    self._conn.execute(queues.sql(queues.LOCK_TASK, "%s"), (key,))
+                row = self._conn.execute(queues.sql(queues.LOCK_LIMIT, "%s"), (queue,)).fetchone()
+        return int(row[0]) if row is not None else None
 
     # -- Store -------------------------------------------------------------------
 
@@ -143,30 +192,6 @@ class PostgresStore(PostgresClaims, PostgresReads, PostgresSideTables, PostgresQ
         with self._errors(op):
             return self._conn.execute(sql, params).fetchone()
 
-    # -- prune (docs/design.md §6.4; engine/prune.py): pruned keys in ledger_pruned ----------
-
-    def prune_records(self, pairs: Sequence[tuple[TaskState, TaskState]]) -> int:
-        """Store each pruned record (a compare-and-swap), mark it, drop its history;
-        one transaction per CHUNK records."""
-        from ledger_cli.engine.prune import CHUNK
-
-        done = 0
-        for at in range(0, len(pairs), CHUNK):
-            with self.batch():
-                for old, new in pairs[at : at + CHUNK]:
-                    if self.compare_and_swap(old.key, old, new):
-                        with self._errors("prune"):
-                            self._conn.execute(
-                                "INSERT INTO ledger_pruned (key) VALUES (%s)"
-                                " ON CONFLICT DO NOTHING",
-                                (old.key,),
-                            )
-                            self._conn.execute(
-                                "DELETE FROM ledger_history WHERE key = %s", (old.key,)
-                            )
-                        done += 1
-        return done
-
     # -- History -----------------------------------------------------------------
 
     def append_history(self, entries: Sequence[HistoryEntry]) -> None:
@@ -192,12 +217,6 @@ class PostgresStore(PostgresClaims, PostgresReads, PostgresSideTables, PostgresQ
                         cur.executemany(_HISTORY_INSERT, params)
 
     # -- lifecycle ---------------------------------------------------------------
-
-    def __enter__(self) -> PostgresStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"PostgresStore({self._where!r})"

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
-from ledger_cli.stores.sql import codec, pause, postgres_due, postgres_readyindex, readyindex
+from ledger_cli.stores.sql import codec, due, pause, postgres_due, postgres_readyindex, readyindex
 from ledger_cli.stores.sql import queues as sql_queues
 from ledger_cli.stores.sql.postgres_conn import PostgresConnection
 
@@ -95,8 +95,8 @@ class PostgresClaims(PostgresConnection):
         locking = self._locking_reads()
         page = 1 if locking else 16
         lease = postgres_readyindex.PG_LEASE
-        sql = postgres_due.page_sql(
-            codec.SELECT_COLUMNS, lease, lock=locking, limit=page, extra=cond[0]
+        sql = due.page_sql(
+            codec.SELECT_COLUMNS, lease, "%s", lock=locking, limit=page, extra=cond[0]
         )
         first: tuple[str, ...] = ()
         if queues is not None and queues.wanted is not None and "default" not in cond[1]:
@@ -106,7 +106,7 @@ class PostgresClaims(PostgresConnection):
             )
             first, cond = cond[1], ("", ())
         at = readyindex.sortable(now)
-        rank = -1_000_001
+        rank = due.FIRST_RANK
         found: Any
         while True:
             if first_rank is not None:  # read already (`_claim_start`)
@@ -115,7 +115,7 @@ class PostgresClaims(PostgresConnection):
                 with self._lock:
                     self._check_open()
                     with self._errors("ready scan"):
-                        found = self._conn.execute(postgres_due.NEXT_RANK, (rank,)).fetchone()
+                        found = self._conn.execute(due.next_rank("%s"), (rank,)).fetchone()
             if found is None or found[0] is None:
                 return
             rank = int(found[0])

@@ -1,9 +1,8 @@
 """The Ready order of docs/design.md §8.2 in the PostgreSQL ready index: `ledger_due`.
 
-As on SQLite (stores/sql/sqlite_due.py): `ledger_due (key, rank, due)` holds the
-candidates of `ledger_ready` with rank = -priority and due = the later of
-CreatedAt and not-before (sortable text), indexed by (rank, due, key), kept
-by the trigger function `ledger_due_sync` on `ledger_ready` and
+As on SQLite (stores/sql/sqlite_due.py, due.py): `ledger_due (key, rank, due)`
+holds the candidates of `ledger_ready` in the Ready order, kept by the
+trigger function `ledger_due_sync` on `ledger_ready` and
 `ledger_schedule` (a row the Go service writes: priority 0, due at
 CreatedAt). `claim --next` walks the priority levels present, highest
 first, reading each level's due rows in order with `FOR UPDATE OF t SKIP
@@ -11,6 +10,8 @@ LOCKED`, so concurrent claimers spread over the queue as before.
 """
 
 from __future__ import annotations
+
+from ledger_cli.stores.sql import due
 
 DUE_VERSION = "ledger_due_sync v1"
 
@@ -81,32 +82,12 @@ CHECKS = (
         f"SELECT x.key FROM ({_ROW}) AS x (key, rank, due) WHERE NOT EXISTS"
         " (SELECT 1 FROM ledger_due d WHERE d.key = x.key AND d.rank = x.rank AND d.due = x.due)",
     ),
-    (
-        "a ledger_due row that is no candidate",
-        "SELECT d.key FROM ledger_due d WHERE NOT EXISTS"
-        " (SELECT 1 FROM ledger_ready r WHERE r.key = d.key)",
-    ),
+    due.NOT_A_CANDIDATE,
 )
-
-NEXT_RANK = "SELECT min(rank) FROM ledger_due WHERE rank > %s"
-
-
-def page_sql(columns: str, lease: str, *, lock: bool, limit: int, extra: str = "") -> str:
-    """The next due candidates of one level after (due, key). Parameters: rank,
-    now, due, key, now, those of `extra` (a further condition:
-    queues.condition) (the limit is a literal: one generic plan)."""
-    cols = ", ".join(f"t.{c.strip()}" for c in columns.split(","))
-    sql = (
-        f"SELECT {cols}, d.due FROM ledger_due d JOIN ledger_tasks t ON t.key = d.key"
-        " WHERE d.rank = %s AND d.due <= %s AND (d.due, d.key) > (%s, %s)"
-        f" AND (t.status = 'pending' OR {lease} <= %s){extra}"
-        f" ORDER BY d.due, d.key LIMIT {int(limit)}"
-    )
-    return sql + " FOR UPDATE OF t SKIP LOCKED" if lock else sql
 
 
 def queue_page_sql(columns: str, lease: str, *, lock: bool, limit: int, queues: int) -> str:
-    """`page_sql` for the tasks of `queues` named queues, none of them
+    """`due.page_sql` for the tasks of `queues` named queues, none of them
     `default`: their keys are read first from `ledger_queue`'s (queue, key)
     index (a MATERIALIZED CTE: the planner cannot turn it back into the
     (rank, due, key) walk that steps over every other queue's task), then
@@ -118,8 +99,6 @@ def queue_page_sql(columns: str, lease: str, *, lock: bool, limit: int, queues: 
         f"WITH q AS MATERIALIZED (SELECT key FROM ledger_queue WHERE queue IN ({marks}))"
         f" SELECT {cols}, d.due FROM q JOIN ledger_due d ON d.key = q.key"
         " JOIN ledger_tasks t ON t.key = d.key"
-        " WHERE d.rank = %s AND d.due <= %s AND (d.due, d.key) > (%s, %s)"
-        f" AND (t.status = 'pending' OR {lease} <= %s)"
-        f" ORDER BY d.due, d.key LIMIT {int(limit)}"
+        f" WHERE {due.level_sql('%s', lease, limit=limit)}"
     )
     return sql + " FOR UPDATE OF t SKIP LOCKED" if lock else sql

@@ -11,7 +11,7 @@ judged by the server's own clock (PG_CLOCK, `clocked_page_sql`).
 
 from __future__ import annotations
 
-from ledger_cli.stores.sql.readyindex import LIVE
+from ledger_cli.stores.sql.readyindex import LIVE, IndexSql, checks, rebuild_range
 
 PG_LEASE = "ledger_sortkey(t.lease_until)"
 
@@ -143,40 +143,18 @@ END $$""",
     " FOR EACH ROW EXECUTE FUNCTION ledger_ready_sync()",
 )
 
-PG_REBUILD_RANGE = (
-    "DELETE FROM ledger_ready WHERE {key}",
-    "DELETE FROM ledger_needs WHERE {key}",
-    "INSERT INTO ledger_needs (key, need) SELECT t.key, n FROM ledger_tasks t,"
-    " ledger_needs_of(t.needs) n WHERE {t_key} ON CONFLICT DO NOTHING",
-    "INSERT INTO ledger_ready (key, created) SELECT t.key, ledger_sortkey(t.created_at)"
-    f" FROM ledger_tasks t WHERE {{t_key}} AND t.status IN {LIVE} AND NOT ledger_unmet(t.key)",
+_INDEX_SQL = IndexSql(
+    needs="ledger_needs_of(t.needs)",
+    text="",
+    value="j",
+    unmet="ledger_unmet(t.key)",
+    sortkey="ledger_sortkey(t.created_at)",
 )
-"""The rebuild of one key range (`{key}`, `{t_key}`: its condition on `key`,
-`t.key`; stores/sql/rebuildranges.py)."""
+
+PG_REBUILD_RANGE = rebuild_range(_INDEX_SQL)
+"""The rebuild of one key range (readyindex.py `rebuild_range`)."""
 
 PG_REBUILD = tuple(s.format(key="TRUE", t_key="TRUE") for s in PG_REBUILD_RANGE)
 """The whole rebuild, in one transaction (when the side tables are installed)."""
 
-PG_CHECKS = (
-    (
-        "a need missing from ledger_needs",
-        "SELECT t.key FROM ledger_tasks t, ledger_needs_of(t.needs) j WHERE NOT EXISTS"
-        " (SELECT 1 FROM ledger_needs n WHERE n.key = t.key AND n.need = j)",
-    ),
-    (
-        "a need ledger_needs holds that the task does not name",
-        "SELECT n.key FROM ledger_needs n WHERE NOT EXISTS (SELECT 1 FROM ledger_tasks t,"
-        " ledger_needs_of(t.needs) j WHERE t.key = n.key AND j = n.need)",
-    ),
-    (
-        "a candidate missing from ledger_ready",
-        f"SELECT t.key FROM ledger_tasks t WHERE t.status IN {LIVE}"
-        " AND NOT ledger_unmet(t.key) AND NOT EXISTS (SELECT 1 FROM ledger_ready r"
-        " WHERE r.key = t.key AND r.created = ledger_sortkey(t.created_at))",
-    ),
-    (
-        "a ledger_ready row that is no candidate",
-        "SELECT r.key FROM ledger_ready r WHERE NOT EXISTS (SELECT 1 FROM ledger_tasks t"
-        f" WHERE t.key = r.key AND t.status IN {LIVE} AND NOT ledger_unmet(t.key))",
-    ),
-)
+PG_CHECKS = checks(_INDEX_SQL)

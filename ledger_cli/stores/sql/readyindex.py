@@ -19,15 +19,17 @@ lease, the transitive walk) to those few rows only. The tables are derived:
 
 This module holds what both backends share: the candidate conditions (LIVE,
 FREE, NOT_FREE), the page queries and their keyset reader, the sortable form of
-`now`, and the prune-aware listing queries. Each backend's tables, triggers,
-rebuild and checks are in `sqlite_readyindex.py` / `postgres_readyindex.py`.
+`now`, the prune-aware listing queries, and the rebuild and checks written
+over a dialect's SQL for a task's needs, `unmet` and sortable CreatedAt
+(`IndexSql`). Each backend's tables and triggers are in `sqlite_readyindex.py`
+/ `postgres_readyindex.py`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
@@ -42,6 +44,61 @@ FREE = f"t.status = 'pending' AND NOT {_NAMES_NEEDS}"
 """A pending candidate that names no needs: ready, whatever else is in the store."""
 NOT_FREE = f"(t.status <> 'pending' OR {_NAMES_NEEDS})"
 """Every other candidate: claimed, or naming needs (the Ready rule judges it)."""
+
+
+class IndexSql(NamedTuple):
+    """A dialect's SQL over a task row `t` for the rebuild and the checks."""
+
+    needs: str
+    """A set-returning FROM item, aliased `j`, over the needs JSON of `t.needs`."""
+    text: str
+    """A condition (ending in AND) keeping the string elements of `j`, or ''."""
+    value: str
+    """A need of `j`."""
+    unmet: str
+    """True when a need of `t.key` is not completed."""
+    sortkey: str
+    """`t.created_at` as sortable UTC text."""
+
+
+def rebuild_range(d: IndexSql) -> tuple[str, ...]:
+    """The rebuild of one key range (`{key}`, `{t_key}`: its condition on `key`,
+    `t.key`; stores/sql/rebuildranges.py)."""
+    return (
+        "DELETE FROM ledger_ready WHERE {key}",
+        "DELETE FROM ledger_needs WHERE {key}",
+        f"INSERT INTO ledger_needs (key, need) SELECT t.key, {d.value} FROM ledger_tasks t,"
+        f" {d.needs} j WHERE {d.text}{{t_key}} ON CONFLICT DO NOTHING",
+        f"INSERT INTO ledger_ready (key, created) SELECT t.key, {d.sortkey}"
+        f" FROM ledger_tasks t WHERE {{t_key}} AND t.status IN {LIVE} AND NOT {d.unmet}",
+    )
+
+
+def checks(d: IndexSql) -> tuple[tuple[str, str], ...]:
+    """(what, query) pairs `ledger doctor` runs: each row found is a problem."""
+    return (
+        (
+            "a need missing from ledger_needs",
+            f"SELECT t.key FROM ledger_tasks t, {d.needs} j WHERE {d.text}NOT EXISTS"
+            f" (SELECT 1 FROM ledger_needs n WHERE n.key = t.key AND n.need = {d.value})",
+        ),
+        (
+            "a need ledger_needs holds that the task does not name",
+            f"SELECT n.key FROM ledger_needs n WHERE NOT EXISTS (SELECT 1 FROM ledger_tasks t,"
+            f" {d.needs} j WHERE t.key = n.key AND {d.text}{d.value} = n.need)",
+        ),
+        (
+            "a candidate missing from ledger_ready",
+            f"SELECT t.key FROM ledger_tasks t WHERE t.status IN {LIVE} AND NOT {d.unmet}"
+            " AND NOT EXISTS (SELECT 1 FROM ledger_ready r"
+            f" WHERE r.key = t.key AND r.created = {d.sortkey})",
+        ),
+        (
+            "a ledger_ready row that is no candidate",
+            "SELECT r.key FROM ledger_ready r WHERE NOT EXISTS (SELECT 1 FROM ledger_tasks t"
+            f" WHERE t.key = r.key AND t.status IN {LIVE} AND NOT {d.unmet})",
+        ),
+    )
 
 
 def page_sql(

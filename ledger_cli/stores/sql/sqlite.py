@@ -30,30 +30,31 @@ it); a value holding such bytes is bound back as those exact bytes
 Sequences, fences and revs are SQLite INTEGERs (signed 64-bit), as in Go; a
 value above 2^63-1 (which the Go store cannot write either) is a StoreError.
 
-The class is assembled from method groups, each in its own module over the
-connection base `SQLiteConnection` (sqlite_conn.py: opening, pragmas, errors,
-text recovery, batches): `SQLiteClaims` (sqlite_claim.py: the Ready path and
-the pause), `SQLiteReads` (sqlite_reads.py: listings and counts) and
-`SQLiteSideTables` (sqlite_sidetables.py: schedules, ready-index upkeep). The
-schema and its migration are in sqlite_schema.py (GO_DDL is re-exported here).
-What stays here is the Store's core: `load`, the compare-and-swap writes,
-pruning and history writes.
+The class is assembled over the connection base `SQLiteConnection`
+(sqlite_conn.py: opening, pragmas, errors, text recovery, batches) from
+`SQLiteClaims` (sqlite_claim.py: the Ready path and the pause) and the groups
+shared with PostgreSQL: `SqlReads` (reads.py: listings and counts) and
+`SqlSideTables` (sidetables.py: schedules, queues and limits, pruning,
+ready-index upkeep). The class supplies their dialect (dialect.py). The schema and its
+migration are in sqlite_schema.py (GO_DDL is re-exported here).
+What stays here is the Store's core: `load`, the compare-and-swap writes
+and history writes.
 
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from ledger_cli.engine.history import HistoryEntry
 from ledger_cli.engine.record import TaskState
-from ledger_cli.stores.sql import codec
+from ledger_cli.stores.sql import codec, queues, sqlite_due, sqlite_readyindex
+from ledger_cli.stores.sql.reads import SqlReads
+from ledger_cli.stores.sql.sidetables import SqlSideTables
 from ledger_cli.stores.sql.sqlite_claim import SQLiteClaims
 from ledger_cli.stores.sql.sqlite_conn import DRIVER_ERRORS
-from ledger_cli.stores.sql.sqlite_queues import SQLiteQueues
-from ledger_cli.stores.sql.sqlite_reads import SQLiteReads
 from ledger_cli.stores.sql.sqlite_schema import GO_DDL
-from ledger_cli.stores.sql.sqlite_sidetables import SQLiteSideTables
 
 __all__ = ["GO_DDL", "SQLiteStore"]
 
@@ -71,13 +72,45 @@ _UPDATE = (
 _HISTORY_INSERT = f"INSERT INTO ledger_history ({codec.HISTORY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)"
 
 
-class SQLiteStore(SQLiteClaims, SQLiteReads, SQLiteSideTables, SQLiteQueues):
+class SQLiteStore(SQLiteClaims, SqlReads, SqlSideTables):
     """A Store over an SQLite file (or `":memory:"`), shareable with the Go service.
 
     `busy_timeout` (seconds) is how long a write waits for another writer
     (the Go store uses 5 s) before failing with StoreError. Thread-safe: one
     connection guarded by a lock; `batch()` holds it for the block.
     """
+
+    # -- the dialect (dialect.py) ------------------------------------------------
+
+    MARK = "?"
+    KEY_ORDER = "ORDER BY key"
+    IN_MAX = 500
+    GAP_WAIT = 0.0
+    INDEX_DDL = (
+        *sqlite_readyindex.SQLITE_TABLES,
+        *sqlite_readyindex.SQLITE_TRIGGERS,
+        *sqlite_due.DDL,
+    )
+    INDEX_CHECKS = (*sqlite_readyindex.SQLITE_CHECKS, *sqlite_due.CHECKS)
+    INDEX_REBUILD_RANGE = (*sqlite_readyindex.SQLITE_REBUILD_RANGE, *sqlite_due.REBUILD_RANGE)
+    REBUILD_GAP = 0.12
+    """Longer than one busy-handler poll: waiting writers get in (cli/chunks.py GAP)."""
+
+    def _rows(self, op: str, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
+        with self._lock:
+            self._check_open()
+            return self._fetchall(op, sql, args)
+
+    def _in(self, column: str, values: tuple[str, ...]) -> tuple[str, tuple[Any, ...]]:
+        return f"{column} IN ({', '.join('?' * len(values))})", values
+
+    def _queue_tables(self) -> bool:
+        rows = self._fetchall("queue", queues.EXISTS, (queues.QUEUE_TABLE, queues.LIMIT_TABLE))
+        return bool(rows and rows[0][0] == 2)
+
+    def _make_queue_tables(self) -> None:
+        for ddl in queues.SQLITE_DDL:
+            self._conn.execute(ddl)
 
     # -- Store -------------------------------------------------------------------
 
@@ -109,28 +142,6 @@ class SQLiteStore(SQLiteClaims, SQLiteReads, SQLiteSideTables, SQLiteQueues):
                 self._retry(op, exc, sql, params)
                 return self._cur.rowcount == 1
 
-    # -- prune (docs/design.md §6.4; engine/prune.py): pruned keys in ledger_pruned ----------
-
-    def prune_records(self, pairs: Sequence[tuple[TaskState, TaskState]]) -> int:
-        """Store each pruned record (a compare-and-swap), mark it, drop its history;
-        one transaction per CHUNK records."""
-        from ledger_cli.engine.prune import CHUNK
-
-        done = 0
-        for at in range(0, len(pairs), CHUNK):
-            with self.batch():
-                for old, new in pairs[at : at + CHUNK]:
-                    if self.compare_and_swap(old.key, old, new):
-                        with self._errors("prune"):
-                            self._conn.execute(
-                                "INSERT OR IGNORE INTO ledger_pruned (key) VALUES (?)", (old.key,)
-                            )
-                            self._conn.execute(
-                                "DELETE FROM ledger_history WHERE key = ?", (old.key,)
-                            )
-                        done += 1
-        return done
-
     # -- History -----------------------------------------------------------------
 
     def append_history(self, entries: Sequence[HistoryEntry]) -> None:
@@ -159,12 +170,6 @@ class SQLiteStore(SQLiteClaims, SQLiteReads, SQLiteSideTables, SQLiteQueues):
                 raise self._error("history insert", exc) from None
 
     # -- lifecycle ---------------------------------------------------------------
-
-    def __enter__(self) -> SQLiteStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self._path!r})"

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
-from ledger_cli.stores.sql import codec, pause, readyindex, sqlite_due, sqlite_readyindex
+from ledger_cli.stores.sql import codec, due, pause, readyindex, sqlite_due, sqlite_readyindex
 from ledger_cli.stores.sql import queues as sql_queues
 from ledger_cli.stores.sql.sqlite_conn import SQLiteConnection
 
@@ -65,7 +65,7 @@ class SQLiteClaims(SQLiteConnection):
         if extra is None:
             return iter(())
         lease = sqlite_readyindex.SQLITE_LEASE
-        query = sqlite_due.page_sql(codec.SELECT_COLUMNS, lease, extra[0])
+        query = due.page_sql(codec.SELECT_COLUMNS, lease, "?", extra=extra[0])
         first: tuple[str, ...] = ()
         if queues is not None and queues.wanted is not None and extra[0]:
             names = extra[1]
@@ -79,7 +79,7 @@ class SQLiteClaims(SQLiteConnection):
                 self._check_open()
                 return list(self._fetchall("ready scan", sql, args))
 
-        return sqlite_due.candidates(fetch, query, at, extra=extra[1], first=first)
+        return due.candidates(fetch, query, "?", at, extra=extra[1], first=first)
 
     def ready_split(self, now: Instant) -> tuple[int, TaskState | None, Iterator[TaskState]]:
         """`ledger stats`' ready figures with the counting done in SQL: how many

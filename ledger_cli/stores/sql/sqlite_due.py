@@ -9,21 +9,15 @@ due, key). Triggers in built-in SQL keep it current: on `ledger_ready`
 (whatever wrote the task, the Go service included: no schedule row means
 priority 0, due at CreatedAt) and on `ledger_schedule` (an admission's --priority/--not-before).
 
-`claim --next` walks the priority levels present, highest first (one index
-seek each: `min(rank) > r`), and within a level the rows already due in
-(due, key) order; rows not yet due sit at the end of their level and are
-never read. The cost is one seek per level present plus the candidates read,
-not the backlog. An index built by an older release (no `ledger_due`) is
-built by the first opener that migrates; `ledger doctor` checks it and
-`--fix` rebuilds it.
+`claim --next` walks the priority levels present (due.py). The cost is one
+seek per level present plus the candidates read, not the backlog. An index
+built by an older release (no `ledger_due`) is built by the first opener
+that migrates; `ledger doctor` checks it and `--fix` rebuilds it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from typing import Any
-
-from ledger_cli.engine.record import TaskState
+from ledger_cli.stores.sql import due
 from ledger_cli.stores.sql.sqlite_readyindex import _sqlite_sortkey
 
 OBJECTS = (
@@ -94,31 +88,12 @@ CHECKS = (
         " WHERE NOT EXISTS (SELECT 1 FROM ledger_due d WHERE d.key = r.key"
         f" AND d.rank = -coalesce(s.priority, 0) AND d.due = max(r.created, coalesce({_NB}, '')))",
     ),
-    (
-        "a ledger_due row that is no candidate",
-        "SELECT d.key FROM ledger_due d WHERE NOT EXISTS"
-        " (SELECT 1 FROM ledger_ready r WHERE r.key = d.key)",
-    ),
+    due.NOT_A_CANDIDATE,
 )
-
-NEXT_RANK = "SELECT min(rank) FROM ledger_due WHERE rank > ?"
-
-
-def page_sql(columns: str, lease: str, extra: str = "") -> str:
-    """The next due candidates of one level after (due, key), leaving out claimed
-    rows whose lease runs past now. Parameters: rank, now, due, key, now, those
-    of `extra` (a further condition: queues.condition), limit."""
-    cols = ", ".join(f"t.{c.strip()}" for c in columns.split(","))
-    return (
-        f"SELECT {cols}, d.due FROM ledger_due d JOIN ledger_tasks t ON t.key = d.key"
-        " WHERE d.rank = ? AND d.due <= ? AND (d.due, d.key) > (?, ?)"
-        f" AND (t.status = 'pending' OR {lease} <= ?){extra}"
-        " ORDER BY d.due, d.key LIMIT ?"
-    )
 
 
 def queue_page_sql(columns: str, lease: str, queues: int) -> str:
-    """`page_sql` for the tasks of `queues` named queues, none of them
+    """`due.page_sql` for the tasks of `queues` named queues, none of them
     `default`, driven from `ledger_queue`'s (queue, key) index (CROSS JOIN
     keeps that order of the loops): it reads those queues' rows, however many
     tasks of other queues sort before them, where the (rank, due, key) walk
@@ -129,36 +104,5 @@ def queue_page_sql(columns: str, lease: str, queues: int) -> str:
         f"SELECT {cols}, d.due FROM ledger_queue q CROSS JOIN ledger_due d"
         " CROSS JOIN ledger_tasks t"
         f" WHERE q.queue IN ({marks}) AND d.key = q.key AND t.key = d.key"
-        " AND d.rank = ? AND d.due <= ? AND (d.due, d.key) > (?, ?)"
-        f" AND (t.status = 'pending' OR {lease} <= ?)"
-        " ORDER BY d.due, d.key LIMIT ?"
+        f" AND {due.level_sql('?', lease)}"
     )
-
-
-def candidates(
-    fetch: Callable[[str, tuple[Any, ...]], Sequence[Sequence[Any]]],
-    page_query: str,
-    now: str,
-    page: int = 16,
-    extra: tuple[Any, ...] = (),
-    first: tuple[Any, ...] = (),
-) -> Iterator[TaskState]:
-    """The due candidates in the Ready order: level by level, each by keyset.
-    `first`, `extra`: more parameters of `page_query`, before and after its own."""
-    from ledger_cli.stores.sql.codec import row_to_state
-
-    rank = -1_000_001
-    while True:
-        found = fetch(NEXT_RANK, (rank,))
-        if not found or found[0][0] is None:
-            return
-        rank = int(found[0][0])
-        after = ("", "")
-        while True:
-            args = (*first, rank, now, after[0], after[1], now, *extra, page)
-            rows = fetch(page_query, args)
-            for row in rows:
-                yield row_to_state(row[:-1])
-            if len(rows) < page:
-                break
-            after = (str(rows[-1][-1]), str(rows[-1][0]))

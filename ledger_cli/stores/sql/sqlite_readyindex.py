@@ -11,7 +11,7 @@ the index compares, and SQLITE_LEASE, a candidate's lease in that form.
 
 from __future__ import annotations
 
-from ledger_cli.stores.sql.readyindex import LIVE
+from ledger_cli.stores.sql.readyindex import LIVE, IndexSql, checks, rebuild_range
 
 
 def _sqlite_sortkey(x: str) -> str:
@@ -107,46 +107,20 @@ SQLITE_TRIGGERS = (
     " END",
 )
 
-SQLITE_REBUILD_RANGE = (
-    "DELETE FROM ledger_ready WHERE {key}",
-    "DELETE FROM ledger_needs WHERE {key}",
-    "INSERT OR IGNORE INTO ledger_needs (key, need) SELECT t.key, j.value"
-    f" FROM ledger_tasks t, {_sqlite_needs('t.needs')} j WHERE j.type = 'text' AND {{t_key}}",
-    f"INSERT INTO ledger_ready (key, created) SELECT t.key, {_sqlite_sortkey('t.created_at')}"
-    f" FROM ledger_tasks t WHERE {{t_key}} AND t.status IN {LIVE}"
-    f" AND NOT {_sqlite_unmet('t.key')}",
+_INDEX_SQL = IndexSql(
+    needs=_sqlite_needs("t.needs"),
+    text="j.type = 'text' AND ",
+    value="j.value",
+    unmet=_sqlite_unmet("t.key"),
+    sortkey=_sqlite_sortkey("t.created_at"),
 )
-"""The rebuild of one key range (`{key}`, `{t_key}`: its condition on `key`,
-`t.key`; stores/sql/rebuildranges.py)."""
+
+SQLITE_REBUILD_RANGE = rebuild_range(_INDEX_SQL)
+"""The rebuild of one key range (readyindex.py `rebuild_range`)."""
 
 SQLITE_REBUILD = tuple(s.format(key="1", t_key="1") for s in SQLITE_REBUILD_RANGE)
 """The whole rebuild, in one transaction (when the side tables are installed)."""
 
-SQLITE_CHECKS = (
-    (
-        "a need missing from ledger_needs",
-        "SELECT t.key FROM ledger_tasks t, "
-        f"{_sqlite_needs('t.needs')} j WHERE j.type = 'text' AND NOT EXISTS"
-        " (SELECT 1 FROM ledger_needs n WHERE n.key = t.key AND n.need = j.value)",
-    ),
-    (
-        "a need ledger_needs holds that the task does not name",
-        "SELECT n.key FROM ledger_needs n WHERE NOT EXISTS (SELECT 1 FROM ledger_tasks t, "
-        f"{_sqlite_needs('t.needs')} j WHERE t.key = n.key AND j.type = 'text'"
-        " AND j.value = n.need)",
-    ),
-    (
-        "a candidate missing from ledger_ready",
-        f"SELECT t.key FROM ledger_tasks t WHERE t.status IN {LIVE}"
-        f" AND NOT {_sqlite_unmet('t.key')} AND NOT EXISTS (SELECT 1 FROM ledger_ready r"
-        f" WHERE r.key = t.key AND r.created = {_sqlite_sortkey('t.created_at')})",
-    ),
-    (
-        "a ledger_ready row that is no candidate",
-        "SELECT r.key FROM ledger_ready r WHERE NOT EXISTS (SELECT 1 FROM ledger_tasks t"
-        f" WHERE t.key = r.key AND t.status IN {LIVE} AND NOT {_sqlite_unmet('t.key')})",
-    ),
-)
-
+SQLITE_CHECKS = checks(_INDEX_SQL)
 
 SQLITE_LEASE = _sqlite_sortkey("t.lease_until")

@@ -1,0 +1,95 @@
+"""What the shared SQL store code asks of a database dialect.
+
+The SQL store is one body of code over two databases, in SQLAlchemy's shape:
+the method groups written once (reads.py, sidetables.py) are
+mixins over `SqlDialect`, which names what they use and what differs by
+database: the placeholder, the key order, how one query's rows are fetched
+(under the store's lock, with its error mapping and, on SQLite, its text
+recovery), which text the database can hold, and the checks on text before
+a write. `SQLiteStore` (sqlite.py) and `PostgresStore` (postgres.py) supply
+them over their connection bases (sqlite_conn.py, postgres_conn.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any, ClassVar, Self
+
+from ledger_cli.engine.record import TaskState, byte_order
+
+
+class SqlDialect:
+    """The connection primitives and dialect facts the shared groups use."""
+
+    MARK: ClassVar[str]
+    """The driver's placeholder: `?` (sqlite3) or `%s` (psycopg)."""
+    KEY_ORDER: ClassVar[str]
+    """`ORDER BY` clause giving UTF-8 byte order of keys where the database can."""
+    IN_MAX: ClassVar[int]
+    """At most this many values in one `IN` list (`_in`)."""
+    GAP_WAIT: ClassVar[float]
+    """Seconds `ledger log --follow` waits for a skipped history id (historyfollow.py)."""
+
+    _conn: Any
+    _depth: int
+    _lock: threading.RLock
+    _claim_limits: dict[str, int] | None = None
+    """The queues' limits read with a claim's start in this batch (PostgreSQL)."""
+    _utf8: bool
+    """Key order in the database is UTF-8 byte order (else reads sort in Python)."""
+
+    if TYPE_CHECKING:  # supplied by the connection base and the store class
+
+        def _check_open(self) -> None: ...
+
+        @contextlib.contextmanager
+        def _errors(self, op: str) -> Iterator[None]:
+            """Driver errors in the block raised as StoreError (of operation `op`)."""
+            yield
+
+        @contextlib.contextmanager
+        def batch(self) -> Iterator[None]:
+            yield
+
+        def _rows(self, op: str, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
+            """All rows of one query, under the lock and the store's error mapping."""
+            ...
+
+        def close(self) -> None: ...
+
+        def compare_and_swap(self, key: str, old: TaskState | None, new: TaskState) -> bool: ...
+
+        def _in(self, column: str, values: tuple[str, ...]) -> tuple[str, tuple[Any, ...]]:
+            """`column` equals one of `values`: the SQL condition and its arguments."""
+            ...
+
+    def _holds(self, text: str) -> bool:
+        """The database can hold `text` (else no row has it: a read of it finds nothing)."""
+        return True
+
+    def _check_text(self, key: str, **fields: str) -> None:
+        """Refuse (StoreError) a key or text the database cannot store."""
+
+    def _queue_tables(self) -> bool:
+        """`ledger_queue` and `ledger_limit` exist (an older SQLite file has neither)."""
+        return True
+
+    def _make_queue_tables(self) -> None:
+        """Make them before a first write to them, where the schema may lack them."""
+
+    def _holdable(self, values: Iterable[str]) -> tuple[str, ...]:
+        """`values` once each, without those the database cannot hold."""
+        return tuple(v for v in dict.fromkeys(values) if self._holds(v))
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _in_key_order(self, records: list[TaskState]) -> list[TaskState]:
+        if not self._utf8:  # the database's key order is not byte order
+            records.sort(key=lambda r: byte_order(r.key))
+        return records

@@ -1,0 +1,95 @@
+"""The Ready order's queries over `ledger_due`, for both dialects (docs/design.md §8.2).
+
+`ledger_due (key, rank, due)` holds the candidates of `ledger_ready` with
+rank = -priority and due = the later of CreatedAt and not-before (sortable
+text), indexed by (rank, due, key); each dialect builds it and keeps it
+current with its own triggers (sqlite_due.py, postgres_due.py). `claim
+--next` walks the priority levels present, highest first (one index seek
+each: `min(rank) > r`), and within a level the rows already due in (due,
+key) order; rows not yet due sit at the end of their level and are never
+read. What both dialects run is here: the level seek, a page of one level,
+the check that every `ledger_due` row is a candidate, and the walk itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from ledger_cli.engine.record import TaskState
+
+FIRST_RANK = -1_000_001
+"""Below every rank (a priority is at most 1,000,000)."""
+
+NOT_A_CANDIDATE = (
+    "a ledger_due row that is no candidate",
+    "SELECT d.key FROM ledger_due d WHERE NOT EXISTS"
+    " (SELECT 1 FROM ledger_ready r WHERE r.key = d.key)",
+)
+
+
+def next_rank(mark: str) -> str:
+    """The next priority level present after a rank (parameter: the rank)."""
+    return f"SELECT min(rank) FROM ledger_due WHERE rank > {mark}"
+
+
+def level_sql(mark: str, lease: str, extra: str = "", limit: int | None = None) -> str:
+    """The conditions and order of a page of one level after (due, key), leaving
+    out claimed rows whose lease runs past now. Parameters: rank, now, due,
+    key, now, those of `extra` (a further condition: queues.condition), and
+    the limit unless given here (PostgreSQL: a literal, one generic plan)."""
+    m = mark
+    return (
+        f"d.rank = {m} AND d.due <= {m} AND (d.due, d.key) > ({m}, {m})"
+        f" AND (t.status = 'pending' OR {lease} <= {m}){extra}"
+        f" ORDER BY d.due, d.key LIMIT {m if limit is None else int(limit)}"
+    )
+
+
+def page_sql(
+    columns: str,
+    lease: str,
+    mark: str,
+    *,
+    lock: bool = False,
+    limit: int | None = None,
+    extra: str = "",
+) -> str:
+    """The next due candidates of one level (`level_sql`), the due text last;
+    with `lock`, each row locked (FOR UPDATE SKIP LOCKED: PostgreSQL)."""
+    cols = ", ".join(f"t.{c.strip()}" for c in columns.split(","))
+    sql = (
+        f"SELECT {cols}, d.due FROM ledger_due d JOIN ledger_tasks t ON t.key = d.key"
+        f" WHERE {level_sql(mark, lease, extra, limit)}"
+    )
+    return sql + " FOR UPDATE OF t SKIP LOCKED" if lock else sql
+
+
+def candidates(
+    fetch: Callable[[str, tuple[Any, ...]], Sequence[Sequence[Any]]],
+    page_query: str,
+    mark: str,
+    now: str,
+    page: int = 16,
+    extra: tuple[Any, ...] = (),
+    first: tuple[Any, ...] = (),
+) -> Iterator[TaskState]:
+    """The due candidates in the Ready order: level by level, each by keyset.
+    `first`, `extra`: more parameters of `page_query`, before and after its own."""
+    from ledger_cli.stores.sql.codec import row_to_state
+
+    rank = FIRST_RANK
+    while True:
+        found = fetch(next_rank(mark), (rank,))
+        if not found or found[0][0] is None:
+            return
+        rank = int(found[0][0])
+        after = ("", "")
+        while True:
+            args = (*first, rank, now, after[0], after[1], now, *extra, page)
+            rows = fetch(page_query, args)
+            for row in rows:
+                yield row_to_state(row[:-1])
+            if len(rows) < page:
+                break
+            after = (str(rows[-1][-1]), str(rows[-1][0]))

@@ -1,0 +1,187 @@
+"""The SQL store's side tables, for both dialects: schedules, queues and limits,
+the pruned marks, and the ready index's upkeep.
+
+`SqlSideTables` reads and writes `ledger_schedule` (docs/design.md §8.1;
+schedules.py) and `ledger_queue` / `ledger_limit` (issue 32; queues.py),
+prunes records into `ledger_pruned` (docs/design.md §6.4), and checks
+(`ledger doctor`) and rebuilds (`doctor --fix`) the trigger-kept ready index
+and Ready order against `ledger_tasks`, with the objects, checks and range
+statements each dialect declares (INDEX_DDL, INDEX_CHECKS,
+INDEX_REBUILD_RANGE: *_readyindex.py, *_due.py). A key PostgreSQL cannot
+hold has no row there; writing one is a StoreError (dialect.py `_check_text`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from ledger_cli.engine.instant import Instant
+from ledger_cli.engine.record import TaskState
+from ledger_cli.stores.sql import codec, queues, rebuildranges, schedules
+from ledger_cli.stores.sql.dialect import SqlDialect
+
+
+class SqlSideTables(SqlDialect):
+    """Schedules, queues, limits and ready-index upkeep of an SQL store."""
+
+    INDEX_DDL: ClassVar[tuple[str, ...]]
+    """The ready index's and the Ready order's tables and triggers, made again on a rebuild."""
+    INDEX_CHECKS: ClassVar[tuple[tuple[str, str], ...]]
+    """(what, query) pairs: each row a query returns is a problem of the index."""
+    INDEX_REBUILD_RANGE: ClassVar[tuple[str, ...]]
+    """The statements rebuilding one range of keys (rebuildranges.statement)."""
+    REBUILD_LOCK: ClassVar[str] = ""
+    """A statement holding off the writers of `ledger_tasks` during a range (none: the
+    write transaction does)."""
+    REBUILD_GAP: ClassVar[float] = 0.0
+    """Seconds between two ranges of a rebuild, for waiting writers to get in."""
+
+    # -- schedules (docs/design.md §8.1) -------------------------------------------
+
+    def schedule_of(self, key: str) -> tuple[Instant, int] | None:
+        """A key's not-before and priority (docs/design.md §8.1; stores/sql/schedules.py)."""
+        if not self._holds(key):
+            return None
+        rows = self._rows("schedule", schedules.sql(schedules.SELECT_ONE, self.MARK), (key,))
+        return schedules.value_of(*rows[0]) if rows else None
+
+    def set_schedule(self, key: str, value: tuple[Instant, int] | None) -> None:
+        self._check_text(key)
+        with self.batch(), self._lock, self._errors("schedule"):
+            if value is None:
+                self._conn.execute(schedules.sql(schedules.DELETE, self.MARK), (key,))
+            else:
+                args = (key, *schedules.params(value))
+                self._conn.execute(schedules.sql(schedules.UPSERT, self.MARK), args)
+
+    def schedules(self) -> dict[str, tuple[Instant, int]]:
+        rows = self._rows("schedule", schedules.SELECT_ALL)
+        return {str(k): schedules.value_of(nb, p) for k, nb, p in rows}
+
+    def has_schedules(self) -> bool:
+        rows = self._rows("schedule", schedules.ANY)
+        return bool(rows and rows[0][0])
+
+    # -- queues and limits (issue 32) ------------------------------------------------
+
+    def queue_of(self, key: str) -> str | None:
+        if not self._holds(key):
+            return None
+        with self._lock:
+            self._check_open()
+            if not self._queue_tables():
+                return None
+            rows = self._rows("queue", queues.sql(queues.SELECT_ONE, self.MARK), (key,))
+        return str(rows[0][0]) if rows else None
+
+    def set_queue(self, key: str, queue: str | None) -> None:
+        self._set_row("queue", key, queue, queues.DELETE, queues.UPSERT)
+
+    def queues(self) -> dict[str, str]:
+        with self._lock:
+            self._check_open()
+            rows = self._rows("queue", queues.SELECT_ALL) if self._queue_tables() else []
+        return {str(k): str(q) for k, q in rows}
+
+    def limits(self) -> dict[str, int]:
+        with self._lock:
+            self._check_open()
+            if self._claim_limits is not None and self._depth:
+                # read with this batch's claim start (PostgreSQL `read_pause(for_claim=True)`)
+                return dict(self._claim_limits)
+            rows = self._rows("limit", queues.LIMITS) if self._queue_tables() else []
+        return {str(q): int(n) for q, n in rows}
+
+    def set_limit(self, queue: str, n: int | None) -> None:
+        self._set_row("limit", queue, n, queues.DELETE_LIMIT, queues.UPSERT_LIMIT)
+
+    def _set_row(
+        self, op: str, key: str, value: str | int | None, delete: str, upsert: str
+    ) -> None:
+        """Upsert the (key, value) row of a queue table, or delete it for None (a
+        first write makes the tables where the schema lacks them)."""
+        self._check_text(key)
+        if isinstance(value, str):
+            self._check_text(value)
+        with self.batch(), self._lock, self._errors(op):
+            if value is None:
+                if self._queue_tables():
+                    self._conn.execute(queues.sql(delete, self.MARK), (key,))
+                return
+            self._make_queue_tables()
+            self._conn.execute(queues.sql(upsert, self.MARK), (key, value))
+
+    def claimed_leases(self) -> list[tuple[str, str, Instant]]:
+        """Every claimed task's key, queue and LeaseUntil, in one query."""
+        with self._lock:
+            self._check_open()
+            sql = queues.CLAIMED if self._queue_tables() else queues.CLAIMED_DEFAULT
+            rows = self._rows("queue", sql)
+        out: list[tuple[str, str, Instant]] = []
+        for k, q, lease in rows:
+            key = codec.read_text(k, "(claimed)", "key")
+            out.append((key, str(q), codec.decode_time(lease, key, "lease_until")))
+        return out
+
+    # -- prune (docs/design.md §6.4; engine/prune.py): pruned keys in ledger_pruned ----------
+
+    def prune_records(self, pairs: Sequence[tuple[TaskState, TaskState]]) -> int:
+        """Store each pruned record (a compare-and-swap), mark it, drop its history;
+        one transaction per CHUNK records."""
+        from ledger_cli.engine.prune import CHUNK
+
+        mark = self.MARK
+        done = 0
+        for at in range(0, len(pairs), CHUNK):
+            with self.batch():
+                for old, new in pairs[at : at + CHUNK]:
+                    if self.compare_and_swap(old.key, old, new):
+                        with self._errors("prune"):
+                            self._conn.execute(
+                                f"INSERT INTO ledger_pruned (key) VALUES ({mark})"
+                                " ON CONFLICT DO NOTHING",
+                                (old.key,),
+                            )
+                            self._conn.execute(
+                                f"DELETE FROM ledger_history WHERE key = {mark}", (old.key,)
+                            )
+                        done += 1
+        return done
+
+    # -- the ready index (`ledger doctor`) ---------------------------------------------
+
+    def check_ready_index(self) -> list[str]:
+        """Problems of the ready index against `ledger_tasks` (`ledger doctor`)."""
+        return [
+            f"ready index: {what}: {row[0]!r}"
+            for what, sql in self.INDEX_CHECKS
+            for row in self._rows("ready index check", sql + " LIMIT 20")
+        ]
+
+    def rebuild_ready_index(self) -> None:
+        """Rebuild the ready index from `ledger_tasks` (`ledger doctor --fix`), in
+        short blocks of keys (stores/sql/rebuildranges.py)."""
+        with self.batch(), self._errors("ready index rebuild"):
+            for ddl in self.INDEX_DDL:
+                self._conn.execute(ddl)
+        rebuildranges.run(self._rebuild_range, gap=self.REBUILD_GAP)
+
+    def _rebuild_range(self, after: str | None, keys: int) -> str | None:
+        """Rebuild the range of `keys` keys after `after` in one write transaction,
+        the writers of `ledger_tasks` held off; its last key, or None when it ran
+        to the end."""
+        with self.batch(), self._lock, self._errors("ready index rebuild"):
+            if self.REBUILD_LOCK:
+                self._conn.execute(self.REBUILD_LOCK)
+            mark = self.MARK
+            cond, params = rebuildranges.predicate("key", (after, None), mark)
+            sql = (
+                f"SELECT key FROM ledger_tasks WHERE {cond} ORDER BY key LIMIT 1 OFFSET {self.MARK}"
+            )
+            row = self._conn.execute(sql, (*params, keys - 1)).fetchone()
+            last = None if row is None else str(row[0])
+            for sql in self.INDEX_REBUILD_RANGE:
+                stmt, args = rebuildranges.statement(sql, (after, last), mark)
+                self._conn.execute(stmt, args)
+        return last
