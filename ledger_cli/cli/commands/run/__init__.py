@@ -267,20 +267,24 @@ class Drainer:
         from ready to claimed between them, and stop a worker while the graph
         is still running. A conflict with another writer is "look again"."""
         from ledger_cli.engine import queues
+        from ledger_cli.engine.queuefilter import Filter
         from ledger_cli.engine.ready import live_lease_held, nameable, ready_iter
         from ledger_cli.errors import StoreConflictError
 
         store, wanted = self.s.store, self.queues
+        # As a claim filters (cli/commands/claim.py): a store that filters by
+        # queue reads only the wanted queues' tasks; each candidate's queue is
+        # checked all the same.
+        filt = None if wanted is None else Filter(wanted, frozenset())
         unit = getattr(store, "snapshot", None) or store.batch
         try:
             with unit():
                 now = self.s.now()
                 if live_lease_held(store, now):
                     return "held"
-                side = queues.every(store) if wanted is not None else {}
-                for rec in ready_iter(store, store.load, now):
+                for rec in ready_iter(store, store.load, now, filt):
                     if nameable(rec.key) and (
-                        wanted is None or side.get(rec.key, queues.DEFAULT) in wanted
+                        wanted is None or queues.of(store, rec.key) in wanted
                     ):
                         return "ready"
         except StoreConflictError:
