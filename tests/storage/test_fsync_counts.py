@@ -35,6 +35,10 @@ attempt (docs/design.md §7.1; its file goes in the frame), and the
 completion's, which also saves the attempt's end and output; the pid noted
 once the command runs (attempts/…/1.pid, renamed into place, not fsynced:
 stores/jsonfile/attemptfiles.py) costs none (was 6, then 13)."""
+DRAIN_PER_TASK = 1
+"""`ledger run --next --drain -- true`, per task: each outcome's frame also
+claims the next task (and starts its attempt), so N tasks cost the first
+claim's frame and N outcome frames (was 2 per task)."""
 ADMIT = 1
 LIBRARY_CAS_SAME_COUNTS = 1
 """A compare-and-swap outside a batch that changes no count (a renewal): its
@@ -118,6 +122,22 @@ def test_fsyncs_per_command(
     assert rec is not None and rec.status == "pending"  # promoted: ready now
     n = counted(counter, store, "run", "--next", "--owner", "w", "--lease", "60s", "--", "true")
     assert n == RUN_NEXT
+
+
+@needs_syncfs
+def test_a_drain_syncs_once_per_task(
+    counter: SyncCounter, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    dirty(monkeypatch, tmp_path, 100)
+    store = tmp_path / "store"
+    keys = [f"k{i}" for i in range(5)]
+    for key in keys:
+        assert invoke(store, "admit", key).code == 0
+    argv = ("run", "--next", "--drain", "--owner", "w", "--lease", "60s", "--", "true")
+    assert counted(counter, store, *argv) == 1 + DRAIN_PER_TASK * len(keys)
+    for key in keys:
+        rec = JsonFileStore(store).load(key)
+        assert rec is not None and rec.status == "completed"
 
 
 @needs_syncfs

@@ -18,6 +18,7 @@ from ledger_cli.errors import LedgerError
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
+    from ledger_cli.cli.context import Attempt
     from ledger_cli.engine.instant import Instant
     from ledger_cli.engine.pause import PauseInfo
     from ledger_cli.engine.queues import Slots
@@ -208,10 +209,6 @@ def _claim_next_once(
 ) -> tuple[TaskState, int] | None:
     """One unit: scan the ready records and claim the first that can be; on a
     paused store (docs/design.md §8.3) claim nothing and append the pause to `held`."""
-    from ledger_cli.engine import ready
-    from ledger_cli.engine.pause import paused
-    from ledger_cli.engine.queues import QueueChoice
-
     # None: each unit reads the store's clock with its first ready query
     # (PostgreSQL: no round trip of its own); else --now or the clock.
     now = s.unit_now("ready_at_clock")
@@ -221,29 +218,51 @@ def _claim_next_once(
     # concurrent claimers spread over the queue instead of piling onto one.
     for attempt in s.writes(now):
         with attempt:
-            claimed = None  # a run rolled back claimed nothing
             del held[:]
-            # Read in the unit that claims: a claim either saw the pause or
-            # landed before `pause` returned.
-            pause_now = paused(s.store, for_claim=True)
-            if pause_now is not None:
-                held.append(pause_now)
-            # The queues at their limit are known once the unit's clock is: a
-            # store that filters by queue never reads their tasks.
-            queues_at = QueueChoice(s.store, queues)
-            found = (
-                None
-                if pause_now is not None
-                else (now, ready.ready_iter(s.store, s.load, now, queues_at(now)))
-                if now is not None
-                else ready.ready_at_clock(s.store, s.load, queues_at)  # None: no candidate
-            )
-            if found is not None:
-                attempt.now = found[0]
-                slots = queues_at.slots
-                claimed = _claim_first(s, found[1], owner, lease_td, found[0], queues, slots)
-                if claimed is not None and in_unit is not None:
-                    in_unit(*claimed)
+            claimed = None  # a run rolled back claimed nothing
+            claimed = claim_in_unit(s, attempt, owner, lease_td, held, in_unit, queues)
+    return claimed
+
+
+def claim_in_unit(
+    s: Session,
+    attempt: Attempt,
+    owner: str,
+    lease_td: timedelta,
+    held: list[PauseInfo],
+    in_unit: Callable[[TaskState, int], None] | None = None,
+    queues: frozenset[str] | None = None,
+) -> tuple[TaskState, int] | None:
+    """Claim the first ready record that can be, in the caller's open unit
+    `attempt` at its now (None: the store's clock, read with the first ready
+    query); on a paused store claim nothing and append the pause to `held`.
+    `run --drain` calls this in the unit that records a task's outcome, so
+    that the outcome and the next claim commit together."""
+    from ledger_cli.engine import ready
+    from ledger_cli.engine.pause import paused
+    from ledger_cli.engine.queues import QueueChoice
+
+    # Read in the unit that claims: a claim either saw the pause or
+    # landed before `pause` returned.
+    pause_now = paused(s.store, for_claim=True)
+    if pause_now is not None:
+        held.append(pause_now)
+        return None
+    # The queues at their limit are known once the unit's clock is: a
+    # store that filters by queue never reads their tasks.
+    queues_at = QueueChoice(s.store, queues)
+    now = attempt.now
+    found = (
+        (now, ready.ready_iter(s.store, s.load, now, queues_at(now)))
+        if now is not None
+        else ready.ready_at_clock(s.store, s.load, queues_at)  # None: no candidate
+    )
+    if found is None:
+        return None
+    attempt.now = found[0]
+    claimed = _claim_first(s, found[1], owner, lease_td, found[0], queues, queues_at.slots)
+    if claimed is not None and in_unit is not None:
+        in_unit(*claimed)
     return claimed
 
 

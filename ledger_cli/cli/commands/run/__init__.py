@@ -25,7 +25,9 @@ background, complete by the command's exit status.
   status; the task is failed only when the last attempt fails. A lost lease
   during an attempt or a wait stops everything (exit 5).
 - `--next --drain`: a long-lived worker over one store connection. After each
-  task it claims the next ready one, until none is ready (within `--wait`,
+  task it claims the next ready one, in the unit that records the task's
+  outcome (one commit and one sync for both; a claim it must wait for is a
+  unit of its own), until none is ready (within `--wait`,
   when given, for each claim) and no other worker holds a live lease (a
   claimed task whose LeaseUntil is after now): that task's outcome may make
   more tasks ready (a DAG's fan-in), so the worker polls for it, with a
@@ -55,6 +57,7 @@ from typing import TYPE_CHECKING
 from ledger_cli.cli.commands.claim import (
     NothingReadyError,
     PausedError,
+    claim_in_unit,
     claim_key,
     claim_next_timed,
 )
@@ -73,6 +76,7 @@ from ledger_cli.errors import NoKeyError, StoreError
 
 if TYPE_CHECKING:
     from ledger_cli.cli.commands.run.limits import RunOptions
+    from ledger_cli.cli.context import Attempt
     from ledger_cli.engine.record import TaskState
 
 __all__ = ["STOP_GRACE", "LeaseLostError", "Supervisor", "exit_code", "run"]
@@ -291,20 +295,36 @@ class Drainer:
             return "ready"
         return None
 
+    def _claim_after(self, attempt: Attempt, sent: float) -> tuple[TaskState, int, float] | None:
+        """The next task, claimed in the unit that records the last one's
+        outcome (`Supervisor.then`): one commit and one sync for both. None
+        when nothing is ready to it there (the pause, a dependent the outcome
+        has just made ready: `_claim` looks again in a unit of its own)."""
+        if self.stopping.is_set():
+            return None
+        claimed = claim_in_unit(
+            self.s, attempt, self.owner, self.lease_td, [], self.begin, self.queues
+        )
+        return None if claimed is None else (*claimed, sent)
+
+    def _give_back(self, got: tuple[TaskState, int, float]) -> None:
+        """Release a task claimed for a command that will not run (a signal came)."""
+        begun = self.begin.take(got[0].key, got[1])
+        if begun is not None:
+            from ledger_cli.cli.commands.run.attempts import drop_begun
+
+            drop_begun(self.s, got[0].key, begun[0])
+        Supervisor(self.s, got[0], got[1], self.owner, self.lease_td, self.command)._release()
+
     def _drain(self) -> int:
         failed = False
         ran = 0
+        got: tuple[TaskState, int, float] | None = None
         while True:
-            got = self._claim()
+            if got is None:
+                got = self._claim()
             if got is not None and self.signum is not None:
-                # The signal came while claiming: give the task back untouched.
-                begun = self.begin.take(got[0].key, got[1])
-                if begun is not None:
-                    from ledger_cli.cli.commands.run.attempts import drop_begun
-
-                    drop_begun(self.s, got[0].key, begun[0])
-                sup = Supervisor(self.s, got[0], got[1], self.owner, self.lease_td, self.command)
-                sup._release()
+                self._give_back(got)  # the signal came while claiming
             if got is None:
                 self.begin.got = None  # a start rolled back with its unit, if any
             if self.signum is not None:
@@ -319,10 +339,14 @@ class Drainer:
             sup.begun = self.begin.take(rec.key, fence)
             if self.options is not None:
                 sup.options = self.options
+            sup.then = self._claim_after
             code = sup.run()  # a lost lease raises LeaseLostError: exit 5 at once
             ran += 1
             self.s.recorder.events.clear()  # written to the history already
+            got = sup.then_result
             if sup.signum is not None:  # (one that came as the task completed, too)
+                if got is not None:
+                    self._give_back(got)
                 return 128 + sup.signum
             if sup.unstarted:
                 return code  # the command cannot be started: 126/127, its task released

@@ -23,6 +23,9 @@ from ledger_cli.cli.outage import Outage
 from ledger_cli.errors import FencedError, LedgerError, StoreDamageError, StoreError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ledger_cli.cli.context import Attempt
     from ledger_cli.engine.record import TaskState
 
 
@@ -41,6 +44,13 @@ class OutcomeWrites:
     fence: int
     keeper: LeaseKeeper
     recorder: Any
+    signum: int | None
+    then: Callable[[Attempt, float], Any] | None = None
+    """Called in the outcome's unit once the outcome is written, with the unit
+    and the monotonic time just before it was sent (`run --drain` claims its
+    next task there: one commit, one sync for both); its result, when that
+    unit commits, is `then_result`."""
+    then_result: Any = None
 
     def _landed(self, status: str) -> TaskState | None:
         """The record when it shows this runner's outcome (same fence, the
@@ -78,19 +88,24 @@ class OutcomeWrites:
         damaged = False  # a try failed on a damaged file
         while True:
             try:
+                sent = time.monotonic()
                 # None: the unit reads the store's clock with its load of the key
                 # (PostgreSQL: no round trip of its own); else --now or the clock.
                 for attempt in self.s.writes(self.s.unit_now("now_with")):
                     with attempt:
+                        self.then_result = None  # a unit rolled back has none
                         now = attempt.clock(self.key)
                         self.s.ledger.complete(
                             self.s.actor, self.key, self.owner, self.fence, status, now
                         )
                         annotate_completion(self.s, self.key, self.recorder)
                         rec = self.s.load(self.key)
+                        if self.then is not None and self.signum is None:
+                            self.then_result = self.then(attempt, sent)
                 outage.ok()
                 return rec
             except REFUSALS:
+                self._then_dropped()
                 if uncertain:  # refused because the earlier try landed?
                     with contextlib.suppress(StoreError):
                         landed = self._landed(status)
@@ -98,6 +113,7 @@ class OutcomeWrites:
                             return landed
                 raise
             except StoreError as exc:
+                self._then_dropped()
                 # Damage (a corrupt file, not an outage) does not pass by
                 # waiting: one more try (its recovery may rebuild a derived
                 # index a committed journal left, journal.py), then exit 9
@@ -117,6 +133,11 @@ class OutcomeWrites:
                     raise self._too_late(exc) from None
                 pause = outage.failed(exc, limit="until the lease runs out")
                 time.sleep(min(pause, left))
+
+    def _then_dropped(self) -> None:
+        """The unit failed: whatever `then` did in it is not known to have
+        committed, so there is no result; a try again writes the outcome alone."""
+        self.then, self.then_result = None, None
 
     def _interrupt(self) -> None:
         """Cut the store's connection under a call blocked on it (PostgreSQL:

@@ -21,7 +21,9 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import os
+import select
 import signal
 import subprocess
 import threading
@@ -206,12 +208,16 @@ class Supervisor(OutcomeWrites):
 
     def _watch(self, deadline: Any) -> int | None:
         assert self.proc is not None
+        with _ExitWaiter(self.proc) as exited:
+            return self._watch_until(exited, deadline)
+
+    def _watch_until(self, exited: _ExitWaiter, deadline: Any) -> int | None:
+        assert self.proc is not None
         rc: int | None = None
         signalled_at: float | None = None
         while rc is None:
-            try:
-                rc = self.proc.wait(timeout=self.poll)
-            except subprocess.TimeoutExpired:
+            rc = exited.within(self.poll)
+            if rc is None:
                 deadline.check(self._signal_child)  # --timeout: SIGTERM, then SIGKILL
                 if self.signum is not None:
                     # Passed on by the handler; escalate after the grace period.
@@ -336,6 +342,39 @@ class Supervisor(OutcomeWrites):
                     self.s.ledger.release(self.s.actor, self.key, self.owner, self.fence, now)
         except LedgerError as exc:
             output.diag(f"ledger: releasing {self.key}: {output.one_line(str(exc))}")
+
+
+class _ExitWaiter:
+    """The command's exit status within a timeout, woken by its exit.
+
+    `Popen.wait(timeout)` polls with sleeps that grow to 50 ms, so a short
+    command's exit would be seen late; a pidfd (Linux 5.3+) becomes readable
+    the moment the process exits. Where none can be had, `Popen.wait` it is.
+    """
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        self.proc = proc
+        self.fd: int | None = None
+        self.poller = select.poll()  # not select(): a descriptor may be over FD_SETSIZE
+        with contextlib.suppress(AttributeError, OSError):
+            self.fd = os.pidfd_open(proc.pid)
+            self.poller.register(self.fd, select.POLLIN)
+
+    def __enter__(self) -> _ExitWaiter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+
+    def within(self, timeout: float) -> int | None:
+        """The exit status, or None when the command still runs after `timeout` s."""
+        if self.fd is not None and not self.poller.poll(math.ceil(timeout * 1000)):
+            return None
+        try:
+            return self.proc.wait(timeout=0.0 if self.fd is not None else timeout)
+        except subprocess.TimeoutExpired:
+            return None
 
 
 def with_signals(handler: Callable[[int, FrameType | None], None], body: Callable[[], int]) -> int:
