@@ -92,19 +92,30 @@ class LeaseKeeper:
     # -- the thread ------------------------------------------------------------
 
     def start(self) -> None:
-        self.thread.start()
+        """Renew from now on (again: nothing). The supervisor calls this once the
+        command outlives a poll, so that a command over by then starts no
+        thread; the first renewal is due a third of the lease after `sent`
+        whenever the thread starts."""
+        if self.thread.ident is None and not self.stop.is_set():
+            self.thread.start()
+
+    def running(self) -> bool:
+        return self.thread.is_alive()
+
+    def join(self, timeout: float) -> None:
+        """Wait up to `timeout` s for the thread to leave (none started: at once)."""
+        if self.thread.ident is not None:
+            self.thread.join(timeout)
 
     def halt(self, wait: bool = True) -> None:
         """Stop renewing. `wait`: until the thread has left (not when it may be
         blocked on a stalled connection: the hard stop does not wait)."""
         self.stop.set()
-        if wait:
-            self.thread.join()
-        else:
-            self.thread.join(timeout=self.margin)
+        if self.thread.ident is not None:
+            self.thread.join(None if wait else self.margin)
 
     def _loop(self) -> None:
-        pause = self.interval
+        pause = max(self.sent + self.interval - time.monotonic(), 0.0)
         while not self.stop.wait(pause):
             sent = time.monotonic()
             try:

@@ -70,8 +70,10 @@ class OutcomeWrites:
         """Record the outcome with the claim's fence, through outages, until it
         lands or the lease last proved is over (LeaseLostError: exit 5)."""
         outage = Outage(f"recording {self.key} as {status}")
-        if self.keeper.thread.is_alive():
+        if self.keeper.running():
             raise self._too_late(StoreError("ledger: the store did not answer the last renewal"))
+        if getattr(self.s.store, "interrupt", None) is None:
+            return self._complete_until_landed(status, outage)  # no connection to stall
         # A call blocked on a stalled connection is cut when the lease is over.
         timer = threading.Timer(
             max(self.keeper.proved_until() - time.monotonic(), 0.0), self._interrupt

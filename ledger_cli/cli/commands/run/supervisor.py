@@ -218,6 +218,7 @@ class Supervisor(OutcomeWrites):
         while rc is None:
             rc = exited.within(self.poll)
             if rc is None:
+                self.keeper.start()  # the command outlived a poll: keep its lease
                 deadline.check(self._signal_child)  # --timeout: SIGTERM, then SIGKILL
                 if self.signum is not None:
                     # Passed on by the handler; escalate after the grace period.
@@ -239,6 +240,7 @@ class Supervisor(OutcomeWrites):
         """Wait between attempts; True when cut short (lease lost or
         unprovable, or a signal)."""
         end = time.monotonic() + pause
+        self.keeper.start()
         while True:
             if self.keeper.expired():
                 self._unproved()
@@ -276,7 +278,6 @@ class Supervisor(OutcomeWrites):
             output.diag(f"{output.one_line(str(exc))} (the history of attempt {self.attempt})")
 
     def _run(self) -> int:
-        self.keeper.start()
         rc: int | None = None
         try:
             while True:
@@ -300,10 +301,10 @@ class Supervisor(OutcomeWrites):
         finally:
             # A renewer blocked on a stalled connection is not waited for past the lease.
             self.keeper.halt(wait=False)
-            self.keeper.thread.join(timeout=max(self.keeper.proved_until() - time.monotonic(), 0))
-            if self.keeper.thread.is_alive():
+            self.keeper.join(max(self.keeper.proved_until() - time.monotonic(), 0))
+            if self.keeper.running():
                 self._interrupt()
-                self.keeper.thread.join(timeout=self.keeper.margin)
+                self.keeper.join(self.keeper.margin)
         if self.unproved or self.lost is not None or self.signum is not None:
             self._save_attempt_end()
         if self.unproved:
