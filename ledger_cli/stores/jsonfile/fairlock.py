@@ -13,10 +13,14 @@ So waiters queue first, in arrival order (a CLH queue lock made of files):
   (held until it releases the store lock),
 - under a momentary flock on `queue/tail` it swaps its node name into the
   tail; the previous tail is its predecessor,
-- it waits until it can flock its predecessor's node (one cheap
-  non-blocking flock per 0.5 ms on an open descriptor: no re-opening, no
-  barging, since only the predecessor's release lets it through), unlinks
-  that node, then takes the FileLock, which is free by then.
+- it waits until it can flock its predecessor's node, then unlinks that
+  node and takes the FileLock, which is free by then. A node is a FIFO: a
+  process leaving the queue writes a byte into its own before closing it, so
+  the successor sleeps in poll(2) on the node until then, using no CPU while
+  it waits (a waiter that polled the flock every 0.5 ms spent a drain's CPU
+  on flock(2) and nanosleep(2)); a successor checks the flock at least every
+  RELEASE_CHECK too, for a predecessor that died without a word. A regular
+  file node (an older ledger's) is polled as before, every QUEUE_POLL.
 A process killed at any point drops its flocks, so its successor goes on;
 leftover node files are removed by their successor or by `sweep()`. The
 queue only orders the waiters: the lock file's flock alone guarantees
@@ -36,9 +40,12 @@ holder exclude each other, in one process or in two.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
+import math
 import os
+import stat
 import time
 from typing import TYPE_CHECKING
 
@@ -54,7 +61,10 @@ TAIL_NAME = "tail"
 NODE_PREFIX = "n-"
 _NODE_LEN = len(NODE_PREFIX) + 24
 QUEUE_POLL = 0.0005
-"""Seconds between a queued waiter's checks of its predecessor (one flock call)."""
+"""Seconds between a queued waiter's checks of a regular-file predecessor (one flock call)."""
+RELEASE_CHECK = 0.02
+"""Seconds at most between a queued waiter's checks of a FIFO predecessor's flock,
+which normally wakes it (poll) the moment it leaves."""
 FILELOCK_POLL = 0.001
 """filelock's poll interval once at the head of the queue (normally never used)."""
 _TAIL_POLL = 0.00005
@@ -217,12 +227,9 @@ class QueueLock:
         self._queue_fd = qfd
         name = NODE_PREFIX + os.urandom(12).hex()
         try:
-            nfd = os.open(
-                name,
-                os.O_RDWR | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC,
-                fsutil.FILE_MODE,
-                dir_fd=qfd,
-            )
+            os.mkfifo(name, fsutil.FILE_MODE, dir_fd=qfd)  # fails if it exists
+            # O_RDWR: a FIFO's open never waits for the other end.
+            nfd = os.open(name, os.O_RDWR | _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC, dir_fd=qfd)
         except OSError as exc:
             self._close_queue()
             if exc.errno in _NO_ROOM:
@@ -284,10 +291,20 @@ class QueueLock:
         except OSError:
             return  # gone: released (and swept) already
         try:
+            woken = None
+            if stat.S_ISFIFO(os.fstat(pfd).st_mode):
+                import select  # only a waiter needs it: off an uncontended command's start-up
+
+                woken = select.poll()
+                woken.register(pfd, select.POLLIN)
             while not _flock_nb(pfd, fcntl.LOCK_SH):
-                if time.monotonic() >= deadline:
+                left = deadline - time.monotonic()
+                if left <= 0:
                     raise self._timeout_error()
-                time.sleep(QUEUE_POLL)
+                if woken is None:
+                    time.sleep(QUEUE_POLL)
+                else:  # the byte it writes as it leaves (or its end: POLLHUP)
+                    woken.poll(math.ceil(min(left, RELEASE_CHECK) * 1000))
         finally:
             # We are its only successor: nobody else will remove it.
             fsutil.unlink_quiet(self._queue_fd, pred)
@@ -315,6 +332,8 @@ class QueueLock:
         finally:
             try:
                 if nfd is not None:
+                    with contextlib.suppress(OSError):
+                        os.write(nfd, b"\0")  # wakes the successor polling our node
                     os.close(nfd)  # drops our flock: the successor proceeds
             finally:
                 self._close_queue()

@@ -1,0 +1,115 @@
+"""The JSON store's lock queue (stores/jsonfile/fairlock.py): a waiter sleeps
+on its predecessor's node, a FIFO, and wakes when the predecessor leaves it,
+when the predecessor dies without a word, and behind an older ledger's
+regular-file node too. Separate processes hold the lock (fork); every wait
+is for a state (a pipe message, an acquire), bounded only against a hang.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import multiprocessing
+import os
+import signal
+import stat
+import threading
+import time
+from multiprocessing.connection import Connection
+from pathlib import Path
+
+from ledger_cli.stores.jsonfile import fairlock
+
+FORK = multiprocessing.get_context("fork")
+BOUND = 60.0  # against a hung test, never a timing assertion
+
+
+def _root(tmp_path: Path) -> tuple[str, int]:
+    root = tmp_path / "store"
+    root.mkdir()
+    return str(root), os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+
+
+def _hold(root: str, conn: Connection) -> None:
+    """Take the lock, report the node's mode, hold until told (or killed)."""
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    lock = fairlock.QueueLock(root, BOUND)
+    lock.acquire(fd)
+    node = os.stat(os.path.join(root, fairlock.QUEUE_DIR, lock._node_name))
+    conn.send(node.st_mode)
+    conn.recv()
+    lock.release()
+    conn.send("released")
+
+
+def _acquire_in_thread(root: str, root_fd: int) -> tuple[fairlock.QueueLock, threading.Event]:
+    lock = fairlock.QueueLock(root, BOUND)
+    got = threading.Event()
+
+    def take() -> None:
+        lock.acquire(root_fd)
+        got.set()
+
+    threading.Thread(target=take, daemon=True).start()
+    return lock, got
+
+
+def _queued(root: str, n: int) -> bool:
+    """Whether `n` nodes are in the queue (the holder's and the waiters')."""
+    names = os.listdir(os.path.join(root, fairlock.QUEUE_DIR))
+    return sum(name.startswith(fairlock.NODE_PREFIX) for name in names) >= n
+
+
+def _wait_queued(root: str, n: int) -> None:
+    end = time.monotonic() + BOUND
+    while not _queued(root, n):
+        assert time.monotonic() < end, f"never {n} nodes in the queue"
+        time.sleep(0.005)
+
+
+def test_a_waiter_wakes_when_its_predecessor_leaves(tmp_path: Path) -> None:
+    root, root_fd = _root(tmp_path)
+    ours, theirs = FORK.Pipe()
+    holder = FORK.Process(target=_hold, args=(root, theirs))
+    holder.start()
+    assert stat.S_ISFIFO(ours.recv())  # the node a successor sleeps on
+    lock, got = _acquire_in_thread(root, root_fd)
+    _wait_queued(root, 2)
+    assert not got.is_set()  # excluded while the holder holds
+    ours.send("go")
+    assert ours.recv() == "released"
+    assert got.wait(BOUND)
+    lock.release()
+    holder.join(BOUND)
+
+
+def test_a_waiter_wakes_when_its_predecessor_dies(tmp_path: Path) -> None:
+    root, root_fd = _root(tmp_path)
+    ours, theirs = FORK.Pipe()
+    holder = FORK.Process(target=_hold, args=(root, theirs))
+    holder.start()
+    ours.recv()
+    lock, got = _acquire_in_thread(root, root_fd)
+    _wait_queued(root, 2)
+    assert holder.pid is not None
+    os.kill(holder.pid, signal.SIGKILL)  # no byte written: its flock just goes
+    holder.join(BOUND)
+    assert got.wait(BOUND)
+    lock.release()
+
+
+def test_a_waiter_waits_behind_a_regular_file_node(tmp_path: Path) -> None:
+    """An older ledger's node is a regular file: its flock is polled."""
+    root, root_fd = _root(tmp_path)
+    queue = os.path.join(root, fairlock.QUEUE_DIR)
+    os.mkdir(queue)
+    old = fairlock.NODE_PREFIX + "0" * 24
+    node = os.open(os.path.join(queue, old), os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(node, fcntl.LOCK_EX)
+    with open(os.path.join(queue, fairlock.TAIL_NAME), "w") as tail:
+        tail.write(old)
+    lock, got = _acquire_in_thread(root, root_fd)
+    _wait_queued(root, 2)
+    assert not got.wait(0.05)  # still behind the old node (a state check, not a timing)
+    os.close(node)
+    assert got.wait(BOUND)
+    lock.release()
