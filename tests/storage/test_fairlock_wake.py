@@ -18,6 +18,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 from ledger_cli.stores.jsonfile import fairlock
+from tests.cli_support import run_ledger
 
 FORK = multiprocessing.get_context("fork")
 BOUND = 60.0  # against a hung test, never a timing assertion
@@ -113,3 +114,15 @@ def test_a_waiter_waits_behind_a_regular_file_node(tmp_path: Path) -> None:
     os.close(node)
     assert got.wait(BOUND)
     lock.release()
+
+
+def test_doctor_passes_the_node_a_killed_waiter_left(tmp_path: Path) -> None:
+    """A lock queue node is a FIFO by design: not a planted one (a fresh process)."""
+    store = tmp_path / "store"
+    assert run_ledger(store, "admit", "a").returncode == 0
+    os.mkfifo(store / fairlock.QUEUE_DIR / (fairlock.NODE_PREFIX + "1" * 24), 0o600)
+    res = run_ledger(store, "doctor")
+    assert res.returncode == 0 and "no problems found" in res.stdout, res.stdout + res.stderr
+    os.mkfifo(store / fairlock.QUEUE_DIR / "planted", 0o600)
+    res = run_ledger(store, "doctor")
+    assert res.returncode == 9 and "planted: not a regular file" in res.stdout
