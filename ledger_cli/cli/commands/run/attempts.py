@@ -28,6 +28,7 @@ from ledger_cli.engine.attempts import Attempt, seconds_text, signal_name
 from ledger_cli.errors import StoreError
 
 if TYPE_CHECKING:
+    import threading
     from typing import Any
 
     from ledger_cli.cli.commands.run.capture import Capture
@@ -54,7 +55,8 @@ class AttemptRecorder:
         self.warned = False
         self._final: tuple[Attempt, bytes | None] | None = None
         """The end and the tail, once the command exited, until saved."""
-        self._starter: Any = None
+        self._starter: threading.Event | None = None
+        """Set once the attempt's start is recorded (or failed to be)."""
         try:
             from ledger_cli.stores.attempts import attempt_log
 
@@ -102,8 +104,6 @@ class AttemptRecorder:
         while the command runs (a store outage delays the record, not the
         lease's hard stop). An attempt the claim's unit started (`begun`)
         only has its pid noted, here: no lock, no fsync (JSON's note_pid)."""
-        import threading
-
         self._mono = time.monotonic()
         self.att.pid = pid
         begun = self.att.n > 0  # started in the claim's unit (`ClaimStart`)
@@ -116,8 +116,9 @@ class AttemptRecorder:
         if begun:
             self._note_pid()  # no lock, no fsync: a rename beside the attempt
             return
-        self._starter = threading.Thread(target=self._start, name="ledger-attempt", daemon=True)
-        self._starter.start()
+        from ledger_cli.cli.commands.run.threads import spawn
+
+        self._starter = spawn(self._start)
 
     def begun(self, n: int, started: str) -> None:
         """The attempt was started in the claim's unit as `n` (`ClaimStart`):
@@ -166,7 +167,7 @@ class AttemptRecorder:
         att.ended = str(start if self._fixed else start.add_ns(int(took * 1e9)))
         starter = self._starter
         if starter is not None:
-            starter.join(max(deadline - time.monotonic(), 0.0))
+            starter.wait(max(deadline - time.monotonic(), 0.0))
         if self.capture is not None:
             lock = self.capture.save_lock
             if lock.acquire(timeout=max(deadline - time.monotonic(), 0.0)):

@@ -139,7 +139,9 @@ class Capture:
         self._child_fds = []
         # The flusher starts with the first output; `finish` waits for what
         # it read through `_drained`.
-        threading.Thread(target=self._pump_loop, daemon=True).start()
+        from ledger_cli.cli.commands.run.threads import spawn
+
+        spawn(self._pump_loop)
 
     def abandon(self) -> None:
         """The command could not be started: close everything."""
