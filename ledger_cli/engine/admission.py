@@ -7,8 +7,7 @@ from typing import TYPE_CHECKING
 from ledger_cli.engine import events
 from ledger_cli.engine.core import Core
 from ledger_cli.engine.instant import Instant
-from ledger_cli.engine.record import TaskState
-from ledger_cli.engine.status import BLOCKED, COMPLETED, PENDING, is_terminal
+from ledger_cli.engine.record import BLOCKED, COMPLETED, PENDING, TaskState, is_terminal
 from ledger_cli.errors import ValidationError
 
 if TYPE_CHECKING:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ledger_cli.engine import events
 from ledger_cli.engine.core import Core
 from ledger_cli.engine.instant import Instant
-from ledger_cli.engine.status import CLAIMED, COMPLETED, FAILED
+from ledger_cli.engine.record import CLAIMED, COMPLETED, FAILED
 from ledger_cli.errors import FencedError, NotClaimedError, UnknownStatusError, state_detail
 
 _FINAL = {COMPLETED: COMPLETED, FAILED: FAILED}

@@ -7,8 +7,7 @@ from datetime import timedelta
 from ledger_cli.engine import events
 from ledger_cli.engine.core import Core
 from ledger_cli.engine.instant import Instant
-from ledger_cli.engine.record import TaskState
-from ledger_cli.engine.status import CLAIMED, PENDING
+from ledger_cli.engine.record import CLAIMED, PENDING, TaskState
 from ledger_cli.errors import (
     EmptyOwnerError,
     FencedError,
