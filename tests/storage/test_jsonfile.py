@@ -21,7 +21,8 @@ from ledger_cli.engine.history import HistoryEntry
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.ledger import Ledger
 from ledger_cli.engine.record import TaskState
-from ledger_cli.engine.wire import record_from_json, record_to_json
+from ledger_cli.engine.wire.decode import record_from_json
+from ledger_cli.engine.wire.encode import record_to_json
 from ledger_cli.errors import StoreDamageError, StoreError
 from ledger_cli.stores import jsonfile
 from ledger_cli.stores.jsonfile import JsonFileStore, durability, fsutil, key_digest, wal

@@ -94,7 +94,7 @@ def rec(key: str, status: str = "pending", **fields: Any) -> TaskState:
 
 def same(a: TaskState | None, b: TaskState | None) -> bool:
     """Equal as the wire shows them (a store may hand back lists as tuples etc.)."""
-    from ledger_cli.engine.wire import record_to_json
+    from ledger_cli.engine.wire.encode import record_to_json
 
     if a is None or b is None:
         return a is b
