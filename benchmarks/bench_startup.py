@@ -69,7 +69,7 @@ HOT_MODULES = (
     "ledger_cli.cli.commands.takeover",
     "ledger_cli.engine.ledger",
     "ledger_cli.engine.wire.encode",
-    "ledger_cli.stores.resolve",
+    "ledger_cli.stores",
     "ledger_cli.stores.jsonfile",
 )
 

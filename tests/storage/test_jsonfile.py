@@ -605,7 +605,7 @@ def test_the_module_does_not_import_filelock_until_locking(tmp_path: Path) -> No
         f"s = JsonFileStore({str(tmp_path / 's')!r})\n"
         "s.load('k')\n"
         "assert 'filelock' not in sys.modules, 'load imported filelock'\n"
-        "import ledger_cli.stores.resolve\n"
+        "import ledger_cli.stores\n"
         "for m in ('platformdirs', 'sqlite3'):\n"
         "    assert m not in sys.modules, m\n"
     )
