@@ -52,7 +52,8 @@ def _child(records: int, repeat: int) -> dict[str, float]:
     from ledger_cli.cli.inputs import parse_json
     from ledger_cli.engine.instant import Instant
     from ledger_cli.engine.record import TaskState
-    from ledger_cli.engine.wire import record_from_json, record_to_json
+    from ledger_cli.engine.wire.decode import record_from_json
+    from ledger_cli.engine.wire.encode import record_to_json
 
     t0 = Instant.parse("2026-01-02T03:04:05.123456789Z")
     out: dict[str, float] = {}

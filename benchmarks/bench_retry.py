@@ -54,7 +54,7 @@ from ledger_cli.engine.instant import Instant  # noqa: E402
 from ledger_cli.engine.ledger import Ledger  # noqa: E402
 from ledger_cli.engine.record import TaskState  # noqa: E402
 from ledger_cli.engine.store import Store  # noqa: E402
-from ledger_cli.stores.resolve import open_store  # noqa: E402
+from ledger_cli.stores import open_store  # noqa: E402
 
 T0 = Instant.parse("2026-01-01T00:00:00Z")
 BASE = 100

@@ -69,8 +69,8 @@ from ledger_cli.engine.instant import Instant  # noqa: E402
 from ledger_cli.engine.ledger import Ledger  # noqa: E402
 from ledger_cli.engine.prune import visible  # noqa: E402
 from ledger_cli.engine.store import Store  # noqa: E402
+from ledger_cli.stores import open_store  # noqa: E402
 from ledger_cli.stores.jsonfile import JsonFileStore  # noqa: E402
-from ledger_cli.stores.resolve import open_store  # noqa: E402
 
 BASE = 100
 

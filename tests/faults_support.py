@@ -31,7 +31,7 @@ from typing import Any
 from typer.testing import CliRunner
 
 from ledger_cli.cli import app
-from ledger_cli.engine.wire import record_to_json
+from ledger_cli.engine.wire.encode import record_to_json
 from ledger_cli.stores.jsonfile import JsonFileStore, fairlock, fsutil, swap
 
 T0 = "2026-01-02T03:04:05Z"

@@ -25,7 +25,7 @@ Clock = Callable[[], Instant]
 @dataclasses.dataclass(frozen=True)
 class StoreKind:
     scheme: str
-    """The `open_store` scheme this kind answers to (see resolve.SCHEMES)."""
+    """The `open_store` scheme this kind answers to (see ledger_cli.stores.SCHEMES)."""
     place: Callable[[Path], AbstractContextManager[str]]
     """A fresh empty location under a temporary directory (cleaned up after)."""
     open: Callable[[str, Clock], Store]

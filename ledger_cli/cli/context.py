@@ -93,7 +93,7 @@ def default_actor() -> str:
 def store_url(settings: Settings) -> str:
     if settings.store is not None:
         return settings.store
-    from ledger_cli.stores.resolve import default_store_url
+    from ledger_cli.stores import default_store_url
 
     return default_store_url()
 
@@ -348,6 +348,6 @@ class Attempt:
 
 def open_store(url: str, create: bool = True) -> Store:
     """The store behind a URL (a seam tests may replace)."""
-    from ledger_cli.stores.resolve import open_store as resolve
+    from ledger_cli.stores import open_store as resolve
 
     return resolve(url, create)

@@ -1,6 +1,6 @@
 """Plain output for scripts: stdout lines, JSON documents, one-line errors.
 
-JSON records always go through `engine.wire.record_to_json`, the one codec of
+JSON records always go through `engine.wire.encode.record_to_json`, the one codec of
 the wire, the stores and the command line. Wrapper objects keep the key
 order docs/design.md §4 documents (`{"key", "fence", "record"}`). No rich here.
 """
@@ -35,7 +35,7 @@ class Raw(str):
 def record(rec: TaskState | None) -> Raw:
     if rec is None:
         return Raw("null")
-    from ledger_cli.engine.wire import record_to_json
+    from ledger_cli.engine.wire.encode import record_to_json
 
     return Raw(record_to_json(rec))
 

@@ -62,7 +62,7 @@ def keys_from(url: str | None, prefix: str, limit: int = MAX_KEYS) -> list[str]:
 
     target = store_url(Settings(store=url))
     if url is not None:  # completing creates no store, and says so (a read's rule)
-        from ledger_cli.stores.resolve import require_store
+        from ledger_cli.stores import require_store
 
         require_store(target)
     fast = _sqlite_keys(target, prefix, limit)
@@ -70,7 +70,7 @@ def keys_from(url: str | None, prefix: str, limit: int = MAX_KEYS) -> list[str]:
         return fast
     from ledger_cli.engine.prune import visible
     from ledger_cli.engine.record import byte_order
-    from ledger_cli.stores.resolve import open_store
+    from ledger_cli.stores import open_store
 
     out: list[str] = []
     with open_store(target, create=False) as store:  # completing creates no store
@@ -89,9 +89,9 @@ def keys_from(url: str | None, prefix: str, limit: int = MAX_KEYS) -> list[str]:
 def _sqlite_keys(url: str, prefix: str, limit: int) -> list[str] | None:
     """SQLite: one read-only indexed query on the Go schema's table (no writes,
     no migration, no lock held); None for any other store."""
-    from ledger_cli.stores import resolve
+    from ledger_cli import stores
 
-    kind, path = resolve._parse(url)  # the one reading of store URLs
+    kind, path = stores._parse(url)  # the one reading of store URLs
     if kind != "sqlite":
         return None
     import sqlite3

@@ -6,10 +6,8 @@ from typing import TYPE_CHECKING
 
 from ledger_cli.engine import events
 from ledger_cli.engine.core import Core
-from ledger_cli.engine.dependencies import blocking_need, recheck_needs
 from ledger_cli.engine.instant import Instant
-from ledger_cli.engine.record import TaskState
-from ledger_cli.engine.status import BLOCKED, COMPLETED, PENDING, is_terminal
+from ledger_cli.engine.record import BLOCKED, COMPLETED, PENDING, TaskState, is_terminal
 from ledger_cli.errors import ValidationError
 
 if TYPE_CHECKING:
@@ -34,6 +32,8 @@ def admit(
     """
     if key == "":
         raise ValidationError("ledger: idempotency key must not be empty")
+    if needs:  # the walks over needs: imported only for a record that names some
+        from ledger_cli.engine.dependencies import blocking_need, recheck_needs
 
     def write() -> bool:
         while True:
@@ -46,7 +46,7 @@ def admit(
                 created_by, created_at, fence = cur.created_by, cur.created_at, cur.fence
             else:
                 created_by, created_at, fence = actor, now, 0
-            blocker = blocking_need(core, needs)
+            blocker = blocking_need(core, needs) if needs else None
             nxt = TaskState(
                 key=key,
                 status=BLOCKED if blocker is not None else PENDING,
@@ -70,7 +70,7 @@ def admit(
 
                 confirm_block(core, actor, now, key, blocker)
                 return True
-            if not recheck_needs(core, actor, now, key, needs):
+            if not (needs and recheck_needs(core, actor, now, key, needs)):
                 core.emit(events.ADMITTED, key, f"key {key} admitted at sequence {seq}")
             return True
 

@@ -12,9 +12,9 @@ from ledger_cli.engine import events
 from ledger_cli.engine.core import Core
 from ledger_cli.engine.dependencies import block_found
 from ledger_cli.engine.instant import Instant
+from ledger_cli.engine.record import COMPLETED, FAILED
 from ledger_cli.engine.retry import reason_note
 from ledger_cli.engine.serial import blocking_writes
-from ledger_cli.engine.status import COMPLETED, FAILED
 from ledger_cli.errors import AlreadyFinishedError
 
 

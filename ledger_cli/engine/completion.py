@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from ledger_cli.engine import events
 from ledger_cli.engine.core import Core
-from ledger_cli.engine.dependencies import block_dependents
 from ledger_cli.engine.instant import Instant
-from ledger_cli.engine.status import CLAIMED, COMPLETED, FAILED
+from ledger_cli.engine.record import CLAIMED, COMPLETED, FAILED
 from ledger_cli.errors import FencedError, NotClaimedError, UnknownStatusError, state_detail
 
 _FINAL = {COMPLETED: COMPLETED, FAILED: FAILED}
@@ -24,6 +23,7 @@ def complete(
 ) -> None:
     final = final_status(status)
     if final == FAILED:  # it blocks dependents (engine/serial.py)
+        from ledger_cli.engine.dependencies import block_dependents
         from ledger_cli.engine.serial import blocking_writes
 
         blocks = core.blocks
@@ -59,6 +59,8 @@ def _complete(
         nxt = cur.replace(status=final, updated_by=actor, updated_at=now)
         if core.swap(key, cur, nxt):
             core.emit(events.COMPLETED, key, f"key {key} completed as {final} by {owner}")
-            if walk:
+            if walk:  # a failure (`complete` imported the walk)
+                from ledger_cli.engine.dependencies import block_dependents
+
                 block_dependents(core, actor, now, key)
             return

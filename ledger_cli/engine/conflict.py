@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ledger_cli.engine import admission
-from ledger_cli.engine.status import is_terminal
+from ledger_cli.engine.record import is_terminal
 
 if TYPE_CHECKING:
     from typing import Any

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ledger_cli.engine.status import COMPLETED
+from ledger_cli.engine.record import COMPLETED
 from ledger_cli.errors import CycleError
 
 if TYPE_CHECKING:

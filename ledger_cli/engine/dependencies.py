@@ -15,8 +15,7 @@ from typing import TYPE_CHECKING
 from ledger_cli.engine.core import Core
 from ledger_cli.engine.dependents import needs_walk
 from ledger_cli.engine.instant import Instant
-from ledger_cli.engine.record import TaskState, byte_order
-from ledger_cli.engine.status import BLOCKED, FAILED, is_terminal
+from ledger_cli.engine.record import BLOCKED, FAILED, TaskState, byte_order, is_terminal
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable

@@ -1,7 +1,7 @@
 """A fast decoder for wire records this port encoded itself (`record_to_json`).
 
-The Go-compatible decoder (`wire.record_from_json`, over `gojson.parse`) keeps
-every quirk of Go's `json.Unmarshal`: case-folded field names, duplicate
+The Go-compatible decoder (`wire.decode.record_from_json`, over `gojson.parse`)
+keeps every quirk of Go's `json.Unmarshal`: case-folded field names, duplicate
 fields decoded into the value already there, numbers kept as literal text
 until their Go type is known. A record that `record_to_json` wrote has none
 of that: the 14 fields once each in wire order, exact names, unsigned
@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 from ledger_cli.engine import gojson
 from ledger_cli.engine.instant import Instant, parse_printed
 from ledger_cli.engine.record import TaskState
-from ledger_cli.engine.wire import FIELD_NAMES, record_from_json
+from ledger_cli.engine.wire.encode import FIELD_NAMES
 
 if TYPE_CHECKING:
     from typing import Any
@@ -62,7 +62,7 @@ def _uint(v: object) -> bool:
 
 def record_from_canonical(text: str, *, from_utf8: bool = False) -> TaskState:
     """Decode one wire record (no validation); the same TaskState as
-    `wire.record_from_json(text)` for every input, fast for canonical ones.
+    `wire.decode.record_from_json(text)` for every input, fast for canonical ones.
     `from_utf8`: `text` was decoded from valid UTF-8, so it holds no raw
     surrogate, and only a `\\u` escape can need the Go way."""
     plain = "\\u" not in text and (from_utf8 or text.isascii())
@@ -75,6 +75,8 @@ def record_from_canonical(text: str, *, from_utf8: bool = False) -> TaskState:
             rec = _build(obj)
             if rec is not None:
                 return rec
+    from ledger_cli.engine.wire.decode import record_from_json  # not canonical: the Go way
+
     return record_from_json(text)
 
 

@@ -38,8 +38,7 @@ from ledger_cli.engine import events
 from ledger_cli.engine.core import Core
 from ledger_cli.engine.dependencies import nearest_blocking
 from ledger_cli.engine.instant import Instant
-from ledger_cli.engine.record import TaskState, byte_order
-from ledger_cli.engine.status import BLOCKED, CLAIMED, FAILED, PENDING
+from ledger_cli.engine.record import BLOCKED, CLAIMED, FAILED, PENDING, TaskState, byte_order
 
 __all__ = [
     "UNBLOCKED",

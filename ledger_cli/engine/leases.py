@@ -6,10 +6,8 @@ from datetime import timedelta
 
 from ledger_cli.engine import events
 from ledger_cli.engine.core import Core
-from ledger_cli.engine.dependencies import blocking_ancestor
 from ledger_cli.engine.instant import Instant
-from ledger_cli.engine.record import TaskState
-from ledger_cli.engine.status import CLAIMED, PENDING
+from ledger_cli.engine.record import CLAIMED, PENDING, TaskState
 from ledger_cli.errors import (
     EmptyOwnerError,
     FencedError,
@@ -43,6 +41,10 @@ def _refuse_if_ancestor_blocks(
     core: Core, actor: str, now: Instant, key: str, cur: TaskState
 ) -> None:
     """A failed or blocked ancestor blocks the record (a refusal that writes)."""
+    if not cur.needs:
+        return  # no ancestors: the walks (engine/dependencies.py) stay unimported
+    from ledger_cli.engine.dependencies import blocking_ancestor
+
     blocker = blocking_ancestor(core, cur.needs)
     if blocker is not None:
         from ledger_cli.engine.reopen import block_one

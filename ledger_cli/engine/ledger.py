@@ -7,8 +7,7 @@ from typing import TYPE_CHECKING
 
 from ledger_cli.engine.core import Core
 from ledger_cli.engine.instant import Instant
-from ledger_cli.engine.record import TaskState, go_quote
-from ledger_cli.engine.status import BLOCKED
+from ledger_cli.engine.record import BLOCKED, TaskState, go_quote
 from ledger_cli.errors import RestoreConflictError
 
 if TYPE_CHECKING:

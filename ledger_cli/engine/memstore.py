@@ -16,8 +16,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, TypeVar
 
 from ledger_cli.engine.instant import Instant
-from ledger_cli.engine.record import TaskState, byte_order
-from ledger_cli.engine.status import CLAIMED
+from ledger_cli.engine.record import CLAIMED, TaskState, byte_order
 from ledger_cli.errors import InvalidMaxEntriesError
 
 if TYPE_CHECKING:

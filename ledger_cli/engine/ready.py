@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ledger_cli.engine.dependencies import nearest_blocking
-
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator
 
@@ -36,10 +34,14 @@ def claimable(rec: TaskState, now: Instant) -> bool:
 
 def needs_satisfied(rec: TaskState, load: Loader) -> bool:
     """Every direct need completed, and nothing failed or blocked in the closure."""
-    for need in rec.needs or ():
+    if not rec.needs:
+        return True  # no closure to walk: engine/dependencies.py stays unimported
+    for need in rec.needs:
         dep = load(need)
         if dep is None or dep.status != "completed":
             return False
+    from ledger_cli.engine.dependencies import nearest_blocking
+
     return nearest_blocking(load, rec.needs) is None
 
 

@@ -1,4 +1,6 @@
-"""TaskState, the full record for one idempotency key, and its validation.
+"""TaskState, the full record for one idempotency key, its validation, and the
+names of its five statuses (Go's `machine.Status` constants: plain strings,
+which the engine compares; the public enum of them is `status.Status`).
 
 No `from __future__ import annotations` here, the one exception to the rule:
 `typing.NamedTuple` turns each string annotation into a `ForwardRef`, which
@@ -9,8 +11,26 @@ annotations below are evaluated instead, so each name in them is imported.
 from typing import Any, NamedTuple, Self
 
 from ledger_cli.engine.instant import Instant
-from ledger_cli.engine.status import is_known
 from ledger_cli.errors import ValidationError
+
+PENDING = "pending"
+CLAIMED = "claimed"
+COMPLETED = "completed"
+FAILED = "failed"
+BLOCKED = "blocked"
+
+KNOWN: frozenset[str] = frozenset({PENDING, CLAIMED, COMPLETED, FAILED, BLOCKED})
+TERMINAL: frozenset[str] = frozenset({COMPLETED, FAILED, BLOCKED})
+"""Blocked counts as terminal (Admit never rebases it; the walk skips it)."""
+
+
+def is_terminal(status: str) -> bool:
+    return status in TERMINAL
+
+
+def is_known(status: str) -> bool:
+    return status in KNOWN
+
 
 _SHORT_ESCAPES = {
     "\a": "\\a",

@@ -65,9 +65,16 @@ from ledger_cli.engine import events
 from ledger_cli.engine.core import Core
 from ledger_cli.engine.dependents import dependents_walk, needs_walk
 from ledger_cli.engine.instant import Instant
-from ledger_cli.engine.record import TaskState, byte_order
+from ledger_cli.engine.record import (
+    BLOCKED,
+    CLAIMED,
+    FAILED,
+    PENDING,
+    TaskState,
+    byte_order,
+    is_terminal,
+)
 from ledger_cli.engine.serial import blocking_writes
-from ledger_cli.engine.status import BLOCKED, CLAIMED, FAILED, PENDING, is_terminal
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable

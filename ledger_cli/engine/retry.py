@@ -13,7 +13,7 @@ from ledger_cli.engine.core import Core
 from ledger_cli.engine.dependencies import blocking_need
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.prune import is_pruned
-from ledger_cli.engine.record import TaskState
+from ledger_cli.engine.record import BLOCKED, FAILED, PENDING, TaskState
 from ledger_cli.engine.reopen import (
     block_one,
     confirm_block,
@@ -22,7 +22,6 @@ from ledger_cli.engine.reopen import (
     settle_in_blocks,
 )
 from ledger_cli.engine.serial import blocking_writes
-from ledger_cli.engine.status import BLOCKED, FAILED, PENDING
 from ledger_cli.errors import NotFailedError
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from ledger_cli.engine import wire
 from ledger_cli.engine.record import TaskState
+from ledger_cli.engine.wire.decode import decode_snapshot
+from ledger_cli.engine.wire.encode import encode_snapshot
 from ledger_cli.errors import ValidationError
 
 __all__ = ["Snapshot"]
@@ -32,11 +33,11 @@ class Snapshot:
     def encode(self) -> bytes:
         """Validate, then Go's compact JSON (no trailing newline), UTF-8."""
         self.validate()
-        return wire.encode_snapshot(self.tasks)
+        return encode_snapshot(self.tasks)
 
     @classmethod
     def decode(cls, data: bytes | str) -> Snapshot:
         """Go's Decode: unmarshal (DecodeError `ledger: decode: ...`), then validate."""
-        snap = cls(wire.decode_snapshot(data))
+        snap = cls(decode_snapshot(data))
         snap.validate()
         return snap

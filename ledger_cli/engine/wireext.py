@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ledger_cli.engine.instant import Instant
-from ledger_cli.engine.wire import encode_snapshot, record_to_json
+from ledger_cli.engine.wire.encode import encode_snapshot, record_to_json
 from ledger_cli.errors import DecodeError
 
 if TYPE_CHECKING:

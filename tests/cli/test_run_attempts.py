@@ -22,8 +22,8 @@ import pytest
 
 from ledger_cli.errors import StoreError
 from ledger_cli.stores import attempts as attempts_module
+from ledger_cli.stores import open_store
 from ledger_cli.stores.attempts import attempt_log
-from ledger_cli.stores.resolve import open_store
 from tests.cli.test_output_wait import ledger
 from tests.cli_support import make_cli, subprocess_env
 

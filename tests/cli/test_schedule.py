@@ -128,7 +128,7 @@ def test_snapshot_carries_the_extensions_and_restore_reads_them(
     assert len(by_key["plain"]) == 14
     # A record without extensions is byte-identical to the Go encoding.
     from ledger_cli.engine.snapshot import Snapshot
-    from ledger_cli.engine.wire import record_to_json
+    from ledger_cli.engine.wire.encode import record_to_json
 
     plain = cli.store.load("plain")
     assert plain is not None and record_to_json(plain) in data

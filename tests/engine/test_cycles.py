@@ -18,7 +18,7 @@ from ledger_cli.engine.cycles import closing_cycle, find_cycles, restored_cycle
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.ledger import Ledger
 from ledger_cli.engine.record import TaskState
-from ledger_cli.stores.resolve import open_store
+from ledger_cli.stores import open_store
 from tests.cli_support import run_ledger
 from tests.stores import KINDS
 

@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 from ledger_cli.engine.fastwire import record_from_canonical
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
-from ledger_cli.engine.wire import FIELD_NAMES, record_from_json, record_to_json
+from ledger_cli.engine.wire.decode import record_from_json
+from ledger_cli.engine.wire.encode import FIELD_NAMES, record_to_json
 from ledger_cli.errors import DecodeError, StoreError
 from ledger_cli.stores.jsonfile import records
 
@@ -194,11 +195,9 @@ def test_a_record_file_of_ours_takes_the_fast_path(monkeypatch: pytest.MonkeyPat
     def refuse(text: Any) -> TaskState:
         raise AssertionError("the Go-compatible decoder was used")
 
-    import ledger_cli.engine.fastwire as fastwire
-    import ledger_cli.engine.wire as wire
+    import ledger_cli.engine.wire.decode as decode
 
-    monkeypatch.setattr(fastwire, "record_from_json", refuse)
-    monkeypatch.setattr(wire, "record_from_json", refuse)
+    monkeypatch.setattr(decode, "record_from_json", refuse)
     got = records.decode_record_file(data, "f", checksummed=True)
     assert fields(got) == fields(record_from_json(record_to_json(rec)))
     with pytest.raises(AssertionError, match="Go-compatible"):  # no checksum: the Go way

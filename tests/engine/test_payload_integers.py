@@ -25,7 +25,7 @@ from ledger_cli.engine.ledger import Ledger
 from ledger_cli.engine.record import TaskState
 from ledger_cli.engine.snapshot import Snapshot
 from ledger_cli.engine.store import Store
-from ledger_cli.engine.wire import record_to_json
+from ledger_cli.engine.wire.encode import record_to_json
 from ledger_cli.errors import DecodeError
 from tests.cli_support import Cli, make_cli, run_ledger
 from tests.stores import KINDS

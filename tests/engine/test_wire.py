@@ -11,11 +11,12 @@ from typing import Any
 
 import pytest
 
-from ledger_cli.engine import gojson, wire
+from ledger_cli.engine import gojson
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
 from ledger_cli.engine.snapshot import Snapshot
 from ledger_cli.engine.status import Status
+from ledger_cli.engine.wire import decode, encode
 from ledger_cli.errors import DecodeError, EncodeError, ValidationError
 
 DATA = Path(__file__).parents[1] / "data" / "conformance"
@@ -120,7 +121,7 @@ def test_byte_exact_example() -> None:
     assert isinstance(encoded, bytes)
     assert encoded == EXAMPLE.encode("utf-8")
     assert not encoded.endswith(b"\n")
-    assert wire.encode_snapshot(snap.tasks) == encoded
+    assert encode.encode_snapshot(snap.tasks) == encoded
 
 
 def test_example_decodes_back() -> None:
@@ -148,11 +149,11 @@ def test_nil_versus_empty() -> None:
 
 def test_needs_nil_versus_empty() -> None:
     rec = TaskState(key="k", status="pending")
-    assert '"Needs":null' in wire.record_to_json(rec)
-    assert '"Needs":[]' in wire.record_to_json(rec.replace(needs=()))
-    assert '"Needs":["a","b"]' in wire.record_to_json(rec.replace(needs=("a", "b")))
-    assert wire.record_from_json(wire.record_to_json(rec)).needs is None
-    assert wire.record_from_json(wire.record_to_json(rec.replace(needs=()))).needs == ()
+    assert '"Needs":null' in encode.record_to_json(rec)
+    assert '"Needs":[]' in encode.record_to_json(rec.replace(needs=()))
+    assert '"Needs":["a","b"]' in encode.record_to_json(rec.replace(needs=("a", "b")))
+    assert decode.record_from_json(encode.record_to_json(rec)).needs is None
+    assert decode.record_from_json(encode.record_to_json(rec.replace(needs=()))).needs == ()
 
 
 # -- the recorded decode cases -------------------------------------------------------------
@@ -181,7 +182,7 @@ def test_decode_case(case: dict[str, Any]) -> None:
         assert str(vinfo.value) == expect["err_text"]
         assert not isinstance(vinfo.value, DecodeError)
         # The records themselves decode; only validation fails.
-        tasks = wire.decode_snapshot(data)
+        tasks = decode.decode_snapshot(data)
         assert tasks is not None
         return
     assert expect["err"] is None
@@ -191,7 +192,7 @@ def test_decode_case(case: dict[str, Any]) -> None:
     assert len(got) == len(want)
     for g, w in zip(got, want, strict=True):
         assert g.keys() == w.keys()
-        for field in wire.FIELD_NAMES:
+        for field in encode.FIELD_NAMES:
             assert _same_json(g[field], w[field]), (field, g[field], w[field])
     assert snap.encode() == expect["reencoded"].encode("utf-8")
     # str input decodes the same as bytes.
@@ -222,7 +223,7 @@ def test_record_to_json_field_order_and_escaping() -> None:
         task={"z": [1, 2.5, None, True], "a": "\u2028"},
         created_at=Instant.parse("2026-01-01T01:00:00.000000001+01:00"),
     )
-    text = wire.record_to_json(rec)
+    text = encode.record_to_json(rec)
     assert text == (
         '{"Key":"k\\u003c1\\u003e","Status":"pending","Sequence":18446744073709551615,'
         '"Owner":"ø","Fence":0,"LeaseUntil":"0001-01-01T00:00:00Z","Needs":null,'
@@ -230,23 +231,23 @@ def test_record_to_json_field_order_and_escaping() -> None:
         '"CreatedBy":"","CreatedAt":"2026-01-01T01:00:00.000000001+01:00","UpdatedBy":"",'
         '"UpdatedAt":"0001-01-01T00:00:00Z"}'
     )
-    assert list(json.loads(text)) == list(wire.FIELD_NAMES)
-    back = wire.record_from_json(text)
+    assert list(json.loads(text)) == list(encode.FIELD_NAMES)
+    back = decode.record_from_json(text)
     assert back == rec
     assert back.created_at.offset_seconds == 3600
-    assert wire.record_to_json(back) == text
+    assert encode.record_to_json(back) == text
 
 
 def test_record_to_obj() -> None:
     a, b = example_records()
-    obj = wire.record_to_obj(b)
-    assert list(obj) == list(wire.FIELD_NAMES)
+    obj = encode.record_to_obj(b)
+    assert list(obj) == list(encode.FIELD_NAMES)
     assert obj["LeaseUntil"] == "0001-01-01T00:00:00Z"
     assert obj["UpdatedAt"] == "2024-01-01T00:30:00.5Z"
     assert obj["Needs"] == ["root"]
     assert obj["Task"] == {"tag": "x<y", "n": 1.5}
-    assert wire.record_to_obj(a)["Needs"] is None
-    assert json.loads(wire.record_to_json(a)) == wire.record_to_obj(a)
+    assert encode.record_to_obj(a)["Needs"] is None
+    assert json.loads(encode.record_to_json(a)) == encode.record_to_obj(a)
 
 
 @pytest.mark.parametrize(
@@ -259,7 +260,7 @@ def test_record_to_obj() -> None:
 def test_years_outside_0_9999_cannot_be_marshalled(when: Instant) -> None:
     rec = TaskState(key="k", status="pending", updated_at=when)
     with pytest.raises(EncodeError, match="year outside of range"):
-        wire.record_to_json(rec)
+        encode.record_to_json(rec)
     with pytest.raises(EncodeError):
         Snapshot((rec,)).encode()
 
@@ -267,7 +268,7 @@ def test_years_outside_0_9999_cannot_be_marshalled(when: Instant) -> None:
 def test_year_zero_is_marshalled() -> None:
     when = Instant.ZERO - timedelta(hours=1)
     rec = TaskState(key="k", status="pending", lease_until=when)
-    assert '"LeaseUntil":"0000-12-31T23:00:00Z"' in wire.record_to_json(rec)
+    assert '"LeaseUntil":"0000-12-31T23:00:00Z"' in encode.record_to_json(rec)
     assert Snapshot.decode(Snapshot((rec,)).encode()).tasks == (rec,)
 
 
@@ -275,9 +276,9 @@ def test_year_is_checked_in_the_instants_own_offset() -> None:
     # 9999-12-31T23:30:00-01:00 is year 10000 in UTC, but Go checks t.Year() in its zone.
     late = Instant.parse("9999-12-31T23:30:00-01:00")
     rec = TaskState(key="k", status="pending", created_at=late)
-    assert '"CreatedAt":"9999-12-31T23:30:00-01:00"' in wire.record_to_json(rec)
+    assert '"CreatedAt":"9999-12-31T23:30:00-01:00"' in encode.record_to_json(rec)
     with pytest.raises(EncodeError):
-        wire.record_to_json(rec.replace(created_at=late.utc()))
+        encode.record_to_json(rec.replace(created_at=late.utc()))
 
 
 @pytest.mark.parametrize(
@@ -296,7 +297,7 @@ def test_unencodable_tasks(task: Any) -> None:
 def test_values_go_cannot_hold(changes: dict[str, Any]) -> None:
     rec = TaskState(key="k", status="pending").replace(**changes)
     with pytest.raises(EncodeError):
-        wire.record_to_json(rec)
+        encode.record_to_json(rec)
 
 
 def test_encode_validates_first() -> None:
@@ -312,14 +313,14 @@ def test_encode_validates_first() -> None:
 
 def test_times_in_datetime_form_are_accepted_on_encode() -> None:
     rec = TaskState(key="k", status="pending", created_at=T0.to_datetime())  # type: ignore[arg-type]
-    assert '"CreatedAt":"2024-01-01T00:00:00Z"' in wire.record_to_json(rec)
+    assert '"CreatedAt":"2024-01-01T00:00:00Z"' in encode.record_to_json(rec)
 
 
 # -- Go's Unmarshal quirks ----------------------------------------------------------------
 
 
 def decode_one(text: str) -> TaskState:
-    tasks = wire.decode_snapshot(text)
+    tasks = decode.decode_snapshot(text)
     assert tasks is not None and len(tasks) == 1
     return tasks[0]
 
@@ -372,7 +373,7 @@ def test_repeated_fields() -> None:
 
 def test_repeated_tasks_merge_into_the_existing_records() -> None:
     # Go decodes the second array into the slice already there, element by element.
-    tasks = wire.decode_snapshot(
+    tasks = decode.decode_snapshot(
         '{"Tasks":[{"Key":"a","Status":"pending","Needs":["x","y"],"Sequence":7}],'
         '"Tasks":[{"Needs":[null],"Owner":"o"}]}'
     )
@@ -382,24 +383,24 @@ def test_repeated_tasks_merge_into_the_existing_records() -> None:
     assert rec.needs == ("x",)  # a null element keeps the old string
     # A shorter array truncates; a later longer one re-exposes the old elements
     # that are still within the slice's capacity (Go 1.19 growth: cap 4 here).
-    tasks = wire.decode_snapshot(
+    tasks = decode.decode_snapshot(
         '{"Tasks":[{"Key":"a"},{"Key":"b"},{"Key":"c"}],"Tasks":[{"Owner":"o"}],'
         '"Tasks":[null,null]}'
     )
     assert tasks is not None
     assert [(t.key, t.owner) for t in tasks] == [("a", "o"), ("b", "")]
     # A null in between resets the slice.
-    tasks = wire.decode_snapshot(
+    tasks = decode.decode_snapshot(
         '{"Tasks":[{"Key":"a","Status":"pending"}],"Tasks":null,"Tasks":[{"Key":"b"}]}'
     )
     assert tasks is not None
     assert [(t.key, t.status) for t in tasks] == [("b", "")]
     # An empty array gives a fresh empty (not nil) slice.
-    assert wire.decode_snapshot('{"Tasks":[{"Key":"a"}],"Tasks":[]}') == ()
+    assert decode.decode_snapshot('{"Tasks":[{"Key":"a"}],"Tasks":[]}') == ()
 
 
 def test_null_entries_and_elements() -> None:
-    tasks = wire.decode_snapshot('{"Tasks":[null,{"Key":"k","Needs":[null,"a"]}]}')
+    tasks = decode.decode_snapshot('{"Tasks":[null,{"Key":"k","Needs":[null,"a"]}]}')
     assert tasks is not None
     assert tasks[0] == TaskState()
     assert tasks[1].needs == ("", "a")
@@ -438,14 +439,14 @@ def test_uint_fields_accept_plain_integers(literal: str, value: int) -> None:
 def test_uint_fields_reject_everything_else(value: str) -> None:
     for field in ("Sequence", "Fence", "Rev"):
         with pytest.raises(DecodeError, match=r"^ledger: decode: "):
-            wire.decode_snapshot(f'{{"Tasks":[{{"Key":"k","{field}":{value}}}]}}')
+            decode.decode_snapshot(f'{{"Tasks":[{{"Key":"k","{field}":{value}}}]}}')
 
 
 @pytest.mark.parametrize("field", ["Key", "Status", "Owner", "BlockedBy", "CreatedBy", "UpdatedBy"])
 @pytest.mark.parametrize("value", ["1", "true", "[]", '["a"]', "{}"])
 def test_string_fields_must_be_strings(field: str, value: str) -> None:
     with pytest.raises(DecodeError, match=r"^ledger: decode: json: cannot unmarshal"):
-        wire.decode_snapshot(f'{{"Tasks":[{{"{field}":{value}}}]}}')
+        decode.decode_snapshot(f'{{"Tasks":[{{"{field}":{value}}}]}}')
 
 
 @pytest.mark.parametrize("field", ["LeaseUntil", "CreatedAt", "UpdatedAt"])
@@ -466,7 +467,7 @@ def test_string_fields_must_be_strings(field: str, value: str) -> None:
 )
 def test_time_fields_must_be_rfc3339_strings(field: str, value: str) -> None:
     with pytest.raises(DecodeError, match=r"^ledger: decode: "):
-        wire.decode_snapshot(f'{{"Tasks":[{{"Key":"k","{field}":{value}}}]}}')
+        decode.decode_snapshot(f'{{"Tasks":[{{"Key":"k","{field}":{value}}}]}}')
 
 
 def test_time_fields_keep_offsets_and_nanoseconds() -> None:
@@ -482,7 +483,7 @@ def test_time_fields_keep_offsets_and_nanoseconds() -> None:
 @pytest.mark.parametrize("value", ['"k0"', "1", "{}", "true", "[1]", '[["a"]]', '[{"a":1}]'])
 def test_needs_must_be_an_array_of_strings(value: str) -> None:
     with pytest.raises(DecodeError, match=r"^ledger: decode: "):
-        wire.decode_snapshot(f'{{"Tasks":[{{"Key":"k","Needs":{value}}}]}}')
+        decode.decode_snapshot(f'{{"Tasks":[{{"Key":"k","Needs":{value}}}]}}')
 
 
 @pytest.mark.parametrize(
@@ -537,13 +538,13 @@ def test_needs_must_be_an_array_of_strings(value: str) -> None:
 )
 def test_type_error_messages_follow_go(text: str, message: str) -> None:
     with pytest.raises(DecodeError) as info:
-        wire.decode_snapshot(text)
+        decode.decode_snapshot(text)
     assert str(info.value) == "ledger: decode: " + message
 
 
 def test_time_errors_abort_before_saved_type_errors() -> None:
     with pytest.raises(DecodeError, match=r"^ledger: decode: parsing time"):
-        wire.decode_snapshot('{"Tasks":[{"Key":1,"CreatedAt":"soon"}]}')
+        decode.decode_snapshot('{"Tasks":[{"Key":1,"CreatedAt":"soon"}]}')
 
 
 def test_task_values_are_generic() -> None:
@@ -581,14 +582,14 @@ def test_task_numbers_in_a_snapshot_round_trip(literal: str, encoded: str) -> No
     text = '{"Tasks":[' + body % literal + "]}"
     snap = Snapshot.decode(text)
     assert snap.encode() == ('{"Tasks":[' + body % encoded + "]}").encode()
-    assert wire.record_to_json(snap.tasks[0]) == body % encoded
-    assert wire.record_from_json(body % literal).task == snap.tasks[0].task
+    assert encode.record_to_json(snap.tasks[0]) == body % encoded
+    assert decode.record_from_json(body % literal).task == snap.tasks[0].task
 
 
 def test_strings_are_cleaned_like_go() -> None:
     rec = decode_one('{"Tasks":[{"Key":"a\\ud800b","Task":"\\udc00","Owner":"\\ud83d\\ude00"}]}')
     assert (rec.key, rec.task, rec.owner) == ("a\ufffdb", "\ufffd", "😀")
-    tasks = wire.decode_snapshot(b'{"Tasks":[{"Key":"a\xe2\x82b","Status":"\xffpending"}]}')
+    tasks = decode.decode_snapshot(b'{"Tasks":[{"Key":"a\xe2\x82b","Status":"\xffpending"}]}')
     assert tasks is not None
     assert (tasks[0].key, tasks[0].status) == ("a\ufffd\ufffdb", "\ufffdpending")
     assert type(tasks[0].key) is str
@@ -621,33 +622,33 @@ def test_syntax_errors(text: str) -> None:
 def test_record_from_json() -> None:
     a, b = example_records()
     for rec in (a, b):
-        assert wire.record_from_json(wire.record_to_json(rec).encode()) == rec
-    assert wire.record_from_json("null") == TaskState()
-    assert wire.record_from_json("{}") == TaskState()
-    rec = wire.record_from_json('{"key":"k","Unknown":1,"Rev":3}')
+        assert decode.record_from_json(encode.record_to_json(rec).encode()) == rec
+    assert decode.record_from_json("null") == TaskState()
+    assert decode.record_from_json("{}") == TaskState()
+    rec = decode.record_from_json('{"key":"k","Unknown":1,"Rev":3}')
     assert (rec.key, rec.rev) == ("k", 3)
     with pytest.raises(DecodeError) as info:
-        wire.record_from_json("[]")
+        decode.record_from_json("[]")
     assert str(info.value) == (
         "ledger: decode: json: cannot unmarshal array into Go value of type ledger.TaskState"
     )
     with pytest.raises(DecodeError) as info:
-        wire.record_from_json('{"Sequence":1.5}')
+        decode.record_from_json('{"Sequence":1.5}')
     assert str(info.value) == (
         "ledger: decode: json: cannot unmarshal number 1.5 into Go struct field "
         "TaskState.Sequence of type ledger.Sequence"
     )
     with pytest.raises(DecodeError):
-        wire.record_from_json('{"Key":"k"} {}')
+        decode.record_from_json('{"Key":"k"} {}')
     # No validation here.
-    assert wire.record_from_json('{"Status":"bogus"}').status == "bogus"
+    assert decode.record_from_json('{"Status":"bogus"}').status == "bogus"
 
 
 def test_record_from_raw() -> None:
     raw = gojson.parse('{"Key":"k","Needs":[],"Task":[1]}')
-    rec = wire.record_from_raw(raw)
+    rec = decode.record_from_raw(raw)
     assert (rec.key, rec.needs, rec.task) == ("k", (), [1])
-    assert wire.record_from_raw(None) == TaskState()
+    assert decode.record_from_raw(None) == TaskState()
 
 
 # -- every recorded final snapshot re-encodes byte for byte ------------------------------

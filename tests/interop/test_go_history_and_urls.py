@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger_cli.stores.resolve import redact_url
+from ledger_cli.stores import redact_url
 from tests.cli_support import ledger_cmd, subprocess_env
 from tests.go_support import go_connect, go_db, go_row
 

@@ -9,8 +9,8 @@ import json
 import os
 from pathlib import Path
 
+from ledger_cli.stores import open_store
 from ledger_cli.stores.attempts import attempt_log
-from ledger_cli.stores.resolve import open_store
 from tests.cli.test_output_wait import ledger, record_attempt
 
 

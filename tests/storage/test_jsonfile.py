@@ -21,7 +21,8 @@ from ledger_cli.engine.history import HistoryEntry
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.ledger import Ledger
 from ledger_cli.engine.record import TaskState
-from ledger_cli.engine.wire import record_from_json, record_to_json
+from ledger_cli.engine.wire.decode import record_from_json
+from ledger_cli.engine.wire.encode import record_to_json
 from ledger_cli.errors import StoreDamageError, StoreError
 from ledger_cli.stores import jsonfile
 from ledger_cli.stores.jsonfile import JsonFileStore, durability, fsutil, key_digest, wal
@@ -604,7 +605,7 @@ def test_the_module_does_not_import_filelock_until_locking(tmp_path: Path) -> No
         f"s = JsonFileStore({str(tmp_path / 's')!r})\n"
         "s.load('k')\n"
         "assert 'filelock' not in sys.modules, 'load imported filelock'\n"
-        "import ledger_cli.stores.resolve\n"
+        "import ledger_cli.stores\n"
         "for m in ('platformdirs', 'sqlite3'):\n"
         "    assert m not in sys.modules, m\n"
     )

@@ -24,7 +24,7 @@ from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState, byte_order
 from ledger_cli.engine.store import Store
 from ledger_cli.errors import StoreError, StoreURLError
-from ledger_cli.stores.resolve import SCHEMES, open_store, scheme_of
+from ledger_cli.stores import SCHEMES, open_store, scheme_of
 from tests.conformance import load_trace, replay, trace_names
 from tests.stores import KINDS, StoreKind
 
@@ -94,7 +94,7 @@ def rec(key: str, status: str = "pending", **fields: Any) -> TaskState:
 
 def same(a: TaskState | None, b: TaskState | None) -> bool:
     """Equal as the wire shows them (a store may hand back lists as tuples etc.)."""
-    from ledger_cli.engine.wire import record_to_json
+    from ledger_cli.engine.wire.encode import record_to_json
 
     if a is None or b is None:
         return a is b
@@ -625,7 +625,7 @@ def test_a_missing_backend_module_is_not_available_yet(monkeypatch: pytest.Monke
 def test_the_default_store_is_the_json_store_in_the_user_data_dir() -> None:
     import platformdirs
 
-    from ledger_cli.stores.resolve import default_store_url
+    from ledger_cli.stores import default_store_url
 
     url = default_store_url()
     assert url == f"json:{platformdirs.user_data_path('ledger_cli') / 'store'}"

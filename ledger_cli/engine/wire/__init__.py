@@ -5,25 +5,8 @@ Encoding is byte-identical to Go's `json.Marshal` of `Snapshot{Tasks
 quirks included. By direction: `encode` (`record_to_json`, `encode_snapshot`,
 `record_to_obj`, `FIELD_NAMES`) and `decode` (`record_from_raw`,
 `record_from_json`, `decode_snapshot`), each module's docstring saying what
-Go does; every public name is importable from here.
+Go does. Each name is imported from its module: the package imports
+neither, so a command that only writes records (the JSON store's record
+files this port wrote decode through `engine/fastwire.py`) never loads the
+Go-compatible decoder.
 """
-
-from __future__ import annotations
-
-from ledger_cli.engine.wire.decode import decode_snapshot, record_from_json, record_from_raw
-from ledger_cli.engine.wire.encode import (
-    FIELD_NAMES,
-    encode_snapshot,
-    record_to_json,
-    record_to_obj,
-)
-
-__all__ = [
-    "FIELD_NAMES",
-    "decode_snapshot",
-    "encode_snapshot",
-    "record_from_json",
-    "record_from_raw",
-    "record_to_json",
-    "record_to_obj",
-]

@@ -22,7 +22,7 @@ Layout of a store directory (mode 0700; every file 0600):
 
 How writes reach the disk durably is apply.py (a large batch: one syncfs or
 an fsync per file, durability.py; its record files made before the lock,
-spares.py); the writes of an open batch wait in batch.py; reading.py reads
+spares.py); the writes of an open batch wait in locking.py; reading.py reads
 records; store.py is the public face tying the parts together. fsutil.py
 holds the durable, symlink-safe file primitives every part uses (swap.py puts
 an unsynced file in place without ext4's writeback); the attempts

@@ -43,7 +43,7 @@ from ledger_cli.stores.jsonfile.records import key_digest
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from ledger_cli.stores.jsonfile.batch import PendingBatch
+    from ledger_cli.stores.jsonfile.locking import PendingBatch
     from ledger_cli.stores.jsonfile.store import JsonFileStore
 
 __all__ = ["JsonAttempts", "attempt_number"]

@@ -31,9 +31,9 @@ from typing import TYPE_CHECKING
 from ledger_cli.engine.record import TaskState
 from ledger_cli.stores.jsonfile import depsindex, fsutil, historyfile, readyindex, tally, wal
 from ledger_cli.stores.jsonfile.apply import SYNC_EACH_MAX
-from ledger_cli.stores.jsonfile.batch import PendingBatch
 from ledger_cli.stores.jsonfile.fsutil import fail
 from ledger_cli.stores.jsonfile.layout import JOURNAL_NAME, shown
+from ledger_cli.stores.jsonfile.locking import PendingBatch
 from ledger_cli.stores.jsonfile.records import decode_record_file, key_digest
 from ledger_cli.stores.jsonfile.tally import Counts
 

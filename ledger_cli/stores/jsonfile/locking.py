@@ -1,6 +1,8 @@
 """The store lock as the store uses it: re-entrant per thread, created on the
 first write, and the recovery done first thing by every new holder (temporary
-files swept, metadata read, an interrupted batch's journal replayed).
+files swept, metadata read, an interrupted batch's journal replayed); and what
+a holder keeps while it holds it, the writes of an open `batch()`
+(`PendingBatch`, in memory until the outermost batch commits).
 
 Reads (`load`) take no lock: every record file is replaced atomically, so a
 reader sees the old or the new bytes. Writes, `range()` and history reads
@@ -18,7 +20,6 @@ from typing import TYPE_CHECKING
 from ledger_cli.engine import collector
 from ledger_cli.errors import StoreError
 from ledger_cli.stores.jsonfile import depsindex, fsutil, layout, tally, wal
-from ledger_cli.stores.jsonfile.batch import PendingBatch
 from ledger_cli.stores.jsonfile.fairlock import QueueLock
 from ledger_cli.stores.jsonfile.fsutil import fail
 from ledger_cli.stores.jsonfile.spares import Spares
@@ -28,6 +29,9 @@ DEFAULT_LOCK_TIMEOUT = 60.0
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
     from typing import Any, ParamSpec, TypeVar
+
+    from ledger_cli.engine.record import TaskState
+    from ledger_cli.stores.jsonfile.attemptfiles import Op
 
     _P = ParamSpec("_P")
     _R = TypeVar("_R")
@@ -52,6 +56,69 @@ def store_method(method: Callable[_P, _R]) -> Callable[_P, _R]:
             raise fail(getattr(args[0], "_root", "(store)"), "I/O error", exc) from None
 
     return wrapper
+
+
+class PendingBatch:
+    """Writes of an open batch, in memory until the outermost batch commits.
+
+    A nested batch is a savepoint: while one is open, every write logs the
+    value it replaced, so an exception leaving the nested block undoes its
+    writes only.
+    """
+
+    __slots__ = (
+        "attempts",
+        "cache",
+        "history",
+        "marks",
+        "moved",
+        "owns_lock",
+        "records",
+        "thread",
+        "undo",
+    )
+
+    def __init__(self) -> None:
+        self.records: dict[str, tuple[TaskState, bytes]] = {}
+        self.history: list[bytes] = []
+        self.attempts: list[Op] = []
+        """Attempt files written with the batch, in order (attemptfiles.py)."""
+        self.thread = threading.get_ident()
+        self.owns_lock = False
+        self.undo: list[tuple[str, tuple[TaskState, bytes] | None]] = []
+        self.marks: list[tuple[int, int, int]] = []
+        self.cache: dict[str, TaskState | None] = {}
+        """Records read while the batch holds the lock: nobody else can change them."""
+        self.moved: set[str] | None = None
+        """At commit, the records whose tally membership the batch changes
+        (tally.noted_moves: only their shard lines are rewritten); None: all."""
+
+    def put(self, digest: str, rec: TaskState, data: bytes) -> None:
+        if self.marks:
+            self.undo.append((digest, self.records.get(digest)))
+        self.records[digest] = (rec, data)
+
+    def add_attempt(self, op: Op) -> None:
+        self.attempts.append(op)
+
+    def mark(self) -> tuple[int, int, int]:
+        """Where a savepoint begins (what `rollback` goes back to)."""
+        return len(self.undo), len(self.history), len(self.attempts)
+
+    def rollback(self, mark: tuple[int, int, int]) -> None:
+        undo_at, history_at, attempts_at = mark
+        for digest, previous in reversed(self.undo[undo_at:]):
+            if previous is None:
+                del self.records[digest]
+            else:
+                self.records[digest] = previous
+        del self.undo[undo_at:]
+        del self.history[history_at:]
+        del self.attempts[attempts_at:]
+
+    def mine(self) -> bool:
+        """True in the thread that opened the batch."""
+        return self.thread == threading.get_ident()
 
 
 class LockedDirectory:

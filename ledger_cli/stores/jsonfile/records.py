@@ -52,7 +52,7 @@ _SUM_LEN = len(_SUM_HEAD) + 64 + len(_SUM_TAIL)
 
 def encode_record(rec: TaskState) -> bytes:
     """The record file: the wire record with `,"Sum":"<sha256 of the wire record>"` last."""
-    from ledger_cli.engine.wire import record_to_json
+    from ledger_cli.engine.wire.encode import record_to_json
 
     body = record_to_json(rec).encode("utf-8")
     return b"".join((body[:-1], _SUM_HEAD, _sha256(body).hexdigest().encode(), _SUM_TAIL))
@@ -84,14 +84,18 @@ def _decode(data: bytes, shown: str, *, fast: bool) -> TaskState:
     """`fast`: the checksum matched, so this store wrote the record itself
     (engine/fastwire.py decodes it with the C scanner, the same record)."""
     from ledger_cli.engine.fastwire import record_from_canonical
-    from ledger_cli.engine.wire import record_from_json
 
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise fail(shown, "corrupt record: not valid UTF-8") from None
     try:
-        rec = record_from_canonical(text, from_utf8=True) if fast else record_from_json(text)
+        if fast:
+            rec = record_from_canonical(text, from_utf8=True)
+        else:  # no checksum of ours: the Go-compatible decoder
+            from ledger_cli.engine.wire.decode import record_from_json
+
+            rec = record_from_json(text)
     except DecodeError as exc:
         raise fail(shown, f"corrupt record: {exc}") from None
     try:

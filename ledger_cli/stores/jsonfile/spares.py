@@ -69,9 +69,10 @@ class Spares:
 
     def plan(self, written: int) -> None:
         """A large commit wrote `written` record files: the next batch of a run
-        (a chunked one grows by at most twice) gets as many spares ready."""
+        (a chunked one grows by at most twice) gets as many spares ready; a small
+        one (0) wants none, without a look at the descriptor limit (`resource`)."""
         if self.usable:
-            self.want = min(2 * written, MAX_SPARES, _fd_room())
+            self.want = min(2 * written, MAX_SPARES, _fd_room()) if written else 0
 
     def fill(self, root_fd: int) -> None:
         """Make spare files up to the plan (outside the lock: nobody can see them)."""

@@ -20,7 +20,6 @@ from ledger_cli.stores.jsonfile import (
     tally,
     wal,
 )
-from ledger_cli.stores.jsonfile.batch import PendingBatch
 from ledger_cli.stores.jsonfile.depsview import DepsMethods
 from ledger_cli.stores.jsonfile.layout import (
     JOURNAL_NAME,
@@ -29,6 +28,7 @@ from ledger_cli.stores.jsonfile.layout import (
 )
 from ledger_cli.stores.jsonfile.locking import (
     DEFAULT_LOCK_TIMEOUT,
+    PendingBatch,
     io_errors,
     store_method,
 )

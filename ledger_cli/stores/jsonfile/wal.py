@@ -28,18 +28,16 @@ rebuilds them.
 
 The log is used where the kernel names its boot (Linux); elsewhere every
 commit goes through journal.json and syncs as it always did.
-
-No `from __future__ import annotations` here: the annotations of a
-`typing.NamedTuple` are evaluated (see engine/record.py, and CONTRIBUTING,
-"Start-up").
 """
+
+from __future__ import annotations
 
 import contextlib
 import os
 import struct
 import zlib
 from collections.abc import Callable
-from typing import Literal, NamedTuple
+from typing import Literal
 
 from ledger_cli.errors import StoreDamageError
 from ledger_cli.stores.jsonfile import fsutil, layout
@@ -77,10 +75,9 @@ def boot_id() -> str | None:
 
 
 def enabled() -> bool:
-    """Whether small commits go through the log: where the kernel names its
-    boot (Linux). A checkpoint uses syncfs(2), or sync(2) where the C library
-    lacks it; probing for it (ctypes) is left to the checkpoint, off the
-    commit's path."""
+    """Whether small commits go through the log: where the kernel names its boot
+    (Linux). A checkpoint uses syncfs(2), or sync(2) where the C library lacks
+    it; probing for it (ctypes) is left to the checkpoint, off the commit's path."""
     return boot_id() is not None
 
 
@@ -93,14 +90,14 @@ def _size(root: str, root_fd: int) -> int:
         raise fail(shown(root, WAL_NAME), "cannot stat", exc) from None
 
 
-class Mark(NamedTuple):
+class Mark:  # Mark and Replay: plain classes, as creating a NamedTuple is slow
     """wal.applied: how far a boot applied the log, and the last frame applied
     (where it starts, its CRC-32; start -1 in a mark older than that field)."""
 
-    boot: str
-    offset: int
-    start: int
-    crc: int
+    __slots__ = ("boot", "crc", "offset", "start")
+
+    def __init__(self, boot: str, offset: int, start: int, crc: int) -> None:
+        self.boot, self.offset, self.start, self.crc = boot, offset, start, crc
 
 
 def _applied(root: str, root_fd: int) -> Mark | None:
@@ -317,16 +314,20 @@ def _sync_all(root: str, root_fd: int) -> None:
 Repair = Literal["no", "applied", "lossy"]
 
 
-class Replay(NamedTuple):
-    """How the store applies frames (recover, set_aside)."""
+class Replay:
+    """How the store applies frames (recover, set_aside): `replay` one, as a journal
+    replay does, unsynced; after a restart, `rewrite_records` of every frame first
+    (so no record the rebuilds read is torn), and `drop_indexes` (rebuilt after)."""
 
-    replay: Callable[[bytes], None]
-    """Applies one frame as a journal replay does, unsynced."""
-    rewrite_records: Callable[[list[bytes]], None]
-    """After a restart: writes every frame's records (the newest bytes of
-    each), so no record the rebuilds read is one the power cut tore."""
-    drop_indexes: Callable[[], None]
-    """Marks the derived indexes unbuilt (rebuilt from the records)."""
+    __slots__ = ("drop_indexes", "replay", "rewrite_records")
+
+    def __init__(
+        self,
+        replay: Callable[[bytes], None],
+        rewrite_records: Callable[[list[bytes]], None],
+        drop_indexes: Callable[[], None],
+    ) -> None:
+        self.replay, self.rewrite_records, self.drop_indexes = replay, rewrite_records, drop_indexes
 
 
 def recover(root: str, root_fd: int, how: Replay, repair: Repair = "no") -> tuple[str, bool] | None:

@@ -134,7 +134,7 @@ def doctor(settings: Settings, fix: bool = False, drop_damaged: bool = False) ->
 
         raise InputError("ledger: --drop-damaged goes with --fix (doctor --fix --drop-damaged)")
     found = Findings()
-    from ledger_cli.stores.resolve import redact_url
+    from ledger_cli.stores import redact_url
 
     url = redact_url(store_url(settings))  # never print a password
     session = _open(settings, found, fix, drop_damaged)
