@@ -34,7 +34,7 @@ import re
 from typing import TYPE_CHECKING
 
 from ledger_cli.engine.record import TaskState
-from ledger_cli.stores.jsonfile import fsutil
+from ledger_cli.stores.jsonfile import derived, fsutil
 from ledger_cli.stores.jsonfile.fsutil import damaged_index
 from ledger_cli.stores.jsonfile.layout import DIGEST, SHARD, shown
 from ledger_cli.stores.jsonfile.records import need_digest
@@ -47,6 +47,7 @@ __all__ = ["need_digest"]
 DEPS_DIR = "deps"
 MANIFEST = "manifest"
 MANIFEST_DATA = b"ledger_cli.deps 1\n"
+INDEX = derived.Index(DEPS_DIR, MANIFEST)
 
 _TORN = r"[0-9a-f]{0,63}"
 """What a torn append can leave of a line: a prefix of a digest (a pattern
@@ -94,9 +95,7 @@ def create_empty(root: str, root_fd: int) -> None:
     dfd = open_dir(root, root_fd, create=True)
     assert dfd is not None
     try:
-        path = shown(root, DEPS_DIR, MANIFEST)
-        fsutil.replace_file(dfd, MANIFEST, MANIFEST_DATA, path, sync=True, tmp_dir_fd=root_fd)
-        fsutil.fsync_fd(dfd, shown(root, DEPS_DIR))
+        derived.mark_built(root, root_fd, dfd, INDEX, MANIFEST_DATA)
     finally:
         os.close(dfd)
 
@@ -194,17 +193,14 @@ def rebuild(root: str, root_fd: int, records: Iterable[tuple[str, TaskState]]) -
     dfd = open_dir(root, root_fd, create=True)
     assert dfd is not None
     try:
-        fsutil.unlink_quiet(dfd, MANIFEST)
-        fsutil.fsync_fd(dfd, shown(root, DEPS_DIR))
+        derived.unbuild(root, dfd, INDEX)
         _clear(root, dfd)
         syncfs = fsutil.sync_filesystem_available()
         append(root, dfd, edges(records), sync=not syncfs)
         if syncfs:
             fsutil.sync_filesystem(dfd, shown(root, DEPS_DIR))
         fsutil.fsync_fd(dfd, shown(root, DEPS_DIR))
-        path = shown(root, DEPS_DIR, MANIFEST)
-        fsutil.replace_file(dfd, MANIFEST, MANIFEST_DATA, path, sync=True, tmp_dir_fd=root_fd)
-        fsutil.fsync_fd(dfd, shown(root, DEPS_DIR))
+        derived.mark_built(root, root_fd, dfd, INDEX, MANIFEST_DATA)
     finally:
         os.close(dfd)
 

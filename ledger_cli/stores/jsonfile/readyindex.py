@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
-from ledger_cli.stores.jsonfile import chunkindex, fsutil
+from ledger_cli.stores.jsonfile import chunkindex, derived, fsutil
 from ledger_cli.stores.jsonfile.chunkindex import MANIFEST, Chunks, Entry
 from ledger_cli.stores.jsonfile.layout import LIVE_STATUSES, shown
 
@@ -55,6 +55,7 @@ chunks without a count; 3: every queue in one partition) means "rebuild", as
 a missing one does."""
 OLDER_HEADERS = ("ledger_cli.ready 1", "ledger_cli.ready 2", "ledger_cli.ready 3")
 FORMAT = chunkindex.Format(READY_DIR, MANIFEST_HEADER, "ready index")
+INDEX = derived.Index(READY_DIR, MANIFEST)
 QUEUES_DIR = "q"
 """ready/q/<queue name's UTF-8 in hex>/: the partition of a queue other than
 `default` (issue 32), a manifest and chunks of the same format as ready/'s own,
@@ -328,8 +329,7 @@ def rebuild(
     rfd = open_dir(root, root_fd, create=True)
     assert rfd is not None
     try:
-        fsutil.unlink_quiet(rfd, MANIFEST)
-        fsutil.fsync_fd(rfd, shown(root, READY_DIR))
+        derived.unbuild(root, rfd, INDEX)
         _clear(root, rfd)
         from ledger_cli.stores.jsonfile.queueread import reader
 

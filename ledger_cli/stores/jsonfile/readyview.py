@@ -4,14 +4,19 @@ the check and rebuild for `ledger doctor` (readyindex.py holds the files)."""
 from __future__ import annotations
 
 import os
-import time
 from contextlib import ExitStack
 from typing import TYPE_CHECKING
 
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
-from ledger_cli.errors import StoreError
-from ledger_cli.stores.jsonfile import depsindex, fsutil, prunedfile, readyindex, schedulefile
+from ledger_cli.stores.jsonfile import (
+    depsindex,
+    derived,
+    fsutil,
+    prunedfile,
+    readyindex,
+    schedulefile,
+)
 from ledger_cli.stores.jsonfile.locking import io_errors, store_method
 from ledger_cli.stores.jsonfile.reading import RecordReader
 from ledger_cli.stores.jsonfile.records import key_digest, scan_records
@@ -28,14 +33,10 @@ _REPAIR_KEYS = 2_000
 """Missing candidates `rebuild_ready_index` adds per lock hold: each costs a
 record read or two and a share of a chunk rewrite (about 0.1 s per block)."""
 
-_REPAIR_GAP = 0.005
-"""Seconds between two repair blocks: the lock's waiting writers queue in
-order (cli/chunks.py FAIR_GAP)."""
-
 
 def _between_blocks() -> None:
-    """The pause between two repair blocks, the lock free: queued writers get in."""
-    time.sleep(_REPAIR_GAP)
+    """The pause between two repair blocks (derived.pause; tests stand in for it)."""
+    derived.pause()
 
 
 class ReadyMethods(RecordReader):
@@ -147,13 +148,11 @@ class ReadyMethods(RecordReader):
             with self._locked(create=False) as root_fd:
                 return [] if root_fd is None else self._ready_problems(root_fd, fresh=True)
         confirmed: list[str] = []
-        for at in range(0, len(missing), _REPAIR_KEYS):
-            if at:
-                _between_blocks()
+        for block in derived.in_blocks(missing, _REPAIR_KEYS, _between_blocks):
             with io_errors(self._root), self._locked(create=False) as root_fd:
                 if root_fd is None:
                     return []
-                got = self._still_missing(root_fd, missing[at : at + _REPAIR_KEYS])
+                got = self._still_missing(root_fd, block)
             if got is None:  # the index went away meanwhile: the next writer rebuilds it
                 return []
             confirmed += got
@@ -206,13 +205,12 @@ class ReadyMethods(RecordReader):
         with io_errors(self._root):
             missing = self._missing_unlocked()
         if missing is not None:
-            for at in range(0, len(missing) + 1, _REPAIR_KEYS):  # the last: [] at least
-                if at:
-                    _between_blocks()
+            blocks = derived.in_blocks(missing, _REPAIR_KEYS, _between_blocks, last_empty=True)
+            for block in blocks:
                 with io_errors(self._root), self._locked(create=False) as root_fd:
                     if root_fd is None:
                         return
-                    if not self._add_candidates(root_fd, missing[at : at + _REPAIR_KEYS]):
+                    if not self._add_candidates(root_fd, block):
                         self._rebuild_ready(root_fd)  # the index went away meanwhile
                         return
             return
@@ -221,20 +219,10 @@ class ReadyMethods(RecordReader):
                 self._rebuild_ready(root_fd)
 
     def _missing_unlocked(self) -> list[str] | None:
-        """`_missing_candidates` without the lock (each file is read whole, as
-        atomically replaced; in a `one_scan` block, the records `ledger
-        doctor`'s walk read); None when there is no readable index."""
-        root_fd = fsutil.open_root(self._root)
-        if root_fd is None:
-            return None
-        try:
-            if not self._initialized(root_fd):
-                return None
-            return self._missing_candidates(root_fd, fresh=False)
-        except StoreError:
-            return None  # an unreadable index (or record): rebuilt whole, under the lock
-        finally:
-            os.close(root_fd)
+        """`_missing_candidates` without the lock (in a `one_scan` block, the
+        records `ledger doctor`'s walk read); None when there is no readable
+        index: then it is judged, or rebuilt, whole under the lock."""
+        return derived.read_unlocked(self, self._missing_candidates)
 
     def _still_missing(self, root_fd: int, keys: list[str]) -> list[str] | None:
         """Under the lock: those of `keys` that are candidates the index misses

@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING
 
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState, byte_order
-from ledger_cli.stores.jsonfile import fsutil, readyindex, tally
-from ledger_cli.stores.jsonfile.depsview import unlocked_check
+from ledger_cli.stores.jsonfile import derived, fsutil, readyindex, tally
 from ledger_cli.stores.jsonfile.locking import io_errors, store_method
 from ledger_cli.stores.jsonfile.reading import RecordReader
 from ledger_cli.stores.jsonfile.records import key_digest, record_path, scan_records
@@ -220,8 +219,8 @@ class TallyMethods(RecordReader):
         def problems(root_fd: int, fresh: bool = False) -> list[str]:
             return tally.check(self._root, root_fd, self._scan_unswept(root_fd, fresh))
 
-        # Without the lock first; under it only to confirm (check_ready_index).
-        if not unlocked_check(self, problems):
+        # Without the lock first; under it only to confirm (derived.py).
+        if derived.read_unlocked(self, problems) == []:
             return []
         with self._locked(create=False) as root_fd:
             return [] if root_fd is None else problems(root_fd, fresh=True)
