@@ -21,11 +21,18 @@ presence says "built"; what each derives from a record is its own module's.
   held every writer off for seconds at 200,000 records).
 - **Rebuilt in short blocks**: a repair adds what is missing a block of keys
   per lock hold (`in_blocks`), the lock free between two blocks.
+
+deps/, live/ and tally/ keep sets of record digests as *digest lists*,
+files of lines a digest each: appended to (fsutil.append_lines) or replaced
+whole, sorted (`put_digests`). An append a crash tore leaves a prefix of a
+digest at the end of its line (the next append starts on a new line):
+`parse_digests` skips it and tells the file is worth rewriting.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import time
 from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
@@ -34,7 +41,7 @@ from ledger_cli.stores.jsonfile import fsutil
 from ledger_cli.stores.jsonfile.layout import shown
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable, Collection, Iterator
     from typing import Any
 
 T = TypeVar("T")
@@ -111,3 +118,40 @@ def in_blocks(
 def pause() -> None:
     """The pause between two blocks, the lock free: queued writers get in."""
     time.sleep(BLOCK_GAP)
+
+
+TORN = r"[0-9a-f]{0,63}"
+"""What a torn append can leave of a line: a prefix of a digest (a pattern
+string: `re` compiles it on first use, only when a list holds one)."""
+
+
+def is_torn(token: str) -> bool:
+    return re.fullmatch(TORN, token) is not None
+
+
+def parse_digests(
+    data: bytes, fits: Callable[[str], bool], torn: Callable[[str], bool] = is_torn
+) -> tuple[set[str], bool] | None:
+    """The digests a digest list holds (those `fits` accepts), and whether it
+    holds more than those (repeats, a torn fragment `torn` accepts): worth
+    rewriting. None when an entry is neither: the list is damaged."""
+    tokens = data.decode("ascii", "replace").split()
+    digests = set(tokens)
+    bad = {d for d in digests if not fits(d)}
+    if bad:
+        if not all(map(torn, bad)):
+            return None
+        digests -= bad
+    return digests, len(digests) != len(tokens)
+
+
+def put_digests(
+    dfd: int, name: str, digests: Collection[str], path: str, root_fd: int, *, sync: bool
+) -> None:
+    """Replace the digest list `name` by `digests`, sorted (fsynced with
+    `sync`), or remove it when there are none."""
+    if not digests:
+        fsutil.unlink_quiet(dfd, name)
+        return
+    data = "".join(d + "\n" for d in sorted(digests)).encode("ascii")
+    fsutil.replace_file(dfd, name, data, path, sync=sync, tmp_dir_fd=root_fd)

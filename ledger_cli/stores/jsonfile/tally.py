@@ -208,12 +208,8 @@ def _read_shard(root: str, tfd: int, shard: str) -> list[str]:
 def _write_shard(
     root: str, root_fd: int, tfd: int, shard: str, digests: set[str], sync: bool
 ) -> None:
-    if not digests:
-        fsutil.unlink_quiet(tfd, shard)
-        return
-    data = "".join(d + "\n" for d in sorted(digests)).encode("ascii")
     path = shown(root, TALLY_DIR, shard)
-    fsutil.replace_file(tfd, shard, data, path, sync=sync, tmp_dir_fd=root_fd)
+    derived.put_digests(tfd, shard, digests, path, root_fd, sync=sync)
 
 
 def apply(
