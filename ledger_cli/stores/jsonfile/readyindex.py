@@ -125,6 +125,16 @@ def load_chunks(root: str, root_fd: int, rfd: int) -> Partitioned | None:
     return None if default is None else Partitioned(root, root_fd, rfd, default)
 
 
+@contextmanager
+def opened(root: str, root_fd: int) -> Iterator[Partitioned | None]:
+    """The candidate index for the block (None: not built), ready/ closed after."""
+    rfd = open_dir(root, root_fd, create=False)
+    try:
+        yield None if rfd is None else load_chunks(root, root_fd, rfd)
+    finally:
+        fsutil.close_all([rfd])
+
+
 def _load_part(root: str, root_fd: int, rfd: int, sub: tuple[str, ...]) -> Chunks | None:
     """One partition (`sub`: its directory below ready/), None when it has no
     manifest (or, for ready/'s own, an older release's)."""
@@ -232,6 +242,11 @@ class Partitioned:
                 if chunks is not None:
                     out[queue] = set(chunks.entries())
         return out
+
+    def drop_legacy(self) -> None:
+        """Remove ready/needs/, the waiter files of older releases, if there."""
+        if os.path.lexists(os.path.join(self._root, READY_DIR, LEGACY_NEEDS_DIR)):
+            drop_legacy(self._rfd)
 
     def holds(self, queue: str, entries: Iterable[Entry]) -> set[Entry]:
         """Those of `entries` that `queue`'s partition holds."""

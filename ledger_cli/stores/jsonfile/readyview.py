@@ -169,15 +169,11 @@ class ReadyMethods(RecordReader):
         found = self._scan_unswept(root_fd, fresh)
         by_key = {rec.key: rec for rec in prunedfile.read_all(self._root, root_fd)}
         by_key.update((rec.key, rec) for rec in found.values())
-        rfd = readyindex.open_dir(self._root, root_fd, create=False)
-        try:
-            chunks = None if rfd is None else readyindex.load_chunks(self._root, root_fd, rfd)
+        with readyindex.opened(self._root, root_fd) as chunks:
             if chunks is None:
                 return None
             indexed = chunks.by_queue()
             queue_of = chunks.queue_of
-        finally:
-            fsutil.close_all([rfd])
         from ledger_cli.stores.jsonfile.schedulefile import reader
 
         sched = reader(self._root)
@@ -227,11 +223,7 @@ class ReadyMethods(RecordReader):
     def _still_missing(self, root_fd: int, keys: list[str]) -> list[str] | None:
         """Under the lock: those of `keys` that are candidates the index misses
         now; None when there is no index."""
-        rfd = readyindex.open_dir(self._root, root_fd, create=False)
-        if rfd is None:
-            return None
-        try:
-            chunks = readyindex.load_chunks(self._root, root_fd, rfd)
+        with readyindex.opened(self._root, root_fd) as chunks:
             if chunks is None:
                 return None
             wanted: dict[str, list[tuple[str, readyindex.Entry]]] = {}
@@ -242,8 +234,6 @@ class ReadyMethods(RecordReader):
                 held = chunks.holds(queue, [entry for _, entry in pairs])
                 out += [key for key, entry in pairs if entry not in held]
             return sorted(out)
-        finally:
-            os.close(rfd)
 
     def _candidate_entries(
         self, root_fd: int, keys: list[str]
@@ -267,22 +257,13 @@ class ReadyMethods(RecordReader):
     def _add_candidates(self, root_fd: int, keys: list[str]) -> bool:
         """Under the lock: add the index entries of those of `keys` that are
         candidates now; False when the index is not there to add to."""
-        rfd = readyindex.open_dir(self._root, root_fd, create=False)
-        if rfd is None:
-            return False
-        try:
-            chunks = readyindex.load_chunks(self._root, root_fd, rfd)
+        with readyindex.opened(self._root, root_fd) as chunks:
             if chunks is None:
                 return False
             entries = [entry for _, entry in self._candidate_entries(root_fd, keys)]
             chunks.add(entries, sync=True)
-            if os.path.lexists(
-                os.path.join(self._root, readyindex.READY_DIR, readyindex.LEGACY_NEEDS_DIR)
-            ):
-                readyindex.drop_legacy(rfd)
+            chunks.drop_legacy()
             return True
-        finally:
-            os.close(rfd)
 
     def _rebuild_ready(self, root_fd: int) -> None:
         """Rebuild ready/ from the record files (not the open batch's writes), and

@@ -132,9 +132,7 @@ class TallyMethods(RecordReader):
         with self._unlocked_root() as root_fd:
             if root_fd is None:
                 return None
-            rfd = readyindex.open_dir(self._root, root_fd, create=False)
-            try:
-                chunks = None if rfd is None else readyindex.load_chunks(self._root, root_fd, rfd)
+            with readyindex.opened(self._root, root_fd) as chunks:
                 if chunks is None:  # not built: the next writer builds it
                     return min(
                         (r for r in self.scan_visible() if tally.is_plain(r)),
@@ -155,8 +153,6 @@ class TallyMethods(RecordReader):
                     ):
                         return rec
                 return None
-            finally:
-                fsutil.close_all([rfd])
 
     @store_method
     def blocked_by_keys(self) -> list[str]:
@@ -189,15 +185,11 @@ class TallyMethods(RecordReader):
         with self._unlocked_root() as root_fd:
             if root_fd is None:
                 return []
-            rfd = readyindex.open_dir(self._root, root_fd, create=False)
-            try:
-                chunks = None if rfd is None else readyindex.load_chunks(self._root, root_fd, rfd)
+            with readyindex.opened(self._root, root_fd) as chunks:
                 if chunks is None:
                     every = [r for r in self.scan_visible() if tally.is_plain(r)]
                     return heapq.nsmallest(limit, every, key=lambda r: byte_order(r.key))
                 keys = {bytes.fromhex(hexkey) for _, hexkey in chunks.entries()}
-            finally:
-                fsutil.close_all([rfd])
             out: list[TaskState] = []
             for raw in sorted(keys):
                 key = raw.decode("utf-8")
