@@ -135,6 +135,20 @@ def opened(root: str, root_fd: int) -> Iterator[Partitioned | None]:
         fsutil.close_all([rfd])
 
 
+@contextmanager
+def opened_built(root: str, root_fd: int, rebuild: Callable[[], None]) -> Iterator[Partitioned]:
+    """The candidate index for the block, built first by `rebuild` (from the
+    records on disk, under the lock) when it is not."""
+    with opened(root, root_fd) as chunks:
+        if chunks is not None:
+            yield chunks
+            return
+    rebuild()
+    with opened(root, root_fd) as chunks:
+        assert chunks is not None
+        yield chunks
+
+
 def _load_part(root: str, root_fd: int, rfd: int, sub: tuple[str, ...]) -> Chunks | None:
     """One partition (`sub`: its directory below ready/), None when it has no
     manifest (or, for ready/'s own, an older release's)."""
@@ -266,50 +280,6 @@ class Partitioned:
             yield from self.default.entries()
             return
         yield from heapq.merge(self.default.entries(), *rest)
-
-
-def head(
-    chunks: Chunks, after: Entry | None, now_ns: int | None, limit: int
-) -> tuple[list[Entry], Entry | None]:
-    """Up to `limit` entries of one partition past `after` (from one chunk),
-    cut before the first not due at `now_ns`, and the last entry looked at
-    (None: the partition ends there). An entry not due yet means none of the
-    rest of its priority level is (docs/design.md §8.1): the last is then that level's
-    end."""
-    pos = 0 if after is None else chunks.locate(after)
-    while pos < len(chunks.ids):
-        entries = [e for e in chunks.chunk(pos) if after is None or e > after]
-        if entries:
-            break
-        pos += 1
-    else:
-        return [], None
-    entries = entries[:limit]
-    if now_ns is not None:
-        for i, entry in enumerate(entries):
-            if due_ns(entry) > now_ns:
-                return entries[:i], next_level(entry)
-    return entries, entries[-1]
-
-
-def merged_page(
-    parts: dict[str, Chunks], after: Entry | None, now_ns: int | None, limit: int
-) -> tuple[list[tuple[str, Entry]], Entry | None]:
-    """The next entries past `after` across `parts` (queue -> partition), in the
-    Ready order with their queue, and the entry up to which every partition
-    was looked at (None: they all end there). Each partition gives its head;
-    the page stops at the lowest of their last entries, so nothing a partition
-    did not show is skipped: the order is that of one index over them all."""
-    heads = {queue: head(chunks, after, now_ns, limit) for queue, chunks in parts.items()}
-    lasts = [last for _, last in heads.values() if last is not None]
-    bound = min(lasts) if lasts else None
-    page = sorted(
-        (entry, queue)
-        for queue, (entries, _) in heads.items()
-        for entry in entries
-        if bound is None or entry <= bound
-    )
-    return [(queue, entry) for entry, queue in page], bound
 
 
 def _write_part(

@@ -3,7 +3,7 @@ the check and rebuild for `ledger doctor` (readyindex.py holds the files)."""
 
 from __future__ import annotations
 
-import os
+import functools
 from contextlib import ExitStack
 from typing import TYPE_CHECKING
 
@@ -37,6 +37,53 @@ record read or two and a share of a chunk rewrite (about 0.1 s per block)."""
 def _between_blocks() -> None:
     """The pause between two repair blocks (derived.pause; tests stand in for it)."""
     derived.pause()
+
+
+def _head(
+    chunks: readyindex.Chunks, after: readyindex.Entry | None, now_ns: int | None, limit: int
+) -> tuple[list[readyindex.Entry], readyindex.Entry | None]:
+    """Up to `limit` entries of one partition past `after` (from one chunk),
+    cut before the first not due at `now_ns`, and the last entry looked at
+    (None: the partition ends there). An entry not due yet means none of the
+    rest of its priority level is (docs/design.md §8.1): the last is then that level's
+    end."""
+    pos = 0 if after is None else chunks.locate(after)
+    while pos < len(chunks.ids):
+        entries = [e for e in chunks.chunk(pos) if after is None or e > after]
+        if entries:
+            break
+        pos += 1
+    else:
+        return [], None
+    entries = entries[:limit]
+    if now_ns is not None:
+        for i, entry in enumerate(entries):
+            if readyindex.due_ns(entry) > now_ns:
+                return entries[:i], readyindex.next_level(entry)
+    return entries, entries[-1]
+
+
+def _merged_page(
+    parts: dict[str, readyindex.Chunks],
+    after: readyindex.Entry | None,
+    now_ns: int | None,
+    limit: int,
+) -> tuple[list[tuple[str, readyindex.Entry]], readyindex.Entry | None]:
+    """The next entries past `after` across `parts` (queue -> partition), in the
+    Ready order with their queue, and the entry up to which every partition
+    was looked at (None: they all end there). Each partition gives its head;
+    the page stops at the lowest of their last entries, so nothing a partition
+    did not show is skipped: the order is that of one index over them all."""
+    heads = {queue: _head(chunks, after, now_ns, limit) for queue, chunks in parts.items()}
+    lasts = [last for _, last in heads.values() if last is not None]
+    bound = min(lasts) if lasts else None
+    page = sorted(
+        (entry, queue)
+        for queue, (entries, _) in heads.items()
+        for entry in entries
+        if bound is None or entry <= bound
+    )
+    return [(queue, entry) for entry, queue in page], bound
 
 
 class ReadyMethods(RecordReader):
@@ -79,17 +126,8 @@ class ReadyMethods(RecordReader):
         """The live candidates of the next entries past `after` in the
         partitions `queues` admits, and the last entry looked at (None: the
         index ends there)."""
-        rfd = readyindex.open_dir(self._root, root_fd, create=False)
-        chunks = None if rfd is None else readyindex.load_chunks(self._root, root_fd, rfd)
-        if chunks is None:
-            if rfd is not None:
-                os.close(rfd)
-            self._rebuild_ready(root_fd)
-            rfd = readyindex.open_dir(self._root, root_fd, create=False)
-            assert rfd is not None
-            chunks = readyindex.load_chunks(self._root, root_fd, rfd)
-            assert chunks is not None
-        try:
+        rebuild = functools.partial(self._rebuild_ready, root_fd)
+        with readyindex.opened_built(self._root, root_fd, rebuild) as chunks:
 
             def load(key: str) -> TaskState | None:
                 digest = key_digest(key)
@@ -109,7 +147,7 @@ class ReadyMethods(RecordReader):
                     if part is not None:
                         parts[queue] = part
                 # A few live candidates per lock hold (claim --next needs the first).
-                page, last = readyindex.merged_page(
+                page, last = _merged_page(
                     parts, after, None if now is None else now.unix_ns, _READY_PAGE
                 )
                 found: list[TaskState] = []
@@ -129,8 +167,6 @@ class ReadyMethods(RecordReader):
                 for queue, entries in stale.items():
                     parts[queue].remove(entries)
             return found, last
-        finally:
-            fsutil.close_all([rfd])
 
     @store_method
     def check_ready_index(self) -> list[str]:
