@@ -18,7 +18,7 @@ presence says "built"; what each derives from a record is its own module's.
 - **Checked by doctor**: first without the lock (`read_unlocked`: each file
   is replaced whole, so each read is some recent state), then only what that
   found is judged again under it (docs/design.md §5.4: a scan under the lock
-  held every writer off for seconds at 200,000 records).
+  would hold every writer off for as long as it reads).
 - **Rebuilt in short blocks**: a repair adds what is missing a block of keys
   per lock hold (`in_blocks`), the lock free between two blocks.
 
