@@ -10,24 +10,30 @@ Layout of a store directory (mode 0700; every file 0600):
                           checksum member last                          (records.py)
     live/                 the index of pending and claimed records      (liveindex.py)
     ready/                the ready index of `claim --next`: default's  (readyindex.py,
-                          queue, and each other's in ready/q/<hex>/      readyview.py)
+                          queue, and each other's in ready/q/<hex>/,     readyview.py,
+                          each a manifest and sorted chunks              chunkindex.py)
     deps/                 every record by the needs it names: the       (depsindex.py,
                           dependents walk of retry/cancel/failures,      depsview.py)
                           and the ready/ promotion when a need completes
+    tally/                the counts of `stats` and `watch`, and the    (tally.py,
+                          unfinished records they judge one by one       tallyview.py)
     pruned/               pruned records, many keys a file              (prunedfile.py,
                                                                          pruning.py)
     history.jsonl         the history of writes, one JSON object a line (historyfile.py)
     journal.json          only while a batch commits (or after a crash in it)
                                                                         (journal.py)
 
-How writes reach the disk durably is apply.py (a large batch: one syncfs or
-an fsync per file, durability.py; its record files made before the lock,
-spares.py); the writes of an open batch wait in locking.py; reading.py reads
-records; store.py is the public face tying the parts together. fsutil.py
-holds the durable, symlink-safe file primitives every part uses (swap.py puts
-an unsynced file in place without ext4's writeback); the attempts
-(docs/design.md §7.1) are attempts.py over attemptfiles.py (their files under
-`attempts/`), schedules and the pause schedulefile.py and pausefile.py.
+The derived indexes (ready/, deps/, tally/) are kept, read, checked by
+`ledger doctor` and rebuilt as derived.py says; each index's module declares
+what it derives from a record. How writes reach the disk durably is
+apply.py (a large batch: one syncfs or an fsync per file, durability.py;
+its record files made before the lock, spares.py); the writes of an open
+batch wait in locking.py; reading.py reads records; store.py is the public
+face tying the parts together. fsutil.py holds the durable, symlink-safe
+file primitives every part uses (swap.py puts an unsynced file in place
+without ext4's writeback); the attempts (docs/design.md §7.1) are
+attempts.py over attemptfiles.py (their files under `attempts/`),
+schedules and the pause schedulefile.py and pausefile.py.
 
 The store refuses, never resets: a record file that is not valid UTF-8, not
 a JSON record, fails validation or sits under the wrong name, a history line

@@ -28,6 +28,7 @@ its disk writes. Readers take no lock at all.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import TYPE_CHECKING
 
@@ -41,7 +42,7 @@ from ledger_cli.stores.jsonfile.locking import store_method
 from ledger_cli.stores.jsonfile.records import key_digest
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Iterator
 
     from ledger_cli.stores.jsonfile.locking import PendingBatch
     from ledger_cli.stores.jsonfile.store import JsonFileStore
@@ -73,6 +74,20 @@ class JsonAttempts:
     def _key_dir(self, key: str, *, create: bool, root_fd: int | None = None) -> int | None:
         """The key's attempt directory (fd), None when missing and not `create`."""
         return files.key_dir(self._root, self._digest(key), create=create, root_fd=root_fd)
+
+    @contextlib.contextmanager
+    def _reading(self, key: str) -> Iterator[tuple[int, str] | None]:
+        """The key's attempt directory and its shown path for the block, read
+        without the lock; None when the key has none (or no file can name it)."""
+        digest = key_digest(key)
+        dir_fd = None if digest is None else self._key_dir(key, create=False)
+        if dir_fd is None or digest is None:
+            yield None
+            return
+        try:
+            yield dir_fd, self._shown(digest[:2], digest)
+        finally:
+            os.close(dir_fd)
 
     def _my_batch(self) -> PendingBatch | None:
         """The open batch of this thread, which this write joins; else None."""
@@ -231,66 +246,40 @@ class JsonAttempts:
         """The running command's pid, for an attempt started without it (in
         the claim's commit): a note beside the attempt, no fsync, no lock
         (attemptfiles.py)."""
-        if att.pid is None or key_digest(att.key) is None:
+        if att.pid is None:
             return
-        digest = self._digest(att.key)
-        dir_fd = self._key_dir(att.key, create=False)
-        if dir_fd is None:
-            return
-        try:
-            files.write_pid(dir_fd, att.n, att.pid, self._shown(digest[:2], digest))
-        finally:
-            os.close(dir_fd)
+        with self._reading(att.key) as got:
+            if got is not None:
+                files.write_pid(got[0], att.n, att.pid, got[1])
 
     @store_method
     def list_attempts(self, key: str) -> list[Attempt]:
-        if key_digest(key) is None:
-            return []
-        digest = self._digest(key)
-        shown = self._shown(digest[:2], digest)
-        dir_fd = self._key_dir(key, create=False)
-        if dir_fd is None:
-            return []
-        try:
+        with self._reading(key) as got:
+            if got is None:
+                return []
+            dir_fd, shown = got
             found = []
             for n in files.names(dir_fd, shown):
                 att = files.header(dir_fd, n, shown)
                 if att is not None:
                     found.append(att)
             return found
-        finally:
-            os.close(dir_fd)
 
     @store_method
     def read_output(self, key: str, n: int, start: int = 0) -> bytes:
-        if key_digest(key) is None:
-            return b""
-        digest = self._digest(key)
-        shown = self._shown(digest[:2], digest)
-        dir_fd = self._key_dir(key, create=False)
-        if dir_fd is None:
-            return b""
-        try:
-            if n not in files.names(dir_fd, shown):
+        with self._reading(key) as got:
+            if got is None or n not in files.names(*got):
                 return b""
-            return files.read_output(dir_fd, f"{n}{SUFFIX}", shown, start) or b""
-        finally:
-            os.close(dir_fd)
+            return files.read_output(got[0], f"{n}{SUFFIX}", got[1], start) or b""
 
     @store_method
     def read_new(self, key: str, n: int, seen: int) -> tuple[Attempt | None, bytes]:
         """The header and the new bytes from one open file: consistent."""
-        if key_digest(key) is None:
-            return None, b""
-        digest = self._digest(key)
-        shown = self._shown(digest[:2], digest)
-        dir_fd = self._key_dir(key, create=False)
-        if dir_fd is None:
-            return None, b""
         name = f"{n}{SUFFIX}"
-        try:
-            if n not in files.names(dir_fd, shown):
+        with self._reading(key) as got:
+            if got is None or n not in files.names(*got):
                 return None, b""
+            dir_fd, shown = got
             opened = files.open_attempt(dir_fd, name, shown)
             if opened is None:
                 return None, b""
@@ -301,8 +290,6 @@ class JsonAttempts:
                 return att, files.read_rest(fd, f"{shown}/{name}")
             finally:
                 os.close(fd)
-        finally:
-            os.close(dir_fd)
 
     @store_method
     def remove_attempts(self, keys: Iterable[str]) -> int:

@@ -30,11 +30,10 @@ does. A need's file name is records.need_digest (the key digest of the need).
 from __future__ import annotations
 
 import os
-import re
 from typing import TYPE_CHECKING
 
 from ledger_cli.engine.record import TaskState
-from ledger_cli.stores.jsonfile import fsutil
+from ledger_cli.stores.jsonfile import derived, fsutil
 from ledger_cli.stores.jsonfile.fsutil import damaged_index
 from ledger_cli.stores.jsonfile.layout import DIGEST, SHARD, shown
 from ledger_cli.stores.jsonfile.records import need_digest
@@ -47,10 +46,7 @@ __all__ = ["need_digest"]
 DEPS_DIR = "deps"
 MANIFEST = "manifest"
 MANIFEST_DATA = b"ledger_cli.deps 1\n"
-
-_TORN = r"[0-9a-f]{0,63}"
-"""What a torn append can leave of a line: a prefix of a digest (a pattern
-string: `re` compiles it on first use, only when an index is damaged)."""
+INDEX = derived.Index(DEPS_DIR, MANIFEST)
 
 
 def open_dir(root: str, root_fd: int, *, create: bool, sync: bool = True) -> int | None:
@@ -94,9 +90,7 @@ def create_empty(root: str, root_fd: int) -> None:
     dfd = open_dir(root, root_fd, create=True)
     assert dfd is not None
     try:
-        path = shown(root, DEPS_DIR, MANIFEST)
-        fsutil.replace_file(dfd, MANIFEST, MANIFEST_DATA, path, sync=True, tmp_dir_fd=root_fd)
-        fsutil.fsync_fd(dfd, shown(root, DEPS_DIR))
+        derived.mark_built(root, root_fd, dfd, INDEX, MANIFEST_DATA)
     finally:
         os.close(dfd)
 
@@ -144,20 +138,15 @@ def listed(root: str, dfd: int, need: str) -> tuple[set[str], bool]:
     if data is None:
         return set(), False
     # NUL bytes: the unwritten tail of an append a crash cut (never fsynced).
-    tokens = data.replace(b"\0", b"\n").decode("ascii", "replace").split()
-    digests = set(tokens)
-    bad = {d for d in digests if not DIGEST.matches(d)}
-    if bad:
-        wrong = [d for d in bad if not re.fullmatch(_TORN, d)]
-        if wrong:
-            raise damaged_index(
-                DEPS_DIR,
-                path,
-                # The entry itself is not shown: damaged bytes never reach the terminal.
-                "corrupt dependents index entry (ledger doctor --fix rebuilds the index)",
-            )
-        digests -= bad
-    return digests, len(digests) != len(tokens)
+    got = derived.parse_digests(data.replace(b"\0", b"\n"), DIGEST.matches)
+    if got is None:
+        raise damaged_index(
+            DEPS_DIR,
+            path,
+            # The entry itself is not shown: damaged bytes never reach the terminal.
+            "corrupt dependents index entry (ledger doctor --fix rebuilds the index)",
+        )
+    return got
 
 
 def rewrite(root: str, root_fd: int, dfd: int, need: str, digests: set[str]) -> None:
@@ -168,11 +157,8 @@ def rewrite(root: str, root_fd: int, dfd: int, need: str, digests: set[str]) -> 
         return
     path = shown(root, DEPS_DIR, need[:2], need)
     try:
-        if digests:
-            data = "".join(d + "\n" for d in sorted(digests)).encode("ascii")
-            fsutil.replace_file(sfd, need, data, path, sync=True, tmp_dir_fd=root_fd)
-        else:
-            fsutil.unlink_quiet(sfd, need)  # listed nothing alive: nothing lost
+        # None listed alive: the file goes, nothing lost.
+        derived.put_digests(sfd, need, digests, path, root_fd, sync=True)
         fsutil.fsync_fd(sfd, shown(root, DEPS_DIR, need[:2]))
     finally:
         os.close(sfd)
@@ -194,17 +180,14 @@ def rebuild(root: str, root_fd: int, records: Iterable[tuple[str, TaskState]]) -
     dfd = open_dir(root, root_fd, create=True)
     assert dfd is not None
     try:
-        fsutil.unlink_quiet(dfd, MANIFEST)
-        fsutil.fsync_fd(dfd, shown(root, DEPS_DIR))
+        derived.unbuild(root, dfd, INDEX)
         _clear(root, dfd)
         syncfs = fsutil.sync_filesystem_available()
         append(root, dfd, edges(records), sync=not syncfs)
         if syncfs:
             fsutil.sync_filesystem(dfd, shown(root, DEPS_DIR))
         fsutil.fsync_fd(dfd, shown(root, DEPS_DIR))
-        path = shown(root, DEPS_DIR, MANIFEST)
-        fsutil.replace_file(dfd, MANIFEST, MANIFEST_DATA, path, sync=True, tmp_dir_fd=root_fd)
-        fsutil.fsync_fd(dfd, shown(root, DEPS_DIR))
+        derived.mark_built(root, root_fd, dfd, INDEX, MANIFEST_DATA)
     finally:
         os.close(dfd)
 

@@ -9,14 +9,13 @@ from typing import TYPE_CHECKING
 
 from ledger_cli.engine.record import TaskState, byte_order
 from ledger_cli.errors import StoreError
-from ledger_cli.stores.jsonfile import depsindex, fsutil
+from ledger_cli.stores.jsonfile import depsindex, derived
 from ledger_cli.stores.jsonfile.locking import store_method
 from ledger_cli.stores.jsonfile.reading import RecordReader
 from ledger_cli.stores.jsonfile.records import scan_records
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
-    from typing import Any
+    from collections.abc import Iterable
 
 READS_PER_HOLD = 1024
 """Files (deps/ lists and records) `dependents` reads per lock hold outside a
@@ -25,24 +24,6 @@ batch (~0.2 s)."""
 
 def _need(key: str) -> str:
     return depsindex.need_digest(key)
-
-
-def unlocked_check(store: Any, problems: Callable[[int], list[str]]) -> bool:
-    """Whether `problems(root_fd)` finds anything without the store lock (a
-    doctor check's first pass: read-only, each file whole as atomically
-    replaced; a writer's half-done index update may show a false problem,
-    which the locked pass then clears). True when it cannot tell."""
-    root_fd = fsutil.open_root(store._root)
-    if root_fd is None:
-        return False
-    try:
-        if not store._initialized(root_fd):
-            return False
-        return bool(problems(root_fd))
-    except (StoreError, OSError):
-        return True
-    finally:
-        os.close(root_fd)
 
 
 class _Listing:
@@ -159,8 +140,8 @@ class DepsMethods(RecordReader):
         record missing from the dependents of a need it names, a damaged file.
         Stale lines are no problem (the index is a superset by design)."""
         self._check_open()
-        # Without the lock first; under it only to confirm (check_ready_index).
-        if not unlocked_check(self, self._deps_problems):
+        # Without the lock first; under it only to confirm (derived.py).
+        if derived.read_unlocked(self, self._deps_problems) == []:
             return []
         with self._locked(create=False) as root_fd:
             return [] if root_fd is None else self._deps_problems(root_fd, fresh=True)

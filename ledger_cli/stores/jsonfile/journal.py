@@ -29,7 +29,15 @@ import os
 from typing import TYPE_CHECKING
 
 from ledger_cli.engine.record import TaskState
-from ledger_cli.stores.jsonfile import depsindex, fsutil, historyfile, readyindex, tally, wal
+from ledger_cli.stores.jsonfile import (
+    depsindex,
+    derived,
+    fsutil,
+    historyfile,
+    readyindex,
+    tally,
+    wal,
+)
 from ledger_cli.stores.jsonfile.apply import SYNC_EACH_MAX
 from ledger_cli.stores.jsonfile.fsutil import fail
 from ledger_cli.stores.jsonfile.layout import JOURNAL_NAME, shown
@@ -238,26 +246,18 @@ def drop_indexes(root: str, root_fd: int) -> None:
     """Mark every derived index that a write updates "not built" (wal.recover,
     after a restart of the machine: unsynced index files may be any mix of
     old and new, so each is rebuilt from the records)."""
-    for index in (readyindex.READY_DIR, depsindex.DEPS_DIR, tally.TALLY_DIR):
-        drop_index(root, root_fd, index)
+    for index in _INDEXES.values():
+        derived.drop(root, root_fd, index)
+
+
+_INDEXES = {index.dir_name: index for index in (readyindex.INDEX, depsindex.INDEX, tally.INDEX)}
 
 
 def drop_index(root: str, root_fd: int, index: str) -> None:
     """Mark a derived index "not built", durably: its manifest (ready/, deps/)
     or counts (tally/) removed, which every reader and writer takes as
-    "rebuild from the records" (readyindex.py, depsindex.py, tally.py)."""
-    if index == tally.TALLY_DIR:
-        tally.invalidate(root, root_fd)
-        return
-    assert readyindex.MANIFEST == depsindex.MANIFEST  # each index's "built" marker
-    dfd = fsutil.open_subdir(root_fd, index, shown(root, index), create=False)
-    if dfd is None:
-        return
-    try:
-        if fsutil.unlink_quiet(dfd, readyindex.MANIFEST):
-            fsutil.fsync_fd(dfd, shown(root, index))
-    finally:
-        os.close(dfd)
+    "rebuild from the records" (derived.py)."""
+    derived.drop(root, root_fd, _INDEXES[index])
 
 
 def _attempts_part(journal: bytes, path: str) -> tuple[bytes, list[Op]]:

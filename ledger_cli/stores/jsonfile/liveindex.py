@@ -15,11 +15,10 @@ fragment, and the journal's replay appends the entries again.
 from __future__ import annotations
 
 import os
-import re
 from typing import TYPE_CHECKING
 
 from ledger_cli.engine.record import TaskState
-from ledger_cli.stores.jsonfile import fsutil
+from ledger_cli.stores.jsonfile import derived, fsutil
 from ledger_cli.stores.jsonfile.fsutil import fail
 from ledger_cli.stores.jsonfile.layout import DIGEST, LIVE_DIR, LIVE_STATUSES, SHARD_INDEX, shown
 
@@ -46,11 +45,6 @@ def mark_live(root: str, lfd: int, digest: str) -> bool:
     return True
 
 
-_TORN = r"[0-9a-f]{0,63}"
-"""What a torn append can leave of a line: a prefix of a digest (a pattern
-string: `re` compiles it on first use, only when an index is damaged)."""
-
-
 def read_shard_index(root: str, lfd: int, shard: str) -> tuple[set[str], bool]:
     """The digests a shard's index file lists, and whether the file holds more
     than those (repeated entries, a torn fragment): worth rewriting."""
@@ -58,21 +52,20 @@ def read_shard_index(root: str, lfd: int, shard: str) -> tuple[set[str], bool]:
     data = fsutil.read_file(lfd, name, shown(root, LIVE_DIR, name))
     if data is None:
         return set(), False
-    tokens = data.decode("ascii", "replace").split()
-    digests = set(tokens)
-    bad = [d for d in digests if not DIGEST.matches(d) or d[:2] != shard]
-    if bad:
+    got = derived.parse_digests(
+        data,
+        lambda d: DIGEST.matches(d) and d[:2] == shard,
         # A torn append leaves a digest's prefix, always on the last line of
         # its append (the next append begins with a newline): skipped.
-        torn = [d for d in bad if re.fullmatch(_TORN, d) and d[:2] in (shard, shard[:1], "")]
-        if len(torn) != len(bad):
-            # The entry itself is not shown: damaged bytes never reach the terminal.
-            raise fail(
-                shown(root, LIVE_DIR, name),
-                "corrupt index entry (ledger doctor --fix rebuilds the index)",
-            )
-        digests.difference_update(torn)
-    return digests, len(digests) != len(tokens)
+        lambda d: derived.is_torn(d) and d[:2] in (shard, shard[:1], ""),
+    )
+    if got is None:
+        # The entry itself is not shown: damaged bytes never reach the terminal.
+        raise fail(
+            shown(root, LIVE_DIR, name),
+            "corrupt index entry (ledger doctor --fix rebuilds the index)",
+        )
+    return got
 
 
 def append_shard_index(
@@ -90,13 +83,7 @@ def append_shard_index(
 def write_shard_index(root: str, root_fd: int, lfd: int, shard: str, digests: set[str]) -> None:
     """Replace a shard's index file (not fsynced: the caller syncs, or it is a removal)."""
     name = shard + ".idx"
-    if not digests:
-        fsutil.unlink_quiet(lfd, name)
-        return
-    data = "".join(d + "\n" for d in sorted(digests)).encode("ascii")
-    fsutil.replace_file(
-        lfd, name, data, shown(root, LIVE_DIR, name), sync=False, tmp_dir_fd=root_fd
-    )
+    derived.put_digests(lfd, name, digests, shown(root, LIVE_DIR, name), root_fd, sync=False)
 
 
 def index_batch(

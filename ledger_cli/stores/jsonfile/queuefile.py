@@ -72,7 +72,6 @@ class QueueMethods:
         if digest is None or root_fd is None:
             fsutil.close_all([root_fd])
             return
-        rfd = None
         try:
             rec = self._read_record(root_fd, key, digest)
             if rec is None or not readyindex.is_candidate(rec, self.load):
@@ -80,14 +79,13 @@ class QueueMethods:
             entry = readyindex.entry_of(rec, reader(self._root)(key))
             if entry is None:
                 return
-            rfd = readyindex.open_dir(self._root, root_fd, create=False)
-            chunks = None if rfd is None else readyindex.load_chunks(self._root, root_fd, rfd)
-            if chunks is not None:
-                with chunks.part(queue, create=True) as part:
-                    assert part is not None
-                    part.add([entry], sync=True)
+            with readyindex.opened(self._root, root_fd) as chunks:
+                if chunks is not None:
+                    with chunks.part(queue, create=True) as part:
+                        assert part is not None
+                        part.add([entry], sync=True)
         finally:
-            fsutil.close_all([rfd, root_fd])
+            os.close(root_fd)
 
     @store_method
     def queues(self) -> dict[str, str]:

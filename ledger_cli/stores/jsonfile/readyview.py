@@ -3,15 +3,20 @@ the check and rebuild for `ledger doctor` (readyindex.py holds the files)."""
 
 from __future__ import annotations
 
-import os
-import time
+import functools
 from contextlib import ExitStack
 from typing import TYPE_CHECKING
 
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
-from ledger_cli.errors import StoreError
-from ledger_cli.stores.jsonfile import depsindex, fsutil, prunedfile, readyindex, schedulefile
+from ledger_cli.stores.jsonfile import (
+    depsindex,
+    derived,
+    fsutil,
+    prunedfile,
+    readyindex,
+    schedulefile,
+)
 from ledger_cli.stores.jsonfile.locking import io_errors, store_method
 from ledger_cli.stores.jsonfile.reading import RecordReader
 from ledger_cli.stores.jsonfile.records import key_digest, scan_records
@@ -28,14 +33,57 @@ _REPAIR_KEYS = 2_000
 """Missing candidates `rebuild_ready_index` adds per lock hold: each costs a
 record read or two and a share of a chunk rewrite (about 0.1 s per block)."""
 
-_REPAIR_GAP = 0.005
-"""Seconds between two repair blocks: the lock's waiting writers queue in
-order (cli/chunks.py FAIR_GAP)."""
-
 
 def _between_blocks() -> None:
-    """The pause between two repair blocks, the lock free: queued writers get in."""
-    time.sleep(_REPAIR_GAP)
+    """The pause between two repair blocks (derived.pause; tests stand in for it)."""
+    derived.pause()
+
+
+def _head(
+    chunks: readyindex.Chunks, after: readyindex.Entry | None, now_ns: int | None, limit: int
+) -> tuple[list[readyindex.Entry], readyindex.Entry | None]:
+    """Up to `limit` entries of one partition past `after` (from one chunk),
+    cut before the first not due at `now_ns`, and the last entry looked at
+    (None: the partition ends there). An entry not due yet means none of the
+    rest of its priority level is (docs/design.md §8.1): the last is then that level's
+    end."""
+    pos = 0 if after is None else chunks.locate(after)
+    while pos < len(chunks.ids):
+        entries = [e for e in chunks.chunk(pos) if after is None or e > after]
+        if entries:
+            break
+        pos += 1
+    else:
+        return [], None
+    entries = entries[:limit]
+    if now_ns is not None:
+        for i, entry in enumerate(entries):
+            if readyindex.due_ns(entry) > now_ns:
+                return entries[:i], readyindex.next_level(entry)
+    return entries, entries[-1]
+
+
+def _merged_page(
+    parts: dict[str, readyindex.Chunks],
+    after: readyindex.Entry | None,
+    now_ns: int | None,
+    limit: int,
+) -> tuple[list[tuple[str, readyindex.Entry]], readyindex.Entry | None]:
+    """The next entries past `after` across `parts` (queue -> partition), in the
+    Ready order with their queue, and the entry up to which every partition
+    was looked at (None: they all end there). Each partition gives its head;
+    the page stops at the lowest of their last entries, so nothing a partition
+    did not show is skipped: the order is that of one index over them all."""
+    heads = {queue: _head(chunks, after, now_ns, limit) for queue, chunks in parts.items()}
+    lasts = [last for _, last in heads.values() if last is not None]
+    bound = min(lasts) if lasts else None
+    page = sorted(
+        (entry, queue)
+        for queue, (entries, _) in heads.items()
+        for entry in entries
+        if bound is None or entry <= bound
+    )
+    return [(queue, entry) for entry, queue in page], bound
 
 
 class ReadyMethods(RecordReader):
@@ -78,17 +126,8 @@ class ReadyMethods(RecordReader):
         """The live candidates of the next entries past `after` in the
         partitions `queues` admits, and the last entry looked at (None: the
         index ends there)."""
-        rfd = readyindex.open_dir(self._root, root_fd, create=False)
-        chunks = None if rfd is None else readyindex.load_chunks(self._root, root_fd, rfd)
-        if chunks is None:
-            if rfd is not None:
-                os.close(rfd)
-            self._rebuild_ready(root_fd)
-            rfd = readyindex.open_dir(self._root, root_fd, create=False)
-            assert rfd is not None
-            chunks = readyindex.load_chunks(self._root, root_fd, rfd)
-            assert chunks is not None
-        try:
+        rebuild = functools.partial(self._rebuild_ready, root_fd)
+        with readyindex.opened_built(self._root, root_fd, rebuild) as chunks:
 
             def load(key: str) -> TaskState | None:
                 digest = key_digest(key)
@@ -108,7 +147,7 @@ class ReadyMethods(RecordReader):
                     if part is not None:
                         parts[queue] = part
                 # A few live candidates per lock hold (claim --next needs the first).
-                page, last = readyindex.merged_page(
+                page, last = _merged_page(
                     parts, after, None if now is None else now.unix_ns, _READY_PAGE
                 )
                 found: list[TaskState] = []
@@ -128,8 +167,6 @@ class ReadyMethods(RecordReader):
                 for queue, entries in stale.items():
                     parts[queue].remove(entries)
             return found, last
-        finally:
-            fsutil.close_all([rfd])
 
     @store_method
     def check_ready_index(self) -> list[str]:
@@ -147,13 +184,11 @@ class ReadyMethods(RecordReader):
             with self._locked(create=False) as root_fd:
                 return [] if root_fd is None else self._ready_problems(root_fd, fresh=True)
         confirmed: list[str] = []
-        for at in range(0, len(missing), _REPAIR_KEYS):
-            if at:
-                _between_blocks()
+        for block in derived.in_blocks(missing, _REPAIR_KEYS, _between_blocks):
             with io_errors(self._root), self._locked(create=False) as root_fd:
                 if root_fd is None:
                     return []
-                got = self._still_missing(root_fd, missing[at : at + _REPAIR_KEYS])
+                got = self._still_missing(root_fd, block)
             if got is None:  # the index went away meanwhile: the next writer rebuilds it
                 return []
             confirmed += got
@@ -170,15 +205,11 @@ class ReadyMethods(RecordReader):
         found = self._scan_unswept(root_fd, fresh)
         by_key = {rec.key: rec for rec in prunedfile.read_all(self._root, root_fd)}
         by_key.update((rec.key, rec) for rec in found.values())
-        rfd = readyindex.open_dir(self._root, root_fd, create=False)
-        try:
-            chunks = None if rfd is None else readyindex.load_chunks(self._root, root_fd, rfd)
+        with readyindex.opened(self._root, root_fd) as chunks:
             if chunks is None:
                 return None
             indexed = chunks.by_queue()
             queue_of = chunks.queue_of
-        finally:
-            fsutil.close_all([rfd])
         from ledger_cli.stores.jsonfile.schedulefile import reader
 
         sched = reader(self._root)
@@ -206,13 +237,12 @@ class ReadyMethods(RecordReader):
         with io_errors(self._root):
             missing = self._missing_unlocked()
         if missing is not None:
-            for at in range(0, len(missing) + 1, _REPAIR_KEYS):  # the last: [] at least
-                if at:
-                    _between_blocks()
+            blocks = derived.in_blocks(missing, _REPAIR_KEYS, _between_blocks, last_empty=True)
+            for block in blocks:
                 with io_errors(self._root), self._locked(create=False) as root_fd:
                     if root_fd is None:
                         return
-                    if not self._add_candidates(root_fd, missing[at : at + _REPAIR_KEYS]):
+                    if not self._add_candidates(root_fd, block):
                         self._rebuild_ready(root_fd)  # the index went away meanwhile
                         return
             return
@@ -221,29 +251,15 @@ class ReadyMethods(RecordReader):
                 self._rebuild_ready(root_fd)
 
     def _missing_unlocked(self) -> list[str] | None:
-        """`_missing_candidates` without the lock (each file is read whole, as
-        atomically replaced; in a `one_scan` block, the records `ledger
-        doctor`'s walk read); None when there is no readable index."""
-        root_fd = fsutil.open_root(self._root)
-        if root_fd is None:
-            return None
-        try:
-            if not self._initialized(root_fd):
-                return None
-            return self._missing_candidates(root_fd, fresh=False)
-        except StoreError:
-            return None  # an unreadable index (or record): rebuilt whole, under the lock
-        finally:
-            os.close(root_fd)
+        """`_missing_candidates` without the lock (in a `one_scan` block, the
+        records `ledger doctor`'s walk read); None when there is no readable
+        index: then it is judged, or rebuilt, whole under the lock."""
+        return derived.read_unlocked(self, self._missing_candidates)
 
     def _still_missing(self, root_fd: int, keys: list[str]) -> list[str] | None:
         """Under the lock: those of `keys` that are candidates the index misses
         now; None when there is no index."""
-        rfd = readyindex.open_dir(self._root, root_fd, create=False)
-        if rfd is None:
-            return None
-        try:
-            chunks = readyindex.load_chunks(self._root, root_fd, rfd)
+        with readyindex.opened(self._root, root_fd) as chunks:
             if chunks is None:
                 return None
             wanted: dict[str, list[tuple[str, readyindex.Entry]]] = {}
@@ -254,8 +270,6 @@ class ReadyMethods(RecordReader):
                 held = chunks.holds(queue, [entry for _, entry in pairs])
                 out += [key for key, entry in pairs if entry not in held]
             return sorted(out)
-        finally:
-            os.close(rfd)
 
     def _candidate_entries(
         self, root_fd: int, keys: list[str]
@@ -279,22 +293,13 @@ class ReadyMethods(RecordReader):
     def _add_candidates(self, root_fd: int, keys: list[str]) -> bool:
         """Under the lock: add the index entries of those of `keys` that are
         candidates now; False when the index is not there to add to."""
-        rfd = readyindex.open_dir(self._root, root_fd, create=False)
-        if rfd is None:
-            return False
-        try:
-            chunks = readyindex.load_chunks(self._root, root_fd, rfd)
+        with readyindex.opened(self._root, root_fd) as chunks:
             if chunks is None:
                 return False
             entries = [entry for _, entry in self._candidate_entries(root_fd, keys)]
             chunks.add(entries, sync=True)
-            if os.path.lexists(
-                os.path.join(self._root, readyindex.READY_DIR, readyindex.LEGACY_NEEDS_DIR)
-            ):
-                readyindex.drop_legacy(rfd)
+            chunks.drop_legacy()
             return True
-        finally:
-            os.close(rfd)
 
     def _rebuild_ready(self, root_fd: int) -> None:
         """Rebuild ready/ from the record files (not the open batch's writes), and

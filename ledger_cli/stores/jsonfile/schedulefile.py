@@ -78,14 +78,12 @@ class ScheduleMethods:
         root_fd = fsutil.open_root(self._root)
         if root_fd is None:
             return
-        rfd = None
         try:
-            rfd = readyindex.open_dir(self._root, root_fd, create=False)
-            chunks = None if rfd is None else readyindex.load_chunks(self._root, root_fd, rfd)
-            if chunks is not None:  # else not built: its rebuild reads the schedules
-                chunks.add([entry], sync=True)
+            with readyindex.opened(self._root, root_fd) as chunks:
+                if chunks is not None:  # else not built: its rebuild reads the schedules
+                    chunks.add([entry], sync=True)
         finally:
-            fsutil.close_all([rfd, root_fd])
+            fsutil.close_all([root_fd])
 
     @store_method
     def schedules(self) -> dict[str, tuple[Instant, int]]:

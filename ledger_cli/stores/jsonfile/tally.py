@@ -33,7 +33,7 @@ import os
 from typing import TYPE_CHECKING
 
 from ledger_cli.engine.record import TaskState
-from ledger_cli.stores.jsonfile import fsutil
+from ledger_cli.stores.jsonfile import derived, fsutil
 from ledger_cli.stores.jsonfile.fsutil import damaged_index, fail
 from ledger_cli.stores.jsonfile.layout import DIGEST, SHARD, shown
 
@@ -46,6 +46,7 @@ FORMAT = "ledger_cli.tally"
 VERSION = 1
 STATUSES = ("pending", "claimed", "completed", "failed", "blocked")
 KINDS = (*STATUSES, "plain")
+INDEX = derived.Index(TALLY_DIR, COUNTS)
 
 Counts = dict[str, int]
 
@@ -207,12 +208,8 @@ def _read_shard(root: str, tfd: int, shard: str) -> list[str]:
 def _write_shard(
     root: str, root_fd: int, tfd: int, shard: str, digests: set[str], sync: bool
 ) -> None:
-    if not digests:
-        fsutil.unlink_quiet(tfd, shard)
-        return
-    data = "".join(d + "\n" for d in sorted(digests)).encode("ascii")
     path = shown(root, TALLY_DIR, shard)
-    fsutil.replace_file(tfd, shard, data, path, sync=sync, tmp_dir_fd=root_fd)
+    derived.put_digests(tfd, shard, digests, path, root_fd, sync=sync)
 
 
 def apply(
@@ -257,14 +254,7 @@ def apply(
 def invalidate(root: str, root_fd: int) -> None:
     """Remove tally/counts, durably: "rebuild from the records" (before a write
     that does not carry the counts, such as a prune)."""
-    tfd = open_dir(root, root_fd, create=False)
-    if tfd is None:
-        return
-    try:
-        if fsutil.unlink_quiet(tfd, COUNTS):
-            fsutil.fsync_fd(tfd, shown(root, TALLY_DIR))
-    finally:
-        os.close(tfd)
+    derived.drop(root, root_fd, INDEX)
 
 
 def rebuild(root: str, root_fd: int, records: Iterable[tuple[str, TaskState]]) -> Counts:
@@ -286,9 +276,7 @@ def rebuild(root: str, root_fd: int, records: Iterable[tuple[str, TaskState]]) -
             _write_shard(root, root_fd, tfd, shard, digests, True)
         fsutil.fsync_fd(tfd, shown(root, TALLY_DIR))
         counts = count(rec for _, rec in pairs)
-        path = shown(root, TALLY_DIR, COUNTS)
-        fsutil.replace_file(tfd, COUNTS, encode_counts(counts), path, sync=True, tmp_dir_fd=root_fd)
-        fsutil.fsync_fd(tfd, shown(root, TALLY_DIR))
+        derived.mark_built(root, root_fd, tfd, INDEX, encode_counts(counts))
     except OSError as exc:
         raise fail(shown(root, TALLY_DIR), "cannot rebuild", exc) from None
     finally:

@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING
 
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState, byte_order
-from ledger_cli.stores.jsonfile import fsutil, readyindex, tally
-from ledger_cli.stores.jsonfile.depsview import unlocked_check
+from ledger_cli.stores.jsonfile import derived, fsutil, readyindex, tally
 from ledger_cli.stores.jsonfile.locking import io_errors, store_method
 from ledger_cli.stores.jsonfile.reading import RecordReader
 from ledger_cli.stores.jsonfile.records import key_digest, record_path, scan_records
@@ -133,9 +132,7 @@ class TallyMethods(RecordReader):
         with self._unlocked_root() as root_fd:
             if root_fd is None:
                 return None
-            rfd = readyindex.open_dir(self._root, root_fd, create=False)
-            try:
-                chunks = None if rfd is None else readyindex.load_chunks(self._root, root_fd, rfd)
+            with readyindex.opened(self._root, root_fd) as chunks:
                 if chunks is None:  # not built: the next writer builds it
                     return min(
                         (r for r in self.scan_visible() if tally.is_plain(r)),
@@ -156,8 +153,6 @@ class TallyMethods(RecordReader):
                     ):
                         return rec
                 return None
-            finally:
-                fsutil.close_all([rfd])
 
     @store_method
     def blocked_by_keys(self) -> list[str]:
@@ -190,15 +185,11 @@ class TallyMethods(RecordReader):
         with self._unlocked_root() as root_fd:
             if root_fd is None:
                 return []
-            rfd = readyindex.open_dir(self._root, root_fd, create=False)
-            try:
-                chunks = None if rfd is None else readyindex.load_chunks(self._root, root_fd, rfd)
+            with readyindex.opened(self._root, root_fd) as chunks:
                 if chunks is None:
                     every = [r for r in self.scan_visible() if tally.is_plain(r)]
                     return heapq.nsmallest(limit, every, key=lambda r: byte_order(r.key))
                 keys = {bytes.fromhex(hexkey) for _, hexkey in chunks.entries()}
-            finally:
-                fsutil.close_all([rfd])
             out: list[TaskState] = []
             for raw in sorted(keys):
                 key = raw.decode("utf-8")
@@ -220,8 +211,8 @@ class TallyMethods(RecordReader):
         def problems(root_fd: int, fresh: bool = False) -> list[str]:
             return tally.check(self._root, root_fd, self._scan_unswept(root_fd, fresh))
 
-        # Without the lock first; under it only to confirm (check_ready_index).
-        if not unlocked_check(self, problems):
+        # Without the lock first; under it only to confirm (derived.py).
+        if derived.read_unlocked(self, problems) == []:
             return []
         with self._locked(create=False) as root_fd:
             return [] if root_fd is None else problems(root_fd, fresh=True)
