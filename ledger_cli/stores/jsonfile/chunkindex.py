@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import bisect
 import os
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from ledger_cli.stores.jsonfile import fsutil
 from ledger_cli.stores.jsonfile.fsutil import damaged_index
@@ -44,15 +44,15 @@ Entry = tuple[int, str]
 _HEX_BYTES = b"0123456789abcdef"
 
 
-class Format(NamedTuple):
-    """What tells one chunked index's files from another's."""
+class Format:  # a plain class: creating a NamedTuple is slow (CONTRIBUTING, "Start-up")
+    """What tells one chunked index's files from another's: its directory
+    below the store root (the IndexDamage's index), the manifest's first
+    words (its format and version), how messages name it ("ready index")."""
 
-    dir_name: str
-    """Its directory below the store root (the IndexDamage's index)."""
-    header: str
-    """The manifest's first words, its format and version."""
-    label: str
-    """How messages name it ("ready index")."""
+    __slots__ = ("dir_name", "header", "label")
+
+    def __init__(self, dir_name: str, header: str, label: str) -> None:
+        self.dir_name, self.header, self.label = dir_name, header, label
 
 
 class Chunks:

@@ -34,7 +34,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from typing import TYPE_CHECKING, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from ledger_cli.errors import StoreError
 from ledger_cli.stores.jsonfile import fsutil
@@ -51,11 +51,13 @@ BLOCK_GAP = 0.005
 in order (cli/chunks.py FAIR_GAP)."""
 
 
-class Index(NamedTuple):
+class Index:  # a plain class: creating a NamedTuple is slow (CONTRIBUTING, "Start-up")
     """A derived index's place: its directory and its "built" marker."""
 
-    dir_name: str
-    marker: str
+    __slots__ = ("dir_name", "marker")
+
+    def __init__(self, dir_name: str, marker: str) -> None:
+        self.dir_name, self.marker = dir_name, marker
 
 
 def drop(root: str, root_fd: int, index: Index) -> None:
