@@ -7,6 +7,7 @@ is for a state (a pipe message, an acquire), bounded only against a hang.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import multiprocessing
 import os
@@ -16,6 +17,8 @@ import threading
 import time
 from multiprocessing.connection import Connection
 from pathlib import Path
+
+import pytest
 
 from ledger_cli.stores.jsonfile import fairlock
 from tests.cli_support import run_ledger
@@ -126,3 +129,25 @@ def test_doctor_passes_the_node_a_killed_waiter_left(tmp_path: Path) -> None:
     os.mkfifo(store / fairlock.QUEUE_DIR / "planted", 0o600)
     res = run_ledger(store, "doctor")
     assert res.returncode == 9 and "planted: not a regular file" in res.stdout
+
+
+def test_without_fifos_the_nodes_are_regular_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file system with no FIFOs (vfat: EPERM) still queues, on polled files."""
+
+    def no_fifos(*args: object, **kwargs: object) -> None:
+        raise PermissionError(errno.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(os, "mkfifo", no_fifos)
+    root, root_fd = _root(tmp_path)
+    first = fairlock.QueueLock(root, BOUND)
+    first.acquire(root_fd)
+    node = os.stat(os.path.join(root, fairlock.QUEUE_DIR, first._node_name))
+    assert stat.S_ISREG(node.st_mode)
+    lock, got = _acquire_in_thread(root, root_fd)
+    _wait_queued(root, 2)
+    assert not got.is_set()  # excluded while the first holds
+    first.release()
+    assert got.wait(BOUND)
+    lock.release()

@@ -87,6 +87,20 @@ def _flock_nb(fd: int, op: int) -> bool:
     return True
 
 
+def _make_node(name: str, qfd: int) -> int:
+    """Create and open our queue node: a FIFO, or a regular file where the
+    file system has no FIFOs (vfat, some FUSE), which successors poll."""
+    try:
+        os.mkfifo(name, fsutil.FILE_MODE, dir_fd=qfd)  # fails if it exists
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+            raise
+        flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC
+        return os.open(name, flags, fsutil.FILE_MODE, dir_fd=qfd)
+    # O_RDWR: a FIFO's open never waits for the other end.
+    return os.open(name, os.O_RDWR | _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC, dir_fd=qfd)
+
+
 class QueueLock:
     """One process's handle on a store directory's lock. Not re-entrant, not thread-safe
     (the store serialises its threads and counts re-entry itself)."""
@@ -227,9 +241,7 @@ class QueueLock:
         self._queue_fd = qfd
         name = NODE_PREFIX + os.urandom(12).hex()
         try:
-            os.mkfifo(name, fsutil.FILE_MODE, dir_fd=qfd)  # fails if it exists
-            # O_RDWR: a FIFO's open never waits for the other end.
-            nfd = os.open(name, os.O_RDWR | _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC, dir_fd=qfd)
+            nfd = _make_node(name, qfd)
         except OSError as exc:
             self._close_queue()
             if exc.errno in _NO_ROOM:
