@@ -299,9 +299,8 @@ class Drainer:
         """The next task, claimed in the unit that records the last one's
         outcome (`Supervisor.then`): one commit and one sync for both. None
         when nothing is ready to it there (the pause, a dependent the outcome
-        has just made ready: `_claim` looks again in a unit of its own)."""
-        if self.stopping.is_set():
-            return None
+        has just made ready: `_claim` looks again in a unit of its own). Not
+        called once a signal came (the supervisor's `signum`)."""
         claimed = claim_in_unit(
             self.s, attempt, self.owner, self.lease_td, [], self.begin, self.queues
         )
