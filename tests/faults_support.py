@@ -32,7 +32,7 @@ from typer.testing import CliRunner
 
 from ledger_cli.cli import app
 from ledger_cli.engine.wire.encode import record_to_json
-from ledger_cli.stores.jsonfile import JsonFileStore, fairlock, fsutil, swap
+from ledger_cli.stores.jsonfile import JsonFileStore, fsutil, swap
 
 T0 = "2026-01-02T03:04:05Z"
 ROOT = Path(__file__).resolve().parent.parent
@@ -191,16 +191,6 @@ temporary name; a rename landed; a directory was fsynced (what makes a rename
 durable); a syncfs(2) returned (large batches)."""
 
 
-def _queue_node(fd: int) -> bool:
-    """Whether `fd` is a lock queue node of a JSON store (a FIFO in queue/)."""
-    try:
-        path = os.readlink(f"/proc/self/fd/{fd}")
-    except OSError:
-        return False
-    parent, name = os.path.split(path)
-    return os.path.basename(parent) == fairlock.QUEUE_DIR and name.startswith(fairlock.NODE_PREFIX)
-
-
 class OsFaults:
     """Interpose on os.open/write/fsync/replace/close/link, fsutil.sync_filesystem
     and swap.unsynced (an unsynced file put in place: counted as a "replace").
@@ -277,11 +267,6 @@ class OsFaults:
         return fd
 
     def _write(self, fd: int, data: Any) -> int:
-        if _queue_node(fd):
-            # The lock queue's wake-up byte (stores/jsonfile/fairlock.py): no
-            # data; lost, the successor finds the flock free at its next check.
-            written: int = self._real["write"](fd, data)
-            return written
         if self._should_fail("write"):
             raise self._error("write")
         view = memoryview(data)

@@ -13,6 +13,8 @@ import multiprocessing
 import os
 import signal
 import stat
+import sys
+import termios
 import threading
 import time
 from multiprocessing.connection import Connection
@@ -33,16 +35,33 @@ def _root(tmp_path: Path) -> tuple[str, int]:
     return str(root), os.open(root, os.O_RDONLY | os.O_DIRECTORY)
 
 
-def _hold(root: str, conn: Connection) -> None:
-    """Take the lock, report the node's mode, hold until told (or killed)."""
+def _hold(root: str, conn: Connection, wake_byte: bool = False) -> None:
+    """Take the lock, report the node's mode, hold until told (or killed).
+    With `wake_byte`, write a byte into the node while still holding, as the
+    previous release did just before its close, and report when the waiter
+    has read it away."""
     fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
     lock = fairlock.QueueLock(root, BOUND)
     lock.acquire(fd)
     node = os.stat(os.path.join(root, fairlock.QUEUE_DIR, lock._node_name))
     conn.send(node.st_mode)
+    if wake_byte:
+        conn.recv()
+        assert lock._node_fd is not None
+        os.write(lock._node_fd, b"\0")
+        end = time.monotonic() + BOUND
+        while _unread(lock._node_fd):
+            assert time.monotonic() < end, "the waiter never read the byte"
+            time.sleep(0.001)
+        conn.send("read")
     conn.recv()
     lock.release()
     conn.send("released")
+
+
+def _unread(fd: int) -> int:
+    """Bytes waiting in the pipe `fd` (FIONREAD)."""
+    return int.from_bytes(fcntl.ioctl(fd, termios.FIONREAD, b"\0" * 4), sys.byteorder)
 
 
 def _acquire_in_thread(root: str, root_fd: int) -> tuple[fairlock.QueueLock, threading.Event]:
@@ -86,6 +105,43 @@ def test_a_waiter_wakes_when_its_predecessor_leaves(tmp_path: Path) -> None:
     holder.join(BOUND)
 
 
+def test_a_byte_in_the_node_does_not_make_the_waiter_spin(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A byte written into a held node (the previous release's wake-up) is read
+    away: the waiter goes back to sleeping on the node's close, checking the
+    flock once a RELEASE_CHECK, where it used to poll and flock in a loop."""
+    checks = 0
+    real = fairlock._flock_nb
+
+    def counted(fd: int, op: int) -> bool:
+        nonlocal checks
+        if op == fcntl.LOCK_SH:
+            checks += 1
+        return real(fd, op)
+
+    monkeypatch.setattr(fairlock, "_flock_nb", counted)
+    root, root_fd = _root(tmp_path)
+    ours, theirs = FORK.Pipe()
+    holder = FORK.Process(target=_hold, args=(root, theirs, True))
+    holder.start()
+    ours.recv()
+    lock, got = _acquire_in_thread(root, root_fd)
+    _wait_queued(root, 2)
+    ours.send("write the byte")
+    assert ours.recv() == "read"
+    before = checks
+    rounds = 5
+    time.sleep(rounds * fairlock.RELEASE_CHECK)  # poll(2) never returns early without an event
+    assert checks - before <= rounds + 2, checks - before
+    assert not got.is_set()
+    ours.send("go")
+    assert ours.recv() == "released"
+    assert got.wait(BOUND)
+    lock.release()
+    holder.join(BOUND)
+
+
 def test_a_waiter_wakes_when_its_predecessor_dies(tmp_path: Path) -> None:
     root, root_fd = _root(tmp_path)
     ours, theirs = FORK.Pipe()
@@ -95,7 +151,7 @@ def test_a_waiter_wakes_when_its_predecessor_dies(tmp_path: Path) -> None:
     lock, got = _acquire_in_thread(root, root_fd)
     _wait_queued(root, 2)
     assert holder.pid is not None
-    os.kill(holder.pid, signal.SIGKILL)  # no byte written: its flock just goes
+    os.kill(holder.pid, signal.SIGKILL)  # its node closed by the kernel
     holder.join(BOUND)
     assert got.wait(BOUND)
     lock.release()

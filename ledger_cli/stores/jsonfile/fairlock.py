@@ -14,13 +14,16 @@ So waiters queue first, in arrival order (a CLH queue lock made of files):
 - under a momentary flock on `queue/tail` it swaps its node name into the
   tail; the previous tail is its predecessor,
 - it waits until it can flock its predecessor's node, then unlinks that
-  node and takes the FileLock, which is free by then. A node is a FIFO: a
-  process leaving the queue writes a byte into its own before closing it, so
-  the successor sleeps in poll(2) on the node until then, using no CPU while
-  it waits (a waiter that polled the flock every 0.5 ms spent a drain's CPU
-  on flock(2) and nanosleep(2)); a successor checks the flock at least every
-  RELEASE_CHECK too, for a predecessor that died without a word. A regular
-  file node (an older ledger's) is polled as before, every QUEUE_POLL.
+  node and takes the FileLock, which is free by then. A node is a FIFO that
+  its owner alone holds open for writing, so the successor sleeps in poll(2)
+  on it until the owner closes it: the kernel drops the node's flock and then
+  reports the hang-up, whether the owner left or died (a waiter that polled
+  the flock every 0.5 ms spent a drain's CPU on flock(2) and nanosleep(2)).
+  A successor checks the flock at least every RELEASE_CHECK too. A byte in
+  the node (the wake-up that the previous release wrote just before closing
+  it) is read away, not waited on: woken by it, a successor spun on poll(2)
+  and flock(2) until the close, taking the CPU the leaver needed to close.
+  A regular-file node is polled as before, every QUEUE_POLL.
 A process killed at any point drops its flocks, so its successor goes on;
 leftover node files are removed by their successor or by `sweep()`. The
 queue only orders the waiters: the lock file's flock alone guarantees
@@ -304,6 +307,7 @@ class QueueLock:
             return  # gone: released (and swept) already
         try:
             woken = None
+            hung_up = False
             if stat.S_ISFIFO(os.fstat(pfd).st_mode):
                 import select  # only a waiter needs it: off an uncontended command's start-up
 
@@ -313,10 +317,16 @@ class QueueLock:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise self._timeout_error()
-                if woken is None:
+                if woken is None or hung_up:  # hung up, yet the flock held: never spin
                     time.sleep(QUEUE_POLL)
-                else:  # the byte it writes as it leaves (or its end: POLLHUP)
-                    woken.poll(math.ceil(min(left, RELEASE_CHECK) * 1000))
+                    continue
+                # Its close wakes us (POLLHUP, the flock already dropped).
+                events = woken.poll(math.ceil(min(left, RELEASE_CHECK) * 1000))
+                if events and events[0][1] & select.POLLIN:
+                    with contextlib.suppress(OSError):
+                        os.read(pfd, 512)  # a byte written before the close: not the close
+                elif events:
+                    hung_up = True
         finally:
             # We are its only successor: nobody else will remove it.
             fsutil.unlink_quiet(self._queue_fd, pred)
@@ -344,9 +354,7 @@ class QueueLock:
         finally:
             try:
                 if nfd is not None:
-                    with contextlib.suppress(OSError):
-                        os.write(nfd, b"\0")  # wakes the successor polling our node
-                    os.close(nfd)  # drops our flock: the successor proceeds
+                    os.close(nfd)  # drops our flock, then wakes the successor (POLLHUP)
             finally:
                 self._close_queue()
 
