@@ -331,3 +331,24 @@ def test_postgres_claimers_skip_a_locked_candidate(tmp_path: Path) -> None:
             assert other.returncode == 0, other.stderr
             assert other.stdout.split()[0] == "second"
         store.close()
+
+
+def test_a_rolled_back_completion_keeps_its_ready_entry(tmp_path: Path) -> None:
+    """Ready candidates read inside a batch see its pending completion, but the
+    task's entry stays in the index: rolled back, the task is claimable again
+    (here by a takeover of its expired lease) and `doctor` finds nothing."""
+    store = KINDS["json"].open(str(tmp_path / "s"), lambda: T0)
+    ledger = Ledger(store)
+    ledger.admit("a", "t", 1, None, T0)
+    fence = ledger.claim("a", "t", "w", timedelta(seconds=1), T0)
+
+    class RolledBack(Exception):
+        pass
+
+    with pytest.raises(RolledBack), store.batch():
+        ledger.complete("a", "t", "w", fence, "completed", T0)
+        assert [r.key for r in ready_iter(store, store.load, T0)] == []
+        raise RolledBack
+    assert store.check_ready_index() == []  # type: ignore[attr-defined]
+    later = _at(2)
+    assert [r.key for r in ready_iter(store, store.load, later)] == ["t"]

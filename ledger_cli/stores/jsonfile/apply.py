@@ -61,6 +61,7 @@ def write_records(
     also_fsyncs: int = 0,
     *,
     moved: set[str] | None = None,
+    on_disk: Callable[[str], TaskState | None] = lambda digest: None,
 ) -> None:
     """Write records, their live/ markers, ready/ and deps/ entries and history
     lines; durable on return.
@@ -92,6 +93,8 @@ def write_records(
     `also(sync=…)`: more files of the commit (attempts), written before the
     end's sync; `also_fsyncs` the fsyncs it makes with `sync`. `moved`: the
     records whose tally membership changes (tally.apply), None: all of them.
+    `on_disk(digest)`: that record as read from disk under this lock hold,
+    None when it is not there or was not read.
     """
     files = len(records) + (1 if history else 0)
     bulk = files > SYNC_EACH_MAX
@@ -120,7 +123,7 @@ def write_records(
         if records:
             index_needs(root, root_fd, records, listed_needs, rebuild_deps, sync=sync)
             ready = _ReadyWork(root, root_fd, records, read_digest, rebuild_ready, read_key)
-            ready.before(rebuild_deps, completed_before, sync=sync)
+            ready.before(rebuild_deps, completed_before, on_disk, sync=sync)
             rfd = fsutil.open_subdir(
                 root_fd, RECORDS_DIR, shown(root, RECORDS_DIR), create=True, sync=sync
             )
@@ -256,18 +259,24 @@ class _ReadyWork:
         self,
         rebuild_deps: Callable[[], None],
         completed_before: Callable[[str], bool],
+        on_disk: Callable[[str], TaskState | None],
         *,
         sync: bool,
     ) -> None:
         """Add the candidates this write makes: its live records whose needs are
-        all met, and the dependents (listed by deps/) of the needs it completes."""
+        all met, and the dependents (listed by deps/) of the needs it completes.
+        A record that stays live with the same entry and needs (a claim, a
+        renewal, a release) adds nothing: if it is a candidate now, it was one
+        on disk, so the index holds its entry already (a chunk read spared)."""
         assert self.rfd is not None
         adds: set[readyindex.Entry] = set()
         completed: list[str] = []
         for digest, (rec, _) in self.records.items():
             if rec.status in LIVE_STATUSES:
                 entry = readyindex.entry_of(rec, self.sched(rec.key))
-                if entry is not None and readyindex.is_candidate(rec, self.load):
+                if entry is None or self._indexed_before(on_disk(digest), rec, entry):
+                    continue
+                if readyindex.is_candidate(rec, self.load):
                     adds.add(entry)
             elif rec.status == "completed" and not completed_before(digest):
                 completed.append(digest)
@@ -276,6 +285,17 @@ class _ReadyWork:
         if adds:
             assert self._chunks is not None
             self._chunks.add(adds, sync=sync)
+
+    def _indexed_before(self, old: TaskState | None, rec: TaskState, entry: Entry) -> bool:
+        """`old` (on disk) is live with `rec`'s entry and needs, none of them
+        written by this batch: a candidate exactly when `rec` is one."""
+        return (
+            old is not None
+            and old.status in LIVE_STATUSES
+            and old.needs == rec.needs
+            and readyindex.entry_of(old, self.sched(old.key)) == entry
+            and not any(key_digest(need) in self.records for need in rec.needs or ())
+        )
 
     def _promoted(self, completed: list[str], rebuild_deps: Callable[[], None]) -> set[Entry]:
         """The entries of the records on disk that the completion of `completed`

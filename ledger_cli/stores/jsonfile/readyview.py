@@ -153,17 +153,22 @@ class ReadyMethods(RecordReader):
                 found: list[TaskState] = []
                 stale: dict[str, list[readyindex.Entry]] = {}
                 sched = schedulefile.reader(self._root)
+                # The open batch's own writes are not on disk yet (and may be
+                # rolled back): their entries are judged, never dropped here;
+                # the batch's commit adds and drops its own (apply.py).
+                writing = self._batch.records if self._batch is not None else {}
                 for queue, entry in page:
-                    rec = load(readyindex.key_of(entry))
+                    key = readyindex.key_of(entry)
+                    rec = load(key)
                     if (
-                        rec is None
-                        or readyindex.entry_of(rec, sched(rec.key)) != entry
-                        or not readyindex.is_candidate(rec, load)
-                        or chunks.queue_of(rec.key) != queue
+                        rec is not None
+                        and readyindex.entry_of(rec, sched(rec.key)) == entry
+                        and readyindex.is_candidate(rec, load)
+                        and chunks.queue_of(rec.key) == queue
                     ):
-                        stale.setdefault(queue, []).append(entry)
-                    else:
                         found.append(rec)
+                    elif key_digest(key) not in writing:
+                        stale.setdefault(queue, []).append(entry)
                 for queue, entries in stale.items():
                     parts[queue].remove(entries)
             return found, last

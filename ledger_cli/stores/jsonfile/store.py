@@ -461,6 +461,7 @@ class JsonFileStore(
             journaled,
             *self._attempt_writes(root_fd, attempts),
             moved=moved,
+            on_disk=known.get,
         )
         # A large commit: a run of them (chunked) likely goes on, so files for
         # the next one are made before it takes the lock.
