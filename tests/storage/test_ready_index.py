@@ -352,3 +352,34 @@ def test_a_rolled_back_completion_keeps_its_ready_entry(tmp_path: Path) -> None:
     assert store.check_ready_index() == []  # type: ignore[attr-defined]
     later = _at(2)
     assert [r.key for r in ready_iter(store, store.load, later)] == ["t"]
+
+
+def test_a_batch_reads_ready_candidates_one_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Inside a batch holding the lock (claim --next), the first candidate costs
+    one record read, not a page of them; outside one, a page is read under one
+    hold. Candidates asked for after their batch ended are refused."""
+    store = KINDS["json"].open(str(tmp_path / "s"), lambda: T0)
+    ledger = Ledger(store)
+    for i in range(6):
+        ledger.admit("a", f"t{i}", 1, None, _at(i))
+    reads: list[str] = []
+    real = store._read_digest  # type: ignore[attr-defined]
+
+    def counted(root_fd: int, digest: str) -> object:
+        reads.append(digest)
+        return real(root_fd, digest)
+
+    monkeypatch.setattr(store, "_read_digest", counted)
+    with store.batch():
+        ledger.admit("a", "x", 1, None, T0)  # a write: the batch holds the lock from here
+        reads.clear()
+        candidates = store.ready_candidates(_at(10))  # type: ignore[attr-defined]
+        assert next(candidates).key == "t0"
+        assert len(reads) == 1
+    with pytest.raises(RuntimeError, match="after their batch ended"):
+        next(candidates)
+    reads.clear()
+    assert next(store.ready_candidates(_at(10))).key == "t0"  # type: ignore[attr-defined]
+    assert len(reads) == 7  # the page, read under one hold

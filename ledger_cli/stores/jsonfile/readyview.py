@@ -25,9 +25,10 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from ledger_cli.engine.queuefilter import Filter as QueueFilter
+    from ledger_cli.stores.jsonfile.locking import PendingBatch
 
 _READY_PAGE = 8
-"""Ready-index entries examined per lock hold by `ready_candidates`."""
+"""Ready-index entries read from the index at a time by `ready_candidates`."""
 
 _REPAIR_KEYS = 2_000
 """Missing candidates `rebuild_ready_index` adds per lock hold: each costs a
@@ -104,15 +105,24 @@ class ReadyMethods(RecordReader):
         transitive walk); with `queues`, only those of the queues it admits,
         whose partitions alone are read. Stale index entries met on the way
         are dropped. Each step holds the lock; writes of the caller's own open
-        batch are not in the index."""
+        batch are not in the index.
+
+        Inside a batch that holds the lock (claim --next), records are read one
+        at a time as the caller asks for them (it mostly wants the first);
+        otherwise a page of them is read under each lock hold."""
         self._check_open()
+        batch = self._batch
+        held = batch is not None and batch.owns_lock and batch.mine()
         after: readyindex.Entry | None = None
         while True:
             with io_errors(self._root), self._locked(create=False) as root_fd:
                 if root_fd is None:
                     return
                 page, after = self._ready_page(root_fd, after, now, queues)
-            yield from page
+                found = self._judged(root_fd, page, batch if held else None)
+                if not held:
+                    found = iter(list(found))  # every record read under this hold
+            yield from found
             if after is None:
                 return
 
@@ -122,17 +132,12 @@ class ReadyMethods(RecordReader):
         after: readyindex.Entry | None,
         now: Instant | None = None,
         queues: QueueFilter | None = None,
-    ) -> tuple[list[TaskState], readyindex.Entry | None]:
-        """The live candidates of the next entries past `after` in the
-        partitions `queues` admits, and the last entry looked at (None: the
-        index ends there)."""
+    ) -> tuple[list[tuple[str, readyindex.Entry]], readyindex.Entry | None]:
+        """The next entries past `after` in the partitions `queues` admits,
+        with their queue, and the last entry looked at (None: the index ends
+        there)."""
         rebuild = functools.partial(self._rebuild_ready, root_fd)
         with readyindex.opened_built(self._root, root_fd, rebuild) as chunks:
-
-            def load(key: str) -> TaskState | None:
-                digest = key_digest(key)
-                return None if digest is None else self._current(root_fd, key, digest)
-
             if queues is None:
                 names = [readyindex.DEFAULT_QUEUE, *chunks.names()]
             elif queues.wanted is not None:
@@ -146,32 +151,60 @@ class ReadyMethods(RecordReader):
                     part = stack.enter_context(chunks.part(queue))
                     if part is not None:
                         parts[queue] = part
-                # A few live candidates per lock hold (claim --next needs the first).
-                page, last = _merged_page(
-                    parts, after, None if now is None else now.unix_ns, _READY_PAGE
+                return _merged_page(parts, after, None if now is None else now.unix_ns, _READY_PAGE)
+
+    def _judged(
+        self,
+        root_fd: int,
+        page: list[tuple[str, readyindex.Entry]],
+        batch: PendingBatch | None,
+    ) -> Iterator[TaskState]:
+        """The live candidates of `page`, each read when asked for: under the
+        caller's lock hold, or under `batch`'s, which must still be open.
+        Stale entries are dropped once the page is read to its end."""
+
+        def load(key: str) -> TaskState | None:
+            digest = key_digest(key)
+            return None if digest is None else self._current(root_fd, key, digest)
+
+        from ledger_cli.stores.jsonfile.queueread import reader  # as readyindex: off start-up
+
+        sched = schedulefile.reader(self._root)
+        queue_of = reader(self._root)
+        # The open batch's own writes are not on disk yet (and may be rolled
+        # back): their entries are judged, never dropped here; the batch's
+        # commit adds and drops its own (apply.py).
+        writing = self._batch.records if self._batch is not None else {}
+        stale: dict[str, list[readyindex.Entry]] = {}
+        for queue, entry in page:
+            if batch is not None and self._batch is not batch:
+                raise RuntimeError("ready candidates read after their batch ended")
+            key = readyindex.key_of(entry)
+            with io_errors(self._root):
+                rec = load(key)
+                live = (
+                    rec is not None
+                    and readyindex.entry_of(rec, sched(rec.key)) == entry
+                    and readyindex.is_candidate(rec, load)
+                    and queue_of(rec.key) == queue
                 )
-                found: list[TaskState] = []
-                stale: dict[str, list[readyindex.Entry]] = {}
-                sched = schedulefile.reader(self._root)
-                # The open batch's own writes are not on disk yet (and may be
-                # rolled back): their entries are judged, never dropped here;
-                # the batch's commit adds and drops its own (apply.py).
-                writing = self._batch.records if self._batch is not None else {}
-                for queue, entry in page:
-                    key = readyindex.key_of(entry)
-                    rec = load(key)
-                    if (
-                        rec is not None
-                        and readyindex.entry_of(rec, sched(rec.key)) == entry
-                        and readyindex.is_candidate(rec, load)
-                        and chunks.queue_of(rec.key) == queue
-                    ):
-                        found.append(rec)
-                    elif key_digest(key) not in writing:
-                        stale.setdefault(queue, []).append(entry)
-                for queue, entries in stale.items():
-                    parts[queue].remove(entries)
-            return found, last
+            if live:
+                assert rec is not None
+                yield rec
+            elif key_digest(key) not in writing:
+                stale.setdefault(queue, []).append(entry)
+        if stale and (batch is None or self._batch is batch):  # judged under this hold
+            with io_errors(self._root), self._locked(create=False) as held_fd:
+                if held_fd is not None:
+                    self._drop_stale(held_fd, stale)
+
+    def _drop_stale(self, root_fd: int, stale: dict[str, list[readyindex.Entry]]) -> None:
+        rebuild = functools.partial(self._rebuild_ready, root_fd)
+        with readyindex.opened_built(self._root, root_fd, rebuild) as chunks:
+            for queue, entries in stale.items():
+                with chunks.part(queue) as part:
+                    if part is not None:
+                        part.remove(entries)
 
     @store_method
     def check_ready_index(self) -> list[str]:
