@@ -91,8 +91,10 @@ class Chunks:
 
     # -- reading ------------------------------------------------------------------
 
-    def chunk(self, pos: int) -> list[Entry]:
-        """The entries chunk `pos` holds within its range, sorted."""
+    def _lines(self, pos: int) -> tuple[bytes, int]:
+        """Chunk `pos`'s entry lines (each ending in a newline) and their count,
+        checked whole at C speed: its count, its characters, its last newline
+        (each line's own form is checked as it is parsed)."""
         name = f"c{self.ids[pos]}"
         path = self._path(name)
         data = fsutil.read_file(self._dfd, name, path)
@@ -110,14 +112,19 @@ class Chunks:
             or data.count(b"\n") != int(count)
         ):
             raise self._damaged(path, "corrupt")
-        entries: list[Entry] = []
-        append = entries.append
+        return data, int(count)
+
+    def _entry(self, pos: int, line: str) -> Entry:
+        ns, sep, hexkey = line.partition(" ")
+        if not sep or not ns or not hexkey or " " in hexkey or len(hexkey) % 2:
+            raise self._damaged(self._path(f"c{self.ids[pos]}"), "corrupt")
+        return int(ns), hexkey
+
+    def chunk(self, pos: int) -> list[Entry]:
+        """The entries chunk `pos` holds within its range, sorted."""
+        data, _ = self._lines(pos)
         # Per write this is the index's cost, CHUNK_MAX lines at most: kept lean.
-        for line in data.decode("ascii").split("\n")[:-1]:
-            ns, sep, hexkey = line.partition(" ")
-            if not sep or not ns or not hexkey or " " in hexkey or len(hexkey) % 2:
-                raise self._damaged(path, "corrupt")
-            append((int(ns), hexkey))
+        entries = [self._entry(pos, line) for line in data.decode("ascii").split("\n")[:-1]]
         entries.sort()  # written sorted and unique (replaced whole): linear
         low = self.bounds[pos] if pos > 0 else None
         high = self.bounds[pos + 1] if pos + 1 < len(self.ids) else None
@@ -126,6 +133,25 @@ class Chunks:
         if high is not None and entries and entries[-1] >= high:
             entries = [e for e in entries if e < high]
         return entries
+
+    def head(self, pos: int, after: Entry | None, limit: int) -> list[Entry]:
+        """The first `limit` entries of chunk `pos` past `after` within its
+        range. A chunk is written sorted, so only the lines up to them are
+        parsed (a claim wants the first few of a chunk's hundreds)."""
+        data, _ = self._lines(pos)
+        low = self.bounds[pos] if pos > 0 else None
+        high = self.bounds[pos + 1] if pos + 1 < len(self.ids) else None
+        out: list[Entry] = []
+        for line in data.decode("ascii").split("\n")[:-1]:
+            entry = self._entry(pos, line)
+            if (low is not None and entry < low) or (after is not None and entry <= after):
+                continue
+            if high is not None and entry >= high:
+                break
+            out.append(entry)
+            if len(out) == limit:
+                break
+        return out
 
     def entries(self) -> Iterator[Entry]:
         for pos in range(len(self.ids)):
@@ -145,11 +171,18 @@ class Chunks:
     # -- writing ------------------------------------------------------------------
 
     def write_chunk(self, cid: int, entries: list[Entry], sync: bool) -> None:
+        lines = "".join(f"{ns} {hexkey}\n" for ns, hexkey in entries)
+        self._write_lines(cid, lines.encode("ascii"), len(entries), sync)
+
+    def _write_lines(self, cid: int, lines: bytes, count: int, sync: bool) -> None:
         name = f"c{cid}"
-        lines = [f"{len(entries)}\n", *(f"{ns} {hexkey}\n" for ns, hexkey in entries)]
-        data = "".join(lines).encode("ascii")
         fsutil.replace_file(
-            self._dfd, name, data, self._path(name), sync=sync, tmp_dir_fd=self._root_fd
+            self._dfd,
+            name,
+            b"%d\n%s" % (count, lines),
+            self._path(name),
+            sync=sync,
+            tmp_dir_fd=self._root_fd,
         )
 
     def write_manifest(self, sync: bool) -> None:
@@ -206,11 +239,18 @@ class Chunks:
             by_pos.setdefault(self.locate(entry), set()).add(entry)
         emptied: list[int] = []
         for pos, drop in by_pos.items():
-            current = self.chunk(pos)
-            kept = [e for e in current if e not in drop]
-            if len(kept) != len(current):
-                self.write_chunk(self.ids[pos], kept, False)
-            if not kept and len(self.ids) > 1:
+            # Each entry's line is cut out of the chunk's bytes: no parse.
+            data, count = self._lines(pos)
+            text = b"\n" + data
+            for ns, hexkey in drop:
+                line = b"\n%d %s" % (ns, hexkey.encode("ascii"))
+                at = text.find(line + b"\n")
+                if at >= 0:
+                    text = text[:at] + text[at + len(line) :]
+                    count -= 1
+            if len(text) != len(data) + 1:
+                self._write_lines(self.ids[pos], text[1:], count, False)
+            if not count and len(self.ids) > 1:
                 emptied.append(pos)
         if emptied:
             dropped = [self.ids[pos] for pos in emptied]

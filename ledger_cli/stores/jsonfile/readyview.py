@@ -50,13 +50,12 @@ def _head(
     end."""
     pos = 0 if after is None else chunks.locate(after)
     while pos < len(chunks.ids):
-        entries = [e for e in chunks.chunk(pos) if after is None or e > after]
+        entries = chunks.head(pos, after, limit)
         if entries:
             break
         pos += 1
     else:
         return [], None
-    entries = entries[:limit]
     if now_ns is not None:
         for i, entry in enumerate(entries):
             if readyindex.due_ns(entry) > now_ns:
