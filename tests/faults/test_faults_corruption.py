@@ -25,6 +25,9 @@ from ledger_cli.errors import StoreError
 from ledger_cli.stores.jsonfile import JsonFileStore, key_digest
 from tests.faults_support import Outcome, files, invoke
 
+LATER = "2026-01-02T03:04:06Z"
+"""A second after the clock the commands run at (faults_support.T0)."""
+
 FLIPS = int(os.environ.get("LEDGER_FLIPS", "400"))
 
 
@@ -36,16 +39,18 @@ def record_path(root: Path, key: str) -> Path:
 
 @pytest.fixture(scope="module")
 def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A store: `victim` (pending, with a task and needs), `bystander`, `done`."""
+    """A store: `victim` (pending, with a task and needs), `bystander`, `done`.
+    The victim is the first ready task (the bystander is admitted a second
+    later), so `claim --next` reaches its record before any other."""
     root = tmp_path_factory.mktemp("template") / "store"
     for args in (
         ["admit", "dep"],
         ["claim", "dep", "--owner", "w", "--lease", "1h"],
         ["complete", "dep", "--owner", "w", "--fence", "1"],
         ["admit", "victim", "--needs", "dep", "--task", '{"cmd":"make test","n":[1,2.5,null]}'],
-        ["admit", "bystander"],
     ):
         assert invoke(root, *args).code == 0, args
+    assert invoke(root, "admit", "bystander", now=LATER).code == 0
     return root
 
 
