@@ -19,7 +19,8 @@ Layout of a store directory (mode 0700; every file 0600):
                           unfinished records they judge one by one       tallyview.py)
     pruned/               pruned records, many keys a file              (prunedfile.py,
                                                                          pruning.py)
-    history.jsonl         the history of writes, one JSON object a line (historyfile.py)
+    history.jsonl         the history of writes, one JSON object a line (historyfile.py,
+                          rewritten by `prune` without pruned keys       historyrewrite.py)
     journal.json          only while a batch commits (or after a crash in it)
                                                                         (journal.py)
 
