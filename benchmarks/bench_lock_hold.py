@@ -320,15 +320,15 @@ def measure_rebuild(
 
 _REWRITE = """
 import sys
-from ledger_cli.stores.jsonfile import JsonFileStore, historyfile
+from ledger_cli.stores.jsonfile import JsonFileStore, historyrewrite
 root, how = sys.argv[1], sys.argv[2]
 store = JsonFileStore(root)
 keys = {f"dep-{i:07d}" for i in range(0, int(sys.argv[3]), 2)}
 if how == "one":
     with store._locked(create=False) as root_fd:
-        historyfile.drop_keys(root, root_fd, keys)
+        historyrewrite.drop_keys(root, root_fd, keys)
 else:
-    historyfile.drop_keys_briefly(root, lambda: store._locked(create=False), keys)
+    historyrewrite.drop_keys_briefly(root, lambda: store._locked(create=False), keys)
 """
 
 

@@ -1,6 +1,6 @@
 """`ledger prune` drops history lines with short lock holds (docs/design.md §5.4,
 §6.4): history.jsonl is copied outside the lock and renamed under it
-(historyfile.drop_keys_briefly).
+(historyrewrite.drop_keys_briefly).
 
 - the result is the one rewrite under the lock gives (`drop_keys`): the kept
   lines in order, a torn tail cut, a corrupt line refused;
@@ -34,7 +34,7 @@ from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.prune import pruned_form
 from ledger_cli.engine.record import TaskState
 from ledger_cli.errors import StoreError
-from ledger_cli.stores.jsonfile import JsonFileStore, historyfile
+from ledger_cli.stores.jsonfile import JsonFileStore, historyrewrite
 from tests.faults_support import STEPS, OsFaults, temps
 
 FORK = multiprocessing.get_context("fork")
@@ -74,10 +74,10 @@ def test_the_rewrite_keeps_what_one_hold_kept(tmp_path: Path) -> None:
         with open(root / "history.jsonl", "ab") as fh:
             fh.write(b'{"time":"2026-01-02T03:04:05Z","actor":"torn')
     keys = {f"old-{i:05d}" for i in range(200)} | {"keep-00007"}
-    historyfile.drop_keys_briefly(str(tmp_path / "a"), _locked(a), keys)
+    historyrewrite.drop_keys_briefly(str(tmp_path / "a"), _locked(a), keys)
     with b._locked(create=False) as root_fd:
         assert root_fd is not None
-        historyfile.drop_keys(str(tmp_path / "b"), root_fd, keys)
+        historyrewrite.drop_keys(str(tmp_path / "b"), root_fd, keys)
     got = (tmp_path / "a" / "history.jsonl").read_bytes()
     assert got == (tmp_path / "b" / "history.jsonl").read_bytes()
     assert _lines(tmp_path / "a") == [(f"keep-{i:05d}", i) for i in range(300) if i != 7]
@@ -91,7 +91,7 @@ def test_a_corrupt_line_is_refused_and_nothing_changes(tmp_path: Path) -> None:
     path.write_bytes(path.read_bytes() + b"not json\n")
     before = path.read_bytes()
     with pytest.raises(StoreError, match="corrupt history entry"):
-        historyfile.drop_keys_briefly(str(tmp_path), _locked(store), {"old-00001"})
+        historyrewrite.drop_keys_briefly(str(tmp_path), _locked(store), {"old-00001"})
     assert path.read_bytes() == before
     assert temps(tmp_path) == []
 
@@ -120,13 +120,13 @@ class Interleaved:
 
 
 def _spy_copies(monkeypatch: pytest.MonkeyPatch, lock: Interleaved) -> None:
-    real = historyfile._copy_kept
+    real = historyrewrite._copy_kept
 
     def spy(src: int, out: int, start: int, end: int, keys: set[str], path: str) -> None:
         lock.copies.append((lock.inside, end - start))
         real(src, out, start, end, keys, path)
 
-    monkeypatch.setattr(historyfile, "_copy_kept", spy)
+    monkeypatch.setattr(historyrewrite, "_copy_kept", spy)
 
 
 def test_lines_appended_during_the_copy_are_kept_once(
@@ -149,9 +149,9 @@ def test_lines_appended_during_the_copy_are_kept_once(
 
     lock = Interleaved(store, before)
     _spy_copies(monkeypatch, lock)
-    monkeypatch.setattr(historyfile, "CATCH_UP_BYTES", 64 * 1024)
+    monkeypatch.setattr(historyrewrite, "CATCH_UP_BYTES", 64 * 1024)
     keys = {f"old-{i:05d}" for i in range(2000)}
-    historyfile.drop_keys_briefly(str(tmp_path), lock, keys)
+    historyrewrite.drop_keys_briefly(str(tmp_path), lock, keys)
     kept = [(f"keep-{i:05d}", i) for i in range(2000)]
     assert _lines(tmp_path) == kept + written
     assert lock.holds == 3  # the first; one that finds the burst and lets go; the last
@@ -170,11 +170,11 @@ def test_another_rewrite_in_between_starts_it_again(
 
     def before(hold: int) -> None:
         if hold == 1:  # another prune replaces the file between our holds
-            historyfile.drop_keys_briefly(str(tmp_path), _locked(other), {"keep-00001"})
+            historyrewrite.drop_keys_briefly(str(tmp_path), _locked(other), {"keep-00001"})
             other.append_history([_entry("after", 1)])
 
     lock = Interleaved(store, before)
-    historyfile.drop_keys_briefly(str(tmp_path), lock, {f"old-{i:05d}" for i in range(500)})
+    historyrewrite.drop_keys_briefly(str(tmp_path), lock, {f"old-{i:05d}" for i in range(500)})
     expected = [(f"keep-{i:05d}", i) for i in range(500) if i != 1] + [("after", 1)]
     assert _lines(tmp_path) == expected
     assert lock.holds >= 3  # the first attempt gave up at its second hold
@@ -184,9 +184,9 @@ def test_without_o_tmpfile_one_hold_rewrites_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = _store_with_history(tmp_path, 50, 50)
-    monkeypatch.setattr(historyfile, "_O_TMPFILE", 0)
+    monkeypatch.setattr(historyrewrite, "_O_TMPFILE", 0)
     lock = Interleaved(store, lambda hold: None)
-    historyfile.drop_keys_briefly(str(tmp_path), lock, {f"old-{i:05d}" for i in range(50)})
+    historyrewrite.drop_keys_briefly(str(tmp_path), lock, {f"old-{i:05d}" for i in range(50)})
     assert _lines(tmp_path) == [(f"keep-{i:05d}", i) for i in range(50)]
     assert lock.holds == 1
 
@@ -351,4 +351,4 @@ def test_a_fifo_in_its_place_is_refused(tmp_path: Path) -> None:
     (tmp_path / "history.jsonl").unlink()
     os.mkfifo(tmp_path / "history.jsonl", 0o600)
     with pytest.raises(StoreError, match="not a regular file"):
-        historyfile.drop_keys_briefly(str(tmp_path), _locked(store), {"old-00001"})
+        historyrewrite.drop_keys_briefly(str(tmp_path), _locked(store), {"old-00001"})

@@ -19,7 +19,8 @@ Layout of a store directory (mode 0700; every file 0600):
                           unfinished records they judge one by one       tallyview.py)
     pruned/               pruned records, many keys a file              (prunedfile.py,
                                                                          pruning.py)
-    history.jsonl         the history of writes, one JSON object a line (historyfile.py)
+    history.jsonl         the history of writes, one JSON object a line (historyfile.py,
+                          rewritten by `prune` without pruned keys       historyrewrite.py)
     journal.json          only while a batch commits (or after a crash in it)
                                                                         (journal.py)
 
@@ -28,10 +29,12 @@ The derived indexes (ready/, deps/, tally/) are kept, read, checked by
 what it derives from a record. How writes reach the disk durably is
 apply.py (a large batch: one syncfs or an fsync per file, durability.py;
 its record files made before the lock, spares.py); the writes of an open
-batch wait in locking.py; reading.py reads records; store.py is the public
-face tying the parts together. fsutil.py holds the durable, symlink-safe
-file primitives every part uses (swap.py puts an unsynced file in place
-without ext4's writeback); the attempts (docs/design.md §7.1) are
+batch wait in locking.py, and commit.py hands a commit's writes to apply.py
+and finishes those a crash interrupted (the journal, then wal.log, wal.py);
+reading.py reads records; store.py is the public face tying the parts
+together. fsutil.py holds the durable, symlink-safe file primitives every
+part uses (swap.py puts an unsynced file in place without ext4's
+writeback); the attempts (docs/design.md §7.1) are
 attempts.py over attemptfiles.py (their files under `attempts/`),
 schedules and the pause schedulefile.py and pausefile.py.
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from ledger_cli.engine.record import TaskState, byte_order
 from ledger_cli.errors import StoreError
-from ledger_cli.stores.jsonfile import apply, fsutil, historyfile, prunedfile, tally
+from ledger_cli.stores.jsonfile import apply, fsutil, prunedfile, tally
 from ledger_cli.stores.jsonfile.layout import RECORDS_DIR
 from ledger_cli.stores.jsonfile.locking import store_method
 from ledger_cli.stores.jsonfile.reading import RecordReader
@@ -29,7 +29,7 @@ class PruneMethods(RecordReader):
         drop the history lines of the pruned keys. CHUNK records per lock hold.
 
         Dropping lines rewrites history.jsonl whole (mostly outside the lock:
-        historyfile.drop_keys_briefly): with `defer_history` (a prune paced in
+        historyrewrite.drop_keys_briefly): with `defer_history` (a prune paced in
         many calls, engine/prune.py) the keys wait for one
         `drop_deferred_history()` after the last call."""
         from ledger_cli.engine.prune import CHUNK
@@ -90,7 +90,7 @@ class PruneMethods(RecordReader):
         if done and defer_history:
             self.__dict__.setdefault("_history_to_drop", set()).update(done)
         elif done:
-            historyfile.drop_keys_briefly(self._root, self._history_lock, done)
+            self._drop_history(done)
         return len(done)
 
     @store_method
@@ -103,11 +103,18 @@ class PruneMethods(RecordReader):
         if not keys:
             return
         self._check_open()
-        historyfile.drop_keys_briefly(self._root, self._history_lock, keys)
+        self._drop_history(keys)
+
+    def _drop_history(self, keys: set[str]) -> None:
+        """Rewrite history.jsonl without the lines of `keys` (historyrewrite.py,
+        imported here: only a prune needs it, not the hot commands' start-up)."""
+        from ledger_cli.stores.jsonfile import historyrewrite
+
+        historyrewrite.drop_keys_briefly(self._root, self._history_lock, keys)
 
     @contextlib.contextmanager
     def _history_lock(self) -> Iterator[int | None]:
-        """The store lock for one of historyfile.drop_keys_briefly's short holds
+        """The store lock for one of historyrewrite.drop_keys_briefly's short holds
         (a rewrite around wal.log: the log is checkpointed first, wal.py)."""
         with self._locked(create=False) as root_fd:
             if root_fd is not None:

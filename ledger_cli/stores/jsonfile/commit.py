@@ -1,0 +1,189 @@
+"""How a commit's writes reach the JSON store, and how a new lock holder
+finishes those a crash interrupted: the tally counts a commit leaves
+(tally.py), the writes `journal.commit` applies (apply.py, with the
+attempt files' when it carries some), and the recovery of the journal, then
+of wal.log (wal.py). JsonFileStore (store.py) builds its batches on these."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from ledger_cli.stores.jsonfile import apply, fsutil, journal, tally, wal
+from ledger_cli.stores.jsonfile.layout import JOURNAL_NAME, LIVE_STATUSES, RECORDS_DIR
+from ledger_cli.stores.jsonfile.reading import RecordReader
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ledger_cli.engine.record import TaskState
+    from ledger_cli.stores.jsonfile import attemptfiles
+    from ledger_cli.stores.jsonfile.locking import PendingBatch
+
+
+class CommitMethods(RecordReader):
+    _repair_log: wal.Repair
+    log_repaired: tuple[str, bool] | None
+
+    if TYPE_CHECKING:
+
+        def _rebuild_tally(self, root_fd: int) -> tally.Counts: ...
+
+        def _rebuild_ready(self, root_fd: int) -> None: ...
+
+        def _rebuild_deps(self, root_fd: int) -> None: ...
+
+    def _recover(self, root_fd: int) -> None:
+        # A journal is written only while the log is empty (journal.commit), so
+        # it goes first; then the log's frames a crash left unapplied (wal.py).
+        data = fsutil.read_file(root_fd, JOURNAL_NAME, self._shown(JOURNAL_NAME))
+        if data is not None:
+            journal.replay(self._root, root_fd, data, self._checksummed, self._write_records)
+        how = wal.Replay(
+            lambda frame: journal.apply_again(
+                self._root,
+                root_fd,
+                frame,
+                self._checksummed,
+                self._write_records,
+                wal.WAL_NAME,
+                "log",
+            ),
+            lambda frames: self._rewrite_logged(root_fd, frames),
+            lambda: journal.drop_indexes(self._root, root_fd),
+        )
+        done = wal.recover(self._root, root_fd, how, self._repair_log)
+        if done is not None:
+            self.log_repaired = done
+
+    def _rewrite_logged(self, root_fd: int, frames: list[bytes]) -> None:
+        """After a restart of the machine: every record the log names, written
+        with its newest bytes before anything reads records (wal.recover)."""
+        newest: dict[str, bytes] = {}
+        for frame in frames:
+            for digest, (_, data) in journal.decode_records(
+                self._root, frame, self._checksummed, wal.WAL_NAME
+            ).items():
+                newest[digest] = data
+        rfd = fsutil.open_subdir(root_fd, RECORDS_DIR, self._shown(RECORDS_DIR), create=True)
+        assert rfd is not None
+        try:
+            for digest, data in newest.items():
+                sfd = fsutil.open_subdir(
+                    rfd, digest[:2], self._shown(RECORDS_DIR, digest[:2]), create=True
+                )
+                assert sfd is not None
+                try:
+                    path = self._shown(RECORDS_DIR, digest[:2], digest + ".json")
+                    fsutil.replace_file(sfd, digest + ".json", data, path, sync=False)
+                finally:
+                    os.close(sfd)
+        finally:
+            os.close(rfd)
+
+    def _on_file(self, root_fd: int, batch: PendingBatch, digest: str) -> TaskState | None:
+        """The record file of `digest` as on disk before `batch` (not pruned/)."""
+        if digest in batch.cache and batch.cache[digest] is None:
+            return None
+        return self._read_digest(root_fd, digest)
+
+    def _tally_after(
+        self,
+        root_fd: int,
+        records: dict[str, tuple[TaskState, bytes]],
+        on_file: Callable[[str], TaskState | None],
+    ) -> tuple[tally.Counts | None, set[str]]:
+        """The tally counts once `records` are written (tally.py), None when
+        they change no count and no noted set, and the records whose noted
+        membership changes (tally.noted_moves). A tally not built is built first."""
+        items = [(digest, on_file(digest), rec) for digest, (rec, _) in records.items()]
+        if not any(tally.changes(before, after) for _, before, after in items):
+            return None, set()
+        counts = tally.read_counts(self._root, root_fd)
+        if counts is None:
+            counts = self._rebuild_tally(root_fd)
+        pairs = [(before, after) for _, before, after in items]
+        return tally.advance(counts, pairs), tally.noted_moves(items)
+
+    def _write_records(
+        self,
+        records: dict[str, tuple[TaskState, bytes]],
+        history: list[bytes],
+        history_at: int | None,
+        counts: tally.Counts | None = None,
+        journaled: apply.Durability = "now",
+        attempts: list[attemptfiles.Op] | None = None,
+        moved: set[str] | None = None,
+        *,
+        before: dict[str, TaskState | None] | None = None,
+    ) -> None:
+        """Apply writes durably (`attempts`: attempt files, journalled with them;
+        `moved`: the records whose tally membership changes, None: all).
+        `before`: the records as they are on disk (read under this lock
+        hold), by digest; default the open batch's cache."""
+        root_fd = self._root_fd
+        assert root_fd is not None
+        self._drop_dirs()  # this may create directories a cached lookup found missing
+        if records:
+            # The records `one_scan`'s checks would take (doctor's walk, read
+            # before `--fix` wrote) are stale now: the next check reads them
+            # again, without the lock, rather than find the problems just
+            # fixed and confirm them by a scan of every record under it.
+            self._seen = self._one_scan = None
+        batch = self._batch
+        cache = batch.cache if batch is not None else {}
+        known = cache if before is None else before
+
+        def indexed(digest: str) -> bool:
+            # Read from disk under this lock hold: a live one is in live/ already.
+            rec = cache.get(digest)
+            return rec is not None and rec.status in LIVE_STATUSES
+
+        def listed_needs(digest: str) -> frozenset[str] | None:
+            # The deps/ index lists a record on disk under each of its needs.
+            if digest not in known:
+                return None
+            rec = known[digest]
+            return frozenset(rec.needs or ()) if rec is not None else frozenset()
+
+        def completed_before(digest: str) -> bool:
+            # Completed on disk already: its dependents were promoted then.
+            rec = known.get(digest)
+            return rec is not None and rec.status == "completed"
+
+        apply.write_records(
+            self._root,
+            root_fd,
+            records,
+            history,
+            history_at,
+            lambda digest: self._read_digest(root_fd, digest),
+            lambda: self._rebuild_ready(root_fd),
+            lambda key, digest: self._read_record(root_fd, key, digest),
+            indexed,
+            self._spares.take,
+            listed_needs,
+            lambda: self._rebuild_deps(root_fd),
+            completed_before,
+            counts,
+            journaled,
+            *self._attempt_writes(root_fd, attempts),
+            moved=moved,
+            on_disk=known.get,
+        )
+        # A large commit: a run of them (chunked) likely goes on, so files for
+        # the next one are made before it takes the lock.
+        self._spares.plan(len(records) if len(records) > apply.SYNC_EACH_MAX else 0)
+
+    def _attempt_writes(
+        self, root_fd: int, attempts: list[attemptfiles.Op] | None
+    ) -> tuple[Callable[..., None] | None, int]:
+        """The attempt files' writes for `apply` and their fsyncs; attemptfiles
+        is imported only by a commit that carries some (start-up: docs/design.md §5.1)."""
+        if not attempts:
+            return None, 0
+        from ledger_cli.stores.jsonfile import attemptfiles
+
+        root = self._root
+        writes = lambda *a, **k: attemptfiles.apply_ops(root, root_fd, attempts, *a, **k)  # noqa: E731
+        return writes, attemptfiles.op_fsyncs(attempts)
