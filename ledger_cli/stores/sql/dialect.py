@@ -1,7 +1,7 @@
 """What the shared SQL store code asks of a database dialect.
 
 The SQL store is one body of code over two databases, in SQLAlchemy's shape:
-the method groups written once (reads.py, sidetables.py) are
+the method groups written once (claims.py, reads.py, sidetables.py) are
 mixins over `SqlDialect`, which names what they use and what differs by
 database: the placeholder, the key order, how one query's rows are fetched
 (under the store's lock, with its error mapping and, on SQLite, its text

@@ -66,30 +66,33 @@ def page_sql(
 
 
 def candidates(
-    fetch: Callable[[str, tuple[Any, ...]], Sequence[Sequence[Any]]],
-    page_query: str,
-    mark: str,
+    rank_after: Callable[[int], Sequence[Any] | None],
+    fetch: Callable[[tuple[Any, ...]], tuple[list[TaskState], Sequence[Sequence[Any]]]],
     now: str,
-    page: int = 16,
+    page: int,
     extra: tuple[Any, ...] = (),
     first: tuple[Any, ...] = (),
+    first_rank: Sequence[Any] | None = None,
 ) -> Iterator[TaskState]:
     """The due candidates in the Ready order: level by level, each by keyset.
-    `first`, `extra`: more parameters of `page_query`, before and after its own."""
-    from ledger_cli.stores.sql.codec import row_to_state
-
+    `rank_after(rank)`: the row `next_rank` reads; `fetch(args)`: a page of the
+    page query, its records and rows (at most `page`); `first`, `extra`: more
+    parameters of that query, before and after its own; `first_rank`: the
+    first level's row, read already."""
     rank = FIRST_RANK
+    found: Sequence[Any] | None
     while True:
-        found = fetch(next_rank(mark), (rank,))
-        if not found or found[0][0] is None:
+        if first_rank is not None:
+            found, first_rank = first_rank, None
+        else:
+            found = rank_after(rank)
+        if found is None or found[0] is None:
             return
-        rank = int(found[0][0])
+        rank = int(found[0])
         after = ("", "")
         while True:
-            args = (*first, rank, now, after[0], after[1], now, *extra, page)
-            rows = fetch(page_query, args)
-            for row in rows:
-                yield row_to_state(row[:-1])
+            recs, rows = fetch((*first, rank, now, after[0], after[1], now, *extra))
+            yield from recs
             if len(rows) < page:
                 break
             after = (str(rows[-1][-1]), str(rows[-1][0]))

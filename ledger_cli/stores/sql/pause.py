@@ -31,11 +31,13 @@ PG_DDL: tuple[str, ...] = (
 )
 
 READ = "SELECT paused, since, actor, reason FROM ledger_pause WHERE id = 1"
-READ_FOR_CLAIM_PG = READ + " FOR SHARE"
 READ_FOR_WRITE_PG = READ + " FOR UPDATE"
 """`pause` / `resume`'s read before their write, in one transaction."""
-WRITE_SQLITE = "UPDATE ledger_pause SET paused = ?, since = ?, actor = ?, reason = ? WHERE id = 1"
-WRITE_PG = "UPDATE ledger_pause SET paused = %s, since = %s, actor = %s, reason = %s WHERE id = 1"
+WRITE = "UPDATE ledger_pause SET paused = {p}, since = {p}, actor = {p}, reason = {p} WHERE id = 1"
+
+
+def sql(template: str, placeholder: str) -> str:
+    return template.format(p=placeholder)
 
 
 def state_of(row: tuple[object, ...] | None) -> tuple[str, str, str] | None:

@@ -25,8 +25,9 @@ text is a StoreError.
 
 The class is assembled over the connection base `PostgresConnection`
 (postgres_conn.py: connecting, errors, batches, the clock) from
-`PostgresClaims` (postgres_claim.py: the Ready path and the pause) and the
-groups shared with SQLite: `SqlReads` (reads.py: listings and counts) and
+`PostgresClaims` (postgres_claim.py: the clock hooks and the claim's pause
+read) and the groups shared with SQLite: `SqlClaims` (claims.py: the Ready
+path and the pause), `SqlReads` (reads.py: listings and counts) and
 `SqlSideTables` (sidetables.py: schedules, queues and limits, pruning,
 ready-index upkeep). The class supplies their dialect (dialect.py). The schema and its
 set-up are in postgres_schema.py. What stays here is the Store's core:

@@ -34,7 +34,7 @@ from typing import Any, NamedTuple
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
 
-Fetch = Callable[[str, str, int], Sequence[Sequence[Any]]]
+Fetch = Callable[[str, str], tuple[list[TaskState], Sequence[Sequence[Any]]]]
 
 LIVE = "('pending', 'claimed')"
 
@@ -153,15 +153,12 @@ def sortable(now: Instant | None) -> str:
 
 def candidates(fetch: Fetch, page: int, after: tuple[str, str] = ("", "")) -> Iterator[TaskState]:
     """The candidates in Ready order after `after` (created, key), read `page`
-    rows at a time by keyset (`fetch(created, key, limit)` runs the page query
-    under the store's lock). Keys are never empty: nothing sorts at or before
-    the default, the start."""
-    from ledger_cli.stores.sql.codec import row_to_state
-
+    rows at a time by keyset (`fetch(created, key)` runs the page query under
+    the store's lock: its records and rows). Keys are never empty: nothing
+    sorts at or before the default, the start."""
     while True:
-        rows = fetch(after[0], after[1], page)
-        for row in rows:
-            yield row_to_state(row[:-1])
+        recs, rows = fetch(after[0], after[1])
+        yield from recs
         if len(rows) < page:
             return
         after = (str(rows[-1][-1]), str(rows[-1][0]))

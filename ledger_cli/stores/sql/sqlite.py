@@ -31,14 +31,14 @@ Sequences, fences and revs are SQLite INTEGERs (signed 64-bit), as in Go; a
 value above 2^63-1 (which the Go store cannot write either) is a StoreError.
 
 The class is assembled over the connection base `SQLiteConnection`
-(sqlite_conn.py: opening, pragmas, errors, text recovery, batches) from
-`SQLiteClaims` (sqlite_claim.py: the Ready path and the pause) and the groups
-shared with PostgreSQL: `SqlReads` (reads.py: listings and counts) and
-`SqlSideTables` (sidetables.py: schedules, queues and limits, pruning,
-ready-index upkeep). The class supplies their dialect (dialect.py). The schema and its
-migration are in sqlite_schema.py (GO_DDL is re-exported here).
-What stays here is the Store's core: `load`, the compare-and-swap writes
-and history writes.
+(sqlite_conn.py: opening, pragmas, errors, text recovery, batches) from the
+groups shared with PostgreSQL: `SqlClaims` (claims.py: the Ready path and the
+pause), `SqlReads` (reads.py: listings and counts) and `SqlSideTables`
+(sidetables.py: schedules, queues and limits, pruning, ready-index upkeep).
+The class supplies their dialect (dialect.py). The schema and its migration
+are in sqlite_schema.py (GO_DDL is re-exported here). What stays here is the
+Store's core: `load`, the compare-and-swap writes and history writes, and
+`ready_apart` (keys that are not valid UTF-8, which SQLite can hold).
 
 """
 
@@ -49,11 +49,11 @@ from typing import Any
 
 from ledger_cli.engine.history import HistoryEntry
 from ledger_cli.engine.record import TaskState
-from ledger_cli.stores.sql import codec, queues, sqlite_due, sqlite_readyindex
+from ledger_cli.stores.sql import codec, queues, readyindex, sqlite_due, sqlite_readyindex
+from ledger_cli.stores.sql.claims import SqlClaims
 from ledger_cli.stores.sql.reads import SqlReads
 from ledger_cli.stores.sql.sidetables import SqlSideTables
-from ledger_cli.stores.sql.sqlite_claim import SQLiteClaims
-from ledger_cli.stores.sql.sqlite_conn import DRIVER_ERRORS
+from ledger_cli.stores.sql.sqlite_conn import DRIVER_ERRORS, SQLiteConnection
 from ledger_cli.stores.sql.sqlite_schema import GO_DDL
 
 __all__ = ["GO_DDL", "SQLiteStore"]
@@ -70,9 +70,15 @@ _UPDATE = (
     " WHERE key = ? AND sequence = ? AND status = ? AND fence = ? AND rev = ?"
 )
 _HISTORY_INSERT = f"INSERT INTO ledger_history ({codec.HISTORY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)"
+_READY_ODD_KEYS = (
+    "SELECT t.key FROM ledger_ready r JOIN ledger_tasks t ON t.key = r.key"
+    f" WHERE {readyindex.FREE} AND t.key GLOB '*[^ -~]*'"
+)
+"""The FREE candidates whose key holds anything but printable ASCII: a superset
+of the keys that are not valid UTF-8 (`ready_apart`)."""
 
 
-class SQLiteStore(SQLiteClaims, SqlReads, SqlSideTables):
+class SQLiteStore(SQLiteConnection, SqlClaims, SqlReads, SqlSideTables):
     """A Store over an SQLite file (or `":memory:"`), shareable with the Go service.
 
     `busy_timeout` (seconds) is how long a write waits for another writer
@@ -95,6 +101,7 @@ class SQLiteStore(SQLiteClaims, SqlReads, SqlSideTables):
     INDEX_REBUILD_RANGE = (*sqlite_readyindex.SQLITE_REBUILD_RANGE, *sqlite_due.REBUILD_RANGE)
     REBUILD_GAP = 0.12
     """Longer than one busy-handler poll: waiting writers get in (cli/chunks.py GAP)."""
+    LEASE = sqlite_readyindex.SQLITE_LEASE
 
     def _rows(self, op: str, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
         with self._lock:
@@ -111,6 +118,19 @@ class SQLiteStore(SQLiteClaims, SqlReads, SqlSideTables):
     def _make_queue_tables(self) -> None:
         for ddl in queues.SQLITE_DDL:
             self._conn.execute(ddl)
+
+    def _queue_page_sql(self, *, lock: bool, limit: int, queues: int) -> str:
+        return sqlite_due.queue_page_sql(
+            codec.SELECT_COLUMNS, self.LEASE, limit=limit, queues=queues
+        )
+
+    def ready_apart(self) -> int:
+        """How many pending candidates naming no needs have a key that is not
+        valid UTF-8 (the Go service's bytes): a GLOB in SQL finds the keys with
+        any byte outside printable ASCII (few), Python judges those."""
+        rows = self._rows("ready count", _READY_ODD_KEYS)
+        keys = (codec.read_text(row[0], "(ready)", "key") for row in rows)
+        return sum(not codec.is_utf8(key) for key in keys)
 
     # -- Store -------------------------------------------------------------------
 

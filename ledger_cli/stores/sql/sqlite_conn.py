@@ -1,7 +1,7 @@
 """The SQLite store's connection: opening, errors, text recovery, transactions.
 
 `SQLiteConnection` is the base of `SQLiteStore` (sqlite.py) and of its method
-groups (sqlite_claim.py, reads.py, sidetables.py): it opens the
+groups (claims.py, reads.py, sidetables.py): it opens the
 file (autocommit, one connection guarded by a lock), sets the pragmas (WAL,
 `synchronous=FULL`, waiting out a concurrent first opener's switch to WAL),
 migrates the schema when it is incomplete (sqlite_schema.py), maps driver

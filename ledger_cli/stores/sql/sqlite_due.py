@@ -92,7 +92,7 @@ CHECKS = (
 )
 
 
-def queue_page_sql(columns: str, lease: str, queues: int) -> str:
+def queue_page_sql(columns: str, lease: str, *, limit: int, queues: int) -> str:
     """`due.page_sql` for the tasks of `queues` named queues, none of them
     `default`, driven from `ledger_queue`'s (queue, key) index (CROSS JOIN
     keeps that order of the loops): it reads those queues' rows, however many
@@ -104,5 +104,5 @@ def queue_page_sql(columns: str, lease: str, queues: int) -> str:
         f"SELECT {cols}, d.due FROM ledger_queue q CROSS JOIN ledger_due d"
         " CROSS JOIN ledger_tasks t"
         f" WHERE q.queue IN ({marks}) AND d.key = q.key AND t.key = d.key"
-        f" AND {due.level_sql('?', lease)}"
+        f" AND {due.level_sql('?', lease, limit=limit)}"
     )
