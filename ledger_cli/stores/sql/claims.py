@@ -134,23 +134,14 @@ class SqlClaims(SqlDialect):
         valid UTF-8: none where the database holds valid UTF-8 only."""
         return 0
 
-    def _ready_pages(
-        self,
-        now: Instant | None,
-        only: str | None,
-        after: tuple[str, str] = ("", ""),
-        locking: bool = False,
-    ) -> Iterator[TaskState]:
-        """The candidates through `ledger_ready` in (created, key) order after
-        `after` (`only`: FREE or NOT_FREE), each locked as `_page` says."""
-        page = 1 if locking else 16
-        sql = readyindex.page_sql(
-            codec.SELECT_COLUMNS, self.MARK, self.LEASE, lock=locking, limit=page, only=only
-        )
+    def _ready_pages(self, now: Instant | None, only: str) -> Iterator[TaskState]:
+        """The candidates through `ledger_ready` in (created, key) order, those
+        `only` admits (FREE or NOT_FREE), read without row locks."""
+        sql = readyindex.page_sql(codec.SELECT_COLUMNS, self.MARK, self.LEASE, limit=16, only=only)
         at = readyindex.sortable(now)
         # the limit (page) is in the SQL: one generic plan on PostgreSQL
         return readyindex.candidates(
-            lambda created, key: self._page(sql, (created, key, at), locking), page, after
+            lambda created, key: self._page(sql, (created, key, at), False), 16
         )
 
     def read_pause(self, for_claim: bool = False) -> tuple[str, str, str] | None:

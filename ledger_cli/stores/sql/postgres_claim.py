@@ -31,9 +31,6 @@ _CLOCKED_LOAD = (
     + ", ".join(f"t.{c.strip()}" for c in codec.SELECT_COLUMNS.split(","))
     + " FROM (SELECT 1) c LEFT JOIN ledger_tasks t ON t.key = %s"
 )
-_CLOCKED_PAGE = postgres_readyindex.clocked_page_sql(
-    codec.SELECT_COLUMNS, postgres_readyindex.PG_LEASE
-)
 _CLAIM_START = (
     "SELECT paused, since, actor, reason, clock_timestamp(),"
     " (SELECT min(rank) FROM ledger_due WHERE rank > -1000001),"
@@ -78,43 +75,30 @@ class PostgresClaims(PostgresConnection, SqlClaims):
     def ready_at_clock(
         self, queues_at: Callable[[Instant], QueueFilter | None] | None = None
     ) -> tuple[Instant, Iterator[TaskState]] | None:
-        """`(now, ready_candidates(now))` with `now` the server's clock, read
-        inside the batch by the first page query itself (`clock_timestamp()`
-        as its lease cut-off, returned with the row): the clock costs no round
-        trip of its own. None when that page is empty (the clock was not
-        read: no candidate, nothing to judge). Outside a batch: `now()`, then
-        the candidates. `queues_at(now)`: the queue filter for that clock (the
-        queues at their limit depend on it), or None for every queue."""
+        """`(now, ready_candidates(now))` with `now` the server's clock: inside
+        a `--next` claim's batch the clock read with its pause check
+        (`read_pause(for_claim=True)`, with the first priority level), which
+        costs no round trip of its own; else `now()`. Inside a batch, None when
+        there is no candidate (nothing to judge). `queues_at(now)`: the queue
+        filter for that clock (the queues at their limit depend on it), or
+        None for every queue."""
         with self._lock:
             self._check_open()
             start, self._claim_start = self._claim_start, None
-            if self.orders_schedules or not self._depth:  # the clock, then the due index
-                if start is not None and self._depth:  # read with the pause check
-                    now = start[0]
-                    filt = None if queues_at is None else queues_at(now)
-                    cands = self.ready_candidates(now, (start[1],), filt)
-                else:
-                    now = self.now()
-                    filt = None if queues_at is None else queues_at(now)
-                    cands = self.ready_candidates(now, None, filt)
-                if not self._depth:
-                    return now, cands
-                head = next(cands, None)
-                if head is None:
-                    return None  # no candidate: nothing to judge
-                return now, itertools.chain((head,), cands)
-            with self._errors("ready scan"):
-                rows = self._conn.execute(_CLOCKED_PAGE).fetchall()
-            if not rows:
-                return None
-            row = rows[0]
-            now = Instant.from_datetime(row[-1]).utc()
-            first = codec.row_to_state(row[:-2])
-            self._held[first.key] = first  # locked (FOR UPDATE) until the batch ends
-        # the next candidates through ledger_ready, each read as the first (FOR UPDATE
-        # SKIP LOCKED, one at a time: the row stays locked until the batch ends)
-        rest = self._ready_pages(now, None, (str(row[-2]), str(row[0])), self._locking_reads())
-        return now, itertools.chain((first,), rest)
+            if start is not None and self._depth:  # read with the pause check
+                now = start[0]
+                filt = None if queues_at is None else queues_at(now)
+                cands = self.ready_candidates(now, (start[1],), filt)
+            else:
+                now = self.now()
+                filt = None if queues_at is None else queues_at(now)
+                cands = self.ready_candidates(now, None, filt)
+            if not self._depth:
+                return now, cands
+            head = next(cands, None)
+            if head is None:
+                return None  # no candidate: nothing to judge
+            return now, itertools.chain((head,), cands)
 
     def read_pause(self, for_claim: bool = False) -> tuple[str, str, str] | None:
         """The pause (docs/design.md §8.3; stores/sql/pause.py). A `--next` claim reads the
