@@ -16,6 +16,7 @@ with the claim), the Ready order's table and triggers in `sqlite_due.py` /
 `postgres_readyindex.py`. Both share `codec.py` (a record as a row of Go's
 `ledger_tasks`), `utf8.py` (text that is not valid UTF-8), `paging.py`
 (paged history and listings), `readyindex.py` and `due.py` (the candidate
-queries and the Ready order's walk), and `schedules.py`, `queues.py`,
-`pause.py` and `attempts.py` (the SQL of our side tables).
+queries and the Ready order's walk, their tables and checks),
+`schedules.py`, `queues.py`, `pause.py` and `attempts.py` (the SQL of our
+side tables), all written over `ddl.py` (each dialect's column types).
 """

@@ -14,18 +14,60 @@ the check that every `ledger_due` row is a candidate, and the walk itself.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ledger_cli.engine.record import TaskState
+
+if TYPE_CHECKING:
+    from ledger_cli.stores.sql.ddl import Types
 
 FIRST_RANK = -1_000_001
 """Below every rank (a priority is at most 1,000,000)."""
 
-NOT_A_CANDIDATE = (
-    "a ledger_due row that is no candidate",
-    "SELECT d.key FROM ledger_due d WHERE NOT EXISTS"
-    " (SELECT 1 FROM ledger_ready r WHERE r.key = d.key)",
-)
+
+def tables(t: Types) -> tuple[str, ...]:
+    """`ledger_due` and its (rank, due, key) index (each dialect adds its triggers)."""
+    return (
+        f"CREATE TABLE IF NOT EXISTS ledger_due (key {t.key} PRIMARY KEY, rank {t.int} NOT NULL,"
+        f" due {t.key} NOT NULL){t.rowid}",
+        "CREATE INDEX IF NOT EXISTS ledger_due_order ON ledger_due (rank, due, key)",
+    )
+
+
+def rows_sql(later: str, not_before: str) -> str:
+    """The `ledger_due` row (key, rank, due) each candidate should have, in a
+    dialect's SQL: `later` the later of two texts (max, greatest),
+    `not_before` the schedule's `s.not_before` as sortable text."""
+    return (
+        f"SELECT r.key, -coalesce(s.priority, 0) AS rank,"
+        f" {later}(r.created, coalesce({not_before}, '')) AS due"
+        " FROM ledger_ready r LEFT JOIN ledger_schedule s ON s.key = r.key"
+    )
+
+
+def rebuild_range(rows: str) -> tuple[str, ...]:
+    """The rebuild of one key range from `rows_sql` (`{key}`, `{r_key}`: its
+    condition on `key`, `r.key`; stores/sql/rebuildranges.py)."""
+    return (
+        "DELETE FROM ledger_due WHERE {key}",
+        f"INSERT INTO ledger_due (key, rank, due) {rows} WHERE {{r_key}}",
+    )
+
+
+def checks(rows: str) -> tuple[tuple[str, str], ...]:
+    """(what, query) pairs `ledger doctor` runs against `ledger_due`."""
+    return (
+        (
+            "a candidate missing from ledger_due (or out of its place)",
+            f"SELECT x.key FROM ({rows}) x WHERE NOT EXISTS (SELECT 1 FROM ledger_due d"
+            " WHERE d.key = x.key AND d.rank = x.rank AND d.due = x.due)",
+        ),
+        (
+            "a ledger_due row that is no candidate",
+            "SELECT d.key FROM ledger_due d WHERE NOT EXISTS"
+            " (SELECT 1 FROM ledger_ready r WHERE r.key = d.key)",
+        ),
+    )
 
 
 def next_rank(mark: str) -> str:

@@ -9,26 +9,25 @@ the same way. The Go service knows nothing of the table.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ledger_cli.stores.sql.ddl import Types
+
 TABLE = "ledger_pause"
 
-SQLITE_DDL: tuple[str, ...] = (
-    "CREATE TABLE IF NOT EXISTS ledger_pause ("
-    " id INTEGER PRIMARY KEY CHECK (id = 1),"
-    " paused INTEGER NOT NULL DEFAULT 0,"
-    " since TEXT NOT NULL DEFAULT '',"
-    " actor TEXT NOT NULL DEFAULT '',"
-    " reason TEXT NOT NULL DEFAULT '')",
-    "INSERT OR IGNORE INTO ledger_pause (id) VALUES (1)",
-)
-PG_DDL: tuple[str, ...] = (
-    "CREATE TABLE IF NOT EXISTS ledger_pause ("
-    " id integer PRIMARY KEY CHECK (id = 1),"
-    " paused integer NOT NULL DEFAULT 0,"
-    " since text NOT NULL DEFAULT '',"
-    " actor text NOT NULL DEFAULT '',"
-    " reason text NOT NULL DEFAULT '')",
-    "INSERT INTO ledger_pause (id) VALUES (1) ON CONFLICT DO NOTHING",
-)
+
+def ddl(t: Types) -> tuple[str, ...]:
+    return (
+        "CREATE TABLE IF NOT EXISTS ledger_pause ("
+        f" id {t.int} PRIMARY KEY CHECK (id = 1),"
+        f" paused {t.int} NOT NULL DEFAULT 0,"
+        f" since {t.text} NOT NULL DEFAULT '',"
+        f" actor {t.text} NOT NULL DEFAULT '',"
+        f" reason {t.text} NOT NULL DEFAULT '')",
+        "INSERT INTO ledger_pause (id) VALUES (1) ON CONFLICT DO NOTHING",
+    )
+
 
 READ = "SELECT paused, since, actor, reason FROM ledger_pause WHERE id = 1"
 READ_FOR_WRITE_PG = READ + " FOR UPDATE"

@@ -10,7 +10,8 @@ and the checks `ledger doctor` runs against them.
 
 from __future__ import annotations
 
-from ledger_cli.stores.sql.readyindex import LIVE, IndexSql, checks, rebuild_range
+from ledger_cli.stores.sql import ddl
+from ledger_cli.stores.sql.readyindex import LIVE, IndexSql, checks, rebuild_range, tables
 
 PG_LEASE = "ledger_sortkey(t.lease_until)"
 
@@ -22,13 +23,7 @@ promotion of dependents on every completion, and left ledger_ready's
 autovacuum at the default)."""
 
 PG_DDL = (
-    'CREATE TABLE IF NOT EXISTS ledger_pruned (key text COLLATE "C" PRIMARY KEY)',
-    'CREATE TABLE IF NOT EXISTS ledger_needs (key text COLLATE "C" NOT NULL,'
-    ' need text COLLATE "C" NOT NULL, PRIMARY KEY (key, need))',
-    "CREATE INDEX IF NOT EXISTS ledger_needs_need ON ledger_needs (need)",
-    'CREATE TABLE IF NOT EXISTS ledger_ready (key text COLLATE "C" PRIMARY KEY,'
-    ' created text COLLATE "C" NOT NULL)',
-    "CREATE INDEX IF NOT EXISTS ledger_ready_order ON ledger_ready (created, key)",
+    *tables(ddl.PG),
     # Every completion deletes a row at the head of ledger_ready_order; until
     # VACUUM removes them, each claim steps over those dead entries (0.6 ms per
     # claim after 6,000 completions, measured). Vacuum it after every 1,000

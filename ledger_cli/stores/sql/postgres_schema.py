@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ledger_cli.stores.sql import (
     codec,
+    ddl,
     pause,
     postgres_due,
     postgres_readyindex,
@@ -48,18 +49,10 @@ DDL: tuple[str, ...] = (
     ),
     "CREATE INDEX IF NOT EXISTS ledger_tasks_claimable"
     ' ON ledger_tasks (status, created_at COLLATE "C", key)',
-    "CREATE TABLE IF NOT EXISTS ledger_history ("
-    " id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
-    " time text NOT NULL,"
-    " actor text NOT NULL,"
-    " event text NOT NULL,"
-    ' key text COLLATE "C" NOT NULL,'
-    " fence numeric(20,0) NOT NULL CHECK (fence BETWEEN 0 AND 18446744073709551615),"
-    " data text NOT NULL)",
-    "CREATE INDEX IF NOT EXISTS ledger_history_key ON ledger_history (key, id)",
-    *pause.PG_DDL,
-    *schedules.PG_DDL,
-    *queues.PG_DDL,
+    *ddl.history(ddl.PG),
+    *pause.ddl(ddl.PG),
+    *schedules.ddl(ddl.PG),
+    *queues.ddl(ddl.PG),
 )
 
 SCHEMA_CHECK = """
@@ -104,19 +97,19 @@ def setup(conn: psycopg.Connection[Any]) -> None:
         return  # up to date: no DDL, no lock
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (SETUP_LOCK,))
-        for ddl in DDL:
-            conn.execute(ddl)
+        for stmt in DDL:
+            conn.execute(stmt)
         if not _ready_installed(conn):  # the ready index (docs/design.md §6.1), built once
-            for ddl in (*postgres_readyindex.PG_DDL, *postgres_readyindex.PG_REBUILD):
-                conn.execute(ddl)
+            for stmt in (*postgres_readyindex.PG_DDL, *postgres_readyindex.PG_REBUILD):
+                conn.execute(stmt)
         else:  # an older trigger function: replace it (the index stays)
-            for ddl in postgres_readyindex.PG_DDL:
-                conn.execute(ddl)
+            for stmt in postgres_readyindex.PG_DDL:
+                conn.execute(stmt)
         # The Ready order of docs/design.md §8.2 (stores/sql/postgres_due.py): built by the first
         # opener that finds it missing or older, then kept by its triggers.
         row = conn.execute(postgres_due.INSTALLED, (postgres_due.DUE_VERSION,)).fetchone()
-        for ddl in postgres_due.DDL:
-            conn.execute(ddl)
+        for stmt in postgres_due.DDL:
+            conn.execute(stmt)
         if row is None or not row[0]:
             for sql in postgres_due.REBUILD:
                 conn.execute(sql)

@@ -49,7 +49,7 @@ from typing import Any
 
 from ledger_cli.engine.history import HistoryEntry
 from ledger_cli.engine.record import TaskState
-from ledger_cli.stores.sql import codec, queues, readyindex, sqlite_due, sqlite_readyindex
+from ledger_cli.stores.sql import codec, ddl, queues, readyindex, sqlite_due, sqlite_readyindex
 from ledger_cli.stores.sql.claims import SqlClaims
 from ledger_cli.stores.sql.reads import SqlReads
 from ledger_cli.stores.sql.sidetables import SqlSideTables
@@ -116,8 +116,8 @@ class SQLiteStore(SQLiteConnection, SqlClaims, SqlReads, SqlSideTables):
         return bool(rows and rows[0][0] == 2)
 
     def _make_queue_tables(self) -> None:
-        for ddl in queues.SQLITE_DDL:
-            self._conn.execute(ddl)
+        for stmt in queues.ddl(ddl.SQLITE):
+            self._conn.execute(stmt)
 
     def _queue_page_sql(self, *, lock: bool, limit: int, queues: int) -> str:
         return sqlite_due.queue_page_sql(
