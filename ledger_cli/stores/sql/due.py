@@ -14,24 +14,12 @@ the check that every `ledger_due` row is a candidate, and the walk itself.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ledger_cli.engine.record import TaskState
 
-if TYPE_CHECKING:
-    from ledger_cli.stores.sql.ddl import Types
-
 FIRST_RANK = -1_000_001
 """Below every rank (a priority is at most 1,000,000)."""
-
-
-def tables(t: Types) -> tuple[str, ...]:
-    """`ledger_due` and its (rank, due, key) index (each dialect adds its triggers)."""
-    return (
-        f"CREATE TABLE IF NOT EXISTS ledger_due (key {t.key} PRIMARY KEY, rank {t.int} NOT NULL,"
-        f" due {t.key} NOT NULL){t.rowid}",
-        "CREATE INDEX IF NOT EXISTS ledger_due_order ON ledger_due (rank, due, key)",
-    )
 
 
 def rows_sql(later: str, not_before: str) -> str:

@@ -9,24 +9,7 @@ the same way. The Go service knows nothing of the table.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from ledger_cli.stores.sql.ddl import Types
-
 TABLE = "ledger_pause"
-
-
-def ddl(t: Types) -> tuple[str, ...]:
-    return (
-        "CREATE TABLE IF NOT EXISTS ledger_pause ("
-        f" id {t.int} PRIMARY KEY CHECK (id = 1),"
-        f" paused {t.int} NOT NULL DEFAULT 0,"
-        f" since {t.text} NOT NULL DEFAULT '',"
-        f" actor {t.text} NOT NULL DEFAULT '',"
-        f" reason {t.text} NOT NULL DEFAULT '')",
-        "INSERT INTO ledger_pause (id) VALUES (1) ON CONFLICT DO NOTHING",
-    )
 
 
 READ = "SELECT paused, since, actor, reason FROM ledger_pause WHERE id = 1"

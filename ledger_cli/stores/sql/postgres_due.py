@@ -16,7 +16,7 @@ from ledger_cli.stores.sql import ddl, due
 DUE_VERSION = "ledger_due_sync v1"
 
 DDL = (
-    *due.tables(ddl.PG),
+    *ddl.due(ddl.PG),
     "ALTER TABLE ledger_due SET (autovacuum_vacuum_scale_factor = 0,"
     " autovacuum_vacuum_threshold = 1000)",
     f"""CREATE OR REPLACE FUNCTION ledger_due_sync() RETURNS trigger

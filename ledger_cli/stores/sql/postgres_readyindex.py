@@ -11,7 +11,7 @@ and the checks `ledger doctor` runs against them.
 from __future__ import annotations
 
 from ledger_cli.stores.sql import ddl
-from ledger_cli.stores.sql.readyindex import LIVE, IndexSql, checks, rebuild_range, tables
+from ledger_cli.stores.sql.readyindex import LIVE, IndexSql, checks, rebuild_range
 
 PG_LEASE = "ledger_sortkey(t.lease_until)"
 
@@ -23,7 +23,7 @@ promotion of dependents on every completion, and left ledger_ready's
 autovacuum at the default)."""
 
 PG_DDL = (
-    *tables(ddl.PG),
+    *ddl.ready(ddl.PG),
     # Every completion deletes a row at the head of ledger_ready_order; until
     # VACUUM removes them, each claim steps over those dead entries (0.6 ms per
     # claim after 6,000 completions, measured). Vacuum it after every 1,000

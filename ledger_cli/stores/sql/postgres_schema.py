@@ -15,11 +15,8 @@ from typing import TYPE_CHECKING, Any
 from ledger_cli.stores.sql import (
     codec,
     ddl,
-    pause,
     postgres_due,
     postgres_readyindex,
-    queues,
-    schedules,
 )
 
 if TYPE_CHECKING:
@@ -50,9 +47,9 @@ DDL: tuple[str, ...] = (
     "CREATE INDEX IF NOT EXISTS ledger_tasks_claimable"
     ' ON ledger_tasks (status, created_at COLLATE "C", key)',
     *ddl.history(ddl.PG),
-    *pause.ddl(ddl.PG),
-    *schedules.ddl(ddl.PG),
-    *queues.ddl(ddl.PG),
+    *ddl.pause(ddl.PG),
+    *ddl.schedule(ddl.PG),
+    *ddl.queues(ddl.PG),
 )
 
 SCHEMA_CHECK = """

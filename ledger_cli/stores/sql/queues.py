@@ -7,26 +7,8 @@ a queue or a limit; until then every read finds none."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from ledger_cli.stores.sql.ddl import Types
-
 QUEUE_TABLE = "ledger_queue"
 LIMIT_TABLE = "ledger_limit"
-
-
-def ddl(t: Types) -> tuple[str, ...]:
-    """The two tables. PostgreSQL makes them with the rest of its schema
-    (postgres_schema.py, under its set-up lock): a `CREATE TABLE IF NOT
-    EXISTS` in two concurrent transactions can fail in one of them."""
-    return (
-        f"CREATE TABLE IF NOT EXISTS ledger_queue (key {t.key} PRIMARY KEY,"
-        f" queue {t.key} NOT NULL){t.rowid}",
-        "CREATE INDEX IF NOT EXISTS ledger_queue_by_queue ON ledger_queue (queue, key)",
-        f"CREATE TABLE IF NOT EXISTS ledger_limit (queue {t.key} PRIMARY KEY,"
-        f" n {t.int} NOT NULL CHECK (n >= 1)){t.rowid}",
-    )
 
 
 EXISTS = "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN (?, ?)"

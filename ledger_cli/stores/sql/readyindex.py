@@ -29,13 +29,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
-
-if TYPE_CHECKING:
-    from ledger_cli.stores.sql.ddl import Types
 
 Fetch = Callable[[str, str], tuple[list[TaskState], Sequence[Sequence[Any]]]]
 
@@ -47,21 +44,6 @@ FREE = f"t.status = 'pending' AND NOT {_NAMES_NEEDS}"
 """A pending candidate that names no needs: ready, whatever else is in the store."""
 NOT_FREE = f"(t.status <> 'pending' OR {_NAMES_NEEDS})"
 """Every other candidate: claimed, or naming needs (the Ready rule judges it)."""
-
-
-def tables(t: Types) -> tuple[str, ...]:
-    """The side tables and their indexes (each dialect adds its triggers)."""
-    return (
-        # The keys `ledger prune` pruned (docs/design.md §6.4): a side table, so the mark
-        # survives whatever the Go service does to ledger_tasks.
-        f"CREATE TABLE IF NOT EXISTS ledger_pruned (key {t.key} PRIMARY KEY){t.rowid}",
-        f"CREATE TABLE IF NOT EXISTS ledger_needs (key {t.key} NOT NULL, need {t.key} NOT NULL,"
-        f" PRIMARY KEY (key, need)){t.rowid}",
-        "CREATE INDEX IF NOT EXISTS ledger_needs_need ON ledger_needs (need)",
-        f"CREATE TABLE IF NOT EXISTS ledger_ready (key {t.key} PRIMARY KEY,"
-        f" created {t.key} NOT NULL){t.rowid}",
-        "CREATE INDEX IF NOT EXISTS ledger_ready_order ON ledger_ready (created, key)",
-    )
 
 
 class IndexSql(NamedTuple):

@@ -7,21 +7,9 @@ RFC3339Nano text of the instant ('' for none)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ledger_cli.engine.instant import Instant
 
-if TYPE_CHECKING:
-    from ledger_cli.stores.sql.ddl import Types
-
 TABLE = "ledger_schedule"
-
-
-def ddl(t: Types) -> tuple[str, ...]:
-    return (
-        f"CREATE TABLE IF NOT EXISTS ledger_schedule (key {t.key} PRIMARY KEY,"
-        f" not_before {t.text} NOT NULL DEFAULT '', priority {t.int} NOT NULL DEFAULT 0){t.rowid}",
-    )
 
 
 SELECT_ONE = "SELECT not_before, priority FROM ledger_schedule WHERE key = {p}"

@@ -116,7 +116,7 @@ class SQLiteStore(SQLiteConnection, SqlClaims, SqlReads, SqlSideTables):
         return bool(rows and rows[0][0] == 2)
 
     def _make_queue_tables(self) -> None:
-        for stmt in queues.ddl(ddl.SQLITE):
+        for stmt in ddl.queues(ddl.SQLITE):
             self._conn.execute(stmt)
 
     def _queue_page_sql(self, *, lock: bool, limit: int, queues: int) -> str:

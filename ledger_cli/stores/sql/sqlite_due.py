@@ -44,7 +44,7 @@ def _row_of(key: str, created: str) -> str:
 
 
 DDL = (
-    *due.tables(ddl.SQLITE),
+    *ddl.due(ddl.SQLITE),
     "CREATE TRIGGER IF NOT EXISTS ledger_due_ready_insert AFTER INSERT ON ledger_ready BEGIN"
     f" INSERT OR REPLACE INTO ledger_due (key, rank, due) {_row_of('NEW.key', 'NEW.created')};"
     " END",

@@ -12,7 +12,7 @@ the index compares, and SQLITE_LEASE, a candidate's lease in that form.
 from __future__ import annotations
 
 from ledger_cli.stores.sql import ddl
-from ledger_cli.stores.sql.readyindex import LIVE, IndexSql, checks, rebuild_range, tables
+from ledger_cli.stores.sql.readyindex import LIVE, IndexSql, checks, rebuild_range
 
 
 def _sqlite_sortkey(x: str) -> str:
@@ -62,7 +62,7 @@ _SQ_PROMOTE = (
     f" WHERE n.need = NEW.key AND t.status IN {LIVE} AND NOT {_sqlite_unmet('t.key')}"
 )
 
-SQLITE_TABLES = tables(ddl.SQLITE)
+SQLITE_TABLES = ddl.ready(ddl.SQLITE)
 
 SQLITE_TRIGGERS = (
     "CREATE TRIGGER IF NOT EXISTS ledger_ready_insert AFTER INSERT ON ledger_tasks BEGIN"

@@ -37,8 +37,8 @@ GO_DDL = """CREATE TABLE IF NOT EXISTS ledger_tasks (
 EXTRA_DDL = (
     "CREATE INDEX IF NOT EXISTS ledger_tasks_claimable ON ledger_tasks (status, created_at, key)",
     *ddl.history(ddl.SQLITE),
-    *pause.ddl(ddl.SQLITE),
-    *schedules.ddl(ddl.SQLITE),
+    *ddl.pause(ddl.SQLITE),
+    *ddl.schedule(ddl.SQLITE),
 )
 
 
