@@ -51,23 +51,9 @@ from ledger_cli.stores.sql.sidetables import SqlSideTables
 
 __all__ = ["PostgresStore"]
 
-_LOAD = f"SELECT {codec.SELECT_COLUMNS} FROM ledger_tasks WHERE key = %s"
 # Both writes return the row they wrote (no second round trip to read it back).
-_INSERT = (
-    "INSERT INTO ledger_tasks (key, status, sequence, owner, fence, lease_until, needs,"
-    " blocked_by, task, rev, created_at, updated_at, created_by, updated_by)"
-    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, 0, %s, %s, %s, %s)"
-    f" ON CONFLICT (key) DO NOTHING RETURNING {codec.SELECT_COLUMNS}"
-)
-_UPDATE = (
-    "UPDATE ledger_tasks SET status = %s, sequence = %s, owner = %s, fence = %s,"
-    " lease_until = %s, needs = %s, blocked_by = %s, task = %s, rev = rev + 1,"
-    " updated_at = %s, updated_by = %s"
-    " WHERE key = %s AND sequence = %s AND status = %s AND fence = %s AND rev = %s"
-    f" RETURNING {codec.SELECT_COLUMNS}"
-)
-_HISTORY_INSERT = (
-    f"INSERT INTO ledger_history ({codec.HISTORY_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s)"
+_LOAD, _INSERT, _UPDATE, _HISTORY_INSERT = codec.core_sql(
+    "%s", f" RETURNING {codec.SELECT_COLUMNS}"
 )
 
 

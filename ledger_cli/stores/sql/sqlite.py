@@ -58,18 +58,7 @@ from ledger_cli.stores.sql.sqlite_schema import GO_DDL
 
 __all__ = ["GO_DDL", "SQLiteStore"]
 
-_LOAD = f"SELECT {codec.SELECT_COLUMNS} FROM ledger_tasks WHERE key = ?"
-_INSERT = (
-    "INSERT INTO ledger_tasks (key, status, sequence, owner, fence, lease_until, needs,"
-    " blocked_by, task, rev, created_at, updated_at, created_by, updated_by)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?) ON CONFLICT(key) DO NOTHING"
-)
-_UPDATE = (
-    "UPDATE ledger_tasks SET status = ?, sequence = ?, owner = ?, fence = ?, lease_until = ?,"
-    " needs = ?, blocked_by = ?, task = ?, rev = rev + 1, updated_at = ?, updated_by = ?"
-    " WHERE key = ? AND sequence = ? AND status = ? AND fence = ? AND rev = ?"
-)
-_HISTORY_INSERT = f"INSERT INTO ledger_history ({codec.HISTORY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)"
+_LOAD, _INSERT, _UPDATE, _HISTORY_INSERT = codec.core_sql("?")
 _READY_ODD_KEYS = (
     "SELECT t.key FROM ledger_ready r JOIN ledger_tasks t ON t.key = r.key"
     f" WHERE {readyindex.FREE} AND t.key GLOB '*[^ -~]*'"
