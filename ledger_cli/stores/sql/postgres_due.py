@@ -55,14 +55,6 @@ _ROWS = due.rows_sql("greatest", "ledger_sortkey(s.not_before)")
 REBUILD_RANGE = due.rebuild_range(_ROWS)
 REBUILD = tuple(s.format(key="TRUE", r_key="TRUE") for s in REBUILD_RANGE)
 
-INSTALLED = """SELECT
-  to_regclass(quote_ident(current_schema()) || '.ledger_due') IS NOT NULL
-  AND EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'ledger_due_schedule'
-    AND tgrelid = to_regclass(quote_ident(current_schema()) || '.ledger_schedule'))
-  AND EXISTS (SELECT 1 FROM pg_proc WHERE proname = 'ledger_due_sync'
-    AND pronamespace = to_regnamespace(quote_ident(current_schema()))
-    AND strpos(prosrc, %s) > 0)"""
-
 CHECKS = due.checks(_ROWS)
 
 

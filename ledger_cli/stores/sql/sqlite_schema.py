@@ -46,37 +46,28 @@ def schema_complete(conn: sqlite3.Connection) -> bool:
     cols = {row[1] for row in conn.execute("PRAGMA table_info(ledger_tasks)")}
     if not set(codec.ALL_COLUMNS) <= cols:
         return False
-    names = {
-        row[0]
-        for row in conn.execute(
-            "SELECT name FROM sqlite_master WHERE name IN (?, ?, ?, ?, ?)",
-            (
-                codec.CLAIMABLE_INDEX,
-                codec.HISTORY_TABLE,
-                codec.HISTORY_INDEX,
-                pause.TABLE,
-                schedules.TABLE,
-            ),
-        )
-    }
-    return len(names) == 5 and _ready_installed(conn)
+    return _installed(conn, (*_OURS, *_INDEX))
 
 
-def _ready_installed(conn: sqlite3.Connection) -> bool:
-    names = (*sqlite_readyindex.SQLITE_OBJECTS, *sqlite_due.OBJECTS)
+_OURS = (
+    codec.CLAIMABLE_INDEX,
+    codec.HISTORY_TABLE,
+    codec.HISTORY_INDEX,
+    pause.TABLE,
+    schedules.TABLE,
+)
+"""Our index beside the Go table and our tables (EXTRA_DDL)."""
+_INDEX = (*sqlite_readyindex.SQLITE_OBJECTS, *sqlite_due.OBJECTS)
+"""The ready index's and the Ready order's tables, indexes and triggers."""
+
+
+def _installed(conn: sqlite3.Connection, names: tuple[str, ...]) -> bool:
+    """Every one of `names` (tables, indexes, triggers) is in the schema."""
     marks = ", ".join("?" for _ in names)
     found = conn.execute(
         f"SELECT count(*) FROM sqlite_master WHERE name IN ({marks})", names
     ).fetchone()[0]
     return bool(found == len(names))
-
-
-def _due_installed(conn: sqlite3.Connection) -> bool:
-    marks = ", ".join("?" for _ in sqlite_due.OBJECTS)
-    found = conn.execute(
-        f"SELECT count(*) FROM sqlite_master WHERE name IN ({marks})", sqlite_due.OBJECTS
-    ).fetchone()[0]
-    return bool(found == len(sqlite_due.OBJECTS))
 
 
 def migrate(conn: sqlite3.Connection, path: str) -> None:
@@ -101,11 +92,11 @@ def migrate(conn: sqlite3.Connection, path: str) -> None:
             )
         for stmt in EXTRA_DDL:
             conn.execute(stmt)
-        if not _ready_installed(conn):  # the ready index (docs/design.md §6.1), built once
+        if not _installed(conn, _INDEX):  # the ready index (docs/design.md §6.1), built once
             # The order of docs/design.md §8.2 (ledger_due) first, so that it follows
             # every ledger_ready row the rebuild writes; a ledger_ready of an
             # older release is rebuilt by the first opener that migrates.
-            due_missing = not _due_installed(conn)
+            due_missing = not _installed(conn, sqlite_due.OBJECTS)
             for stmt in sqlite_due.DDL[:2]:
                 conn.execute(stmt)
             for stmt in (*sqlite_readyindex.SQLITE_TABLES, *sqlite_readyindex.SQLITE_TRIGGERS):
