@@ -202,8 +202,3 @@ class PostgresStore(PostgresClaims, SqlReads, SqlSideTables):
                 else:
                     with self._conn.cursor() as cur:
                         cur.executemany(_HISTORY_INSERT, params)
-
-    # -- lifecycle ---------------------------------------------------------------
-
-    def __repr__(self) -> str:
-        return f"PostgresStore({self._where!r})"

@@ -177,8 +177,3 @@ class SQLiteStore(SQLiteConnection, SqlClaims, SqlReads, SqlSideTables):
                         self._conn.execute(*codec.raw_binding(_HISTORY_INSERT, row))
             except DRIVER_ERRORS as exc:
                 raise self._error("history insert", exc) from None
-
-    # -- lifecycle ---------------------------------------------------------------
-
-    def __repr__(self) -> str:
-        return f"SQLiteStore({self._path!r})"
