@@ -232,18 +232,6 @@ def test_ready_at_clock_reads_the_clock_with_the_first_candidate(conninfo: str) 
         assert got is not None and list(got[1]) == []
 
 
-def test_the_clocked_cut_off_is_the_sortable_text_of_the_clock(conninfo: str) -> None:
-    import psycopg
-
-    from ledger_cli.stores.sql import postgres_readyindex, readyindex
-
-    with psycopg.connect(conninfo, autocommit=True) as conn:
-        for _ in range(20):
-            row = conn.execute(postgres_readyindex.PG_CLOCK).fetchone()
-            assert row is not None
-            assert row[1] == readyindex.sortable(Instant.from_datetime(row[0]).utc())
-
-
 def test_a_drain_given_now_writes_that_now_not_the_server_clock(conninfo: str) -> None:
     _admit(conninfo, 2)
     given = "2030-01-02T03:04:05.123456789Z"

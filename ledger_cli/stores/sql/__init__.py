@@ -4,17 +4,19 @@ One SQL store over two dialects: `sqlite.py` and `postgres.py` are the
 stores (`SQLiteStore`, `PostgresStore`: load, the compare-and-swap writes,
 history writes) and each supplies its dialect (`dialect.py`: placeholder,
 key order, fetching rows, which text the database holds) to the method
-groups written once: `reads.py` (listings, scans and counts) and
-`sidetables.py` (schedules, queues and limits, pruning, ready-index check
-and rebuild). What truly differs stays per database: `*_conn.py`
-(connecting, pragmas, error mapping, batches, close; PostgreSQL's pipelined
-batch is in `postgres_tx.py`), `*_schema.py` (the DDL and the set-up or
-migration on open), `*_claim.py` (the Ready path and the pause), the Ready
-order's table and triggers in `sqlite_due.py` / `postgres_due.py` and the
-ready index's in `sqlite_readyindex.py` / `postgres_readyindex.py`. Both
-share `codec.py` (a record as a row of Go's `ledger_tasks`), `utf8.py` (text
-that is not valid UTF-8), `paging.py` (paged history and listings),
-`readyindex.py` and `due.py` (the candidate queries and the Ready order's
-walk), and `schedules.py`, `queues.py`, `pause.py` and `attempts.py` (the
-SQL of our side tables).
+groups written once: `claims.py` (the Ready path, the ready figures and the
+pause), `reads.py` (listings, scans and counts) and `sidetables.py`
+(schedules, queues and limits, pruning, ready-index check and rebuild).
+What truly differs stays per database: `*_conn.py` (connecting, pragmas,
+error mapping, batches, close; PostgreSQL's pipelined batch is in
+`postgres_tx.py`), `*_schema.py` (the DDL and the set-up or migration on
+open), `postgres_claim.py` (PostgreSQL's clock hooks and its pause read
+with the claim), the Ready order's table and triggers in `sqlite_due.py` /
+`postgres_due.py` and the ready index's in `sqlite_readyindex.py` /
+`postgres_readyindex.py`. Both share `codec.py` (a record as a row of Go's
+`ledger_tasks`), `utf8.py` (text that is not valid UTF-8), `paging.py`
+(paged history and listings), `readyindex.py` and `due.py` (the candidate
+queries and the Ready order's walk, their tables and checks),
+`schedules.py`, `queues.py`, `pause.py` and `attempts.py` (the SQL of our
+side tables), all written over `ddl.py` (each dialect's column types).
 """

@@ -68,6 +68,27 @@ MIGRATED_COLUMNS: tuple[str, ...] = ("created_at", "updated_at", "created_by", "
 
 HISTORY_COLUMNS = "time, actor, event, key, fence, data"
 
+
+def core_sql(p: str, returning: str = "") -> tuple[str, str, str, str]:
+    """The store core's statements with placeholder `p`: load a key, insert at
+    rev 0 (nothing when the key exists), the compare-and-swap update (which,
+    as the Go store's, never writes created_at/created_by) and a history row;
+    each write ends with `returning`."""
+    return (
+        f"SELECT {SELECT_COLUMNS} FROM ledger_tasks WHERE key = {p}",
+        "INSERT INTO ledger_tasks (key, status, sequence, owner, fence, lease_until, needs,"
+        " blocked_by, task, rev, created_at, updated_at, created_by, updated_by)"
+        f" VALUES ({p}, {p}, {p}, {p}, {p}, {p}, {p}, {p}, {p}, 0, {p}, {p}, {p}, {p})"
+        f" ON CONFLICT (key) DO NOTHING{returning}",
+        f"UPDATE ledger_tasks SET status = {p}, sequence = {p}, owner = {p}, fence = {p},"
+        f" lease_until = {p}, needs = {p}, blocked_by = {p}, task = {p}, rev = rev + 1,"
+        f" updated_at = {p}, updated_by = {p}"
+        f" WHERE key = {p} AND sequence = {p} AND status = {p} AND fence = {p} AND rev = {p}"
+        f"{returning}",
+        f"INSERT INTO ledger_history ({HISTORY_COLUMNS}) VALUES ({p}, {p}, {p}, {p}, {p}, {p})",
+    )
+
+
 _MARSHAL_TIME_ERROR = "ledger: encode time: year outside of range [0,9999]"
 
 

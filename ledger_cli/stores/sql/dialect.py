@@ -1,13 +1,16 @@
 """What the shared SQL store code asks of a database dialect.
 
 The SQL store is one body of code over two databases, in SQLAlchemy's shape:
-the method groups written once (reads.py, sidetables.py) are
+the method groups written once (claims.py, reads.py, sidetables.py) are
 mixins over `SqlDialect`, which names what they use and what differs by
 database: the placeholder, the key order, how one query's rows are fetched
 (under the store's lock, with its error mapping and, on SQLite, its text
 recovery), which text the database can hold, and the checks on text before
 a write. `SQLiteStore` (sqlite.py) and `PostgresStore` (postgres.py) supply
-them over their connection bases (sqlite_conn.py, postgres_conn.py).
+them over their connection bases (sqlite_conn.py, postgres_conn.py), which
+are dialects too: each names its driver's errors and maps one to a
+StoreError (`_error`), and the wrapping of a block in that mapping, the
+closed check and the repr are written once here.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from ledger_cli.engine.record import TaskState, byte_order
+from ledger_cli.errors import StoreError
 
 
 class SqlDialect:
@@ -32,9 +36,17 @@ class SqlDialect:
     GAP_WAIT: ClassVar[float]
     """Seconds `ledger log --follow` waits for a skipped history id (historyfollow.py)."""
 
+    NAME: ClassVar[str]
+    """The database in messages: `sqlite` or `postgres`."""
+
     _conn: Any
     _depth: int
     _lock: threading.RLock
+    _closed: bool
+    _where: str
+    """The database in messages: SQLite's path, PostgreSQL's user@host:port/dbname."""
+    _driver_errors: tuple[type[BaseException], ...]
+    """What the driver raises: `_errors` maps them to StoreError (`_error`)."""
     _claim_limits: dict[str, int] | None = None
     """The queues' limits read with a claim's start in this batch (PostgreSQL)."""
     _utf8: bool
@@ -42,12 +54,7 @@ class SqlDialect:
 
     if TYPE_CHECKING:  # supplied by the connection base and the store class
 
-        def _check_open(self) -> None: ...
-
-        @contextlib.contextmanager
-        def _errors(self, op: str) -> Iterator[None]:
-            """Driver errors in the block raised as StoreError (of operation `op`)."""
-            yield
+        def _error(self, op: str, exc: BaseException) -> StoreError: ...
 
         @contextlib.contextmanager
         def batch(self) -> Iterator[None]:
@@ -64,6 +71,21 @@ class SqlDialect:
         def _in(self, column: str, values: tuple[str, ...]) -> tuple[str, tuple[Any, ...]]:
             """`column` equals one of `values`: the SQL condition and its arguments."""
             ...
+
+    @contextlib.contextmanager
+    def _errors(self, op: str) -> Iterator[None]:
+        """Driver errors in the block raised as StoreError (of operation `op`)."""
+        try:
+            yield
+        except self._driver_errors as exc:
+            raise self._error(op, exc) from None
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreError(f"ledger: {self.NAME} store {self._where} is closed")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._where!r})"
 
     def _holds(self, text: str) -> bool:
         """The database can hold `text` (else no row has it: a read of it finds nothing)."""

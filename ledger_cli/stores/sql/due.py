@@ -21,11 +21,41 @@ from ledger_cli.engine.record import TaskState
 FIRST_RANK = -1_000_001
 """Below every rank (a priority is at most 1,000,000)."""
 
-NOT_A_CANDIDATE = (
-    "a ledger_due row that is no candidate",
-    "SELECT d.key FROM ledger_due d WHERE NOT EXISTS"
-    " (SELECT 1 FROM ledger_ready r WHERE r.key = d.key)",
-)
+
+def rows_sql(later: str, not_before: str) -> str:
+    """The `ledger_due` row (key, rank, due) each candidate should have, in a
+    dialect's SQL: `later` the later of two texts (max, greatest),
+    `not_before` the schedule's `s.not_before` as sortable text."""
+    return (
+        f"SELECT r.key, -coalesce(s.priority, 0) AS rank,"
+        f" {later}(r.created, coalesce({not_before}, '')) AS due"
+        " FROM ledger_ready r LEFT JOIN ledger_schedule s ON s.key = r.key"
+    )
+
+
+def rebuild_range(rows: str) -> tuple[str, ...]:
+    """The rebuild of one key range from `rows_sql` (`{key}`, `{r_key}`: its
+    condition on `key`, `r.key`; stores/sql/rebuildranges.py)."""
+    return (
+        "DELETE FROM ledger_due WHERE {key}",
+        f"INSERT INTO ledger_due (key, rank, due) {rows} WHERE {{r_key}}",
+    )
+
+
+def checks(rows: str) -> tuple[tuple[str, str], ...]:
+    """(what, query) pairs `ledger doctor` runs against `ledger_due`."""
+    return (
+        (
+            "a candidate missing from ledger_due (or out of its place)",
+            f"SELECT x.key FROM ({rows}) x WHERE NOT EXISTS (SELECT 1 FROM ledger_due d"
+            " WHERE d.key = x.key AND d.rank = x.rank AND d.due = x.due)",
+        ),
+        (
+            "a ledger_due row that is no candidate",
+            "SELECT d.key FROM ledger_due d WHERE NOT EXISTS"
+            " (SELECT 1 FROM ledger_ready r WHERE r.key = d.key)",
+        ),
+    )
 
 
 def next_rank(mark: str) -> str:
@@ -66,30 +96,33 @@ def page_sql(
 
 
 def candidates(
-    fetch: Callable[[str, tuple[Any, ...]], Sequence[Sequence[Any]]],
-    page_query: str,
-    mark: str,
+    rank_after: Callable[[int], Sequence[Any] | None],
+    fetch: Callable[[tuple[Any, ...]], tuple[list[TaskState], Sequence[Sequence[Any]]]],
     now: str,
-    page: int = 16,
+    page: int,
     extra: tuple[Any, ...] = (),
     first: tuple[Any, ...] = (),
+    first_rank: Sequence[Any] | None = None,
 ) -> Iterator[TaskState]:
     """The due candidates in the Ready order: level by level, each by keyset.
-    `first`, `extra`: more parameters of `page_query`, before and after its own."""
-    from ledger_cli.stores.sql.codec import row_to_state
-
+    `rank_after(rank)`: the row `next_rank` reads; `fetch(args)`: a page of the
+    page query, its records and rows (at most `page`); `first`, `extra`: more
+    parameters of that query, before and after its own; `first_rank`: the
+    first level's row, read already."""
     rank = FIRST_RANK
+    found: Sequence[Any] | None
     while True:
-        found = fetch(next_rank(mark), (rank,))
-        if not found or found[0][0] is None:
+        if first_rank is not None:
+            found, first_rank = first_rank, None
+        else:
+            found = rank_after(rank)
+        if found is None or found[0] is None:
             return
-        rank = int(found[0][0])
+        rank = int(found[0])
         after = ("", "")
         while True:
-            args = (*first, rank, now, after[0], after[1], now, *extra, page)
-            rows = fetch(page_query, args)
-            for row in rows:
-                yield row_to_state(row[:-1])
+            recs, rows = fetch((*first, rank, now, after[0], after[1], now, *extra))
+            yield from recs
             if len(rows) < page:
                 break
             after = (str(rows[-1][-1]), str(rows[-1][0]))

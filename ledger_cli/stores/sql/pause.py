@@ -11,31 +11,15 @@ from __future__ import annotations
 
 TABLE = "ledger_pause"
 
-SQLITE_DDL: tuple[str, ...] = (
-    "CREATE TABLE IF NOT EXISTS ledger_pause ("
-    " id INTEGER PRIMARY KEY CHECK (id = 1),"
-    " paused INTEGER NOT NULL DEFAULT 0,"
-    " since TEXT NOT NULL DEFAULT '',"
-    " actor TEXT NOT NULL DEFAULT '',"
-    " reason TEXT NOT NULL DEFAULT '')",
-    "INSERT OR IGNORE INTO ledger_pause (id) VALUES (1)",
-)
-PG_DDL: tuple[str, ...] = (
-    "CREATE TABLE IF NOT EXISTS ledger_pause ("
-    " id integer PRIMARY KEY CHECK (id = 1),"
-    " paused integer NOT NULL DEFAULT 0,"
-    " since text NOT NULL DEFAULT '',"
-    " actor text NOT NULL DEFAULT '',"
-    " reason text NOT NULL DEFAULT '')",
-    "INSERT INTO ledger_pause (id) VALUES (1) ON CONFLICT DO NOTHING",
-)
 
 READ = "SELECT paused, since, actor, reason FROM ledger_pause WHERE id = 1"
-READ_FOR_CLAIM_PG = READ + " FOR SHARE"
 READ_FOR_WRITE_PG = READ + " FOR UPDATE"
 """`pause` / `resume`'s read before their write, in one transaction."""
-WRITE_SQLITE = "UPDATE ledger_pause SET paused = ?, since = ?, actor = ?, reason = ? WHERE id = 1"
-WRITE_PG = "UPDATE ledger_pause SET paused = %s, since = %s, actor = %s, reason = %s WHERE id = 1"
+WRITE = "UPDATE ledger_pause SET paused = {p}, since = {p}, actor = {p}, reason = {p} WHERE id = 1"
+
+
+def sql(template: str, placeholder: str) -> str:
+    return template.format(p=placeholder)
 
 
 def state_of(row: tuple[object, ...] | None) -> tuple[str, str, str] | None:

@@ -25,8 +25,9 @@ text is a StoreError.
 
 The class is assembled over the connection base `PostgresConnection`
 (postgres_conn.py: connecting, errors, batches, the clock) from
-`PostgresClaims` (postgres_claim.py: the Ready path and the pause) and the
-groups shared with SQLite: `SqlReads` (reads.py: listings and counts) and
+`PostgresClaims` (postgres_claim.py: the clock hooks and the claim's pause
+read) and the groups shared with SQLite: `SqlClaims` (claims.py: the Ready
+path and the pause), `SqlReads` (reads.py: listings and counts) and
 `SqlSideTables` (sidetables.py: schedules, queues and limits, pruning,
 ready-index upkeep). The class supplies their dialect (dialect.py). The schema and its
 set-up are in postgres_schema.py. What stays here is the Store's core:
@@ -50,23 +51,9 @@ from ledger_cli.stores.sql.sidetables import SqlSideTables
 
 __all__ = ["PostgresStore"]
 
-_LOAD = f"SELECT {codec.SELECT_COLUMNS} FROM ledger_tasks WHERE key = %s"
 # Both writes return the row they wrote (no second round trip to read it back).
-_INSERT = (
-    "INSERT INTO ledger_tasks (key, status, sequence, owner, fence, lease_until, needs,"
-    " blocked_by, task, rev, created_at, updated_at, created_by, updated_by)"
-    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, 0, %s, %s, %s, %s)"
-    f" ON CONFLICT (key) DO NOTHING RETURNING {codec.SELECT_COLUMNS}"
-)
-_UPDATE = (
-    "UPDATE ledger_tasks SET status = %s, sequence = %s, owner = %s, fence = %s,"
-    " lease_until = %s, needs = %s, blocked_by = %s, task = %s, rev = rev + 1,"
-    " updated_at = %s, updated_by = %s"
-    " WHERE key = %s AND sequence = %s AND status = %s AND fence = %s AND rev = %s"
-    f" RETURNING {codec.SELECT_COLUMNS}"
-)
-_HISTORY_INSERT = (
-    f"INSERT INTO ledger_history ({codec.HISTORY_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s)"
+_LOAD, _INSERT, _UPDATE, _HISTORY_INSERT = codec.core_sql(
+    "%s", f" RETURNING {codec.SELECT_COLUMNS}"
 )
 
 
@@ -215,8 +202,3 @@ class PostgresStore(PostgresClaims, SqlReads, SqlSideTables):
                 else:
                     with self._conn.cursor() as cur:
                         cur.executemany(_HISTORY_INSERT, params)
-
-    # -- lifecycle ---------------------------------------------------------------
-
-    def __repr__(self) -> str:
-        return f"PostgresStore({self._where!r})"

@@ -1,7 +1,7 @@
 """The PostgreSQL store's connection: opening, reconnecting, errors, transactions.
 
 `PostgresConnection` is the base of `PostgresStore` (postgres.py) and of its
-method groups (postgres_claim.py, reads.py, sidetables.py):
+method groups (postgres_claim.py, claims.py, reads.py, sidetables.py):
 it loads psycopg lazily, parses the URL and connects (autocommit), runs the
 schema set-up (postgres_schema.py), replaces a lost connection outside a
 batch, maps driver errors to StoreError / StoreConflictError /
@@ -24,6 +24,7 @@ from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
 from ledger_cli.errors import StoreConflictError, StoreError, StoreUnavailableError
 from ledger_cli.stores.sql import codec, postgres_schema, postgres_tx
+from ledger_cli.stores.sql.dialect import SqlDialect
 
 if TYPE_CHECKING:
     import psycopg
@@ -80,12 +81,15 @@ def no_nul(key: str, **fields: str) -> None:
             )
 
 
-class PostgresConnection:
+class PostgresConnection(SqlDialect):
     """The connection, error mapping and batches of a `PostgresStore`."""
+
+    NAME = "postgres"
 
     def __init__(self, url: str, *, connect_timeout: int = 10) -> None:
         pg = _psycopg()
         self._psycopg = pg
+        self._driver_errors = (pg.Error, UnicodeError)
         self._lock = threading.RLock()
         self._depth = 0
         self._blocks_depth = 0  # the batch depth that took lock_blocks' lock; 0: not held
@@ -220,18 +224,8 @@ class PostgresConnection:
             hint = "check the server log"
         return StoreError(f"ledger: postgres {op} ({self._where}): {text}; {hint}")
 
-    @contextlib.contextmanager
-    def _errors(self, op: str) -> Iterator[None]:
-        try:
-            yield
-        except StoreError:
-            raise
-        except (self._psycopg.Error, UnicodeError) as exc:
-            raise self._error(op, exc) from None
-
     def _check_open(self) -> None:
-        if self._closed:
-            raise StoreError(f"ledger: postgres store {self._where} is closed")
+        super()._check_open()
         if not self._depth:
             self._reconnect_if_lost()
 

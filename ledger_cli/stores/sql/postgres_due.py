@@ -11,14 +11,12 @@ LOCKED`, so concurrent claimers spread over the queue as before.
 
 from __future__ import annotations
 
-from ledger_cli.stores.sql import due
+from ledger_cli.stores.sql import ddl, due
 
 DUE_VERSION = "ledger_due_sync v1"
 
 DDL = (
-    'CREATE TABLE IF NOT EXISTS ledger_due (key text COLLATE "C" PRIMARY KEY,'
-    ' rank integer NOT NULL, due text COLLATE "C" NOT NULL)',
-    "CREATE INDEX IF NOT EXISTS ledger_due_order ON ledger_due (rank, due, key)",
+    *ddl.due(ddl.PG),
     "ALTER TABLE ledger_due SET (autovacuum_vacuum_scale_factor = 0,"
     " autovacuum_vacuum_threshold = 1000)",
     f"""CREATE OR REPLACE FUNCTION ledger_due_sync() RETURNS trigger
@@ -53,37 +51,11 @@ END $$""",
     " FOR EACH ROW EXECUTE FUNCTION ledger_due_sync()",
 )
 
-_ROW = (
-    "SELECT r.key, -coalesce(s.priority, 0),"
-    " greatest(r.created, coalesce(ledger_sortkey(s.not_before), ''))"
-    " FROM ledger_ready r LEFT JOIN ledger_schedule s ON s.key = r.key"
-)
-
-REBUILD_RANGE = (
-    "DELETE FROM ledger_due WHERE {key}",
-    f"INSERT INTO ledger_due (key, rank, due) {_ROW} WHERE {{r_key}}",
-)
-"""The rebuild of one key range (`{key}`, `{r_key}`: its condition on `key`,
-`r.key`; stores/sql/rebuildranges.py)."""
-
+_ROWS = due.rows_sql("greatest", "ledger_sortkey(s.not_before)")
+REBUILD_RANGE = due.rebuild_range(_ROWS)
 REBUILD = tuple(s.format(key="TRUE", r_key="TRUE") for s in REBUILD_RANGE)
 
-INSTALLED = """SELECT
-  to_regclass(quote_ident(current_schema()) || '.ledger_due') IS NOT NULL
-  AND EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'ledger_due_schedule'
-    AND tgrelid = to_regclass(quote_ident(current_schema()) || '.ledger_schedule'))
-  AND EXISTS (SELECT 1 FROM pg_proc WHERE proname = 'ledger_due_sync'
-    AND pronamespace = to_regnamespace(quote_ident(current_schema()))
-    AND strpos(prosrc, %s) > 0)"""
-
-CHECKS = (
-    (
-        "a candidate missing from ledger_due (or out of its place)",
-        f"SELECT x.key FROM ({_ROW}) AS x (key, rank, due) WHERE NOT EXISTS"
-        " (SELECT 1 FROM ledger_due d WHERE d.key = x.key AND d.rank = x.rank AND d.due = x.due)",
-    ),
-    due.NOT_A_CANDIDATE,
-)
+CHECKS = due.checks(_ROWS)
 
 
 def queue_page_sql(columns: str, lease: str, *, lock: bool, limit: int, queues: int) -> str:

@@ -5,39 +5,15 @@ What a PostgreSQL schema holds and runs to keep `ledger_needs` and
 (`ledger_sortkey`, `ledger_needs_of`, `ledger_unmet`), the `ledger_ready_sync`
 trigger function (versioned by PG_SYNC_VERSION, so an opener replaces an older
 one) and its trigger, the statements `doctor --fix` rebuilds the tables with,
-the checks `ledger doctor` runs against them; and the claim's first page
-judged by the server's own clock (PG_CLOCK, `clocked_page_sql`).
+and the checks `ledger doctor` runs against them.
 """
 
 from __future__ import annotations
 
+from ledger_cli.stores.sql import ddl
 from ledger_cli.stores.sql.readyindex import LIVE, IndexSql, checks, rebuild_range
 
 PG_LEASE = "ledger_sortkey(t.lease_until)"
-
-
-PG_CLOCK = (
-    "SELECT clock, to_char(clock AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US') || '000'"
-    " AS cut FROM (SELECT clock_timestamp() AS clock) x"
-)
-"""The server's clock and, as `cut`, the same instant as `sortable` writes it."""
-
-
-def clocked_page_sql(columns: str, lease: str) -> str:
-    """PostgreSQL's first candidate (`page_sql` locking, one row, from the
-    start) judged by the server's own clock: the lease cut-off is
-    `clock_timestamp()`, read once (a materialized CTE), and that instant is
-    returned as the row's last column (after `created`). No parameters. The
-    clock is read only when a row needs it: no row, no instant."""
-    cols = ", ".join(f"t.{c.strip()}" for c in columns.split(","))
-    return (
-        f"WITH c AS MATERIALIZED ({PG_CLOCK})"
-        f" SELECT {cols}, r.created, (SELECT clock FROM c)"
-        " FROM ledger_ready r JOIN ledger_tasks t ON t.key = r.key"
-        " WHERE (r.created, r.key) > ('', '')"
-        f" AND (t.status = 'pending' OR {lease} <= (SELECT cut FROM c))"
-        " ORDER BY r.created, r.key LIMIT 1 FOR UPDATE OF t SKIP LOCKED"
-    )
 
 
 PG_SYNC_VERSION = "ledger_ready_sync v2"
@@ -46,16 +22,8 @@ an older one (v1 kept the index on claims and renewals too, planned the
 promotion of dependents on every completion, and left ledger_ready's
 autovacuum at the default)."""
 
-PG_OBJECTS = ("ledger_needs", "ledger_ready", "ledger_ready_order", "ledger_needs_need")
-
 PG_DDL = (
-    'CREATE TABLE IF NOT EXISTS ledger_pruned (key text COLLATE "C" PRIMARY KEY)',
-    'CREATE TABLE IF NOT EXISTS ledger_needs (key text COLLATE "C" NOT NULL,'
-    ' need text COLLATE "C" NOT NULL, PRIMARY KEY (key, need))',
-    "CREATE INDEX IF NOT EXISTS ledger_needs_need ON ledger_needs (need)",
-    'CREATE TABLE IF NOT EXISTS ledger_ready (key text COLLATE "C" PRIMARY KEY,'
-    ' created text COLLATE "C" NOT NULL)',
-    "CREATE INDEX IF NOT EXISTS ledger_ready_order ON ledger_ready (created, key)",
+    *ddl.ready(ddl.PG),
     # Every completion deletes a row at the head of ledger_ready_order; until
     # VACUUM removes them, each claim steps over those dead entries (0.6 ms per
     # claim after 6,000 completions, measured). Vacuum it after every 1,000

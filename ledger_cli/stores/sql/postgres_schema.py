@@ -14,11 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 from ledger_cli.stores.sql import (
     codec,
-    pause,
+    ddl,
     postgres_due,
     postgres_readyindex,
-    queues,
-    schedules,
 )
 
 if TYPE_CHECKING:
@@ -48,46 +46,59 @@ DDL: tuple[str, ...] = (
     ),
     "CREATE INDEX IF NOT EXISTS ledger_tasks_claimable"
     ' ON ledger_tasks (status, created_at COLLATE "C", key)',
-    "CREATE TABLE IF NOT EXISTS ledger_history ("
-    " id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
-    " time text NOT NULL,"
-    " actor text NOT NULL,"
-    " event text NOT NULL,"
-    ' key text COLLATE "C" NOT NULL,'
-    " fence numeric(20,0) NOT NULL CHECK (fence BETWEEN 0 AND 18446744073709551615),"
-    " data text NOT NULL)",
-    "CREATE INDEX IF NOT EXISTS ledger_history_key ON ledger_history (key, id)",
-    *pause.PG_DDL,
-    *schedules.PG_DDL,
-    *queues.PG_DDL,
+    *ddl.history(ddl.PG),
+    *ddl.pause(ddl.PG),
+    *ddl.schedule(ddl.PG),
+    *ddl.queues(ddl.PG),
 )
 
-SCHEMA_CHECK = """
-SELECT
-  (SELECT count(*) FROM pg_attribute
-    WHERE attrelid = to_regclass(quote_ident(current_schema()) || '.ledger_tasks')
-      AND attnum > 0 AND NOT attisdropped AND attname = ANY(%s)),
-  to_regclass(quote_ident(current_schema()) || '.ledger_tasks_claimable') IS NOT NULL,
-  to_regclass(quote_ident(current_schema()) || '.ledger_history') IS NOT NULL,
-  to_regclass(quote_ident(current_schema()) || '.ledger_history_key') IS NOT NULL,
-  to_regclass(quote_ident(current_schema()) || '.ledger_pause') IS NOT NULL,
-  to_regclass(quote_ident(current_schema()) || '.ledger_schedule') IS NOT NULL,
-  to_regclass(quote_ident(current_schema()) || '.ledger_queue') IS NOT NULL,
-  to_regclass(quote_ident(current_schema()) || '.ledger_queue_by_queue') IS NOT NULL,
-  to_regclass(quote_ident(current_schema()) || '.ledger_limit') IS NOT NULL,
-  to_regclass(quote_ident(current_schema()) || '.ledger_due') IS NOT NULL,
-  EXISTS (SELECT 1 FROM pg_proc WHERE proname = 'ledger_due_sync'
-    AND pronamespace = to_regnamespace(quote_ident(current_schema()))
-    AND strpos(prosrc, %s) > 0),
-  EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'ledger_ready_sync'
-    AND tgrelid = to_regclass(quote_ident(current_schema()) || '.ledger_tasks')),
-  EXISTS (SELECT 1 FROM pg_proc WHERE proname = 'ledger_ready_sync'
-    AND pronamespace = to_regnamespace(quote_ident(current_schema()))
-    AND strpos(prosrc, %s) > 0)
-"""
+
+def _rel(name: str) -> str:
+    """The relation `name` of the current schema (NULL when there is none)."""
+    return f"to_regclass(quote_ident(current_schema()) || '.{name}')"
+
+
+def _trigger(name: str, table: str) -> str:
+    return f"EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = '{name}' AND tgrelid = {_rel(table)})"
+
+
+def _function(name: str) -> str:
+    """The function `name` of the current schema, its body naming a version
+    (a parameter)."""
+    return (
+        f"EXISTS (SELECT 1 FROM pg_proc WHERE proname = '{name}'"
+        " AND pronamespace = to_regnamespace(quote_ident(current_schema()))"
+        " AND strpos(prosrc, %s) > 0)"
+    )
+
+
+_RELATIONS = (
+    "ledger_tasks_claimable",
+    "ledger_history",
+    "ledger_history_key",
+    "ledger_pause",
+    "ledger_schedule",
+    "ledger_queue",
+    "ledger_queue_by_queue",
+    "ledger_limit",
+    "ledger_due",
+)
+SCHEMA_CHECK = (
+    f"SELECT (SELECT count(*) FROM pg_attribute WHERE attrelid = {_rel('ledger_tasks')}"
+    " AND attnum > 0 AND NOT attisdropped AND attname = ANY(%s)), "
+    + ", ".join(f"{_rel(name)} IS NOT NULL" for name in _RELATIONS)
+    + f", {_function('ledger_due_sync')}, {_trigger('ledger_ready_sync', 'ledger_tasks')}"
+    + f", {_function('ledger_ready_sync')}"
+)
 """One round trip on open: every Go column, the indexes, the history table, the
 ready index's trigger (docs/design.md §6.1) and its function's version. When all are
 there, no DDL runs."""
+
+_READY_INSTALLED = f"SELECT {_trigger('ledger_ready_sync', 'ledger_tasks')}"
+_DUE_INSTALLED = (
+    f"SELECT {_rel('ledger_due')} IS NOT NULL"
+    f" AND {_trigger('ledger_due_schedule', 'ledger_schedule')} AND {_function('ledger_due_sync')}"
+)
 
 SETUP_LOCK = 0x6C6564676572  # pg_advisory_xact_lock key ("ledger"): openers serialise DDL
 
@@ -104,27 +115,20 @@ def setup(conn: psycopg.Connection[Any]) -> None:
         return  # up to date: no DDL, no lock
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (SETUP_LOCK,))
-        for ddl in DDL:
-            conn.execute(ddl)
-        if not _ready_installed(conn):  # the ready index (docs/design.md §6.1), built once
-            for ddl in (*postgres_readyindex.PG_DDL, *postgres_readyindex.PG_REBUILD):
-                conn.execute(ddl)
+        for stmt in DDL:
+            conn.execute(stmt)
+        ready = conn.execute(_READY_INSTALLED).fetchone()
+        if not (ready and ready[0]):  # the ready index (docs/design.md §6.1), built once
+            for stmt in (*postgres_readyindex.PG_DDL, *postgres_readyindex.PG_REBUILD):
+                conn.execute(stmt)
         else:  # an older trigger function: replace it (the index stays)
-            for ddl in postgres_readyindex.PG_DDL:
-                conn.execute(ddl)
+            for stmt in postgres_readyindex.PG_DDL:
+                conn.execute(stmt)
         # The Ready order of docs/design.md §8.2 (stores/sql/postgres_due.py): built by the first
         # opener that finds it missing or older, then kept by its triggers.
-        row = conn.execute(postgres_due.INSTALLED, (postgres_due.DUE_VERSION,)).fetchone()
-        for ddl in postgres_due.DDL:
-            conn.execute(ddl)
+        row = conn.execute(_DUE_INSTALLED, (postgres_due.DUE_VERSION,)).fetchone()
+        for stmt in postgres_due.DDL:
+            conn.execute(stmt)
         if row is None or not row[0]:
             for sql in postgres_due.REBUILD:
                 conn.execute(sql)
-
-
-def _ready_installed(conn: psycopg.Connection[Any]) -> bool:
-    row = conn.execute(
-        "SELECT count(*) FROM pg_trigger WHERE tgname = 'ledger_ready_sync'"
-        " AND tgrelid = to_regclass(quote_ident(current_schema()) || '.ledger_tasks')"
-    ).fetchone()
-    return row is not None and row[0] == 1

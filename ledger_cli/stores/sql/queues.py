@@ -10,24 +10,6 @@ from __future__ import annotations
 QUEUE_TABLE = "ledger_queue"
 LIMIT_TABLE = "ledger_limit"
 
-SQLITE_DDL: tuple[str, ...] = (
-    "CREATE TABLE IF NOT EXISTS ledger_queue (key TEXT PRIMARY KEY, queue TEXT NOT NULL)"
-    " WITHOUT ROWID",
-    "CREATE INDEX IF NOT EXISTS ledger_queue_by_queue ON ledger_queue (queue, key)",
-    "CREATE TABLE IF NOT EXISTS ledger_limit (queue TEXT PRIMARY KEY,"
-    " n INTEGER NOT NULL CHECK (n >= 1)) WITHOUT ROWID",
-)
-
-PG_DDL: tuple[str, ...] = (
-    'CREATE TABLE IF NOT EXISTS ledger_queue (key text COLLATE "C" PRIMARY KEY,'
-    ' queue text COLLATE "C" NOT NULL)',
-    "CREATE INDEX IF NOT EXISTS ledger_queue_by_queue ON ledger_queue (queue, key)",
-    'CREATE TABLE IF NOT EXISTS ledger_limit (queue text COLLATE "C" PRIMARY KEY,'
-    " n integer NOT NULL CHECK (n >= 1))",
-)
-"""PostgreSQL makes both tables with the rest of its schema (postgres_schema.py,
-under its set-up lock): a `CREATE TABLE IF NOT EXISTS` in two concurrent
-transactions can fail in one of them."""
 
 EXISTS = "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN (?, ?)"
 SELECT_ONE = "SELECT queue FROM ledger_queue WHERE key = {p}"

@@ -34,7 +34,7 @@ from typing import Any, NamedTuple
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
 
-Fetch = Callable[[str, str, int], Sequence[Sequence[Any]]]
+Fetch = Callable[[str, str], tuple[list[TaskState], Sequence[Sequence[Any]]]]
 
 LIVE = "('pending', 'claimed')"
 
@@ -102,31 +102,23 @@ def checks(d: IndexSql) -> tuple[tuple[str, str], ...]:
 
 
 def page_sql(
-    columns: str,
-    mark: str,
-    lease: str,
-    *,
-    lock: bool,
-    limit: int | None = None,
-    only: str | None = None,
+    columns: str, mark: str, lease: str, *, limit: int | None = None, only: str | None = None
 ) -> str:
     """The next candidates after (created, key), in order, leaving out claimed
     rows whose lease (`lease`: the sortable lease_until expression) runs past
-    `now`; `lock`: PostgreSQL's FOR UPDATE SKIP LOCKED (one row, held to the end
-    of the transaction). Parameters: created, key, now (`sortable`), and the
-    limit unless `limit` gives it as a literal (PostgreSQL then keeps one
-    generic plan for the prepared statement instead of planning each call:
-    half the server's cost of the query, measured). `only`: a further
-    condition on the candidates (FREE or NOT_FREE)."""
+    `now`. Parameters: created, key, now (`sortable`), and the limit unless
+    `limit` gives it as a literal (PostgreSQL then keeps one generic plan for
+    the prepared statement instead of planning each call: half the server's
+    cost of the query, measured). `only`: a further condition on the
+    candidates (FREE or NOT_FREE)."""
     cols = ", ".join(f"t.{c.strip()}" for c in columns.split(","))
     which = "" if only is None else f" AND {only}"
-    sql = (
+    return (
         f"SELECT {cols}, r.created FROM ledger_ready r JOIN ledger_tasks t ON t.key = r.key"
         f" WHERE (r.created, r.key) > ({mark}, {mark})"
         f" AND (t.status = 'pending' OR {lease} <= {mark}){which}"
         f" ORDER BY r.created, r.key LIMIT {mark if limit is None else int(limit)}"
     )
-    return sql + " FOR UPDATE OF t SKIP LOCKED" if lock else sql
 
 
 FREE_COUNT = (
@@ -151,17 +143,15 @@ def sortable(now: Instant | None) -> str:
 # -- reading -----------------------------------------------------------------------
 
 
-def candidates(fetch: Fetch, page: int, after: tuple[str, str] = ("", "")) -> Iterator[TaskState]:
-    """The candidates in Ready order after `after` (created, key), read `page`
-    rows at a time by keyset (`fetch(created, key, limit)` runs the page query
-    under the store's lock). Keys are never empty: nothing sorts at or before
-    the default, the start."""
-    from ledger_cli.stores.sql.codec import row_to_state
-
+def candidates(fetch: Fetch, page: int) -> Iterator[TaskState]:
+    """The candidates in Ready order, read `page` rows at a time by keyset
+    (`fetch(created, key)` runs the page query after that (created, key)
+    under the store's lock: its records and rows). Keys are never empty:
+    nothing sorts at or before ('', ''), the start."""
+    after = ("", "")
     while True:
-        rows = fetch(after[0], after[1], page)
-        for row in rows:
-            yield row_to_state(row[:-1])
+        recs, rows = fetch(*after)
+        yield from recs
         if len(rows) < page:
             return
         after = (str(rows[-1][-1]), str(rows[-1][0]))

@@ -11,14 +11,6 @@ from ledger_cli.engine.instant import Instant
 
 TABLE = "ledger_schedule"
 
-SQLITE_DDL: tuple[str, ...] = (
-    "CREATE TABLE IF NOT EXISTS ledger_schedule (key TEXT PRIMARY KEY,"
-    " not_before TEXT NOT NULL DEFAULT '', priority INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID",
-)
-PG_DDL: tuple[str, ...] = (
-    'CREATE TABLE IF NOT EXISTS ledger_schedule (key text COLLATE "C" PRIMARY KEY,'
-    " not_before text NOT NULL DEFAULT '', priority integer NOT NULL DEFAULT 0)",
-)
 
 SELECT_ONE = "SELECT not_before, priority FROM ledger_schedule WHERE key = {p}"
 SELECT_ALL = "SELECT key, not_before, priority FROM ledger_schedule"

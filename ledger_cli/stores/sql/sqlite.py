@@ -31,14 +31,14 @@ Sequences, fences and revs are SQLite INTEGERs (signed 64-bit), as in Go; a
 value above 2^63-1 (which the Go store cannot write either) is a StoreError.
 
 The class is assembled over the connection base `SQLiteConnection`
-(sqlite_conn.py: opening, pragmas, errors, text recovery, batches) from
-`SQLiteClaims` (sqlite_claim.py: the Ready path and the pause) and the groups
-shared with PostgreSQL: `SqlReads` (reads.py: listings and counts) and
-`SqlSideTables` (sidetables.py: schedules, queues and limits, pruning,
-ready-index upkeep). The class supplies their dialect (dialect.py). The schema and its
-migration are in sqlite_schema.py (GO_DDL is re-exported here).
-What stays here is the Store's core: `load`, the compare-and-swap writes
-and history writes.
+(sqlite_conn.py: opening, pragmas, errors, text recovery, batches) from the
+groups shared with PostgreSQL: `SqlClaims` (claims.py: the Ready path and the
+pause), `SqlReads` (reads.py: listings and counts) and `SqlSideTables`
+(sidetables.py: schedules, queues and limits, pruning, ready-index upkeep).
+The class supplies their dialect (dialect.py). The schema and its migration
+are in sqlite_schema.py (GO_DDL is re-exported here). What stays here is the
+Store's core: `load`, the compare-and-swap writes and history writes, and
+`ready_apart` (keys that are not valid UTF-8, which SQLite can hold).
 
 """
 
@@ -49,30 +49,25 @@ from typing import Any
 
 from ledger_cli.engine.history import HistoryEntry
 from ledger_cli.engine.record import TaskState
-from ledger_cli.stores.sql import codec, queues, sqlite_due, sqlite_readyindex
+from ledger_cli.stores.sql import codec, ddl, queues, readyindex, sqlite_due, sqlite_readyindex
+from ledger_cli.stores.sql.claims import SqlClaims
 from ledger_cli.stores.sql.reads import SqlReads
 from ledger_cli.stores.sql.sidetables import SqlSideTables
-from ledger_cli.stores.sql.sqlite_claim import SQLiteClaims
-from ledger_cli.stores.sql.sqlite_conn import DRIVER_ERRORS
+from ledger_cli.stores.sql.sqlite_conn import DRIVER_ERRORS, SQLiteConnection
 from ledger_cli.stores.sql.sqlite_schema import GO_DDL
 
 __all__ = ["GO_DDL", "SQLiteStore"]
 
-_LOAD = f"SELECT {codec.SELECT_COLUMNS} FROM ledger_tasks WHERE key = ?"
-_INSERT = (
-    "INSERT INTO ledger_tasks (key, status, sequence, owner, fence, lease_until, needs,"
-    " blocked_by, task, rev, created_at, updated_at, created_by, updated_by)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?) ON CONFLICT(key) DO NOTHING"
+_LOAD, _INSERT, _UPDATE, _HISTORY_INSERT = codec.core_sql("?")
+_READY_ODD_KEYS = (
+    "SELECT t.key FROM ledger_ready r JOIN ledger_tasks t ON t.key = r.key"
+    f" WHERE {readyindex.FREE} AND t.key GLOB '*[^ -~]*'"
 )
-_UPDATE = (
-    "UPDATE ledger_tasks SET status = ?, sequence = ?, owner = ?, fence = ?, lease_until = ?,"
-    " needs = ?, blocked_by = ?, task = ?, rev = rev + 1, updated_at = ?, updated_by = ?"
-    " WHERE key = ? AND sequence = ? AND status = ? AND fence = ? AND rev = ?"
-)
-_HISTORY_INSERT = f"INSERT INTO ledger_history ({codec.HISTORY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)"
+"""The FREE candidates whose key holds anything but printable ASCII: a superset
+of the keys that are not valid UTF-8 (`ready_apart`)."""
 
 
-class SQLiteStore(SQLiteClaims, SqlReads, SqlSideTables):
+class SQLiteStore(SQLiteConnection, SqlClaims, SqlReads, SqlSideTables):
     """A Store over an SQLite file (or `":memory:"`), shareable with the Go service.
 
     `busy_timeout` (seconds) is how long a write waits for another writer
@@ -95,6 +90,7 @@ class SQLiteStore(SQLiteClaims, SqlReads, SqlSideTables):
     INDEX_REBUILD_RANGE = (*sqlite_readyindex.SQLITE_REBUILD_RANGE, *sqlite_due.REBUILD_RANGE)
     REBUILD_GAP = 0.12
     """Longer than one busy-handler poll: waiting writers get in (cli/chunks.py GAP)."""
+    LEASE = sqlite_readyindex.SQLITE_LEASE
 
     def _rows(self, op: str, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
         with self._lock:
@@ -109,8 +105,21 @@ class SQLiteStore(SQLiteClaims, SqlReads, SqlSideTables):
         return bool(rows and rows[0][0] == 2)
 
     def _make_queue_tables(self) -> None:
-        for ddl in queues.SQLITE_DDL:
-            self._conn.execute(ddl)
+        for stmt in ddl.queues(ddl.SQLITE):
+            self._conn.execute(stmt)
+
+    def _queue_page_sql(self, *, lock: bool, limit: int, queues: int) -> str:
+        return sqlite_due.queue_page_sql(
+            codec.SELECT_COLUMNS, self.LEASE, limit=limit, queues=queues
+        )
+
+    def ready_apart(self) -> int:
+        """How many pending candidates naming no needs have a key that is not
+        valid UTF-8 (the Go service's bytes): a GLOB in SQL finds the keys with
+        any byte outside printable ASCII (few), Python judges those."""
+        rows = self._rows("ready count", _READY_ODD_KEYS)
+        keys = (codec.read_text(row[0], "(ready)", "key") for row in rows)
+        return sum(not codec.is_utf8(key) for key in keys)
 
     # -- Store -------------------------------------------------------------------
 
@@ -168,8 +177,3 @@ class SQLiteStore(SQLiteClaims, SqlReads, SqlSideTables):
                         self._conn.execute(*codec.raw_binding(_HISTORY_INSERT, row))
             except DRIVER_ERRORS as exc:
                 raise self._error("history insert", exc) from None
-
-    # -- lifecycle ---------------------------------------------------------------
-
-    def __repr__(self) -> str:
-        return f"SQLiteStore({self._path!r})"

@@ -1,7 +1,7 @@
 """The SQLite store's connection: opening, errors, text recovery, transactions.
 
 `SQLiteConnection` is the base of `SQLiteStore` (sqlite.py) and of its method
-groups (sqlite_claim.py, reads.py, sidetables.py): it opens the
+groups (claims.py, reads.py, sidetables.py): it opens the
 file (autocommit, one connection guarded by a lock), sets the pragmas (WAL,
 `synchronous=FULL`, waiting out a concurrent first opener's switch to WAL),
 migrates the schema when it is incomplete (sqlite_schema.py), maps driver
@@ -23,16 +23,21 @@ from typing import Any
 from ledger_cli.engine import collector
 from ledger_cli.errors import StoreError, StoreUnavailableError
 from ledger_cli.stores.sql import codec, sqlite_schema
+from ledger_cli.stores.sql.dialect import SqlDialect
 
 DRIVER_ERRORS = (sqlite3.Error, UnicodeError, OverflowError)
 _UNDECODABLE = "could not decode to utf-8"
 
 
-class SQLiteConnection:
+class SQLiteConnection(SqlDialect):
     """The connection, error mapping and batches of an `SQLiteStore`."""
 
+    NAME = "sqlite"
+    _driver_errors = DRIVER_ERRORS
+    _conn: sqlite3.Connection
+
     def __init__(self, path: str | os.PathLike[str], *, busy_timeout: float = 5.0) -> None:
-        self._path = os.fspath(path)
+        self._path = self._where = os.fspath(path)
         self._busy_timeout = busy_timeout
         self._lock = threading.RLock()
         self._depth = 0
@@ -154,13 +159,6 @@ class SQLiteConnection:
             return StoreUnavailableError(f"ledger: sqlite {op} ({self._path}): {text}; {hint}")
         return StoreError(f"ledger: sqlite {op} ({self._path}): {text}; {hint}")
 
-    @contextlib.contextmanager
-    def _errors(self, op: str) -> Iterator[None]:
-        try:
-            yield
-        except DRIVER_ERRORS as exc:
-            raise self._error(op, exc) from None
-
     def _fetchall(self, op: str, sql: str, params: tuple[Any, ...]) -> list[Any]:
         try:
             return self._conn.execute(sql, params).fetchall()
@@ -213,10 +211,6 @@ class SQLiteConnection:
                 return None
             except DRIVER_ERRORS as again:
                 exc = again
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise StoreError(f"ledger: sqlite store {self._path} is closed")
 
     # -- transactions ------------------------------------------------------------
 

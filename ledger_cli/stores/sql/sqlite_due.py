@@ -17,7 +17,7 @@ that migrates; `ledger doctor` checks it and `--fix` rebuilds it.
 
 from __future__ import annotations
 
-from ledger_cli.stores.sql import due
+from ledger_cli.stores.sql import ddl, due
 from ledger_cli.stores.sql.sqlite_readyindex import _sqlite_sortkey
 
 OBJECTS = (
@@ -32,6 +32,7 @@ OBJECTS = (
 )
 
 _NB = _sqlite_sortkey("s.not_before")
+_ROWS = due.rows_sql("max", _NB)
 
 
 def _row_of(key: str, created: str) -> str:
@@ -43,9 +44,7 @@ def _row_of(key: str, created: str) -> str:
 
 
 DDL = (
-    "CREATE TABLE IF NOT EXISTS ledger_due (key TEXT PRIMARY KEY, rank INTEGER NOT NULL,"
-    " due TEXT NOT NULL) WITHOUT ROWID",
-    "CREATE INDEX IF NOT EXISTS ledger_due_order ON ledger_due (rank, due, key)",
+    *ddl.due(ddl.SQLITE),
     "CREATE TRIGGER IF NOT EXISTS ledger_due_ready_insert AFTER INSERT ON ledger_ready BEGIN"
     f" INSERT OR REPLACE INTO ledger_due (key, rank, due) {_row_of('NEW.key', 'NEW.created')};"
     " END",
@@ -60,39 +59,18 @@ DDL = (
         f"CREATE TRIGGER IF NOT EXISTS ledger_due_schedule_{event} AFTER {event.upper()}"
         f" ON ledger_schedule BEGIN"
         f" DELETE FROM ledger_due WHERE key = {row}.key;"
-        " INSERT OR REPLACE INTO ledger_due (key, rank, due)"
-        f"  SELECT r.key, -coalesce(s.priority, 0), max(r.created, coalesce({_NB}, ''))"
-        f"  FROM ledger_ready r LEFT JOIN ledger_schedule s ON s.key = r.key"
-        f"  WHERE r.key = {row}.key;"
+        f" INSERT OR REPLACE INTO ledger_due (key, rank, due) {_ROWS} WHERE r.key = {row}.key;"
         " END"
         for event, row in (("insert", "NEW"), ("update", "NEW"), ("delete", "OLD"))
     ),
 )
 
-REBUILD_RANGE = (
-    "DELETE FROM ledger_due WHERE {key}",
-    "INSERT INTO ledger_due (key, rank, due)"
-    f" SELECT r.key, -coalesce(s.priority, 0), max(r.created, coalesce({_NB}, ''))"
-    " FROM ledger_ready r LEFT JOIN ledger_schedule s ON s.key = r.key WHERE {r_key}",
-)
-"""The rebuild of one key range (`{key}`, `{r_key}`: its condition on `key`,
-`r.key`; stores/sql/rebuildranges.py)."""
-
+REBUILD_RANGE = due.rebuild_range(_ROWS)
 REBUILD = tuple(s.format(key="1", r_key="1") for s in REBUILD_RANGE)
+CHECKS = due.checks(_ROWS)
 
 
-CHECKS = (
-    (
-        "a candidate missing from ledger_due (or out of its place)",
-        "SELECT r.key FROM ledger_ready r LEFT JOIN ledger_schedule s ON s.key = r.key"
-        " WHERE NOT EXISTS (SELECT 1 FROM ledger_due d WHERE d.key = r.key"
-        f" AND d.rank = -coalesce(s.priority, 0) AND d.due = max(r.created, coalesce({_NB}, '')))",
-    ),
-    due.NOT_A_CANDIDATE,
-)
-
-
-def queue_page_sql(columns: str, lease: str, queues: int) -> str:
+def queue_page_sql(columns: str, lease: str, *, limit: int, queues: int) -> str:
     """`due.page_sql` for the tasks of `queues` named queues, none of them
     `default`, driven from `ledger_queue`'s (queue, key) index (CROSS JOIN
     keeps that order of the loops): it reads those queues' rows, however many
@@ -104,5 +82,5 @@ def queue_page_sql(columns: str, lease: str, queues: int) -> str:
         f"SELECT {cols}, d.due FROM ledger_queue q CROSS JOIN ledger_due d"
         " CROSS JOIN ledger_tasks t"
         f" WHERE q.queue IN ({marks}) AND d.key = q.key AND t.key = d.key"
-        f" AND {due.level_sql('?', lease)}"
+        f" AND {due.level_sql('?', lease, limit=limit)}"
     )

@@ -11,6 +11,7 @@ the index compares, and SQLITE_LEASE, a candidate's lease in that form.
 
 from __future__ import annotations
 
+from ledger_cli.stores.sql import ddl
 from ledger_cli.stores.sql.readyindex import LIVE, IndexSql, checks, rebuild_range
 
 
@@ -61,17 +62,7 @@ _SQ_PROMOTE = (
     f" WHERE n.need = NEW.key AND t.status IN {LIVE} AND NOT {_sqlite_unmet('t.key')}"
 )
 
-SQLITE_TABLES = (
-    # The keys `ledger prune` pruned (docs/design.md §6.4): a side table, so the mark
-    # survives whatever the Go service does to ledger_tasks.
-    "CREATE TABLE IF NOT EXISTS ledger_pruned (key TEXT PRIMARY KEY) WITHOUT ROWID",
-    "CREATE TABLE IF NOT EXISTS ledger_needs (key TEXT NOT NULL, need TEXT NOT NULL,"
-    " PRIMARY KEY (key, need)) WITHOUT ROWID",
-    "CREATE INDEX IF NOT EXISTS ledger_needs_need ON ledger_needs (need)",
-    "CREATE TABLE IF NOT EXISTS ledger_ready (key TEXT PRIMARY KEY, created TEXT NOT NULL)"
-    " WITHOUT ROWID",
-    "CREATE INDEX IF NOT EXISTS ledger_ready_order ON ledger_ready (created, key)",
-)
+SQLITE_TABLES = ddl.ready(ddl.SQLITE)
 
 SQLITE_TRIGGERS = (
     "CREATE TRIGGER IF NOT EXISTS ledger_ready_insert AFTER INSERT ON ledger_tasks BEGIN"

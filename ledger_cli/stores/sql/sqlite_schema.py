@@ -14,7 +14,7 @@ import contextlib
 import sqlite3
 
 from ledger_cli.errors import StoreError
-from ledger_cli.stores.sql import codec, pause, schedules, sqlite_due, sqlite_readyindex
+from ledger_cli.stores.sql import codec, ddl, pause, schedules, sqlite_due, sqlite_readyindex
 
 GO_DDL = """CREATE TABLE IF NOT EXISTS ledger_tasks (
     key TEXT PRIMARY KEY,
@@ -36,17 +36,9 @@ GO_DDL = """CREATE TABLE IF NOT EXISTS ledger_tasks (
 
 EXTRA_DDL = (
     "CREATE INDEX IF NOT EXISTS ledger_tasks_claimable ON ledger_tasks (status, created_at, key)",
-    "CREATE TABLE IF NOT EXISTS ledger_history ("
-    " id INTEGER PRIMARY KEY AUTOINCREMENT,"
-    " time TEXT NOT NULL,"
-    " actor TEXT NOT NULL,"
-    " event TEXT NOT NULL,"
-    " key TEXT NOT NULL,"
-    " fence INTEGER NOT NULL,"
-    " data TEXT NOT NULL)",
-    "CREATE INDEX IF NOT EXISTS ledger_history_key ON ledger_history (key, id)",
-    *pause.SQLITE_DDL,
-    *schedules.SQLITE_DDL,
+    *ddl.history(ddl.SQLITE),
+    *ddl.pause(ddl.SQLITE),
+    *ddl.schedule(ddl.SQLITE),
 )
 
 
@@ -54,37 +46,28 @@ def schema_complete(conn: sqlite3.Connection) -> bool:
     cols = {row[1] for row in conn.execute("PRAGMA table_info(ledger_tasks)")}
     if not set(codec.ALL_COLUMNS) <= cols:
         return False
-    names = {
-        row[0]
-        for row in conn.execute(
-            "SELECT name FROM sqlite_master WHERE name IN (?, ?, ?, ?, ?)",
-            (
-                codec.CLAIMABLE_INDEX,
-                codec.HISTORY_TABLE,
-                codec.HISTORY_INDEX,
-                pause.TABLE,
-                schedules.TABLE,
-            ),
-        )
-    }
-    return len(names) == 5 and _ready_installed(conn)
+    return _installed(conn, (*_OURS, *_INDEX))
 
 
-def _ready_installed(conn: sqlite3.Connection) -> bool:
-    names = (*sqlite_readyindex.SQLITE_OBJECTS, *sqlite_due.OBJECTS)
+_OURS = (
+    codec.CLAIMABLE_INDEX,
+    codec.HISTORY_TABLE,
+    codec.HISTORY_INDEX,
+    pause.TABLE,
+    schedules.TABLE,
+)
+"""Our index beside the Go table and our tables (EXTRA_DDL)."""
+_INDEX = (*sqlite_readyindex.SQLITE_OBJECTS, *sqlite_due.OBJECTS)
+"""The ready index's and the Ready order's tables, indexes and triggers."""
+
+
+def _installed(conn: sqlite3.Connection, names: tuple[str, ...]) -> bool:
+    """Every one of `names` (tables, indexes, triggers) is in the schema."""
     marks = ", ".join("?" for _ in names)
     found = conn.execute(
         f"SELECT count(*) FROM sqlite_master WHERE name IN ({marks})", names
     ).fetchone()[0]
     return bool(found == len(names))
-
-
-def _due_installed(conn: sqlite3.Connection) -> bool:
-    marks = ", ".join("?" for _ in sqlite_due.OBJECTS)
-    found = conn.execute(
-        f"SELECT count(*) FROM sqlite_master WHERE name IN ({marks})", sqlite_due.OBJECTS
-    ).fetchone()[0]
-    return bool(found == len(sqlite_due.OBJECTS))
 
 
 def migrate(conn: sqlite3.Connection, path: str) -> None:
@@ -107,19 +90,19 @@ def migrate(conn: sqlite3.Connection, path: str) -> None:
                 f"ledger: sqlite store {path}: table ledger_tasks lacks column(s) "
                 f"{', '.join(missing)}; this is not a ledger database"
             )
-        for ddl in EXTRA_DDL:
-            conn.execute(ddl)
-        if not _ready_installed(conn):  # the ready index (docs/design.md §6.1), built once
+        for stmt in EXTRA_DDL:
+            conn.execute(stmt)
+        if not _installed(conn, _INDEX):  # the ready index (docs/design.md §6.1), built once
             # The order of docs/design.md §8.2 (ledger_due) first, so that it follows
             # every ledger_ready row the rebuild writes; a ledger_ready of an
             # older release is rebuilt by the first opener that migrates.
-            due_missing = not _due_installed(conn)
-            for ddl in sqlite_due.DDL[:2]:
-                conn.execute(ddl)
-            for ddl in (*sqlite_readyindex.SQLITE_TABLES, *sqlite_readyindex.SQLITE_TRIGGERS):
-                conn.execute(ddl)
-            for ddl in sqlite_due.DDL[2:]:
-                conn.execute(ddl)
+            due_missing = not _installed(conn, sqlite_due.OBJECTS)
+            for stmt in sqlite_due.DDL[:2]:
+                conn.execute(stmt)
+            for stmt in (*sqlite_readyindex.SQLITE_TABLES, *sqlite_readyindex.SQLITE_TRIGGERS):
+                conn.execute(stmt)
+            for stmt in sqlite_due.DDL[2:]:
+                conn.execute(stmt)
             for sql in sqlite_readyindex.SQLITE_REBUILD:
                 conn.execute(sql)
             if due_missing:

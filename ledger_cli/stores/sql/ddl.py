@@ -1,0 +1,123 @@
+"""Our side tables' DDL, written once over each dialect's column types
+(docs/design.md §3.3, §3.4).
+
+The side tables (history, pause, schedules, queues and limits, the ready
+index and the Ready order) are the same tables on both databases; only the
+types differ, so each is written here once over a `Types` (what the tables
+hold: pause.py, schedules.py, queues.py, readyindex.py, due.py; the triggers
+keeping the derived ones stay per dialect: *_readyindex.py, *_due.py). A key is
+PostgreSQL `text COLLATE "C"`, so its order is UTF-8 byte order as on SQLite;
+a keyed SQLite table is WITHOUT ROWID (the key is its only index); an
+unsigned 64-bit number is an SQLite INTEGER (signed, as the Go store's) and a
+checked `numeric(20,0)` on PostgreSQL (`bigint` stops at 2^63-1).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class Types(NamedTuple):
+    key: str
+    """A key (or queue name) column."""
+    text: str
+    int: str
+    rowid: str
+    """What ends a keyed table's definition."""
+    serial: str
+    """The history's id: a primary key the database numbers in order."""
+    uint: str
+    """A required unsigned 64-bit number (`{col}`: the column's name, for a check)."""
+
+
+SQLITE = Types(
+    key="TEXT",
+    text="TEXT",
+    int="INTEGER",
+    rowid=" WITHOUT ROWID",
+    serial="INTEGER PRIMARY KEY AUTOINCREMENT",
+    uint="INTEGER NOT NULL",
+)
+PG = Types(
+    key='text COLLATE "C"',
+    text="text",
+    int="integer",
+    rowid="",
+    serial="bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
+    uint="numeric(20,0) NOT NULL CHECK ({col} BETWEEN 0 AND 18446744073709551615)",
+)
+
+
+def history(t: Types) -> tuple[str, ...]:
+    """`ledger_history`, one row per write (`ledger log`), and its index by key."""
+    return (
+        "CREATE TABLE IF NOT EXISTS ledger_history ("
+        f" id {t.serial},"
+        f" time {t.text} NOT NULL,"
+        f" actor {t.text} NOT NULL,"
+        f" event {t.text} NOT NULL,"
+        f" key {t.key} NOT NULL,"
+        f" fence {t.uint.format(col='fence')},"
+        f" data {t.text} NOT NULL)",
+        "CREATE INDEX IF NOT EXISTS ledger_history_key ON ledger_history (key, id)",
+    )
+
+
+def pause(t: Types) -> tuple[str, ...]:
+    """`ledger_pause` and its one row (docs/design.md §8.3; pause.py)."""
+    return (
+        "CREATE TABLE IF NOT EXISTS ledger_pause ("
+        f" id {t.int} PRIMARY KEY CHECK (id = 1),"
+        f" paused {t.int} NOT NULL DEFAULT 0,"
+        f" since {t.text} NOT NULL DEFAULT '',"
+        f" actor {t.text} NOT NULL DEFAULT '',"
+        f" reason {t.text} NOT NULL DEFAULT '')",
+        "INSERT INTO ledger_pause (id) VALUES (1) ON CONFLICT DO NOTHING",
+    )
+
+
+def schedule(t: Types) -> tuple[str, ...]:
+    """`ledger_schedule` (docs/design.md §8.1; schedules.py)."""
+    return (
+        f"CREATE TABLE IF NOT EXISTS ledger_schedule (key {t.key} PRIMARY KEY,"
+        f" not_before {t.text} NOT NULL DEFAULT '', priority {t.int} NOT NULL DEFAULT 0){t.rowid}",
+    )
+
+
+def queues(t: Types) -> tuple[str, ...]:
+    """`ledger_queue` and `ledger_limit` (issue 32; queues.py). PostgreSQL
+    makes them with the rest of its schema (postgres_schema.py, under its
+    set-up lock): a `CREATE TABLE IF NOT EXISTS` in two concurrent
+    transactions can fail in one of them."""
+    return (
+        f"CREATE TABLE IF NOT EXISTS ledger_queue (key {t.key} PRIMARY KEY,"
+        f" queue {t.key} NOT NULL){t.rowid}",
+        "CREATE INDEX IF NOT EXISTS ledger_queue_by_queue ON ledger_queue (queue, key)",
+        f"CREATE TABLE IF NOT EXISTS ledger_limit (queue {t.key} PRIMARY KEY,"
+        f" n {t.int} NOT NULL CHECK (n >= 1)){t.rowid}",
+    )
+
+
+def ready(t: Types) -> tuple[str, ...]:
+    """The ready index's tables (docs/design.md §6.1; readyindex.py) and the
+    pruned marks."""
+    return (
+        # The keys `ledger prune` pruned (docs/design.md §6.4): a side table, so the mark
+        # survives whatever the Go service does to ledger_tasks.
+        f"CREATE TABLE IF NOT EXISTS ledger_pruned (key {t.key} PRIMARY KEY){t.rowid}",
+        f"CREATE TABLE IF NOT EXISTS ledger_needs (key {t.key} NOT NULL, need {t.key} NOT NULL,"
+        f" PRIMARY KEY (key, need)){t.rowid}",
+        "CREATE INDEX IF NOT EXISTS ledger_needs_need ON ledger_needs (need)",
+        f"CREATE TABLE IF NOT EXISTS ledger_ready (key {t.key} PRIMARY KEY,"
+        f" created {t.key} NOT NULL){t.rowid}",
+        "CREATE INDEX IF NOT EXISTS ledger_ready_order ON ledger_ready (created, key)",
+    )
+
+
+def due(t: Types) -> tuple[str, ...]:
+    """`ledger_due`, the Ready order (docs/design.md §8.2; due.py), and its index."""
+    return (
+        f"CREATE TABLE IF NOT EXISTS ledger_due (key {t.key} PRIMARY KEY, rank {t.int} NOT NULL,"
+        f" due {t.key} NOT NULL){t.rowid}",
+        "CREATE INDEX IF NOT EXISTS ledger_due_order ON ledger_due (rank, due, key)",
+    )
