@@ -10,6 +10,8 @@ import shutil
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
+
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.ledger import Ledger
 from ledger_cli.stores.jsonfile import JsonFileStore, depsindex, key_digest, readyindex
@@ -171,4 +173,36 @@ def test_doctor_fix_repairs_deps_then_ready(tmp_path: Path) -> None:
     assert fixed.stdout.index("dependents index") < fixed.stdout.index("ready index")
     _finish(ledger, "a")
     assert _candidates(store) == ["b"]
+    _agrees(store)
+
+
+def test_a_fan_in_check_reads_the_needs_after_the_one_completed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Completing a fan-in's needs in the order it names them: each completion
+    reads the next need, found not completed, not every need completed before
+    it; the last one makes the fan-in a candidate."""
+    store = JsonFileStore(tmp_path / "s")
+    ledger = Ledger(store)
+    needs = [f"n{i:02d}" for i in range(20)]
+    for key in needs:
+        ledger.admit("t", key, 1, None, T0)
+    ledger.admit("t", "sink", 1, None, T0, *needs)
+    for key in needs[:10]:
+        _finish(ledger, key)
+    reads: list[str] = []
+    real = store._read_digest
+
+    def counted(root_fd: int, digest: str) -> object:
+        reads.append(digest)
+        return real(root_fd, digest)
+
+    monkeypatch.setattr(store, "_read_digest", counted)
+    _finish(ledger, needs[10])
+    assert reads.count(key_digest(needs[11])) == 1
+    assert not {key_digest(k) for k in needs[:10]} & set(reads)
+    monkeypatch.undo()
+    for key in needs[11:]:
+        _finish(ledger, key)
+    assert "sink" in _candidates(store)
     _agrees(store)

@@ -314,7 +314,7 @@ class _ReadyWork:
                     if (
                         dep is not None
                         and key in (dep.needs or ())
-                        and readyindex.is_candidate(dep, self.load)
+                        and readyindex.is_candidate(dep, self.load, key)
                         and (entry := readyindex.entry_of(dep, self.sched(dep.key))) is not None
                     ):
                         out.add(entry)
