@@ -6,11 +6,13 @@ unbounded trace on this store is in tests/storage/test_store_conformance.py.)"""
 
 from __future__ import annotations
 
+import json
 import sys
 import threading
 import time
 from collections.abc import Iterator
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -450,3 +452,36 @@ def test_reopen_keeps_everything(conninfo: str) -> None:
         before = list(store.range())
     with PostgresStore(conninfo) as store:
         assert list(store.range()) == before
+
+
+# -- planner statistics ---------------------------------------------------------------
+
+
+def test_a_large_admission_leaves_the_planner_statistics_current(tmp_path: Path) -> None:
+    """After `admit --batch` of ANALYZE_AFTER tasks or more into a fresh schema
+    the tables are analyzed (a fan-in's readiness check is planned from real
+    sizes, not from an empty table's); a small one leaves it to autovacuum."""
+    from ledger_cli.stores.sql.postgres_conn import ANALYZE_AFTER
+    from tests.cli_support import run_ledger
+    from tests.stores import KINDS
+
+    def admit(url: str, lines: list[dict[str, object]]) -> None:
+        batch = "".join(json.dumps(line) + "\n" for line in lines).encode()
+        res = run_ledger(url, "admit", "--batch", "-", input=batch)
+        assert res.returncode == 0, res.stderr
+
+    def analyzed(url: str) -> set[str]:
+        # pg_class's estimate, written by ANALYZE itself: -1 until a table is analyzed.
+        rows = raw(
+            url,
+            "SELECT relname FROM pg_class WHERE relnamespace = current_schema()::regnamespace"
+            " AND relkind = 'r' AND reltuples >= 0",
+        )
+        return {name for (name,) in rows}
+
+    with KINDS["postgresql"].place(tmp_path) as url:
+        admit(url, [{"key": f"s{i}"} for i in range(3)])
+        assert analyzed(url) == set()
+        keys = [f"k{i}" for i in range(ANALYZE_AFTER)]
+        admit(url, [*({"key": k} for k in keys), {"key": "fan-in", "needs": keys}])
+        assert {"ledger_tasks", "ledger_needs"} <= analyzed(url)

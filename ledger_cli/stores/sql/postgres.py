@@ -166,13 +166,18 @@ class PostgresStore(PostgresClaims, SqlReads, SqlSideTables):
         with self._lock:
             self._check_open()
             if not self._depth:  # a statement of its own: run again if rolled back
-                return rerun(lambda: self._swap(sql, params, op) is not None)
+                done = rerun(lambda: self._swap(sql, params, op) is not None)
+                if done and old is None:
+                    self._inserts += 1
+                    self.refresh_stats()
+                return done
             self._preloaded.pop(key, None)
             row = self._swap(sql, params, op)
             if row is None:
                 self._held.pop(key, None)
             else:
                 self._held[key] = codec.row_to_state(row)
+                self._inserts += old is None
             return row is not None
 
     def _swap(self, sql: str, params: Sequence[object], op: str) -> Any:

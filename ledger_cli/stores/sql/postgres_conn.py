@@ -38,6 +38,9 @@ _CLOSE_WAIT = 1.0
 
 _INSTALL_HINT = "pip install 'ledger_cli[postgres]'"
 
+ANALYZE_AFTER = 200
+"""Records a connection inserts before its first ANALYZE (`refresh_stats`)."""
+
 
 def _psycopg() -> Any:
     try:
@@ -118,6 +121,10 @@ class PostgresConnection(SqlDialect):
         key in this batch, which takes them (once): that load then costs no
         round trip and returns what it would have read at that point of the
         transaction. Dropped with `_held`, and by a write of the key."""
+        self._inserts = 0
+        """Records this connection has inserted (`refresh_stats`)."""
+        self._analyzed_at = 0
+        """`_inserts` when this connection last ran ANALYZE."""
         kwargs: dict[str, Any] = {}
         try:
             params = pg.conninfo.conninfo_to_dict(url)
@@ -258,6 +265,8 @@ class PostgresConnection(SqlDialect):
                 with self._errors("commit"), tx:
                     yield
                 done = True
+                if outermost:
+                    self.refresh_stats()
             finally:
                 if outermost:
                     collector.resume()
@@ -269,6 +278,21 @@ class PostgresConnection(SqlDialect):
                     self._claim_start = None
                     self._claim_limits = None
                     self._preloaded.clear()
+
+    def refresh_stats(self) -> None:
+        """ANALYZE the tasks and their needs once this connection has inserted
+        ANALYZE_AFTER records, then each time it has doubled them. The planner
+        judges a fresh schema by its empty-table statistics until autovacuum
+        (a minute apart) catches up: after one large `admit --batch`, the
+        trigger's check of a fan-in's unmet needs was planned as a nested loop
+        over every task, once per completed need. Best effort: a failure here
+        is left to autovacuum, the write having committed."""
+        since = self._inserts - self._analyzed_at
+        if since < max(ANALYZE_AFTER, self._analyzed_at):
+            return
+        self._analyzed_at = self._inserts
+        with contextlib.suppress(self._psycopg.Error):
+            self._conn.execute("ANALYZE ledger_tasks, ledger_needs")
 
     @contextlib.contextmanager
     def snapshot(self) -> Iterator[None]:
