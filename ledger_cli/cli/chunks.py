@@ -15,8 +15,10 @@ cost per item and a fixed cost, which size the next block to the target,
 growing at most twofold per block; a block's work stops at the target in
 any case. Where the fixed part alone exceeds the target (a slow sync on a
 busy disk), the blocks add at most half the target to it. Between blocks the
-lock stays free for `GAP` seconds, so writers that poll for it (SQLite's busy handler)
-get in. It works above the store, the same for JSON, SQLite and PostgreSQL.
+lock stays free long enough for writers that poll for it (SQLite's busy
+handler) to get in: up to `GAP` seconds, less after a short block, whose
+waiters are still polling often (`gap_after`). It works above the store, the
+same for JSON, SQLite and PostgreSQL.
 
 What a caller gives up: the run is no longer all-or-nothing. Each block is
 atomic; a crash or a refusal leaves the blocks committed before it. Admission
@@ -55,6 +57,15 @@ tries (the Go driver's too), so a writer that re-takes the lock at once
 starves them: measured, a waiting writer missed every gap and waited 4.9 s.
 A pause longer than one poll lets every waiting writer in (~20% more time)."""
 
+BUSY_SLEEPS = (0.001, 0.002, 0.005, 0.010, 0.015, 0.020, 0.025, 0.025, 0.025, 0.050, 0.050, 0.100)
+"""The sleeps of SQLite's busy handler between a waiting writer's tries, in
+order, then `0.1` each (sqlite3_busy_timeout installs it: Python's driver and
+the Go service's alike)."""
+
+MIN_GAP = 0.01
+"""The shortest pause after a block, against the scheduler's delay in waking
+a waiter whose sleep has ended."""
+
 FAIR_GAP = 0.005
 """The gap on a store whose waiting writers queue in arrival order (the JSON
 store's lock): a writer that re-takes the lock goes behind them anyway, so
@@ -64,6 +75,21 @@ the pause only has to let a poller outside the queue in."""
 def gap_for(store: object) -> float:
     """The pause between blocks that lets `store`'s waiting writers in."""
     return FAIR_GAP if getattr(store, "fair_lock", False) is True else GAP
+
+
+def gap_after(hold: float, gap: float) -> float:
+    """The pause after a block that held the lock `hold` seconds, at most `gap`.
+    A writer that began waiting during the block has waited at most `hold`:
+    it is asleep for at most the busy handler's sleep that began last by then,
+    so twice that lets it in. A run's first blocks are short (they grow from
+    FIRST_ITEMS): a full GAP after each made a small batch mostly pauses."""
+    waited, last = 0.0, BUSY_SLEEPS[-1]
+    for pause in BUSY_SLEEPS:
+        if waited > hold:
+            break
+        last = pause
+        waited += pause
+    return min(gap, max(MIN_GAP, 2 * last))
 
 
 class Holds:
@@ -115,7 +141,7 @@ def chunked(
         cost.add(n, hold)
         cap = cost.next_size(n, target)
         if gap > 0 and pending.has_more():
-            sleep(gap)  # let writers waiting for the lock in
+            sleep(gap_after(hold, gap))  # let writers waiting for the lock in
     return holds
 
 

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from ledger_cli.cli.chunks import MIN_ITEMS, TARGET_HOLD, chunked
+from ledger_cli.cli.chunks import BUSY_SLEEPS, GAP, MIN_ITEMS, TARGET_HOLD, chunked
 
 
 class FakeStore:
@@ -96,3 +96,30 @@ def test_nothing_to_do_opens_no_block() -> None:
     store = FakeStore(0.0, 0.0, 0.0)
     assert chunked([], store.block, store.work, clock=store.clock).blocks == 0
     assert store.committed == []
+
+
+def _asleep_at(waited: float) -> float:
+    """The busy-handler sleep a SQLite writer is in after waiting `waited` s."""
+    start = 0.0
+    for pause in BUSY_SLEEPS:
+        if start + pause > waited:
+            return pause
+        start += pause
+    return BUSY_SLEEPS[-1]
+
+
+def test_each_pause_outlasts_the_sleep_of_a_writer_that_waited_out_the_block() -> None:
+    """A short block is followed by a short pause, yet longer than the sleep of
+    any writer that began waiting during it; long blocks get the full GAP."""
+    store = FakeStore(20e-6, 0.001, 0.0)
+    chunked(range(20_000), store.block, store.work, clock=store.clock, sleep=store.sleep)
+    pauses = list(zip(store.holds, store.sleeps, strict=False))
+    assert pauses[0][1] < GAP  # the first blocks are short, and so are their pauses
+    for hold, pause in pauses:
+        assert pause > _asleep_at(hold), (hold, pause)
+        assert pause == GAP or hold < sum(BUSY_SLEEPS)
+    long_hold = FakeStore(0.01, 0.0, 0.0)
+    chunked(
+        range(200), long_hold.block, long_hold.work, clock=long_hold.clock, sleep=long_hold.sleep
+    )
+    assert set(long_hold.sleeps) == {GAP}
