@@ -8,6 +8,7 @@ where a test needs a lease to be stale.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -174,6 +175,20 @@ while True:
 """
 
 
+def _kill_started(marker: Path) -> None:
+    """Kill the command that wrote its pid into `marker`: `ledger run` starts
+    it in a process group of its own, which killing the worker's group leaves
+    running."""
+    if not marker.exists():
+        return
+    deadline = time.monotonic() + HANG
+    while not (pid := marker.read_text()):  # created, its pid not yet written
+        assert time.monotonic() < deadline, "the command never wrote its pid"
+        time.sleep(0.01)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(int(pid), signal.SIGKILL)
+
+
 def _max_overlap(intervals: list[tuple[int, int]]) -> int:
     events = sorted([(s, 1) for s, _ in intervals] + [(e, -1) for _, e in intervals])
     live = peak = 0
@@ -245,6 +260,7 @@ def test_five_drain_workers_never_hold_more_than_the_limit(url: str, tmp_path: P
     finally:
         os.killpg(dead.pid, signal.SIGKILL)
         dead.wait()
+        _kill_started(work / "hung.started")
     until = Instant.parse(json.loads(ok(url, "--json", "state", "hung"))["LeaseUntil"])
     before = str(Instant.from_unix_ns(until.unix_ns - 1_000_000))
     held = claim_next(url, "--queue", "q", now=before)
