@@ -123,8 +123,14 @@ class Chunks:
     def chunk(self, pos: int) -> list[Entry]:
         """The entries chunk `pos` holds within its range, sorted."""
         data, _ = self._lines(pos)
-        # Per write this is the index's cost, CHUNK_MAX lines at most: kept lean.
-        entries = [self._entry(pos, line) for line in data.decode("ascii").split("\n")[:-1]]
+        entries: list[Entry] = []
+        append = entries.append
+        # An insert's cost, CHUNK_MAX lines at most: kept lean (no call a line).
+        for line in data.decode("ascii").split("\n")[:-1]:
+            ns, sep, hexkey = line.partition(" ")
+            if not sep or not ns or not hexkey or " " in hexkey or len(hexkey) % 2:
+                raise self._damaged(self._path(f"c{self.ids[pos]}"), "corrupt")
+            append((int(ns), hexkey))
         entries.sort()  # written sorted and unique (replaced whole): linear
         low = self.bounds[pos] if pos > 0 else None
         high = self.bounds[pos + 1] if pos + 1 < len(self.ids) else None
