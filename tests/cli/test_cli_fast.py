@@ -285,12 +285,14 @@ print(repr(evals))
 """
 
 
-def test_hot_commands_compile_no_annotation(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", ["json", "sqlite"])
+def test_hot_commands_compile_no_annotation(tmp_path: Path, kind: str) -> None:
     """A NamedTuple with string annotations compiles each (a `ForwardRef`),
     and a process's first `compile()` is slow: the hot path's NamedTuples have
-    evaluated annotations (CONTRIBUTING, "Start-up")."""
+    evaluated annotations (CONTRIBUTING, "Start-up"), on either local store."""
+    store = str(tmp_path / "store") if kind == "json" else f"sqlite:///{tmp_path}/store.db"
     res = subprocess.run(
-        [sys.executable, "-c", COMPILE_PROBE, repr(HOT), str(tmp_path / "store")],
+        [sys.executable, "-c", COMPILE_PROBE, repr(HOT), store],
         capture_output=True,
         text=True,
         env=subprocess_env(),

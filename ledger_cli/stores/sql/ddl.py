@@ -14,20 +14,28 @@ checked `numeric(20,0)` on PostgreSQL (`bigint` stops at 2^63-1).
 
 from __future__ import annotations
 
-from typing import NamedTuple
 
+class Types:  # a plain class: creating a NamedTuple is slow (CONTRIBUTING, "Start-up")
+    """A dialect's column types.
 
-class Types(NamedTuple):
-    key: str
-    """A key (or queue name) column."""
-    text: str
-    int: str
-    rowid: str
-    """What ends a keyed table's definition."""
-    serial: str
-    """The history's id: a primary key the database numbers in order."""
-    uint: str
-    """A required unsigned 64-bit number (`{col}`: the column's name, for a check)."""
+    - key: a key (or queue name) column;
+    - text, int: plain columns;
+    - rowid: what ends a keyed table's definition;
+    - serial: the history's id, a primary key the database numbers in order;
+    - uint: a required unsigned 64-bit number (`{col}`: the column's name, for a check).
+    """
+
+    __slots__ = ("int", "key", "rowid", "serial", "text", "uint")
+
+    def __init__(
+        self, *, key: str, text: str, int: str, rowid: str, serial: str, uint: str
+    ) -> None:
+        self.key = key
+        self.text = text
+        self.int = int
+        self.rowid = rowid
+        self.serial = serial
+        self.uint = uint
 
 
 SQLITE = Types(

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, NamedTuple
+from typing import Any
 
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
@@ -46,19 +46,24 @@ NOT_FREE = f"(t.status <> 'pending' OR {_NAMES_NEEDS})"
 """Every other candidate: claimed, or naming needs (the Ready rule judges it)."""
 
 
-class IndexSql(NamedTuple):
-    """A dialect's SQL over a task row `t` for the rebuild and the checks."""
+class IndexSql:  # a plain class: creating a NamedTuple is slow (CONTRIBUTING, "Start-up")
+    """A dialect's SQL over a task row `t` for the rebuild and the checks.
 
-    needs: str
-    """A set-returning FROM item, aliased `j`, over the needs JSON of `t.needs`."""
-    text: str
-    """A condition (ending in AND) keeping the string elements of `j`, or ''."""
-    value: str
-    """A need of `j`."""
-    unmet: str
-    """True when a need of `t.key` is not completed."""
-    sortkey: str
-    """`t.created_at` as sortable UTC text."""
+    - needs: a set-returning FROM item, aliased `j`, over the needs JSON of `t.needs`;
+    - text: a condition (ending in AND) keeping the string elements of `j`, or '';
+    - value: a need of `j`;
+    - unmet: true when a need of `t.key` is not completed;
+    - sortkey: `t.created_at` as sortable UTC text.
+    """
+
+    __slots__ = ("needs", "sortkey", "text", "unmet", "value")
+
+    def __init__(self, *, needs: str, text: str, value: str, unmet: str, sortkey: str) -> None:
+        self.needs = needs
+        self.text = text
+        self.value = value
+        self.unmet = unmet
+        self.sortkey = sortkey
 
 
 def rebuild_range(d: IndexSql) -> tuple[str, ...]:
