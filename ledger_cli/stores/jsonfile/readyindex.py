@@ -113,7 +113,7 @@ def is_candidate(rec: TaskState, load: Load, completed: str | None = None) -> bo
     completed so far (quadratic over a fan-in otherwise)."""
     if rec.status not in LIVE_STATUSES:
         return False
-    needs: list[str] = list(rec.needs or ())
+    needs = rec.needs or ()
     if completed is not None and completed in needs:
         at = needs.index(completed) + 1
         needs = needs[at:] + needs[:at]
