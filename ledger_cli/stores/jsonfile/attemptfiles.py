@@ -111,14 +111,15 @@ def newest(found: list[int]) -> list[int]:
 
 
 def write_temp(dir_fd: int, name: str, data: bytes, where: str, *, sync: bool = True) -> str:
-    tmp = f".{name}.{os.urandom(6).hex()}{fsutil.TEMP_SUFFIX}"
+    tmp = fsutil.temp_name(name)
     try:
         fd = os.open(tmp, _CREATE, fsutil.FILE_MODE, dir_fd=dir_fd)
     except OSError as exc:
         raise fail(where, "cannot create a temporary file", exc) from None
     try:
         try:
-            os.fchmod(fd, fsutil.FILE_MODE)
+            if fsutil.needs_fchmod():  # O_CREAT's mode went through the umask
+                os.fchmod(fd, fsutil.FILE_MODE)
             fsutil.write_all(fd, data)
             if sync:
                 os.fsync(fd)

@@ -83,6 +83,8 @@ class CommitMethods(RecordReader):
 
     def _on_file(self, root_fd: int, batch: PendingBatch, digest: str) -> TaskState | None:
         """The record file of `digest` as on disk before `batch` (not pruned/)."""
+        if digest in batch.files:
+            return batch.files[digest]
         if digest in batch.cache and batch.cache[digest] is None:
             return None
         return self._read_digest(root_fd, digest)

@@ -107,7 +107,8 @@ def open_subdir(
     except OSError as exc:
         raise _refusal(shown, exc) from None
     try:
-        os.fchmod(fd, DIR_MODE)
+        if needs_fchmod():  # mkdir's mode went through the umask
+            os.fchmod(fd, DIR_MODE)
         if sync:
             os.fsync(parent_fd)
     except OSError as exc:
@@ -171,14 +172,21 @@ def append_lines(fd: int, lines: Iterable[str], shown: str, *, sync: bool) -> No
 
 def read_file(dir_fd: int, name: str, shown: str) -> bytes | None:
     """The whole content of regular file `name`, or None when it does not exist."""
-    fd = open_regular(dir_fd, name, READ_FLAGS, shown)
-    if fd is None:
-        return None
     try:
-        size = os.fstat(fd).st_size
-        chunks: list[bytes] = []
-        while True:
-            chunk = os.read(fd, max(size + 1, 4096))
+        fd = os.open(name, READ_FLAGS, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise open_failed(shown, exc) from None
+    size = require_regular(fd, shown).st_size  # closes fd when it refuses
+    try:
+        # A read of a regular file returns less than asked only at its end,
+        # so one read of a byte more than its size reads it whole.
+        want = max(size + 1, 4096)
+        chunk = os.read(fd, want)
+        chunks = [chunk]
+        while len(chunk) == want:  # it grew since the fstat
+            chunk = os.read(fd, want)
             if not chunk:
                 break
             chunks.append(chunk)
@@ -205,28 +213,39 @@ def temp_name(name: str) -> str:
     process image, and a counter (cheaper than fresh randomness per file)."""
     global _temp_counter
     _temp_counter += 1
-    return f".{name}.{os.getpid()}.{_TEMP_TOKEN}{_temp_counter:x}{TEMP_SUFFIX}"
+    return f".{name}.{_pid}.{_TEMP_TOKEN}{_temp_counter:x}{TEMP_SUFFIX}"
 
 
-_umask_allows_owner_rw: bool | None = None
+def _forked() -> None:
+    global _pid
+    _pid = os.getpid()
 
 
-def _needs_fchmod() -> bool:
-    """False when the process umask provably leaves mode 0600 intact (Linux: read
-    from /proc/self/status, which does not race like os.umask(os.umask(0)))."""
-    global _umask_allows_owner_rw
-    if _umask_allows_owner_rw is None:
+_pid = os.getpid()
+"""This process's id, kept current across fork(2) (getpid is a system call)."""
+os.register_at_fork(after_in_child=_forked)
+
+
+_umask_keeps_owner: bool | None = None
+
+
+def needs_fchmod() -> bool:
+    """False when the process umask provably leaves modes 0600 and 0700 intact
+    (Linux: read from /proc/self/status, which does not race like
+    os.umask(os.umask(0)))."""
+    global _umask_keeps_owner
+    if _umask_keeps_owner is None:
         allowed = False
         try:
             with open("/proc/self/status", "rb") as fh:  # bytes: no codec to import
                 for line in fh:
                     if line.startswith(b"Umask:"):
-                        allowed = int(line.split()[1], 8) & 0o600 == 0
+                        allowed = int(line.split()[1], 8) & 0o700 == 0
                         break
         except (OSError, ValueError, IndexError):
             allowed = False
-        _umask_allows_owner_rw = allowed
-    return not _umask_allows_owner_rw
+        _umask_keeps_owner = allowed
+    return not _umask_keeps_owner
 
 
 def replace_file(
@@ -249,7 +268,7 @@ def replace_file(
         raise fail(shown, "cannot create a temporary file", exc) from None
     try:
         try:
-            if _needs_fchmod():  # O_CREAT's mode went through the umask
+            if needs_fchmod():  # O_CREAT's mode went through the umask
                 os.fchmod(fd, FILE_MODE)
             write_all(fd, data)
             if sync:

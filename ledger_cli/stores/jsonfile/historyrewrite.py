@@ -167,7 +167,7 @@ def _unnamed_file(root_fd: int) -> int | None:
     except OSError:  # not on this file system
         return None
     try:
-        if fsutil._needs_fchmod():  # O_TMPFILE's mode went through the umask
+        if fsutil.needs_fchmod():  # O_TMPFILE's mode went through the umask
             os.fchmod(fd, fsutil.FILE_MODE)
     except BaseException:
         os.close(fd)

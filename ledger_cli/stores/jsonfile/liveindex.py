@@ -39,7 +39,8 @@ def mark_live(root: str, lfd: int, digest: str) -> bool:
     except OSError as exc:
         raise fail(shown(root, LIVE_DIR, digest), "cannot create", exc) from None
     try:
-        os.fchmod(fd, fsutil.FILE_MODE)
+        if fsutil.needs_fchmod():  # O_CREAT's mode went through the umask
+            os.fchmod(fd, fsutil.FILE_MODE)
     finally:
         os.close(fd)
     return True

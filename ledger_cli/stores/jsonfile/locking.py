@@ -25,6 +25,9 @@ from ledger_cli.stores.jsonfile.fsutil import fail
 from ledger_cli.stores.jsonfile.spares import Spares
 
 DEFAULT_LOCK_TIMEOUT = 60.0
+SWEEP_EVERY = 64
+"""A lock holder sweeps the root's leftover temporary files on its first hold
+and on every 64th after it."""
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -69,6 +72,7 @@ class PendingBatch:
     __slots__ = (
         "attempts",
         "cache",
+        "files",
         "history",
         "marks",
         "moved",
@@ -89,6 +93,9 @@ class PendingBatch:
         self.marks: list[tuple[int, int, int]] = []
         self.cache: dict[str, TaskState | None] = {}
         """Records read while the batch holds the lock: nobody else can change them."""
+        self.files: dict[str, TaskState | None] = {}
+        """What the record files read into `cache` held (None: no file; the
+        record came from pruned/ or does not exist)."""
         self.moved: set[str] | None = None
         """At commit, the records whose tally membership the batch changes
         (tally.noted_moves: only their shard lines are rewritten); None: all."""
@@ -137,6 +144,7 @@ class LockedDirectory:
         self._batch: PendingBatch | None = None
         self._spares = Spares()
         self._meta_seen = False
+        self._holds = 0
         self._checksummed = True  # set from the metadata before any record is read
         self._closed = False
 
@@ -244,8 +252,12 @@ class LockedDirectory:
         self._owner = threading.get_ident()
         try:
             # Every temporary file is made in the root directory while the lock is
-            # held: any found now was left by a crash (cheap: the root holds ~8 names).
-            layout.sweep_root(self._root, root_fd)
+            # held: any found now was left by a crash. They only take space, so
+            # a process that holds the lock again and again (a drain worker)
+            # looks once every SWEEP_EVERY holds.
+            if self._holds % SWEEP_EVERY == 0:
+                layout.sweep_root(self._root, root_fd)
+            self._holds += 1
             meta = self._read_meta(root_fd)
             if meta is None:
                 meta = layout.initialize(self._root, root_fd)
@@ -278,6 +290,19 @@ class LockedDirectory:
         doctor's repairs, attempt upkeep): make the log's writes durable and
         empty it, so no frame replayed later undoes that write (wal.py)."""
         wal.checkpoint(self._root, root_fd)
+
+    def _read_root_file(self, name: str, shown: str) -> bytes | None:
+        """A file of the store directory, or None: through the held root fd in
+        the thread holding the lock, else through one opened for the read."""
+        if self._holding() and self._root_fd is not None:
+            return fsutil.read_file(self._root_fd, name, shown)
+        root_fd = fsutil.open_root(self._root)
+        if root_fd is None:
+            return None
+        try:
+            return fsutil.read_file(root_fd, name, shown)
+        finally:
+            os.close(root_fd)
 
     def _cached_dir(self, parent_fd: int, name: str, key: str) -> int | None:
         """A directory fd kept open while this thread holds the store lock (closed

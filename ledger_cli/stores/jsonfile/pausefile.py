@@ -31,17 +31,13 @@ class PauseMethods:
 
         def _locked(self, *, create: bool) -> AbstractContextManager[int | None]: ...
 
+        def _read_root_file(self, name: str, shown: str) -> bytes | None: ...
+
     @store_method
     def read_pause(self, for_claim: bool = False) -> tuple[str, str, str] | None:
         self._check_open()
         shown = os.path.join(self._root, PAUSE_NAME)
-        root_fd = fsutil.open_root(self._root)
-        if root_fd is None:
-            return None
-        try:
-            data = fsutil.read_file(root_fd, PAUSE_NAME, shown)
-        finally:
-            os.close(root_fd)
+        data = self._read_root_file(PAUSE_NAME, shown)
         if data is None:
             return None
         try:

@@ -36,6 +36,8 @@ class QueueMethods:
 
         def _locked(self, *, create: bool) -> AbstractContextManager[int | None]: ...
 
+        def _read_root_file(self, name: str, shown: str) -> bytes | None: ...
+
         def load(self, key: str) -> TaskState | None: ...
 
         def _read_record(self, root_fd: int, key: str, digest: str) -> TaskState | None: ...
@@ -96,13 +98,7 @@ class QueueMethods:
     def limits(self) -> dict[str, int]:
         self._check_open()
         shown = os.path.join(self._root, LIMITS_NAME)
-        root_fd = fsutil.open_root(self._root)
-        if root_fd is None:
-            return {}
-        try:
-            data = fsutil.read_file(root_fd, LIMITS_NAME, shown)
-        finally:
-            os.close(root_fd)
+        data = self._read_root_file(LIMITS_NAME, shown)
         if data is None:
             return {}
         try:

@@ -147,12 +147,18 @@ class RecordReader(LockedDirectory):
             return pending[0]
         if digest in batch.cache:
             return batch.cache[digest]
-        rec = self._read_record(root_fd, key, digest)
+        rec = self._read_record(root_fd, key, digest, batch.files)
         batch.cache[digest] = rec
         return rec
 
-    def _read_record(self, root_fd: int, key: str, digest: str) -> TaskState | None:
+    def _read_record(
+        self, root_fd: int, key: str, digest: str, files: dict[str, TaskState | None] | None = None
+    ) -> TaskState | None:
+        """The key's record, from its file or else pruned/; `files` notes what
+        the record file held."""
         rec = self._read_digest(root_fd, digest)
+        if files is not None:
+            files[digest] = rec
         if rec is None:
             return prunedfile.find(self._root, root_fd, key, digest)
         if rec is not None and rec.key != key:  # unreachable short of a SHA-256 collision

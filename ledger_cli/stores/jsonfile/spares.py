@@ -114,7 +114,7 @@ def replace_from(
     linked = False
     try:
         try:
-            if fsutil._needs_fchmod():  # O_TMPFILE's mode went through the umask
+            if fsutil.needs_fchmod():  # O_TMPFILE's mode went through the umask
                 os.fchmod(fd, fsutil.FILE_MODE)
             fsutil.write_all(fd, data)
             if sync:
