@@ -27,7 +27,7 @@ import os
 from typing import TYPE_CHECKING
 
 from ledger_cli.engine.attempts import KEEP_ATTEMPTS, Attempt
-from ledger_cli.stores.jsonfile import fsutil, swap
+from ledger_cli.stores.jsonfile import fsutil, layout, swap
 from ledger_cli.stores.jsonfile.fsutil import fail
 
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ def attempt_number(name: str) -> int | None:
 
 
 def shown(root: str, *parts: str) -> str:
-    return os.path.join(root, ATTEMPTS_DIR, *parts)
+    return layout.shown(root, ATTEMPTS_DIR, *parts)
 
 
 def key_dir(
@@ -274,12 +274,13 @@ def op_fsyncs(ops: Iterable[Op]) -> int:
     return 2 * sum(1 for op in ops if op[2] is not None)
 
 
-def apply_ops(root: str, root_fd: int, ops: list[Op], *, sync: bool) -> None:
+def apply_ops(root: str, root_fd: int, ops: list[Op], *, sync: bool, fresh: bool = False) -> None:
     """Apply a batch's attempt writes in order (each file replaced whole);
     with `sync`, each file and directory is fsynced, else the caller's
     syncfs(2) makes them durable. Repeating them (a journal replay) is
     harmless: a removal of a missing file is nothing, and a write behind the
-    file on disk is skipped."""
+    file on disk is skipped. `fresh`: the ops of the batch committing now,
+    made under this lock hold, so none is behind a file on disk."""
     dirs: dict[str, int] = {}
     try:
         for digest, n, data in ops:
@@ -295,7 +296,7 @@ def apply_ops(root: str, root_fd: int, ops: list[Op], *, sync: bool) -> None:
                 continue
             name = f"{n}{SUFFIX}"
             mine = parse_head(data.partition(b"\n")[0], where)
-            if _behind(dir_fd, name, where, mine):
+            if not fresh and _behind(dir_fd, name, where, mine):
                 continue
             tmp = write_temp(dir_fd, name, data, where, sync=sync)
             try:

@@ -169,7 +169,9 @@ class CommitMethods(RecordReader):
             completed_before,
             counts,
             journaled,
-            *self._attempt_writes(root_fd, attempts),
+            *self._attempt_writes(
+                root_fd, attempts, fresh=batch is not None and attempts is batch.attempts
+            ),
             moved=moved,
             on_disk=known.get,
         )
@@ -178,14 +180,17 @@ class CommitMethods(RecordReader):
         self._spares.plan(len(records) if len(records) > apply.SYNC_EACH_MAX else 0)
 
     def _attempt_writes(
-        self, root_fd: int, attempts: list[attemptfiles.Op] | None
+        self, root_fd: int, attempts: list[attemptfiles.Op] | None, *, fresh: bool
     ) -> tuple[Callable[..., None] | None, int]:
-        """The attempt files' writes for `apply` and their fsyncs; attemptfiles
-        is imported only by a commit that carries some (start-up: docs/design.md §5.1)."""
+        """The attempt files' writes for `apply` and their fsyncs (`fresh`: the
+        open batch's own, not a replay's); attemptfiles is imported only by a
+        commit that carries some (start-up: docs/design.md §5.1)."""
         if not attempts:
             return None, 0
         from ledger_cli.stores.jsonfile import attemptfiles
 
         root = self._root
-        writes = lambda *a, **k: attemptfiles.apply_ops(root, root_fd, attempts, *a, **k)  # noqa: E731
+        writes = lambda *a, **k: attemptfiles.apply_ops(  # noqa: E731
+            root, root_fd, attempts, *a, fresh=fresh, **k
+        )
         return writes, attemptfiles.op_fsyncs(attempts)

@@ -56,8 +56,10 @@ SHARD = HexName(2)
 
 
 def shown(root: str, *parts: str) -> str:
-    """The path of a store file as error messages name it."""
-    return os.path.join(root, *parts)
+    """The path of a store file as error messages name it. `root` is absolute
+    and normalized, the parts are the store's own relative names, so a plain
+    join is os.path.join's result (built for every file a hold touches)."""
+    return "/".join((root, *parts))
 
 
 def exists(root: str, dir_fd: int, name: str) -> bool:
