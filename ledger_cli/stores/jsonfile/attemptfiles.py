@@ -61,34 +61,43 @@ def shown(root: str, *parts: str) -> str:
 
 
 def key_dir(
-    root: str, digest: str, *, create: bool, root_fd: int | None = None, sync: bool = True
+    root: str,
+    digest: str,
+    *,
+    create: bool,
+    root_fd: int | None = None,
+    sync: bool = True,
+    kept: dict[str, int] | None = None,
 ) -> int | None:
     """The key's attempt directory (fd), None when missing and not `create`
-    (with `sync`, each directory made is durable before this returns)."""
+    (with `sync`, each directory made is durable before this returns).
+    `kept`: `attempts/` and shard fds open already, by name, where those
+    opened now are kept too (the caller closes them), else closed."""
     opened = root_fd is None
     if root_fd is None:
         root_fd = fsutil.open_root(root)
         if root_fd is None:
             return None
-    fds: list[int | None] = []
+    dirs: dict[str, int] = {} if kept is None else kept
     try:
-        top = fsutil.open_subdir(root_fd, ATTEMPTS_DIR, shown(root), create=create, sync=sync)
-        fds.append(top)
-        if top is None:
-            return None
-        shard = fsutil.open_subdir(
-            top, digest[:2], shown(root, digest[:2]), create=create, sync=sync
-        )
-        fds.append(shard)
-        if shard is None:
-            return None
+        parent = root_fd
+        for name, path in ((ATTEMPTS_DIR, shown(root)), (digest[:2], shown(root, digest[:2]))):
+            key = name if parent == root_fd else f"{ATTEMPTS_DIR}/{name}"
+            fd = dirs.get(key)
+            if fd is None:
+                fd = fsutil.open_subdir(parent, name, path, create=create, sync=sync)
+                if fd is None:
+                    return None
+                dirs[key] = fd
+            parent = fd
         return fsutil.open_subdir(
-            shard, digest, shown(root, digest[:2], digest), create=create, sync=sync
+            parent, digest, shown(root, digest[:2], digest), create=create, sync=sync
         )
     finally:
+        if kept is None:
+            fsutil.close_all(dirs.values())
         if opened:
-            fds.append(root_fd)
-        fsutil.close_all(fds)
+            os.close(root_fd)
 
 
 def names(dir_fd: int, where: str, *, every: bool = False) -> list[int]:
@@ -282,12 +291,20 @@ def apply_ops(root: str, root_fd: int, ops: list[Op], *, sync: bool, fresh: bool
     file on disk is skipped. `fresh`: the ops of the batch committing now,
     made under this lock hold, so none is behind a file on disk."""
     dirs: dict[str, int] = {}
+    parents: dict[str, int] = {}
     try:
         for digest, n, data in ops:
             dir_fd = dirs.get(digest)
             where = shown(root, digest[:2], digest)
             if dir_fd is None:
-                got = key_dir(root, digest, create=data is not None, root_fd=root_fd, sync=sync)
+                got = key_dir(
+                    root,
+                    digest,
+                    create=data is not None,
+                    root_fd=root_fd,
+                    sync=sync,
+                    kept=parents,
+                )
                 if got is None:
                     continue  # a removal in a directory that is gone
                 dirs[digest] = dir_fd = got
@@ -310,7 +327,7 @@ def apply_ops(root: str, root_fd: int, ops: list[Op], *, sync: bool, fresh: bool
             for digest, dir_fd in dirs.items():
                 fsutil.fsync_fd(dir_fd, shown(root, digest[:2], digest))
     finally:
-        fsutil.close_all(dirs.values())
+        fsutil.close_all([*dirs.values(), *parents.values()])
 
 
 def scan(root: str) -> tuple[set[str], list[str]]:

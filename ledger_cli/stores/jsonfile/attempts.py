@@ -72,8 +72,21 @@ class JsonAttempts:
         return digest
 
     def _key_dir(self, key: str, *, create: bool, root_fd: int | None = None) -> int | None:
-        """The key's attempt directory (fd), None when missing and not `create`."""
-        return files.key_dir(self._root, self._digest(key), create=create, root_fd=root_fd)
+        """The key's attempt directory (fd), None when missing and not `create`.
+        A lookup under the lock keeps `attempts/` and its shard open for the
+        rest of the hold (the store's directory cache)."""
+        digest = self._digest(key)
+        store = self._store
+        if create and store._holding():
+            store._drop_dirs()  # it may hold a directory missing that this makes
+        if create or root_fd is None or root_fd != store._root_fd or not store._holding():
+            return files.key_dir(self._root, digest, create=create, root_fd=root_fd)
+        top_name, shard = files.ATTEMPTS_DIR, digest[:2]
+        top = store._cached_dir(root_fd, top_name, top_name)
+        sfd = None if top is None else store._cached_dir(top, shard, f"{top_name}/{shard}")
+        if sfd is None:
+            return None
+        return fsutil.open_subdir(sfd, digest, self._shown(shard, digest), create=False)
 
     @contextlib.contextmanager
     def _reading(self, key: str) -> Iterator[tuple[int, str] | None]:

@@ -19,6 +19,7 @@ warning line on stderr; the command, the lease and the completion go on.
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from typing import TYPE_CHECKING
@@ -286,8 +287,9 @@ def drop_begun(session: Session, key: str, n: int) -> None:
         output.diag(f"ledger: removing attempt {n} of {key}: {output.one_line(str(exc))}")
 
 
+@functools.cache
 def _host() -> str:
-    """The runner's host name (LEDGER_HOST when set)."""
+    """The runner's host name (LEDGER_HOST when set), asked once a process."""
     return os.environ.get("LEDGER_HOST") or os.uname().nodename
 
 
