@@ -10,7 +10,7 @@
   turns a blocking open into a failure).
 - A store on a network file system (NFS, CIFS/SMB, 9p, FUSE, …, read from the
   mount table) is refused with an explanation unless LEDGER_ALLOW_NETWORK_FS=1;
-  the mount table is a fake here (`fsutil.MOUNTINFO`), as no NFS is.
+  the mount table is a fake here (`layout.MOUNTINFO`), as no NFS is.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from ledger_cli.errors import StoreError
-from ledger_cli.stores.jsonfile import JsonFileStore, fsutil, key_digest
+from ledger_cli.stores.jsonfile import JsonFileStore, fsutil, key_digest, layout
 from tests.cli_support import ledger_cmd, subprocess_env
 from tests.faults_support import Outcome, invoke, walk_paths
 
@@ -338,7 +338,7 @@ def test_a_store_on_a_network_file_system_is_refused(
     mount = tmp_path / "mnt point"  # a space: escaped as \040 in the mount table
     mount.mkdir()
     root = mount / "deep" / "store"  # not created yet: the nearest existing parent decides
-    monkeypatch.setattr(fsutil, "MOUNTINFO", str(fake_mountinfo(tmp_path, mount, fstype, source)))
+    monkeypatch.setattr(layout, "MOUNTINFO", str(fake_mountinfo(tmp_path, mount, fstype, source)))
     res = invoke(root, "admit", "k")
     assert res.code == 9
     line = res.one_line_error()
@@ -363,9 +363,9 @@ def test_local_file_systems_are_accepted(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fstype: str
 ) -> None:
     monkeypatch.setattr(
-        fsutil, "MOUNTINFO", str(fake_mountinfo(tmp_path, tmp_path, fstype, "/dev/sdb1"))
+        layout, "MOUNTINFO", str(fake_mountinfo(tmp_path, tmp_path, fstype, "/dev/sdb1"))
     )
-    assert fsutil.network_filesystem(str(tmp_path / "store")) is None
+    assert layout.network_filesystem(str(tmp_path / "store")) is None
     assert invoke(tmp_path / "store", "admit", "k").code == 0
 
 
@@ -379,23 +379,23 @@ def test_the_longest_mount_point_wins(tmp_path: Path, monkeypatch: pytest.Monkey
         f"92 27 0:92 / {tmp_path}/ne rw - nfs4 server:/y rw\n"  # a prefix, not a parent
     )
     (tmp_path / "mountinfo").write_text(table)
-    monkeypatch.setattr(fsutil, "MOUNTINFO", str(tmp_path / "mountinfo"))
-    assert fsutil.network_filesystem(str(inner / "store")) is None
-    found = fsutil.network_filesystem(str(outer / "store"))
+    monkeypatch.setattr(layout, "MOUNTINFO", str(tmp_path / "mountinfo"))
+    assert layout.network_filesystem(str(inner / "store")) is None
+    found = layout.network_filesystem(str(outer / "store"))
     assert found is not None and found[0] == "nfs4" and found[1] == str(outer)
     # A later mount on the same point shadows the earlier one.
     (tmp_path / "mountinfo").write_text(table + f"93 90 0:93 / {inner} rw - cifs //s/x rw\n")
-    found = fsutil.network_filesystem(str(inner / "store"))
+    found = layout.network_filesystem(str(inner / "store"))
     assert found is not None and found[0] == "cifs"
 
 
 def test_no_mount_table_means_no_check(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(fsutil, "MOUNTINFO", str(tmp_path / "absent"))
-    assert fsutil.network_filesystem(str(tmp_path)) is None
+    monkeypatch.setattr(layout, "MOUNTINFO", str(tmp_path / "absent"))
+    assert layout.network_filesystem(str(tmp_path)) is None
     (tmp_path / "garbled").write_text("nonsense\n\n1 2 3\n")
-    monkeypatch.setattr(fsutil, "MOUNTINFO", str(tmp_path / "garbled"))
-    assert fsutil.network_filesystem(str(tmp_path)) is None
+    monkeypatch.setattr(layout, "MOUNTINFO", str(tmp_path / "garbled"))
+    assert layout.network_filesystem(str(tmp_path)) is None
 
 
 def test_the_real_mount_table_of_this_machine_is_local(tmp_path: Path) -> None:
-    assert fsutil.network_filesystem(str(tmp_path)) is None
+    assert layout.network_filesystem(str(tmp_path)) is None

@@ -176,7 +176,7 @@ def open_root_creating(root: str) -> int:
 
 
 def refuse_network_fs(root: str) -> None:
-    found = fsutil.network_filesystem(root)
+    found = network_filesystem(root)
     if found is not None:
         fstype, mount = found
         raise fail(
@@ -184,7 +184,7 @@ def refuse_network_fs(root: str) -> None:
             f"is on a network file system ({fstype} mounted at {mount}); its file locks do "
             "not exclude processes on other hosts, so two hosts could both be granted a "
             "lease or lose an update. Use a local directory (or PostgreSQL for several "
-            f"hosts), or set {fsutil.ENV_ALLOW_NETWORK_FS}=1 if only this host uses the store",
+            f"hosts), or set {ENV_ALLOW_NETWORK_FS}=1 if only this host uses the store",
         )
 
 
@@ -221,3 +221,66 @@ def move_aside(root: str, root_fd: int, name: str) -> str:
     finally:
         os.close(dfd)
     return shown(root, DAMAGED_DIR, target)
+
+
+# -- network file systems ---------------------------------------------------------------
+
+MOUNTINFO = "/proc/self/mountinfo"
+"""The mount table read by network_filesystem() (tests point it at a fake one)."""
+ENV_ALLOW_NETWORK_FS = "LEDGER_ALLOW_NETWORK_FS"
+NETWORK_FS_TYPES = frozenset(
+    {
+        "nfs", "nfs4", "cifs", "smb3", "smb2", "smbfs", "9p", "afs", "ceph", "glusterfs",
+        "lustre", "gpfs", "beegfs", "orangefs", "pvfs2", "ncpfs", "coda", "davfs", "fuse",
+    }
+)  # fmt: skip
+"""File systems whose locks may not exclude other hosts (plus every `fuse.*`: sshfs,
+s3fs, gcsfuse…; `fuseblk`, a local disk through FUSE, is not one of them)."""
+
+
+def _unescape(field: str) -> str:
+    """The mount table's octal escapes (`\\040` for a space) undone."""
+    if "\\" not in field:
+        return field
+    out: list[str] = []
+    i = 0
+    while i < len(field):
+        code = field[i + 1 : i + 4]
+        if field[i] == "\\" and len(code) == 3 and all(c in "01234567" for c in code):
+            out.append(chr(int(code, 8)))
+            i += 4
+        else:
+            out.append(field[i])
+            i += 1
+    return "".join(out)
+
+
+def is_network_fs(fstype: str) -> bool:
+    return fstype in NETWORK_FS_TYPES or fstype.startswith("fuse.")
+
+
+def network_filesystem(path: str) -> tuple[str, str] | None:
+    """(type, mount point) when `path` — or the directory that will hold it — is on a
+    network file system according to the mount table; None when it is local, or
+    when there is no mount table to read (not Linux)."""
+    try:
+        with open(MOUNTINFO, "rb") as fh:
+            table = fh.read()
+    except OSError:
+        return None
+    probe = os.path.realpath(path)  # symlinks of the existing part resolved
+    best: tuple[str, str] | None = None
+    for line in table.split(b"\n"):
+        fields = line.split(b" ", 5)  # id, parent, dev, root, mount point, the rest
+        if len(fields) < 6:
+            continue
+        mount = _unescape(os.fsdecode(fields[4]))
+        inside = mount == "/" or probe == mount or probe.startswith(mount.rstrip("/") + "/")
+        # The longest mount point holding the path; on a tie the later mount shadows.
+        if inside and (best is None or len(mount) >= len(best[1])):
+            tail = fields[5].split(b" - ", 1)  # options and optional fields - type …
+            if len(tail) == 2:
+                best = (os.fsdecode(tail[1].split(b" ", 1)[0]), mount)
+    if best is not None and is_network_fs(best[0]):
+        return best
+    return None

@@ -76,7 +76,7 @@ class JsonFileStore(
         whether writes were lost, if it did anything."""
         self._root = root
         if allow_network_fs is None:
-            allow_network_fs = os.environ.get(fsutil.ENV_ALLOW_NETWORK_FS) == "1"
+            allow_network_fs = os.environ.get(layout.ENV_ALLOW_NETWORK_FS) == "1"
         if not allow_network_fs:
             layout.refuse_network_fs(root)
         super().__init__(root, lock_timeout, fair_lock)
