@@ -122,7 +122,7 @@ class ValidationError(LedgerError, code="validation", exit_code=8):
 
 class CycleError(ValidationError, code="cycle"):
     """An admit whose needs would close a cycle of needs (exit 8; nothing is
-    written). An extension beyond the Go package (issue 30; engine/cycles.py)."""
+    written). An extension beyond the Go package (docs/design.md §2.2; engine/cycles.py)."""
 
     def __init__(self, message: str, *, cycle: list[str]) -> None:
         super().__init__(message)

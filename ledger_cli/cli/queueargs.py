@@ -1,4 +1,4 @@
-"""`--queue` values (issue 32; engine/queues.py): names follow the key rules
+"""`--queue` values (docs/design.md §8.7; engine/queues.py): names follow the key rules
 and are at most 64 bytes."""
 
 from __future__ import annotations

@@ -86,7 +86,7 @@ def classify(
     queue: str = "default",
 ) -> Outcome:
     """The outcome of an admit that `cur` (the stored record) made a no-op; a
-    different `queue` at the same sequence is a conflict too (issue 32: only
+    different `queue` at the same sequence is a conflict too (docs/design.md §8.7: only
     a rebase moves a task to another queue)."""
     if cur.sequence > seq:
         return Outcome(STALE, cur)

@@ -1,4 +1,4 @@
-"""Cycles of needs: refused at admission, found in a store (issue 30).
+"""Cycles of needs: refused at admission, found in a store (docs/design.md §2.2).
 
 An extension beyond the Go package. Go's Admit writes a record whose needs
 close a cycle (`admit p --needs q`, then `admit q --needs p`), and neither

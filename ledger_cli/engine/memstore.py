@@ -63,7 +63,8 @@ class MemStore:
         self._pause: tuple[str, str, str] | None = None  # docs/design.md §8.3 (engine/pause.py)
         # docs/design.md §8.1 (engine/schedule.py)
         self._schedules: dict[str, tuple[Instant, int]] = {}
-        self._queues: dict[str, str] = {}  # issue 32: keys outside default (engine/queues.py)
+        # docs/design.md §8.7: keys outside default (engine/queues.py)
+        self._queues: dict[str, str] = {}
         self._limits: dict[str, int] = {}
         self._needed_by: dict[str, set[str]] = {}  # need -> keys naming it (`dependents`)
 

@@ -1,4 +1,4 @@
-"""The queues one `claim --next` may claim from (issue 32): a module of its
+"""The queues one `claim --next` may claim from (docs/design.md §8.7): a module of its
 own, so the Ready rule (engine/ready.py) and the queues (engine/queues.py)
 each import it without importing each other."""
 

@@ -1,4 +1,4 @@
-"""Queues and limits held by leases (issue 32): extensions kept beside the Go
+"""Queues and limits held by leases (docs/design.md §8.7): extensions kept beside the Go
 record, never in it.
 
 A store keeps a *queue name* per key that is not in the default queue (JSON

@@ -2,7 +2,7 @@
 not-before or a priority carries them as extra members after the 14 Go
 fields, `"NotBefore"` (RFC3339Nano) and `"Priority"` (an integer), which Go's
 decoder ignores; a record without one is byte-identical to Go's encoding.
-A task outside the `default` queue (issue 32; engine/queues.py) carries
+A task outside the `default` queue (docs/design.md §8.7; engine/queues.py) carries
 `"Queue"` the same way."""
 
 from __future__ import annotations

@@ -157,7 +157,7 @@ def _require(scheme: str, target: str) -> None:
         raise NoStoreError(f"ledger: no store at {target} (the first write creates it)")
     if scheme == "sqlite" and _empty_file(target) and _empty_file(target + "-wal", True):
         # SQLite reads an empty file as an empty database: a database that lost
-        # its content would pass for a healthy, empty queue (issue 30).
+        # its content would pass for a healthy, empty queue (docs/design.md §5.5).
         raise NoStoreError(
             f"ledger: no store at {target}: the file is empty (the first write creates "
             "the database; if it held one, restore it from a backup)"

@@ -1,4 +1,4 @@
-"""`ledger limit [QUEUE [N] [--clear]]`: limits held by leases (issue 32;
+"""`ledger limit [QUEUE [N] [--clear]]`: limits held by leases (docs/design.md §8.7;
 engine/queues.py).
 
 `ledger limit QUEUE N` sets QUEUE's limit (N ≥ 1); `--clear` removes it;

@@ -51,7 +51,7 @@ def list_records(
             wire = output.record
         source = _source(s.store, wanted, pruned, stream=jsonl)
         # A full scan checks its count against the JSON store's tally (one small
-        # read): a record file lost makes them disagree (issue 30).
+        # read): a record file lost makes them disagree (docs/design.md §5.5).
         tally = None if wanted or pruned else _tally_counts(s.store)
         seen = dict.fromkeys(tally or (), 0)
         for rec in source:

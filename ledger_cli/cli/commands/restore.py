@@ -99,7 +99,7 @@ def restore(settings: Settings, source: str) -> int:
                 raise RestoreConflictError(_landed(rec.key, landed, tasks))
             if rec.key in extensions:  # docs/design.md §8.1: the extra members, in the same block
                 schedule.put(s.store, rec.key, extensions[rec.key])
-            if rec.key in queued:  # issue 32: the task's queue, in the same block
+            if rec.key in queued:  # the task's queue (docs/design.md §8.7), in the same block
                 queues.put(s.store, rec.key, queued[rec.key])
             block_records.append(rec)
 

@@ -43,7 +43,7 @@ class Stats:
     paused: bool = False  # docs/design.md §8.3
     scheduled: int = 0  # docs/design.md §8.1: pending tasks not yet due
     queues: dict[str, dict[str, int | None]] = dataclasses.field(default_factory=dict)
-    """Per queue (issue 32): pending, claimed, ready, limit, held."""
+    """Per queue (docs/design.md §8.7): pending, claimed, ready, limit, held."""
 
     def to_obj(self) -> dict[str, Any]:
         return {
@@ -198,7 +198,7 @@ def prometheus_text(stats: Stats) -> str:
     )
     for name, help_text, value in gauges:
         Gauge(name, help_text, registry=registry).set(value)
-    # Issue 32: each queue's figures (`stats --json`'s "queues"), labelled by queue.
+    # Each queue's figures (`stats --json`'s "queues"), labelled by queue.
     per_queue = Gauge(
         "ledger_queue_tasks",
         "Pending and claimed tasks by queue and status.",

@@ -1,4 +1,4 @@
-"""Declarations of `check`, `pause`, `resume` (docs/design.md §8.3, §8.5) and `limit` (issue 32).
+"""Declarations of `check`, `pause`, `resume` (docs/design.md §8.3, §8.5) and `limit` (§8.7).
 
 Registered on the app of `base.py` when `declarations.registered_app` imports it.
 """

@@ -38,7 +38,7 @@ def open_for_append(root: str, root_fd: int, at: int | None = None) -> tuple[int
     size before its lines: a line a crash tore is cut back by the journal's
     replay (`at`: the replay's cut, which `append_lines` makes). A file that
     ends mid-line otherwise is damage — history is primary data — and is
-    refused, never cut (issue 30)."""
+    refused, never cut (docs/design.md §3.2)."""
     path = shown(root, HISTORY_NAME)
     flags = os.O_RDWR | fsutil.O_NOFOLLOW | fsutil.O_NONBLOCK | fsutil.O_CLOEXEC
     try:

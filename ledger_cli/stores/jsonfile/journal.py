@@ -227,7 +227,7 @@ def apply_again(
     # marked "not built" and the apply runs again, as after a crash: the
     # primary writes are idempotent, and the index is rebuilt from the records
     # by the apply (ready/, deps/) or the next writer (tally/), so a committed
-    # journal never wedges the store behind a derived file (issue 30).
+    # journal never wedges the store behind a derived file (docs/design.md §3.2).
     dropped: set[str] = set()
     while True:
         try:

@@ -58,7 +58,7 @@ FORMAT = chunkindex.Format(READY_DIR, MANIFEST_HEADER, "ready index")
 INDEX = derived.Index(READY_DIR, MANIFEST)
 QUEUES_DIR = "q"
 """ready/q/<queue name's UTF-8 in hex>/: the partition of a queue other than
-`default` (issue 32), a manifest and chunks of the same format as ready/'s own,
+`default` (docs/design.md §8.7), a manifest and chunks of the same format as ready/'s own,
 which holds `default`'s. `claim --next --queue X` walks X's partition only, and
 a queue at its limit is not walked at all; a claim from every queue merges the
 partitions' heads, each in the Ready order, so the order across queues is the

@@ -66,7 +66,7 @@ def _check_or_rebuild(
 ) -> list[str]:
     """The check's problems; when the index is too damaged to check (a
     StoreError naming its file) and `fix` is given, rebuild it from the records
-    first, so `--fix` repairs what a check names (issue 30)."""
+    first, so `--fix` repairs what a check names (docs/design.md §3.2)."""
     try:
         return check()
     except StoreError as exc:
