@@ -138,7 +138,7 @@ def write_records(
             else:
                 created = False
                 for digest, (rec, _) in records.items():
-                    if rec.status in LIVE_STATUSES:
+                    if rec.status in LIVE_STATUSES and not indexed(digest):
                         created |= liveindex.mark_live(root, lfd, digest)
                 if created and sync:
                     fsutil.fsync_fd(lfd, shown(root, LIVE_DIR))
