@@ -201,18 +201,23 @@ def append(root: str, root_fd: int, payload: bytes) -> tuple[int, tuple[int, int
     """Append one frame and fdatasync it: the commit point. The log's size
     after it, and the frame (start, CRC-32) for mark_applied."""
     path = shown(root, WAL_NAME)
-    created = not _exists(root_fd)
+    created = False
     try:
-        fd = os.open(WAL_NAME, _APPEND, fsutil.FILE_MODE, dir_fd=root_fd)
+        try:
+            fd = os.open(WAL_NAME, _APPEND & ~os.O_CREAT, dir_fd=root_fd)
+        except FileNotFoundError:
+            fd = os.open(WAL_NAME, _APPEND, fsutil.FILE_MODE, dir_fd=root_fd)
+            created = True
     except OSError as exc:
         raise fsutil.open_failed(path, exc) from None
     start = -1
     crc = zlib.crc32(payload)
+    frame = FRAME.pack(MAGIC, len(payload), crc) + payload
     try:
         start = os.fstat(fd).st_size
-        fsutil.write_all(fd, FRAME.pack(MAGIC, len(payload), crc) + payload)
+        fsutil.write_all(fd, frame)
         os.fdatasync(fd)
-        end = os.fstat(fd).st_size
+        end = start + len(frame)  # the lock holder is the log's only writer
     except OSError as exc:
         # Not acknowledged: take the frame back (a full disk, a failed sync), so
         # no later opener applies a write its caller was told had failed.
