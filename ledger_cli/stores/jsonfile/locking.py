@@ -1,6 +1,7 @@
 """The store lock as the store uses it: re-entrant per thread, created on the
-first write, and the recovery done first thing by every new holder (temporary
-files swept, metadata read, an interrupted batch's journal replayed); and what
+first write, and the recovery done first thing by every new holder (metadata
+read, an interrupted batch's journal replayed; temporary files swept on a
+process's first hold and every SWEEP_EVERY holds after it); and what
 a holder keeps while it holds it, the writes of an open `batch()`
 (`PendingBatch`, in memory until the outermost batch commits).
 

@@ -11,7 +11,7 @@ file it writes unsynced is described by a synced wal.log frame, or made
 durable by a syncfs before the write is acknowledged (docs/design.md §3.2).
 Exchanging the names is as atomic for a reader as a rename (the name holds
 the old file or the new, whole) and starts no writeback. A crash between
-the exchange and the unlink leaves a `.tmp` file, which the next lock
+the exchange and the unlink leaves a `.tmp` file, which a later lock
 holder removes as any crash's leftover.
 
 renameat2 is reached through ctypes (Linux, glibc 2.28 or later), whose
