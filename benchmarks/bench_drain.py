@@ -32,6 +32,9 @@ from benchmarks.bench_startup import extract  # noqa: E402
 
 
 def _env(tree: Path) -> dict[str, str]:
+    """The environment that runs `tree`'s ledger_cli. `python -m` puts the
+    working directory first on sys.path, ahead of PYTHONPATH, so every
+    process of a tree also runs in that tree."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_")}
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["PYTHONPATH"] = str(tree)
@@ -53,6 +56,7 @@ def drain(tree: Path, store: str, tasks: int, workers: int) -> tuple[float, floa
         input=batch,
         text=True,
         env=env,
+        cwd=tree,
         check=True,
         stdout=subprocess.DEVNULL,
     )
@@ -62,6 +66,7 @@ def drain(tree: Path, store: str, tasks: int, workers: int) -> tuple[float, floa
         subprocess.Popen(
             [*ledger, *run, "--owner", f"w{w}", "--", "true"],
             env=env,
+            cwd=tree,
             stdout=subprocess.DEVNULL,
         )
         for w in range(workers)
