@@ -127,11 +127,19 @@ class SQLiteStore(SQLiteConnection, SqlClaims, SqlReads, SqlSideTables):
         with self._lock:
             if self._closed:
                 self._check_open()
+            seen = self._seen
+            if seen is not None and key in seen:
+                return seen[key]  # read in this transaction, unchanged since
             try:
                 row = self._cur.execute(_LOAD, (key,)).fetchone()
             except DRIVER_ERRORS as exc:
                 row = self._retry("load", exc, _LOAD, (key,), one=True)
-        return None if row is None else codec.row_to_state(row)
+            if row is None:
+                return None
+            rec = codec.row_to_state(row)
+            if seen is not None:
+                seen[key] = rec
+            return rec
 
     def compare_and_swap(self, key: str, old: TaskState | None, new: TaskState) -> bool:
         if old is None:
@@ -145,6 +153,8 @@ class SQLiteStore(SQLiteConnection, SqlClaims, SqlReads, SqlSideTables):
         with self._lock:
             if self._closed:
                 self._check_open()
+            if self._seen is not None:
+                self._seen = {}  # a row changes: what was read is read again
             try:
                 return self._cur.execute(sql, params).rowcount == 1
             except DRIVER_ERRORS as exc:
