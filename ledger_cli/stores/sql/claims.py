@@ -12,8 +12,9 @@ inside a batch: each candidate is read FOR UPDATE SKIP LOCKED, one row a
 page, and kept as held until the batch ends (postgres_conn.py `_held`), so
 concurrent claimers spread over the queue; SQLite's batch is BEGIN
 IMMEDIATE, which already keeps every other writer out, so its scans lock
-nothing and read 16 rows a page. PostgreSQL's claim adds the hooks that read
-the server's clock without a round trip of its own (postgres_claim.py).
+nothing and read a few rows a page (READY_PAGE). PostgreSQL's claim adds the
+hooks that read the server's clock without a round trip of its own
+(postgres_claim.py).
 """
 
 from __future__ import annotations
@@ -48,6 +49,9 @@ class SqlClaims(SqlDialect):
     filters_queues = True
     """`ready_candidates` takes a queue filter, applied in the index scan (so,
     on PostgreSQL, FOR UPDATE SKIP LOCKED locks no row of another queue)."""
+
+    READY_PAGE: ClassVar[int] = 16
+    """Rows a ready scan that locks nothing reads a page (the Ready order's)."""
 
     def _locking_reads(self) -> bool:
         """Whether the ready scans lock what they read (FOR UPDATE SKIP LOCKED)."""
@@ -102,7 +106,7 @@ class SqlClaims(SqlDialect):
         if cond is None:
             return
         locking = self._locking_reads()
-        page = 1 if locking else 16
+        page = 1 if locking else self.READY_PAGE
         sql = due.page_sql(
             codec.SELECT_COLUMNS, self.LEASE, self.MARK, lock=locking, limit=page, extra=cond[0]
         )

@@ -94,6 +94,9 @@ class SQLiteStore(SQLiteConnection, SqlClaims, SqlReads, SqlSideTables):
     REBUILD_GAP = 0.12
     """Longer than one busy-handler poll: waiting writers get in (cli/chunks.py GAP)."""
     LEASE = sqlite_readyindex.SQLITE_LEASE
+    READY_PAGE = 4
+    """A claim mostly takes the first candidate it reads (the scan leaves out
+    live leases): a page of 16 read (and converted) 12 rows for nothing."""
 
     def _rows(self, op: str, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
         with self._lock:
