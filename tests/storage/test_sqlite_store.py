@@ -871,3 +871,28 @@ def test_reopen_keeps_everything(db: Path) -> None:
         before = list(store.range())
     with SQLiteStore(db) as store:
         assert list(store.range()) == before
+
+
+@pytest.mark.parametrize("in_batch", [False, True], ids=["alone", "in a batch"])
+def test_history_rows_holding_raw_bytes_go_in_once_and_in_order(
+    store: SQLiteStore, in_batch: bool
+) -> None:
+    # A row bound as bytes after the others were bound as text: none twice.
+    texts = ["first", "b\udcffd", "last"]
+    entries = [HistoryEntry(str(T0), A, "ledger.completed", "k", 1, t) for t in texts]
+    if in_batch:
+        with store.batch():
+            store.append_history(entries)
+    else:
+        store.append_history(entries)
+    assert [e.data for e in store.read_history("k")] == texts
+
+
+def test_a_failing_history_row_in_a_batch_leaves_none_of_its_rows(store: SQLiteStore) -> None:
+    good = HistoryEntry(str(T0), A, "ledger.completed", "k", 1, "good")
+    bad = HistoryEntry(str(T0), A, "ledger.completed", "k", 1, "\ud800")  # stands for no byte
+    with store.batch():
+        with pytest.raises(errors.StoreError):
+            store.append_history([good, bad])
+        store.append_history([good])
+    assert [e.data for e in store.read_history("k")] == ["good"]

@@ -6,10 +6,14 @@ the Go service never reads this table. The table is created on the first
 write of an attempt (idempotently, under the store's set-up lock on
 PostgreSQL); a reader of a database without it sees no attempts.
 
-- `start_attempt` is one short transaction: the next `n` (max + 1), the
-  insert, and the removal of the attempts beyond the newest 16. SQLite's
-  BEGIN IMMEDIATE serialises concurrent starters; PostgreSQL takes a
-  transaction-scoped advisory lock on the key.
+- `start_attempt` is one short transaction, or a savepoint of the caller's:
+  the next `n` (max + 1), the insert, and, from the 17th on, the removal of
+  the attempts beyond the newest 16. SQLite's BEGIN IMMEDIATE serialises
+  concurrent starters; PostgreSQL takes a transaction-scoped advisory lock on
+  the key. `ledger run` starts its first attempt in the claim's transaction
+  (`folds_into_batch`), before the command's pid is known (0), and writes the
+  pid (`note_pid`) only when the command outlives its first poll: a short
+  command's pid goes with its end, so a drained task commits once.
 - `save_attempt` is one UPDATE of the row (its output replaced whole: at most
   `--keep-output` bytes, written at most about once a second by the runner):
   one short write, never a lock held for the command's duration.
@@ -89,20 +93,37 @@ class _SqlAttempts:
         if self._exists():
             self._ready = True
         elif create:
+            outer = self._store._depth > 0
             with self._store.batch():
                 self._create()
-            self._ready = True
+            # Created inside a caller's transaction (a claim's), it is there
+            # only once that commits: asked again until then.
+            self._ready = not outer
+            return True
         return self._ready
 
     @contextlib.contextmanager
     def _tx(self) -> Iterator[None]:
-        with self._store.batch():
-            yield
+        """A transaction for the block, or the caller's open one as it is: no
+        savepoint of its own, as the caller's unit (a claim's, a completion's
+        savepoint) rolls back what a failure leaves."""
+        s = self._store
+        with s._lock:
+            if s._depth:
+                yield
+                return
+            with s.batch():
+                yield
 
     def _bool(self, value: bool) -> Any:
         return int(value)
 
     # -- AttemptLog --------------------------------------------------------------
+
+    folds_into_batch = True
+    """A start, a save or a drop inside the caller's batch commits with it."""
+    pid_note_commits = True
+    """`note_pid` is a transaction of its own (`ledger run` defers it)."""
 
     def start_attempt(self, att: Attempt) -> int:
         self._table(create=True)
@@ -118,12 +139,34 @@ class _SqlAttempts:
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (att.key, n, *self._values(att), b""),
             )
-            self._rows(
-                "start",
-                "DELETE FROM ledger_attempts WHERE key = ? AND n <= ?",
-                (att.key, n - KEEP_ATTEMPTS),
-            )
+            if n > KEEP_ATTEMPTS:  # below, the attempts 1..n are all kept
+                self._rows(
+                    "start",
+                    "DELETE FROM ledger_attempts WHERE key = ? AND n <= ?",
+                    (att.key, n - KEEP_ATTEMPTS),
+                )
         return n
+
+    def note_pid(self, att: Attempt) -> None:
+        """The running command's pid, for an attempt started with the claim
+        (pid 0 until then); an attempt that has ended keeps the pid its end
+        carries."""
+        if not att.pid or not self._table(create=False):
+            return
+        with self._tx():
+            self._rows(
+                "pid",
+                "UPDATE ledger_attempts SET pid = ? WHERE key = ? AND n = ? AND ended IS NULL",
+                (att.pid, att.key, att.n),
+            )
+
+    def drop_attempt(self, key: str, n: int) -> None:
+        """Remove attempt n of `key`: one started with a claim whose command
+        never ran (it could not be started, or a signal came first)."""
+        if not self._table(create=False):
+            return
+        with self._tx():
+            self._rows("drop", "DELETE FROM ledger_attempts WHERE key = ? AND n = ?", (key, n))
 
     def _values(self, att: Attempt) -> tuple[Any, ...]:
         return (

@@ -12,13 +12,14 @@ inside a batch: each candidate is read FOR UPDATE SKIP LOCKED, one row a
 page, and kept as held until the batch ends (postgres_conn.py `_held`), so
 concurrent claimers spread over the queue; SQLite's batch is BEGIN
 IMMEDIATE, which already keeps every other writer out, so its scans lock
-nothing and read 16 rows a page. PostgreSQL's claim adds the hooks that read
-the server's clock without a round trip of its own (postgres_claim.py).
+nothing and read a few rows a page (READY_PAGE). PostgreSQL's claim adds the
+hooks that read the server's clock without a round trip of its own
+(postgres_claim.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ledger_cli.engine.instant import Instant
@@ -49,6 +50,9 @@ class SqlClaims(SqlDialect):
     """`ready_candidates` takes a queue filter, applied in the index scan (so,
     on PostgreSQL, FOR UPDATE SKIP LOCKED locks no row of another queue)."""
 
+    READY_PAGE: ClassVar[int] = 16
+    """Rows a ready scan that locks nothing reads a page (the Ready order's)."""
+
     def _locking_reads(self) -> bool:
         """Whether the ready scans lock what they read (FOR UPDATE SKIP LOCKED)."""
         return False
@@ -58,15 +62,25 @@ class SqlClaims(SqlDialect):
         `default`, driven from `ledger_queue`'s (queue, key) index (*_due.py)."""
         raise NotImplementedError
 
-    def _page(self, sql: str, args: tuple[Any, ...], locking: bool) -> tuple[list[TaskState], Any]:
+    def _records_seen(self) -> dict[str, TaskState] | None:
+        """Where the records a ready scan decodes are kept for `load` in this
+        transaction (SQLite: sqlite_conn.py); None: nowhere."""
+        return None
+
+    def _page(
+        self, sql: str, args: tuple[Any, ...], locking: bool
+    ) -> tuple[Iterable[TaskState], Any]:
         """One page of candidates (each row's sort column last) and its rows;
-        with `locking`, inside a batch, the records are kept as held."""
+        with `locking`, inside a batch, the records are kept as held. Else
+        each row is decoded as it is reached: a claim takes the first
+        candidate of its page, mostly, and leaves the other rows unread."""
         with self._lock:
             rows = self._rows("ready scan", sql, args)
+            if not (locking and self._depth):
+                return _decoded(rows, self._records_seen()), rows
             recs = [codec.row_to_state(row[:-1]) for row in rows]
-            if locking and self._depth:  # locked until the batch ends
-                for rec in recs:
-                    self._held[rec.key] = rec
+            for rec in recs:  # locked until the batch ends
+                self._held[rec.key] = rec
         return recs, rows
 
     def ready_candidates(
@@ -92,7 +106,7 @@ class SqlClaims(SqlDialect):
         if cond is None:
             return
         locking = self._locking_reads()
-        page = 1 if locking else 16
+        page = 1 if locking else self.READY_PAGE
         sql = due.page_sql(
             codec.SELECT_COLUMNS, self.LEASE, self.MARK, lock=locking, limit=page, extra=cond[0]
         )
@@ -154,3 +168,13 @@ class SqlClaims(SqlDialect):
     def write_pause(self, state: tuple[str, str, str] | None) -> None:
         with self.batch(), self._lock, self._errors("pause"):
             self._conn.execute(pause.sql(pause.WRITE, self.MARK), pause.params(state))
+
+
+def _decoded(rows: list[Any], seen: dict[str, TaskState] | None) -> Iterator[TaskState]:
+    """The records of a page's rows (each row's sort column last), decoded as
+    they are reached, each kept in `seen` when given."""
+    for row in rows:
+        rec = codec.row_to_state(row[:-1])
+        if seen is not None:
+            seen[rec.key] = rec
+        yield rec

@@ -13,7 +13,7 @@ the check that every `ledger_due` row is a candidate, and the walk itself.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from ledger_cli.engine.record import TaskState
@@ -97,7 +97,7 @@ def page_sql(
 
 def candidates(
     rank_after: Callable[[int], Sequence[Any] | None],
-    fetch: Callable[[tuple[Any, ...]], tuple[list[TaskState], Sequence[Sequence[Any]]]],
+    fetch: Callable[[tuple[Any, ...]], tuple[Iterable[TaskState], Sequence[Sequence[Any]]]],
     now: str,
     page: int,
     extra: tuple[Any, ...] = (),

@@ -27,14 +27,14 @@ over a dialect's SQL for a task's needs, `unmet` and sortable CreatedAt
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
 
-Fetch = Callable[[str, str], tuple[list[TaskState], Sequence[Sequence[Any]]]]
+Fetch = Callable[[str, str], tuple[Iterable[TaskState], Sequence[Sequence[Any]]]]
 
 LIVE = "('pending', 'claimed')"
 

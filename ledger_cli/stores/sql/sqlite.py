@@ -59,6 +59,9 @@ from ledger_cli.stores.sql.sqlite_schema import GO_DDL
 __all__ = ["GO_DDL", "SQLiteStore"]
 
 _LOAD, _INSERT, _UPDATE, _HISTORY_INSERT = codec.core_sql("?")
+_HISTORY_MORE = ", (?, ?, ?, ?, ?, ?)"
+_HISTORY_ROWS = 500
+"""History rows a statement inserts at most (6 parameters each: SQLite takes 32,766)."""
 _READY_ODD_KEYS = (
     "SELECT t.key FROM ledger_ready r JOIN ledger_tasks t ON t.key = r.key"
     f" WHERE {readyindex.FREE} AND t.key GLOB '*[^ -~]*'"
@@ -91,6 +94,9 @@ class SQLiteStore(SQLiteConnection, SqlClaims, SqlReads, SqlSideTables):
     REBUILD_GAP = 0.12
     """Longer than one busy-handler poll: waiting writers get in (cli/chunks.py GAP)."""
     LEASE = sqlite_readyindex.SQLITE_LEASE
+    READY_PAGE = 4
+    """A claim mostly takes the first candidate it reads (the scan leaves out
+    live leases): a page of 16 read (and converted) 12 rows for nothing."""
 
     def _rows(self, op: str, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
         with self._lock:
@@ -127,11 +133,19 @@ class SQLiteStore(SQLiteConnection, SqlClaims, SqlReads, SqlSideTables):
         with self._lock:
             if self._closed:
                 self._check_open()
+            seen = self._seen
+            if seen is not None and key in seen:
+                return seen[key]  # read in this transaction, unchanged since
             try:
                 row = self._cur.execute(_LOAD, (key,)).fetchone()
             except DRIVER_ERRORS as exc:
                 row = self._retry("load", exc, _LOAD, (key,), one=True)
-        return None if row is None else codec.row_to_state(row)
+            if row is None:
+                return None
+            rec = codec.row_to_state(row)
+            if seen is not None:
+                seen[key] = rec
+            return rec
 
     def compare_and_swap(self, key: str, old: TaskState | None, new: TaskState) -> bool:
         if old is None:
@@ -145,6 +159,8 @@ class SQLiteStore(SQLiteConnection, SqlClaims, SqlReads, SqlSideTables):
         with self._lock:
             if self._closed:
                 self._check_open()
+            if self._seen is not None:
+                self._seen = {}  # a row changes: what was read is read again
             try:
                 return self._cur.execute(sql, params).rowcount == 1
             except DRIVER_ERRORS as exc:
@@ -167,13 +183,25 @@ class SQLiteStore(SQLiteConnection, SqlClaims, SqlReads, SqlSideTables):
             )
             for e in entries
         ]
-        with self.batch():
-            try:
-                self._conn.executemany(_HISTORY_INSERT, params)
-            except UnicodeEncodeError:
-                # A key or text holding invalid bytes: bind those rows as bytes.
-                with self._errors("history insert"):
-                    for row in params:
-                        self._conn.execute(*codec.raw_binding(_HISTORY_INSERT, row))
-            except DRIVER_ERRORS as exc:
-                raise self._error("history insert", exc) from None
+        with self._lock:
+            if self._depth and len(params) <= _HISTORY_ROWS:
+                # one statement in the caller's transaction: all its rows or none
+                self._insert_history(params)
+                return
+            with self.batch():
+                for at in range(0, len(params), _HISTORY_ROWS):
+                    self._insert_history(params[at : at + _HISTORY_ROWS])
+
+    def _insert_history(self, params: list[tuple[Any, ...]]) -> None:
+        """Insert history rows, in order, with one statement."""
+        sql = _HISTORY_INSERT + _HISTORY_MORE * (len(params) - 1)
+        try:
+            self._conn.execute(sql, [value for row in params for value in row])
+        except UnicodeEncodeError:
+            # A key or text holding invalid bytes: bind those rows as bytes,
+            # one by one, in a savepoint (all of them go in, or none).
+            with self.batch(), self._errors("history insert"):
+                for row in params:
+                    self._conn.execute(*codec.raw_binding(_HISTORY_INSERT, row))
+        except DRIVER_ERRORS as exc:
+            raise self._error("history insert", exc) from None

@@ -18,12 +18,15 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ledger_cli.engine import collector
 from ledger_cli.errors import StoreError, StoreUnavailableError
 from ledger_cli.stores.sql import codec, sqlite_schema
 from ledger_cli.stores.sql.dialect import SqlDialect
+
+if TYPE_CHECKING:
+    from ledger_cli.engine.record import TaskState
 
 DRIVER_ERRORS = (sqlite3.Error, UnicodeError, OverflowError)
 _UNDECODABLE = "could not decode to utf-8"
@@ -42,6 +45,11 @@ class SQLiteConnection(SqlDialect):
         self._lock = threading.RLock()
         self._depth = 0
         self._closed = False
+        self._seen: dict[str, TaskState] | None = None
+        """The records this write transaction has read, by key (`load`): BEGIN
+        IMMEDIATE keeps every other writer out, so a row changes only by this
+        connection's compare-and-swap, which starts the dict afresh, as does a
+        rollback. None outside a transaction."""
         try:
             self._conn = sqlite3.connect(
                 self._path,
@@ -229,12 +237,14 @@ class SQLiteConnection(SqlDialect):
                 self._conn.execute("BEGIN IMMEDIATE" if depth == 0 else f"SAVEPOINT {savepoint}")
             if depth == 0:
                 collector.pause()  # none while the write lock is held (engine/collector.py)
+                self._seen = {}
             try:
                 self._depth = depth + 1
                 try:
                     yield
                 except BaseException:
                     self._depth = depth
+                    self._seen = {}
                     with contextlib.suppress(sqlite3.Error):
                         if depth == 0:
                             self._conn.execute("ROLLBACK")
@@ -253,7 +263,13 @@ class SQLiteConnection(SqlDialect):
                     raise
             finally:
                 if depth == 0:
+                    self._seen = None
                     collector.resume()
+
+    def _records_seen(self) -> dict[str, TaskState] | None:
+        """Where a ready scan leaves the records it decodes for `load`: this
+        transaction's (None outside one)."""
+        return self._seen
 
     # -- lifecycle ---------------------------------------------------------------
 

@@ -57,7 +57,9 @@ class AttemptRecorder:
         self._final: tuple[Attempt, bytes | None] | None = None
         """The end and the tail, once the command exited, until saved."""
         self._starter: threading.Event | None = None
-        """Set once the attempt's start is recorded (or failed to be)."""
+        """Set once the attempt's start (or its pid) is recorded (or failed to be)."""
+        self._pid_due = False
+        """The pid of an attempt the claim started is still to be noted (`outlived`)."""
         try:
             from ledger_cli.stores.attempts import attempt_log
 
@@ -104,7 +106,9 @@ class AttemptRecorder:
         `n`) in a thread of its own: the supervisor never waits on the store
         while the command runs (a store outage delays the record, not the
         lease's hard stop). An attempt the claim's unit started (`begun`)
-        only has its pid noted, here: no lock, no fsync (JSON's note_pid)."""
+        only has its pid noted: here where that is no lock and no fsync
+        (JSON's note_pid), else once the command outlives a poll (`outlived`;
+        SQL's note_pid is a commit, and a short command's end carries it)."""
         self._mono = time.monotonic()
         self.att.pid = pid
         begun = self.att.n > 0  # started in the claim's unit (`ClaimStart`)
@@ -115,11 +119,27 @@ class AttemptRecorder:
         if self.log is None:
             return
         if begun:
+            if getattr(self.log, "pid_note_commits", False):
+                self.recorded = True
+                if self.capture is not None:
+                    self.capture.recording = True
+                self._pid_due = True
+                return
             self._note_pid()  # no lock, no fsync: a rename beside the attempt
             return
         from ledger_cli.cli.commands.run.threads import spawn
 
         self._starter = spawn(self._start)
+
+    def outlived(self) -> None:
+        """The command outlived the supervisor's first poll: note its pid now,
+        in a thread of its own, when `started` left that for later."""
+        if not self._pid_due:
+            return
+        self._pid_due = False
+        from ledger_cli.cli.commands.run.threads import spawn
+
+        self._starter = spawn(self._note_pid)
 
     def begun(self, n: int, started: str) -> None:
         """The attempt was started in the claim's unit as `n` (`ClaimStart`):

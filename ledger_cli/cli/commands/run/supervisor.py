@@ -219,6 +219,8 @@ class Supervisor(OutcomeWrites):
             rc = exited.within(self.poll)
             if rc is None:
                 self.keeper.start()  # the command outlived a poll: keep its lease
+                if self.recorder is not None:
+                    self.recorder.outlived()  # and note its pid (run/attempts.py)
                 deadline.check(self._signal_child)  # --timeout: SIGTERM, then SIGKILL
                 if self.signum is not None:
                     # Passed on by the handler; escalate after the grace period.
