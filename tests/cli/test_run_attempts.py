@@ -25,7 +25,7 @@ from ledger_cli.stores import attempts as attempts_module
 from ledger_cli.stores import open_store
 from ledger_cli.stores.attempts import attempt_log
 from tests.cli.test_output_wait import ledger
-from tests.cli_support import make_cli, subprocess_env
+from tests.cli_support import ledger_cmd, make_cli, subprocess_env
 
 PY = sys.executable
 
@@ -299,3 +299,25 @@ def test_a_command_that_cannot_start_leaves_no_attempt(url: str, tmp_path: Path)
     res = ledger(url, "run", "job", "--owner", "w1", "--lease", "1m", "--", "true")
     assert res.returncode == 0, res.stderr
     assert [a["n"] for a in attempts(url)] == [1]
+
+
+def test_a_running_commands_attempt_shows_its_pid(url: str) -> None:
+    """While the command runs, `ledger output --json` (a fresh process) shows
+    the command's own pid in its attempt: on the JSON store from the pid note
+    beside an attempt started with the claim, on SQL once the command
+    outlives the runner's first poll."""
+    assert ledger(url, "admit", "job").returncode == 0
+    script = (
+        "import json, os, subprocess, sys, time\n"
+        "end = time.monotonic() + 60\n"
+        "while time.monotonic() < end:\n"
+        "    out = subprocess.run(sys.argv[1:], capture_output=True).stdout\n"
+        "    if json.loads(out)['attempt']['pid'] == os.getpid():\n"
+        "        sys.exit(0)\n"
+        "    time.sleep(0.05)\n"
+        "sys.exit(3)\n"
+    )
+    watch = [*ledger_cmd(), "--store", url, "output", "job", "--json"]
+    run = ("run", "job", "--owner", "w1", "--lease", "1m", "--", PY, "-c", script, *watch)
+    res = ledger(url, *run)
+    assert res.returncode == 0, res.stderr

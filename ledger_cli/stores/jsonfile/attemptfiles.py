@@ -175,13 +175,14 @@ def parse_head(line: bytes, path: str) -> dict[str, object]:
 
 
 def decode(dir_fd: int, n: int, obj: dict[str, object], where: str) -> Attempt:
-    """The attempt of a header, with the pid of `<n>.pid` while it has none."""
+    """The attempt of a header, with the pid of `<n>.pid` while it has none
+    (pid 0: a start written with the claim, before the command ran)."""
     try:
         att = Attempt.from_obj(str(obj["key"]), obj)
     except (KeyError, TypeError, ValueError) as exc:
         raise fail(f"{where}/{n}{SUFFIX}", f"is not an attempt file ({exc})") from None
-    if att.pid is None and att.ended is None:
-        att.pid = read_pid(dir_fd, n)
+    if not att.pid and att.ended is None:
+        att.pid = read_pid(dir_fd, n) or 0
     return att
 
 
