@@ -9,9 +9,10 @@ AttemptLog over them).
 a format tag; no newline inside), then the kept output, raw bytes as the
 command wrote them; replaced whole, never torn.
 
-`<n>.pid`: the command's pid, written (not fsynced) once the command runs
-when the start itself went with the claim's commit, before the pid was
-known. A reader takes it only while the header has no pid and no end. After
+`<n>.pid`: the command's pid, written (not fsynced) once the command
+outlives the runner's first poll when the start itself went with the
+claim's commit, before the pid was known (a shorter command's end carries
+its pid). A reader takes it only while the header has no pid and no end. After
 a power cut it may be missing or empty: it is then ignored (the command died
 with the machine); any later save of the attempt carries the pid itself.
 

@@ -54,7 +54,7 @@ class JsonAttempts:
     folds_into_batch = True
     """A start or a save inside the caller's batch commits with it (one
     journal, one sync): `ledger run` starts its first attempt in the claim's
-    unit, and then only notes the pid (`note_pid`) once the command runs."""
+    unit, and notes the pid (`note_pid`) once the command outlives a poll."""
 
     def __init__(self, store: JsonFileStore) -> None:
         self._store = store
@@ -259,7 +259,7 @@ class JsonAttempts:
         """The running command's pid, for an attempt started without it (in
         the claim's commit): a note beside the attempt, no fsync, no lock
         (attemptfiles.py)."""
-        if att.pid is None:
+        if not att.pid:
             return
         with self._reading(att.key) as got:
             if got is not None:

@@ -122,8 +122,6 @@ class _SqlAttempts:
 
     folds_into_batch = True
     """A start, a save or a drop inside the caller's batch commits with it."""
-    pid_note_commits = True
-    """`note_pid` is a transaction of its own (`ledger run` defers it)."""
 
     def start_attempt(self, att: Attempt) -> int:
         self._table(create=True)

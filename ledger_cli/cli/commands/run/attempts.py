@@ -106,9 +106,10 @@ class AttemptRecorder:
         `n`) in a thread of its own: the supervisor never waits on the store
         while the command runs (a store outage delays the record, not the
         lease's hard stop). An attempt the claim's unit started (`begun`)
-        only has its pid noted: here where that is no lock and no fsync
-        (JSON's note_pid), else once the command outlives a poll (`outlived`;
-        SQL's note_pid is a commit, and a short command's end carries it)."""
+        only has its pid noted, once the command outlives a poll (`outlived`):
+        a short command's end carries its pid, so a drained task of one
+        writes nothing between its claim and its completion (SQL's note_pid
+        is a commit, JSON's a file beside the attempt)."""
         self._mono = time.monotonic()
         self.att.pid = pid
         begun = self.att.n > 0  # started in the claim's unit (`ClaimStart`)
@@ -119,13 +120,10 @@ class AttemptRecorder:
         if self.log is None:
             return
         if begun:
-            if getattr(self.log, "pid_note_commits", False):
-                self.recorded = True
-                if self.capture is not None:
-                    self.capture.recording = True
-                self._pid_due = True
-                return
-            self._note_pid()  # no lock, no fsync: a rename beside the attempt
+            self.recorded = True
+            if self.capture is not None:
+                self.capture.recording = True
+            self._pid_due = True
             return
         from ledger_cli.cli.commands.run.threads import spawn
 
