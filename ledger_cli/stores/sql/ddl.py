@@ -93,7 +93,7 @@ def schedule(t: Types) -> tuple[str, ...]:
 
 
 def queues(t: Types) -> tuple[str, ...]:
-    """`ledger_queue` and `ledger_limit` (issue 32; queues.py). PostgreSQL
+    """`ledger_queue` and `ledger_limit` (docs/design.md §8.7; queues.py). PostgreSQL
     makes them with the rest of its schema (postgres_schema.py, under its
     set-up lock): a `CREATE TABLE IF NOT EXISTS` in two concurrent
     transactions can fail in one of them."""

@@ -113,7 +113,7 @@ class PostgresStore(PostgresClaims, SqlReads, SqlSideTables):
     def _check_text(self, key: str, **fields: str) -> None:
         no_nul(key, **fields)
 
-    # -- queues (issue 32; stores/sql/sidetables.py) -----------------------------
+    # -- queues (docs/design.md §8.7; stores/sql/sidetables.py) ------------------
 
     def lock_limit(self, queue: str, key: str | None = None) -> int | None:
         """In the open transaction: lock `key`'s row (when given: a claim by

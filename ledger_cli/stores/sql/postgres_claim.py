@@ -39,7 +39,7 @@ _CLAIM_START = (
 )
 """A `--next` claim's first statement: the pause (read FOR SHARE, docs/design.md §8.3), the
 server's clock, the first priority level of the due index (docs/design.md §8.2) and the
-queues' limits (issue 32), in one round trip."""
+queues' limits (docs/design.md §8.7), in one round trip."""
 
 
 class PostgresClaims(PostgresConnection, SqlClaims):

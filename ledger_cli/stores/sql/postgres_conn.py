@@ -113,7 +113,7 @@ class PostgresConnection(SqlDialect):
         round trip for the three) for that claim's `ready_at_clock`; dropped by
         it, and at the batch's end."""
         self._claim_limits: dict[str, int] | None = None
-        """The queues' limits (issue 32), read in the same round trip as
+        """The queues' limits (docs/design.md §8.7), read in the same round trip as
         `_claim_start`, for that claim's `limits()` in this batch; dropped at
         the batch's end."""
         self._preloaded: dict[str, TaskState | None] = {}

@@ -1,4 +1,4 @@
-"""Queues and limits (issue 32; engine/queues.py) on the SQL stores: the side
+"""Queues and limits (docs/design.md §8.7; engine/queues.py) on the SQL stores: the side
 tables `ledger_queue (key, queue)`, one row per key outside the `default`
 queue, and `ledger_limit (queue, n)`. The Go schema of `ledger_tasks` stays
 as it is; a row the Go service writes has no queue row, so it is in

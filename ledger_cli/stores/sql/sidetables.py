@@ -2,7 +2,7 @@
 the pruned marks, and the ready index's upkeep.
 
 `SqlSideTables` reads and writes `ledger_schedule` (docs/design.md §8.1;
-schedules.py) and `ledger_queue` / `ledger_limit` (issue 32; queues.py),
+schedules.py) and `ledger_queue` / `ledger_limit` (docs/design.md §8.7; queues.py),
 prunes records into `ledger_pruned` (docs/design.md §6.4), and checks
 (`ledger doctor`) and rebuilds (`doctor --fix`) the trigger-kept ready index
 and Ready order against `ledger_tasks`, with the objects, checks and range
@@ -63,7 +63,7 @@ class SqlSideTables(SqlDialect):
         rows = self._rows("schedule", schedules.ANY)
         return bool(rows and rows[0][0])
 
-    # -- queues and limits (issue 32) ------------------------------------------------
+    # -- queues and limits (docs/design.md §8.7) -------------------------------------
 
     def queue_of(self, key: str) -> str | None:
         if not self._holds(key):

@@ -99,7 +99,7 @@ class SQLiteConnection(SqlDialect):
     def _check_size(self) -> None:
         """A file shorter than the pages its header counts was truncated: SQLite
         reads the missing pages as zeros, and a query through them can find no
-        rows instead of failing (issue 30). Checked inside a read transaction
+        rows instead of failing (docs/design.md §5.5). Checked inside a read transaction
         while the write-ahead log is empty (then the header's count is the
         file's: a checkpoint cannot reset a log a reader uses); with frames in
         the log, its pages may be the missing ones and SQLite is trusted."""
