@@ -232,14 +232,6 @@ def append(root: str, root_fd: int, payload: bytes) -> tuple[int, tuple[int, int
     return end, (start, crc)
 
 
-def _exists(root_fd: int) -> bool:
-    try:
-        os.stat(WAL_NAME, dir_fd=root_fd, follow_symlinks=False)
-    except FileNotFoundError:
-        return False
-    return True
-
-
 def read_frames(
     root: str, root_fd: int, start: int, lenient: bool = False
 ) -> tuple[list[bytes], int, tuple[int, int] | None]:
@@ -394,7 +386,7 @@ def _set_aside(
     _sync_all(root, root_fd)
     lost = lost or restarted
     what = f"the writes past byte {end} are lost" if lost else "its writes are durable"
-    gone = not _exists(root_fd)
+    gone = not layout.exists(root, root_fd, WAL_NAME)
     aside = None if gone else layout.move_aside(root, root_fd, WAL_NAME)
     # Only now, with no log left to replay: a crash before this leaves a mark
     # that the missing log does not hold (damage, which --fix ends), where an
