@@ -1,4 +1,4 @@
-"""A million tasks (issue 33): what a store costs at the size users reach.
+"""A million tasks: what a store costs at the size users reach.
 
     .venv/bin/python benchmarks/bench_million.py [--tasks 1000000] [--stores json,sqlite]
         [--claims 5] [--dir DIR]

@@ -1,4 +1,4 @@
-"""What keeping the output of runs costs (issue 19), each figure side by side.
+"""What keeping the output of runs costs (docs/design.md §7.2), each figure side by side.
 
     .venv/bin/python benchmarks/bench_output.py [--size-mib 1024] [--tasks 2000]
         [--wait-keys 10000] [--store json|sqlite] [--rounds 3]

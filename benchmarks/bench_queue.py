@@ -16,7 +16,7 @@ user runs it (a fresh process each time, bytecode caching allowed):
   (`Ledger.prune`), with N ready tasks spread over 21 priority levels plus
   100 ready (docs/design.md §8.2), with N tasks not due until tomorrow plus 100
   ready (§8.1), and with N tasks over 20 queues, each admitted after the one
-  before, the first two at a limit of 1 with their slot held (issue 32):
+  before, the first two at a limit of 1 with their slot held (§8.7):
   plain and with `--queue q19`, the last queue, behind 95% of the tasks.
   Printed as ratios to the baseline; the targets: <= 1.5 on JSON and
   SQLite, <= 2 on PostgreSQL. On the JSON store, the disk a pruned key
@@ -105,7 +105,7 @@ def admit_many(
     """Admit keys in batches through the library, CreatedAt increasing by 1 µs;
     `levels`: priorities spread over that many levels from -1000 to 1000
     (docs/design.md §8.2); `not_before`: none due before it (§8.1); `queue`:
-    their queue (issue 32)."""
+    their queue (§8.7)."""
     store = open_store(url)
     led = Ledger(store)
     step = 2000 // (levels - 1) if levels > 1 else 0
@@ -422,7 +422,7 @@ def main() -> None:
     parser.add_argument(
         "--queues-only",
         action="store_true",
-        help="only the 20-queue claims (issue 32) against the base: no other store, no drains",
+        help="only the 20-queue claims (§8.7) against the base: no other store, no drains",
     )
     parser.add_argument(
         "--write-docs", action="store_true", help="write the table into docs/performance.md"

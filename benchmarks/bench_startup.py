@@ -17,7 +17,7 @@ through its whole life, each command a new process as in a shell loop:
 with `python -c pass` (the same interpreter) run before each of them, so that
 load on the machine hits both alike. It prints each command's median wall time
 and its ratio to the median of `python -c pass`; the target is a ratio of at
-most 3.5 for every one (issue 31; issue 21 asked for 3).
+most 3.5 for every one (docs/design.md §5.1).
 
 With `--against REV` the tree of git revision REV (extracted with `git
 archive`, run through the same interpreter on a copy of the store) takes every
