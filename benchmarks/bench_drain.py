@@ -46,9 +46,9 @@ def _cpu() -> float:
     return use.ru_utime + use.ru_stime
 
 
-def drain(tree: Path, store: str, tasks: int, workers: int) -> tuple[float, float]:
-    """(wall, CPU) seconds of W drain workers over N fresh tasks in `store`."""
-    env = _env(tree)
+def admit(tree: Path, store: str, tasks: int, env: dict[str, str]) -> list[str]:
+    """`admit --batch` of N tasks (t0, t1, …) into `store` by `tree`'s ledger;
+    the command that runs that ledger on `store`."""
     ledger = [sys.executable, "-m", "ledger_cli", "--store", store]
     batch = "".join(f'{{"key":"t{i}"}}\n' for i in range(tasks))
     subprocess.run(
@@ -60,6 +60,13 @@ def drain(tree: Path, store: str, tasks: int, workers: int) -> tuple[float, floa
         check=True,
         stdout=subprocess.DEVNULL,
     )
+    return ledger
+
+
+def drain(tree: Path, store: str, tasks: int, workers: int) -> tuple[float, float]:
+    """(wall, CPU) seconds of W drain workers over N fresh tasks in `store`."""
+    env = _env(tree)
+    ledger = admit(tree, store, tasks, env)
     run = ["run", "--next", "--drain", "--lease", "1m"]
     cpu, start = _cpu(), time.perf_counter()
     procs = [

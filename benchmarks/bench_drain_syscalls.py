@@ -8,7 +8,8 @@ For each tree: N tasks (default 200) admitted to a fresh store, then one
 not its commands). A wrapper marks each hold of the store lock with two
 cheap system calls (getppid(2) as the lock is taken, geteuid(2) as it is
 let go), so the count is split into the calls made under the lock, where
-the drain's workers wait on one another, and those outside it. Printed: per
+the drain's workers wait on one another, and those outside it (from the
+first hold on: the interpreter's start-up is left out). Printed: per
 drained task, the calls under the lock and outside it, the kinds under the
 lock that changed, and this tree's counts as ratios of REV's. Counts do not
 depend on the machine's speed; strace slows the worker, so no time is shown.
@@ -18,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import os
 import re
 import shutil
 import subprocess
@@ -29,6 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.bench_drain import _env, admit  # noqa: E402
 from benchmarks.bench_startup import extract  # noqa: E402
 
 MARKED = """
@@ -52,7 +53,8 @@ _CALL = re.compile(r"(\w+)\(")
 
 
 def count(trace: Path) -> tuple[int, collections.Counter[str], collections.Counter[str]]:
-    """(lock holds, calls under the lock by kind, calls outside it by kind)."""
+    """(lock holds, calls under the lock by kind, calls outside it by kind),
+    from the first hold on: the interpreter's start-up is left out."""
     holds, inside, outside = 0, collections.Counter[str](), collections.Counter[str]()
     held = False
     for line in trace.read_text(errors="replace").splitlines():
@@ -64,34 +66,23 @@ def count(trace: Path) -> tuple[int, collections.Counter[str], collections.Count
             held, holds = True, holds + 1
         elif name == "geteuid":
             held = False
-        else:
+        elif holds:
             (inside if held else outside)[name] += 1
     return holds, inside, outside
 
 
 def drained(tree: Path, tmp: Path, tasks: int) -> tuple[int, collections.Counter[str], int]:
     """(holds, calls under the lock, calls outside it) of one worker's drain."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_")}
-    env["PYTHONPATH"] = str(tree)
+    env = _env(tree)
     store = tmp / "store"
-    batch = "".join(f'{{"key":"t{i}"}}\n' for i in range(tasks))
-    ledger = [sys.executable, "-m", "ledger_cli", "--store", str(store)]
-    subprocess.run(
-        [*ledger, "admit", "--batch", "-"],
-        input=batch,
-        text=True,
-        env=env,
-        cwd=tree,  # `python -m` and `-c` put the working directory first on sys.path
-        check=True,
-        stdout=subprocess.DEVNULL,
-    )
+    admit(tree, str(store), tasks, env)
     trace = tmp / "trace"
     run = ["run", "--next", "--drain", "--owner", "w", "--lease", "1m", "--", "true"]
     worker = [sys.executable, "-c", MARKED, "--store", str(store), *run]
     got = subprocess.run(
         ["strace", "-o", str(trace), *worker],
         env=env,
-        cwd=tree,
+        cwd=tree,  # `-c` puts the working directory first on sys.path
         stdout=subprocess.DEVNULL,
         check=False,
     )
