@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.bench_startup import extract  # noqa: E402
 
 
-def _env(tree: Path) -> dict[str, str]:
+def tree_env(tree: Path) -> dict[str, str]:
     """The environment that runs `tree`'s ledger_cli. `python -m` puts the
     working directory first on sys.path, ahead of PYTHONPATH, so every
     process of a tree also runs in that tree."""
@@ -65,7 +65,7 @@ def admit(tree: Path, store: str, tasks: int, env: dict[str, str]) -> list[str]:
 
 def drain(tree: Path, store: str, tasks: int, workers: int) -> tuple[float, float]:
     """(wall, CPU) seconds of W drain workers over N fresh tasks in `store`."""
-    env = _env(tree)
+    env = tree_env(tree)
     ledger = admit(tree, store, tasks, env)
     run = ["run", "--next", "--drain", "--lease", "1m"]
     cpu, start = _cpu(), time.perf_counter()

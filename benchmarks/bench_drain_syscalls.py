@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.bench_drain import _env, admit  # noqa: E402
+from benchmarks.bench_drain import admit, tree_env  # noqa: E402
 from benchmarks.bench_startup import extract  # noqa: E402
 
 MARKED = """
@@ -73,7 +73,7 @@ def count(trace: Path) -> tuple[int, collections.Counter[str], collections.Count
 
 def drained(tree: Path, tmp: Path, tasks: int) -> tuple[int, collections.Counter[str], int]:
     """(holds, calls under the lock, calls outside it) of one worker's drain."""
-    env = _env(tree)
+    env = tree_env(tree)
     store = tmp / "store"
     admit(tree, str(store), tasks, env)
     trace = tmp / "trace"
