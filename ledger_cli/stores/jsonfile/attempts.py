@@ -357,18 +357,3 @@ class JsonAttempts:
     def scan(self) -> tuple[set[str], list[str]]:
         """(every key with an attempt, the stray temporary files' paths)."""
         return files.scan(self._root)
-
-    @store_method
-    def remove_strays(self, paths: Iterable[str]) -> int:
-        """Remove stray temporary files found by `scan` (under the lock)."""
-        removed = 0
-        with self._store._locked(create=False):
-            for path in paths:
-                try:
-                    os.unlink(path)
-                    removed += 1
-                except FileNotFoundError:
-                    pass
-                except OSError as exc:
-                    raise fail(path, "cannot remove", exc) from None
-        return removed
