@@ -78,7 +78,7 @@ class JsonAttempts:
         digest = self._digest(key)
         store = self._store
         if create and store._holding():
-            store._drop_dirs()  # it may hold a directory missing that this makes
+            store._drop_dirs()  # the cache may call missing a directory this makes
         if create or root_fd is None or root_fd != store._root_fd or not store._holding():
             return files.key_dir(self._root, digest, create=create, root_fd=root_fd)
         top_name, shard = files.ATTEMPTS_DIR, digest[:2]
