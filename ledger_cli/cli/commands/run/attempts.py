@@ -107,9 +107,9 @@ class AttemptRecorder:
         while the command runs (a store outage delays the record, not the
         lease's hard stop). An attempt the claim's unit started (`begun`)
         only has its pid noted, once the command outlives a poll (`outlived`):
-        a short command's end carries its pid, so a drained task of one
-        writes nothing between its claim and its completion (SQL's note_pid
-        is a commit, JSON's a file beside the attempt)."""
+        a short command's end carries its pid, so draining short commands
+        writes nothing between a task's claim and its completion (SQL's
+        note_pid is a commit, JSON's a file beside the attempt)."""
         self._mono = time.monotonic()
         self.att.pid = pid
         begun = self.att.n > 0  # started in the claim's unit (`ClaimStart`)
