@@ -26,8 +26,9 @@ takes one id, so the sink is `-D <last> -N J`: queued last and needing every
 slot, it starts only once every earlier job has finished); nq (one queue: every
 job waits for all earlier ones, a topological order run one at a time).
 
-Rounds (default 3) interleave the peers (each round runs every peer in turn) so
-that a shared machine's load falls on all alike; the figures are medians. Printed:
+Rounds (default 3) interleave the peers (each round runs every peer in turn,
+starting one further along than the round before) so that a shared machine's
+load falls on all alike; the figures are medians. Printed:
 wall time, jobs/s, and the rate as a ratio to GNU parallel's and to task-spooler's.
 A peer that is not installed is skipped with a note. `--write-docs` also writes
 the table into docs/performance.md between its `bench_peers figures` markers.
@@ -248,7 +249,10 @@ def measure(
             k: stack.enter_context(places(k, tmp, pg_url)) for k in peers if k in LEDGER_KINDS
         }
         for r in range(rounds):
-            for peer in peers:
+            # Each round starts at the next peer, so that none always follows
+            # the same one (PostgreSQL's vacuum after its run, say).
+            shift = r % len(peers)
+            for peer in peers[shift:] + peers[:shift]:
                 print(f"  round {r + 1}/{rounds}: {peer}", file=sys.stderr, flush=True)
                 work = tmp / f"{peer}-{r}"
                 work.mkdir()
