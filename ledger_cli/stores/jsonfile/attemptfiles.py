@@ -38,7 +38,6 @@ ATTEMPTS_DIR = "attempts"
 FORMAT = "ledger_cli.attempt"
 SUFFIX = ".att"
 PID_SUFFIX = ".pid"
-_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | fsutil.O_NOFOLLOW | fsutil.O_CLOEXEC
 
 Op = tuple[str, int, "bytes | None"]
 """A batch's attempt write: (key digest, n, the whole file; None: remove it)."""
@@ -118,29 +117,6 @@ def names(dir_fd: int, where: str, *, every: bool = False) -> list[int]:
 def newest(found: list[int]) -> list[int]:
     """Of sorted attempt numbers, the ones readers show (the newest 16)."""
     return [n for n in found if n > found[-1] - KEEP_ATTEMPTS] if found else found
-
-
-def write_temp(dir_fd: int, name: str, data: bytes, where: str, *, sync: bool = True) -> str:
-    tmp = fsutil.temp_name(name)
-    try:
-        fd = os.open(tmp, _CREATE, fsutil.FILE_MODE, dir_fd=dir_fd)
-    except OSError as exc:
-        raise fail(where, "cannot create a temporary file", exc) from None
-    try:
-        try:
-            if fsutil.needs_fchmod():  # O_CREAT's mode went through the umask
-                os.fchmod(fd, fsutil.FILE_MODE)
-            fsutil.write_all(fd, data)
-            if sync:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
-    except BaseException as exc:
-        fsutil.unlink_quiet(dir_fd, tmp)
-        if isinstance(exc, OSError):
-            raise fail(where, "cannot write", exc) from None
-        raise
-    return tmp
 
 
 def open_attempt(dir_fd: int, name: str, where: str) -> tuple[int, dict[str, object]] | None:
@@ -247,7 +223,7 @@ def write_pid(dir_fd: int, n: int, pid: int, where: str) -> None:
     """Note the running command's pid beside attempt n: renamed into place
     (whole for every reader), not fsynced (see the module's note)."""
     name = f"{n}{PID_SUFFIX}"
-    tmp = write_temp(dir_fd, name, b"%d\n" % pid, where, sync=False)
+    tmp = fsutil.write_temp(dir_fd, name, b"%d\n" % pid, where, sync=False)
     try:
         swap.into_place(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, synced=False)
     except OSError as exc:
@@ -317,7 +293,7 @@ def apply_ops(root: str, root_fd: int, ops: list[Op], *, sync: bool, fresh: bool
             mine = parse_head(data.partition(b"\n")[0], where)
             if not fresh and _behind(dir_fd, name, where, mine):
                 continue
-            tmp = write_temp(dir_fd, name, data, where, sync=sync)
+            tmp = fsutil.write_temp(dir_fd, name, data, where, sync=sync)
             try:
                 swap.into_place(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, synced=sync)
             except OSError as exc:

@@ -127,7 +127,7 @@ class JsonAttempts:
                 stored = att.copy()
                 stored.n = n
                 name = f"{n}{SUFFIX}"
-                tmp = files.write_temp(dir_fd, name, files.encode(stored, b""), shown)
+                tmp = fsutil.write_temp(dir_fd, name, files.encode(stored, b""), shown, sync=True)
                 try:
                     os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
                     for old in expired(kept, n):
@@ -183,7 +183,7 @@ class JsonAttempts:
                 if output is None:
                     return
             # The slow part (the bytes, their fsync) before the lock is taken.
-            tmp = files.write_temp(dir_fd, name, files.encode(att, output), shown)
+            tmp = fsutil.write_temp(dir_fd, name, files.encode(att, output), shown, sync=True)
             try:
                 with self._store._locked(create=False):
                     if not files.exists(dir_fd, name):

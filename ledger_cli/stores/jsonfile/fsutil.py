@@ -147,14 +147,21 @@ def open_regular(dir_fd: int, name: str, flags: int, shown: str) -> int | None:
     """Open regular file `name` (created with FILE_MODE when `flags` has
     O_CREAT), or None when it does not exist; a StoreError naming `shown`
     for any other failure, a symlink or anything but a regular file."""
+    opened = _open_regular_stat(dir_fd, name, flags, shown)
+    return None if opened is None else opened[0]
+
+
+def _open_regular_stat(
+    dir_fd: int, name: str, flags: int, shown: str
+) -> tuple[int, os.stat_result] | None:
+    """`open_regular`, with the file's fstat."""
     try:
         fd = os.open(name, flags, FILE_MODE, dir_fd=dir_fd)
     except FileNotFoundError:
         return None
     except OSError as exc:
         raise open_failed(shown, exc) from None
-    require_regular(fd, shown)  # closes fd when it refuses
-    return fd
+    return fd, require_regular(fd, shown)  # closes fd when it refuses
 
 
 def append_lines(fd: int, lines: Iterable[str], shown: str, *, sync: bool) -> None:
@@ -172,13 +179,10 @@ def append_lines(fd: int, lines: Iterable[str], shown: str, *, sync: bool) -> No
 
 def read_file(dir_fd: int, name: str, shown: str) -> bytes | None:
     """The whole content of regular file `name`, or None when it does not exist."""
-    try:
-        fd = os.open(name, READ_FLAGS, dir_fd=dir_fd)
-    except FileNotFoundError:
+    opened = _open_regular_stat(dir_fd, name, READ_FLAGS, shown)
+    if opened is None:
         return None
-    except OSError as exc:
-        raise open_failed(shown, exc) from None
-    size = require_regular(fd, shown).st_size  # closes fd when it refuses
+    fd, size = opened[0], opened[1].st_size
     try:
         # A read of a regular file returns less than asked only at its end,
         # so one read of a byte more than its size reads it whole.
@@ -257,13 +261,27 @@ def replace_file(
     system) and put in place (swap.py). With `sync` the new bytes are fsynced
     first; the caller fsyncs `dir_fd` (once for many files) for the new name."""
     tdir = dir_fd if tmp_dir_fd is None else tmp_dir_fd
+    tmp = write_temp(tdir, name, data, shown, sync=sync)
+    try:
+        swap.into_place(tmp, name, src_dir_fd=tdir, dst_dir_fd=dir_fd, synced=sync)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=tdir)
+        if isinstance(exc, OSError):
+            raise fail(shown, "cannot write", exc) from None
+        raise
+
+
+def write_temp(dir_fd: int, name: str, data: bytes, shown: str, *, sync: bool) -> str:
+    """A new temporary file in `dir_fd` holding `data` (mode 0600, fsynced
+    with `sync`), named for `name`; its name. Removed again if writing fails."""
     tmp = temp_name(name)
     try:
         try:
-            fd = os.open(tmp, _CREATE_FLAGS, FILE_MODE, dir_fd=tdir)
+            fd = os.open(tmp, _CREATE_FLAGS, FILE_MODE, dir_fd=dir_fd)
         except FileExistsError:  # a leftover under the same name: draw a random one
             tmp = f".{name}.{os.urandom(8).hex()}{TEMP_SUFFIX}"
-            fd = os.open(tmp, _CREATE_FLAGS, FILE_MODE, dir_fd=tdir)
+            fd = os.open(tmp, _CREATE_FLAGS, FILE_MODE, dir_fd=dir_fd)
     except OSError as exc:
         raise fail(shown, "cannot create a temporary file", exc) from None
     try:
@@ -275,13 +293,13 @@ def replace_file(
                 os.fsync(fd)
         finally:
             os.close(fd)
-        swap.into_place(tmp, name, src_dir_fd=tdir, dst_dir_fd=dir_fd, synced=sync)
     except BaseException as exc:
         with contextlib.suppress(OSError):
-            os.unlink(tmp, dir_fd=tdir)
+            os.unlink(tmp, dir_fd=dir_fd)
         if isinstance(exc, OSError):
             raise fail(shown, "cannot write", exc) from None
         raise
+    return tmp
 
 
 def close_all(fds: Iterable[int | None]) -> None:
