@@ -112,12 +112,15 @@ class Supervisor(OutcomeWrites):
 
     # -- the child -------------------------------------------------------------
 
-    def _env(self) -> dict[str, str]:
-        env = dict(os.environ)
-        env["LEDGER_KEY"] = self.key
-        env["LEDGER_FENCE"] = str(self.fence)
-        env["LEDGER_TASK"] = str(output.task(self.rec.task))
-        env["LEDGER_ATTEMPT"] = str(self.attempt)
+    def _env(self) -> dict[bytes, bytes]:
+        """The command's environment: ours, and the task's LEDGER_* variables.
+        In bytes, as the kernel takes it: a drain starts a command a task, and
+        decoding then re-encoding every variable each time is most of the cost."""
+        env = dict(os.environb)
+        env[b"LEDGER_KEY"] = os.fsencode(self.key)
+        env[b"LEDGER_FENCE"] = b"%d" % self.fence
+        env[b"LEDGER_TASK"] = os.fsencode(str(output.task(self.rec.task)))
+        env[b"LEDGER_ATTEMPT"] = b"%d" % self.attempt
         return env
 
     def _signal_child(self, signum: int) -> None:
