@@ -341,7 +341,7 @@ FULL_QUEUES = 2
 def queue_ratios(
     small: str, queued: str, n: int, k: int, base_times: list[float]
 ) -> dict[str, float]:
-    """Issue 32: claim --next, plain and --queue of the last queue, on 20 queues
+    """claim --next (docs/design.md §8.7), plain and --queue of the last queue, on 20 queues
     whose first FULL_QUEUES are at their limit."""
     last = f"q{QUEUES - 1:02d}"
     return {
