@@ -12,6 +12,7 @@ of version 1 (no sums) are still read, their sums checked where present.
 
 from __future__ import annotations
 
+import functools
 import os
 from hashlib import sha256 as _sha256
 
@@ -22,9 +23,12 @@ from ledger_cli.stores.jsonfile.fsutil import fail
 from ledger_cli.stores.jsonfile.layout import RECORD_FILE, RECORDS_DIR, SHARD, shown
 
 
+@functools.lru_cache(maxsize=1024)
 def key_digest(key: str) -> str | None:
     """The file-name digest of a key; None for a key that is not valid Unicode
-    (a lone surrogate), which no JSON file can hold."""
+    (a lone surrogate), which no JSON file can hold. Cached: one write asks
+    for the digests of the same few keys a dozen times (its record, its
+    index entries, its attempt, its queue and schedule)."""
     try:
         raw = key.encode("utf-8")
     except UnicodeEncodeError:
