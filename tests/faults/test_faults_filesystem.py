@@ -74,7 +74,7 @@ def test_modes_are_owner_only_under_any_umask(tmp_path: Path, umask: int) -> Non
         assert mode == want, f"{path}: {mode:04o} under umask {umask:03o}"
         seen += 1
     assert seen > 20
-    assert (root / "queue").is_dir() and (root / "history.jsonl").is_file()
+    assert (root / "waiters").is_dir() and (root / "history.jsonl").is_file()
 
 
 # -- planted symlinks and FIFOs ---------------------------------------------------------------
@@ -133,8 +133,8 @@ def _places(root: Path) -> dict[str, Path]:
         "history": root / "history.jsonl",
         "metadata": root / "ledger-store.json",
         "journal": root / "journal.json",
-        "queue-dir": root / "queue",
-        "queue-tail": root / "queue" / "tail",
+        "queue-dir": root / "waiters",
+        "queue-tail": root / "waiters" / "tail",
         "records-dir": root / "records",
         "live-dir": root / "live",
         "shard-dir": root / "records" / k[:2],

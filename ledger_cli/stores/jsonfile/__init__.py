@@ -4,7 +4,7 @@ Layout of a store directory (mode 0700; every file 0600):
 
     ledger-store.json     format marker and version, the fence floor  (layout.py)
     ledger.lock           the filelock lock file; never deleted        (locking.py,
-    queue/                the FIFO queue in front of the lock           fairlock.py)
+    waiters/              the FIFO queue in front of the lock           fairlock.py)
     records/ab/<sha256 of the UTF-8 key>.json
                           one file per key: the wire record object with a
                           checksum member last                          (records.py)
@@ -19,10 +19,19 @@ Layout of a store directory (mode 0700; every file 0600):
                           unfinished records they judge one by one       tallyview.py)
     pruned/               pruned records, many keys a file              (prunedfile.py,
                                                                          pruning.py)
+    attempts/ab/<digest>/ each run attempt of a key, its output after   (attemptfiles.py,
+                          its header                                     attempts.py)
+    queue/, schedule/     a key's queue and its schedule, a small file  (queuefile.py,
+                          a key that has one: <digest>.json              schedulefile.py)
+    paused.json, limits.json   the pause and the queues' limits          (pausefile.py,
+                                                                         queuefile.py)
     history.jsonl         the history of writes, one JSON object a line (historyfile.py,
                           rewritten by `prune` without pruned keys       historyrewrite.py)
-    journal.json          only while a batch commits (or after a crash in it)
-                                                                        (journal.py)
+    wal.log, wal.applied  the frames of the small writes since the last (wal.py)
+                          checkpoint (their commit point), and how far
+                          this boot has applied them
+    journal.json          only while a large batch commits (or after a  (journal.py)
+                          crash in it)
 
 The derived indexes (ready/, deps/, tally/) are kept, read, checked by
 `ledger doctor` and rebuilt as derived.py says; each index's module declares

@@ -9,9 +9,9 @@ interval alone still leaves a p99 wait of ~200 ms and burns the CPU that the
 holder needs (each filelock attempt opens the file and runs its machinery).
 
 So waiters queue first, in arrival order (a CLH queue lock made of files):
-- each acquirer creates its own node file `queue/n-<random>` and flocks it
+- each acquirer creates its own node file `waiters/n-<random>` and flocks it
   (held until it releases the store lock),
-- under a momentary flock on `queue/tail` it swaps its node name into the
+- under a momentary flock on `waiters/tail` it swaps its node name into the
   tail; the previous tail is its predecessor,
 - it waits until it can flock its predecessor's node, then unlinks that
   node and takes the FileLock, which is free by then. A node is a FIFO that
@@ -59,7 +59,9 @@ if TYPE_CHECKING:
     from typing import Any
 
 LOCK_NAME = "ledger.lock"
-QUEUE_DIR = "queue"
+QUEUE_DIR = "waiters"  # queue/ holds the keys' task queues (queuefile.py)
+OLD_QUEUE_DIR = "queue"
+"""Where earlier builds queued waiters: their leftover nodes there are known (doctor)."""
 TAIL_NAME = "tail"
 NODE_PREFIX = "n-"
 _NODE_LEN = len(NODE_PREFIX) + 24

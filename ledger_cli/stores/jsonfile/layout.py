@@ -8,7 +8,7 @@ import os
 from typing import TYPE_CHECKING
 
 from ledger_cli.stores.jsonfile import fsutil
-from ledger_cli.stores.jsonfile.fairlock import LOCK_NAME, QUEUE_DIR
+from ledger_cli.stores.jsonfile.fairlock import LOCK_NAME, OLD_QUEUE_DIR, QUEUE_DIR
 from ledger_cli.stores.jsonfile.fsutil import fail
 
 if TYPE_CHECKING:
@@ -113,7 +113,9 @@ def refuse_foreign(root: str, root_fd: int) -> None:
     except OSError as exc:
         raise fail(root, "cannot list", exc) from None
     foreign = [
-        n for n in names if n not in (LOCK_NAME, QUEUE_DIR) and not n.endswith(fsutil.TEMP_SUFFIX)
+        n
+        for n in names
+        if n not in (LOCK_NAME, QUEUE_DIR, OLD_QUEUE_DIR) and not n.endswith(fsutil.TEMP_SUFFIX)
     ]
     if foreign:
         raise fail(

@@ -104,14 +104,14 @@ def _read_record(path: str, scanned: bool, found: Findings, out: list[RecordFile
 
 def walk(root: str, found: Findings) -> Walked:
     """Modes, symlinks, temp files, and the record files read."""
-    from ledger_cli.stores.jsonfile.fairlock import NODE_PREFIX, QUEUE_DIR
+    from ledger_cli.stores.jsonfile.fairlock import NODE_PREFIX, OLD_QUEUE_DIR, QUEUE_DIR
     from ledger_cli.stores.jsonfile.layout import RECORD_FILE, SHARD
 
     temps: list[str] = []
     records: list[RecordFile] = []
     all_read = True
     shards = os.path.join(root, RECORDS_DIR)
-    lock_queue = os.path.join(root, QUEUE_DIR)
+    waiters = (os.path.join(root, QUEUE_DIR), os.path.join(root, OLD_QUEUE_DIR))
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         parent, base = os.path.split(dirpath)
         in_shard = os.path.basename(parent) == RECORDS_DIR
@@ -135,7 +135,7 @@ def walk(root: str, found: Findings) -> Walked:
                 if mode & ~0o700:
                     found.problems.append(f"{path}: directory mode {mode:04o} is wider than 0700")
             elif not stat.S_ISREG(st.st_mode) and not (
-                stat.S_ISFIFO(st.st_mode) and dirpath == lock_queue and name.startswith(NODE_PREFIX)
+                stat.S_ISFIFO(st.st_mode) and dirpath in waiters and name.startswith(NODE_PREFIX)
             ):  # (a lock queue node is a FIFO: stores/jsonfile/fairlock.py)
                 found.problems.append(f"{path}: not a regular file (a FIFO, socket or device)")
             else:
