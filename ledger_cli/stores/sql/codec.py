@@ -291,23 +291,29 @@ def _uint(value: int, field: str, key: str, limit: int) -> int:
     return check_uint(value, field, key, limit)
 
 
+def _written(key: str, new: TaskState, limit: int) -> tuple[Any, ...]:
+    """The columns both writes set: status, sequence, owner, fence, lease_until,
+    needs, blocked_by, task."""
+    return (
+        new.status,
+        _uint(new.sequence, "sequence", key, limit),
+        new.owner,
+        _uint(new.fence, "fence", key, limit),
+        encode_time(new.lease_until),
+        encode_needs(new.needs),
+        new.blocked_by,
+        encode_task(new.task),
+    )
+
+
 def insert_params(key: str, new: TaskState, limit: int) -> tuple[Any, ...]:
     """Parameters for INSERT (key, status, sequence, owner, fence, lease_until,
     needs, blocked_by, task, rev=0, created_at, updated_at, created_by, updated_by)."""
     return (
         key,
-        new.status,
-        _uint(new.sequence, "sequence", key, limit),
-        new.owner,
-        _uint(new.fence, "fence", key, limit),
-        _format_time(new.lease_until.unix_ns, new.lease_until.offset_seconds),
-        encode_needs(new.needs),
-        new.blocked_by,
-        encode_task(new.task),
-        _format_time(new.created_at.unix_ns, new.created_at.offset_seconds),
-        _format_time(new.updated_at.unix_ns, new.updated_at.offset_seconds),
-        new.created_by,
-        new.updated_by,
+        *_written(key, new, limit),
+        *(encode_time(new.created_at), encode_time(new.updated_at)),
+        *(new.created_by, new.updated_by),
     )
 
 
@@ -316,21 +322,9 @@ def update_params(key: str, old: TaskState, new: TaskState, limit: int) -> tuple
     lease_until, needs, blocked_by, task, updated_at, updated_by WHERE key,
     sequence, status, fence, rev."""
     return (
-        new.status,
-        _uint(new.sequence, "sequence", key, limit),
-        new.owner,
-        _uint(new.fence, "fence", key, limit),
-        _format_time(new.lease_until.unix_ns, new.lease_until.offset_seconds),
-        encode_needs(new.needs),
-        new.blocked_by,
-        encode_task(new.task),
-        _format_time(new.updated_at.unix_ns, new.updated_at.offset_seconds),
-        new.updated_by,
-        key,
-        old.sequence,
-        old.status,
-        old.fence,
-        old.rev,
+        *_written(key, new, limit),
+        *(encode_time(new.updated_at), new.updated_by),
+        *(key, old.sequence, old.status, old.fence, old.rev),
     )
 
 

@@ -84,12 +84,15 @@ def pause(t: Types) -> tuple[str, ...]:
     )
 
 
+def _keyed(t: Types, table: str, columns: str) -> str:
+    """A table of ours keyed by its primary key (WITHOUT ROWID on SQLite)."""
+    return f"CREATE TABLE IF NOT EXISTS {table} ({columns}){t.rowid}"
+
+
 def schedule(t: Types) -> tuple[str, ...]:
     """`ledger_schedule` (docs/design.md §8.1; schedules.py)."""
-    return (
-        f"CREATE TABLE IF NOT EXISTS ledger_schedule (key {t.key} PRIMARY KEY,"
-        f" not_before {t.text} NOT NULL DEFAULT '', priority {t.int} NOT NULL DEFAULT 0){t.rowid}",
-    )
+    cols = f"key {t.key} PRIMARY KEY, not_before {t.text} NOT NULL DEFAULT '',"
+    return (_keyed(t, "ledger_schedule", f"{cols} priority {t.int} NOT NULL DEFAULT 0"),)
 
 
 def queues(t: Types) -> tuple[str, ...]:
@@ -98,34 +101,31 @@ def queues(t: Types) -> tuple[str, ...]:
     set-up lock): a `CREATE TABLE IF NOT EXISTS` in two concurrent
     transactions can fail in one of them."""
     return (
-        f"CREATE TABLE IF NOT EXISTS ledger_queue (key {t.key} PRIMARY KEY,"
-        f" queue {t.key} NOT NULL){t.rowid}",
+        _keyed(t, "ledger_queue", f"key {t.key} PRIMARY KEY, queue {t.key} NOT NULL"),
         "CREATE INDEX IF NOT EXISTS ledger_queue_by_queue ON ledger_queue (queue, key)",
-        f"CREATE TABLE IF NOT EXISTS ledger_limit (queue {t.key} PRIMARY KEY,"
-        f" n {t.int} NOT NULL CHECK (n >= 1)){t.rowid}",
+        _keyed(t, "ledger_limit", f"queue {t.key} PRIMARY KEY, n {t.int} NOT NULL CHECK (n >= 1)"),
     )
 
 
 def ready(t: Types) -> tuple[str, ...]:
     """The ready index's tables (docs/design.md §6.1; readyindex.py) and the
     pruned marks."""
+    needs = f"key {t.key} NOT NULL, need {t.key} NOT NULL, PRIMARY KEY (key, need)"
     return (
         # The keys `ledger prune` pruned (docs/design.md §6.4): a side table, so the mark
         # survives whatever the Go service does to ledger_tasks.
-        f"CREATE TABLE IF NOT EXISTS ledger_pruned (key {t.key} PRIMARY KEY){t.rowid}",
-        f"CREATE TABLE IF NOT EXISTS ledger_needs (key {t.key} NOT NULL, need {t.key} NOT NULL,"
-        f" PRIMARY KEY (key, need)){t.rowid}",
+        _keyed(t, "ledger_pruned", f"key {t.key} PRIMARY KEY"),
+        _keyed(t, "ledger_needs", needs),
         "CREATE INDEX IF NOT EXISTS ledger_needs_need ON ledger_needs (need)",
-        f"CREATE TABLE IF NOT EXISTS ledger_ready (key {t.key} PRIMARY KEY,"
-        f" created {t.key} NOT NULL){t.rowid}",
+        _keyed(t, "ledger_ready", f"key {t.key} PRIMARY KEY, created {t.key} NOT NULL"),
         "CREATE INDEX IF NOT EXISTS ledger_ready_order ON ledger_ready (created, key)",
     )
 
 
 def due(t: Types) -> tuple[str, ...]:
     """`ledger_due`, the Ready order (docs/design.md §8.2; due.py), and its index."""
+    cols = f"key {t.key} PRIMARY KEY, rank {t.int} NOT NULL, due {t.key} NOT NULL"
     return (
-        f"CREATE TABLE IF NOT EXISTS ledger_due (key {t.key} PRIMARY KEY, rank {t.int} NOT NULL,"
-        f" due {t.key} NOT NULL){t.rowid}",
+        _keyed(t, "ledger_due", cols),
         "CREATE INDEX IF NOT EXISTS ledger_due_order ON ledger_due (rank, due, key)",
     )
