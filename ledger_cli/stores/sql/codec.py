@@ -312,8 +312,10 @@ def insert_params(key: str, new: TaskState, limit: int) -> tuple[Any, ...]:
     return (
         key,
         *_written(key, new, limit),
-        *(encode_time(new.created_at), encode_time(new.updated_at)),
-        *(new.created_by, new.updated_by),
+        encode_time(new.created_at),
+        encode_time(new.updated_at),
+        new.created_by,
+        new.updated_by,
     )
 
 
@@ -323,8 +325,13 @@ def update_params(key: str, old: TaskState, new: TaskState, limit: int) -> tuple
     sequence, status, fence, rev."""
     return (
         *_written(key, new, limit),
-        *(encode_time(new.updated_at), new.updated_by),
-        *(key, old.sequence, old.status, old.fence, old.rev),
+        encode_time(new.updated_at),
+        new.updated_by,
+        key,
+        old.sequence,
+        old.status,
+        old.fence,
+        old.rev,
     )
 
 
