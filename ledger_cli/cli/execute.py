@@ -2,7 +2,7 @@
 
 Each error class carries its own code (`errors.py`); an unexpected exception
 is 70 (one line on stderr, the traceback only with LEDGER_DEBUG=1). Both the
-fast path and the Typer app's `dispatch` come through here.
+fast path and the Typer app's commands (`declarations.base.command`) come through here.
 """
 
 from __future__ import annotations

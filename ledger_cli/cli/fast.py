@@ -130,24 +130,17 @@ COMMANDS: dict[str, Spec] = {
     "list": Spec(
         (),
         {
-            "--status": Opt("status", multiple=True),
+            "--status": Opt("statuses", multiple=True),
             "--owner": Opt("owner"),
             "--limit": Opt("limit"),
             "--jsonl": Opt("jsonl", flag=True),
             "--pruned": Opt("pruned", flag=True),
             "--queue": Opt("queue", multiple=True),
         },
-        "fast:list_jsonl",
+        "commands.list:list_records",
         requires="jsonl",
     ),
 }
-
-
-def list_jsonl(settings: Settings, status: list[str] | None = None, **kwargs: Any) -> int:
-    """`list --jsonl` (the click command's `--status` is list_records' `statuses`)."""
-    from ledger_cli.cli.commands.list import list_records
-
-    return list_records(settings, statuses=status, **kwargs)
 
 
 class Parsed:

@@ -131,16 +131,21 @@ def admit(
     return _report_one(settings, key, got)
 
 
-def _report_one(settings: Settings, key: str, got: Outcome) -> int:
-    """Print an admit's outcome (docs/design.md §8.4); its exit status: 8 for a conflict."""
-    from ledger_cli.errors import ValidationError
-
-    obj: dict[str, Any] = {
+def outcome_object(key: str, got: Outcome) -> dict[str, Any]:
+    """An admit's outcome in --json (a batch line's after its `line`)."""
+    return {
         "key": key,
         "admitted": got.admitted,
         "outcome": got.word,
         "record": output.record(got.record),
     }
+
+
+def _report_one(settings: Settings, key: str, got: Outcome) -> int:
+    """Print an admit's outcome (docs/design.md §8.4); its exit status: 8 for a conflict."""
+    from ledger_cli.errors import ValidationError
+
+    obj = outcome_object(key, got)
     if got.word != CONFLICT:
         if settings.json:
             output.json_line(obj)
@@ -247,13 +252,7 @@ def admit_batch(settings: Settings, source: str) -> int:
                     }
                 )
             else:
-                item: dict[str, Any] = {
-                    "line": number,
-                    "key": key,
-                    "admitted": got.admitted,
-                    "outcome": got.word,
-                    "record": output.record(got.record),
-                }
+                item = {"line": number, **outcome_object(key, got)}
                 if got.word == CONFLICT:
                     conflicts += 1
                     message = output.clip(f"line {number}: {output.one_line(got.message(key))}")

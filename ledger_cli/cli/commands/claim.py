@@ -178,9 +178,20 @@ def claim_next_timed(
     while True:
         sent = time.monotonic()
         held: list[PauseInfo] = []
+        claimed: tuple[TaskState, int] | None = None
         try:
             with cut_after(s.store, lease_s - margin_of(lease_s)):
-                claimed = _claim_next_once(s, owner, lease_td, held, in_unit, queues)
+                # One unit, at the store's clock (None: read with its first ready
+                # query; PostgreSQL: no round trip of its own) or --now. One lock
+                # hold (a transaction on SQL stores) for the scan and the claim:
+                # on PostgreSQL the scan locks its candidate (FOR UPDATE SKIP
+                # LOCKED), so concurrent claimers spread over the queue instead of
+                # piling onto one.
+                for attempt in s.writes(s.unit_now("ready_at_clock")):
+                    with attempt:
+                        del held[:]
+                        claimed = None  # a run rolled back claimed nothing
+                        claimed = claim_in_unit(s, attempt, owner, lease_td, held, in_unit, queues)
         except StoreError as exc:
             if wait is None or not is_outage(exc):
                 raise
@@ -197,31 +208,6 @@ def claim_next_timed(
             raise NothingReadyError()
         time.sleep(min(pause, left))
         pause = min(pause * 2, 1.0)
-
-
-def _claim_next_once(
-    s: Session,
-    owner: str,
-    lease_td: timedelta,
-    held: list[PauseInfo],
-    in_unit: Callable[[TaskState, int], None] | None = None,
-    queues: frozenset[str] | None = None,
-) -> tuple[TaskState, int] | None:
-    """One unit: scan the ready records and claim the first that can be; on a
-    paused store (docs/design.md §8.3) claim nothing and append the pause to `held`."""
-    # None: each unit reads the store's clock with its first ready query
-    # (PostgreSQL: no round trip of its own); else --now or the clock.
-    now = s.unit_now("ready_at_clock")
-    claimed: tuple[TaskState, int] | None = None
-    # One lock hold (a transaction on SQL stores) for the scan and the claim:
-    # on PostgreSQL the scan locks its candidate (FOR UPDATE SKIP LOCKED), so
-    # concurrent claimers spread over the queue instead of piling onto one.
-    for attempt in s.writes(now):
-        with attempt:
-            del held[:]
-            claimed = None  # a run rolled back claimed nothing
-            claimed = claim_in_unit(s, attempt, owner, lease_td, held, in_unit, queues)
-    return claimed
 
 
 def claim_in_unit(

@@ -12,11 +12,12 @@ from ledger_cli.engine.record import go_quote
 FORMATS = ("dot", "mermaid", "svg")
 
 
-def graph(settings: Settings, keys: Sequence[str] = (), fmt: str = "dot") -> int:
+def graph(settings: Settings, keys: Sequence[str] | None = None, fmt: str = "dot") -> int:
     """Print the graph of every task, or of KEYs with their ancestors and
     descendants: DOT (default), Mermaid, SVG, or `--json`."""
     if fmt not in FORMATS:
         raise InputError(f"ledger: --format must be dot, mermaid or svg, not {go_quote(fmt)}")
+    keys = keys or ()
     for key in keys:
         validate_key(key)
     from ledger_cli.cli.graph import model

@@ -5,8 +5,9 @@ to its work in `cli/commands/` (imported when it runs). Values are parsed
 there, by `inputs`, so the typer path and the fast path (`fast.py`) share one
 parser. `base.py` holds the app, the global settings (`--store`, `--actor`,
 `--now`, `--json`, accepted before and after the command), `--version`, the
-option types and `dispatch`; each group registers its commands on that app
-when imported, and `ledger --help` lists them in GROUPS order.
+option types and `command`, which registers a declaration; each group
+registers its commands on that app when imported, and `ledger --help` lists
+them in GROUPS order.
 """
 
 from __future__ import annotations

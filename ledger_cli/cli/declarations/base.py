@@ -1,9 +1,9 @@
 """The Typer app: every command's declaration (docs/design.md §4).
 
-Declarations only: each command gathers its settings and hands the raw
-strings to its module (`admission`, `leases`, …), imported when the command
-runs. Values (keys, durations, integers, JSON) are parsed there, by
-`inputs`, so the typer path and the fast path of `app.main` share one parser.
+Declarations only: `command` registers each, and the command hands the raw
+strings to its work in `cli/commands/`, imported when the command runs.
+Values (keys, durations, integers, JSON) are parsed there, by `inputs`, so
+the typer path and the fast path of `app.main` share one parser.
 
 The global settings `--store`, `--actor`, `--now` and `--json` are accepted
 before the command (`ledger --json list`) and after it (`ledger list --json`):
@@ -13,11 +13,13 @@ after the command wins.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
 
+from ledger_cli import _load
 from ledger_cli.cli import typer_compat as compat
 from ledger_cli.cli.context import ENV_ACTOR, ENV_NOW, ENV_STORE, SETTINGS_KEY, Settings
 from ledger_cli.cli.typer_compat import TyperGroup
@@ -147,17 +149,46 @@ app = typer.Typer(
 )
 
 
-def settings_of(ctx: typer.Context) -> Settings:
-    given = ctx.find_root().meta.get(SETTINGS_KEY, {})
-    return Settings.from_env(**given)
+WORK_VALUES = "ledger.work_values"
+"""Where a command class puts values of its own for the work (ctx.meta): `run`'s CMD."""
 
 
-def dispatch(ctx: typer.Context, fn: Callable[..., int], **kwargs: Any) -> None:
-    from ledger_cli.cli.execute import execute
+def command(
+    *example_lines: str, name: str | None = None, work: str | None = None, cls: Any = None
+) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Register a declaration as the command NAME (by default the function's name).
 
-    code = execute(settings_of(ctx), fn, **kwargs)
-    if code:
-        raise typer.Exit(code)
+    The declaration's parameters after `ctx` are the command's arguments and
+    options, its docstring the help, EXAMPLE_LINES the closing examples; its body
+    is never run. The command hands the values, by parameter name, to WORK
+    ("module:function" in `cli/commands/`, by default NAME:NAME), imported when
+    the command runs, through `execute`; a non-zero code is the exit code.
+    """
+
+    def register(declaration: Callable[..., None]) -> Callable[..., None]:
+        command_name = name or declaration.__name__
+        module, _, function = (work or f"{command_name}:{command_name}").partition(":")
+
+        @functools.wraps(declaration)
+        def run_work(ctx: typer.Context, **values: Any) -> None:
+            from ledger_cli.cli.execute import execute
+
+            fn = getattr(_load(f"ledger_cli.cli.commands.{module}"), function)
+            settings = Settings.from_env(**ctx.find_root().meta.get(SETTINGS_KEY, {}))
+            code = execute(settings, fn, **values, **ctx.meta.get(WORK_VALUES, {}))
+            if code:
+                raise typer.Exit(code)
+
+        app.command(command_name, cls=cls, epilog=examples(*example_lines))(run_work)
+        return declaration
+
+    return register
+
+
+def examples(*lines: str) -> str:
+    """A command's help epilog: its examples, each line kept as written (click's
+    `\\b` keeps the paragraph from being re-wrapped)."""
+    return "Examples:\n\n\b\n" + "\n".join(f"  {line}" for line in lines)
 
 
 # -- option types ------------------------------------------------------------------
@@ -176,24 +207,20 @@ def complete_status(incomplete: str) -> list[str]:
     return shell_completion.complete_status(incomplete)
 
 
-Key = Annotated[
-    str,
-    typer.Argument(
-        metavar="KEY", help="The task's key.", show_default=False, autocompletion=complete_key
-    ),
-]
+def option(
+    name: str, metavar: str, help: str, complete: Callable[..., list[str]] | None = None
+) -> Any:
+    """An option with a value (a list type: repeatable, None when not given)."""
+    return typer.Option(name, metavar=metavar, help=help, autocompletion=complete)
+
+
+def flag(name: str, help: str) -> Any:
+    return typer.Option(name, help=help)
 
 
 def opt_key(help: str) -> Any:
     """An optional KEY argument (shown `[KEY]` in the usage line)."""
     return typer.Argument(metavar="KEY", help=help, show_default=False, autocompletion=complete_key)
-
-
-def many(
-    name: str, metavar: str, help: str, complete: Callable[..., list[str]] | None = None
-) -> Any:
-    """A repeatable option: the list of its values, None when it is not given."""
-    return typer.Option(name, metavar=metavar, help=help, autocompletion=complete)
 
 
 def keys_arg(metavar: str, help: str) -> Any:
@@ -203,36 +230,27 @@ def keys_arg(metavar: str, help: str) -> Any:
     )
 
 
-def examples(*lines: str) -> str:
-    """A command's help epilog: its examples, each line kept as written (click's
-    `\\b` keeps the paragraph from being re-wrapped)."""
-    return "Examples:\n\n\b\n" + "\n".join(f"  {line}" for line in lines)
-
-
+Key = Annotated[
+    str,
+    typer.Argument(
+        metavar="KEY", help="The task's key.", show_default=False, autocompletion=complete_key
+    ),
+]
 NextKey = Annotated[str | None, opt_key("The task's key (none with --next).")]
-Owner = Annotated[str, typer.Option("--owner", metavar="O", help="Who holds the lease.")]
-Lease = Annotated[
-    str, typer.Option("--lease", metavar="D", help="Lease length: 90s, 5m, 1h30m, 2d, seconds.")
-]
-Fence = Annotated[str, typer.Option("--fence", metavar="F", help="The fence from the claim.")]
-Next = Annotated[bool, typer.Option("--next", help="Claim the oldest ready task.")]
-Wait = Annotated[
-    str | None,
-    typer.Option("--wait", metavar="D", help="With --next: poll up to D for a ready task."),
-]
+Owner = Annotated[str, option("--owner", "O", "Who holds the lease.")]
+Lease = Annotated[str, option("--lease", "D", "Lease length: 90s, 5m, 1h30m, 2d, seconds.")]
+Fence = Annotated[str, option("--fence", "F", "The fence from the claim.")]
+Next = Annotated[bool, flag("--next", "Claim the oldest ready task.")]
+Wait = Annotated[str | None, option("--wait", "D", "With --next: poll up to D for a ready task.")]
 GiveUp = Annotated[
     str | None,
-    typer.Option(
-        "--give-up-after",
-        metavar="D",
-        help="Ride out a store outage for up to D, then exit 9 (5m).",
-    ),
+    option("--give-up-after", "D", "Ride out a store outage for up to D, then exit 9 (5m)."),
 ]
 Queues = Annotated[
     list[str] | None,
-    many("--queue", "Q", "Only the queue(s) Q (a,b; repeatable); default: every queue."),
+    option("--queue", "Q", "Only the queue(s) Q (a,b; repeatable); default: every queue."),
 ]
-JsonLines = Annotated[bool, typer.Option("--jsonl", help="One JSON object per line.")]
+JsonLines = Annotated[bool, flag("--jsonl", "One JSON object per line.")]
 Statuses = Annotated[
-    list[str] | None, many("--status", "S", "Only this status (repeatable).", complete_status)
+    list[str] | None, option("--status", "S", "Only this status (repeatable).", complete_status)
 ]

@@ -10,41 +10,30 @@ from typing import Annotated
 
 import typer
 
-from ledger_cli.cli.declarations.base import Key, Queues, Statuses, app, dispatch, examples
+from ledger_cli.cli.declarations.base import Key, Queues, Statuses, command, flag, option
 
-Reason = Annotated[
-    str | None,
-    typer.Option("--reason", metavar="TEXT", help="Why: kept in the history (ledger log)."),
-]
+Reason = Annotated[str | None, option("--reason", "TEXT", "Why: kept in the history (ledger log).")]
 
 
-@app.command(epilog=examples('ledger retry load --reason "upstream fixed"'))
+@command('ledger retry load --reason "upstream fixed"')
 def retry(ctx: typer.Context, key: Key, reason: Reason = None) -> None:
     """Reopen a failed task and un-block what its failure blocked."""
-    from ledger_cli.cli.commands.retry import retry as work
-
-    dispatch(ctx, work, key=key, reason=reason)
 
 
-@app.command(epilog=examples('ledger cancel report --reason "superseded"'))
+@command('ledger cancel report --reason "superseded"')
 def cancel(ctx: typer.Context, key: Key, reason: Reason = None) -> None:
     """Fail a pending, claimed or blocked task without its lease (the holder is fenced off)."""
-    from ledger_cli.cli.commands.cancel import cancel as work
-
-    dispatch(ctx, work, key=key, reason=reason)
 
 
-@app.command(
-    epilog=examples(
-        "ledger stats",
-        "ledger stats --prometheus -o /var/lib/node_exporter/ledger.prom",
-        "ledger stats --queue db,mail",
-    )
+@command(
+    "ledger stats",
+    "ledger stats --prometheus -o /var/lib/node_exporter/ledger.prom",
+    "ledger stats --queue db,mail",
 )
 def stats(
     ctx: typer.Context,
     prometheus: Annotated[
-        bool, typer.Option("--prometheus", help="The Prometheus text exposition format.")
+        bool, flag("--prometheus", "The Prometheus text exposition format.")
     ] = False,
     out: Annotated[
         str | None,
@@ -54,45 +43,29 @@ def stats(
 ) -> None:
     """Counts by status, ready tasks, expired leases, the oldest ready task's age;
     with --queue, each named queue's pending, claimed, ready and held slots too."""
-    from ledger_cli.cli.commands.stats import stats as work
-
-    dispatch(ctx, work, prometheus=prometheus, out=out, queue=queue)
 
 
-@app.command(
-    epilog=examples(
-        "ledger watch", "ledger watch --interval 5s --status claimed", "ledger watch --queue db"
-    )
-)
+@command("ledger watch", "ledger watch --interval 5s --status claimed", "ledger watch --queue db")
 def watch(
     ctx: typer.Context,
     interval: Annotated[
-        str | None,
-        typer.Option("--interval", metavar="D", help="Refresh every D (default 2s)."),
+        str | None, option("--interval", "D", "Refresh every D (default 2s).")
     ] = None,
-    status: Statuses = None,
+    statuses: Statuses = None,
     queue: Queues = None,
 ) -> None:
     """A live view of the stats and the unfinished tasks (q or Ctrl-C to leave)."""
-    from ledger_cli.cli.commands.watch import watch as work
-
-    dispatch(ctx, work, interval=interval, statuses=status, queue=queue)
 
 
-@app.command(
-    epilog=examples(
-        "ledger serve",
-        "LEDGER_TOKEN=$(openssl rand -hex 16) ledger serve --bind 0.0.0.0:8765",
-    )
-)
+@command("ledger serve", "LEDGER_TOKEN=$(openssl rand -hex 16) ledger serve --bind 0.0.0.0:8765")
 def serve(
     ctx: typer.Context,
     bind: Annotated[
         str | None,
-        typer.Option(
+        option(
             "--bind",
-            metavar="HOST:PORT",
-            help="Where to listen (default 127.0.0.1:8765; port 0: any free port).",
+            "HOST:PORT",
+            "Where to listen (default 127.0.0.1:8765; port 0: any free port).",
         ),
     ] = None,
     token: Annotated[
@@ -111,6 +84,3 @@ def serve(
     request needs `Authorization: Bearer T`, or the cookie that visiting
     `/?token=T` sets, when a token is given.
     """
-    from ledger_cli.cli.commands.serve import serve as work
-
-    dispatch(ctx, work, bind=bind, token=token)

@@ -9,58 +9,38 @@ from typing import Annotated
 
 import typer
 
-from ledger_cli.cli.declarations.base import Fence, Key, Owner, app, dispatch, examples
+from ledger_cli.cli.declarations.base import Fence, Key, Owner, command, flag, option
 
 
-@app.command(
-    epilog=examples(
-        'ledger check job-7 --owner "$W" --fence "$F" && upload.sh',
-        "ledger --json check job-7 --owner w1 --fence 3",
-    )
+@command(
+    'ledger check job-7 --owner "$W" --fence "$F" && upload.sh',
+    "ledger --json check job-7 --owner w1 --fence 3",
 )
 def check(ctx: typer.Context, key: Key, owner: Owner, fence: Fence) -> None:
     """Do I still hold this lease? Exit 0 and print the time left; 5 when the
     fence is stale, the holder is another or the lease ran out; 6 not claimed;
     3 no record. Reads only."""
-    from ledger_cli.cli.commands.check import check as work
-
-    dispatch(ctx, work, key=key, owner=owner, fence=fence)
 
 
-@app.command(
-    epilog=examples(
-        'ledger pause --reason "deploy freeze"', "ledger pause && ledger stats --json | jq .paused"
-    )
+@command(
+    'ledger pause --reason "deploy freeze"', "ledger pause && ledger stats --json | jq .paused"
 )
 def pause(
     ctx: typer.Context,
     reason: Annotated[
-        str | None,
-        typer.Option("--reason", metavar="TEXT", help="Why: shown to claimers and in the log."),
+        str | None, option("--reason", "TEXT", "Why: shown to claimers and in the log.")
     ] = None,
 ) -> None:
     """Stop `claim --next` and `run --next` from claiming (exit 7 while paused);
     everything else works as always."""
-    from ledger_cli.cli.commands.pause import pause as work
-
-    dispatch(ctx, work, reason=reason)
 
 
-@app.command(epilog=examples("ledger resume"))
+@command("ledger resume")
 def resume(ctx: typer.Context) -> None:
     """Let `claim --next` and `run --next` claim again after `ledger pause`."""
-    from ledger_cli.cli.commands.resume import resume as work
-
-    dispatch(ctx, work)
 
 
-@app.command(
-    epilog=examples(
-        "ledger limit db 2",
-        "ledger limit db --clear",
-        "ledger limit --json",
-    )
-)
+@command("ledger limit db 2", "ledger limit db --clear", "ledger limit --json")
 def limit(
     ctx: typer.Context,
     queue: Annotated[
@@ -71,10 +51,7 @@ def limit(
         str | None,
         typer.Argument(metavar="N", show_default=False, help="At most N live leases (N >= 1)."),
     ] = None,
-    clear: Annotated[bool, typer.Option("--clear", help="Remove QUEUE's limit.")] = False,
+    clear: Annotated[bool, flag("--clear", "Remove QUEUE's limit.")] = False,
 ) -> None:
     """Limit QUEUE to N live leases across every worker (a lease that runs out
     frees its slot); without QUEUE, list the queues with their limits and held slots."""
-    from ledger_cli.cli.commands.limit import limit as work
-
-    dispatch(ctx, work, queue=queue, n=n, clear=clear)

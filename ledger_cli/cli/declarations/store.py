@@ -6,14 +6,11 @@ from typing import Annotated
 
 import typer
 
-from ledger_cli.cli.declarations.base import app, dispatch, examples
+from ledger_cli.cli.declarations.base import command, flag
 
 
-@app.command(
-    epilog=examples(
-        "ledger snapshot -o ledger.snapshot.json",
-        "ledger --store sqlite:app.db snapshot | jq length",
-    )
+@command(
+    "ledger snapshot -o ledger.snapshot.json", "ledger --store sqlite:app.db snapshot | jq length"
 )
 def snapshot(
     ctx: typer.Context,
@@ -22,32 +19,24 @@ def snapshot(
     ] = None,
 ) -> None:
     """Write every record in the Go-compatible wire format."""
-    from ledger_cli.cli.commands.snapshot import snapshot as work
-
-    dispatch(ctx, work, out=out)
 
 
-@app.command(epilog=examples("ledger --store /srv/ledger-new restore ledger.snapshot.json"))
+@command("ledger --store /srv/ledger-new restore ledger.snapshot.json")
 def restore(
     ctx: typer.Context,
     source: Annotated[str, typer.Argument(metavar="F|-", help="A snapshot file, - for stdin.")],
 ) -> None:
     """Insert every record of a snapshot (nothing when a key is taken)."""
-    from ledger_cli.cli.commands.restore import restore as work
-
-    dispatch(ctx, work, source=source)
 
 
-@app.command(
-    epilog=examples("ledger doctor", "ledger doctor --fix", "ledger doctor --fix --drop-damaged")
-)
+@command("ledger doctor", "ledger doctor --fix", "ledger doctor --fix --drop-damaged")
 def doctor(
     ctx: typer.Context,
     fix: Annotated[
         bool,
-        typer.Option(
+        flag(
             "--fix",
-            help="Repair what can be repaired safely: remove a crash's temporary files, "
+            "Repair what can be repaired safely: remove a crash's temporary files, "
             "block each escaped block and un-block each orphaned one (the engine's "
             "walks), rebuild the ready and dependents indexes from the records. "
             "A damaged or lost record is never touched nor forgotten.",
@@ -55,26 +44,20 @@ def doctor(
     ] = False,
     drop_damaged: Annotated[
         bool,
-        typer.Option(
+        flag(
             "--drop-damaged",
-            help="With --fix: accept the loss of damaged and lost primary data. A damaged "
+            "With --fix: accept the loss of damaged and lost primary data. A damaged "
             "record file is moved aside into damaged/ (never deleted), a lost one's key is "
             "dropped; a history line (ledger.dropped) and a line of output each.",
         ),
     ] = False,
 ) -> None:
     """Check the store: problems exit 9, notes exit 0."""
-    from ledger_cli.cli.commands.doctor import doctor as work
-
-    dispatch(ctx, work, fix=fix, drop_damaged=drop_damaged)
 
 
-@app.command(epilog=examples("ledger demo", "ledger demo --workers 5"))
+@command("ledger demo", "ledger demo --workers 5")
 def demo(
     ctx: typer.Context,
     workers: Annotated[int, typer.Option("--workers", min=1, max=8, help="Worker processes.")] = 3,
 ) -> None:
     """Run a small real workflow on a temporary store and show the result."""
-    from ledger_cli.cli.commands.demo import demo as work
-
-    dispatch(ctx, work, workers=workers)
