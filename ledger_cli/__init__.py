@@ -6,7 +6,7 @@ start) pays only for what it uses.
 
 from __future__ import annotations
 
-import sys
+import importlib
 from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
@@ -62,16 +62,12 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name == "errors":
-        return _load("ledger_cli.errors")
+        return importlib.import_module("ledger_cli.errors")
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'ledger_cli' has no attribute {name!r}")
-    value = getattr(_load(module), name)
+    value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
 
 
-def _load(module: str) -> Any:
-    """`importlib.import_module` without importing importlib (start-up time)."""
-    __import__(module)
-    return sys.modules[module]

@@ -17,10 +17,10 @@ table matches the click commands and that both paths behave the same.
 
 from __future__ import annotations
 
+import importlib
 import os
 from typing import TYPE_CHECKING
 
-from ledger_cli import _load
 from ledger_cli.cli.context import Settings
 
 if TYPE_CHECKING:
@@ -249,7 +249,7 @@ def version(args: Sequence[str]) -> str | None:
 
 def target(parsed: Parsed) -> Callable[..., int]:
     module_name, _, name = COMMANDS[parsed.command].target.partition(":")
-    module = _load(f"ledger_cli.cli.{module_name}")
+    module = importlib.import_module(f"ledger_cli.cli.{module_name}")
     fn: Callable[..., int] = getattr(module, name)
     return fn
 

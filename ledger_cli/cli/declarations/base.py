@@ -14,12 +14,12 @@ after the command wins.
 from __future__ import annotations
 
 import functools
+import importlib
 from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
 
-from ledger_cli import _load
 from ledger_cli.cli import typer_compat as compat
 from ledger_cli.cli.context import ENV_ACTOR, ENV_NOW, ENV_STORE, SETTINGS_KEY, Settings
 from ledger_cli.cli.typer_compat import TyperGroup
@@ -173,7 +173,7 @@ def command(
         def run_work(ctx: typer.Context, **values: Any) -> None:
             from ledger_cli.cli.execute import execute
 
-            fn = getattr(_load(f"ledger_cli.cli.commands.{module}"), function)
+            fn = getattr(importlib.import_module(f"ledger_cli.cli.commands.{module}"), function)
             settings = Settings.from_env(**ctx.find_root().meta.get(SETTINGS_KEY, {}))
             code = execute(settings, fn, **values, **ctx.meta.get(WORK_VALUES, {}))
             if code:
