@@ -74,7 +74,7 @@ def build_store(store: str) -> None:
     from ledger_cli.engine.instant import Instant
     from ledger_cli.engine.ledger import Ledger
     from ledger_cli.stores import open_store
-    from ledger_cli.stores.attempts import attempt_log
+    from ledger_cli.stores.attemptlog import attempt_log
 
     t0 = Instant.parse(T0)
     lease = timedelta(minutes=2)

@@ -21,7 +21,7 @@ STATE_LINES = 10
 
 
 def attempts_of(store: Store, key: str) -> list[Attempt]:
-    from ledger_cli.stores.attempts import attempt_log
+    from ledger_cli.stores.attemptlog import attempt_log
 
     return attempt_log(store).list_attempts(key)
 
@@ -77,7 +77,7 @@ def state_attempts(store: Store, key: str) -> list[RenderableType]:
 
     from ledger_cli.cli.commands.output import last_lines
     from ledger_cli.engine.attempts import seconds_text
-    from ledger_cli.stores.attempts import attempt_log
+    from ledger_cli.stores.attemptlog import attempt_log
 
     log = attempt_log(store)
     atts = log.list_attempts(key)

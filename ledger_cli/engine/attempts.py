@@ -2,7 +2,7 @@
 
 An attempt lives beside its record, never in it (the Go record and schema stay
 as they are): each store keeps a key's attempts in a place of its own (see
-`ledger_cli.stores.attempts`). This module holds the record type, the rules
+`ledger_cli.stores.attemptlog`). This module holds the record type, the rules
 every store applies (numbering, the bound of 16 per key) and the wire shape.
 No I/O.
 """
@@ -228,7 +228,7 @@ def signal_name(signum: int) -> str:
 if TYPE_CHECKING:
 
     class AttemptLog(Protocol):
-        """What every store offers for attempts (`stores.attempts.attempt_log`).
+        """What every store offers for attempts (`stores.attemptlog.attempt_log`).
 
         - `start_attempt(att)`: record a new attempt of `att.key`; its `n` is
           assigned here (one past the key's highest) and the key's attempts

@@ -144,7 +144,7 @@ class Reader:
         """`ledger --json output KEY`: the attempt and its kept output from byte
         `since` on (the last OUTPUT_MAX bytes at most); None without a record
         or an attempt. `"seen"` is the byte count to ask from next."""
-        from ledger_cli.stores.attempts import attempt_log
+        from ledger_cli.stores.attemptlog import attempt_log
 
         with self.lock:
             if self.session.load(key) is None:

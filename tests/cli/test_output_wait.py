@@ -17,7 +17,7 @@ from ledger_cli.engine.attempts import Attempt
 from ledger_cli.engine.memstore import MemStore
 from ledger_cli.engine.store import Store
 from ledger_cli.stores import open_store
-from ledger_cli.stores.attempts import attempt_log
+from ledger_cli.stores.attemptlog import attempt_log
 from tests.cli_support import Cli, ledger_cmd, run_ledger, subprocess_env
 
 RAW = b"\x00nul \xff\xfe not utf-8 \x1b[1;31mred\x1b[0m\nline 2\nline 3\nno newline"

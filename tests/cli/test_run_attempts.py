@@ -21,9 +21,8 @@ from pathlib import Path
 import pytest
 
 from ledger_cli.errors import StoreError
-from ledger_cli.stores import attempts as attempts_module
-from ledger_cli.stores import open_store
-from ledger_cli.stores.attempts import attempt_log
+from ledger_cli.stores import attemptlog, open_store
+from ledger_cli.stores.attemptlog import attempt_log
 from tests.cli.test_output_wait import ledger
 from tests.cli_support import ledger_cmd, make_cli, subprocess_env
 
@@ -235,7 +234,7 @@ def test_memstore_run_and_a_store_error_while_flushing(monkeypatch: pytest.Monke
     def broken(self: object, att: object, output: bytes | None) -> None:
         raise StoreError("ledger: store: disk full (injected)")
 
-    monkeypatch.setattr(attempts_module.MemAttempts, "save_attempt", broken)
+    monkeypatch.setattr(attemptlog.MemAttempts, "save_attempt", broken)
     cli.ok("admit", "two")
     script = "import time\nfor i in range(3): print(i, flush=True); time.sleep(0.6)"
     res = cli("run", "two", "--owner", "w1", "--lease", "1m", "--", PY, "-c", script)

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from ledger_cli.engine.attempts import KEEP_ATTEMPTS, Attempt
-from ledger_cli.stores.attempts import attempt_log
+from ledger_cli.stores.attemptlog import attempt_log
 from ledger_cli.stores.jsonfile import JsonFileStore
 from tests.faults_support import STEPS, OsFaults, fake_meminfo, invoke
 

@@ -17,7 +17,7 @@ import pytest
 
 from ledger_cli.engine.attempts import KEEP_ATTEMPTS, Attempt
 from ledger_cli.engine.store import Store
-from ledger_cli.stores.attempts import attempt_log
+from ledger_cli.stores.attemptlog import attempt_log
 from tests.stores import KINDS, StoreKind
 
 

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 from ledger_cli.stores import open_store
-from ledger_cli.stores.attempts import attempt_log
+from ledger_cli.stores.attemptlog import attempt_log
 from tests.cli.test_output_wait import ledger, record_attempt
 
 

@@ -96,7 +96,7 @@ def output_cmd(
     if n_wanted == 0:
         raise InputError("ledger: --attempt counts from 1")
     lines = parse_uint(tail, "--tail") if tail is not None else None
-    from ledger_cli.stores.attempts import attempt_log
+    from ledger_cli.stores.attemptlog import attempt_log
 
     with Session(settings, reads=True) as s:
         if s.load(key) is None:

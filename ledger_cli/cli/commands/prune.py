@@ -37,7 +37,7 @@ def prune(
 def _drop_pruned_attempts(store: Store) -> int:
     """Remove the attempts of every pruned key; how many were removed."""
     from ledger_cli.engine.prune import is_pruned
-    from ledger_cli.stores.attempts import attempt_log
+    from ledger_cli.stores.attemptlog import attempt_log
 
     log = attempt_log(store)
     gone = [key for key in log.attempt_keys() if is_pruned(store, key)]

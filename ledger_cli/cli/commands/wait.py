@@ -44,7 +44,7 @@ def _positive(text: str | None, what: str, default: float | None) -> float | Non
 
 def latest_exit(store: Store, key: str) -> Any:
     """(exit, signal, timed_out) of the key's latest attempt, or Nones."""
-    from ledger_cli.stores.attempts import attempt_log
+    from ledger_cli.stores.attemptlog import attempt_log
 
     try:
         atts = attempt_log(store).list_attempts(key)

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 def check_attempts(store: Store, found: Findings, fix: bool) -> None:
     """Attempts of keys that have no record: a note (`--fix` removes them)."""
-    from ledger_cli.stores.attempts import attempt_log
+    from ledger_cli.stores.attemptlog import attempt_log
 
     try:
         log = attempt_log(store)

@@ -61,7 +61,7 @@ class AttemptRecorder:
         self._pid_due = False
         """The pid of an attempt the claim started is still to be noted (`outlived`)."""
         try:
-            from ledger_cli.stores.attempts import attempt_log
+            from ledger_cli.stores.attemptlog import attempt_log
 
             self.log = attempt_log(session.store)
         except Exception as exc:
@@ -272,7 +272,7 @@ class ClaimStart:
 
     def __call__(self, rec: Any, fence: int) -> None:
         from ledger_cli.engine.instant import Instant
-        from ledger_cli.stores.attempts import attempt_log
+        from ledger_cli.stores.attemptlog import attempt_log
 
         self.got = None
         try:
@@ -297,7 +297,7 @@ class ClaimStart:
 def drop_begun(session: Session, key: str, n: int) -> None:
     """Remove attempt n, which a claim's unit started (`ClaimStart`), when no
     command ran for it: an attempt is a start of the command (docs/design.md §7.1)."""
-    from ledger_cli.stores.attempts import attempt_log
+    from ledger_cli.stores.attemptlog import attempt_log
 
     try:
         attempt_log(session.store).drop_attempt(key, n)  # type: ignore[attr-defined]
