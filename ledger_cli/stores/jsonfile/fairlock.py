@@ -61,7 +61,7 @@ if TYPE_CHECKING:
 LOCK_NAME = "ledger.lock"
 QUEUE_DIR = "waiters"  # queue/ holds the keys' task queues (queuefile.py)
 OLD_QUEUE_DIR = "queue"
-"""Where earlier builds queued waiters: their leftover nodes there are known (doctor)."""
+"""Where earlier builds queued waiters: known there to doctor and refuse_foreign."""
 TAIL_NAME = "tail"
 NODE_PREFIX = "n-"
 _NODE_LEN = len(NODE_PREFIX) + 24

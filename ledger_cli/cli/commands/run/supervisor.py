@@ -115,7 +115,7 @@ class Supervisor(OutcomeWrites):
     def _env(self) -> dict[bytes, bytes]:
         """The command's environment: ours, and the task's LEDGER_* variables.
         In bytes, as the kernel takes it: a drain starts a command a task, and
-        decoding then re-encoding every variable each time is most of the cost."""
+        decoding and re-encoding every variable for each was most of building it."""
         env = dict(os.environb)
         env[b"LEDGER_KEY"] = os.fsencode(self.key)
         env[b"LEDGER_FENCE"] = b"%d" % self.fence
