@@ -210,7 +210,7 @@ def complete_status(incomplete: str) -> list[str]:
 def option(
     name: str, metavar: str, help: str, complete: Callable[..., list[str]] | None = None
 ) -> Any:
-    """An option with a value (a list type: repeatable, None when not given)."""
+    """An option taking a value, METAVAR in the help (repeatable when its type is a list)."""
     return typer.Option(name, metavar=metavar, help=help, autocompletion=complete)
 
 
