@@ -28,6 +28,7 @@ from ledger_cli.stores.jsonfile import swap
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
+    from typing import NoReturn
 
 FILE_MODE = 0o600
 DIR_MODE = 0o700
@@ -265,11 +266,7 @@ def replace_file(
     try:
         swap.into_place(tmp, name, src_dir_fd=tdir, dst_dir_fd=dir_fd, synced=sync)
     except BaseException as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp, dir_fd=tdir)
-        if isinstance(exc, OSError):
-            raise fail(shown, "cannot write", exc) from None
-        raise
+        discard_temp(tdir, tmp, shown, exc)
 
 
 def write_temp(dir_fd: int, name: str, data: bytes, shown: str, *, sync: bool) -> str:
@@ -294,12 +291,22 @@ def write_temp(dir_fd: int, name: str, data: bytes, shown: str, *, sync: bool) -
         finally:
             os.close(fd)
     except BaseException as exc:
+        discard_temp(dir_fd, tmp, shown, exc)
+    return tmp
+
+
+def discard_temp(
+    dir_fd: int, tmp: str | None, shown: str, exc: BaseException, what: str = "cannot write"
+) -> NoReturn:
+    """After `exc` failed a write through the temporary file `tmp` (None: none
+    was made yet): remove it, and raise `exc` (an OSError as the StoreError
+    `shown: what`)."""
+    if tmp is not None:
         with contextlib.suppress(OSError):
             os.unlink(tmp, dir_fd=dir_fd)
-        if isinstance(exc, OSError):
-            raise fail(shown, "cannot write", exc) from None
-        raise
-    return tmp
+    if isinstance(exc, OSError):
+        raise fail(shown, what, exc) from None
+    raise exc
 
 
 def close_all(fds: Iterable[int | None]) -> None:

@@ -22,7 +22,6 @@ O_TMPFILE or /proc is missing, the file is rewritten under one hold
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 from typing import TYPE_CHECKING
@@ -224,9 +223,4 @@ def _link_over(root_fd: int, fd: int, path: str) -> None:
         linked = True
         os.replace(tmp, HISTORY_NAME, src_dir_fd=root_fd, dst_dir_fd=root_fd)
     except BaseException as exc:
-        if linked:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp, dir_fd=root_fd)
-        if isinstance(exc, OSError):
-            raise fail(path, "cannot replace", exc) from None
-        raise
+        fsutil.discard_temp(root_fd, tmp if linked else None, path, exc, "cannot replace")

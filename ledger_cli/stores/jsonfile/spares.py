@@ -22,7 +22,6 @@ import contextlib
 import os
 
 from ledger_cli.stores.jsonfile import fsutil, swap
-from ledger_cli.stores.jsonfile.fsutil import fail
 
 MAX_SPARES = 16384
 """At most this many spare files (descriptors) are kept: more than a block of a
@@ -130,9 +129,4 @@ def replace_from(
             os.close(fd)
         swap.into_place(tmp, name, src_dir_fd=tmp_dir_fd, dst_dir_fd=dir_fd, synced=sync)
     except BaseException as exc:
-        if linked:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp, dir_fd=tmp_dir_fd)
-        if isinstance(exc, OSError):
-            raise fail(shown, "cannot write", exc) from None
-        raise
+        fsutil.discard_temp(tmp_dir_fd, tmp if linked else None, shown, exc)
