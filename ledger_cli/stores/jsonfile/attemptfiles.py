@@ -28,7 +28,7 @@ import os
 from typing import TYPE_CHECKING
 
 from ledger_cli.engine.attempts import KEEP_ATTEMPTS, Attempt
-from ledger_cli.stores.jsonfile import fsutil, layout, swap
+from ledger_cli.stores.jsonfile import fsutil, layout
 from ledger_cli.stores.jsonfile.fsutil import fail
 
 if TYPE_CHECKING:
@@ -222,13 +222,10 @@ def read_pid(dir_fd: int, n: int) -> int | None:
 def write_pid(dir_fd: int, n: int, pid: int, where: str) -> None:
     """Note the running command's pid beside attempt n: renamed into place
     (whole for every reader), not fsynced (see the module's note)."""
-    name = f"{n}{PID_SUFFIX}"
-    tmp = fsutil.write_temp(dir_fd, name, b"%d\n" % pid, where, sync=False)
-    try:
-        swap.into_place(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, synced=False)
-    except OSError as exc:
-        fsutil.unlink_quiet(dir_fd, tmp)
-        raise fail(where, "cannot note the pid", exc) from None
+    data = b"%d\n" % pid
+    fsutil.replace_file(
+        dir_fd, f"{n}{PID_SUFFIX}", data, where, sync=False, what="cannot note the pid"
+    )
 
 
 def remove(dir_fd: int, n: int) -> None:
@@ -293,12 +290,8 @@ def apply_ops(root: str, root_fd: int, ops: list[Op], *, sync: bool, fresh: bool
             mine = parse_head(data.partition(b"\n")[0], where)
             if not fresh and _behind(dir_fd, name, where, mine):
                 continue
-            tmp = fsutil.write_temp(dir_fd, name, data, where, sync=sync)
-            try:
-                swap.into_place(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, synced=sync)
-            except OSError as exc:
-                fsutil.unlink_quiet(dir_fd, tmp)
-                raise fail(where, "cannot record the attempt", exc) from None
+            what = "cannot record the attempt"
+            fsutil.replace_file(dir_fd, name, data, where, sync=sync, what=what)
             if mine.get("pid") is not None:
                 fsutil.unlink_quiet(dir_fd, f"{n}{PID_SUFFIX}")  # the header has it now
         if sync:

@@ -254,19 +254,27 @@ def needs_fchmod() -> bool:
 
 
 def replace_file(
-    dir_fd: int, name: str, data: bytes, shown: str, *, sync: bool, tmp_dir_fd: int | None = None
+    dir_fd: int,
+    name: str,
+    data: bytes,
+    shown: str,
+    *,
+    sync: bool,
+    tmp_dir_fd: int | None = None,
+    what: str = "cannot write",
 ) -> None:
     """Atomically replace `name` in `dir_fd` with `data` (mode 0600).
 
     The temporary file is made in `tmp_dir_fd` (default: `dir_fd`; the same file
     system) and put in place (swap.py). With `sync` the new bytes are fsynced
-    first; the caller fsyncs `dir_fd` (once for many files) for the new name."""
+    first; the caller fsyncs `dir_fd` (once for many files) for the new name.
+    `what`: the error when putting it in place fails."""
     tdir = dir_fd if tmp_dir_fd is None else tmp_dir_fd
     tmp = write_temp(tdir, name, data, shown, sync=sync)
     try:
         swap.into_place(tmp, name, src_dir_fd=tdir, dst_dir_fd=dir_fd, synced=sync)
     except BaseException as exc:
-        discard_temp(tdir, tmp, shown, exc)
+        discard_temp(tdir, tmp, shown, exc, what)
 
 
 def write_temp(dir_fd: int, name: str, data: bytes, shown: str, *, sync: bool) -> str:
