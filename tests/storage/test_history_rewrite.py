@@ -34,7 +34,7 @@ from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.prune import pruned_form
 from ledger_cli.engine.record import TaskState
 from ledger_cli.errors import StoreError
-from ledger_cli.stores.jsonfile import JsonFileStore, historyrewrite
+from ledger_cli.stores.jsonfile import JsonFileStore, historyrewrite, spares
 from tests.faults_support import STEPS, OsFaults, temps
 
 FORK = multiprocessing.get_context("fork")
@@ -184,7 +184,7 @@ def test_without_o_tmpfile_one_hold_rewrites_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = _store_with_history(tmp_path, 50, 50)
-    monkeypatch.setattr(historyrewrite, "_O_TMPFILE", 0)
+    monkeypatch.setattr(spares, "_O_TMPFILE", 0)
     lock = Interleaved(store, lambda hold: None)
     historyrewrite.drop_keys_briefly(str(tmp_path), lock, {f"old-{i:05d}" for i in range(50)})
     assert _lines(tmp_path) == [(f"keep-{i:05d}", i) for i in range(50)]

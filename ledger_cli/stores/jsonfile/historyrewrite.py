@@ -26,7 +26,7 @@ import json
 import os
 from typing import TYPE_CHECKING
 
-from ledger_cli.stores.jsonfile import fsutil
+from ledger_cli.stores.jsonfile import fsutil, spares
 from ledger_cli.stores.jsonfile.fsutil import fail
 from ledger_cli.stores.jsonfile.layout import HISTORY_NAME, shown
 
@@ -48,9 +48,6 @@ ATTEMPTS = 4
 the lock."""
 BLOCK = 4 << 20
 """Bytes of history read at a time while copying."""
-
-_O_TMPFILE: int = getattr(os, "O_TMPFILE", 0)
-_PROC_FD = "/proc/self/fd"
 
 
 def drop_keys_briefly(root: str, locked: Locked, keys: set[str]) -> None:
@@ -157,12 +154,10 @@ def _same_file(root_fd: int, fd: int) -> bool:
 
 def _unnamed_file(root_fd: int) -> int | None:
     """An unnamed file (O_TMPFILE) in the root directory, or None where there is none."""
-    if not _O_TMPFILE or not os.path.isdir(_PROC_FD):
+    if not spares.unnamed_files():
         return None
     try:
-        fd = os.open(
-            ".", _O_TMPFILE | os.O_WRONLY | fsutil.O_CLOEXEC, fsutil.FILE_MODE, dir_fd=root_fd
-        )
+        fd = spares.unnamed_file(root_fd)
     except OSError:  # not on this file system
         return None
     try:
@@ -210,17 +205,10 @@ def _fsync(fd: int, path: str) -> None:
 
 def _link_over(root_fd: int, fd: int, path: str) -> None:
     """Name the unnamed file `fd` history.jsonl: linked under a temporary name
-    (as spares.py does), renamed over the old file."""
-    tmp = fsutil.temp_name(HISTORY_NAME)
-    source = f"{_PROC_FD}/{fd}"
-    linked = False
+    (spares.link_temp), renamed over the old file."""
+    tmp = None
     try:
-        try:
-            os.link(source, tmp, dst_dir_fd=root_fd, follow_symlinks=True)
-        except FileExistsError:  # a leftover under the same name: draw a random one
-            tmp = f".{HISTORY_NAME}.{os.urandom(8).hex()}{fsutil.TEMP_SUFFIX}"
-            os.link(source, tmp, dst_dir_fd=root_fd, follow_symlinks=True)
-        linked = True
+        tmp = spares.link_temp(fd, root_fd, HISTORY_NAME)
         os.replace(tmp, HISTORY_NAME, src_dir_fd=root_fd, dst_dir_fd=root_fd)
     except BaseException as exc:
-        fsutil.discard_temp(root_fd, tmp if linked else None, path, exc, "cannot replace")
+        fsutil.discard_temp(root_fd, tmp, path, exc, "cannot replace")

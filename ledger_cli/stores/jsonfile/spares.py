@@ -37,6 +37,30 @@ _FLAGS = _O_TMPFILE | os.O_WRONLY | fsutil.O_CLOEXEC
 _PROC_FD = "/proc/self/fd"
 
 
+def unnamed_files() -> bool:
+    """Whether this system makes unnamed files (O_TMPFILE) and can name them
+    (through /proc/self/fd). A file system may still refuse them (EOPNOTSUPP)."""
+    return bool(_O_TMPFILE) and os.path.isdir(_PROC_FD)
+
+
+def unnamed_file(dir_fd: int) -> int:
+    """A new unnamed file (mode 0600) in `dir_fd`; OSError where the file system has none."""
+    return os.open(".", _FLAGS, fsutil.FILE_MODE, dir_fd=dir_fd)
+
+
+def link_temp(fd: int, dir_fd: int, name: str) -> str:
+    """Name the unnamed file `fd` in `dir_fd`, under a temporary name for
+    `name` (fsutil.temp_name); that name."""
+    tmp = fsutil.temp_name(name)
+    source = f"{_PROC_FD}/{fd}"
+    try:
+        os.link(source, tmp, dst_dir_fd=dir_fd, follow_symlinks=True)
+    except FileExistsError:  # a leftover under the same name: draw a random one
+        tmp = f".{name}.{os.urandom(8).hex()}{fsutil.TEMP_SUFFIX}"
+        os.link(source, tmp, dst_dir_fd=dir_fd, follow_symlinks=True)
+    return tmp
+
+
 def _fd_room() -> int:
     """Descriptors this process may still spend on spares (a quarter of its limit)."""
     try:
@@ -64,7 +88,7 @@ class Spares:
         self._fds: list[int] = []
         self._pid = os.getpid()
         self.want = 0
-        self.usable = bool(_O_TMPFILE) and os.path.isdir(_PROC_FD)
+        self.usable = unnamed_files()
 
     def plan(self, written: int) -> None:
         """A large commit wrote `written` record files: the next batch of a run
@@ -78,7 +102,7 @@ class Spares:
         self._forked()
         while len(self._fds) < self.want:
             try:
-                fd = os.open(".", _FLAGS, fsutil.FILE_MODE, dir_fd=root_fd)
+                fd = unnamed_file(root_fd)
             except OSError:  # no O_TMPFILE on this file system: create files as usual
                 self.usable = False
                 self.want = 0
@@ -109,8 +133,7 @@ def replace_from(
 ) -> None:
     """`fsutil.replace_file`, the bytes written into the spare file `fd`
     (consumed), which is linked under a temporary name and renamed into place."""
-    tmp = fsutil.temp_name(name)
-    linked = False
+    tmp = None
     try:
         try:
             if fsutil.needs_fchmod():  # O_TMPFILE's mode went through the umask
@@ -118,15 +141,9 @@ def replace_from(
             fsutil.write_all(fd, data)
             if sync:
                 os.fsync(fd)
-            source = f"{_PROC_FD}/{fd}"
-            try:
-                os.link(source, tmp, dst_dir_fd=tmp_dir_fd, follow_symlinks=True)
-            except FileExistsError:  # a leftover under the same name: draw a random one
-                tmp = f".{name}.{os.urandom(8).hex()}{fsutil.TEMP_SUFFIX}"
-                os.link(source, tmp, dst_dir_fd=tmp_dir_fd, follow_symlinks=True)
-            linked = True
+            tmp = link_temp(fd, tmp_dir_fd, name)
         finally:
             os.close(fd)
         swap.into_place(tmp, name, src_dir_fd=tmp_dir_fd, dst_dir_fd=dir_fd, synced=sync)
     except BaseException as exc:
-        fsutil.discard_temp(tmp_dir_fd, tmp if linked else None, shown, exc)
+        fsutil.discard_temp(tmp_dir_fd, tmp, shown, exc)
