@@ -182,7 +182,4 @@ class DepsMethods(RecordReader):
     @store_method
     def rebuild_deps_index(self) -> None:
         """Rebuild the deps/ index from the records (`ledger doctor --fix`)."""
-        self._check_open()
-        with self._locked(create=False) as root_fd:
-            if root_fd is not None:
-                self._rebuild_deps(root_fd)
+        self._on_root(self._rebuild_deps)

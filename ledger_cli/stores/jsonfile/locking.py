@@ -305,6 +305,22 @@ class LockedDirectory:
         finally:
             os.close(root_fd)
 
+    def _on_root(self, work: Callable[[int], object]) -> None:
+        """`work(root_fd)` under the lock; nothing for a store not created yet."""
+        self._check_open()
+        with self._locked(create=False) as root_fd:
+            if root_fd is not None:
+                work(root_fd)
+
+    def _write_root_file(self, root_fd: int, name: str, data: bytes | None) -> None:
+        """Replace the file `name` of the store directory by `data` (None:
+        remove it), durably, name and all. Under the lock."""
+        if data is None:
+            fsutil.unlink_quiet(root_fd, name)
+        else:
+            fsutil.replace_file(root_fd, name, data, self._shown(name), sync=True)
+        fsutil.fsync_fd(root_fd, self._root)
+
     def _cached_dir(self, parent_fd: int, name: str, key: str) -> int | None:
         """A directory fd kept open while this thread holds the store lock (closed
         on release; dropped before any write creates directories)."""

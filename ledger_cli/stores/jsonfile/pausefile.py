@@ -10,29 +10,14 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING
 
-from ledger_cli.stores.jsonfile import fsutil
 from ledger_cli.stores.jsonfile.fsutil import fail
-from ledger_cli.stores.jsonfile.locking import store_method
-
-if TYPE_CHECKING:
-    from contextlib import AbstractContextManager
+from ledger_cli.stores.jsonfile.locking import LockedDirectory, store_method
 
 PAUSE_NAME = "paused.json"
 
 
-class PauseMethods:
-    _root: str
-
-    if TYPE_CHECKING:
-
-        def _check_open(self) -> None: ...
-
-        def _locked(self, *, create: bool) -> AbstractContextManager[int | None]: ...
-
-        def _read_root_file(self, name: str, shown: str) -> bytes | None: ...
-
+class PauseMethods(LockedDirectory):
     @store_method
     def read_pause(self, for_claim: bool = False) -> tuple[str, str, str] | None:
         self._check_open()
@@ -50,13 +35,10 @@ class PauseMethods:
     @store_method
     def write_pause(self, state: tuple[str, str, str] | None) -> None:
         self._check_open()
-        shown = os.path.join(self._root, PAUSE_NAME)
+        data = None
+        if state is not None:
+            since, actor, reason = state
+            data = json.dumps({"since": since, "actor": actor, "reason": reason}).encode()
         with self._locked(create=True) as root_fd:
             assert root_fd is not None
-            if state is None:
-                fsutil.unlink_quiet(root_fd, PAUSE_NAME)
-            else:
-                since, actor, reason = state
-                data = json.dumps({"since": since, "actor": actor, "reason": reason}).encode()
-                fsutil.replace_file(root_fd, PAUSE_NAME, data, shown, sync=True)
-            fsutil.fsync_fd(root_fd, self._root)
+            self._write_root_file(root_fd, PAUSE_NAME, data)

@@ -17,30 +17,19 @@ from ledger_cli.stores.jsonfile import fsutil, queueread
 from ledger_cli.stores.jsonfile.fsutil import fail
 from ledger_cli.stores.jsonfile.locking import store_method
 from ledger_cli.stores.jsonfile.queueread import DEFAULT
+from ledger_cli.stores.jsonfile.reading import RecordReader
 from ledger_cli.stores.jsonfile.records import key_digest
 
 if TYPE_CHECKING:
-    from contextlib import AbstractContextManager
-
     from ledger_cli.engine.record import TaskState
 
 LIMITS_NAME = "limits.json"
 
 
-class QueueMethods:
-    _root: str
-
+class QueueMethods(RecordReader):
     if TYPE_CHECKING:
 
-        def _check_open(self) -> None: ...
-
-        def _locked(self, *, create: bool) -> AbstractContextManager[int | None]: ...
-
-        def _read_root_file(self, name: str, shown: str) -> bytes | None: ...
-
         def load(self, key: str) -> TaskState | None: ...
-
-        def _read_record(self, root_fd: int, key: str, digest: str) -> TaskState | None: ...
 
     @store_method
     def queue_of(self, key: str) -> str | None:
@@ -114,7 +103,6 @@ class QueueMethods:
     @store_method
     def set_limit(self, queue: str, n: int | None) -> None:
         self._check_open()
-        shown = os.path.join(self._root, LIMITS_NAME)
         with self._locked(create=True) as root_fd:
             assert root_fd is not None
             found = self.limits()
@@ -123,11 +111,9 @@ class QueueMethods:
                     return
             else:
                 found[queue] = n
+            data = None
             if found:
                 data = json.dumps(found, ensure_ascii=False, sort_keys=True).encode(
                     "utf-8", "surrogatepass"
                 )
-                fsutil.replace_file(root_fd, LIMITS_NAME, data, shown, sync=True)
-            else:
-                fsutil.unlink_quiet(root_fd, LIMITS_NAME)
-            fsutil.fsync_fd(root_fd, self._root)
+            self._write_root_file(root_fd, LIMITS_NAME, data)

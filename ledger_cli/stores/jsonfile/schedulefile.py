@@ -13,11 +13,10 @@ from typing import TYPE_CHECKING
 from ledger_cli.engine.instant import Instant
 from ledger_cli.stores.jsonfile import fsutil
 from ledger_cli.stores.jsonfile.keyfiles import KeyFiles
-from ledger_cli.stores.jsonfile.locking import store_method
+from ledger_cli.stores.jsonfile.locking import LockedDirectory, store_method
 
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from contextlib import AbstractContextManager
 
     from ledger_cli.engine.record import TaskState
 
@@ -36,14 +35,8 @@ def files(root: str) -> KeyFiles[tuple[Instant, int]]:
     return KeyFiles(root, SCHEDULE_DIR, "schedule", _decode)
 
 
-class ScheduleMethods:
-    _root: str
-
+class ScheduleMethods(LockedDirectory):
     if TYPE_CHECKING:
-
-        def _check_open(self) -> None: ...
-
-        def _locked(self, *, create: bool) -> AbstractContextManager[int | None]: ...
 
         def load(self, key: str) -> TaskState | None: ...
 

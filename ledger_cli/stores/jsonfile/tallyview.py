@@ -220,7 +220,4 @@ class TallyMethods(RecordReader):
     @store_method
     def rebuild_tally_index(self) -> None:
         """Rebuild the tally from the records (`ledger doctor --fix`)."""
-        self._check_open()
-        with self._locked(create=False) as root_fd:
-            if root_fd is not None:
-                self._rebuild_tally(root_fd)
+        self._on_root(self._rebuild_tally)
