@@ -128,13 +128,8 @@ def listed(root: str, dfd: int, need: str) -> tuple[set[str], bool]:
     """The dependent digests the file of `need` (a digest) lists, and whether the
     file holds more than those (repeats, a torn fragment): worth rewriting."""
     sfd = _shard_dir(root, dfd, need[:2], create=False, sync=False)
-    if sfd is None:
-        return set(), False
     path = shown(root, DEPS_DIR, need[:2], need)
-    try:
-        data = fsutil.read_file(sfd, need, path)
-    finally:
-        os.close(sfd)
+    data = fsutil.read_in(sfd, need, path)
     if data is None:
         return set(), False
     # NUL bytes: the unwritten tail of an append a crash cut (never fsynced).

@@ -178,6 +178,17 @@ def append_lines(fd: int, lines: Iterable[str], shown: str, *, sync: bool) -> No
         os.close(fd)
 
 
+def read_in(dir_fd: int | None, name: str, shown: str) -> bytes | None:
+    """`read_file` in a directory opened for this one read (`dir_fd`, closed
+    here); None when the directory (None) or the file is missing."""
+    if dir_fd is None:
+        return None
+    try:
+        return read_file(dir_fd, name, shown)
+    finally:
+        os.close(dir_fd)
+
+
 def read_file(dir_fd: int, name: str, shown: str) -> bytes | None:
     """The whole content of regular file `name`, or None when it does not exist."""
     opened = _open_regular_stat(dir_fd, name, READ_FLAGS, shown)

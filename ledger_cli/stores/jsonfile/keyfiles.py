@@ -67,15 +67,11 @@ class KeyFiles(Generic[V]):
     def read(self, key: str) -> V | None:
         """The key's value; None without a file (or when its file names another key)."""
         digest = key_digest(key)
-        fd = None if digest is None else self._dir(create=False)
-        if fd is None or digest is None:
+        if digest is None:
             return None
         name = digest + ".json"
         shown = os.path.join(self.root, self.dirname, name)
-        try:
-            data = fsutil.read_file(fd, name, shown)
-        finally:
-            os.close(fd)
+        data = fsutil.read_in(self._dir(create=False), name, shown)
         if data is None:
             return None
         stored, value = self.decode(data, shown)

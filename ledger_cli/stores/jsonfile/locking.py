@@ -297,13 +297,7 @@ class LockedDirectory:
         the thread holding the lock, else through one opened for the read."""
         if self._holding() and self._root_fd is not None:
             return fsutil.read_file(self._root_fd, name, shown)
-        root_fd = fsutil.open_root(self._root)
-        if root_fd is None:
-            return None
-        try:
-            return fsutil.read_file(root_fd, name, shown)
-        finally:
-            os.close(root_fd)
+        return fsutil.read_in(fsutil.open_root(self._root), name, shown)
 
     def _on_root(self, work: Callable[[int], object]) -> None:
         """`work(root_fd)` under the lock; nothing for a store not created yet."""

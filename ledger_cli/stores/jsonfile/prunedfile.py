@@ -85,15 +85,9 @@ def _lines(data: bytes) -> list[bytes]:
 
 def find(root: str, root_fd: int, key: str, digest: str) -> TaskState | None:
     """The pruned record of `key` (the last line naming it), or None."""
-    pfd = _dir(root, root_fd, False)
-    if pfd is None:
-        return None
     name = digest[:2] + ".jsonl"
     path = shown(root, PRUNED_DIR, name)
-    try:
-        data = fsutil.read_file(pfd, name, path)
-    finally:
-        os.close(pfd)
+    data = fsutil.read_in(_dir(root, root_fd, False), name, path)
     if not data:
         return None
     head = b"[" + json.dumps(key, ensure_ascii=False).encode("utf-8") + b","
@@ -175,13 +169,9 @@ def _sync_each(root: str, pfd: int, shards: Iterable[str]) -> None:
 
 
 def count(root: str, root_fd: int) -> int:
-    pfd = _dir(root, root_fd, False)
-    if pfd is None:
-        return 0
-    try:
-        data = fsutil.read_file(pfd, COUNT_NAME, shown(root, PRUNED_DIR, COUNT_NAME))
-    finally:
-        os.close(pfd)
+    data = fsutil.read_in(
+        _dir(root, root_fd, False), COUNT_NAME, shown(root, PRUNED_DIR, COUNT_NAME)
+    )
     try:
         return int(data or b"0")
     except ValueError:

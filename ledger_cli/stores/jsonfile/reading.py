@@ -186,12 +186,7 @@ class RecordReader(LockedDirectory):
                 return None
             try:
                 sfd = fsutil.open_subdir(rfd, shard, self._shown(RECORDS_DIR, shard), create=False)
-                if sfd is None:
-                    return None
-                try:
-                    data = fsutil.read_file(sfd, fname, shown)
-                finally:
-                    os.close(sfd)
+                data = fsutil.read_in(sfd, fname, shown)
             finally:
                 os.close(rfd)
         if data is None:

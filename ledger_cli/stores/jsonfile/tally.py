@@ -110,17 +110,9 @@ def open_dir(root: str, root_fd: int, *, create: bool, sync: bool = True) -> int
 def read_counts(root: str, root_fd: int) -> Counts | None:
     """The counts; None when the tally is not built (then nothing else of it is
     to be trusted). StoreError for a damaged counts file."""
-    tfd = open_dir(root, root_fd, create=False)
-    if tfd is None:
-        return None
     path = shown(root, TALLY_DIR, COUNTS)
-    try:
-        data = fsutil.read_file(tfd, COUNTS, path)
-    finally:
-        os.close(tfd)
-    if data is None:
-        return None
-    return parse_counts(data, path)
+    data = fsutil.read_in(open_dir(root, root_fd, create=False), COUNTS, path)
+    return None if data is None else parse_counts(data, path)
 
 
 def checked(obj: object) -> Counts | None:
