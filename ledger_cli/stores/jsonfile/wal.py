@@ -124,14 +124,12 @@ def _mark_holds(root: str, root_fd: int, mark: Mark, size: int) -> bool:
         return False
     if mark.start < 0 or mark.start >= mark.offset:
         return mark.start < 0  # an older mark: only the length can be checked
-    try:
-        fd = os.open(WAL_NAME, os.O_RDONLY | fsutil.O_NOFOLLOW | fsutil.O_CLOEXEC, dir_fd=root_fd)
-    except OSError as exc:
-        raise fsutil.open_failed(shown(root, WAL_NAME), exc) from None
+    path = shown(root, WAL_NAME)
+    fd = _open(root_fd, WAL_NAME, os.O_RDONLY | fsutil.O_NOFOLLOW | fsutil.O_CLOEXEC, path)
     try:
         data = os.pread(fd, mark.offset - mark.start, mark.start)
     except OSError as exc:
-        raise fail(shown(root, WAL_NAME), "cannot read", exc) from None
+        raise fail(path, "cannot read", exc) from None
     finally:
         os.close(fd)
     if len(data) < FRAME.size:
@@ -179,16 +177,20 @@ def pending(root: str, root_fd: int) -> tuple[int, bool] | None:
     return mark.offset, False
 
 
+def _open(root_fd: int, name: str, flags: int, path: str) -> int:
+    try:
+        return os.open(name, flags, fsutil.FILE_MODE, dir_fd=root_fd)
+    except OSError as exc:
+        raise fsutil.open_failed(path, exc) from None
+
+
 def mark_applied(root: str, root_fd: int, offset: int, last: tuple[int, int] = (0, 0)) -> None:
     """Note that the log is applied up to `offset` in this boot, its last frame
     `last` (start, CRC-32). Not synced: only this boot's page cache needs to
     know; a new boot applies it all."""
     data = f"{boot_id()} {offset:020d} {last[0]:020d} {last[1]:010d}\n".encode("ascii")
     path = shown(root, APPLIED_NAME)
-    try:
-        fd = os.open(APPLIED_NAME, _RDWR, fsutil.FILE_MODE, dir_fd=root_fd)
-    except OSError as exc:
-        raise fsutil.open_failed(path, exc) from None
+    fd = _open(root_fd, APPLIED_NAME, _RDWR, path)
     try:
         os.pwrite(fd, data, 0)  # the same length every time: written in place
     except OSError as exc:
@@ -264,10 +266,7 @@ def read_frames(
 def cut(root: str, root_fd: int, end: int) -> None:
     """Drop a torn last frame (never acknowledged), so appends follow whole frames."""
     path = shown(root, WAL_NAME)
-    try:
-        fd = os.open(WAL_NAME, _RDWR, fsutil.FILE_MODE, dir_fd=root_fd)
-    except OSError as exc:
-        raise fsutil.open_failed(path, exc) from None
+    fd = _open(root_fd, WAL_NAME, _RDWR, path)
     try:
         os.ftruncate(fd, end)
         os.fdatasync(fd)
