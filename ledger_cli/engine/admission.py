@@ -39,7 +39,7 @@ def admit(
         while True:
             cur = core.store.load(key)
             if cur is not None:
-                if is_terminal(cur.status) or not seq > cur.sequence:
+                if is_noop(cur, seq):
                     if seen is not None:
                         seen.append(cur)
                     return False
@@ -82,6 +82,12 @@ def admit(
 
         return blocking_writes(core, write)
     return write()
+
+
+def is_noop(cur: TaskState, seq: int) -> bool:
+    """An admit at sequence `seq` over the stored `cur` writes nothing: the
+    record is finished, or `seq` is not above its sequence."""
+    return is_terminal(cur.status) or not seq > cur.sequence
 
 
 def _all_completed(core: Core, needs: tuple[str, ...]) -> bool:

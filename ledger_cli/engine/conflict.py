@@ -127,7 +127,7 @@ def _refuse_cycle(core: Core, key: str, seq: int, needs: tuple[str, ...]) -> Non
     if cycle is None:
         return
     cur = store.load(key)
-    if cur is not None and (is_terminal(cur.status) or not seq > cur.sequence):
+    if cur is not None and admission.is_noop(cur, seq):
         return
     raise cycle_error(key, cycle)
 

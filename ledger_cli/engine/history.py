@@ -42,14 +42,16 @@ class HistoryEntry(NamedTuple):
 
     @classmethod
     def from_obj(cls, obj: dict[str, Any]) -> Self:
-        return cls(
-            time=str(obj["time"]),
-            actor=str(obj["actor"]),
-            event=str(obj["event"]),
-            key=str(obj["key"]),
-            fence=int(obj["fence"]),
-            data=str(obj["data"]),
-        )
+        """The inverse of `to_obj` (a JSON line of the history file)."""
+        return cls.from_values(*[obj[name] for name in cls.__match_args__])
+
+    @classmethod
+    def from_values(
+        cls, time: Any, actor: Any, event: Any, key: Any, fence: Any, data: Any
+    ) -> Self:
+        """An entry from a store's values in field order (a JSON object's, an
+        SQL row's), each made its field's type: one rule for every store."""
+        return cls(str(time), str(actor), str(event), str(key), int(fence), str(data))
 
 
 if TYPE_CHECKING:

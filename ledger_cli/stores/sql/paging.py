@@ -74,11 +74,4 @@ def read_record_pages(
 
 def history_entry(row: Sequence[Any]) -> HistoryEntry:
     """A `SELECT id, {HISTORY_COLUMNS}` row as the entry every store returns."""
-    return HistoryEntry(
-        time=str(row[1]),
-        actor=str(row[2]),
-        event=str(row[3]),
-        key=str(row[4]),
-        fence=int(row[5]),
-        data=str(row[6]),
-    )
+    return HistoryEntry.from_values(*row[1:7])

@@ -187,9 +187,9 @@ class Drainer:
         self.options: RunOptions | None = None
         """--keep-output, --timeout, --kill-after for every task (run/limits.py)."""
         self.until_idle = False
+        """Stop at the first moment nothing is ready, whatever leases others hold."""
         self.queues: frozenset[str] | None = None
         """--queue: claim only from these queues (None: every queue)."""
-        """Stop at the first moment nothing is ready, whatever leases others hold."""
         self.held_cap = max(margin_of(lease_td.total_seconds()), 0.01)
         """Seconds: the longest pause between polls while another worker holds a lease."""
         from ledger_cli.cli.commands.run.attempts import ClaimStart
