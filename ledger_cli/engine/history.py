@@ -43,7 +43,7 @@ class HistoryEntry(NamedTuple):
     @classmethod
     def from_obj(cls, obj: dict[str, Any]) -> Self:
         """The inverse of `to_obj` (a JSON line of the history file)."""
-        return cls.from_values(*[obj[name] for name in cls.__match_args__])
+        return cls.from_values(*[obj[name] for name in cls._fields])
 
     @classmethod
     def from_values(
