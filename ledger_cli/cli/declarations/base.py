@@ -153,6 +153,11 @@ WORK_VALUES = "ledger.work_values"
 """Where a command class puts values of its own for the work (ctx.meta): `run`'s CMD."""
 
 
+WORK: dict[str, str] = {}
+"""Each registered command's work, "module:function" below `cli/` (cli/fastgen.py
+writes the fast path's table from it)."""
+
+
 def command(
     *example_lines: str, name: str | None = None, work: str | None = None, cls: Any = None
 ) -> Callable[[Callable[..., None]], Callable[..., None]]:
@@ -168,6 +173,7 @@ def command(
     def register(declaration: Callable[..., None]) -> Callable[..., None]:
         command_name = name or declaration.__name__
         module, _, function = (work or f"{command_name}:{command_name}").partition(":")
+        WORK[command_name] = f"commands.{module}:{function}"
 
         @functools.wraps(declaration)
         def run_work(ctx: typer.Context, **values: Any) -> None:
