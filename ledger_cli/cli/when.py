@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ledger_cli.cli.inputs import InputError, parse_duration, parse_time
+from ledger_cli.cli.inputs import InputError, parse_duration, parse_now, parse_time
 from ledger_cli.engine.record import go_quote
 
 if TYPE_CHECKING:
     from typing import Any
 
+    from ledger_cli.cli.context import Settings
     from ledger_cli.engine.instant import Instant
 
 _RANGE = "an integer from -1000 to 1000"
@@ -29,16 +30,22 @@ def parse_priority(text: str | None) -> int:
     return value
 
 
+LAST_YEAR = 9999
+"""The last year a stored time can name: RFC 3339 (and the Go service's JSON)
+writes four digits, so a later not-before could be neither stored nor read."""
+
+
 class When:
     """`--not-before` or `--delay`, resolved against the admission's now."""
 
-    __slots__ = ("delay_ns", "not_before")
+    __slots__ = ("delay", "delay_ns", "not_before")
 
     def __init__(self, not_before: str | None, delay: str | None) -> None:
         if not_before is not None and delay is not None:
             raise InputError("ledger: give --not-before or --delay, not both")
         self.not_before = parse_time(not_before, "--not-before") if not_before is not None else None
         self.delay_ns: int | None = None
+        self.delay = delay
         if delay is not None:
             d = parse_duration(delay, "--delay")
             ns = (d.days * 86_400 + d.seconds) * 10**9 + d.microseconds * 1000
@@ -46,10 +53,26 @@ class When:
                 raise InputError(f"ledger: --delay {go_quote(delay)} must be positive")
             self.delay_ns = ns
 
+    def check(self, settings: Settings) -> None:
+        """`at` against --now or the system clock, before any store is opened
+        (a store with its own clock is asked again in the command's session)."""
+        from ledger_cli.engine.instant import Instant
+
+        self.at(parse_now(settings.now) if settings.now else Instant.now())
+
     def at(self, now: Instant) -> Instant | None:
-        if self.delay_ns is not None:
-            return now.add_ns(self.delay_ns)
-        return self.not_before
+        """The not-before time; InputError (exit 2) when `--delay` puts it
+        past the year 9999."""
+        if self.delay_ns is None:
+            return self.not_before
+        at = now.add_ns(self.delay_ns)
+        if at.year > LAST_YEAR:
+            raise InputError(
+                f"ledger: --delay {go_quote(self.delay or '')} puts the task past the year "
+                f"{LAST_YEAR}, which a stored time cannot name",
+                "bad_duration",
+            )
+        return at
 
 
 def batch_members(where: str, obj: dict[str, Any]) -> tuple[Instant | None, int]:

@@ -50,7 +50,7 @@ def store(tmp_path: Path) -> Path:
 
 
 def _ledger(
-    store: Path, *args: str | bytes, stdin: bytes | None = None
+    store: Path | str, *args: str | bytes, stdin: bytes | None = None
 ) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
         [*ledger_cmd(), "--store", str(store), *args],
@@ -107,6 +107,8 @@ def test_a_file_that_is_not_there(store: Path, tmp_path: Path, kind: str) -> Non
         ["--now", "NaN", "admit", "new"],
         ["admit", "new", "--delay", "5 parsecs"],
         ["admit", "new", "--delay", "-5m"],
+        ["admit", "new", "--delay", "3000000d"],  # past the year 9999
+        ["--now", "9999-12-31T23:59:59Z", "admit", "new", "--delay", "5s"],
         ["claim", "existing", "--owner", "w", "--lease", "0s"],
         ["claim", "existing", "--owner", "w", "--lease", "1e400s"],
         ["wait", "existing", "--timeout", "forever"],
@@ -117,3 +119,11 @@ def test_bad_instants_and_durations(store: Path, args: list[str]) -> None:
     before = _fingerprint(store)
     _refused(_ledger(store, *args), 2)
     assert _fingerprint(store) == before
+
+
+def test_a_delay_past_the_year_9999_creates_no_database(tmp_path: Path) -> None:
+    db = tmp_path / "new.db"
+    r = _ledger(f"sqlite:///{db}", "admit", "x", "--delay", "3000000d")
+    _refused(r, 2)
+    assert b"past the year 9999" in r.stderr
+    assert not db.exists()

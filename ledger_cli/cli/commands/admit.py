@@ -112,6 +112,7 @@ def admit(
 
         when = When(not_before, delay)
         prio = parse_priority(priority)
+        when.check(settings)  # before the store is opened: a refusal writes nothing
     with Session(settings) as s:
         now = s.now()
         nb = when.at(now) if when is not None else None
