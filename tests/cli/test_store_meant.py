@@ -1,7 +1,8 @@
 """The store the user meant, each case a fresh `ledger` process.
 
-A read command on a `--store`/`LEDGER_STORE` that does not exist exits 9 and
-creates nothing (a mistyped path is not a healthy, empty queue); an empty
+A read command on a `--store`/`LEDGER_STORE` that does not exist, or that is
+a directory holding something but no store, exits 9 and creates nothing (a
+mistyped path is not a healthy, empty queue); an empty
 store setting or an unknown URL scheme is a usage error (2); a write still
 creates its store; the default data directory may be empty.
 """
@@ -80,6 +81,20 @@ def test_a_write_creates_the_store_and_reads_then_work(tmp_path: Path, name: str
 def test_an_existing_empty_directory_is_an_empty_store(tmp_path: Path) -> None:
     r = run_ledger(tmp_path, "list", "--jsonl")
     assert (r.returncode, r.stdout) == (0, "")
+
+
+@pytest.mark.parametrize("args", READS, ids=lambda a: " ".join(a))
+def test_a_directory_that_is_not_a_store_is_refused_by_every_read(
+    tmp_path: Path, args: list[str]
+) -> None:
+    (tmp_path / "notes.txt").write_text("mine\n")
+    r = run_ledger(tmp_path, *args)
+    assert r.returncode == 9, (r.returncode, r.stderr)
+    assert lines(r.stderr) == [
+        f"ledger: store: {tmp_path}: is not empty and is not a ledger store (it holds "
+        "'notes.txt'); choose an empty or new directory"
+    ]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
 
 
 def test_the_default_store_may_be_missing(tmp_path: Path) -> None:

@@ -153,9 +153,8 @@ def test_an_empty_existing_directory_is_read_as_an_empty_store(tmp_path: Path) -
 
 def test_a_foreign_non_empty_directory_is_refused(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("mine")
-    s = JsonFileStore(tmp_path)
-    with pytest.raises(StoreError, match="not a ledger store"):
-        s.compare_and_swap("k", None, rec("k"))
+    with pytest.raises(StoreError, match="not a ledger store"):  # when opened, or at the write
+        JsonFileStore(tmp_path).compare_and_swap("k", None, rec("k"))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
 
 

@@ -7,6 +7,7 @@ import json
 import os
 from typing import TYPE_CHECKING
 
+from ledger_cli.errors import StoreError
 from ledger_cli.stores.jsonfile import fsutil
 from ledger_cli.stores.jsonfile.fairlock import LOCK_NAME, OLD_QUEUE_DIR, QUEUE_DIR
 from ledger_cli.stores.jsonfile.fsutil import fail
@@ -74,16 +75,24 @@ def exists(root: str, dir_fd: int, name: str) -> bool:
 
 def read_meta(root: str, root_fd: int) -> dict[str, Any] | None:
     """The metadata file (format, version, fence floor); None for a directory that
-    holds no store yet. StoreError for anything this release cannot read."""
+    holds no store yet. StoreError for anything this release cannot read, and
+    for a directory without the file that holds what no new store holds: a
+    mistyped path is not read as an empty store (docs/reliability.md)."""
     path = shown(root, META_NAME)
     data = fsutil.read_file(root_fd, META_NAME, path)
     if data is None:
-        if exists(root, root_fd, RECORDS_DIR):
-            raise fail(
-                path,
-                "missing, but the directory holds records; refusing to guess their "
-                "format (restore the file from a backup)",
-            )
+        try:
+            if exists(root, root_fd, RECORDS_DIR):
+                raise fail(
+                    path,
+                    "missing, but the directory holds records; refusing to guess their "
+                    "format (restore the file from a backup)",
+                )
+            refuse_foreign(root, root_fd)
+        except StoreError:
+            if not exists(root, root_fd, META_NAME):
+                raise
+            return read_meta(root, root_fd)  # another process made the store meanwhile
         return None
     try:
         meta = json.loads(data.decode("utf-8"))
