@@ -147,3 +147,21 @@ def test_template_is_healthy(template: Path) -> None:
     res = _ledger(template, "--json", "doctor")
     assert res.returncode == 0, res.stdout
     assert json.loads(res.stdout)["records"] == 6
+
+
+@pytest.mark.parametrize("column", ["sequence", "fence", "rev"])
+def test_a_negative_number_in_a_row_is_damage_not_a_hang(
+    template: Path, tmp_path: Path, column: str
+) -> None:
+    """A row no writer makes (its numbers are unsigned): a claim of it could
+    never match it in its compare-and-swap, and retried for ever."""
+    db = tmp_path / "t.db"
+    shutil.copy(template, db)
+    conn = sqlite3.connect(db)
+    conn.execute(f"UPDATE ledger_tasks SET {column} = -5 WHERE key = 'p2'")
+    conn.commit()
+    conn.close()
+    for args in (("claim", "p2", "--owner", "m", "--lease", "60s"), ("state", "p2"), ("doctor",)):
+        res = _ledger(db, *args)  # run_ledger bounds each process's time
+        assert res.returncode == 9, (args, res.returncode, res.stderr)
+        assert f"unreadable {column} column (-5 is negative)" in res.stderr + res.stdout, args

@@ -232,8 +232,10 @@ def check_uint(value: int, field: str, key: str, limit: int = UINT64_MAX) -> int
 
 
 def read_uint(value: Any, key: str, column: str) -> int:
-    """An integer column as a Python int (PostgreSQL NUMERIC arrives as Decimal)."""
-    if type(value) is int:
+    """An unsigned integer column as a Python int (PostgreSQL NUMERIC arrives as
+    Decimal). A negative one is damage: the store writes none, nor does the Go
+    service (its fields are uint64), and a compare-and-swap could never match it."""
+    if type(value) is int and value >= 0:
         return value
     try:
         number = int(value)
@@ -241,6 +243,8 @@ def read_uint(value: Any, key: str, column: str) -> int:
         raise corrupt(key, column, f"{value!r} is not an integer") from None
     if number != value:
         raise corrupt(key, column, f"{value!r} is not an integer")
+    if number < 0:
+        raise corrupt(key, column, f"{number} is negative")
     return number
 
 
