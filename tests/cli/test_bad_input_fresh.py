@@ -128,3 +128,18 @@ def test_a_delay_past_the_year_9999_creates_no_database(tmp_path: Path) -> None:
     _refused(r, 2)
     assert b"past the year 9999" in r.stderr
     assert not db.exists()
+
+
+def test_a_restored_fence_that_leaves_no_next_claim_is_refused(store: Path, tmp_path: Path) -> None:
+    """A record at Fence 2^64-1 could never be claimed again, and would stop
+    every `claim --next` once it is first in the ready order."""
+    assert _ledger(store, "claim", "existing", "--owner", "w", "--lease", "1m").returncode == 0
+    snap = _ledger(store, "snapshot")
+    assert snap.returncode == 0, snap.stderr
+    data = snap.stdout.replace(b'"Fence":1,', b'"Fence":18446744073709551615,')
+    assert data != snap.stdout
+    target = tmp_path / "restored"
+    r = _ledger(target, "restore", "-", stdin=data)
+    _refused(r, 8)
+    assert b"leaves no fence for the task's next claim" in r.stderr
+    assert not target.exists()

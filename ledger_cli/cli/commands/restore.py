@@ -17,13 +17,24 @@ if TYPE_CHECKING:
     from ledger_cli.engine.record import TaskState
 
 
-def _check_keys(tasks: tuple[TaskState, ...]) -> None:
+MAX_FENCE = 2**64 - 1
+"""A record at this fence could never be claimed again: the next fence would
+not fit in 64 bits (the Go service's would wrap to 0)."""
+
+
+def _check_records(tasks: tuple[TaskState, ...]) -> None:
     """Every key a restored record names (its own, its needs, its blocker) must be one
-    the command line can address (docs/design.md §5.2): ValidationError (exit 8) otherwise."""
+    the command line can address (docs/design.md §5.2), and its fence must leave room
+    for a next claim: ValidationError (exit 8) otherwise."""
     from ledger_cli.cli.inputs import validate_key
     from ledger_cli.errors import ValidationError
 
     for i, rec in enumerate(tasks):
+        if rec.fence >= MAX_FENCE:
+            raise ValidationError(
+                f"ledger: snapshot entry {i}: Fence {rec.fence} leaves no fence for the "
+                "task's next claim"
+            )
         named = [("key", rec.key), *(("need", n) for n in rec.needs or ())]
         if rec.blocked_by:
             named.append(("blocked-by key", rec.blocked_by))
@@ -72,7 +83,7 @@ def restore(settings: Settings, source: str) -> int:
     extensions = wireext.decode(data)
     queued = wireext.decode_queues(data)
     tasks = snap.tasks or ()
-    _check_keys(tasks)
+    _check_records(tasks)
     with Session(settings) as s:
         now = s.now()
         seen: set[str] = set()
