@@ -70,6 +70,44 @@ def test_a_lost_record_is_named_and_fix_does_not_accept_it(tmp_path: Path) -> No
     assert _ledger(store, "list", "--json").returncode == 0  # the tally was rebuilt
 
 
+def test_fix_keeps_a_lost_records_attempts_until_the_loss_is_accepted(tmp_path: Path) -> None:
+    """The attempts (and kept output) of a key whose record file is lost go
+    with the record: restored with it, or dropped with --drop-damaged."""
+    store = _store(tmp_path)
+    ran = _ledger(
+        store,
+        "run",
+        "b",
+        "--owner",
+        "w",
+        "--lease",
+        "1m",
+        "--keep-output",
+        "1k",
+        "--",
+        "echo",
+        "hi",
+    )
+    assert ran.returncode == 0, ran.stderr
+    snapshot = _ledger(store, "snapshot").stdout
+    _record(store, "b").unlink()
+    fixed = _ledger(store, "doctor", "--fix")
+    assert fixed.returncode == 9 and "record b is lost" in fixed.stdout
+    assert "note: attempts of 'b' kept: its record is lost" in fixed.stdout
+    assert "removed the attempts" not in fixed.stdout
+    restored_into = tmp_path / "restored.json"
+    restored_into.write_text(
+        json.dumps({"Tasks": [r for r in json.loads(snapshot)["Tasks"] if r["Key"] == "b"]})
+    )
+    assert _ledger(store, "restore", str(restored_into)).returncode == 0
+    output = _ledger(store, "output", "b")
+    assert output.returncode == 0 and output.stdout == "hi\n", output.stderr
+    _record(store, "b").unlink()
+    dropped = _ledger(store, "doctor", "--fix", "--drop-damaged")
+    assert dropped.returncode == 0, dropped.stdout
+    assert "fixed: removed the attempts of 'b', which has no record" in dropped.stdout
+
+
 def test_drop_damaged_without_fix_is_a_usage_error(tmp_path: Path) -> None:
     store = _store(tmp_path)
     _record(store, "b").unlink()

@@ -67,6 +67,10 @@ def _drop_damaged(
     found.fixed.extend(line for _, line in moved)
 
 
+LOST = "is lost (see above)"
+"""What became of a key whose record file is gone while its history has writes."""
+
+
 def _check_lost(
     s: Session,
     root: str,
@@ -92,7 +96,7 @@ def _check_lost(
         found.problems.append(output.one_line(str(exc)))
         return gone
     found.problems.extend(lost.lost_problem(root, key) for key in keys)
-    gone.update(dict.fromkeys(keys, "is lost (see above)"))
+    gone.update(dict.fromkeys(keys, LOST))
     return gone
 
 
@@ -221,7 +225,8 @@ def doctor(settings: Settings, fix: bool = False, drop_damaged: bool = False) ->
             check_tally(s.store, found, fix)
         from ledger_cli.cli.commands.doctor.attempts import check_attempts
 
-        check_attempts(s.store, found, fix)
+        # A lost record's attempts are kept: they go with the record, restored or dropped.
+        check_attempts(s.store, found, fix, {key for key, why in gone.items() if why == LOST})
     return _report(settings, url, len(records), found)
 
 

@@ -14,8 +14,10 @@ if TYPE_CHECKING:
     from ledger_cli.engine.store import Store
 
 
-def check_attempts(store: Store, found: Findings, fix: bool) -> None:
-    """Attempts of keys that have no record: a note (`--fix` removes them)."""
+def check_attempts(store: Store, found: Findings, fix: bool, lost: set[str]) -> None:
+    """Attempts of keys that have no record: a note (`--fix` removes them),
+    but for `lost` keys (a record file gone that a restore may bring back,
+    or `--fix --drop-damaged` drops): those are kept."""
     from ledger_cli.stores.attemptlog import attempt_log
 
     try:
@@ -24,6 +26,12 @@ def check_attempts(store: Store, found: Findings, fix: bool) -> None:
     except StoreError as exc:
         found.problems.append(output.one_line(str(exc)))
         return
+    found.notes.extend(
+        f"attempts of {key!r} kept: its record is lost (see above)"
+        for key in orphans
+        if key in lost
+    )
+    orphans = [key for key in orphans if key not in lost]
     if fix and orphans:
         log.remove_attempts(orphans)
         found.fixed.extend(
