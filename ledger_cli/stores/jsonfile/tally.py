@@ -1,9 +1,11 @@
 """tally/: the counts `ledger stats` and `ledger watch` read instead of the records.
 
-    tally/counts    `{"format":"ledger_cli.tally","version":1,"counts":{...}}`:
+    tally/counts    `{"format":"ledger_cli.tally","version":1,"counts":{...},"sum":…}`:
                     the number of (unpruned) records of each status, and
                     "plain": the pending ones that name no needs (each of
-                    them is ready, whatever else the store holds)
+                    them is ready, whatever else the store holds); "sum",
+                    the SHA-256 of the counts in that order (absent in a
+                    file an earlier release wrote)
     tally/ab        the digests (a line each, sorted) of the records of shard
                     ab that are *noted*: claimed, blocked, or pending with
                     needs — the unfinished records `stats` must judge one by
@@ -28,6 +30,7 @@ records meanwhile. `ledger doctor` compares the tally with the records and
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from typing import TYPE_CHECKING
@@ -124,11 +127,20 @@ def checked(obj: object) -> Counts | None:
     return {kind: obj[kind] for kind in KINDS}
 
 
+def _sum(counts: Counts) -> str:
+    """The counts' checksum (the counts file's "sum"): a count edited or
+    flipped into another number is damage, not a wrong figure."""
+    text = json.dumps([counts[k] for k in KINDS], separators=(",", ":"))
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
 def parse_counts(data: bytes, path: str) -> Counts:
     try:
         doc = json.loads(data.decode("utf-8"))
         ok = type(doc) is dict and doc.get("format") == FORMAT and doc.get("version") == VERSION
         counts = checked(doc.get("counts")) if ok else None
+        if counts is not None and "sum" in doc and doc["sum"] != _sum(counts):
+            counts = None  # (a file an earlier release wrote has no sum)
     except (UnicodeDecodeError, ValueError):
         counts = None
     if counts is None:
@@ -139,7 +151,12 @@ def parse_counts(data: bytes, path: str) -> Counts:
 
 
 def encode_counts(counts: Counts) -> bytes:
-    doc = {"format": FORMAT, "version": VERSION, "counts": {k: counts[k] for k in KINDS}}
+    doc = {
+        "format": FORMAT,
+        "version": VERSION,
+        "counts": {k: counts[k] for k in KINDS},
+        "sum": _sum(counts),
+    }
     return (json.dumps(doc, separators=(",", ":")) + "\n").encode("ascii")
 
 
