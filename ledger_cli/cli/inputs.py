@@ -153,8 +153,9 @@ def parse_time(text: str, what: str) -> Instant:
 _UNIT_NS = {"d": 86_400 * 10**9, "h": 3_600 * 10**9, "m": 60 * 10**9, "s": 10**9, "ms": 10**6}
 _DIGITS = frozenset("0123456789")
 _MAX_DURATION_NS = 2**63 - 1
-"""The longest duration, about 292 years: what the Go service's time.Duration
-holds; a lease past it would end beyond any time a record can store."""
+"""The longest duration, 2^63-1 ns (about 292 years): what the Go service's
+time.Duration holds. Longer ones could end past the year 9999, which no
+stored time can name."""
 
 
 def _duration_parts(text: str) -> list[tuple[str, str, str]] | None:
