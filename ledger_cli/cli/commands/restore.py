@@ -8,18 +8,13 @@ from typing import TYPE_CHECKING
 from ledger_cli.cli import output
 from ledger_cli.cli.commands.admit import read_source
 from ledger_cli.cli.context import Session, Settings
-from ledger_cli.cli.inputs import InputError
+from ledger_cli.cli.inputs import UINT64_MAX, InputError
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from ledger_cli.engine.instant import Instant
     from ledger_cli.engine.record import TaskState
-
-
-MAX_FENCE = 2**64 - 1
-"""A record at this fence could never be claimed again: the next fence would
-not fit in 64 bits (the Go service's would wrap to 0)."""
 
 
 def _check_records(tasks: tuple[TaskState, ...]) -> None:
@@ -30,7 +25,7 @@ def _check_records(tasks: tuple[TaskState, ...]) -> None:
     from ledger_cli.errors import ValidationError
 
     for i, rec in enumerate(tasks):
-        if rec.fence >= MAX_FENCE:
+        if rec.fence >= UINT64_MAX:  # its next fence would not fit (Go's would wrap to 0)
             raise ValidationError(
                 f"ledger: snapshot entry {i}: Fence {rec.fence} leaves no fence for the "
                 "task's next claim"
