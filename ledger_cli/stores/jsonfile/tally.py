@@ -87,6 +87,12 @@ def noted_moves(items: Iterable[tuple[str, TaskState | None, TaskState | None]])
     }
 
 
+def noted_count(counts: Counts) -> int:
+    """How many records the noted sets hold, as the counts say: every claimed
+    and blocked record and every pending one with needs (all but the plain)."""
+    return counts["claimed"] + counts["blocked"] + counts["pending"] - counts["plain"]
+
+
 def zero() -> Counts:
     return dict.fromkeys(KINDS, 0)
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState, byte_order
 from ledger_cli.stores.jsonfile import derived, fsutil, readyindex, tally
+from ledger_cli.stores.jsonfile.layout import shown
 from ledger_cli.stores.jsonfile.locking import io_errors, store_method
 from ledger_cli.stores.jsonfile.reading import RecordReader
 from ledger_cli.stores.jsonfile.records import key_digest, record_path, scan_records
@@ -52,7 +53,10 @@ class TallyMethods(RecordReader):
             return None
         noted = []
         missing = []
-        for digest in tally.read_noted(self._root, root_fd):
+        digests = tally.read_noted(self._root, root_fd)
+        if len(digests) != tally.noted_count(counts):
+            self._confirm_noted()
+        for digest in digests:
             rec = self._read_digest(root_fd, digest)
             if rec is None:
                 missing.append(digest)
@@ -61,6 +65,28 @@ class TallyMethods(RecordReader):
         if missing:
             self._confirm_lost(missing)
         return counts, noted
+
+    def _confirm_noted(self) -> None:
+        """Raise StoreDamageError when, under the lock, the noted sets hold
+        another number of records than the counts say: a tally file was lost
+        or cut, and figures judged from it would be a wrong answer. (Read
+        without the lock, a write between the two reads differs too; that is
+        no damage.)"""
+        from ledger_cli.errors import StoreDamageError
+
+        with self._locked(create=False) as root_fd:
+            if root_fd is None:
+                return
+            counts = tally.read_counts(self._root, root_fd)
+            if counts is None:
+                return
+            listed, want = len(tally.read_noted(self._root, root_fd)), tally.noted_count(counts)
+        if listed != want:
+            raise StoreDamageError(
+                f"ledger: store: {shown(self._root, tally.TALLY_DIR)}: the tally "
+                f"notes {listed} unfinished records where its counts say {want} "
+                "(ledger doctor --fix rebuilds it)"
+            )
 
     def _confirm_lost(self, digests: list[str]) -> None:
         """Raise StoreDamageError when a record the tally notes is still missing
