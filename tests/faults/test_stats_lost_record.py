@@ -1,6 +1,8 @@
-"""`stats` on a JSON store that lost a record file the tally notes as
-unfinished (a task with needs): exit 9 with one line naming the file, in a
-fresh `ledger` process, rather than counts that include the lost task."""
+"""A JSON store that lost a record file, as a fresh `ledger` process meets
+it: `stats` (a task with needs, which the tally notes by name) and
+`snapshot` and `list` (any task: the tally counts it) exit 9 with one line
+naming the file or the tally's counts, rather than an answer without the
+lost task."""
 
 from __future__ import annotations
 
@@ -32,5 +34,29 @@ def test_stats_names_a_lost_record_the_tally_counts(tmp_path: Path) -> None:
         "(ledger doctor names its key)"
     ]
     assert res.stdout == ""
+    doctor = run_ledger(store, "doctor")
+    assert doctor.returncode == 9 and "record b is lost" in doctor.stdout, doctor.stdout
+
+
+def test_snapshot_and_list_refuse_a_store_that_lost_a_record(tmp_path: Path) -> None:
+    store = tmp_path / "s"
+    for key in ("a", "b", "c"):
+        assert run_ledger(store, "admit", key).returncode == 0
+    _record(store, "b").unlink()
+    want = [
+        f"ledger: store: {store / 'tally' / 'counts'}: the tally counts other records than "
+        "the record files hold: pending 3 (read 2); a record file is lost or the tally is "
+        "damaged (ledger doctor names which)"
+    ]
+    for args in (("snapshot",), ("list",), ("list", "--status", "completed")):
+        res = run_ledger(store, *args)
+        assert (res.returncode, res.stdout, res.stderr.splitlines()) == (9, "", want), args
+    # Streamed: the rows read are out before the scan's end finds the loss.
+    streamed = run_ledger(store, "list", "--jsonl")
+    assert (streamed.returncode, streamed.stderr.splitlines()) == (9, want)
+    assert len(streamed.stdout.splitlines()) == 2
+    as_json = run_ledger(store, "--json", "list")
+    assert as_json.returncode == 9
+    assert json.loads(as_json.stdout)["error"]["message"] == want[0]
     doctor = run_ledger(store, "doctor")
     assert doctor.returncode == 9 and "record b is lost" in doctor.stdout, doctor.stdout

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
@@ -50,13 +49,7 @@ def list_records(
         else:
             wire = output.record
         source = _source(s.store, wanted, pruned, stream=jsonl)
-        # A full scan checks its count against the JSON store's tally (one small
-        # read): a record file lost makes them disagree (docs/design.md §5.5).
-        tally = None if wanted or pruned else _tally_counts(s.store)
-        seen = dict.fromkeys(tally or (), 0)
         for rec in source:
-            if tally is not None:
-                seen[rec.status] = seen.get(rec.status, 0) + 1
             if max_n is not None and shown >= max_n:
                 break
             if wanted and rec.status not in wanted:
@@ -72,13 +65,6 @@ def list_records(
                 records.append(rec)
             else:
                 more += 1  # on a terminal the table stays readable: "N more" below it
-        if (
-            tally is not None
-            and seen != tally
-            and (max_n is None or shown < max_n)
-            and _tally_counts(s.store) == tally  # no writer between: worth confirming
-        ):
-            _confirm_disagreement(s.store, tally, seen)
         now = s.now()
     if settings.json:
         output.line("[" + ",".join(wire(r) for r in records) + "]")
@@ -110,34 +96,3 @@ def _source(store: Store, wanted: set[str], pruned: bool, stream: bool) -> Itera
         return sorted(by_status(sorted(wanted)), key=lambda r: byte_order(r.key))
     scan = getattr(store, "scan_visible", None) if stream else None
     return scan() if scan is not None else prune.visible(store)
-
-
-def _tally_counts(store: Store) -> dict[str, int] | None:
-    """The JSON store's tally of records by status (None: no tally, or not built)."""
-    if getattr(store, "check_tally_index", None) is None:
-        return None
-    counts: dict[str, int] | None = store.status_counts()  # type: ignore[attr-defined]
-    return counts
-
-
-def _confirm_disagreement(store: Store, tally: dict[str, int], seen: dict[str, int]) -> None:
-    """Exit 9 when the scan and the tally still disagree under the store lock
-    (writers during the scan that left the counts as they were are no
-    damage): a record file is lost, or the tally is damaged. `ledger doctor`
-    names which. The caller asks only when the tally read the same before and
-    after the scan, so a busy store seldom pays for the locked check."""
-    from ledger_cli.errors import StoreDamageError
-
-    if not store.check_tally_index():  # type: ignore[attr-defined]
-        return
-    diff = ", ".join(
-        f"{status} {tally.get(status, 0)} (read {seen.get(status, 0)})"
-        for status in sorted(set(tally) | set(seen))
-        if tally.get(status, 0) != seen.get(status, 0)
-    )
-    where = os.path.join(getattr(store, "path", ""), "tally", "counts")
-    raise StoreDamageError(
-        f"ledger: store: {where}: the tally counts other records than the record files "
-        f"hold: {diff}; a record file is lost or the tally is damaged "
-        "(ledger doctor names which)"
-    )

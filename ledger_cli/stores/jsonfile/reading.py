@@ -8,14 +8,14 @@ import os
 from typing import TYPE_CHECKING
 
 from ledger_cli.engine.record import TaskState, byte_order
-from ledger_cli.stores.jsonfile import fsutil, layout, prunedfile
+from ledger_cli.stores.jsonfile import fsutil, layout, prunedfile, tally
 from ledger_cli.stores.jsonfile.fsutil import fail
 from ledger_cli.stores.jsonfile.layout import RECORDS_DIR
 from ledger_cli.stores.jsonfile.locking import LockedDirectory, io_errors, store_method
 from ledger_cli.stores.jsonfile.records import decode_record_file, key_digest, scan_records
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterable, Iterator
 
 
 class RecordReader(LockedDirectory):
@@ -85,6 +85,7 @@ class RecordReader(LockedDirectory):
             try:
                 if not self._meta_seen and not self._initialized(root_fd):
                     return
+                counted = tally.read_counts(self._root, root_fd)
                 rfd = fsutil.open_subdir(
                     root_fd, RECORDS_DIR, self._shown(RECORDS_DIR), create=False
                 )
@@ -92,6 +93,7 @@ class RecordReader(LockedDirectory):
                 os.close(root_fd)
             if rfd is None:
                 return
+            seen = dict.fromkeys(tally.STATUSES, 0)
             try:
                 for shard in sorted(os.listdir(rfd)):
                     if not layout.SHARD.matches(shard):
@@ -109,13 +111,18 @@ class RecordReader(LockedDirectory):
                             shown = prefix + fname
                             data = fsutil.read_file(sfd, fname, shown)
                             if data is not None:
-                                yield decode_record_file(
+                                rec = decode_record_file(
                                     data, shown, checksummed=self._checksummed, digest=fname[:-5]
                                 )
+                                seen[rec.status] += 1
+                                yield rec
                     finally:
                         os.close(sfd)
             finally:
                 os.close(rfd)
+            # Read to its end: checked against the tally, as `_range` is.
+            if counted is not None and seen != {s: counted[s] for s in tally.STATUSES}:
+                self._confirm_scan(counted, seen)
 
     def _range(self, *, pruned: bool) -> Iterator[TaskState]:
         self._check_open()
@@ -123,6 +130,7 @@ class RecordReader(LockedDirectory):
             if root_fd is None:
                 return iter(())
             found = scan_records(self._root, root_fd, checksummed=self._checksummed, sweep=True)
+            self._refuse_disagreement(root_fd, found.values())
             if pruned:
                 seen = {rec.key for rec in found.values()}
                 extra = [r for r in prunedfile.read_all(self._root, root_fd) if r.key not in seen]
@@ -136,6 +144,42 @@ class RecordReader(LockedDirectory):
         if pruned:
             records += [r for r in extra if key_digest(r.key) not in found]
         return iter(sorted(records, key=lambda rec: byte_order(rec.key)))
+
+    def _refuse_disagreement(self, root_fd: int, found: Iterable[TaskState]) -> None:
+        """Raise StoreDamageError when the lock holder's records (every record
+        file's) disagree with the tally's counts: a record file is lost, or the
+        tally is damaged, and an answer from either would be wrong. (Under the
+        lock the tally is exact; while it is not built there is nothing to
+        compare.)"""
+        counts = tally.read_counts(self._root, root_fd)
+        if counts is None:
+            return
+        seen = _by_status(found)
+        diff = ", ".join(
+            f"{status} {counts[status]} (read {seen[status]})"
+            for status in tally.STATUSES
+            if counts[status] != seen[status]
+        )
+        if diff:
+            from ledger_cli.errors import StoreDamageError
+
+            raise StoreDamageError(
+                f"ledger: store: {self._shown(tally.TALLY_DIR, tally.COUNTS)}: the tally counts "
+                f"other records than the record files hold: {diff}; a record file is lost "
+                "or the tally is damaged (ledger doctor names which)"
+            )
+
+    def _confirm_scan(self, counted: dict[str, int], seen: dict[str, int]) -> None:
+        """After a scan without the lock that read `seen` records of each status
+        where the tally counted `counted`: StoreDamageError when they still
+        disagree under the lock. Only asked when the counts read the same after
+        the scan (a writer between them explains any difference), so a busy
+        store seldom pays for the locked scan."""
+        with self._locked(create=False) as root_fd:
+            if root_fd is None or tally.read_counts(self._root, root_fd) != counted:
+                return
+            found = scan_records(self._root, root_fd, checksummed=self._checksummed, sweep=False)
+            self._refuse_disagreement(root_fd, found.values())
 
     def _current(self, root_fd: int, key: str, digest: str) -> TaskState | None:
         """The record as this lock holder sees it (its batch's writes included)."""
@@ -192,3 +236,10 @@ class RecordReader(LockedDirectory):
         if data is None:
             return None
         return decode_record_file(data, shown, checksummed=self._checksummed, digest=digest)
+
+
+def _by_status(records: Iterable[TaskState]) -> dict[str, int]:
+    seen = dict.fromkeys(tally.STATUSES, 0)
+    for rec in records:
+        seen[rec.status] += 1
+    return seen
