@@ -165,3 +165,26 @@ def test_a_negative_number_in_a_row_is_damage_not_a_hang(
         res = _ledger(db, *args)  # run_ledger bounds each process's time
         assert res.returncode == 9, (args, res.returncode, res.stderr)
         assert f"unreadable {column} column (-5 is negative)" in res.stderr + res.stdout, args
+
+
+def test_a_status_this_ledger_does_not_know_is_not_left_out_of_stats(
+    template: Path, tmp_path: Path
+) -> None:
+    """A row with a status no release of this ledger writes (the Go service's
+    table is shared): `stats` would count every other row and look whole."""
+    db = tmp_path / "t.db"
+    shutil.copy(template, db)
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE ledger_tasks SET status = 'paused' WHERE key = 'p3'")
+    conn.commit()
+    conn.close()
+    for args in (("stats",), ("--json", "stats")):
+        res = _ledger(db, *args)
+        assert res.returncode == 9, (args, res.stdout)
+        message = (
+            'ledger: 1 stored records have a status this ledger does not know, such as "paused"; '
+            "ledger doctor names them"
+        )
+        assert res.stderr.splitlines() == [message], args
+    doctor = _ledger(db, "doctor")
+    assert doctor.returncode == 9 and 'unknown status "paused"' in doctor.stdout

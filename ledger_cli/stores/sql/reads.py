@@ -17,7 +17,8 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ledger_cli.engine.history import HistoryEntry
-from ledger_cli.engine.record import TaskState, byte_order
+from ledger_cli.engine.record import TaskState, byte_order, go_quote, is_known
+from ledger_cli.errors import StoreError
 from ledger_cli.stores.sql import codec, paging, readyindex
 from ledger_cli.stores.sql.dialect import SqlDialect
 
@@ -127,7 +128,15 @@ class SqlReads(SqlDialect):
     def status_counts(self) -> dict[str, int]:
         """Unpruned records by status, counted in SQL (`ledger stats`)."""
         rows = self._rows("count", readyindex.STATUS_COUNTS_SQL)
-        return {str(status): int(n) for status, n in rows}
+        counts = {str(status): int(n) for status, n in rows}
+        unknown = sorted(status for status in counts if not is_known(status))
+        if unknown:  # left out, the figures would look whole and be wrong
+            raise StoreError(
+                f"ledger: {sum(counts[s] for s in unknown)} stored records have a status "
+                f"this ledger does not know, such as {go_quote(unknown[0])}; "
+                "ledger doctor names them"
+            )
+        return counts
 
     def _history_rows(self, sql: str, args: tuple[Any, ...]) -> list[Any]:
         return self._rows("history read", sql, args)
