@@ -5,8 +5,8 @@ from __future__ import annotations
 from ledger_cli.engine import events
 from ledger_cli.engine.core import Core
 from ledger_cli.engine.instant import Instant
-from ledger_cli.engine.record import CLAIMED, COMPLETED, FAILED
-from ledger_cli.errors import FencedError, NotClaimedError, UnknownStatusError, state_detail
+from ledger_cli.engine.record import COMPLETED, FAILED
+from ledger_cli.errors import UnknownStatusError
 
 _FINAL = {COMPLETED: COMPLETED, FAILED: FAILED}
 
@@ -51,11 +51,7 @@ def _complete(
     walk: bool = False,
 ) -> None:
     while True:
-        cur = core.require(key)
-        if cur.fence != fence:
-            raise FencedError(detail=f" (the current fence of {key} is {cur.fence})")
-        if cur.status != CLAIMED:
-            raise NotClaimedError(detail=state_detail(key, cur.status, cur.blocked_by))
+        cur = core.require_held(key, fence)
         nxt = cur.replace(status=final, updated_by=actor, updated_at=now)
         if core.swap(key, cur, nxt):
             core.emit(events.COMPLETED, key, f"key {key} completed as {final} by {owner}")

@@ -6,7 +6,8 @@ import contextlib
 from typing import TYPE_CHECKING
 
 from ledger_cli.engine.events import Event
-from ledger_cli.errors import NoKeyError
+from ledger_cli.engine.record import CLAIMED
+from ledger_cli.errors import FencedError, NoKeyError, NotClaimedError, state_detail
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -67,6 +68,17 @@ class Core:
         if rec is None:
             raise NoKeyError(key=key)
         return rec
+
+    def require_held(self, key: str, fence: int) -> TaskState:
+        """Load a record that must be claimed at `fence`: FencedError when its
+        fence is another, else NotClaimedError when it is not claimed (Release's
+        and Complete's order, docs/design.md §2.4; Renew checks the status first)."""
+        cur = self.require(key)
+        if cur.fence != fence:
+            raise FencedError(detail=f" (the current fence of {key} is {cur.fence})")
+        if cur.status != CLAIMED:
+            raise NotClaimedError(detail=state_detail(key, cur.status, cur.blocked_by))
+        return cur
 
 
 class HeldEvents:

@@ -130,11 +130,7 @@ def renew(
 
 def release(core: Core, actor: str, key: str, owner: str, fence: int, now: Instant) -> None:
     while True:
-        cur = core.require(key)
-        if cur.fence != fence:
-            raise FencedError(detail=_fence(cur))
-        if cur.status != CLAIMED:
-            raise NotClaimedError(detail=_state(cur))
+        cur = core.require_held(key, fence)
         nxt = cur.replace(
             status=PENDING,
             owner="",
