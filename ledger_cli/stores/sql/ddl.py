@@ -12,10 +12,10 @@ unsigned 64-bit number is an SQLite INTEGER (signed, as the Go store's) and a
 checked `numeric(20,0)` on PostgreSQL (`bigint` stops at 2^63-1).
 """
 
-from __future__ import annotations
+from typing import NamedTuple
 
 
-class Types:  # a plain class: creating a NamedTuple is slow (CONTRIBUTING, "Start-up")
+class Types(NamedTuple):
     """A dialect's column types.
 
     - key: a key (or queue name) column;
@@ -25,17 +25,12 @@ class Types:  # a plain class: creating a NamedTuple is slow (CONTRIBUTING, "Sta
     - uint: a required unsigned 64-bit number (`{col}`: the column's name, for a check).
     """
 
-    __slots__ = ("int", "key", "rowid", "serial", "text", "uint")
-
-    def __init__(
-        self, *, key: str, text: str, int: str, rowid: str, serial: str, uint: str
-    ) -> None:
-        self.key = key
-        self.text = text
-        self.int = int
-        self.rowid = rowid
-        self.serial = serial
-        self.uint = uint
+    key: str
+    text: str
+    int: str
+    rowid: str
+    serial: str
+    uint: str
 
 
 SQLITE = Types(
