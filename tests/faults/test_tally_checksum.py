@@ -1,8 +1,7 @@
-"""A damaged tally as the user meets it: a count edited into another number
-(the counts file carries a checksum) or a lost file of noted records (their
-number no longer matches the counts) makes `stats` report the damage (exit
-9, one line naming the file) rather than a wrong figure; `doctor` names it
-and `doctor --fix` rebuilds it. Each command is a fresh `ledger` process."""
+"""A tally count edited into another number, as the user meets it: the counts
+file carries a checksum, so `stats` reports the damage (exit 9, one line
+naming the file) rather than a wrong figure, `doctor` names it and
+`doctor --fix` rebuilds it. Each command is a fresh `ledger` process."""
 
 from __future__ import annotations
 
@@ -28,27 +27,6 @@ def test_an_edited_count_is_damage_not_a_wrong_figure(tmp_path: Path) -> None:
     assert stats.returncode == 9, stats.stdout
     assert stats.stderr.splitlines() == [
         f"ledger: store: {counts}: corrupt tally counts (ledger doctor --fix rebuilds them)"
-    ]
-    assert run_ledger(store, "doctor").returncode == 9
-    assert run_ledger(store, "doctor", "--fix").returncode == 0
-    fixed = run_ledger(store, "--json", "stats")
-    assert fixed.returncode == 0, fixed.stderr
-    assert json.loads(fixed.stdout)["counts"]["pending"] == 2
-
-
-def test_a_lost_noted_file_is_damage_not_a_wrong_figure(tmp_path: Path) -> None:
-    """b waits on a, so the tally notes it in a shard file; with that file
-    gone, stats would count b neither ready nor waiting."""
-    store = tmp_path / "store"
-    assert run_ledger(store, "admit", "a").returncode == 0
-    assert run_ledger(store, "admit", "b", "--needs", "a").returncode == 0
-    (shard,) = [p for p in (store / "tally").iterdir() if p.name != tally.COUNTS]
-    shard.unlink()
-    stats = run_ledger(store, "stats")
-    assert stats.returncode == 9, stats.stdout
-    assert stats.stderr.splitlines() == [
-        f"ledger: store: {store / 'tally'}: the tally notes 0 unfinished records where "
-        "its counts say 1 (ledger doctor --fix rebuilds it)"
     ]
     assert run_ledger(store, "doctor").returncode == 9
     assert run_ledger(store, "doctor", "--fix").returncode == 0
