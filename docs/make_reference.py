@@ -30,7 +30,7 @@ EXIT_CODES: dict[int, str] = {
     "`output` when the key has no recorded run (or no attempt N)",
     2: "usage error: bad option, bad duration, bad JSON, bad key, empty owner, "
     "non-positive lease, unknown status, an input over its size limit, "
-    "an empty `--store`/`LEDGER_STORE`, an unknown store URL scheme",
+    "an empty `--store`/`LEDGER_STORE`, an unknown store URL scheme, a malformed PostgreSQL URL",
     3: "the key has no record",
     4: "a live lease is in the way (`claim` of a claimed task, `takeover` of a live lease)",
     5: "the fence is stale: this caller no longer owns the task (`ledger run`: the lease was lost)",

@@ -80,6 +80,23 @@ def redact_url(url: str) -> str:
     return f"{scheme}://{authority}{tail}"
 
 
+def without_secrets(text: str, url: str) -> str:
+    """`text` (a message that may quote `url` or parts of it, as libpq's do) with
+    `url` shown redacted and its password, wherever it stands, as `***`."""
+    text = text.replace(url, redact_url(url))
+    if "://" not in url:
+        return text
+    rest = url.partition("://")[2]
+    user, sep, _ = rest.split("/", 1)[0].split("?", 1)[0].rpartition("@")
+    secrets = [user.partition(":")[2] if sep else ""]
+    query = rest.partition("?")[2].partition("#")[0]
+    secrets += [p[9:] for p in query.split("&") if p.lower().startswith("password=")]
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "***")
+    return text
+
+
 def scheme_of(url: str) -> str:
     """The store kind a URL names (one of SCHEMES); StoreURLError for a bad URL."""
     return _parse(url)[0]

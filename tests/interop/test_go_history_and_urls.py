@@ -102,3 +102,20 @@ def test_no_password_is_printed(tmp_path: Path) -> None:
     assert res.returncode == 2 and "s3cretpw" not in res.stderr and ":***@" in res.stderr
     res = ledger("postgresql://root:s3cretpw@127.0.0.1:1/app?connect_timeout=2", "list")
     assert res.returncode == 9 and "s3cretpw" not in res.stderr
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://root:s3cret%PW@127.0.0.1:1/app",  # libpq quotes the bad token
+        "postgresql://root:s3cretpw@[::1/app",  # libpq quotes the whole URL
+        "postgresql://root@127.0.0.1:1/app?password=s3cret%PW",
+    ],
+)
+def test_a_malformed_url_is_a_usage_error_that_shows_no_password(url: str) -> None:
+    """Fresh processes; nothing is opened, so no server is needed."""
+    for args in (("list",), ("--json", "stats")):
+        res = ledger(url, *args)
+        assert res.returncode == 2, (args, res.stderr)
+        assert "s3cret" not in res.stdout + res.stderr, args
+        assert "bad PostgreSQL URL" in res.stdout + res.stderr

@@ -406,10 +406,12 @@ def test_unreachable_server_is_a_one_line_store_error() -> None:
     assert "\n" not in text and "secret" not in text and info.value.exit_code == 9
 
 
-def test_bad_url_is_a_store_error() -> None:
+def test_bad_url_is_a_usage_error() -> None:
+    """Nothing was opened: exit 2, as for any store URL that names no store."""
     pytest.importorskip("psycopg")
-    with pytest.raises(errors.StoreError, match="URL"):
+    with pytest.raises(errors.StoreURLError, match="URL") as info:
         PostgresStore("postgresql://host/db?nosuchoption=1")
+    assert info.value.exit_code == 2
 
 
 def test_wrong_password_is_a_store_error() -> None:

@@ -129,8 +129,12 @@ class PostgresConnection(SqlDialect):
         try:
             params = pg.conninfo.conninfo_to_dict(url)
         except pg.Error as exc:
-            raise StoreError(
-                f"ledger: bad PostgreSQL URL: {codec.one_line(exc)}; "
+            from ledger_cli.errors import StoreURLError
+            from ledger_cli.stores import without_secrets
+
+            # A usage error (nothing was opened); libpq quotes the URL: no password shown.
+            raise StoreURLError(
+                f"ledger: bad PostgreSQL URL: {without_secrets(codec.one_line(exc), url)}; "
                 "use postgresql://USER:PASSWORD@HOST:PORT/DATABASE"
             ) from None
         self._where = self._describe(params)
