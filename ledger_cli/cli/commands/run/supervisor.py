@@ -33,6 +33,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from ledger_cli.cli import output
+from ledger_cli.cli.commands.run.deathsig import dies_with_runner
 from ledger_cli.cli.commands.run.leasekeeper import LeaseKeeper
 from ledger_cli.cli.commands.run.limits import TIMEOUT_EXIT
 from ledger_cli.cli.commands.run.outcome import LeaseLostError, OutcomeWrites
@@ -192,7 +193,11 @@ class Supervisor(OutcomeWrites):
         self.recorder, deadline = rec, Deadline(opts)
         try:
             self.proc = subprocess.Popen(
-                self.command, env=self._env(), process_group=0, **rec.popen_kwargs()
+                self.command,
+                env=self._env(),
+                process_group=0,
+                preexec_fn=dies_with_runner(),
+                **rec.popen_kwargs(),
             )
         except OSError:
             rec.not_started()
