@@ -33,7 +33,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from ledger_cli.cli import output
-from ledger_cli.cli.commands.run.deathsig import dies_with_runner
+from ledger_cli.cli.commands.run import watchdog
 from ledger_cli.cli.commands.run.leasekeeper import LeaseKeeper
 from ledger_cli.cli.commands.run.limits import TIMEOUT_EXIT
 from ledger_cli.cli.commands.run.outcome import LeaseLostError, OutcomeWrites
@@ -191,23 +191,22 @@ class Supervisor(OutcomeWrites):
         if self.attempt == 1 and self.begun is not None:
             rec.begun(*self.begun)  # started in the claim's unit (run_attempts.ClaimStart)
         self.recorder, deadline = rec, Deadline(opts)
+        watchdog.ready()
         try:
             self.proc = subprocess.Popen(
-                self.command,
-                env=self._env(),
-                process_group=0,
-                preexec_fn=dies_with_runner(),
-                **rec.popen_kwargs(),
+                self.command, env=self._env(), process_group=0, **rec.popen_kwargs()
             )
         except OSError:
             rec.not_started()
             self.recorder = None
             raise
+        watchdog.started(self.proc.pid)  # its process group: the command dies with `run`
         rec.started(self.proc.pid)
         rc: int | None = None
         try:
             rc = self._watch(deadline)
         finally:
+            watchdog.ended(self.proc.pid)
             # Durable before the outcome, waiting for the store while the lease holds.
             limit = self.keeper.proved_until() - time.monotonic()
             rec.ended(self.proc.returncode, deadline.timed_out, limit)
