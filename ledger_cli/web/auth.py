@@ -1,9 +1,14 @@
-"""Who may read: the bind rule, the bearer token and the session cookie.
+"""Who may read: the bind rule, the Host rule, the bearer token and the session cookie.
 
 A bind that is not loopback needs a token (`--token` or LEDGER_TOKEN). With a
 token, a request passes with `Authorization: Bearer T`, or with the session
 cookie that visiting any page with `?token=T` sets. The cookie holds an HMAC of
 the token, not the token itself; both are compared with `hmac.compare_digest`.
+
+Without a token (a loopback bind) a request must name a loopback host in its
+`Host` header: a web page the user visits can point a host name of its own at
+127.0.0.1 (DNS rebinding) and read the view through the user's browser, which
+then sends that name as Host.
 """
 
 from __future__ import annotations
@@ -40,6 +45,19 @@ class Guard:
     @property
     def open(self) -> bool:
         return not self.token
+
+    def host_ok(self, host: str | None) -> bool:
+        """Whether a request's `Host` header may be served: any with a token;
+        without one, a loopback name or address (with or without a port), or
+        none at all (an HTTP/1.0 client, never a browser)."""
+        if not self.open or host is None:
+            return True
+        name = host.strip()
+        if name.startswith("["):  # [::1]:port
+            name = name[1 : name.find("]")] if "]" in name else name
+        elif name.count(":") == 1:  # name:port
+            name = name.partition(":")[0]
+        return is_loopback(name)
 
     def session_cookie(self) -> str:
         """The Set-Cookie value a right `?token=` earns."""

@@ -7,7 +7,8 @@ the hot commands' start-up. What `http.server`'s documentation warns about
 (it does only basic security checks) is covered here: GET and HEAD only (any
 other method is 405), no file system path is ever served (the two static files
 are package data read by name), every page is escaped, the headers below are
-sent on every response, and a bind that is not loopback needs a token.
+sent on every response, a bind that is not loopback needs a token, and
+without a token a request must name a loopback Host (auth.py).
 """
 
 from __future__ import annotations
@@ -134,6 +135,15 @@ class Handler(BaseHTTPRequestHandler):
         segments = url.path.split("/")[1:]  # raw: a key's "/" comes as %2F
         api = segments[:1] == ["api"]
         guard = self.server.guard
+        if not guard.host_ok(self.headers.get("Host")):
+            self._send(
+                HTTPStatus.FORBIDDEN,
+                b"403 the Host header names no loopback address (serve with --token to allow it)\n",
+                "text/plain; charset=utf-8",
+                None,
+                head,
+            )
+            return
         if not guard.open and "token" in query and guard.token_ok(query["token"][-1]):
             rest = [(k, v) for k, vs in query.items() if k != "token" for v in vs]
             where = url.path + ("?" + urlencode(rest) if rest else "")

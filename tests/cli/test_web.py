@@ -140,6 +140,20 @@ def test_token_bearer_and_cookie(store: Path) -> None:
         assert web.get("/tasks", {"Cookie": pair[:-1] + "x"}).status == 401
 
 
+def test_without_a_token_only_a_loopback_host_is_served(store: Path) -> None:
+    """A DNS-rebinding page sends its own host name as Host: refused."""
+    with served(store) as web:
+        for host in ("evil.example.com", "evil.example.com:80", f"attacker:{web.port}", "10.0.0.1"):
+            reply = web.get("/api/tasks", {"Host": host})
+            assert reply.status == 403, host
+            assert b"fetch" not in reply.body
+        for host in (f"127.0.0.1:{web.port}", f"localhost:{web.port}", "localhost", "[::1]:1"):
+            assert web.get("/api/tasks", {"Host": host}).status == 200, host
+    with served(store, "--token", "t0ken") as web:  # the token guards it then
+        headers = {"Host": "ledger.example.com", "Authorization": "Bearer t0ken"}
+        assert web.get("/api/tasks", headers).status == 200
+
+
 def test_token_from_the_environment(store: Path) -> None:
     with served(store, LEDGER_TOKEN="from-env") as web:
         assert web.get("/api/stats").status == 401
