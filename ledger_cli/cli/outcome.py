@@ -76,6 +76,7 @@ def state_attempts(store: Store, key: str) -> list[RenderableType]:
     from rich.text import Text
 
     from ledger_cli.cli.commands.output import last_lines
+    from ledger_cli.cli.render import safe
     from ledger_cli.engine.attempts import seconds_text
     from ledger_cli.stores.attemptlog import attempt_log
 
@@ -93,7 +94,7 @@ def state_attempts(store: Store, key: str) -> list[RenderableType]:
         table.add_row(
             str(att.n),
             str(att.fence),
-            Text(f"{att.owner}@{att.host}"),
+            Text(safe(f"{att.owner}@{att.host}")),
             att.started,
             seconds_text(took) if took is not None else "",
             Text(outcome, style=style),
@@ -104,7 +105,7 @@ def state_attempts(store: Store, key: str) -> list[RenderableType]:
     tail = last_lines(data, STATE_LINES).decode("utf-8", "replace")
     if tail:
         shown.append(Text(f"last lines of attempt {latest.n}:", style="bold"))
-        shown.append(Text(tail.rstrip("\n")))
+        shown.append(Text(safe(tail.rstrip("\n"))))
     shown.append(Text(f"all of it: ledger output {_quoted(key)}", style="dim"))
     return shown
 

@@ -35,6 +35,17 @@ STATUS_STYLE: dict[str, str] = {
 MISSING_STYLE = "bold red"
 
 
+def safe(text: str) -> str:
+    """Untrusted text (keys, payloads, owners, command output) as a terminal
+    may show it: every character that is not printable (C0 and C1 controls,
+    ESC among them, DEL, bidirectional overrides, other format characters)
+    but a newline or a tab is shown as its escape (`\\x1b`, `\\u202e`), so
+    nothing in it is a terminal command. (rich drops a few controls, not ESC.)"""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() or ch in "\n\t" else ascii(ch)[1:-1] for ch in text)
+
+
 PIPE_WIDTH = 4096
 """Width when the output is not a terminal: tables are never squeezed or cut."""
 
@@ -128,14 +139,14 @@ def record_table(
             nb = kept[0] if kept is not None and kept[0] > now else None
             extra = [str(kept[1]) if kept is not None else "0", when(nb) if nb else ""]
         table.add_row(
-            Text(rec.key),
+            Text(safe(rec.key)),
             status_text(rec.status),
             str(rec.sequence),
-            Text(rec.owner),
+            Text(safe(rec.owner)),
             str(rec.fence),
             lease_left(rec, now),
-            Text(needs_text(rec.needs)),
-            Text(rec.blocked_by),
+            Text(safe(needs_text(rec.needs))),
+            Text(safe(rec.blocked_by)),
             when(rec.updated_at),
             *extra,
         )
@@ -156,7 +167,7 @@ def state_panel(
     grid.add_row("status", status_text(rec.status))
     grid.add_row("sequence", str(rec.sequence))
     if rec.owner or rec.status == "claimed":
-        grid.add_row("owner", Text(rec.owner))
+        grid.add_row("owner", Text(safe(rec.owner)))
     grid.add_row("fence", str(rec.fence))
     if not rec.lease_until.is_zero():
         lease = Text(str(rec.lease_until))
@@ -171,7 +182,7 @@ def state_panel(
         for i, need in enumerate(rec.needs):
             if i:
                 needs.append("\n")
-            needs.append(need)
+            needs.append(safe(need))
             status = need_status.get(need)
             needs.append(" ")
             if status is None:
@@ -180,21 +191,21 @@ def state_panel(
                 needs.append_text(status_text(status))
         grid.add_row("needs", needs if rec.needs else Text("[]"))
     if rec.blocked_by:
-        grid.add_row("blocked by", Text(rec.blocked_by))
+        grid.add_row("blocked by", Text(safe(rec.blocked_by)))
     if schedule is not None and schedule[1]:
         grid.add_row("priority", str(schedule[1]))
     if schedule is not None and schedule[0] > now:
         wait = duration((schedule[0] - now).total_seconds())
         grid.add_row("not before", Text(f"{schedule[0]} (in {wait})"))
-    grid.add_row("task", Text(task_json))
+    grid.add_row("task", Text(safe(task_json)))
     grid.add_row("rev", str(rec.rev))
     grid.add_row("created", _stamp(rec.created_at, rec.created_by))
     grid.add_row("updated", _stamp(rec.updated_at, rec.updated_by))
-    return Panel(grid, title=Text(rec.key), title_align="left", expand=False)
+    return Panel(grid, title=Text(safe(rec.key)), title_align="left", expand=False)
 
 
 def _stamp(at: Instant, by: str) -> Text:
-    return Text(f"{at} by {by}" if by else str(at))
+    return Text(f"{at} by {safe(by)}" if by else str(at))
 
 
 def _label(
@@ -203,7 +214,7 @@ def _label(
     escaped: Collection[str] = (),
     marks: Mapping[str, str] | None = None,
 ) -> Text:
-    text = Text(key)
+    text = Text(safe(key))
     text.append("  ")
     if rec is None:
         text.append("never admitted", style=MISSING_STYLE)
@@ -212,7 +223,7 @@ def _label(
     if marks and key in marks:  # the latest run's outcome (docs/design.md §7.3)
         text.append(f" ({marks[key]})", style=STATUS_STYLE["failed"])
     if rec.status == "blocked" and rec.blocked_by:
-        text.append(f" by {rec.blocked_by}", style=STATUS_STYLE["blocked"])
+        text.append(f" by {safe(rec.blocked_by)}", style=STATUS_STYLE["blocked"])
     if key in escaped:
         text.append("  escaped block (ledger doctor --fix blocks it)", style=STATUS_STYLE["failed"])
     return text
@@ -248,9 +259,9 @@ def _grow(
         if child in shown:
             if child in path:
                 cycle = " → ".join([*path[path.index(child) :], child])
-                node.add(Text(f"{child}  (cycle: {cycle})", style=STATUS_STYLE["failed"]))
+                node.add(Text(safe(f"{child}  (cycle: {cycle})"), style=STATUS_STYLE["failed"]))
             else:
-                node.add(Text(f"{child}  (see above)", style="dim"))
+                node.add(Text(safe(f"{child}  (see above)"), style="dim"))
             continue
         shown.add(child)
         path.append(child)
