@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import sys
 
 # collections.abc's own Mapping, loaded with os at start-up (collections.abc
@@ -193,34 +194,59 @@ def fence_line(as_json: bool, key: str, fence: int, rec: TaskState | None) -> No
 
 
 def write_atomically(path: str, data: bytes) -> None:
-    """Temp file beside `path`, fsync, rename over it, fsync the directory.
+    """Write `-o FILE` the way a reader of FILE and its owner expect.
 
-    What `snapshot -o` and `stats -o` write: a reader never sees half a
-    file, and the file survives a crash once this returns. Readable by others
-    (0644 less the umask): node_exporter runs as its own user.
+    A regular file (or a new one) is replaced: temp file beside it, fsync,
+    rename over it, fsync the directory, so a reader never sees half a file
+    and the file survives a crash once this returns. A symlink is followed,
+    as shell redirection and `cp` follow it: the file it points to is
+    replaced (created when the link dangles) and the link stays. A FIFO or a
+    device is written in place: it cannot be renamed over. What `snapshot -o`
+    and `stats -o` write; a new file is readable by others (0644 less the
+    umask): node_exporter runs as its own user.
     """
     from ledger_cli.cli.inputs import InputError
 
-    directory = os.path.dirname(os.path.abspath(path))
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.tmp-{os.getpid()}")
+    target = os.path.realpath(path)
+    try:
+        try:
+            mode = os.stat(target).st_mode
+        except FileNotFoundError:
+            mode = 0
+        if mode and not stat.S_ISREG(mode):
+            _write_in_place(target, data)
+        else:
+            _replace(target, data)
+    except OSError as exc:
+        raise InputError(
+            f"ledger: cannot write {path}: {exc.strerror or exc}", "bad_file"
+        ) from None
+
+
+def _write_in_place(target: str, data: bytes) -> None:
+    """A FIFO or a device: opened (a FIFO waits for its reader) and written."""
+    fd = os.open(target, os.O_WRONLY)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+
+
+def _replace(target: str, data: bytes) -> None:
+    directory = os.path.dirname(target)
+    tmp = os.path.join(directory, f".{os.path.basename(target)}.tmp-{os.getpid()}")
     umask = os.umask(0)
     os.umask(umask)
-    dir_fd = None
+    dir_fd = os.open(directory, os.O_RDONLY)
     try:
-        dir_fd = os.open(directory, os.O_RDONLY)
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644 & ~umask)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        os.replace(tmp, target)
         os.fsync(dir_fd)  # the rename, durable too
-    except OSError as exc:
+    except OSError:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
-        raise InputError(
-            f"ledger: cannot write {path}: {exc.strerror or exc}", "bad_file"
-        ) from None
+        raise
     finally:
-        if dir_fd is not None:
-            os.close(dir_fd)
+        os.close(dir_fd)
