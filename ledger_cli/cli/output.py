@@ -8,6 +8,7 @@ order docs/design.md §4 documents (`{"key", "fence", "record"}`). No rich here.
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import stat
 import sys
@@ -107,9 +108,99 @@ def jsonl(values: Iterable[Any]) -> None:
 
 
 def diag(text: str) -> None:
-    """A diagnostic on stderr."""
-    sys.stderr.write(text + "\n")
-    sys.stderr.flush()
+    """A diagnostic on stderr; when stderr cannot take it (a full disk, a
+    reader gone), it is dropped: the exit code still tells."""
+    try:
+        sys.stderr.write(text + "\n")
+        sys.stderr.flush()
+    except OSError:
+        devnull_on(2)  # nor does the interpreter's flush at exit fail again
+
+
+def devnull_on(fd: int, flags: int = os.O_WRONLY) -> None:
+    """Put /dev/null on descriptor `fd`."""
+    devnull = os.open(os.devnull, flags)
+    if devnull != fd:
+        os.dup2(devnull, fd)
+        os.close(devnull)
+
+
+OUTPUT_FAILED = "ledger: could not write the output to stdout"
+COMMITTED = " (the command's write was committed)"
+_committed: list[bool] = []
+
+
+def note_committed() -> None:
+    """A write of this command is committed: an OutputError says so."""
+    if not _committed:
+        _committed.append(True)
+
+
+class _Stdout(io.FileIO):
+    """Descriptor 1 under `sys.stdout` (`guard_streams`): a write that fails
+    raises OutputError, which the top level reports (exit 74), so a full disk
+    or a closed stdout is told from a bug's OSError (exit 70)."""
+
+    closed_at_start = False
+
+    def write(self, b: Any, /) -> int:  # Any: typeshed's buffer type is private
+        try:
+            return super().write(b)
+        except BrokenPipeError:
+            raise  # the reader went away: app.main's quiet 141
+        except OSError as exc:
+            from ledger_cli.errors import OutputError
+
+            why = "it is closed" if self.closed_at_start else exc.strerror or str(exc)
+            raise OutputError(f"{OUTPUT_FAILED}: {why}") from None
+
+
+def guard_streams() -> None:
+    """Make the standard streams safe to use before a command runs (app.main).
+
+    A descriptor 0, 1 or 2 closed at start-up gets /dev/null, opened so that
+    it still fails as a closed one would (stdout: writes fail; stdin: reads
+    fail, and `sys.stdin` stays None for `-` to be refused): else the store's
+    first file would take that number, and output meant for stdout, or a
+    `run` command's, would land in it. A closed stderr takes what is written
+    to it and drops it. Then `sys.stdout` is rebuilt over `_Stdout`, as the
+    interpreter built it (buffering, encoding, errors), so that its write
+    failures are OutputErrors. An embedding's or a test's stdout is left alone.
+    """
+    stdout = sys.stdout
+    if sys.stdin is None:
+        devnull_on(0, os.O_WRONLY)
+    if stdout is None:
+        devnull_on(1, os.O_RDONLY)
+    if sys.stderr is None:
+        devnull_on(2)
+        sys.stderr = open(2, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
+    if stdout is not sys.__stdout__:
+        return
+    raw = _Stdout(1, "w", closefd=False)
+    raw.name = "<stdout>"
+    if stdout is None:
+        raw.closed_at_start = True
+        sys.stdout = io.TextIOWrapper(io.BufferedWriter(raw), encoding="utf-8", newline="\n")
+        return
+    unbuffered = isinstance(stdout.buffer, io.RawIOBase)  # python -u, PYTHONUNBUFFERED
+    sys.stdout = io.TextIOWrapper(
+        raw if unbuffered else io.BufferedWriter(raw),
+        encoding=stdout.encoding,
+        errors=stdout.errors,
+        newline="\n",
+        line_buffering=stdout.line_buffering,
+        write_through=unbuffered,
+    )
+
+
+def output_failed(exc: LedgerError) -> int:
+    """Report an OutputError: its line (saying whether the command's write
+    was committed); stdout then goes to /dev/null, so that what is still
+    buffered for it, and the interpreter's flush at exit, do not fail again."""
+    diag(clip(one_line(str(exc))) + (COMMITTED if _committed else ""))
+    devnull_on(1)
+    return exc.exit_code
 
 
 def one_line(text: str) -> str:
@@ -136,13 +227,25 @@ def error_object(code: str, message: str, exit_code: int) -> dict[str, Any]:
 
 def report(exc: LedgerError, json_mode: bool) -> int:
     """Print an error the docs/design.md §4.5 way; return its exit code."""
+    if exc.code == "output":  # stdout failed: nowhere to put a JSON object
+        return output_failed(exc)
     message = clip(one_line(exc.explained())) or f"ledger: {exc.code}"
-    code = exc.code
-    exit_code = exc.exit_code
     diag(message)
     if json_mode:
-        json_line(error_object(code, message, exit_code))
-    return exit_code
+        _json_error(error_object(exc.code, message, exc.exit_code))
+    return exc.exit_code
+
+
+def _json_error(obj: dict[str, Any]) -> None:
+    """An error object on stdout; when stdout fails too, that is one more line
+    on stderr, and the command keeps its own exit code."""
+    from ledger_cli.errors import OutputError
+
+    try:
+        json_line(obj)
+        sys.stdout.flush()
+    except OutputError as failed:
+        output_failed(failed)
 
 
 def report_internal(exc: BaseException, json_mode: bool) -> int:
@@ -157,7 +260,7 @@ def report_internal(exc: BaseException, json_mode: bool) -> int:
         message += " (set LEDGER_DEBUG=1 for a traceback)"
     diag(message)
     if json_mode:
-        json_line(error_object("internal", message, INTERNAL_EXIT))
+        _json_error(error_object("internal", message, INTERNAL_EXIT))
     return INTERNAL_EXIT
 
 
