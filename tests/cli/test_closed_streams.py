@@ -129,3 +129,18 @@ def test_every_stream_closed_still_writes_no_store_file_on_them(tmp_path: Path) 
     rec = json.loads(run_ledger(store, "--json", "state", "a").stdout)
     assert rec["Task"] == {"n": 1}
     assert run_ledger(store, "doctor").returncode == 0
+
+
+@needs_dev_full
+def test_pause_limit_and_restore_say_their_write_was_committed(tmp_path: Path) -> None:
+    source = tmp_path / "a"
+    assert run_ledger(source, "admit", "x").returncode == 0
+    snapshot = tmp_path / "snap.json"
+    assert run_ledger(source, "snapshot", "-o", str(snapshot)).returncode == 0
+    store = tmp_path / "b"
+    for args in (["restore", str(snapshot)], ["pause"], ["limit", "q", "2"], ["resume"]):
+        res = ledger_with(store, ">/dev/full", *args)
+        assert (res.returncode, res.stderr) == (74, FULL + COMMITTED + "\n"), args
+    res = ledger_with(store, ">/dev/full", "resume")  # not paused: nothing written
+    assert (res.returncode, res.stderr) == (74, FULL + "\n")
+    assert json.loads(run_ledger(store, "--json", "state", "x").stdout)["Key"] == "x"
