@@ -110,6 +110,8 @@ def jsonl(values: Iterable[Any]) -> None:
 def diag(text: str) -> None:
     """A diagnostic on stderr; when stderr cannot take it (a full disk, a
     reader gone), it is dropped: the exit code still tells."""
+    if sys.stderr is None:  # closed, in an embedding (app.main gives it /dev/null)
+        return
     try:
         sys.stderr.write(text + "\n")
         sys.stderr.flush()
@@ -177,7 +179,10 @@ def guard_streams() -> None:
         sys.stderr = open(2, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
     if stdout is not sys.__stdout__:
         return
-    raw = _Stdout(1, "w", closefd=False)
+    try:
+        raw = _Stdout(1, "w", closefd=False)
+    except OSError:  # not a descriptor FileIO takes: stdout stays as it is
+        return
     raw.name = "<stdout>"
     if stdout is None:
         raw.closed_at_start = True
