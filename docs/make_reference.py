@@ -46,6 +46,9 @@ EXIT_CODES: dict[int, str] = {
     "(only a write creates a store, and a read creates no file; the default store "
     "may be missing: a fresh user's `list` is empty)",
     70: "a bug: one line on stderr; set `LEDGER_DEBUG=1` for the traceback",
+    74: "the output could not be written to stdout (closed, disk full, I/O error): "
+    "one line on stderr, ending `(the command's write was committed)` when it was; "
+    "a command that failed for its own reason keeps its own code",
     124: "`wait --timeout` ran out; `run --timeout` stopped the last attempt",
     126: "`ledger run`: the command cannot be executed",
     127: "`ledger run`: the command was not found",

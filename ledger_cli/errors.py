@@ -217,3 +217,10 @@ class AlreadyFinishedError(
 
     An extension beyond the Go package (docs/design.md §6.3).
     """
+
+
+class OutputError(LedgerError, code="output", exit_code=74):
+    """The command's output could not be written to stdout: closed, a full
+    disk, an I/O error (a reader that went away is the quiet 141 instead).
+    Exit 74, sysexits' EX_IOERR; what the command wrote to the store is
+    committed all the same, and the message says so (cli/output.py)."""

@@ -7,19 +7,20 @@ app in `declarations/`; either runs the command's work in `commands/`
 through `execute.py`.
 
 Exit codes are docs/design.md §4.4's: each error class carries its own (`errors.py`);
-click's usage errors are 2; an unexpected exception is 70 (one line on
-stderr, the traceback only with LEDGER_DEBUG=1).
+click's usage errors are 2; output that stdout does not take is 74 (closed,
+full); an unexpected exception is 70 (one line on stderr, the traceback only
+with LEDGER_DEBUG=1).
 """
 
 from __future__ import annotations
 
 import gc
-import os
 import sys
 from typing import TYPE_CHECKING
 
 from ledger_cli.cli import output
 from ledger_cli.cli.execute import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, execute
+from ledger_cli.errors import LedgerError
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -64,7 +65,10 @@ def run_typer(args: Sequence[str]) -> int:
         )
     except ClickException as exc:
         _hint_the_separator(exc, args)
-        exc.show()
+        try:
+            exc.show()
+        except OSError:  # stderr unusable: the exit code still tells
+            output.devnull_on(2)
         if _wants_json(args):
             message = output.one_line(exc.format_message())
             output.json_line(output.error_object("usage", message, exc.exit_code))
@@ -98,13 +102,17 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
     # A larger first threshold collects as before, less often.
     gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
     args = list(sys.argv[1:] if argv is None else argv)
+    output.guard_streams()
+    code = 0
     try:
         code = run(args)
         sys.stdout.flush()
+    except LedgerError as exc:  # stdout failed (OutputError), at the flush or outside a command
+        failed = output.report(exc, False)
+        code = code or failed  # a command that failed keeps its own code
     except BrokenPipeError:
         # The reader went away (`ledger list | head`): quiet, as a SIGPIPE'd tool is.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        output.devnull_on(sys.stdout.fileno())
         code = EXIT_BROKEN_PIPE
     except KeyboardInterrupt:
         output.diag("ledger: interrupted")

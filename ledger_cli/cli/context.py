@@ -12,6 +12,7 @@ import os
 import time
 from typing import TYPE_CHECKING
 
+from ledger_cli.cli import output
 from ledger_cli.cli.inputs import parse_now, validate_text
 
 if TYPE_CHECKING:
@@ -183,6 +184,7 @@ class Session:
         from ledger_cli.errors import LedgerError, StoreError
 
         refusal: LedgerError | None = None
+        events: list[Event] = []
         self._depth += 1
         try:
             with self.store.batch():
@@ -205,6 +207,8 @@ class Session:
                 self._after.clear()  # rolled back: what was to follow it never happened
             raise
         self._depth -= 1
+        if events:
+            output.note_committed()  # for the line a failed stdout gets (exit 74)
         if self._depth == 0 and self._after:
             self._run_after(when())
         if refusal is not None:

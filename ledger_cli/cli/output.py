@@ -8,7 +8,9 @@ order docs/design.md §4 documents (`{"key", "fence", "record"}`). No rich here.
 from __future__ import annotations
 
 import contextlib
+import io
 import os
+import stat
 import sys
 
 # collections.abc's own Mapping, loaded with os at start-up (collections.abc
@@ -106,9 +108,104 @@ def jsonl(values: Iterable[Any]) -> None:
 
 
 def diag(text: str) -> None:
-    """A diagnostic on stderr."""
-    sys.stderr.write(text + "\n")
-    sys.stderr.flush()
+    """A diagnostic on stderr; when stderr cannot take it (a full disk, a
+    reader gone), it is dropped: the exit code still tells."""
+    if sys.stderr is None:  # closed, in an embedding (app.main gives it /dev/null)
+        return
+    try:
+        sys.stderr.write(text + "\n")
+        sys.stderr.flush()
+    except OSError:
+        devnull_on(2)  # nor does the interpreter's flush at exit fail again
+
+
+def devnull_on(fd: int, flags: int = os.O_WRONLY) -> None:
+    """Put /dev/null on descriptor `fd`."""
+    devnull = os.open(os.devnull, flags)
+    if devnull != fd:
+        os.dup2(devnull, fd)
+        os.close(devnull)
+
+
+OUTPUT_FAILED = "ledger: could not write the output to stdout"
+COMMITTED = " (the command's write was committed)"
+_committed: list[bool] = []
+
+
+def note_committed() -> None:
+    """A write of this command is committed: an OutputError says so."""
+    if not _committed:
+        _committed.append(True)
+
+
+class _Stdout(io.FileIO):
+    """Descriptor 1 under `sys.stdout` (`guard_streams`): a write that fails
+    raises OutputError, which the top level reports (exit 74), so a full disk
+    or a closed stdout is told from a bug's OSError (exit 70)."""
+
+    closed_at_start = False
+
+    def write(self, b: Any, /) -> int:  # Any: typeshed's buffer type is private
+        try:
+            return super().write(b)
+        except BrokenPipeError:
+            raise  # the reader went away: app.main's quiet 141
+        except OSError as exc:
+            from ledger_cli.errors import OutputError
+
+            why = "it is closed" if self.closed_at_start else exc.strerror or str(exc)
+            raise OutputError(f"{OUTPUT_FAILED}: {why}") from None
+
+
+def guard_streams() -> None:
+    """Make the standard streams safe to use before a command runs (app.main).
+
+    A descriptor 0, 1 or 2 closed at start-up gets /dev/null, opened so that
+    it still fails as a closed one would (stdout: writes fail; stdin: reads
+    fail, and `sys.stdin` stays None for `-` to be refused): else the store's
+    first file would take that number, and output meant for stdout, or a
+    `run` command's, would land in it. A closed stderr takes what is written
+    to it and drops it. Then `sys.stdout` is rebuilt over `_Stdout`, as the
+    interpreter built it (buffering, encoding, errors), so that its write
+    failures are OutputErrors. An embedding's or a test's stdout is left alone.
+    """
+    stdout = sys.stdout
+    if sys.stdin is None:
+        devnull_on(0, os.O_WRONLY)
+    if stdout is None:
+        devnull_on(1, os.O_RDONLY)
+    if sys.stderr is None:
+        devnull_on(2)
+        sys.stderr = open(2, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
+    if stdout is not sys.__stdout__:
+        return
+    try:
+        raw = _Stdout(1, "w", closefd=False)
+    except OSError:  # not a descriptor FileIO takes: stdout stays as it is
+        return
+    raw.name = "<stdout>"
+    if stdout is None:
+        raw.closed_at_start = True
+        sys.stdout = io.TextIOWrapper(io.BufferedWriter(raw), encoding="utf-8", newline="\n")
+        return
+    unbuffered = isinstance(stdout.buffer, io.RawIOBase)  # python -u, PYTHONUNBUFFERED
+    sys.stdout = io.TextIOWrapper(
+        raw if unbuffered else io.BufferedWriter(raw),
+        encoding=stdout.encoding,
+        errors=stdout.errors,
+        newline="\n",
+        line_buffering=stdout.line_buffering,
+        write_through=unbuffered,
+    )
+
+
+def output_failed(exc: LedgerError) -> int:
+    """Report an OutputError: its line (saying whether the command's write
+    was committed); stdout then goes to /dev/null, so that what is still
+    buffered for it, and the interpreter's flush at exit, do not fail again."""
+    diag(clip(one_line(str(exc))) + (COMMITTED if _committed else ""))
+    devnull_on(1)
+    return exc.exit_code
 
 
 def one_line(text: str) -> str:
@@ -135,13 +232,25 @@ def error_object(code: str, message: str, exit_code: int) -> dict[str, Any]:
 
 def report(exc: LedgerError, json_mode: bool) -> int:
     """Print an error the docs/design.md §4.5 way; return its exit code."""
+    if exc.code == "output":  # stdout failed: nowhere to put a JSON object
+        return output_failed(exc)
     message = clip(one_line(exc.explained())) or f"ledger: {exc.code}"
-    code = exc.code
-    exit_code = exc.exit_code
     diag(message)
     if json_mode:
-        json_line(error_object(code, message, exit_code))
-    return exit_code
+        _json_error(error_object(exc.code, message, exc.exit_code))
+    return exc.exit_code
+
+
+def _json_error(obj: dict[str, Any]) -> None:
+    """An error object on stdout; when stdout fails too, that is one more line
+    on stderr, and the command keeps its own exit code."""
+    from ledger_cli.errors import OutputError
+
+    try:
+        json_line(obj)
+        sys.stdout.flush()
+    except OutputError as failed:
+        output_failed(failed)
 
 
 def report_internal(exc: BaseException, json_mode: bool) -> int:
@@ -156,7 +265,7 @@ def report_internal(exc: BaseException, json_mode: bool) -> int:
         message += " (set LEDGER_DEBUG=1 for a traceback)"
     diag(message)
     if json_mode:
-        json_line(error_object("internal", message, INTERNAL_EXIT))
+        _json_error(error_object("internal", message, INTERNAL_EXIT))
     return INTERNAL_EXIT
 
 
@@ -193,34 +302,59 @@ def fence_line(as_json: bool, key: str, fence: int, rec: TaskState | None) -> No
 
 
 def write_atomically(path: str, data: bytes) -> None:
-    """Temp file beside `path`, fsync, rename over it, fsync the directory.
+    """Write `-o FILE` the way a reader of FILE and its owner expect.
 
-    What `snapshot -o` and `stats -o` write: a reader never sees half a
-    file, and the file survives a crash once this returns. Readable by others
-    (0644 less the umask): node_exporter runs as its own user.
+    A regular file (or a new one) is replaced: temp file beside it, fsync,
+    rename over it, fsync the directory, so a reader never sees half a file
+    and the file survives a crash once this returns. A symlink is followed,
+    as shell redirection and `cp` follow it: the file it points to is
+    replaced (created when the link dangles) and the link stays. A FIFO or a
+    device is written in place: it cannot be renamed over. What `snapshot -o`
+    and `stats -o` write; a new file is readable by others (0644 less the
+    umask): node_exporter runs as its own user.
     """
     from ledger_cli.cli.inputs import InputError
 
-    directory = os.path.dirname(os.path.abspath(path))
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.tmp-{os.getpid()}")
+    target = os.path.realpath(path)
+    try:
+        try:
+            mode = os.stat(target).st_mode
+        except FileNotFoundError:
+            mode = 0
+        if mode and not stat.S_ISREG(mode):
+            _write_in_place(target, data)
+        else:
+            _replace(target, data)
+    except OSError as exc:
+        raise InputError(
+            f"ledger: cannot write {path}: {exc.strerror or exc}", "bad_file"
+        ) from None
+
+
+def _write_in_place(target: str, data: bytes) -> None:
+    """A FIFO or a device: opened (a FIFO waits for its reader) and written."""
+    fd = os.open(target, os.O_WRONLY)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+
+
+def _replace(target: str, data: bytes) -> None:
+    directory = os.path.dirname(target)
+    tmp = os.path.join(directory, f".{os.path.basename(target)}.tmp-{os.getpid()}")
     umask = os.umask(0)
     os.umask(umask)
-    dir_fd = None
+    dir_fd = os.open(directory, os.O_RDONLY)
     try:
-        dir_fd = os.open(directory, os.O_RDONLY)
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644 & ~umask)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        os.replace(tmp, target)
         os.fsync(dir_fd)  # the rename, durable too
-    except OSError as exc:
+    except OSError:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
-        raise InputError(
-            f"ledger: cannot write {path}: {exc.strerror or exc}", "bad_file"
-        ) from None
+        raise
     finally:
-        if dir_fd is not None:
-            os.close(dir_fd)
+        os.close(dir_fd)

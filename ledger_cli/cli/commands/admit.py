@@ -35,6 +35,8 @@ def read_source(path: str, what: str, limit: int, advice: str) -> bytes:
     shown = "(standard input)" if path == "-" else path
     try:
         if path == "-":
+            if sys.stdin is None:  # closed at start-up (`<&-`)
+                raise InputError(f"ledger: cannot read {what} {shown}: it is closed", "bad_file")
             return _read_capped(sys.stdin.buffer, what, shown, limit, advice)
         with open(path, "rb") as fh:
             return _read_capped(fh, what, shown, limit, advice)

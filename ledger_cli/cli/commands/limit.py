@@ -42,6 +42,7 @@ def limit(
         with s.store.batch():
             queues.set_limit(s.store, queue, value)
             held = queues.held_by_queue(s.store, now).get(queue, 0)
+    output.note_committed()  # a failed stdout's line says so (exit 74)
     if settings.json:
         output.json_line({"queue": queue, "limit": value, "held": held})
     elif value is None:

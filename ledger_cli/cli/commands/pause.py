@@ -35,6 +35,8 @@ def pause(settings: Settings, reason: str | None = None) -> int:
                 set_paused(s.store, held)
                 text = f"claiming paused by {s.actor}" + (f": {why}" if why else "")
                 write_history(s, str(now), PAUSED, text)
+    if changed:
+        output.note_committed()  # a failed stdout's line says so (exit 74)
     if settings.json:
         output.json_line(
             {

@@ -98,6 +98,7 @@ def restore(settings: Settings, source: str) -> int:
                 yield
                 _append_restored(s, now, block_records)
             landed += len(block_records)
+            output.note_committed()  # a failed stdout's line says so (exit 74)
 
         def insert(rec: TaskState) -> None:
             # Go's Restore step (an insert-if-absent), after a re-check under the lock.

@@ -16,6 +16,8 @@ def resume(settings: Settings) -> int:
             if held is not None:
                 set_paused(s.store, None)
                 write_history(s, str(now), RESUMED, f"claiming resumed by {s.actor}")
+    if held is not None:
+        output.note_committed()  # a failed stdout's line says so (exit 74)
     if settings.json:
         output.json_line({"paused": False, "changed": held is not None})
     elif held is not None:

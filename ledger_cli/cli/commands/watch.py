@@ -197,7 +197,7 @@ def watch(
     seconds = parse_duration(interval_text, "--interval").total_seconds()
     if seconds <= 0:
         raise InputError(f"ledger: --interval must be positive, got {interval_text}")
-    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+    if sys.stdin is None or not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise InputError(NOT_A_TERMINAL, "not_a_terminal")
     from rich.live import Live
 

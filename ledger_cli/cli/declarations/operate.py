@@ -37,7 +37,13 @@ def stats(
     ] = False,
     out: Annotated[
         str | None,
-        typer.Option("-o", "--output", metavar="FILE", help="Write to FILE atomically."),
+        typer.Option(
+            "-o",
+            "--output",
+            metavar="FILE",
+            help="Write to FILE: a file is replaced atomically, "
+            "a symlink followed, a FIFO written in place.",
+        ),
     ] = None,
     queue: Queues = None,
 ) -> None:

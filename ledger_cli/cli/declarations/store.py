@@ -15,7 +15,14 @@ from ledger_cli.cli.declarations.base import command, flag
 def snapshot(
     ctx: typer.Context,
     out: Annotated[
-        str | None, typer.Option("-o", "--output", metavar="F", help="Write to F.")
+        str | None,
+        typer.Option(
+            "-o",
+            "--output",
+            metavar="F",
+            help="Write to F (- for stdout): a file is replaced atomically, "
+            "a symlink followed, a FIFO written in place.",
+        ),
     ] = None,
 ) -> None:
     """Write every record in the Go-compatible wire format."""
