@@ -214,7 +214,7 @@ def test_a_prune_cut_short_leaves_the_tally_to_the_next_writer(
     def crash(*args: object) -> None:
         raise KeyboardInterrupt  # as a kill after the records went, before the tally came back
 
-    monkeypatch.setattr(prunedfile, "add_count", crash)
+    monkeypatch.setattr(prunedfile, "write_count", crash)
     with pytest.raises(KeyboardInterrupt):
         JsonFileStore(root).prune_records(
             [
@@ -226,10 +226,13 @@ def test_a_prune_cut_short_leaves_the_tally_to_the_next_writer(
     monkeypatch.undo()
     store = JsonFileStore(root)
     assert store.status_counts() is None  # removed before the prune touched a record
+    assert store.count_pruned() == 2  # its count too: counted from pruned/ meanwhile
     agrees(root)  # counted from the records meanwhile
     assert invoke(root, "admit", "d").code == 0  # the next writer rebuilds it
     assert store.status_counts() is not None
     agrees(root)
+    assert invoke(root, "prune", "--older-than", "0s", now=LATER).code == 0  # nothing left
+    assert store.count_pruned() == 2
 
 
 def _waiting_store(root: Path, n: int) -> JsonFileStore:

@@ -12,7 +12,9 @@ plus the key), not a 4 KiB file block. Lines are appended (durably) before
 the record files go, so a crash in between leaves the record in both places,
 and the record file wins; the last line of a key wins over earlier ones. A
 torn last line (a crash in an append) is ignored and cut by the next append.
-`pruned/count` holds the number of pruned keys (for `stats`).
+`pruned/count` holds the number of pruned keys (for `stats`): removed before
+a prune appends, written after its record files went, and counted from the
+files while it is missing.
 """
 
 from __future__ import annotations
@@ -169,17 +171,61 @@ def _sync_each(root: str, pfd: int, shards: Iterable[str]) -> None:
 
 
 def count(root: str, root_fd: int) -> int:
+    """The number of pruned keys: `pruned/count`, or counted from the files
+    when it is missing (a prune cut short between its lines and its count)
+    or damaged."""
     data = fsutil.read_in(
         _dir(root, root_fd, False), COUNT_NAME, shown(root, PRUNED_DIR, COUNT_NAME)
     )
+    if data is not None and data.endswith(b"\n") and data[:-1].isdigit():
+        return int(data)
+    return recount(root, root_fd)
+
+
+def recount(root: str, root_fd: int) -> int:
+    """The pruned keys counted from pruned/: those whose record file is gone
+    (a key with both is not pruned yet: its record file wins)."""
+    from ledger_cli.stores.jsonfile.records import key_digest, record_path
+
+    n = 0
+    for rec in read_all(root, root_fd):
+        digest = key_digest(rec.key)
+        if digest is not None and not os.path.exists(record_path(root, digest)):
+            n += 1
+    return n
+
+
+def check_count(root: str, root_fd: int) -> list[str]:
+    """`pruned/count` against the pruned keys (`ledger doctor`); a missing
+    count is no problem (it is counted from the files)."""
+    data = fsutil.read_in(
+        _dir(root, root_fd, False), COUNT_NAME, shown(root, PRUNED_DIR, COUNT_NAME)
+    )
+    if data is None:
+        return []
+    truth = recount(root, root_fd)
+    if data.endswith(b"\n") and data[:-1].isdigit() and int(data) == truth:
+        return []
+    return [
+        f"tally: {shown(root, PRUNED_DIR, COUNT_NAME)} does not count the {truth} pruned keys "
+        "(ledger doctor --fix rewrites it)"
+    ]
+
+
+def forget_count(root: str, root_fd: int) -> None:
+    """Remove `pruned/count`, durably, before a prune appends its lines: a
+    crash before `write_count` leaves it to be counted from the files."""
+    pfd = _dir(root, root_fd, False)
+    if pfd is None:
+        return
     try:
-        return int(data or b"0")
-    except ValueError:
-        return 0
+        if fsutil.unlink_quiet(pfd, COUNT_NAME):
+            fsutil.fsync_fd(pfd, shown(root, PRUNED_DIR))
+    finally:
+        os.close(pfd)
 
 
-def add_count(root: str, root_fd: int, n: int) -> None:
-    total = count(root, root_fd) + n
+def write_count(root: str, root_fd: int, total: int) -> None:
     pfd = _dir(root, root_fd, True)
     assert pfd is not None
     try:

@@ -54,10 +54,13 @@ class PruneMethods(RecordReader):
                     moved.append((digest, new.replace(rev=cur.rev + 1)))
                 if not moved:
                     continue
-                # The tally does not go through a journal here: removed first
-                # (a crash in between leaves it to be rebuilt), written after.
+                # The tally and the pruned count do not go through a journal
+                # here: removed first (a crash in between leaves them to be
+                # rebuilt or counted), written after.
                 counts = tally.read_counts(self._root, root_fd)
+                pruned_before = prunedfile.count(self._root, root_fd)
                 tally.invalidate(self._root, root_fd)
+                prunedfile.forget_count(self._root, root_fd)  # counted from the files meanwhile
                 prunedfile.append(self._root, root_fd, moved)  # durable before the files go
                 self._drop_dirs()
                 shards: set[str] = set()
@@ -82,7 +85,7 @@ class PruneMethods(RecordReader):
                         os.close(rfd)
                 if len(moved) > apply.SYNC_EACH_MAX and fsutil.sync_filesystem_available():
                     fsutil.sync_filesystem(root_fd, self._root)
-                prunedfile.add_count(self._root, root_fd, len(moved))
+                prunedfile.write_count(self._root, root_fd, pruned_before + len(moved))
                 if counts is not None:
                     gone = [(rec, None) for _, rec in moved]  # a pruned record keeps its status
                     tally.apply(self._root, root_fd, tally.advance(counts, gone), {}, sync=True)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState, byte_order
-from ledger_cli.stores.jsonfile import derived, fsutil, readyindex, tally
+from ledger_cli.stores.jsonfile import derived, fsutil, prunedfile, readyindex, tally
 from ledger_cli.stores.jsonfile.layout import shown
 from ledger_cli.stores.jsonfile.locking import io_errors, store_method
 from ledger_cli.stores.jsonfile.reading import RecordReader
@@ -235,7 +235,8 @@ class TallyMethods(RecordReader):
         self._check_open()
 
         def problems(root_fd: int, fresh: bool = False) -> list[str]:
-            return tally.check(self._root, root_fd, self._scan_unswept(root_fd, fresh))
+            found = tally.check(self._root, root_fd, self._scan_unswept(root_fd, fresh))
+            return found + prunedfile.check_count(self._root, root_fd)
 
         # Without the lock first; under it only to confirm (derived.py).
         if derived.read_unlocked(self, problems) == []:
@@ -245,5 +246,12 @@ class TallyMethods(RecordReader):
 
     @store_method
     def rebuild_tally_index(self) -> None:
-        """Rebuild the tally from the records (`ledger doctor --fix`)."""
-        self._on_root(self._rebuild_tally)
+        """Rebuild the tally from the records, and the pruned keys' count from
+        pruned/ (`ledger doctor --fix`)."""
+
+        def rebuild(root_fd: int) -> None:
+            self._rebuild_tally(root_fd)
+            if prunedfile.check_count(self._root, root_fd):  # (a missing count stays missing)
+                prunedfile.write_count(self._root, root_fd, prunedfile.recount(self._root, root_fd))
+
+        self._on_root(rebuild)
