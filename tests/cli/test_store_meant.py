@@ -33,6 +33,8 @@ READS: list[list[str]] = [
     ["wait", "a", "--timeout", "1s"],
     ["blocked", "a"],
     ["check", "a", "--owner", "w", "--fence", "1"],
+    ["graph"],
+    ["limit"],
 ]
 
 

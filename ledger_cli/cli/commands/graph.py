@@ -22,7 +22,7 @@ def graph(settings: Settings, keys: Sequence[str] | None = None, fmt: str = "dot
         validate_key(key)
     from ledger_cli.cli.graph import model
 
-    with Session(settings) as s:
+    with Session(settings, reads=True) as s:
         g = model.collect(s.store, list(dict.fromkeys(keys)))
     if settings.json:
         output.json_line(g.to_obj())

@@ -67,7 +67,7 @@ def rows(s: Session) -> list[dict[str, Any]]:
 
 
 def _list(settings: Settings) -> int:
-    with Session(settings) as s:
+    with Session(settings, reads=True) as s:
         found = rows(s)
     if settings.json:
         output.json_line(found)
