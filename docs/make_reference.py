@@ -258,6 +258,14 @@ def render() -> str:
         if cls.code == "usage":
             doc += " (also every usage error the argument parser finds)"
         out.append(f"| `{cls.code}` | {cls.exit_code} | {_cell(doc)} |")
+    from ledger_cli.cli.inputs import INPUT_CODES
+
+    for code, doc in sorted(INPUT_CODES.items()):
+        out.append(f"| `{code}` | 2 | {_cell(doc)} (a usage error) |")
+    out.append(
+        "| `cannot_run` | 126, 127 | `ledger run`: the command cannot be started "
+        "(126: not executable; 127: not found); its task is released |"
+    )
     out.append("| `internal` | 70 | an unexpected error: a bug |")
     out += [
         "",

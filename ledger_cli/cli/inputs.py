@@ -45,6 +45,21 @@ UINT64_MAX = 2**64 - 1
 STATUSES = ("pending", "claimed", "completed", "failed", "blocked")
 
 
+INPUT_CODES: dict[str, str] = {
+    "bad_batch": "a line of `admit --batch` that is not a task",
+    "bad_duration": "a duration (`--lease`, `--delay`, `--timeout`…) not parsed or out of range",
+    "bad_file": "a file to read or write (`--task-file`, `-o`) that cannot be",
+    "bad_json": "a payload that is not JSON, or not the JSON Go would accept",
+    "bad_key": "a key that is empty, too long or not valid text",
+    "bad_number": "a number (`--seq`, `--fence`, `--limit`…) not parsed or out of range",
+    "bad_priority": "a priority out of its range",
+    "bad_time": "an instant (`--now`, `--not-before`) that is not RFC 3339 or is out of range",
+    "not_a_terminal": "a command that draws on a terminal (`watch`) run without one",
+}
+"""The codes of bad input besides `usage`, each with what it is raised for
+(docs/reference.md's error codes are written from this table)."""
+
+
 class InputError(LedgerError):
     """Bad input on the command line or in a JSON document: exit 2."""
 
@@ -53,6 +68,7 @@ class InputError(LedgerError):
 
     def __init__(self, message: str, code: str = "usage") -> None:
         super().__init__(message)
+        assert code == "usage" or code in INPUT_CODES, code
         self.code = code
 
 

@@ -241,6 +241,14 @@ def report(exc: LedgerError, json_mode: bool) -> int:
     return exc.exit_code
 
 
+def report_unstarted(message: str, exit_code: int, json_mode: bool) -> None:
+    """`ledger run`'s command could not be started (126, 127): its line on
+    stderr and, with --json, its error object (code `cannot_run`) on stdout."""
+    diag(message)
+    if json_mode:
+        _json_error(error_object("cannot_run", message, exit_code))
+
+
 def _json_error(obj: dict[str, Any]) -> None:
     """An error object on stdout; when stdout fails too, that is one more line
     on stderr, and the command keeps its own exit code."""

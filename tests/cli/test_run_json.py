@@ -50,3 +50,19 @@ def test_run_without_json_keeps_the_command_on_stdout(tmp_path: Path) -> None:
     res = run_ledger(store, "run", "k", "--owner", "w", "--lease", "1m", "--", "echo", "hi")
     assert res.returncode == 0, res.stderr
     assert res.stdout == "hi\n"
+
+
+@pytest.mark.parametrize(("command", "code"), [("/no/such/command", 127), ("/", 126)])
+def test_json_run_of_a_command_that_cannot_start_prints_its_error(
+    tmp_path: Path, command: str, code: int
+) -> None:
+    """--json promises JSON on stdout, errors included: here `cannot_run`."""
+    store = tmp_path / "s"
+    assert run_ledger(store, "admit", "a").returncode == 0
+    res = run_ledger(store, "--json", "run", "a", "--owner", "w", "--lease", "30s", "--", command)
+    assert res.returncode == code, res.stderr
+    error = json.loads(res.stdout)["error"]
+    assert (error["code"], error["exit"]) == ("cannot_run", code)
+    assert error["message"] == res.stderr.strip()
+    state = json.loads(run_ledger(store, "--json", "state", "a").stdout)
+    assert state["Status"] == "pending"  # released for someone who can run it

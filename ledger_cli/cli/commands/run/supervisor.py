@@ -297,8 +297,10 @@ class Supervisor(OutcomeWrites):
                     self.keeper.halt()
                     self._release()
                     self.unstarted = True
-                    output.diag(f"ledger: cannot run {self.command[0]}: {exc.strerror or exc}")
-                    return 126 if isinstance(exc, PermissionError) else 127
+                    code = 126 if isinstance(exc, PermissionError) else 127
+                    message = f"ledger: cannot run {self.command[0]}: {exc.strerror or exc}"
+                    output.report_unstarted(message, code, self.s.settings.json)
+                    return code
                 if rc is None or rc == 0 or self.attempt >= self.attempts:
                     break
                 self._save_attempt_end()  # no completion follows this one
