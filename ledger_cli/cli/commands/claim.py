@@ -147,9 +147,11 @@ def claim_next_timed(
     give_up: float | None = None,
     in_unit: Callable[[TaskState, int], None] | None = None,
     queues: frozenset[str] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> tuple[TaskState, int, float]:
     """`claim_next`, and the monotonic time just before the winning claim
     was sent (the lease is proved from then: cli/commands/run/leasekeeper.py).
+    `sleep` makes the pauses between tries (`run`'s ends them at a signal).
 
     With `wait`, a store outage (cli/outage.py) is waited out, over a new
     connection, up to `give_up` seconds of failures (the --wait clock stops
@@ -195,7 +197,7 @@ def claim_next_timed(
         except StoreError as exc:
             if wait is None or not is_outage(exc):
                 raise
-            time.sleep(outage.failed(exc, began=sent))
+            sleep(outage.failed(exc, began=sent))
             deadline += time.monotonic() - sent
             continue
         outage.ok()
@@ -206,7 +208,7 @@ def claim_next_timed(
             if held:
                 raise PausedError(held[0].describe())
             raise NothingReadyError()
-        time.sleep(min(pause, left))
+        sleep(min(pause, left))
         pause = min(pause * 2, 1.0)
 
 

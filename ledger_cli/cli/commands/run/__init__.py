@@ -62,12 +62,12 @@ from ledger_cli.cli.commands.claim import (
     claim_next_timed,
 )
 from ledger_cli.cli.commands.run.outcome import LeaseLostError
+from ledger_cli.cli.commands.run.signals import Early, with_signals
 from ledger_cli.cli.commands.run.supervisor import (
     DEFAULT_BACKOFF,
     STOP_GRACE,
     Supervisor,
     exit_code,
-    with_signals,
 )
 from ledger_cli.cli.context import Session, Settings
 from ledger_cli.cli.inputs import InputError, parse_duration, parse_uint, validate_text
@@ -143,21 +143,27 @@ def run(
         from ledger_cli.cli.commands.run.attempts import ClaimStart
 
         begin = ClaimStart(s, owner)  # the first attempt's start, in the claim's unit
-        if next_:
-            rec, fence, sent = claim_next_timed(
-                s, owner, lease, wait, give_up, begin, queues=wanted
-            )
-        else:
-            assert key is not None
-            sent = time.monotonic()
-            fence, claimed = claim_key(s, key, owner, lease_td, begin)
-            if claimed is None:
-                raise NoKeyError(key=key)
-            rec = claimed
-        sup = Supervisor(s, rec, fence, owner, lease_td, command, sent)
-        sup.attempts, sup.backoff, sup.options = attempts, backoff_td, options
-        sup.begun = begin.take(rec.key, fence)
-        return sup.run()
+        early = Early()  # a signal while claiming: kept for the supervisor (signals.py)
+
+        def claim_and_run() -> int:
+            if next_:
+                rec, fence, sent = claim_next_timed(
+                    s, owner, lease, wait, give_up, begin, queues=wanted, sleep=early.sleep
+                )
+            else:
+                assert key is not None
+                sent = time.monotonic()
+                fence, claimed = claim_key(s, key, owner, lease_td, begin)
+                if claimed is None:
+                    raise NoKeyError(key=key)
+                rec = claimed
+            sup = Supervisor(s, rec, fence, owner, lease_td, command, sent)
+            sup.attempts, sup.backoff, sup.options = attempts, backoff_td, options
+            sup.begun = begin.take(rec.key, fence)
+            early.hand_to(sup)
+            return sup.run()
+
+        return with_signals(early, claim_and_run)
 
 
 class Drainer:

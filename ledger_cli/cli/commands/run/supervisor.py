@@ -37,12 +37,11 @@ from ledger_cli.cli.commands.run import watchdog
 from ledger_cli.cli.commands.run.leasekeeper import LeaseKeeper
 from ledger_cli.cli.commands.run.limits import TIMEOUT_EXIT
 from ledger_cli.cli.commands.run.outcome import LeaseLostError, OutcomeWrites
+from ledger_cli.cli.commands.run.signals import with_signals
 from ledger_cli.cli.context import Session
 from ledger_cli.errors import LedgerError, StoreError
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from ledger_cli.engine.record import TaskState
 
 STOP_GRACE = 5.0
@@ -104,9 +103,9 @@ class Supervisor(OutcomeWrites):
         self.options = RunOptions()
         """--keep-output, --timeout, --kill-after (run.py sets them)."""
         self.recorder: Any = None
+        """The last attempt's AttemptRecorder (None before the first start)."""
         self.begun: tuple[int, str] | None = None
         """(n, started) of the first attempt when the claim's unit recorded it."""
-        """The last attempt's AttemptRecorder (None before the first start)."""
         self.timed_out = False
         self.unproved = False
         """The lease ran out of proof (no renewal landed in time): `lost` says so."""
@@ -152,9 +151,8 @@ class Supervisor(OutcomeWrites):
         return min(signalled_at + STOP_GRACE, self.keeper.kill_at())
 
     def _on_lost(self, exc: LedgerError) -> None:
-        """The renewer's word that a renewal was refused: the watch loop stops
-        the command within one poll (one SIGTERM: a second one means "force
-        quit" to many programs)."""
+        """A renewal was refused: the watch loop stops the command within one poll
+        (one SIGTERM: a second one means "force quit" to many programs)."""
         self.lost = exc
         self.wake.set()
 
@@ -201,6 +199,8 @@ class Supervisor(OutcomeWrites):
             self.recorder = None
             raise
         watchdog.started(self.proc.pid)  # its process group: the command dies with `run`
+        if self.signum is not None:  # one came before `proc` was set: the handler missed it
+            self._signal_child(self.signum)
         rec.started(self.proc.pid)
         rc: int | None = None
         try:
@@ -387,14 +387,3 @@ class _ExitWaiter:
             return self.proc.wait(timeout=0.0 if self.fd is not None else timeout)
         except subprocess.TimeoutExpired:
             return None
-
-
-def with_signals(handler: Callable[[int, FrameType | None], None], body: Callable[[], int]) -> int:
-    """`body()` with SIGINT and SIGTERM sent to `handler`, the handlers that
-    were there before put back after it."""
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        return body()
-    finally:
-        for sig, before in previous.items():
-            signal.signal(sig, before)
