@@ -24,8 +24,15 @@ def parse_queues(values: Iterable[str] | None) -> frozenset[str] | None:
 
 
 def validate_name(name: str) -> str:
-    """A queue name follows the key rules and is at most 64 bytes."""
-    validate_key(name, "queue")
+    """A queue name follows the key rules, is at most 64 bytes, and holds no
+    comma and no space at its ends: `--queue a,b` names two queues, each
+    stripped, so such a name could never be chosen."""
     if len(name.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
-        raise InputError(f"ledger: a queue name is at most {MAX_NAME_BYTES} bytes")
+        raise InputError(f"ledger: a queue name is at most {MAX_NAME_BYTES} bytes", "bad_key")
+    validate_key(name, "queue")
+    if "," in name or name != name.strip():
+        raise InputError(
+            "ledger: a queue name has no comma and no space at its ends (--queue a,b names two)",
+            "bad_key",
+        )
     return name

@@ -108,10 +108,12 @@ def decode_queues(data: bytes | str) -> dict[str, str]:
             or not queue
             or len(queue.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES
             or any(ord(c) < 32 or 127 <= ord(c) < 160 for c in queue)
+            or "," in queue
+            or queue != queue.strip()
         ):
             raise DecodeError(
-                f"ledger: decode: snapshot entry {i}: Queue is not a queue name"
-                f" (1 to {MAX_NAME_BYTES} bytes, no control characters)"
+                f"ledger: decode: snapshot entry {i}: Queue is not a queue name (1 to"
+                f" {MAX_NAME_BYTES} bytes, no control characters, no comma, no space at its ends)"
             )
         if queue != DEFAULT:
             found[str(obj.get("Key", ""))] = queue

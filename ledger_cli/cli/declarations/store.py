@@ -10,7 +10,8 @@ from ledger_cli.cli.declarations.base import command, flag
 
 
 @command(
-    "ledger snapshot -o ledger.snapshot.json", "ledger --store sqlite:app.db snapshot | jq length"
+    "ledger snapshot -o ledger.snapshot.json",
+    "ledger --store sqlite:app.db snapshot | jq '.Tasks | length'",
 )
 def snapshot(
     ctx: typer.Context,
