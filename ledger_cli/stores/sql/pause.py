@@ -9,6 +9,9 @@ the same way. The Go service knows nothing of the table.
 
 from __future__ import annotations
 
+from ledger_cli.engine.instant import Instant
+from ledger_cli.stores.sql.codec import damaged_row
+
 TABLE = "ledger_pause"
 
 
@@ -23,10 +26,21 @@ def sql(template: str, placeholder: str) -> str:
 
 
 def state_of(row: tuple[object, ...] | None) -> tuple[str, str, str] | None:
-    """A fetched row as the store's pause state (None while running or without a row)."""
+    """A fetched row as the store's pause state (None while running or without a
+    row); StoreDamageError when a paused row's `since` is not a time (a hand
+    edit: `pause` always writes one)."""
     if row is None or not row[0]:
         return None
+    try:
+        Instant.parse(str(row[1]))
+    except ValueError:
+        raise damaged_row(
+            "the ledger_pause row", "since", "not an RFC 3339 time", REWRITE
+        ) from None
     return (str(row[1]), str(row[2]), str(row[3]))
+
+
+REWRITE = "`ledger resume` writes it again"
 
 
 def params(state: tuple[str, str, str] | None) -> tuple[int, str, str, str]:
