@@ -13,6 +13,7 @@ and `--fix` leaves it (it is the only copy); then the remedy the line names
 
 from __future__ import annotations
 
+import json
 import shutil
 import sqlite3
 import subprocess
@@ -115,12 +116,26 @@ def _file(rel: str, data: str) -> Reads:
     return change, lambda root: (root / rel).read_bytes()
 
 
+def _attempt_exit(rel: str) -> Reads:
+    """Set the exit of an attempt file's header line to BAD."""
+
+    def change(root: Path) -> bytes:
+        head, _, output = (root / rel).read_bytes().partition(b"\n")
+        obj = json.loads(head)
+        obj["exit"] = BAD
+        (root / rel).write_bytes(json.dumps(obj).encode() + b"\n" + output)
+        return (root / rel).read_bytes()
+
+    return change, lambda root: (root / rel).read_bytes()
+
+
 def _remove(rel: str) -> Callable[[str], None]:
     return lambda store: (Path(store) / rel).unlink()
 
 
 SCHEDULE = f"schedule/{_digest('later')}.json"
 QUEUE = f"queue/{_digest('q1')}.json"
+ATTEMPT = f"attempts/{_digest('j')[:2]}/{_digest('j')}/1.att"
 PAUSED = '{"since": "zzz", "actor": "a", "reason": "r"}'
 
 SQLITE: dict[str, Case] = {
@@ -179,6 +194,9 @@ JSON: dict[str, Case] = {
         (("stats",), ("list",)),
         SCHEDULE,
         _remove(SCHEDULE),
+    ),
+    "attempt-exit": Case(
+        *_attempt_exit(ATTEMPT), (("state", "j"), ("output", "j")), ATTEMPT, _remove(ATTEMPT)
     ),
     "queue": Case(
         *_file(QUEUE, f'{{"key": "q1", "queue": ["{BAD}"]}}'),
