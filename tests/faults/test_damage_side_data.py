@@ -1,7 +1,8 @@
 """Damaged side data: the schedules, the pause, the attempts and the limits a
 store keeps beside its records, changed by hand into values that do not
-decode, then the commands that read them, each as a fresh `ledger` process
-(tests/cli_support.py).
+decode (SQLite, the JSON store; on PostgreSQL the text columns, the only
+ones its types let be damaged so), then the commands that read them, each as
+a fresh `ledger` process (tests/cli_support.py).
 
 Checked for every kind: each command that reads it exits 9 (never 70, an
 internal error) with one stderr line naming the table or file, no traceback
@@ -271,3 +272,50 @@ def test_damaged_side_data(
     case.remedy(url)
     res = _ledger(url, "doctor")
     assert res.returncode == 0, f"{kind} {name}: doctor after the remedy: {res.stdout!r}"
+
+
+POSTGRES: dict[str, tuple[str, tuple[tuple[str, ...], ...], str, tuple[str, ...] | str]] = {
+    # PostgreSQL's typed columns hold no text in a number: only the times can be damaged.
+    "schedule-not-before": (
+        f"UPDATE ledger_schedule SET not_before = '{BAD}'",
+        (("stats",), ("list",)),
+        "ledger_schedule row of key 'later'",
+        "DELETE FROM ledger_schedule WHERE key = 'later'",
+    ),
+    "pause-since": (
+        f"UPDATE ledger_pause SET paused = 1, since = '{BAD}'",
+        (("stats",), CLAIM),
+        "ledger_pause row",
+        ("resume",),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(POSTGRES))
+def test_damaged_side_data_on_postgres(name: str) -> None:
+    import psycopg
+
+    from tests.sql_support import fresh_schema, postgres_url, require_postgres
+
+    require_postgres()
+    damage, reads, named, remedy = POSTGRES[name]
+    with fresh_schema("ledger_side") as info:
+        schema = info.split("search_path=")[1].split()[0].strip("'")
+        url = f"{postgres_url()}?options=-csearch_path%3D{schema}"
+        for args in SETUP[:2]:
+            assert _ledger(url, *args).returncode == 0, args
+        with psycopg.connect(info, autocommit=True) as conn:
+            assert conn.execute(damage).rowcount == 1
+        for args in reads:
+            res = _ledger(url, *args)
+            _refused(res, named, f"postgres {name}: ledger {' '.join(args)}: {res.stderr!r}")
+        for args in (("doctor",), ("doctor", "--fix")):
+            res = _ledger(url, *args)
+            _reported(res, named, f"postgres {name}: ledger {' '.join(args)}: {res.stdout!r}")
+        if isinstance(remedy, str):
+            with psycopg.connect(info, autocommit=True) as conn:
+                conn.execute(remedy)
+        else:
+            assert _ledger(url, *remedy).returncode == 0
+        res = _ledger(url, "doctor")
+        assert res.returncode == 0, f"postgres {name}: doctor after the remedy: {res.stdout!r}"
