@@ -13,6 +13,8 @@ from ledger_cli.engine.instant import Instant
 from ledger_cli.stores.sql.codec import damaged_row
 
 TABLE = "ledger_pause"
+REWRITE = "`ledger resume` writes it again"
+"""What to do about a damaged row (cli/commands/resume.py writes over it)."""
 
 
 READ = "SELECT paused, since, actor, reason FROM ledger_pause WHERE id = 1"
@@ -38,9 +40,6 @@ def state_of(row: tuple[object, ...] | None) -> tuple[str, str, str] | None:
             "the ledger_pause row", "since", "not an RFC 3339 time", REWRITE
         ) from None
     return (str(row[1]), str(row[2]), str(row[3]))
-
-
-REWRITE = "`ledger resume` writes it again"
 
 
 def params(state: tuple[str, str, str] | None) -> tuple[int, str, str, str]:
