@@ -121,11 +121,8 @@ class Attempt:
 
     @classmethod
     def from_obj(cls, key: str, obj: dict[str, Any]) -> Attempt:
-        """The inverse of `to_obj`; ValueError/TypeError/KeyError on a bad object."""
-
-        def opt_int(v: Any) -> int | None:
-            return None if v is None else _int(v)
-
+        """The inverse of `to_obj`; ValueError/TypeError/KeyError on a bad object,
+        naming the field, never its value (the object may be damaged bytes)."""
         signal = obj["signal"]
         ended = obj["ended"]
         if signal is not None and not isinstance(signal, str):
@@ -136,19 +133,19 @@ class Attempt:
             raise TypeError("timed_out is not a boolean")
         return cls(
             key,
-            n=_int(obj["n"]),
-            fence=_int(obj["fence"]),
-            try_=_int(obj["try"]),
-            owner=_str(obj["owner"]),
-            host=_str(obj["host"]),
-            pid=_int(obj["pid"]),
-            started=_str(obj["started"]),
+            n=_int(obj, "n"),
+            fence=_int(obj, "fence"),
+            try_=_int(obj, "try"),
+            owner=_str(obj, "owner"),
+            host=_str(obj, "host"),
+            pid=_int(obj, "pid"),
+            started=_str(obj, "started"),
             ended=ended,
-            exit=opt_int(obj["exit"]),
+            exit=None if obj["exit"] is None else _int(obj, "exit"),
             signal=signal,
             timed_out=obj["timed_out"],
-            output_bytes=_int(obj["output_bytes"]),
-            kept_bytes=_int(obj["kept_bytes"]),
+            output_bytes=_int(obj, "output_bytes"),
+            kept_bytes=_int(obj, "kept_bytes"),
         )
 
     # -- what a person reads --------------------------------------------------
@@ -179,15 +176,17 @@ class Attempt:
 _ARGS = tuple(n for n in Attempt.__slots__ if n != "key")
 
 
-def _int(v: Any) -> int:
+def _int(obj: dict[str, Any], name: str) -> int:
+    v = obj[name]
     if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-        raise TypeError(f"{v!r} is not a non-negative integer")
+        raise TypeError(f"{name} is not a non-negative integer")
     return v
 
 
-def _str(v: Any) -> str:
+def _str(obj: dict[str, Any], name: str) -> str:
+    v = obj[name]
     if not isinstance(v, str):
-        raise TypeError(f"{v!r} is not a string")
+        raise TypeError(f"{name} is not a string")
     return v
 
 

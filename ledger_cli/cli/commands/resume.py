@@ -1,4 +1,8 @@
-"""`ledger resume`: let `claim --next` and `run --next` claim again (docs/design.md §8.3)."""
+"""`ledger resume`: let `claim --next` and `run --next` claim again (docs/design.md §8.3).
+
+A pause state that does not read (a damaged `paused.json` or `ledger_pause`
+row: StoreDamageError) is written over: resuming is what that error says
+to do, and the store then runs."""
 
 from __future__ import annotations
 
@@ -6,22 +10,30 @@ from ledger_cli.cli import output
 from ledger_cli.cli.commands.pause import write_history
 from ledger_cli.cli.context import Session, Settings
 from ledger_cli.engine.pause import RESUMED, paused, set_paused
+from ledger_cli.errors import StoreDamageError
 
 
 def resume(settings: Settings) -> int:
     with Session(settings) as s:
         now = s.now()
         with s.store.batch():
-            held = paused(s.store)
-            if held is not None:
+            damaged = False
+            try:
+                held = paused(s.store)
+            except StoreDamageError:
+                held, damaged = None, True
+            if held is not None or damaged:
                 set_paused(s.store, None)
                 write_history(s, str(now), RESUMED, f"claiming resumed by {s.actor}")
-    if held is not None:
+    changed = held is not None or damaged
+    if changed:
         output.note_committed()  # a failed stdout's line says so (exit 74)
     if settings.json:
-        output.json_line({"paused": False, "changed": held is not None})
+        output.json_line({"paused": False, "changed": changed})
     elif held is not None:
         output.line(f"resumed (paused {held.describe()})")
+    elif damaged:
+        output.line("resumed (the pause state was damaged; it is written over)")
     else:
         output.line("not paused: claiming runs")
     return 0

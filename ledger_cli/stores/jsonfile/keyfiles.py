@@ -14,6 +14,7 @@ import json
 import os
 from typing import TYPE_CHECKING, Generic, TypeVar
 
+from ledger_cli.errors import StoreDamageError
 from ledger_cli.stores.jsonfile import fsutil
 from ledger_cli.stores.jsonfile.fsutil import fail
 from ledger_cli.stores.jsonfile.records import key_digest
@@ -25,10 +26,20 @@ V = TypeVar("V")
 D = TypeVar("D")
 
 
+def unreadable(path: str, what: str, remedy: str) -> StoreDamageError:
+    """A side file (a key's schedule or queue, paused.json, limits.json) this
+    release cannot read, named with what the user can do, never its bytes:
+    `ledger: store: PATH: is not a WHAT file this release can read; REMEDY`."""
+    return StoreDamageError(
+        f"ledger: store: {path}: is not a {what} file this release can read; {remedy}"
+    )
+
+
 class KeyFiles(Generic[V]):
     """The files of one kind under `root/dirname`. `decode(obj)` turns a parsed
     file into (key, value), raising ValueError, TypeError or KeyError on a
-    file of another shape; `what` names the kind in errors."""
+    file of another shape; `what` names the kind in errors, `remedy` what the
+    user can do about a damaged one."""
 
     def __init__(
         self,
@@ -36,11 +47,13 @@ class KeyFiles(Generic[V]):
         dirname: str,
         what: str,
         decode: Callable[[dict[str, object]], tuple[str, V]],
+        remedy: str,
     ) -> None:
         self.root = root
         self.dirname = dirname
         self.what = what
         self._decode = decode
+        self.remedy = remedy
 
     def decode(self, data: bytes, shown: str) -> tuple[str, V]:
         try:
@@ -52,7 +65,7 @@ class KeyFiles(Generic[V]):
                 raise TypeError(self.what)
             return key, value
         except (ValueError, TypeError, KeyError):
-            raise fail(shown, f"is not a {self.what} file this release can read") from None
+            raise unreadable(shown, self.what, self.remedy) from None
 
     def _dir(self, create: bool) -> int | None:
         root_fd = fsutil.open_root(self.root)

@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import os
 
-from ledger_cli.stores.jsonfile.fsutil import fail
+from ledger_cli.engine.instant import Instant
+from ledger_cli.stores.jsonfile.keyfiles import unreadable
 from ledger_cli.stores.jsonfile.locking import LockedDirectory, store_method
 
 PAUSE_NAME = "paused.json"
@@ -28,8 +29,9 @@ class PauseMethods(LockedDirectory):
         try:
             obj = json.loads(data)
             state = (str(obj["since"]), str(obj["actor"]), str(obj["reason"]))
+            Instant.parse(state[0])  # engine/pause.py reads it as a time
         except (ValueError, TypeError, KeyError):
-            raise fail(shown, "is not a pause file this release can read") from None
+            raise unreadable(shown, "pause", "`ledger resume` removes it") from None
         return state
 
     @store_method

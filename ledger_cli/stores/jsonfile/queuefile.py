@@ -14,7 +14,7 @@ import os
 from typing import TYPE_CHECKING
 
 from ledger_cli.stores.jsonfile import fsutil, queueread
-from ledger_cli.stores.jsonfile.fsutil import fail
+from ledger_cli.stores.jsonfile.keyfiles import unreadable
 from ledger_cli.stores.jsonfile.locking import store_method
 from ledger_cli.stores.jsonfile.queueread import DEFAULT
 from ledger_cli.stores.jsonfile.reading import RecordReader
@@ -97,7 +97,8 @@ class QueueMethods(RecordReader):
             ):
                 raise TypeError("limits")
         except (ValueError, TypeError):
-            raise fail(shown, "is not a limits file this release can read") from None
+            remedy = "repair it, or remove it and set the limits again with `ledger limit`"
+            raise unreadable(shown, "limits", remedy) from None
         return dict(obj)
 
     @store_method

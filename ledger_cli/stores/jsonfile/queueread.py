@@ -18,6 +18,9 @@ DEFAULT = "default"
 """engine/queues.py's DEFAULT."""
 
 
+REMEDY = "repair or remove it (without it the task is in the default queue)"
+
+
 def _decode(obj: dict[str, object]) -> tuple[str, str]:
     queue = obj["queue"]
     if type(queue) is not str:
@@ -26,7 +29,7 @@ def _decode(obj: dict[str, object]) -> tuple[str, str]:
 
 
 def files(root: str) -> KeyFiles[str]:
-    return KeyFiles(root, QUEUE_DIR, "queue", _decode)
+    return KeyFiles(root, QUEUE_DIR, "queue", _decode, REMEDY)
 
 
 def reader(root: str) -> Callable[[str], str]:

@@ -23,6 +23,9 @@ if TYPE_CHECKING:
 SCHEDULE_DIR = "schedule"
 
 
+REMEDY = "repair or remove it (without it the task has no not-before and priority 0)"
+
+
 def _decode(obj: dict[str, object]) -> tuple[str, tuple[Instant, int]]:
     nb = str(obj["not_before"])
     priority = obj["priority"]
@@ -32,7 +35,7 @@ def _decode(obj: dict[str, object]) -> tuple[str, tuple[Instant, int]]:
 
 
 def files(root: str) -> KeyFiles[tuple[Instant, int]]:
-    return KeyFiles(root, SCHEDULE_DIR, "schedule", _decode)
+    return KeyFiles(root, SCHEDULE_DIR, "schedule", _decode, REMEDY)
 
 
 class ScheduleMethods(LockedDirectory):

@@ -28,6 +28,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ledger_cli.engine.attempts import KEEP_ATTEMPTS, Attempt
+from ledger_cli.stores.sql.codec import damaged_row, shown
 
 TABLE = "ledger_attempts"
 COLUMNS = (
@@ -263,22 +264,46 @@ class _SqlAttempts:
 
 
 def _attempt(key: str, row: Any) -> Attempt:
+    """A fetched row (COLUMNS order); StoreDamageError naming the key, the
+    attempt and the column when a number does not decode (a hand edit:
+    SQLite's INTEGER columns take text)."""
+    n = _number(key, row, 0)
     return Attempt(
         key,
-        n=int(row[0]),
-        fence=int(row[1]),
-        try_=int(row[2]),
+        n=n,
+        fence=_number(key, row, 1, n),
+        try_=_number(key, row, 2, n),
         owner=str(row[3]),
         host=str(row[4]),
-        pid=int(row[5]),
+        pid=_number(key, row, 5, n),
         started=str(row[6]),
         ended=None if row[7] is None else str(row[7]),
-        exit=None if row[8] is None else int(row[8]),
+        exit=None if row[8] is None else _number(key, row, 8, n),
         signal=None if row[9] is None else str(row[9]),
         timed_out=bool(row[10]),
-        output_bytes=int(row[11]),
-        kept_bytes=int(row[12]),
+        output_bytes=_number(key, row, 11, n),
+        kept_bytes=_number(key, row, 12, n),
     )
+
+
+_NAMES = COLUMNS.replace(" ", "").split(",")
+
+
+def _number(key: str, row: Any, i: int, n: int | None = None) -> int:
+    """Column `i` of an attempt row as a non-negative int (NUMERIC: a Decimal)."""
+    value = row[i]
+    if type(value) is int and value >= 0:
+        return value
+    try:
+        number = int(value)
+        if number == value and number >= 0:
+            return number
+    except (TypeError, ValueError, ArithmeticError):
+        pass
+    where = f"the ledger_attempts row of key {shown(key)!r}"
+    if n is not None:
+        where += f", attempt {n},"
+    raise damaged_row(where, _NAMES[i], "not a non-negative integer", "repair or delete that row")
 
 
 class SQLiteAttempts(_SqlAttempts):

@@ -25,7 +25,7 @@ from typing import Any
 from ledger_cli.engine import gojson
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState, byte_order
-from ledger_cli.errors import DecodeError, EncodeError, StoreError
+from ledger_cli.errors import DecodeError, EncodeError, StoreDamageError, StoreError
 from ledger_cli.stores.sql.utf8 import hex_bytes as hex_bytes
 from ledger_cli.stores.sql.utf8 import is_utf8 as is_utf8
 from ledger_cli.stores.sql.utf8 import lossless_text as lossless_text
@@ -263,6 +263,13 @@ def corrupt(key: str, column: str, detail: str) -> StoreError:
         f"ledger: stored record {shown(key)!r} has an unreadable {column} column ({detail}); "
         "repair or delete that row"
     )
+
+
+def damaged_row(row: str, column: str, detail: str, remedy: str) -> StoreDamageError:
+    """A side table's row (a schedule, the pause, a limit, an attempt) whose
+    `column` does not decode: named by its table and key, never by its bytes,
+    with what the user can do about it (`ledger doctor` reports it too)."""
+    return StoreDamageError(f"ledger: {row} has an unreadable {column} column ({detail}); {remedy}")
 
 
 # -- rows ----------------------------------------------------------------------

@@ -9,7 +9,12 @@ the same way. The Go service knows nothing of the table.
 
 from __future__ import annotations
 
+from ledger_cli.engine.instant import Instant
+from ledger_cli.stores.sql.codec import damaged_row
+
 TABLE = "ledger_pause"
+REWRITE = "`ledger resume` writes it again"
+"""What to do about a damaged row (cli/commands/resume.py writes over it)."""
 
 
 READ = "SELECT paused, since, actor, reason FROM ledger_pause WHERE id = 1"
@@ -23,9 +28,17 @@ def sql(template: str, placeholder: str) -> str:
 
 
 def state_of(row: tuple[object, ...] | None) -> tuple[str, str, str] | None:
-    """A fetched row as the store's pause state (None while running or without a row)."""
+    """A fetched row as the store's pause state (None while running or without a
+    row); StoreDamageError when a paused row's `since` is not a time (a hand
+    edit: `pause` always writes one)."""
     if row is None or not row[0]:
         return None
+    try:
+        Instant.parse(str(row[1]))
+    except ValueError:
+        raise damaged_row(
+            "the ledger_pause row", "since", "not an RFC 3339 time", REWRITE
+        ) from None
     return (str(row[1]), str(row[2]), str(row[3]))
 
 

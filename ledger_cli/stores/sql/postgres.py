@@ -133,7 +133,7 @@ class PostgresStore(PostgresClaims, SqlReads, SqlSideTables):
                 if key is not None and codec.is_utf8(key):
                     self._conn.execute(queues.sql(queues.LOCK_TASK, "%s"), (key,))
                 row = self._conn.execute(queues.sql(queues.LOCK_LIMIT, "%s"), (queue,)).fetchone()
-        return int(row[0]) if row is not None else None
+        return queues.limit_of(queue, row[0]) if row is not None else None
 
     # -- Store -------------------------------------------------------------------
 

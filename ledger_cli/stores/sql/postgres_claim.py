@@ -19,6 +19,7 @@ from ledger_cli.engine.record import TaskState
 from ledger_cli.stores.sql import codec, pause, postgres_due, postgres_readyindex
 from ledger_cli.stores.sql.claims import SqlClaims
 from ledger_cli.stores.sql.postgres_conn import PostgresConnection
+from ledger_cli.stores.sql.queues import limit_of
 
 if TYPE_CHECKING:
     from ledger_cli.engine.queuefilter import Filter as QueueFilter
@@ -122,5 +123,5 @@ class PostgresClaims(PostgresConnection, SqlClaims):
                 None if row[5] is None else int(row[5]),
             )
             got = row[6] if isinstance(row[6], dict) else {}
-            self._claim_limits = {str(q): int(n) for q, n in got.items()}
+            self._claim_limits = {str(q): limit_of(str(q), n) for q, n in got.items()}
         return pause.state_of(row[:4])

@@ -7,6 +7,8 @@ a queue or a limit; until then every read finds none."""
 
 from __future__ import annotations
 
+from ledger_cli.stores.sql.codec import damaged_row, shown
+
 QUEUE_TABLE = "ledger_queue"
 LIMIT_TABLE = "ledger_limit"
 
@@ -67,3 +69,13 @@ def condition(
 
 def sql(template: str, placeholder: str) -> str:
     return template.format(p=placeholder)
+
+
+def limit_of(queue: str, n: object) -> int:
+    """A fetched limit; StoreDamageError naming the queue when it is not an
+    integer of at least 1 (a hand edit: SQLite's CHECK lets text through)."""
+    if type(n) is int and n >= 1:
+        return n
+    row = f"the ledger_limit row of queue {shown(queue)!r}"
+    remedy = f"`ledger limit {shown(queue)} N` (or --clear) writes it again"
+    raise damaged_row(row, "n", "not an integer of at least 1", remedy)

@@ -7,7 +7,13 @@ RFC3339Nano text of the instant ('' for none)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ledger_cli.engine.instant import Instant
+from ledger_cli.stores.sql.codec import damaged_row, shown
+
+if TYPE_CHECKING:
+    from ledger_cli.errors import StoreDamageError
 
 TABLE = "ledger_schedule"
 
@@ -27,8 +33,24 @@ def sql(template: str, placeholder: str) -> str:
     return template.format(p=placeholder)
 
 
-def value_of(not_before: str, priority: int) -> tuple[Instant, int]:
-    return (Instant.parse(not_before) if not_before else Instant.ZERO, int(priority))
+def value_of(key: str, not_before: object, priority: object) -> tuple[Instant, int]:
+    """A fetched row's (not-before, priority); StoreDamageError naming the key
+    and column when either does not decode (a hand edit: this store writes
+    neither so)."""
+    if type(priority) is not int:
+        raise _damaged(key, "priority", "not an integer")
+    if not not_before:
+        return Instant.ZERO, priority
+    try:
+        return Instant.parse(str(not_before)), priority
+    except ValueError:
+        raise _damaged(key, "not_before", "not an RFC 3339 time") from None
+
+
+def _damaged(key: str, column: str, detail: str) -> StoreDamageError:
+    row = f"the ledger_schedule row of key {shown(key)!r}"
+    remedy = "repair or delete that row (without it the task has no not-before and priority 0)"
+    return damaged_row(row, column, detail, remedy)
 
 
 def params(value: tuple[Instant, int]) -> tuple[str, int]:

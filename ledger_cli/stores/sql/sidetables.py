@@ -44,7 +44,7 @@ class SqlSideTables(SqlDialect):
         if not self._holds(key):
             return None
         rows = self._rows("schedule", schedules.sql(schedules.SELECT_ONE, self.MARK), (key,))
-        return schedules.value_of(*rows[0]) if rows else None
+        return schedules.value_of(key, *rows[0]) if rows else None
 
     def set_schedule(self, key: str, value: tuple[Instant, int] | None) -> None:
         self._check_text(key)
@@ -57,7 +57,7 @@ class SqlSideTables(SqlDialect):
 
     def schedules(self) -> dict[str, tuple[Instant, int]]:
         rows = self._rows("schedule", schedules.SELECT_ALL)
-        return {str(k): schedules.value_of(nb, p) for k, nb, p in rows}
+        return {str(k): schedules.value_of(str(k), nb, p) for k, nb, p in rows}
 
     def has_schedules(self) -> bool:
         rows = self._rows("schedule", schedules.ANY)
@@ -91,7 +91,7 @@ class SqlSideTables(SqlDialect):
                 # read with this batch's claim start (PostgreSQL `read_pause(for_claim=True)`)
                 return dict(self._claim_limits)
             rows = self._rows("limit", queues.LIMITS) if self._queue_tables() else []
-        return {str(q): int(n) for q, n in rows}
+        return {str(q): queues.limit_of(str(q), n) for q, n in rows}
 
     def set_limit(self, queue: str, n: int | None) -> None:
         self._set_row("limit", queue, n, queues.DELETE_LIMIT, queues.UPSERT_LIMIT)

@@ -9,7 +9,8 @@ Notes (exit 0): needs naming keys never admitted; stray temporary files left
 by a crash (`--fix` removes them, holding the store lock).
 The record-level checks (invalid UTF-8 from another writer, escaped and
 orphaned blocks, writes without a history line) are in `records.py`, the
-derived indexes' in `indexes.py`, the attempts' in `attempts.py`.
+derived indexes' in `indexes.py`, the attempts' in `attempts.py`, the
+pause's, schedules', queues' and limits' in `sidedata.py`.
 
 For a JSON store the directory is walked file by file (`files.py`), so every
 bad record is named, not just the first; other stores are checked through
@@ -224,6 +225,9 @@ def doctor(settings: Settings, fix: bool = False, drop_damaged: bool = False) ->
             check_ready_index(s.store, found, fix)
             check_tally(s.store, found, fix)
         from ledger_cli.cli.commands.doctor.attempts import check_attempts
+        from ledger_cli.cli.commands.doctor.sidedata import check_side_data
+
+        check_side_data(s.store, found)
 
         # A lost record's attempts are kept: they go with the record, restored or dropped.
         check_attempts(s.store, found, fix, {key for key, why in gone.items() if why == LOST})

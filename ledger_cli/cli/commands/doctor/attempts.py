@@ -1,6 +1,7 @@
-"""`ledger doctor`'s check of the attempts (docs/design.md §7.1): attempts whose key has
-no record are a note, and `--fix` removes them (`prune` drops a pruned key's
-attempts itself)."""
+"""`ledger doctor`'s check of the attempts (docs/design.md §7.1): an attempt that does
+not read is a problem (`--fix` leaves it: it is the only copy); attempts
+whose key has no record are a note, and `--fix` removes them (`prune` drops
+a pruned key's attempts itself)."""
 
 from __future__ import annotations
 
@@ -22,10 +23,16 @@ def check_attempts(store: Store, found: Findings, fix: bool, lost: set[str]) -> 
 
     try:
         log = attempt_log(store)
-        orphans = [key for key in log.attempt_keys() if store.load(key) is None]
+        keys = log.attempt_keys()
+        orphans = [key for key in keys if store.load(key) is None]
     except StoreError as exc:
         found.problems.append(output.one_line(str(exc)))
         return
+    for key in keys:  # each attempt read as `state` and `output` read it
+        try:
+            log.list_attempts(key)
+        except StoreError as exc:
+            found.problems.append(output.one_line(str(exc)))
     found.notes.extend(
         f"attempts of {key!r} kept: its record is lost (see above)"
         for key in orphans

@@ -1,0 +1,35 @@
+"""`ledger doctor`'s check of the side data a store keeps beside its records:
+the pause (docs/design.md §8.3), the schedules (§8.1), the queues and the
+limits (§8.7), each read as the commands read them, so that what makes a
+command exit 9 makes `doctor` exit 9 too, with the same line.
+
+`--fix` leaves them as they are: each is the only copy of what it says (no
+derived index to rebuild from the records), so the line says what the user
+can do instead (`ledger resume`, `ledger limit`, repair or remove it)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ledger_cli.cli import output
+from ledger_cli.errors import StoreError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ledger_cli.cli.commands.doctor.findings import Findings
+
+READS = ("read_pause", "schedules", "queues", "limits")
+"""The store methods that read each kind whole (a store without one keeps none)."""
+
+
+def check_side_data(store: object, found: Findings) -> None:
+    """A problem for each kind of side data that does not read."""
+    for name in READS:
+        read: Callable[[], object] | None = getattr(store, name, None)
+        if read is None:
+            continue
+        try:
+            read()
+        except StoreError as exc:
+            found.problems.append(output.one_line(str(exc)))

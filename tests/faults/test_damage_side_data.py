@@ -1,0 +1,321 @@
+"""Damaged side data: the schedules, the pause, the attempts and the limits a
+store keeps beside its records, changed by hand into values that do not
+decode (SQLite, the JSON store; on PostgreSQL the text columns, the only
+ones its types let be damaged so), then the commands that read them, each as
+a fresh `ledger` process (tests/cli_support.py).
+
+Checked for every kind: each command that reads it exits 9 (never 70, an
+internal error) with one stderr line naming the table or file, no traceback
+and not the damaged value; `doctor` and `doctor --fix` report it (exit 9)
+and `--fix` leaves it (it is the only copy); then the remedy the line names
+(`ledger resume`, `ledger limit`, removing the row or file) gives a clean
+`doctor` (docs/reliability.md, "Side data").
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import NamedTuple
+
+import pytest
+
+from ledger_cli.stores.jsonfile.records import key_digest
+from tests.cli_support import run_ledger
+
+NOW = "2026-03-04T05:06:07Z"
+BAD = "zzz"
+"""The damaged value: never echoed back."""
+CLAIM = ("claim", "--next", "--owner", "m", "--lease", "60s")
+SETUP = (
+    ("admit", "later", "--delay", "1h"),
+    ("admit", "j"),
+    ("run", "j", "--owner", "w", "--lease", "60s", "--", "true"),
+    ("limit", "db", "2"),
+    ("admit", "q1", "--queue", "db"),
+)
+
+
+def _digest(key: str) -> str:
+    d = key_digest(key)
+    assert d is not None
+    return d
+
+
+class Case(NamedTuple):
+    damage: Callable[[Path], bytes]
+    """Damage the store (a database file or a JSON store directory); the
+    damaged value as the store holds it."""
+    held: Callable[[Path], bytes]
+    """The value as the store holds it now (`--fix` must leave it)."""
+    reads: tuple[tuple[str, ...], ...]
+    """Commands that read the damaged value."""
+    named: str
+    """What the error line names (a table or a file)."""
+    remedy: Callable[[str], None]
+    """What the line says to do (given the store's URL)."""
+
+
+Reads = tuple[Callable[[Path], bytes], Callable[[Path], bytes]]
+"""A Case's `damage` and `held`."""
+
+
+def _ledger(store: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return run_ledger(store, "--now", NOW, "--actor", "t", *args)
+
+
+def _command(*args: str) -> Callable[[str], None]:
+    def remedy(store: str) -> None:
+        res = _ledger(store, *args)
+        assert res.returncode == 0, (args, res.stderr)
+
+    return remedy
+
+
+def _run_sql(db: Path, statement: str) -> list[tuple[object, ...]]:
+    conn = sqlite3.connect(db)
+    try:
+        with conn:
+            cur = conn.execute(statement)
+            rows = cur.fetchall()
+            assert rows or cur.rowcount == 1, statement
+            return rows
+    finally:
+        conn.close()
+
+
+def _sql(table: str, values: str, column: str) -> Reads:
+    """Set `values` in the one row of `table` (SQLite); read `column` back."""
+
+    def held(db: Path) -> bytes:
+        return repr(_run_sql(db, f"SELECT {column} FROM {table}")).encode()
+
+    def change(db: Path) -> bytes:
+        _run_sql(db, f"UPDATE {table} SET {values}")
+        return held(db)
+
+    return change, held
+
+
+def _sql_remedy(statement: str) -> Callable[[str], None]:
+    def remedy(store: str) -> None:
+        _run_sql(Path(store.removeprefix("sqlite:")), statement)
+
+    return remedy
+
+
+def _file(rel: str, data: str) -> Reads:
+    def change(root: Path) -> bytes:
+        (root / rel).write_text(data)
+        (root / rel).chmod(0o600)  # only its content is damaged, not its mode
+        return data.encode()
+
+    return change, lambda root: (root / rel).read_bytes()
+
+
+def _attempt_exit(rel: str) -> Reads:
+    """Set the exit of an attempt file's header line to BAD."""
+
+    def change(root: Path) -> bytes:
+        head, _, output = (root / rel).read_bytes().partition(b"\n")
+        obj = json.loads(head)
+        obj["exit"] = BAD
+        (root / rel).write_bytes(json.dumps(obj).encode() + b"\n" + output)
+        return (root / rel).read_bytes()
+
+    return change, lambda root: (root / rel).read_bytes()
+
+
+def _remove(rel: str) -> Callable[[str], None]:
+    return lambda store: (Path(store) / rel).unlink()
+
+
+SCHEDULE = f"schedule/{_digest('later')}.json"
+QUEUE = f"queue/{_digest('q1')}.json"
+ATTEMPT = f"attempts/{_digest('j')[:2]}/{_digest('j')}/1.att"
+PAUSED = '{"since": "zzz", "actor": "a", "reason": "r"}'
+
+SQLITE: dict[str, Case] = {
+    "schedule-not-before": Case(
+        *_sql("ledger_schedule", f"not_before = '{BAD}'", "not_before"),
+        (("stats",), ("list",), ("snapshot",)),
+        "ledger_schedule row of key 'later'",
+        _sql_remedy("DELETE FROM ledger_schedule WHERE key = 'later'"),
+    ),
+    "schedule-priority": Case(
+        *_sql("ledger_schedule", f"priority = '{BAD}'", "priority"),
+        (("stats",), ("list",)),
+        "ledger_schedule row of key 'later'",
+        _sql_remedy("DELETE FROM ledger_schedule WHERE key = 'later'"),
+    ),
+    "attempt-exit": Case(
+        *_sql("ledger_attempts", f"exit = '{BAD}'", "exit"),
+        (("state", "j"), ("output", "j")),
+        "ledger_attempts row of key 'j', attempt 1",
+        _sql_remedy("DELETE FROM ledger_attempts WHERE key = 'j'"),
+    ),
+    "pause-since": Case(
+        *_sql("ledger_pause", f"paused = 1, since = '{BAD}'", "since"),
+        (("stats",), CLAIM),
+        "ledger_pause row",
+        _command("resume"),
+    ),
+    "limit-n": Case(
+        *_sql("ledger_limit", f"n = '{BAD}'", "n"),
+        (("limit",), CLAIM),
+        "ledger_limit row of queue 'db'",
+        _command("limit", "db", "3"),
+    ),
+}
+
+JSON: dict[str, Case] = {
+    "paused-since": Case(
+        *_file("paused.json", PAUSED), (("stats",), CLAIM), "paused.json", _command("resume")
+    ),
+    "paused-garbage": Case(
+        *_file("paused.json", f"{BAD}\n"), (("stats",), CLAIM), "paused.json", _command("resume")
+    ),
+    **{
+        f"limits-{name}": Case(
+            *_file("limits.json", data), (("limit",), CLAIM), "limits.json", _remove("limits.json")
+        )
+        for name, data in (
+            ("truncated", '{"db": 2'),
+            ("zero", '{"db": 0}'),
+            ("text", f'{{"db": "{BAD}"}}'),
+            ("list", "[1, 2, 3]"),
+        )
+    },
+    "schedule-not-before": Case(
+        *_file(SCHEDULE, f'{{"key": "later", "not_before": "{BAD}", "priority": 0}}'),
+        (("stats",), ("list",)),
+        SCHEDULE,
+        _remove(SCHEDULE),
+    ),
+    "attempt-exit": Case(
+        *_attempt_exit(ATTEMPT), (("state", "j"), ("output", "j")), ATTEMPT, _remove(ATTEMPT)
+    ),
+    "queue": Case(
+        *_file(QUEUE, f'{{"key": "q1", "queue": ["{BAD}"]}}'),
+        (("stats",), ("list",)),
+        QUEUE,
+        _remove(QUEUE),
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def templates(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A healthy store of each kind with a schedule, a run's attempt, a
+    limit and a task in a queue (SQLite: checkpointed into one file)."""
+    top = tmp_path_factory.mktemp("side-data")
+    made = {"sqlite": top / "t.db", "json": top / "t"}
+    for kind, path in made.items():
+        url = f"sqlite:{path}" if kind == "sqlite" else str(path)
+        for args in SETUP:
+            res = _ledger(url, *args)
+            assert res.returncode == 0, (kind, args, res.stderr)
+    conn = sqlite3.connect(made["sqlite"])
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    return made
+
+
+def _copy(templates: dict[str, Path], kind: str, tmp_path: Path) -> tuple[Path, str]:
+    if kind == "sqlite":
+        db = tmp_path / "t.db"
+        shutil.copyfile(templates["sqlite"], db)
+        return db, f"sqlite:{db}"
+    root = tmp_path / "t"
+    shutil.copytree(templates["json"], root)
+    return root, str(root)
+
+
+def _refused(res: subprocess.CompletedProcess[str], named: str, where: str) -> None:
+    assert res.returncode == 9, where
+    assert "Traceback" not in res.stdout + res.stderr, where
+    assert BAD not in res.stdout + res.stderr, where
+    assert len(res.stderr.splitlines()) == 1, where
+    assert named in res.stderr, where
+
+
+def _reported(res: subprocess.CompletedProcess[str], named: str, where: str) -> None:
+    assert res.returncode == 9, where
+    assert res.stderr == "", where
+    assert BAD not in res.stdout, where
+    problems = [ln for ln in res.stdout.splitlines() if ln.startswith("problem: ")]
+    assert len(problems) == 1 and named in problems[0], where
+
+
+@pytest.mark.parametrize(
+    ("kind", "name"),
+    [("sqlite", name) for name in SQLITE] + [("json", name) for name in JSON],
+)
+def test_damaged_side_data(
+    templates: dict[str, Path], tmp_path: Path, kind: str, name: str
+) -> None:
+    case = (SQLITE if kind == "sqlite" else JSON)[name]
+    path, url = _copy(templates, kind, tmp_path)
+    assert _ledger(url, "doctor").returncode == 0, f"{kind} {name}: healthy"
+    damaged = case.damage(path)
+    for args in case.reads:
+        res = _ledger(url, *args)
+        _refused(res, case.named, f"{kind} {name}: ledger {' '.join(args)}: {res.stderr!r}")
+    for args in (("doctor",), ("doctor", "--fix")):
+        res = _ledger(url, *args)
+        _reported(res, case.named, f"{kind} {name}: ledger {' '.join(args)}: {res.stdout!r}")
+    assert case.held(path) == damaged, f"{kind} {name}: --fix changed the damaged value"
+    case.remedy(url)
+    res = _ledger(url, "doctor")
+    assert res.returncode == 0, f"{kind} {name}: doctor after the remedy: {res.stdout!r}"
+
+
+POSTGRES: dict[str, tuple[str, tuple[tuple[str, ...], ...], str, tuple[str, ...] | str]] = {
+    # PostgreSQL's typed columns hold no text in a number: only the times can be damaged.
+    "schedule-not-before": (
+        f"UPDATE ledger_schedule SET not_before = '{BAD}'",
+        (("stats",), ("list",)),
+        "ledger_schedule row of key 'later'",
+        "DELETE FROM ledger_schedule WHERE key = 'later'",
+    ),
+    "pause-since": (
+        f"UPDATE ledger_pause SET paused = 1, since = '{BAD}'",
+        (("stats",), CLAIM),
+        "ledger_pause row",
+        ("resume",),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(POSTGRES))
+def test_damaged_side_data_on_postgres(name: str) -> None:
+    import psycopg
+
+    from tests.sql_support import fresh_schema, postgres_url, require_postgres
+
+    require_postgres()
+    damage, reads, named, remedy = POSTGRES[name]
+    with fresh_schema("ledger_side") as info:
+        schema = info.split("search_path=")[1].split()[0].strip("'")
+        url = f"{postgres_url()}?options=-csearch_path%3D{schema}"
+        for args in SETUP[:2]:
+            assert _ledger(url, *args).returncode == 0, args
+        with psycopg.connect(info, autocommit=True) as conn:
+            assert conn.execute(damage).rowcount == 1
+        for args in reads:
+            res = _ledger(url, *args)
+            _refused(res, named, f"postgres {name}: ledger {' '.join(args)}: {res.stderr!r}")
+        for args in (("doctor",), ("doctor", "--fix")):
+            res = _ledger(url, *args)
+            _reported(res, named, f"postgres {name}: ledger {' '.join(args)}: {res.stdout!r}")
+        if isinstance(remedy, str):
+            with psycopg.connect(info, autocommit=True) as conn:
+                conn.execute(remedy)
+        else:
+            assert _ledger(url, *remedy).returncode == 0
+        res = _ledger(url, "doctor")
+        assert res.returncode == 0, f"postgres {name}: doctor after the remedy: {res.stdout!r}"
