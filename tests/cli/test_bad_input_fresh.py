@@ -143,3 +143,18 @@ def test_a_restored_fence_that_leaves_no_next_claim_is_refused(store: Path, tmp_
     _refused(r, 8)
     assert b"leaves no fence for the task's next claim" in r.stderr
     assert not target.exists()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run", "existing", "--owner", "w", "--lease", "1m", "--", ""],  # an empty command name
+        ["limit", "db", "--", "-1"],
+        ["admit", "new", "--queue", "a,b"],  # `--queue a,b` names two queues
+    ],
+    ids=" ".join,
+)
+def test_bad_commands_and_names(store: Path, args: list[str]) -> None:
+    before = _fingerprint(store)
+    _refused(_ledger(store, *args), 2)
+    assert _fingerprint(store) == before

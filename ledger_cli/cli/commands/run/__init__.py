@@ -109,7 +109,7 @@ def run(
         raise InputError("ledger: --drain goes with --next, not a KEY")
     if drain and not next_:
         raise InputError("ledger: --drain goes with --next")
-    if not command:
+    if not command or not command[0]:
         raise InputError("ledger: run needs a command after --, e.g. ledger run K ... -- ./job.sh")
     if next_ and key is not None:
         raise InputError("ledger: run takes a KEY or --next, not both")
