@@ -157,11 +157,15 @@ class Reader:
             att, data = log.read_new(key, n, since)
         if att is None:
             return None
+        # A character the command is still writing waits for the next poll,
+        # rather than come out as two replacement characters.
+        cut = unfinished_char(data) if att.ended is None else 0
+        whole = data[: len(data) - cut]
         return {
             "key": key,
             "attempt": att.to_obj(),
-            "output": data[-OUTPUT_MAX:].decode("utf-8", "replace"),
-            "seen": att.output_bytes,
+            "output": whole[-OUTPUT_MAX:].decode("utf-8", "replace"),
+            "seen": att.output_bytes - cut,
         }
 
     def stats(self) -> dict[str, Any]:
@@ -186,3 +190,16 @@ class Reader:
             return graph.to_obj(), svg.to_svg(graph)
         except svg.TooLargeError:
             return graph.to_obj(), None
+
+
+def unfinished_char(data: bytes) -> int:
+    """How many bytes at the end of `data` begin a UTF-8 character that it
+    does not finish (0 to 3)."""
+    for back in range(1, min(3, len(data)) + 1):
+        byte = data[-back]
+        if byte < 0x80:
+            return 0
+        if byte >= 0xC0:  # the lead byte: its character's length
+            size = 2 if byte < 0xE0 else 3 if byte < 0xF0 else 4
+            return back if back < size else 0
+    return 0

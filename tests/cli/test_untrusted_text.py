@@ -36,3 +36,17 @@ def test_state_escapes_command_output_and_payloads(tmp_path: Path) -> None:
 def test_safe_keeps_printable_text_and_line_breaks() -> None:
     assert safe("héllo wörld ✓\n\tnext") == "héllo wörld ✓\n\tnext"
     assert safe("a\x1b[2Jb\x7f\x00") == "a\\x1b[2Jb\\x7f\\x00"
+
+
+def test_the_web_view_holds_back_a_character_still_being_written() -> None:
+    """The live output poll returns whole UTF-8 characters only (its next poll
+    starts at the held-back bytes): "héllo" is never shown as "h��llo"."""
+    from ledger_cli.web.api import unfinished_char
+
+    text = "héllo ✓ 𝄞".encode()
+    for end in range(len(text) + 1):
+        cut = unfinished_char(text[:end])
+        text[: end - cut].decode("utf-8")  # whole characters: no error
+        assert cut < 4
+    assert unfinished_char("h\u00e9".encode()[:2]) == 1
+    assert unfinished_char(b"plain") == 0
