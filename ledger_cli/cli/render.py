@@ -40,10 +40,15 @@ def safe(text: str) -> str:
     may show it: every character that is not printable (C0 and C1 controls,
     ESC among them, DEL, bidirectional overrides, other format characters)
     but a newline or a tab is shown as its escape (`\\x1b`, `\\u202e`), so
-    nothing in it is a terminal command. (rich drops a few controls, not ESC.)"""
+    nothing in it is a terminal command. (rich drops a few controls, not ESC.)
+    Lone surrogates (bytes that were not UTF-8) are left to the output, which
+    shows each as U+FFFD."""
     if text.isprintable():
         return text
-    return "".join(ch if ch.isprintable() or ch in "\n\t" else ascii(ch)[1:-1] for ch in text)
+    return "".join(
+        ch if ch.isprintable() or ch in "\n\t" or "\ud800" <= ch <= "\udfff" else ascii(ch)[1:-1]
+        for ch in text
+    )
 
 
 PIPE_WIDTH = 4096
