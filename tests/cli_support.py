@@ -117,6 +117,23 @@ def run_ledger(
     )
 
 
+def start_ledger(
+    store: str | Path, *args: str, cwd: Path, session: bool = False
+) -> subprocess.Popen[str]:
+    """`ledger --store STORE ARGS` started in `cwd`, its stdout dropped and its
+    stderr piped; `session`: in a session of its own (a signal sent to it
+    reaches it alone, as from `kill`)."""
+    return subprocess.Popen(
+        [*ledger_cmd(), "--store", str(store), *args],
+        cwd=cwd,
+        env=subprocess_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=session,
+    )
+
+
 def lines(text: str) -> list[str]:
     return [ln for ln in text.splitlines() if ln]
 

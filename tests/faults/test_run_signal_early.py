@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.cli_support import ledger_cmd, run_ledger, subprocess_env
+from tests.cli_support import run_ledger, start_ledger
 
 LEASE = "60s"
 TRIES = 4
@@ -40,15 +39,7 @@ def test_a_signal_right_after_the_claim_releases_the_task(tmp_path: Path, sig: i
         store = here / "s"
         assert run_ledger(store, "admit", "job").returncode == 0
         args = ["run", "--next", "--owner", "w1", "--lease", LEASE, "--", "sh", "-c", JOB]
-        runner = subprocess.Popen(
-            [*ledger_cmd(), "--store", str(store), *args],
-            cwd=here,
-            env=subprocess_env(),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,  # the signal goes to `run` alone, as from `kill`
-        )
+        runner = start_ledger(store, *args, cwd=here, session=True)  # `kill` reaches it alone
         try:
             deadline = time.monotonic() + 60
             while not _claimed(store / "history.jsonl"):

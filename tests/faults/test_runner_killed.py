@@ -9,14 +9,13 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.cli_support import ledger_cmd, run_ledger, subprocess_env
+from tests.cli_support import run_ledger, start_ledger
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="reads process states from /proc"
@@ -70,13 +69,7 @@ def test_the_command_dies_with_its_runner(tmp_path: Path, script: str) -> None:
     store = tmp_path / "s"
     assert run_ledger(store, "admit", "job").returncode == 0
     run = ["run", "job", "--owner", "a", "--lease", f"{LEASE:g}s", "--", "sh", "-c", script]
-    runner = subprocess.Popen(
-        [*ledger_cmd(), "--store", str(store), *run],
-        cwd=tmp_path,
-        env=subprocess_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    runner = start_ledger(store, *run, cwd=tmp_path)
     pid_file = tmp_path / "pid"
     try:
         _wait_for("the command started", lambda: _pid(pid_file) is not None, LEASE)
