@@ -28,7 +28,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ledger_cli.engine.attempts import KEEP_ATTEMPTS, Attempt
-from ledger_cli.stores.sql.codec import damaged_row, shown
+from ledger_cli.stores.sql.codec import damaged_row, integral, shown
 
 TABLE = "ledger_attempts"
 COLUMNS = (
@@ -291,15 +291,9 @@ _NAMES = COLUMNS.replace(" ", "").split(",")
 
 def _number(key: str, row: Any, i: int, n: int | None = None) -> int:
     """Column `i` of an attempt row as a non-negative int (NUMERIC: a Decimal)."""
-    value = row[i]
-    if type(value) is int and value >= 0:
-        return value
-    try:
-        number = int(value)
-        if number == value and number >= 0:
-            return number
-    except (TypeError, ValueError, ArithmeticError):
-        pass
+    number = integral(row[i])
+    if number is not None and number >= 0:
+        return number
     where = f"the ledger_attempts row of key {shown(key)!r}"
     if n is not None:
         where += f", attempt {n},"

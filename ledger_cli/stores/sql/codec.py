@@ -237,15 +237,22 @@ def read_uint(value: Any, key: str, column: str) -> int:
     service (its fields are uint64), and a compare-and-swap could never match it."""
     if type(value) is int and value >= 0:
         return value
-    try:
-        number = int(value)
-    except (TypeError, ValueError, ArithmeticError):
-        raise corrupt(key, column, f"{value!r} is not an integer") from None
-    if number != value:
+    number = integral(value)
+    if number is None:
         raise corrupt(key, column, f"{value!r} is not an integer")
     if number < 0:
         raise corrupt(key, column, f"{number} is negative")
     return number
+
+
+def integral(value: Any) -> int | None:
+    """A column's value as the int it is equal to (PostgreSQL NUMERIC arrives as
+    Decimal), or None when it is no whole number (text, a fraction, NULL)."""
+    try:
+        number = int(value)
+    except (TypeError, ValueError, ArithmeticError):
+        return None
+    return number if number == value else None
 
 
 def read_text(value: Any, key: str, column: str) -> str:
