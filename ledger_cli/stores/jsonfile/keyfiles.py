@@ -36,22 +36,20 @@ def unreadable(path: str, what: str, remedy: str) -> StoreDamageError:
 
 
 class KeyFiles(Generic[V]):
-    """The files of one kind under `root/dirname`. `decode(obj)` turns a parsed
-    file into (key, value), raising ValueError, TypeError or KeyError on a
-    file of another shape; `what` names the kind in errors, `remedy` what the
-    user can do about a damaged one."""
+    """The files of one kind under `root/dirname` (the directory names the kind
+    in errors: a "schedule" file). `decode(obj)` turns a parsed file into
+    (key, value), raising ValueError, TypeError or KeyError on a file of
+    another shape; `remedy` says what the user can do about a damaged one."""
 
     def __init__(
         self,
         root: str,
         dirname: str,
-        what: str,
         decode: Callable[[dict[str, object]], tuple[str, V]],
         remedy: str,
     ) -> None:
         self.root = root
         self.dirname = dirname
-        self.what = what
         self._decode = decode
         self.remedy = remedy
 
@@ -59,13 +57,13 @@ class KeyFiles(Generic[V]):
         try:
             obj = json.loads(data)
             if type(obj) is not dict:
-                raise TypeError(self.what)
+                raise TypeError(self.dirname)
             key, value = self._decode(obj)
             if type(key) is not str:
-                raise TypeError(self.what)
+                raise TypeError(self.dirname)
             return key, value
         except (ValueError, TypeError, KeyError):
-            raise unreadable(shown, self.what, self.remedy) from None
+            raise unreadable(shown, self.dirname, self.remedy) from None
 
     def _dir(self, create: bool) -> int | None:
         root_fd = fsutil.open_root(self.root)

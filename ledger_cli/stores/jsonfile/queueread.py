@@ -29,7 +29,7 @@ def _decode(obj: dict[str, object]) -> tuple[str, str]:
 
 
 def files(root: str) -> KeyFiles[str]:
-    return KeyFiles(root, QUEUE_DIR, "queue", _decode, REMEDY)
+    return KeyFiles(root, QUEUE_DIR, _decode, REMEDY)
 
 
 def reader(root: str) -> Callable[[str], str]:

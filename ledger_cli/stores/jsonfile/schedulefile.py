@@ -35,7 +35,7 @@ def _decode(obj: dict[str, object]) -> tuple[str, tuple[Instant, int]]:
 
 
 def files(root: str) -> KeyFiles[tuple[Instant, int]]:
-    return KeyFiles(root, SCHEDULE_DIR, "schedule", _decode, REMEDY)
+    return KeyFiles(root, SCHEDULE_DIR, _decode, REMEDY)
 
 
 class ScheduleMethods(LockedDirectory):
