@@ -170,16 +170,23 @@ def _sync_each(root: str, pfd: int, shards: Iterable[str]) -> None:
     fsutil.fsync_fd(pfd, shown(root, PRUNED_DIR))
 
 
+def _stored_count(root: str, root_fd: int) -> tuple[bool, int | None]:
+    """Whether `pruned/count` is there, and the number it holds (None when it
+    holds none)."""
+    data = fsutil.read_in(
+        _dir(root, root_fd, False), COUNT_NAME, shown(root, PRUNED_DIR, COUNT_NAME)
+    )
+    if data is None:
+        return False, None
+    return True, int(data) if data.endswith(b"\n") and data[:-1].isdigit() else None
+
+
 def count(root: str, root_fd: int) -> int:
     """The number of pruned keys: `pruned/count`, or counted from the files
     when it is missing (a prune cut short between its lines and its count)
     or damaged."""
-    data = fsutil.read_in(
-        _dir(root, root_fd, False), COUNT_NAME, shown(root, PRUNED_DIR, COUNT_NAME)
-    )
-    if data is not None and data.endswith(b"\n") and data[:-1].isdigit():
-        return int(data)
-    return recount(root, root_fd)
+    stored = _stored_count(root, root_fd)[1]
+    return stored if stored is not None else recount(root, root_fd)
 
 
 def recount(root: str, root_fd: int) -> int:
@@ -198,13 +205,11 @@ def recount(root: str, root_fd: int) -> int:
 def check_count(root: str, root_fd: int) -> list[str]:
     """`pruned/count` against the pruned keys (`ledger doctor`); a missing
     count is no problem (it is counted from the files)."""
-    data = fsutil.read_in(
-        _dir(root, root_fd, False), COUNT_NAME, shown(root, PRUNED_DIR, COUNT_NAME)
-    )
-    if data is None:
+    present, stored = _stored_count(root, root_fd)
+    if not present:
         return []
     truth = recount(root, root_fd)
-    if data.endswith(b"\n") and data[:-1].isdigit() and int(data) == truth:
+    if stored == truth:
         return []
     return [
         f"tally: {shown(root, PRUNED_DIR, COUNT_NAME)} does not count the {truth} pruned keys "
