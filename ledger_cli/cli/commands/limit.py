@@ -34,7 +34,7 @@ def limit(
         raise InputError("ledger: limit QUEUE needs N (at least 1) or --clear")
     value = None
     if n is not None:
-        value = parse_uint(n, "N", MAX_LIMIT) if not n.strip().startswith("-") else 0
+        value = parse_uint(n, "N", MAX_LIMIT)
         if value < 1:
             raise InputError("ledger: a limit is at least 1 (--clear removes it)", "bad_number")
     with Session(settings) as s:

@@ -22,10 +22,10 @@ def resume(settings: Settings) -> int:
                 held = paused(s.store)
             except StoreDamageError:
                 held, damaged = None, True
-            if held is not None or damaged:
+            changed = held is not None or damaged
+            if changed:
                 set_paused(s.store, None)
                 write_history(s, str(now), RESUMED, f"claiming resumed by {s.actor}")
-    changed = held is not None or damaged
     if changed:
         output.note_committed()  # a failed stdout's line says so (exit 74)
     if settings.json:
