@@ -8,9 +8,9 @@ Checked for every case:
   damaged file's bytes never echoed;
 - a damaged primary file (record, metadata, history, schedule, attempt,
   journal, pruned keys) is never overwritten;
-- `claim --next` and `run --next` never report "nothing ready" (exit 7): the
-  store always holds ready tasks, so that answer would be wrong; they claim,
-  or exit 9 naming the damage;
+- `claim --next` and `run --next` (of every queue, and of queue `night`)
+  never report "nothing ready" (exit 7): the store always holds ready tasks,
+  so that answer would be wrong; they claim, or exit 9 naming the damage;
 - `stats` agrees with a scan of the records (`list --json`) whenever both answer;
 - after `doctor --fix`, a derived file (ready, deps, tally, live, pruned count) is
   repaired: `doctor` is clean and `claim --next` claims;
@@ -60,6 +60,9 @@ KINDS: dict[str, tuple[str, bool]] = {
     "pause": ("paused.json", True),
     "ready-chunk": ("ready/c0", False),
     "ready-manifest": ("ready/manifest", False),
+    # The partition of queue `night` ("night".encode().hex()).
+    "ready-queue-chunk": ("ready/q/6e69676874/c0", False),
+    "ready-queue-manifest": ("ready/q/6e69676874/manifest", False),
     "deps-manifest": ("deps/manifest", False),
     "deps-entry": (f"deps/{_digest('p1')[:2]}/{_digest('p1')}", False),
     "tally-counts": ("tally/counts", False),
@@ -104,6 +107,7 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     _ok(store, "admit", "child", "--needs", "p2")
     _ok(store, "admit", "waits", "--needs", "p1")
     _ok(store, "admit", "later", "--delay", "1h", "--priority", "5")
+    _ok(store, "admit", "z-nightly", "--queue", "night")  # sorts after p2…p4
     _ok(store, "run", "p1", "--owner", "w", "--lease", "60s", "--", "echo", "hi")
     _ok(store, "admit", "old", "--now", PAST)
     _ok(store, "claim", "old", "--owner", "w", "--lease", "60s", "--now", PAST)
@@ -209,6 +213,7 @@ def _run_case(
     for args in (
         ("claim", "--next", "--owner", "m", "--lease", "60s"),
         ("run", "--next", "--owner", "m", "--lease", "60s", "--", "true"),
+        ("claim", "--next", "--queue", "night", "--owner", "m", "--lease", "60s"),
     ):
         res = run(*args)
         assert res.returncode in (0, 9), f"{kind}: {args[0]} --next -> {res.returncode}"

@@ -91,7 +91,13 @@ def commit(
     if small and wal.enabled():
         history_at = _history_size(root, root_fd, batch)
         end, frame = wal.append(root, root_fd, encode(batch, history_at, counts))  # commit point
-        write(records, batch.history, history_at, counts, "log", batch.attempts, batch.moved)
+        apply_healing(
+            root,
+            root_fd,
+            counts,
+            batch.moved,
+            lambda c, m: write(records, batch.history, history_at, c, "log", batch.attempts, m),
+        )
         wal.mark_applied(root, root_fd, end, frame)
         if end > wal.CHECKPOINT_BYTES:
             wal.checkpoint(root, root_fd)
@@ -108,7 +114,13 @@ def commit(
     journal = encode(batch, history_at, counts)
     fsutil.replace_file(root_fd, JOURNAL_NAME, journal, shown(root, JOURNAL_NAME), sync=True)
     fsutil.fsync_fd(root_fd, root)  # the commit point
-    write(records, batch.history, history_at, counts, "end", batch.attempts, batch.moved)
+    apply_healing(
+        root,
+        root_fd,
+        counts,
+        batch.moved,
+        lambda c, m: write(records, batch.history, history_at, c, "end", batch.attempts, m),
+    )
     fsutil.unlink_quiet(root_fd, JOURNAL_NAME)  # not fsynced: see the module's note
 
 
@@ -222,22 +234,41 @@ def apply_again(
         tally.invalidate(root, root_fd)
         counts = None
     # What was on disk before the batch may be gone: every record's tally
-    # membership is set again (moved None). A derived index found damaged on
-    # the way (IndexDamage: content, never an I/O error, which propagates) is
-    # marked "not built" and the apply runs again, as after a crash: the
-    # primary writes are idempotent, and the index is rebuilt from the records
-    # by the apply (ready/, deps/) or the next writer (tally/), so a committed
-    # journal never wedges the store behind a derived file (docs/design.md §3.2).
+    # membership is set again (moved None).
+    apply_healing(
+        root,
+        root_fd,
+        counts,
+        None,
+        lambda c, m: write(records, history, history_at, c, durable, attempts, m),
+    )
+
+
+def apply_healing(
+    root: str,
+    root_fd: int,
+    counts: Counts | None,
+    moved: set[str] | None,
+    apply: Callable[[Counts | None, set[str] | None], None],
+) -> None:
+    """Apply a committed batch with `apply(counts, moved)`. A derived index
+    found damaged on the way (IndexDamage: content, never an I/O error, which
+    propagates) is marked "not built" and the apply runs again, as after a
+    crash: the primary writes are idempotent, and the index is rebuilt from
+    the records by the apply (ready/, deps/) or the next writer (tally/). So a
+    committed batch is applied whole, never reported failed behind a derived
+    file, and never wedges the store (docs/design.md §3.2)."""
     dropped: set[str] = set()
     while True:
         try:
-            write(records, history, history_at, counts, durable, attempts, None)
-            break
+            apply(counts, moved)
+            return
         except fsutil.IndexDamage as exc:
             if exc.index in dropped:
                 raise  # still damaged once marked for rebuilding: not ours to mend
             dropped.add(exc.index)
             drop_index(root, root_fd, exc.index)
+            moved = None  # as after a crash: every record's tally membership set again
             if exc.index == tally.TALLY_DIR:
                 counts = None  # invalidated: rebuilt from the records, these counts with them
 

@@ -64,9 +64,11 @@ a queue at its limit is not walked at all; a claim from every queue merges the
 partitions' heads, each in the Ready order, so the order across queues is the
 same as one index's. A partition is made (chunk, then manifest, each durable)
 by the first write that adds one of its entries; one without a manifest (a
-crash cut its making short) holds nothing yet. An entry whose key is no longer
-in the partition's queue is stale, dropped when met (a rebase that changed the
-queue added the entry to its new queue's partition first)."""
+crash cut its making short) holds nothing yet, unless its chunks hold
+entries: then its manifest was lost, which is damage (`_refuse_orphans`).
+An entry whose key is no longer in the partition's queue is stale, dropped
+when met (a rebase that changed the queue added the entry to its new queue's
+partition first)."""
 RANK = 10**22
 """The weight of the priority in an entry's sort number (above any due instant)."""
 DUE_OFFSET = 10**21
@@ -230,6 +232,8 @@ class Partitioned:
                     qfd, sub[1], shown(self._root, READY_DIR, *sub), create=create
                 )
             chunks = None if pfd is None else _load_part(self._root, self._root_fd, pfd, sub)
+            if chunks is None and pfd is not None:
+                _refuse_orphans(self._root, pfd, sub)
             if chunks is None and create:
                 assert pfd is not None
                 chunks = _write_part(self._root, self._root_fd, pfd, sub, [])
@@ -289,6 +293,24 @@ class Partitioned:
             yield from self.default.entries()
             return
         yield from heapq.merge(self.default.entries(), *rest)
+
+
+def _refuse_orphans(root: str, pfd: int, sub: tuple[str, ...]) -> None:
+    """Refuse a partition without a manifest whose chunks hold entries: its
+    manifest was lost (a crash making a partition leaves an empty chunk; only
+    a rebuild writes one with entries, covered by ready/'s own manifest).
+    Taken as empty, its entries would never be claimed, nor kept by the
+    next admit to the queue, which writes the partition afresh."""
+    for name in os.listdir(pfd):
+        if name[:1] != "c" or not name[1:].isdigit():
+            continue
+        data = fsutil.read_file(pfd, name, shown(root, READY_DIR, *sub, name))
+        if (data or b"0\n")[:2] != b"0\n":
+            manifest = shown(root, READY_DIR, *sub, MANIFEST)
+            fix = "(ledger doctor --fix rebuilds the index)"
+            raise fsutil.damaged_index(
+                READY_DIR, manifest, f"missing, its chunks hold entries {fix}"
+            )
 
 
 def _write_part(
