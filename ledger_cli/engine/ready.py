@@ -152,46 +152,54 @@ def nameable(key: str) -> bool:
 
 
 def count_ready(store: object, load: Loader, now: Instant) -> tuple[int, TaskState | None, int]:
-    """How many records `claim --next` would hand out at `now`, the first of
-    them, and how many more are ready by the rule but have a key that is not
-    valid UTF-8, which `claim --next` never hands out (`ledger stats`).
+    """How many records `claim --next` would hand out at `now`, the oldest of
+    them (the smallest CreatedAt; of equals, the first in the Ready order: not
+    the first in the Ready order, which a newer task of a higher priority
+    takes, so `stats`' oldest age never drops when a task arrives), and how
+    many more are ready by the rule but have a key that is not valid UTF-8,
+    which `claim --next` never hands out (`ledger stats`).
 
     A SQL store counts its pending candidates that name no needs in the
     database (`ready_split(now)`: each one is ready, whatever else the store
     holds, and its count and first leave such keys out; `ready_apart()`
     counts them) and hands over the other candidates (claimed, or naming needs),
     judged here by the whole rule; a backlog of 100,000 independent tasks is
-    then one count, not 100,000 records read. Else the ready records are
-    walked (`ready_iter`).
+    then one count, not 100,000 records read. That split is used only while
+    no task has a schedule, when the Ready order is CreatedAt's, so its first
+    is the oldest. Else the ready records are walked (`ready_iter`).
     """
     split: Callable[[Instant], tuple[int, TaskState | None, Iterable[TaskState]]] | None
     split = getattr(store, "ready_split", None)
     count = apart = 0
-    first: TaskState | None = None
+    oldest: TaskState | None = None
     from ledger_cli.engine import schedule
 
     if split is None or schedule.any_kept(store):  # type: ignore[arg-type]
-        for rec in ready_iter(store, load, now):
-            if not nameable(rec.key):
-                apart += 1
-                continue
-            if first is None:
-                first = rec
-            count += 1
-        return count, first, apart
-    count, first, others = split(now)
-    free_apart: Callable[[], int] | None = getattr(store, "ready_apart", None)
-    apart = free_apart() if free_apart is not None else 0
+        others: Iterable[TaskState] = ready_iter(store, load, now)
+        judge = False
+    else:
+        count, oldest, others = split(now)
+        free_apart: Callable[[], int] | None = getattr(store, "ready_apart", None)
+        apart = free_apart() if free_apart is not None else 0
+        judge = True
     cached = _memo(load)
     for rec in others:
-        if is_ready(rec, cached, now):
-            if not nameable(rec.key):
-                apart += 1
-                continue
-            if first is None or order_key(rec) < order_key(first):
-                first = rec
-            count += 1
-    return count, first, apart
+        if judge and not is_ready(rec, cached, now):
+            continue
+        if not nameable(rec.key):
+            apart += 1
+            continue
+        if oldest is None or _older(rec, oldest):
+            oldest = rec
+        count += 1
+    return count, oldest, apart
+
+
+def _older(rec: TaskState, than: TaskState) -> bool:
+    """Whether `rec` was created before `than` (of equals, the earlier in the
+    Ready order: order_key)."""
+    a, b = rec.created_at.unix_ns, than.created_at.unix_ns
+    return a < b or (a == b and order_key(rec) < order_key(than))
 
 
 def ready_at_clock(

@@ -174,3 +174,25 @@ def test_json_stats_never_waits_for_the_store_lock(tmp_path: Path) -> None:
     finally:
         holder.close()
     assert body["counts"]["pending"] == 3 and body["ready"] == 2
+
+
+@pytest.mark.parametrize("name", ["s", "s.db"], ids=["json", "sqlite"])
+def test_oldest_ready_is_the_longest_wait_not_the_next_claim(tmp_path: Path, name: str) -> None:
+    """A newer task that `claim --next` would take first (a higher priority)
+    never lowers the oldest ready age: it is the age of the task that has
+    waited longest. Fresh `ledger` processes."""
+    store = tmp_path / name
+
+    def oldest() -> float:
+        res = run_ledger(store, "--now", LATER, "--json", "stats")
+        assert res.returncode == 0, res.stderr
+        return float(json.loads(res.stdout)["oldest_ready_age_seconds"])
+
+    assert run_ledger(store, "--now", T0, "admit", "old").returncode == 0
+    assert oldest() == 7200
+    assert run_ledger(store, "--now", LATER, "admit", "urgent", "--priority", "10").returncode == 0
+    assert oldest() == 7200
+    first = run_ledger(store, "--now", LATER, "claim", "--next", "--owner", "w", "--lease", "1m")
+    assert first.stdout.split()[0] == "urgent"  # the next claim is still the urgent one
+    prom = run_ledger(store, "--now", LATER, "stats", "--prometheus")
+    assert "ledger_oldest_ready_age_seconds 7200.0" in prom.stdout

@@ -64,10 +64,13 @@ def _agree(store: Store, now: Instant, what: str) -> int:
     ready = brute(store, now)
     assert indexed(store, now) == ready, what
     # `ledger stats` counts them its own way (SQL stores: the pending ones
-    # naming no needs in SQL): the same number, the same first one.
-    count, first, _ = count_ready(store, store.load, now)
-    got = (count, None if first is None else first.key)
-    assert got == (len(ready), next(iter(ready), None)), what
+    # naming no needs in SQL): the same number, the same oldest one (the
+    # smallest CreatedAt; of equals, the first in the Ready order).
+    count, oldest, _ = count_ready(store, store.load, now)
+    got = (count, None if oldest is None else oldest.key)
+    records = {r.key: r for r in store.range()}
+    first = min(ready, key=lambda k: records[k].created_at.unix_ns, default=None)
+    assert got == (len(ready), first), what
     figures = collect(store, now)
     assert figures.ready == len(ready), what
     check = getattr(store, "check_ready_index", None)

@@ -116,7 +116,7 @@ def gather(store: Store, now: Instant) -> tuple[Stats, dict[str, TaskState] | No
         claimed: Callable[[], list[TaskState]] | None = getattr(store, "claimed_records", None)
         held = claimed() if claimed is not None else by_status(("claimed",))
         expired = sum(r.lease_until <= now for r in held)
-        ready_count, first, apart = ready.count_ready(store, store.load, now)
+        ready_count, oldest_ready, apart = ready.count_ready(store, store.load, now)
         records: dict[str, TaskState] | None = None
     else:
         from ledger_cli.engine.prune import visible
@@ -142,8 +142,12 @@ def gather(store: Store, now: Instant) -> tuple[Stats, dict[str, TaskState] | No
         found = ready.ready_records(records.values(), load, now, kept)
         claimable = [r for r in found if ready.nameable(r.key)]  # as claim --next
         apart = len(found) - len(claimable)
-        ready_count, first = len(claimable), (claimable[0] if claimable else None)
-    oldest = None if first is None else max(now.unix_ns - first.created_at.unix_ns, 0) / 1e9
+        ready_count = len(claimable)
+        # The smallest CreatedAt, not the first in the Ready order (ready.count_ready).
+        oldest_ready = min(claimable, key=lambda r: r.created_at.unix_ns, default=None)
+    oldest = None
+    if oldest_ready is not None:
+        oldest = max(now.unix_ns - oldest_ready.created_at.unix_ns, 0) / 1e9
     from ledger_cli.engine import queues
     from ledger_cli.engine.pause import paused
 
