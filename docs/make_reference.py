@@ -33,7 +33,9 @@ EXIT_CODES: dict[int, str] = {
     "an empty `--store`/`LEDGER_STORE`, an unknown store URL scheme, a malformed PostgreSQL URL",
     3: "the key has no record",
     4: "a live lease is in the way (`claim` of a claimed task, `takeover` of a live lease)",
-    5: "the fence is stale: this caller no longer owns the task (`ledger run`: the lease was lost)",
+    5: "the fence is stale: this caller no longer owns the task (`ledger run`: the lease was lost; "
+    "`output --follow`: the attempt was abandoned, its runner gone and the lease it ran under "
+    "over)",
     6: "the record is not in a state that allows this (terminal, blocked, not claimed; "
     "`retry` of a task that is not failed, `cancel` of a finished one)",
     7: "nothing is ready to claim (`claim --next`, `run --next`), or claiming is paused",
@@ -90,7 +92,8 @@ JSON_SHAPES: dict[str, str] = {
     "renew": '`{"key", "record"}`',
     "release": '`{"key", "record"}`',
     "complete": '`{"key", "record"}`',
-    "state": 'the record, with `"attempts"` added (the design.md §7.1 fields of each kept attempt)',
+    "state": 'the record, with `"attempts"` added (the design.md §7.1 fields of each kept '
+    'attempt, and `"abandoned"`: no end recorded and the lease it ran under is over)',
     "blocked": '`{"key", "blocked", "blocked_by"}` (exit 1 when not blocked)',
     "list": "an array of records (`--jsonl`: one record per line)",
     "prune": '`{"pruned", "dry_run"}`',
@@ -105,11 +108,13 @@ JSON_SHAPES: dict[str, str] = {
     "log": 'an array of `{"time", "actor", "event", "key", "fence", "data"}` '
     "(`--jsonl`: one per line)",
     "run": '`{"key", "fence", "status", "exit", "attempts", "attempt", "record"}` (`attempt`: the '
-    "last attempt's fields; `--drain`: one per task), alone on stdout: under `--json` the "
+    "last attempt's fields, as `output` shows them; `--drain`: one per task), alone on stdout: "
+    "under `--json` the "
     "command's own stdout goes to stderr, so `ledger --json run … | jq` reads the result",
     "output": '`{"key", "attempt": {"n", "fence", "try", "owner", "host", "pid", "started", '
-    '"ended", "exit", "signal", "timed_out", "output_bytes", "kept_bytes"}, "output"}` '
-    "(the output as UTF-8 text, invalid bytes as U+FFFD)",
+    '"ended", "exit", "signal", "timed_out", "output_bytes", "kept_bytes", "abandoned"}, '
+    '"output"}` (the output as UTF-8 text, invalid bytes as U+FFFD; `abandoned`: no end '
+    "recorded and the lease it ran under is over, its runner gone)",
     "wait": '`{"settled": [{"key", "status", "blocked_by", "exit"}], "unsettled": [keys], '
     '"timed_out"}` (`exit`: the latest attempt\'s, null when none ran; `--all`: `settled` '
     "lists every failed and blocked record)",

@@ -14,6 +14,8 @@ if TYPE_CHECKING:
     from rich.console import RenderableType
 
     from ledger_cli.engine.attempts import Attempt
+    from ledger_cli.engine.instant import Instant
+    from ledger_cli.engine.record import TaskState
     from ledger_cli.engine.store import Store
 
 STATE_ATTEMPTS = 5
@@ -24,6 +26,15 @@ def attempts_of(store: Store, key: str) -> list[Attempt]:
     from ledger_cli.stores.attemptlog import attempt_log
 
     return attempt_log(store).list_attempts(key)
+
+
+def judged_attempts(store: Store, rec: TaskState, now: Instant) -> list[Attempt]:
+    """`rec`'s attempts, each abandoned one marked so (docs/design.md §7.1)."""
+    from ledger_cli.engine.attempts import judge
+
+    atts = attempts_of(store, rec.key)
+    judge(atts, rec, now)
+    return atts
 
 
 def _cancellation(store: Store, key: str) -> str | None:
@@ -70,7 +81,7 @@ def failure_marks(store: Store, keys: list[str]) -> dict[str, str]:
     return marks
 
 
-def state_attempts(store: Store, key: str) -> list[RenderableType]:
+def state_attempts(store: Store, rec: TaskState, now: Instant) -> list[RenderableType]:
     """What `state` shows below the panel: the last attempts and output lines."""
     from rich.table import Table
     from rich.text import Text
@@ -80,8 +91,9 @@ def state_attempts(store: Store, key: str) -> list[RenderableType]:
     from ledger_cli.engine.attempts import seconds_text
     from ledger_cli.stores.attemptlog import attempt_log
 
+    key = rec.key
     log = attempt_log(store)
-    atts = log.list_attempts(key)
+    atts = judged_attempts(store, rec, now)
     if not atts:
         return []
     table = Table(title="attempts", title_justify="left", box=None, pad_edge=False)
@@ -116,11 +128,12 @@ def _quoted(key: str) -> str:
     return shlex.quote(key)
 
 
-def with_attempts(record_json: str, store: Store, key: str) -> str:
-    """`state --json`: the wire record object with `"attempts"` added."""
+def with_attempts(record_json: str, store: Store, rec: TaskState, now: Instant) -> str:
+    """`state --json`: the wire record object with `"attempts"` added, each
+    with `"abandoned"` judged at `now`."""
     from ledger_cli.cli import output
 
-    atts = [a.to_obj() for a in attempts_of(store, key)]
+    atts = [a.shown_obj() for a in judged_attempts(store, rec, now)]
     body = record_json.rstrip()
     assert body.endswith("}")
     sep = "," if body != "{}" else ""

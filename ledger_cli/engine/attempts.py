@@ -3,8 +3,8 @@
 An attempt lives beside its record, never in it (the Go record and schema stay
 as they are): each store keeps a key's attempts in a place of its own (see
 `ledger_cli.stores.attemptlog`). This module holds the record type, the rules
-every store applies (numbering, the bound of 16 per key) and the wire shape.
-No I/O.
+every store applies (numbering, the bound of 16 per key), the wire shape, and
+the rule readers apply to tell a running attempt from an abandoned one. No I/O.
 """
 
 from __future__ import annotations
@@ -14,6 +14,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
     from typing import Any, Protocol
+
+    from ledger_cli.engine.instant import Instant
+    from ledger_cli.engine.record import TaskState
 
 KEEP_ATTEMPTS = 16
 """A key keeps its 16 most recent attempts; starting a 17th removes the oldest."""
@@ -35,11 +38,15 @@ FIELDS = (
 )
 """The docs/design.md §7.1 fields, in the order `--json` prints them."""
 
+ABANDONED = "abandoned"
+"""The outcome of an attempt with no end recorded whose runner is gone."""
+
 
 class Attempt:
     """One start of the command: mutable while its runner fills it in."""
 
     __slots__ = (
+        "abandoned",
         "ended",
         "exit",
         "fence",
@@ -87,9 +94,14 @@ class Attempt:
         self.timed_out = timed_out
         self.output_bytes = output_bytes
         self.kept_bytes = kept_bytes
+        self.abandoned = False
+        """A reader's judgement (`judge`), never stored: no end is recorded and
+        its runner can no longer be running it."""
 
     def copy(self) -> Attempt:
-        return Attempt(self.key, **{name: getattr(self, name) for name in _ARGS})
+        made = Attempt(self.key, **{name: getattr(self, name) for name in _ARGS})
+        made.abandoned = self.abandoned
+        return made
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Attempt):
@@ -118,6 +130,10 @@ class Attempt:
             "output_bytes": self.output_bytes,
             "kept_bytes": self.kept_bytes,
         }
+
+    def shown_obj(self) -> dict[str, Any]:
+        """What `--json` prints: the §7.1 fields and `abandoned` (judged when read)."""
+        return {**self.to_obj(), "abandoned": self.abandoned}
 
     @classmethod
     def from_obj(cls, key: str, obj: dict[str, Any]) -> Attempt:
@@ -151,7 +167,7 @@ class Attempt:
     # -- what a person reads --------------------------------------------------
 
     def seconds(self) -> float | None:
-        """How long it ran (None while running, or when the runner died)."""
+        """How long it ran (None while running, or when it was abandoned)."""
         if self.ended is None or not self.started:
             return None
         from ledger_cli.engine.instant import Instant
@@ -163,17 +179,38 @@ class Attempt:
         return max(delta.total_seconds(), 0.0)
 
     def outcome(self) -> str:
-        """`exit 1`, `SIGKILL`, `timed out`, or `running` (no end recorded)."""
+        """`exit 1`, `SIGKILL`, `timed out`; with no end recorded, `running`,
+        or `abandoned` once judged so (`judge`)."""
         if self.timed_out:
             return "timed out"
         if self.signal is not None:
             return self.signal
         if self.exit is not None:
             return f"exit {self.exit}"
-        return "running"
+        return ABANDONED if self.abandoned else "running"
 
 
-_ARGS = tuple(n for n in Attempt.__slots__ if n != "key")
+_ARGS = tuple(n for n in Attempt.__slots__ if n not in ("key", "abandoned"))
+
+
+def is_live(att: Attempt, rec: TaskState | None, now: Instant) -> bool:
+    """Whether `att` may still be running (docs/design.md §7.1): no end is
+    recorded, and its task is still claimed under the attempt's fence with a
+    lease that has not run out at `now`. A runner never lets its command
+    outlive the lease it can prove, and its watchdog kills the command when
+    the runner itself is killed, so past that lease nothing runs the attempt:
+    it is abandoned. Judged from the record alone: a dead runner writes
+    nothing, so no writer has to run for this to hold."""
+    from ledger_cli.engine.queues import is_live as held
+
+    return att.ended is None and rec is not None and rec.fence == att.fence and held(rec, now)
+
+
+def judge(atts: Iterable[Attempt], rec: TaskState | None, now: Instant) -> None:
+    """Mark each of a key's attempts `abandoned` that has no end recorded and
+    is not live (`is_live`); `rec` is the key's record read with them."""
+    for att in atts:
+        att.abandoned = att.ended is None and not is_live(att, rec, now)
 
 
 def _int(obj: dict[str, Any], name: str) -> int:

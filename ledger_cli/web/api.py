@@ -110,14 +110,15 @@ class Reader:
             return self.session.load(key)
 
     def task(self, key: str) -> tuple[TaskState, list[Attempt], list[HistoryEntry]] | None:
-        """A record, its kept attempts and its history lines, or None."""
-        from ledger_cli.cli.outcome import attempts_of
+        """A record, its kept attempts (the abandoned ones judged so) and its
+        history lines, or None."""
+        from ledger_cli.cli.outcome import judged_attempts
 
         with self.lock:
             rec = self.session.load(key)
             if rec is None:
                 return None
-            atts = list(attempts_of(self.store, key))
+            atts = judged_attempts(self.store, rec, self.session.now())
             read = getattr(self.store, "read_history", None)
             history: list[HistoryEntry] = list(read(key)) if read is not None else []
         return rec, atts, history
@@ -138,16 +139,18 @@ class Reader:
                 from ledger_cli.engine.wireext import record_json
 
                 doc = record_json(rec, kept)
-            return with_attempts(doc, self.store, key)
+            return with_attempts(doc, self.store, rec, self.session.now())
 
     def output(self, key: str, n: int | None, since: int) -> dict[str, Any] | None:
-        """`ledger --json output KEY`: the attempt and its kept output from byte
+        """`ledger --json output KEY`: the attempt (judged) and its kept output from byte
         `since` on (the last OUTPUT_MAX bytes at most); None without a record
         or an attempt. `"seen"` is the byte count to ask from next."""
+        from ledger_cli.engine.attempts import judge
         from ledger_cli.stores.attemptlog import attempt_log
 
         with self.lock:
-            if self.session.load(key) is None:
+            rec = self.session.load(key)
+            if rec is None:
                 return None
             log = attempt_log(self.store)
             atts = log.list_attempts(key)
@@ -155,15 +158,16 @@ class Reader:
                 return None
             n = atts[-1].n if n is None else n
             att, data = log.read_new(key, n, since)
-        if att is None:
-            return None
+            if att is None:
+                return None
+            judge((att,), rec, self.session.now())
         # A character the command is still writing waits for the next poll,
         # rather than come out as two replacement characters.
-        cut = unfinished_char(data) if att.ended is None else 0
+        cut = unfinished_char(data) if att.ended is None and not att.abandoned else 0
         whole = data[: len(data) - cut]
         return {
             "key": key,
-            "attempt": att.to_obj(),
+            "attempt": att.shown_obj(),
             "output": whole[-OUTPUT_MAX:].decode("utf-8", "replace"),
             "seen": att.output_bytes - cut,
         }

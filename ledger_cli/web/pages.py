@@ -182,11 +182,12 @@ def task(
     else:
         parts.append('<p class="muted">No recorded attempt.</p>')
     if out is not None:
-        running = out["attempt"]["ended"] is None
+        shown = out["attempt"]
+        running = shown["ended"] is None and not shown["abandoned"]
+        word = "running" if running else "abandoned" if shown["abandoned"] else "ended"
         parts.append(
-            f"<h2>Output of attempt {int(out['attempt']['n'])} "
-            f'<span class="muted" id="attempt-state">{"running" if running else "ended"}'
-            "</span></h2>"
+            f"<h2>Output of attempt {int(shown['n'])} "
+            f'<span class="muted" id="attempt-state">{word}</span></h2>'
             f'<pre id="output" data-key="{esc(rec.key)}" data-attempt="{int(out["attempt"]["n"])}"'
             f' data-seen="{int(out["seen"])}" data-live="{1 if running else 0}">'
             f"{esc(out['output'])}</pre>"

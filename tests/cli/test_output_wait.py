@@ -146,7 +146,7 @@ def test_follow_streams_another_process_writing(url: str) -> None:
 
 def test_follow_ends_when_the_runner_is_gone(url: str) -> None:
     """An attempt whose runner died never ends; once the record moved on
-    (here: taken over and completed), --follow stops."""
+    (here: taken over and completed) it is abandoned, and --follow stops (exit 5)."""
     assert ledger(url, "admit", "job").returncode == 0
     assert ledger(url, "claim", "job", "--owner", "w1", "--lease", "1s").returncode == 0
     with open_store(url) as store:
@@ -156,10 +156,18 @@ def test_follow_ends_when_the_runner_is_gone(url: str) -> None:
     )
     assert f.returncode == 0, f.stderr
     assert ledger(url, "complete", "job", "--owner", "w2", "--fence", "2").returncode == 0
+    line = b"ledger: attempt 1 of job was abandoned: no end was recorded and the lease"
     res = ledger(url, "output", "job", "--follow")
-    assert res.returncode == 0
-    assert res.stdout == b"half"
-    assert res.stderr == b"ledger: attempt 1 of job ended\n"
+    assert (res.returncode, res.stdout) == (5, b"half")
+    assert res.stderr == line + b" it ran under is over\n"
+    res = ledger(url, "output", "job")  # what was kept, told as abandoned
+    assert (res.returncode, res.stdout) == (0, b"half")
+    assert res.stderr.startswith(line)
+    res = ledger(url, "--json", "output", "job", "--follow")
+    assert (res.returncode, res.stderr) == (5, b"")
+    doc = json.loads(res.stdout)
+    assert doc["attempt"]["abandoned"] is True and doc["attempt"]["ended"] is None
+    assert doc["output"] == "half"
 
 
 def test_wait_settles_as_workers_in_other_processes_finish(url: str) -> None:

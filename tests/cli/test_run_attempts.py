@@ -185,6 +185,8 @@ def test_a_runner_killed_mid_command_leaves_what_was_flushed(url: str) -> None:
     assert res.returncode == 0, res.stderr
     got = attempts(url)
     assert [(a["n"], a["fence"], a["owner"]) for a in got] == [(1, 1, "w1"), (2, 2, "w2")]
+    shown = json.loads(ledger(url, "--json", "state", "job").stdout)["attempts"]
+    assert [a["abandoned"] for a in shown] == [True, False]  # taken over: its runner is gone
     assert ledger(url, "output", "job").stdout == b"again\n"
 
 

@@ -10,6 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from ledger_cli.engine.attempts import Attempt
+from ledger_cli.stores import open_store
+from ledger_cli.stores.attemptlog import attempt_log
 from tests.cli_support import run_ledger
 from tests.stores import KINDS
 from tests.web_support import admit, served
@@ -207,3 +210,26 @@ def test_the_token_redirect_stays_on_the_site(store: Path) -> None:
             assert reply.status == 303
             where = reply.headers["Location"]
             assert where.startswith("/") and where[1:2] not in ("/", "\\"), where
+
+
+def test_an_attempt_whose_runner_is_gone_shows_abandoned(store: Path) -> None:
+    """Claimed under a lease that ran out long ago, no end recorded: the task
+    page, its output and its JSON tell it abandoned, as `state` does."""
+    past = "2020-01-02T03:04:05Z"
+    claim = ["claim", "fetch", "--owner", "w1", "--lease", "1s", "--now", past]
+    assert run_ledger(store, *claim).returncode == 0
+    with open_store(str(store)) as opened:
+        att = Attempt("fetch", fence=1, owner="w1", host="h1", pid=9, started=past)
+        log = attempt_log(opened)
+        att.n = log.start_attempt(att)
+        att.output_bytes = att.kept_bytes = 5
+        log.save_attempt(att, b"half\n")
+    with served(store) as web:
+        page = web.get("/tasks/fetch").text
+        out = web.get("/api/tasks/fetch/output").json()
+        one = web.get("/api/tasks/fetch").json()
+    assert '<span class="muted" id="attempt-state">abandoned</span>' in page
+    assert 'data-live="0"' in page and "<td>abandoned</td>" in page
+    assert out["attempt"]["abandoned"] is True and out["output"] == "half\n"
+    assert [a["abandoned"] for a in one["attempts"]] == [True]
+    assert one == json.loads(run_ledger(store, "--json", "state", "fetch").stdout)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from ledger_cli.cli import output
 from ledger_cli.cli.context import Session, Settings
 from ledger_cli.cli.inputs import InputError, parse_uint
-from ledger_cli.errors import LedgerError, NoKeyError
+from ledger_cli.errors import FencedError, LedgerError, NoKeyError
 
 if TYPE_CHECKING:
     from ledger_cli.engine.attempts import Attempt, AttemptLog
@@ -20,6 +20,9 @@ FOLLOW_EVERY = 0.2
 """`--follow` reads at most this often (seconds), and only what is new."""
 RECORD_EVERY = 1.0
 """`--follow` checks the record this often: a runner that died never ends its attempt."""
+ABANDONED_EXIT = FencedError.exit_code
+"""`--follow` of an attempt that was abandoned (docs/design.md §7.1): exit 5, the
+lease it ran under is lost."""
 
 
 class NoRunError(LedgerError):
@@ -45,6 +48,8 @@ def last_lines(data: bytes, lines: int) -> bytes:
 def ended_text(att: Attempt) -> str:
     from ledger_cli.engine.attempts import seconds_text
 
+    if att.abandoned:
+        return "was abandoned: no end was recorded and the lease it ran under is over"
     took = att.seconds()
     after = f" after {seconds_text(took)}" if took is not None else ""
     if att.timed_out:
@@ -96,16 +101,19 @@ def output_cmd(
     if n_wanted == 0:
         raise InputError("ledger: --attempt counts from 1")
     lines = parse_uint(tail, "--tail") if tail is not None else None
+    from ledger_cli.engine.attempts import judge
     from ledger_cli.stores.attemptlog import attempt_log
 
     with Session(settings, reads=True) as s:
-        if s.load(key) is None:
+        rec = s.load(key)
+        if rec is None:
             raise NoKeyError(key=key)
         log = attempt_log(s.store)
         n = _pick(log, key, n_wanted)
         att, data = log.read_new(key, n, 0)
         if att is None:
             raise NoRunError(f"ledger: {key} has no attempt {n}")
+        judge((att,), rec, s.now())
         dropped = att.output_bytes - len(data)
         if follow and not settings.json:
             _write(last_lines(data, lines) if lines is not None else data)
@@ -113,18 +121,19 @@ def output_cmd(
                 output.diag(f"ledger: the first {dropped:,} bytes of attempt {n} were not kept")
             att = _follow(s, log, att)
             output.diag(f"ledger: attempt {n} of {key} {ended_text(att)}")
-            return 0
-        if follow:  # --json: the object once the attempt ended
-            att = _follow(s, log, att, quiet=True)
+            return ABANDONED_EXIT if att.abandoned else 0
+        if follow:  # --json: the object once the attempt ended or was abandoned
+            abandoned = _follow(s, log, att, quiet=True).abandoned
             att, data = log.read_new(key, n, 0)
             assert att is not None
+            att.abandoned = abandoned and att.ended is None
             dropped = att.output_bytes - len(data)
     shown = last_lines(data, lines) if lines is not None else data
     if settings.json:
         output.json_line(
             {
                 "key": key,
-                "attempt": att.to_obj(),
+                "attempt": att.shown_obj(),
                 "output": shown.decode("utf-8", "replace"),
             }
         )
@@ -132,15 +141,20 @@ def output_cmd(
         _write(shown)
     if dropped > 0:
         output.diag(f"ledger: the first {dropped:,} bytes of attempt {n} were not kept")
-    return 0
+    if att.abandoned and not settings.json:
+        output.diag(f"ledger: attempt {n} of {key} {ended_text(att)}")
+    return ABANDONED_EXIT if follow and att.abandoned else 0
 
 
 def _follow(s: Session, log: AttemptLog, att: Attempt, quiet: bool = False) -> Attempt:
-    """Print new output until the attempt ends (or can no longer end: its
-    record moved on without it, the runner having died)."""
+    """Print new output until the attempt ends, or is abandoned (docs/design.md
+    §7.1: its runner is gone, so no end will come); returns it as last read,
+    judged."""
+    from ledger_cli.engine.attempts import is_live
+
     seen = att.output_bytes
     checked = time.monotonic()
-    while att.ended is None:
+    while att.ended is None and not att.abandoned:
         time.sleep(FOLLOW_EVERY)
         got, new = log.read_new(att.key, att.n, seen)
         if got is None:
@@ -155,13 +169,13 @@ def _follow(s: Session, log: AttemptLog, att: Attempt, quiet: bool = False) -> A
         att = got
         if att.ended is None and time.monotonic() - checked >= RECORD_EVERY:
             checked = time.monotonic()
-            rec = s.load(att.key)
-            if rec is None or rec.status != "claimed" or rec.fence != att.fence:
-                # Its runner is gone: read once more, in case the end just landed.
+            if not is_live(att, s.load(att.key), s.now()):
+                # Read once more: the end lands before the completion, and may have just.
                 again, new = log.read_new(att.key, att.n, seen)
-                if again is not None and again.ended is not None:
-                    if not quiet:
-                        _write(new)
-                    return again
-                return att
+                if again is None:
+                    return att
+                if not quiet:
+                    _write(new)
+                att = again
+                att.abandoned = att.ended is None
     return att

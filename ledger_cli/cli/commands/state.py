@@ -25,7 +25,7 @@ def state(settings: Settings, key: str) -> int:
                 from ledger_cli.engine.wireext import record_json
 
                 doc = record_json(rec, kept, None if queue == queues.DEFAULT else queue)
-            output.line(with_attempts(doc, s.store, key))
+            output.line(with_attempts(doc, s.store, rec, s.now()))
             return 0
         need_status = {}
         for need in rec.needs or ():
@@ -37,7 +37,7 @@ def state(settings: Settings, key: str) -> int:
         pruned = is_pruned(s.store, key)
         from ledger_cli.cli.outcome import state_attempts
 
-        runs = state_attempts(s.store, key)  # the last attempts, the output's last lines
+        runs = state_attempts(s.store, rec, now)  # the last attempts, the output's last lines
         waiting = None
         if rec.status == "pending" and all(v == "completed" for v in need_status.values()):
             slots = queues.Slots(s.store, now)

@@ -25,7 +25,13 @@ def output(
         str | None, option("--attempt", "N", "Attempt N (default: the latest).")
     ] = None,
     follow: Annotated[
-        bool, typer.Option("--follow", "-f", help="Keep printing new output until it ends.")
+        bool,
+        typer.Option(
+            "--follow",
+            "-f",
+            help="Keep printing new output until the attempt ends; "
+            "exit 5 when it was abandoned (its runner is gone: its lease is over).",
+        ),
     ] = False,
     tail: Annotated[str | None, option("--tail", "LINES", "Only the last LINES lines.")] = None,
 ) -> None:

@@ -58,13 +58,15 @@ async function followTask(pre) {
           pre.textContent += out.output;
         }
         seen = out.seen;
-        ended = out.attempt.ended !== null && out.attempt.ended !== undefined;
+        // Abandoned: no end recorded, and the lease it ran under is over.
+        const abandoned = out.attempt.abandoned === true;
+        ended = abandoned || (out.attempt.ended !== null && out.attempt.ended !== undefined);
         const state = document.getElementById("attempt-state");
         if (state) {
-          state.textContent = ended ? "ended" : "running";
+          state.textContent = abandoned ? "abandoned" : ended ? "ended" : "running";
         }
+        ended = abandoned || (ended && rec.Status !== "claimed");
       }
-      ended = ended && rec.Status !== "claimed";
     } catch (err) {
       // The server may be restarting: try again at the next tick.
     }

@@ -245,7 +245,7 @@ class AttemptRecorder:
         return f"{self.att.outcome()}{after}"
 
     def to_obj(self) -> dict[str, Any]:
-        return self.att.to_obj()
+        return self.att.shown_obj()
 
 
 class ClaimStart:
