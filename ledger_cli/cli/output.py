@@ -234,7 +234,9 @@ def report(exc: LedgerError, json_mode: bool) -> int:
     """Print an error the docs/design.md §4.5 way; return its exit code."""
     if exc.code == "output":  # stdout failed: nowhere to put a JSON object
         return output_failed(exc)
-    message = clip(one_line(exc.explained())) or f"ledger: {exc.code}"
+    message = clip(one_line(exc.explained())) or exc.code
+    if not message.startswith("ledger:"):  # a Go library's text (`json: …`), kept whole
+        message = f"ledger: {message}"
     diag(message)
     if json_mode:
         _json_error(error_object(exc.code, message, exc.exit_code))
