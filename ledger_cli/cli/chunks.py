@@ -112,6 +112,7 @@ def chunked(
     gap: float = GAP,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
+    committed: Callable[[], None] | None = None,
 ) -> Holds:
     """Call `work(item)` for every item, inside consecutive `block()`s.
 
@@ -119,7 +120,9 @@ def chunked(
     `write()`, which adds the history lines to it); its exit commits. Blocks
     run one after another, each over at least one item. An exception from
     `work` leaves the current block (which discards it) and propagates: the
-    blocks committed before it stay.
+    blocks committed before it stay. `committed()` runs after each block's
+    commit: where a block's results are reported, so that nothing is reported
+    before it is durable.
     """
     holds = Holds()
     pending = _Peek(iter(items))
@@ -135,6 +138,8 @@ def chunked(
                 if n >= cap or clock() - entered >= target:
                     break
         hold = clock() - entered
+        if committed is not None:
+            committed()
         holds.blocks += 1
         holds.items += n
         holds.longest = max(holds.longest, hold)

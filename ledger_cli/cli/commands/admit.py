@@ -221,6 +221,7 @@ def admit_batch(settings: Settings, source: str) -> int:
         if raw.strip():
             entries.append((number, *parse_batch_line(number, raw)))
     results: list[dict[str, Any]] = []
+    block_lines: list[str] = []  # printed once their block is committed
     refused = 0
     conflicts = 0
     exc_code = ValidationError.exit_code
@@ -264,15 +265,29 @@ def admit_batch(settings: Settings, source: str) -> int:
                 if settings.json:
                     results.append(item)
                 else:
-                    output.line(f"{got.word} {key}")
+                    block_lines.append(f"{got.word} {key}")
             progress.advance()
+
+        def report_block() -> None:
+            for text in block_lines:
+                output.line(text)
+            block_lines.clear()
+            sys.stdout.flush()  # what a reader sees as it streams is durable
 
         # Committed in short blocks (docs/design.md §5.4 "Short lock holds"): a Go writer
         # sharing the store never waits long. Admission is idempotent, so a
         # re-run after a crash admits what is missing, `duplicate` for the rest.
         from ledger_cli.cli.chunks import chunked, gap_for  # batches only: it imports typing
 
-        chunked(entries, lambda: s.write(now), admit_one, gap=gap_for(s.store))
+        # A line is printed only once its block is committed: a kill never
+        # leaves an `admitted` line for a key that is not in the store.
+        chunked(
+            entries,
+            lambda: s.write(now),
+            admit_one,
+            gap=gap_for(s.store),
+            committed=report_block,
+        )
     if settings.json:
         output.json_line(results)
     return ValidationError.exit_code if refused or conflicts else 0
