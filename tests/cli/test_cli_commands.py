@@ -76,7 +76,7 @@ def test_admit_batch_refused_line_exit_8_rest_admitted(cli: Cli) -> None:
 def test_admit_batch_unparsable_line_admits_nothing(cli: Cli) -> None:
     res = cli("admit", "--batch", "-", input='{"key": "a"}\n{"key": "b",}\n')
     assert res.code == 2
-    assert res.stderr.startswith("line 2: ")
+    assert res.stderr.startswith("ledger: line 2: ")
     assert cli.dump() == []
 
 

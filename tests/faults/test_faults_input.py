@@ -136,7 +136,7 @@ def test_batch_line_with_a_hostile_task_admits_nothing(store: Path, name: str) -
     batch = b'{"key":"ok-1"}\n{"key":"bad","task":' + BYTES_HOSTILE[name] + b"}\n"
     with Unchanged(store):
         line = refused(invoke(store, "admit", "--batch", "-", input=batch))
-    assert line.startswith("line 2: ")
+    assert line.startswith("ledger: line 2: ")
 
 
 BATCH_LINES: dict[str, str] = {
@@ -173,13 +173,13 @@ def test_batch_refuses_a_bad_line_and_admits_nothing(store: Path, name: str) -> 
     batch = '{"key":"ok-1"}\n' + BATCH_LINES[name] + '\n{"key":"ok-2"}\n'
     with Unchanged(store):
         line = refused(invoke(store, "admit", "--batch", "-", input=batch))
-    assert line.startswith("line 2: ")
+    assert line.startswith("ledger: line 2: ")
 
 
 def test_batch_of_invalid_utf8_names_the_line(store: Path) -> None:
     with Unchanged(store):
         line = refused(invoke(store, "admit", "--batch", "-", input=b'{"key":"a"}\n\xff\xfe\n'))
-    assert line.startswith("line 2: ")
+    assert line.startswith("ledger: line 2: ")
 
 
 # -- snapshots -------------------------------------------------------------------------------

@@ -93,7 +93,7 @@ def test_a_go_admitted_key_is_reachable_by_every_command(tmp_path: Path, name: s
         env=subprocess_env(),
         check=False,
     )
-    assert batch.returncode == 2 and batch.stderr.startswith("line 1: ")
+    assert batch.returncode == 2 and batch.stderr.startswith("ledger: line 1: ")
 
 
 def test_run_accepts_a_go_admitted_key(tmp_path: Path) -> None:
