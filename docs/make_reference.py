@@ -32,7 +32,10 @@ EXIT_CODES: dict[int, str] = {
     "non-positive lease, unknown status, an input over its size limit, "
     "an empty `--store`/`LEDGER_STORE`, an unknown store URL scheme, a malformed PostgreSQL URL",
     3: "the key has no record",
-    4: "a live lease is in the way (`claim` of a claimed task, `takeover` of a live lease)",
+    4: (
+        "a live lease is in the way (`claim` of a claimed task, `takeover` of a live lease;"
+        " `claim KEY`, or `renew`/`takeover` of an expired lease, in a queue at its limit)"
+    ),
     5: "the fence is stale: this caller no longer owns the task (`ledger run`: the lease was lost; "
     "`output --follow`: the attempt was abandoned, its runner gone and the lease it ran under "
     "over)",

@@ -195,6 +195,17 @@ def check_slot(store: Store, key: str, now: Instant) -> None:
         raise QueueFullError(f"ledger: {slots.describe(queue)}")
 
 
+def check_stale_slot(store: Store, key: str, now: Instant) -> None:
+    """For a renew or takeover of `key`: a lease that has run out freed its
+    slot, so it takes one again only while its queue has one free
+    (QueueFullError, exit 4); a live lease keeps its own."""
+    if not limits(store):
+        return
+    rec = store.load(key)
+    if rec is not None and rec.status == "claimed" and rec.lease_until <= now:
+        check_slot(store, key, now)
+
+
 def figures(
     store: Store, now: Instant, counts: dict[str, int], ready_count: int
 ) -> dict[str, dict[str, int | None]]:

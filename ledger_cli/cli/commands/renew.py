@@ -14,6 +14,11 @@ def renew(settings: Settings, key: str, owner: str, fence: str, lease: str) -> i
         now = s.now()
         for attempt in s.writes(now):
             with attempt:
+                # An expired lease's slot may have gone to another claim: the
+                # queue's limit holds for a renewal too (exit 4).
+                from ledger_cli.engine import queues
+
+                queues.check_stale_slot(s.store, key, now)
                 s.ledger.renew(s.actor, key, owner, fence_n, lease_td, now)
                 rec = s.load(key)
     until = str(rec.lease_until) if rec is not None else "?"

@@ -15,11 +15,9 @@ def takeover(settings: Settings, key: str, owner: str, lease: str) -> int:
             with attempt:
                 # A stale lease's slot is its own again: refused (exit 4) only
                 # when other live leases fill the queue meanwhile.
-                cur = s.load(key)
-                if cur is not None and cur.status == "claimed" and cur.lease_until <= now:
-                    from ledger_cli.engine import queues
+                from ledger_cli.engine import queues
 
-                    queues.check_slot(s.store, key, now)
+                queues.check_stale_slot(s.store, key, now)
                 fence = s.ledger.takeover(s.actor, key, owner, lease_td, now)
                 rec = s.load(key)
     output.fence_line(settings.json, key, fence, rec)

@@ -31,10 +31,17 @@ from datetime import timedelta
 
 from ledger_cli.cli.context import Session
 from ledger_cli.cli.outage import Outage, margin_of
+from ledger_cli.engine import queues
 from ledger_cli.errors import FencedError, LedgerError, NoKeyError, NotClaimedError
 
-REFUSALS: tuple[type[LedgerError], ...] = (FencedError, NotClaimedError, NoKeyError)
-"""A renewal or completion refused for a real reason (exit 5, 6 or 3): the lease is lost."""
+REFUSALS: tuple[type[LedgerError], ...] = (
+    FencedError,
+    NotClaimedError,
+    NoKeyError,
+    queues.QueueFullError,
+)
+"""A renewal or completion refused for a real reason (exit 5, 6 or 3; 4: an
+expired lease whose slot went to another claim): the lease is lost."""
 
 
 class LeaseKeeper:
@@ -125,6 +132,7 @@ class LeaseKeeper:
                     now = self.s.now()
                     for attempt in self.s.writes(now):
                         with attempt:
+                            queues.check_stale_slot(self.s.store, self.key, now)
                             self.s.ledger.renew(
                                 self.s.actor, self.key, self.owner, self.fence, self.lease, now
                             )
