@@ -30,6 +30,7 @@ __all__ = [
     "parse_now",
     "parse_status",
     "parse_uint",
+    "require_keys",
     "validate_key",
     "validate_text",
 ]
@@ -110,6 +111,16 @@ def validate_key(value: str, what: str = "key") -> str:
             f"ledger: {what} {go_quote(value)} contains a control character", "bad_key"
         )
     return value
+
+
+def require_keys(values: dict[str, Any]) -> None:
+    """Refuse an empty KEY argument of any command: no store holds an empty key
+    (docs/design.md §5.2). Every declaration names its KEY arguments `key` or
+    `keys` (declarations/base.py), and `execute` calls this for both paths."""
+    key = values.get("key")
+    for value in (key,) if isinstance(key, str) else values.get("keys") or ():
+        if not value:
+            raise InputError("ledger: key must not be empty", "bad_key")
 
 
 def validate_text(value: str, what: str) -> str:

@@ -158,3 +158,49 @@ def test_bad_commands_and_names(store: Path, args: list[str]) -> None:
     before = _fingerprint(store)
     _refused(_ledger(store, *args), 2)
     assert _fingerprint(store) == before
+
+
+EMPTY_KEY: dict[str, list[str]] = {
+    "admit": ["admit", ""],
+    "claim": ["claim", "", "--owner", "w", "--lease", "1m"],
+    "renew": ["renew", "", "--owner", "w", "--fence", "1", "--lease", "1m"],
+    "release": ["release", "", "--owner", "w", "--fence", "1"],
+    "takeover": ["takeover", "", "--owner", "w", "--lease", "1m"],
+    "complete": ["complete", "", "--owner", "w", "--fence", "1"],
+    "run": ["run", "", "--owner", "w", "--lease", "1m", "--", "true"],
+    "state": ["state", ""],
+    "blocked": ["blocked", ""],
+    "tree": ["tree", ""],
+    "log": ["log", ""],
+    "graph": ["graph", "existing", ""],
+    "output": ["output", ""],
+    "wait": ["wait", "existing", ""],
+    "retry": ["retry", ""],
+    "cancel": ["cancel", ""],
+    "check": ["check", "", "--owner", "w", "--fence", "1"],
+}
+"""A line per command that takes a KEY, with that key empty."""
+
+
+def test_every_command_taking_a_key_is_in_the_empty_key_table() -> None:
+    from ledger_cli.cli.declarations import build_cli
+
+    commands = build_cli().commands  # type: ignore[attr-defined]
+    takes_key = {
+        name
+        for name, command in commands.items()
+        for param in command.params
+        if param.param_type_name == "argument" and param.name in ("key", "keys")
+    }
+    assert takes_key == set(EMPTY_KEY)
+
+
+@pytest.mark.parametrize("command", sorted(EMPTY_KEY))
+def test_an_empty_key_is_a_usage_error_everywhere(store: Path, command: str) -> None:
+    """No store holds an empty key (docs/design.md §5.2): every command refuses
+    one as bad input, on the fast path and the Typer path alike."""
+    before = _fingerprint(store)
+    r = _ledger(store, *EMPTY_KEY[command])
+    _refused(r, 2)
+    assert r.stderr == b"ledger: key must not be empty\n"
+    assert _fingerprint(store) == before
