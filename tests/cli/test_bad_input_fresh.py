@@ -204,3 +204,28 @@ def test_an_empty_key_is_a_usage_error_everywhere(store: Path, command: str) -> 
     _refused(r, 2)
     assert r.stderr == b"ledger: key must not be empty\n"
     assert _fingerprint(store) == before
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["claim", "existing", "--owner", "w", "--lease", "0.0000001s"],
+        ["takeover", "existing", "--owner", "w", "--lease", "0.0009ms"],
+        ["renew", "existing", "--owner", "w", "--fence", "1", "--lease", "0.0000001s"],
+        ["run", "existing", "--owner", "w", "--lease", "0.0000001s", "--", "true"],
+        ["admit", "new", "--delay", "0.0000001s"],
+    ],
+    ids=" ".join,
+)
+def test_a_lease_or_delay_under_the_clocks_resolution_names_the_shortest(
+    store: Path, args: list[str]
+) -> None:
+    """Above zero but under a microsecond, it would round to zero: the message
+    says so, and names the shortest, rather than "must be positive"."""
+    before = _fingerprint(store)
+    r = _ledger(store, *args)
+    _refused(r, 2)
+    what = "--delay" if "--delay" in args else "lease"
+    assert b"is under a microsecond, the clock's resolution" in r.stderr
+    assert r.stderr.endswith(f"the shortest {what} is 0.001ms\n".encode())
+    assert _fingerprint(store) == before

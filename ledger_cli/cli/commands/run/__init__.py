@@ -125,7 +125,7 @@ def run(
 
         wanted = parse_queues(queue)
     owner = validate_text(owner, "owner")
-    lease_td = parse_duration(lease, "lease")
+    lease_td = parse_duration(lease, "lease", exact=True)
     attempts = parse_uint(retries, "--retries", MAX_RETRIES) + 1 if retries is not None else 1
     backoff_td = parse_duration(backoff, "--backoff") if backoff is not None else DEFAULT_BACKOFF
     give_up = parse_give_up(give_up_after)
