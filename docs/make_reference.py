@@ -236,7 +236,11 @@ def render() -> str:
     out += [
         "",
         "`ledger run` otherwise exits with its command's status (128+N when signal N",
-        "ended it). An error is one line on stderr, the ledger's exact message",
+        "ended it). SIGINT, SIGTERM or SIGHUP sent to `ledger run` itself stops the",
+        "command (SIGHUP is passed on as SIGTERM), releases its task and exits 128+N",
+        "(130, 143, 129; under `nohup` SIGHUP stays ignored).",
+        "",
+        "An error is one line on stderr, the ledger's exact message",
         "(`ledger: fence token is stale`), then what the caller needs: the key",
         "(`ledger: key has no record: nope`) or the state of the record that refused",
         "the call (`ledger: record is not claimed (r4 is completed)`, `… (merge-a is",
