@@ -29,7 +29,7 @@ EXIT_CODES: dict[int, str] = {
     "`run --drain` when any command failed; `wait` when a task failed or is blocked; "
     "`output` when the key has no recorded run (or no attempt N)",
     2: "usage error: bad option, bad duration, bad JSON, bad key, empty owner, "
-    "non-positive lease, unknown status, an input over its size limit, "
+    "non-positive lease (or a lease or delay under 0.001ms, the clock's resolution), unknown status, an input over its size limit, "
     "an empty `--store`/`LEDGER_STORE`, an unknown store URL scheme, a malformed PostgreSQL URL",
     3: "the key has no record",
     4: (
@@ -244,7 +244,11 @@ def render() -> str:
     out += [
         "",
         "`ledger run` otherwise exits with its command's status (128+N when signal N",
-        "ended it). An error is one line on stderr, the ledger's exact message",
+        "ended it). SIGINT, SIGTERM or SIGHUP sent to `ledger run` itself stops the",
+        "command (SIGHUP is passed on as SIGTERM), releases its task and exits 128+N",
+        "(130, 143, 129; under `nohup` SIGHUP stays ignored).",
+        "",
+        "An error is one line on stderr, the ledger's exact message",
         "(`ledger: fence token is stale`), then what the caller needs: the key",
         "(`ledger: key has no record: nope`) or the state of the record that refused",
         "the call (`ledger: record is not claimed (r4 is completed)`, `… (merge-a is",

@@ -16,6 +16,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from ledger_cli.engine.instant import Instant
 from ledger_cli.stores.jsonfile import JsonFileStore
 
@@ -110,3 +112,15 @@ def alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+HANGUP_IGNORED = signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
+"""This process ignores SIGHUP (run under nohup): so do the `ledger` processes
+it starts, and `ledger run` keeps an ignored SIGHUP ignored, as nohup asks."""
+
+HANGUP = pytest.param(
+    signal.SIGHUP,
+    id="HUP",
+    marks=pytest.mark.skipif(HANGUP_IGNORED, reason="SIGHUP ignored here (nohup)"),
+)
+"""SIGHUP as a signal test's parameter (skipped where it is ignored)."""

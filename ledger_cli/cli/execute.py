@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ledger_cli.cli import output
+from ledger_cli.cli.inputs import require_keys
 from ledger_cli.errors import LedgerError
 
 if TYPE_CHECKING:
@@ -23,8 +24,10 @@ EXIT_BROKEN_PIPE = 141
 
 
 def execute(settings: Settings, fn: Callable[..., int], **kwargs: Any) -> int:
-    """Run one command implementation; errors become the documented exit codes."""
+    """Run one command implementation; errors become the documented exit codes.
+    An empty KEY argument is refused here, before the command opens a store."""
     try:
+        require_keys(kwargs)
         return fn(settings, **kwargs)
     except LedgerError as exc:
         return output.report(exc, settings.json)

@@ -30,6 +30,7 @@ __all__ = [
     "parse_now",
     "parse_status",
     "parse_uint",
+    "require_keys",
     "validate_key",
     "validate_text",
 ]
@@ -110,6 +111,16 @@ def validate_key(value: str, what: str = "key") -> str:
             f"ledger: {what} {go_quote(value)} contains a control character", "bad_key"
         )
     return value
+
+
+def require_keys(values: dict[str, Any]) -> None:
+    """Refuse an empty KEY argument of any command: no store holds an empty key
+    (docs/design.md §5.2). Every declaration names its KEY arguments `key` or
+    `keys` (declarations/base.py), and `execute` calls this for both paths."""
+    key = values.get("key")
+    for value in (key,) if isinstance(key, str) else values.get("keys") or ():
+        if not value:
+            raise InputError("ledger: key must not be empty", "bad_key")
 
 
 def validate_text(value: str, what: str) -> str:
@@ -210,8 +221,10 @@ def _duration_parts(text: str) -> list[tuple[str, str, str]] | None:
     return parts or None
 
 
-def parse_duration(text: str, what: str = "duration") -> timedelta:
-    """`90s`, `5m`, `1h30m`, `2d`, `250ms` or plain (decimal) seconds."""
+def parse_duration(text: str, what: str = "duration", exact: bool = False) -> timedelta:
+    """`90s`, `5m`, `1h30m`, `2d`, `250ms` or plain (decimal) seconds, to the
+    microsecond the clock counts. `exact` (a lease, a delay): a duration above
+    zero that would round to zero is refused as such, not passed on as zero."""
     parts = _duration_parts(text)
     if parts is None:
         raise InputError(
@@ -230,6 +243,12 @@ def parse_duration(text: str, what: str = "duration") -> timedelta:
             total += int(frac) * unit_ns // 10 ** len(frac)
     if total > _MAX_DURATION_NS:
         raise InputError(f"ledger: {what} {go_quote(text)} is too large", "bad_duration")
+    if exact and 0 < total < 1000:
+        raise InputError(
+            f"ledger: {what} {go_quote(text)} is under a microsecond, the clock's resolution: "
+            f"the shortest {what} is 0.001ms",
+            "bad_duration",
+        )
     return timedelta(microseconds=total // 1000)
 
 
@@ -373,4 +392,4 @@ def parse_json(data: bytes | str, what: str = "bad JSON", max_bytes: int | None 
 
 def owner_and_lease(owner: str, lease: str) -> tuple[str, timedelta]:
     """`--owner O --lease D` of `claim`, `renew`, `takeover` and `run`."""
-    return validate_text(owner, "owner"), parse_duration(lease, "lease")
+    return validate_text(owner, "owner"), parse_duration(lease, "lease", exact=True)

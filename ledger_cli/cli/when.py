@@ -47,7 +47,7 @@ class When:
         self.delay_ns: int | None = None
         self.delay = delay
         if delay is not None:
-            d = parse_duration(delay, "--delay")
+            d = parse_duration(delay, "--delay", exact=True)
             ns = (d.days * 86_400 + d.seconds) * 10**9 + d.microseconds * 1000
             if ns <= 0:
                 raise InputError(f"ledger: --delay {go_quote(delay)} must be positive")

@@ -122,6 +122,7 @@ def _parse(url: str) -> tuple[str, str]:
             f"ledger: unknown store URL scheme {head + ':'!r} in {redact_url(url)!r}; {_HELP}"
         )
     path = os.path.expanduser(url)
+    # `app.db/` does not end .db: a trailing `/` names a directory, a JSON store.
     if path.lower().endswith(_SQLITE_SUFFIXES):
         return "sqlite", path
     return "json", path

@@ -5,10 +5,12 @@ one on-call person or a handful, and reads one store through one lock, so a
 thread per request is plenty; it adds no dependency to install or to keep off
 the hot commands' start-up. What `http.server`'s documentation warns about
 (it does only basic security checks) is covered here: GET and HEAD only (any
-other method is 405), no file system path is ever served (the two static files
-are package data read by name), every page is escaped, the headers below are
-sent on every response, a bind that is not loopback needs a token, and
-without a token a request must name a loopback Host (auth.py).
+other method is 405, once the Host rule and the token have let the request
+through: else 403 or 401, whatever the method), no file system path is ever
+served (the two static files are package data read by name), every page is
+escaped, the headers below are sent on every response, a bind that is not
+loopback needs a token, and without a token a request must name a loopback
+Host (auth.py).
 """
 
 from __future__ import annotations
@@ -80,6 +82,10 @@ class Handler(BaseHTTPRequestHandler):
     def _not_allowed(self) -> None:
         # A body it sent is not read: close rather than parse it as a request.
         self.close_connection = True
+        # The Host rule and the token first: a caller without them learns
+        # nothing of what the server does, not even which methods it takes.
+        if self._refused_host(head=False) or self._refused_unauthenticated(head=False):
+            return
         self._send(
             HTTPStatus.METHOD_NOT_ALLOWED,
             b"405 read-only: GET or HEAD only\n",
@@ -127,6 +133,34 @@ class Handler(BaseHTTPRequestHandler):
             page = pages.message(f"{status.value} {status.phrase}", text)
             self._send(status, page.encode(), "text/html; charset=utf-8", head=head)
 
+    # -- the guard (auth.py) ------------------------------------------------------
+
+    def _refused_host(self, head: bool) -> bool:
+        """403 (and True) when the Host rule refuses the request."""
+        if self.server.guard.host_ok(self.headers.get("Host")):
+            return False
+        self._send(
+            HTTPStatus.FORBIDDEN,
+            b"403 the Host header names no loopback address (serve with --token to allow it)\n",
+            "text/plain; charset=utf-8",
+            None,
+            head,
+        )
+        return True
+
+    def _refused_unauthenticated(self, head: bool) -> bool:
+        """401 (and True) when a token is needed and the request has none right."""
+        if self.server.guard.allows(self.headers.get("Authorization"), self.headers.get("Cookie")):
+            return False
+        self._send(
+            HTTPStatus.UNAUTHORIZED,
+            b"401 a token is needed\n",
+            "text/plain; charset=utf-8",
+            {"WWW-Authenticate": "Bearer"},
+            head,
+        )
+        return True
+
     # -- routing --------------------------------------------------------------
 
     def _serve(self, head: bool) -> None:
@@ -135,14 +169,7 @@ class Handler(BaseHTTPRequestHandler):
         segments = url.path.split("/")[1:]  # raw: a key's "/" comes as %2F
         api = segments[:1] == ["api"]
         guard = self.server.guard
-        if not guard.host_ok(self.headers.get("Host")):
-            self._send(
-                HTTPStatus.FORBIDDEN,
-                b"403 the Host header names no loopback address (serve with --token to allow it)\n",
-                "text/plain; charset=utf-8",
-                None,
-                head,
-            )
+        if self._refused_host(head):
             return
         if not guard.open and "token" in query and guard.token_ok(query["token"][-1]):
             rest = [(k, v) for k, vs in query.items() if k != "token" for v in vs]
@@ -157,14 +184,7 @@ class Handler(BaseHTTPRequestHandler):
                 head,
             )
             return
-        if not guard.allows(self.headers.get("Authorization"), self.headers.get("Cookie")):
-            self._send(
-                HTTPStatus.UNAUTHORIZED,
-                b"401 a token is needed\n",
-                "text/plain; charset=utf-8",
-                {"WWW-Authenticate": "Bearer"},
-                head,
-            )
+        if self._refused_unauthenticated(head):
             return
         try:
             self._route(segments, query, head)

@@ -158,3 +158,74 @@ def test_bad_commands_and_names(store: Path, args: list[str]) -> None:
     before = _fingerprint(store)
     _refused(_ledger(store, *args), 2)
     assert _fingerprint(store) == before
+
+
+EMPTY_KEY: dict[str, list[str]] = {
+    "admit": ["admit", ""],
+    "claim": ["claim", "", "--owner", "w", "--lease", "1m"],
+    "renew": ["renew", "", "--owner", "w", "--fence", "1", "--lease", "1m"],
+    "release": ["release", "", "--owner", "w", "--fence", "1"],
+    "takeover": ["takeover", "", "--owner", "w", "--lease", "1m"],
+    "complete": ["complete", "", "--owner", "w", "--fence", "1"],
+    "run": ["run", "", "--owner", "w", "--lease", "1m", "--", "true"],
+    "state": ["state", ""],
+    "blocked": ["blocked", ""],
+    "tree": ["tree", ""],
+    "log": ["log", ""],
+    "graph": ["graph", "existing", ""],
+    "output": ["output", ""],
+    "wait": ["wait", "existing", ""],
+    "retry": ["retry", ""],
+    "cancel": ["cancel", ""],
+    "check": ["check", "", "--owner", "w", "--fence", "1"],
+}
+"""A line per command that takes a KEY, with that key empty."""
+
+
+def test_every_command_taking_a_key_is_in_the_empty_key_table() -> None:
+    from ledger_cli.cli.declarations import build_cli
+
+    commands = build_cli().commands  # type: ignore[attr-defined]
+    takes_key = {
+        name
+        for name, command in commands.items()
+        for param in command.params
+        if param.param_type_name == "argument" and param.name in ("key", "keys")
+    }
+    assert takes_key == set(EMPTY_KEY)
+
+
+@pytest.mark.parametrize("command", sorted(EMPTY_KEY))
+def test_an_empty_key_is_a_usage_error_everywhere(store: Path, command: str) -> None:
+    """No store holds an empty key (docs/design.md §5.2): every command refuses
+    one as bad input, on the fast path and the Typer path alike."""
+    before = _fingerprint(store)
+    r = _ledger(store, *EMPTY_KEY[command])
+    _refused(r, 2)
+    assert r.stderr == b"ledger: key must not be empty\n"
+    assert _fingerprint(store) == before
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["claim", "existing", "--owner", "w", "--lease", "0.0000001s"],
+        ["takeover", "existing", "--owner", "w", "--lease", "0.0009ms"],
+        ["renew", "existing", "--owner", "w", "--fence", "1", "--lease", "0.0000001s"],
+        ["run", "existing", "--owner", "w", "--lease", "0.0000001s", "--", "true"],
+        ["admit", "new", "--delay", "0.0000001s"],
+    ],
+    ids=" ".join,
+)
+def test_a_lease_or_delay_under_the_clocks_resolution_names_the_shortest(
+    store: Path, args: list[str]
+) -> None:
+    """Above zero but under a microsecond, it would round to zero: the message
+    says so, and names the shortest, rather than "must be positive"."""
+    before = _fingerprint(store)
+    r = _ledger(store, *args)
+    _refused(r, 2)
+    what = "--delay" if "--delay" in args else "lease"
+    assert b"is under a microsecond, the clock's resolution" in r.stderr
+    assert r.stderr.endswith(f"the shortest {what} is 0.001ms\n".encode())
+    assert _fingerprint(store) == before

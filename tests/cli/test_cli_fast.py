@@ -191,7 +191,7 @@ def test_fast_path_and_typer_path_behave_the_same(monkeypatch: pytest.MonkeyPatc
         0,
         0,
         6,
-        3,  # an empty key names no record: only admit applies the key rule (docs/design.md §5.2)
+        2,  # an empty key: bad input for every command (docs/design.md §5.2)
         0,
         0,
         0,

@@ -14,7 +14,14 @@ import pytest
 
 from ledger_cli.engine.instant import Instant
 from tests.cli_support import ledger_cmd, run_ledger, subprocess_env
-from tests.timing_support import HANG, alive, lease_until, wait_for_file, wait_until
+from tests.timing_support import (
+    HANG,
+    HANGUP,
+    alive,
+    lease_until,
+    wait_for_file,
+    wait_until,
+)
 
 WORKER = r"""
 import os, subprocess, sys, time
@@ -171,7 +178,7 @@ def test_run_takeover_stops_the_child_and_exits_5(tmp_path: Path) -> None:
     assert state["Status"] == "claimed" and state["Owner"] == "thief" and state["Fence"] == 2
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, HANGUP])
 def test_run_signal_stops_the_child_and_releases(tmp_path: Path, sig: signal.Signals) -> None:
     store = tmp_path / "store"
     assert run_ledger(store, "admit", "job").returncode == 0
@@ -187,6 +194,50 @@ def test_run_signal_stops_the_child_and_releases(tmp_path: Path, sig: signal.Sig
     assert not alive(child)
     state = json.loads(run_ledger(store, "state", "job", "--json").stdout)
     assert state["Status"] == "pending" and state["Owner"] == ""
+
+
+# A program that takes SIGHUP for "reload" and SIGTERM for "stop".
+RELOADS_ON_HUP = (
+    'echo $$ > pid; trap "echo reloaded >> got" HUP; trap "echo stopped >> got; exit 0" TERM; '
+    "while :; do sleep 0.05; done"
+)
+
+
+def _start_run(tmp_path: Path, hangup: str = "default") -> subprocess.Popen[bytes]:
+    """`ledger run job -- sh -c RELOADS_ON_HUP` in tmp_path, with SIGHUP at
+    its default or ignored (as under nohup)."""
+    store = tmp_path / "store"
+    assert run_ledger(store, "admit", "job").returncode == 0
+    handler = signal.SIG_IGN if hangup == "ignored" else signal.SIG_DFL
+    return subprocess.Popen(
+        [*ledger_cmd(), "--store", str(store), "run", "job", "--owner", "w", "--lease", "1m",
+         "--", "sh", "-c", RELOADS_ON_HUP],
+        cwd=tmp_path, env=subprocess_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGHUP, handler),
+    )  # fmt: skip
+
+
+def test_sighup_stops_the_command_with_sigterm(tmp_path: Path) -> None:
+    """A closed terminal: the command is sent SIGTERM, not a SIGHUP it may take
+    for "reload", so it stops at once rather than being killed 5 s later."""
+    run = _start_run(tmp_path)
+    wait_for_file(tmp_path / "pid")
+    run.send_signal(signal.SIGHUP)
+    assert run.wait(timeout=4) == 128 + signal.SIGHUP
+    assert (tmp_path / "got").read_text() == "stopped\n"
+    state = json.loads(run_ledger(tmp_path / "store", "state", "job", "--json").stdout)
+    assert state["Status"] == "pending" and state["Owner"] == ""
+
+
+def test_under_nohup_sighup_stays_ignored(tmp_path: Path) -> None:
+    run = _start_run(tmp_path, hangup="ignored")
+    wait_for_file(tmp_path / "pid")
+    run.send_signal(signal.SIGHUP)
+    with pytest.raises(subprocess.TimeoutExpired):
+        run.wait(timeout=0.5)
+    assert not (tmp_path / "got").exists()
+    run.send_signal(signal.SIGTERM)
+    assert run.wait(timeout=HANG) == 128 + signal.SIGTERM
 
 
 def test_run_next_passes_the_exit_status_and_fails_the_task(tmp_path: Path) -> None:

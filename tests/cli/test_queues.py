@@ -130,12 +130,20 @@ def test_takeover_of_a_stale_lease_reuses_its_own_slot(url: str) -> None:
     assert res.returncode == 7, res.stderr  # the one slot is a's again
 
 
+BAD_N = "N must be a whole number from 1 to 1000000 (--clear removes the limit), got "
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
         (("admit", "k", "--queue", "x" * 65), "a queue name is at most 64 bytes"),
         (("admit", "k", "--queue", ""), "queue must not be empty"),
-        (("limit", "q", "0"), "a limit is at least 1"),
+        (("limit", "q", "0"), f'{BAD_N}"0"'),
+        (("limit", "q", "-1"), f'{BAD_N}"-1"'),  # an argument, not an unknown option
+        (("limit", "q", "-1", "--json"), f'{BAD_N}"-1"'),
+        (("limit", "q", "--", "-1"), f'{BAD_N}"-1"'),
+        (("limit", "q", "1000001"), f'{BAD_N}"1000001"'),
+        (("limit", "q", "x"), f'{BAD_N}"x"'),
         (("limit", "q", "2", "--clear"), "give N or --clear, not both"),
         (("limit", "q"), "needs N"),
         (("limit", "x" * 65, "2"), "a queue name is at most 64 bytes"),

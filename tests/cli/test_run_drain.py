@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli_support import ledger_cmd, run_ledger, subprocess_env
-from tests.timing_support import alive, wait_for_file
+from tests.timing_support import HANGUP, alive, wait_for_file
 
 EXIT_TIMEOUT = 60.0  # a bound for a hung test, never a timing assertion
 
@@ -144,7 +144,7 @@ def test_drain_stops_at_once_when_a_lease_is_lost(tmp_path: Path) -> None:
     assert _state(str(store), "b")["Status"] == "pending"  # nothing more was claimed
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, HANGUP])
 def test_drain_signal_stops_the_child_releases_and_exits(
     tmp_path: Path, sig: signal.Signals
 ) -> None:

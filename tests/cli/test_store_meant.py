@@ -161,3 +161,14 @@ def test_completing_keys_creates_no_store(tmp_path: Path, name: str) -> None:
     with pytest.raises(NoStoreError):
         keys_from(str(tmp_path / name), "")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_trailing_slash_names_a_directory_so_a_json_store(tmp_path: Path) -> None:
+    """A path ending .db/.sqlite is SQLite; with a trailing `/` it names a
+    directory, and a store in a directory is the JSON store (README, Store URLs)."""
+    assert run_ledger(f"{tmp_path}/app.db/", "admit", "a").returncode == 0
+    assert (tmp_path / "app.db" / "ledger-store.json").is_file()
+    assert run_ledger(f"json:{tmp_path}/app.db", "state", "a").returncode == 0
+    assert run_ledger(f"{tmp_path}/other.sqlite", "admit", "a").returncode == 0
+    assert (tmp_path / "other.sqlite").is_file()
+    assert run_ledger(f"sqlite:{tmp_path}/other.sqlite", "state", "a").returncode == 0

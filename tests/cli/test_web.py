@@ -47,6 +47,23 @@ def test_any_method_but_get_and_head_is_405(store: Path, method: str) -> None:
         assert sorted(r["Status"] for r in json.loads(done.stdout)) == ["pending"] * 3
 
 
+def test_without_the_token_every_method_is_401_not_405(store: Path) -> None:
+    """Authentication comes first: a caller without the token learns nothing of
+    the server's routes or methods, whatever the method (and with a wrong Host
+    and no token, the Host rule answers first, as for GET)."""
+    with served(store, "--token", "t0ken") as web:
+        for method in ("POST", "PUT", "DELETE", "BREW"):
+            for path in ("/", "/api/tasks", "/nowhere"):
+                reply = web.request(method, path)
+                assert reply.status == 401, (method, path)
+                assert "Allow" not in reply.headers
+                assert reply.headers["WWW-Authenticate"] == "Bearer"
+            right = web.request(method, "/api/tasks", {"Authorization": "Bearer t0ken"})
+            assert right.status == 405 and right.headers["Allow"] == "GET, HEAD"
+    with served(store) as web:
+        assert web.request("POST", "/api/tasks", {"Host": "evil.example.com"}).status == 403
+
+
 def test_every_response_carries_the_security_headers(store: Path) -> None:
     with served(store) as web:
         for path in ("/", "/tasks", f"/tasks/{q(HOSTILE)}", "/api/stats", "/nowhere"):

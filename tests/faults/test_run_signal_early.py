@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli_support import run_ledger, start_ledger
+from tests.timing_support import HANGUP
 
 LEASE = "60s"
 TRIES = 4
@@ -31,7 +32,9 @@ def _claimed(history: Path) -> bool:
         return False
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["TERM", "INT"])
+@pytest.mark.parametrize(
+    "sig", [pytest.param(signal.SIGTERM, id="TERM"), pytest.param(signal.SIGINT, id="INT"), HANGUP]
+)
 def test_a_signal_right_after_the_claim_releases_the_task(tmp_path: Path, sig: int) -> None:
     for n in range(TRIES):
         here = tmp_path / str(n)

@@ -16,6 +16,7 @@ from ledger_cli.cli.context import Session, Settings
 from ledger_cli.cli.inputs import InputError, parse_uint
 from ledger_cli.cli.queueargs import validate_name
 from ledger_cli.engine import queues
+from ledger_cli.engine.record import go_quote
 
 MAX_LIMIT = 1_000_000
 
@@ -32,11 +33,7 @@ def limit(
         raise InputError("ledger: give N or --clear, not both")
     if not clear and n is None:
         raise InputError("ledger: limit QUEUE needs N (at least 1) or --clear")
-    value = None
-    if n is not None:
-        value = parse_uint(n, "N", MAX_LIMIT)
-        if value < 1:
-            raise InputError("ledger: a limit is at least 1 (--clear removes it)", "bad_number")
+    value = None if n is None else _limit_value(n)
     with Session(settings) as s:
         now = s.now()
         with s.store.batch():
@@ -50,6 +47,22 @@ def limit(
     else:
         output.line(f"{output.one_line(queue)}: limit {value} ({held} held)")
     return 0
+
+
+def _limit_value(n: str) -> int:
+    """N: a whole number from 1 to MAX_LIMIT; anything else gets one message
+    that says so (a negative N, given after `--` or as `-1`, included)."""
+    try:
+        value = parse_uint(n, "N", MAX_LIMIT)
+    except InputError:
+        value = 0
+    if value < 1:
+        raise InputError(
+            f"ledger: N must be a whole number from 1 to {MAX_LIMIT} "
+            f"(--clear removes the limit), got {go_quote(n)}",
+            "bad_number",
+        )
+    return value
 
 
 def rows(s: Session) -> list[dict[str, Any]]:

@@ -9,7 +9,9 @@ from typing import Annotated
 
 import typer
 
+from ledger_cli.cli import typer_compat as compat
 from ledger_cli.cli.declarations.base import Fence, Key, Owner, command, flag, option
+from ledger_cli.cli.typer_compat import TyperCommand
 
 
 @command(
@@ -40,7 +42,19 @@ def resume(ctx: typer.Context) -> None:
     """Let `claim --next` and `run --next` claim again after `ledger pause`."""
 
 
-@command("ledger limit db 2", "ledger limit db --clear", "ledger limit --json")
+class LimitCommand(TyperCommand):
+    """`limit QUEUE -1`: a negative N is an argument (then refused as N), not an
+    unknown option; it is moved after a `--` so the parser takes it as one."""
+
+    def parse_args(self, ctx: compat.Context, args: list[str]) -> list[str]:
+        if "--" not in args:
+            negative = [a for a in args if a[:1] == "-" and a[1:].isdigit()]
+            if negative:
+                args = [a for a in args if a not in negative] + ["--", *negative]
+        return super().parse_args(ctx, args)
+
+
+@command("ledger limit db 2", "ledger limit db --clear", "ledger limit --json", cls=LimitCommand)
 def limit(
     ctx: typer.Context,
     queue: Annotated[
@@ -49,7 +63,11 @@ def limit(
     ] = None,
     n: Annotated[
         str | None,
-        typer.Argument(metavar="N", show_default=False, help="At most N live leases (N >= 1)."),
+        typer.Argument(
+            metavar="N",
+            show_default=False,
+            help="At most N live leases (a whole number, 1 to 1000000).",
+        ),
     ] = None,
     clear: Annotated[bool, flag("--clear", "Remove QUEUE's limit.")] = False,
 ) -> None:

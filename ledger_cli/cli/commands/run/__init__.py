@@ -12,8 +12,9 @@ background, complete by the command's exit status.
   again until it lands; when none has landed by a margin (a tenth of the
   lease, at most 1 s) before the lease last proved can run out, the process
   group is stopped and `run` exits 5 (cli/commands/run/supervisor.py).
-- SIGINT/SIGTERM: the signal is passed to the command's process group, then the
-  claim is released; exit 128+signal.
+- SIGINT/SIGTERM/SIGHUP: the signal is passed to the command's process group
+  (SIGHUP as SIGTERM: cli/commands/run/signals.py), then the claim is
+  released; exit 128+signal.
 - Otherwise the record is completed (exit status 0) or failed (anything else)
   and `run` exits with the command's status (128+N when a signal N killed it).
   Through a store outage the outcome is tried again, with the claim's fence,
@@ -37,7 +38,7 @@ background, complete by the command's exit status.
   behaviour before the wait). Exit 7 when it ran no task;
   else 0 when every task it ran completed, 1 when any command failed (each
   failure recorded as above). A lost lease still stops the command and exits 5
-  at once; SIGINT/SIGTERM stop the command, release its task and exit
+  at once; SIGINT/SIGTERM/SIGHUP stop the command, release its task and exit
   128+signal (between tasks: release a task just claimed, if any); a command
   that cannot be started (126/127) stops the drain too, its task released.
   `--retries/--backoff` apply per task; each task has its own history lines.
@@ -125,7 +126,7 @@ def run(
 
         wanted = parse_queues(queue)
     owner = validate_text(owner, "owner")
-    lease_td = parse_duration(lease, "lease")
+    lease_td = parse_duration(lease, "lease", exact=True)
     attempts = parse_uint(retries, "--retries", MAX_RETRIES) + 1 if retries is not None else 1
     backoff_td = parse_duration(backoff, "--backoff") if backoff is not None else DEFAULT_BACKOFF
     give_up = parse_give_up(give_up_after)
@@ -188,7 +189,7 @@ class Drainer:
         self.backoff = DEFAULT_BACKOFF
         self.signum: int | None = None
         self.stopping = threading.Event()
-        """Set by SIGINT/SIGTERM between tasks: cuts a --wait poll short."""
+        """Set by a signal between tasks (signals.STOPPING): cuts a --wait poll short."""
         self.outage = Outage("the drain")
         self.options: RunOptions | None = None
         """--keep-output, --timeout, --kill-after for every task (run/limits.py)."""

@@ -1,5 +1,9 @@
-"""SIGINT and SIGTERM in `ledger run`: passed on to the command, which then
-ends its task's run (released, never completed: 128+N).
+"""SIGINT, SIGTERM and SIGHUP in `ledger run`: passed on to the command, which
+then ends its task's run (released, never completed: 128+N).
+
+SIGHUP (the terminal closed) stops the command as SIGTERM does: the command
+is sent SIGTERM, since many programs take SIGHUP as "reload your settings"
+and would run on. Under `nohup` (SIGHUP ignored) it stays ignored.
 
 `with_signals` sends them to a handler for the length of a call. `Early`
 covers the moments before a task's supervisor exists: the claim. A signal
@@ -22,10 +26,23 @@ if TYPE_CHECKING:
     from types import FrameType
 
 
+STOPPING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+"""The signals that stop `ledger run`."""
+
+
+def passed_on(signum: int) -> int:
+    """The signal the command gets when `ledger run` gets `signum`."""
+    return signal.SIGTERM if signum == signal.SIGHUP else signum
+
+
 def with_signals(handler: Callable[[int, FrameType | None], None], body: Callable[[], int]) -> int:
-    """`body()` with SIGINT and SIGTERM sent to `handler`, the handlers that
-    were there before put back after it."""
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    """`body()` with the STOPPING signals sent to `handler`, the handlers that
+    were there before put back after it (an ignored SIGHUP stays ignored: nohup)."""
+    previous = {
+        sig: signal.signal(sig, handler)
+        for sig in STOPPING
+        if sig != signal.SIGHUP or signal.getsignal(sig) != signal.SIG_IGN
+    }
     try:
         return body()
     finally:

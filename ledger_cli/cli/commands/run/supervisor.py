@@ -37,7 +37,7 @@ from ledger_cli.cli.commands.run import watchdog
 from ledger_cli.cli.commands.run.leasekeeper import LeaseKeeper
 from ledger_cli.cli.commands.run.limits import TIMEOUT_EXIT
 from ledger_cli.cli.commands.run.outcome import LeaseLostError, OutcomeWrites
-from ledger_cli.cli.commands.run.signals import with_signals
+from ledger_cli.cli.commands.run.signals import passed_on, with_signals
 from ledger_cli.cli.context import Session
 from ledger_cli.errors import LedgerError, StoreError
 
@@ -172,7 +172,7 @@ class Supervisor(OutcomeWrites):
         if self.signum is None:
             self.signum = signum
         self.wake.set()
-        self._signal_child(signum)
+        self._signal_child(passed_on(signum))
 
     def run(self) -> int:
         return with_signals(self._on_signal, self._run)
@@ -200,7 +200,7 @@ class Supervisor(OutcomeWrites):
             raise
         watchdog.started(self.proc.pid)  # its process group: the command dies with `run`
         if self.signum is not None:  # one came before `proc` was set: the handler missed it
-            self._signal_child(self.signum)
+            self._signal_child(passed_on(self.signum))
         rec.started(self.proc.pid)
         rc: int | None = None
         try:
