@@ -159,6 +159,19 @@ class MemStore:
             self._history = [e for e in self._history if e.key not in done]
         return len(done)
 
+    def restore_pruned(self, records: Sequence[TaskState]) -> str | None:
+        """Insert each pruned record where its key has none (engine/prune.py `restore`):
+        the first taken key (nothing written), else None."""
+        with self._lock:
+            for rec in records:
+                if rec.key in self._tasks:
+                    return rec.key
+        for rec in records:
+            self.compare_and_swap(rec.key, None, rec)
+        with self._lock:
+            self._pruned |= {rec.key for rec in records} & self._tasks.keys()
+        return None
+
     def visible_range(self) -> Iterator[TaskState]:
         with self._lock:
             pruned = set(self._pruned)

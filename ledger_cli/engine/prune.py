@@ -14,6 +14,11 @@ A store prunes through its optional `prune_records(pairs)` (the pairs of
 current and pruned records; each a compare-and-swap, so a record that changed
 meanwhile is left alone; CHUNK records per lock hold or transaction);
 `visible_range()` and `pruned_range()` serve the listings. Every store of this package has them.
+
+`restore` puts pruned records back (a snapshot's `"Pruned": true` entries,
+engine/wireext.py) through the store's `restore_pruned(records)`: each an
+insert-if-absent straight into the pruned form, never live in between, in
+the caller's batch where the store has one (docs/design.md §2.10).
 """
 
 from __future__ import annotations
@@ -54,6 +59,22 @@ def pruned(store: Store) -> Iterator[TaskState]:
 def is_pruned(store: Store, key: str) -> bool:
     check: Callable[[str], bool] | None = getattr(store, "is_pruned", None)
     return check is not None and check(key)
+
+
+def keys(store: Store) -> frozenset[str]:
+    """The pruned keys (a snapshot marks their records, engine/wireext.py)."""
+    return frozenset(rec.key for rec in pruned(store))
+
+
+def restore(store: Store, records: Sequence[TaskState]) -> str | None:
+    """Insert each record in its pruned form where its key has none; the first key
+    that has one (the store then wrote none of `records`), else None."""
+    if not records:
+        return None
+    put: Callable[[Sequence[TaskState]], str | None] | None = getattr(store, "restore_pruned", None)
+    if put is None:
+        raise StoreError(f"ledger: restore: {type(store).__name__} cannot hold pruned records")
+    return put([pruned_form(rec) for rec in records])
 
 
 def count_pruned(store: Store) -> int:

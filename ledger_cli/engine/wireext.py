@@ -3,7 +3,8 @@ not-before or a priority carries them as extra members after the 14 Go
 fields, `"NotBefore"` (RFC3339Nano) and `"Priority"` (an integer), which Go's
 decoder ignores; a record without one is byte-identical to Go's encoding.
 A task outside the `default` queue (docs/design.md §8.7; engine/queues.py) carries
-`"Queue"` the same way."""
+`"Queue"` the same way, and a pruned record (docs/design.md §6.4) `"Pruned":true`,
+so that a restore puts it back pruned."""
 
 from __future__ import annotations
 
@@ -30,15 +31,19 @@ def members(value: Schedule) -> str:
     return "".join(parts)
 
 
-def record_json(rec: TaskState, value: Schedule | None, queue: str | None = None) -> str:
+def record_json(
+    rec: TaskState, value: Schedule | None, queue: str | None = None, pruned: bool = False
+) -> str:
     text = record_to_json(rec)
-    if value is None and queue is None:
+    if value is None and queue is None and not pruned:
         return text
     extra = members(value) if value is not None else ""
     if queue is not None:
         import json
 
         extra += ',"Queue":' + json.dumps(queue)
+    if pruned:
+        extra += ',"Pruned":true'
     return text[:-1] + extra + "}"
 
 
@@ -46,12 +51,17 @@ def encode(
     tasks: tuple[TaskState, ...] | None,
     schedules: dict[str, Schedule],
     queues: dict[str, str] | None = None,
+    pruned: frozenset[str] = frozenset(),
 ) -> bytes:
-    """`Snapshot(tasks).encode()`, with each scheduled or queued record's extra members."""
-    if tasks is None or not (schedules or queues):
+    """`Snapshot(tasks).encode()`, with each scheduled, queued or pruned record's
+    extra members."""
+    if tasks is None or not (schedules or queues or pruned):
         return encode_snapshot(tasks)
     qs = queues or {}
-    body = ",".join(record_json(rec, schedules.get(rec.key), qs.get(rec.key)) for rec in tasks)
+    body = ",".join(
+        record_json(rec, schedules.get(rec.key), qs.get(rec.key), rec.key in pruned)
+        for rec in tasks
+    )
     return ('{"Tasks":[' + body + "]}").encode("utf-8")
 
 
@@ -118,3 +128,17 @@ def decode_queues(data: bytes | str) -> dict[str, str]:
         if queue != DEFAULT:
             found[str(obj.get("Key", ""))] = queue
     return found
+
+
+def decode_pruned(data: bytes | str) -> frozenset[str]:
+    """The keys a snapshot that `Snapshot.decode` has accepted marks `"Pruned":true`."""
+    found: set[str] = set()
+    for i, obj in enumerate(_entries(data, b"Pruned")):
+        if not isinstance(obj, dict) or "Pruned" not in obj:
+            continue
+        mark = obj["Pruned"]
+        if not isinstance(mark, bool):
+            raise DecodeError(f"ledger: decode: snapshot entry {i}: Pruned is not true or false")
+        if mark:
+            found.add(str(obj.get("Key", "")))
+    return frozenset(found)

@@ -41,6 +41,28 @@ def _check_records(tasks: tuple[TaskState, ...]) -> None:
                 raise ValidationError(f"ledger: snapshot entry {i}: {detail}") from None
 
 
+def _pruned_forms(tasks: tuple[TaskState, ...], marked: frozenset[str]) -> tuple[TaskState, ...]:
+    """The snapshot's records, each one marked `"Pruned":true` in its pruned form
+    (docs/design.md §6.4); a marked record that is not finished is refused
+    (ValidationError, exit 8)."""
+    from ledger_cli.engine.prune import PRUNABLE, pruned_form
+    from ledger_cli.errors import ValidationError
+
+    if not marked:
+        return tasks
+    out = []
+    for i, rec in enumerate(tasks):
+        if rec.key in marked:
+            if rec.status not in PRUNABLE:
+                raise ValidationError(
+                    f"ledger: snapshot entry {i}: a pruned record is completed or failed,"
+                    f" not {rec.status}"
+                )
+            rec = pruned_form(rec)
+        out.append(rec)
+    return tuple(out)
+
+
 def _refuse_cycle(s: Session, tasks: tuple[TaskState, ...]) -> None:
     """A snapshot whose needs close a cycle (among its records, or with the
     store's) is refused before anything is written: exit 8 (engine/cycles.py)."""
@@ -73,12 +95,13 @@ def restore(settings: Settings, source: str) -> int:
         source, "snapshot", MAX_INPUT_BYTES, "restore it in parts (split its Tasks array)"
     )
     snap = Snapshot.decode(data)
-    from ledger_cli.engine import queues, schedule, wireext
+    from ledger_cli.engine import prune, queues, schedule, wireext
 
     extensions = wireext.decode(data)
     queued = wireext.decode_queues(data)
-    tasks = snap.tasks or ()
-    _check_records(tasks)
+    marked = wireext.decode_pruned(data)
+    _check_records(snap.tasks or ())
+    tasks = _pruned_forms(snap.tasks or (), marked)
     with Session(settings) as s:
         now = s.now()
         seen: set[str] = set()
@@ -89,25 +112,42 @@ def restore(settings: Settings, source: str) -> int:
         _refuse_cycle(s, tasks)
         landed = 0
         block_records: list[TaskState] = []
+        block_pruned: list[TaskState] = []
+
+        def sides(rec: TaskState) -> None:
+            if rec.key in extensions:  # docs/design.md §8.1: the extra members, in the same block
+                schedule.put(s.store, rec.key, extensions[rec.key])
+            if rec.key in queued:  # the task's queue (docs/design.md §8.7), in the same block
+                queues.put(s.store, rec.key, queued[rec.key])
 
         @contextlib.contextmanager
         def block() -> Iterator[None]:
             nonlocal landed
             block_records.clear()
+            block_pruned.clear()
             with s.store.batch():
                 yield
+                # The block's pruned records go in together, straight into the pruned
+                # form (docs/design.md §6.4); like a prune, they leave no history line.
+                taken = prune.restore(s.store, block_pruned)
+                if taken is not None:
+                    raise RestoreConflictError(_landed(taken, landed, tasks))
+                for rec in block_pruned:
+                    sides(rec)
                 _append_restored(s, now, block_records)
-            landed += len(block_records)
+            landed += len(block_records) + len(block_pruned)
             output.note_committed()  # a failed stdout's line says so (exit 74)
 
         def insert(rec: TaskState) -> None:
             # Go's Restore step (an insert-if-absent), after a re-check under the lock.
-            if s.load(rec.key) is not None or not s.store.compare_and_swap(rec.key, None, rec):
+            if s.load(rec.key) is not None:
                 raise RestoreConflictError(_landed(rec.key, landed, tasks))
-            if rec.key in extensions:  # docs/design.md §8.1: the extra members, in the same block
-                schedule.put(s.store, rec.key, extensions[rec.key])
-            if rec.key in queued:  # the task's queue (docs/design.md §8.7), in the same block
-                queues.put(s.store, rec.key, queued[rec.key])
+            if rec.key in marked:
+                block_pruned.append(rec)
+                return
+            if not s.store.compare_and_swap(rec.key, None, rec):
+                raise RestoreConflictError(_landed(rec.key, landed, tasks))
+            sides(rec)
             block_records.append(rec)
 
         chunked(tasks, block, insert, gap=gap_for(s.store))

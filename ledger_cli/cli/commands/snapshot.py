@@ -9,13 +9,16 @@ from ledger_cli.cli.context import Session, Settings
 
 
 def snapshot(settings: Settings, out: str | None = None) -> int:
-    from ledger_cli.engine import queues, schedule, wireext
+    from ledger_cli.engine import prune, queues, schedule, wireext
 
     with Session(settings, reads=True) as s:
         snap = s.ledger.snapshot()
         kept = schedule.every(s.store) if schedule.any_kept(s.store) else {}
         queued = queues.every(s.store)
-    data = wireext.encode(snap.tasks, kept, queued) if kept or queued else snap.encode()
+        # The pruned records are marked so a restore puts them back pruned (docs/design.md §2.10).
+        pruned = prune.keys(s.store) if prune.count_pruned(s.store) else frozenset()
+    extended = kept or queued or pruned
+    data = wireext.encode(snap.tasks, kept, queued, pruned) if extended else snap.encode()
     count = len(snap.tasks or ())
     if out is None or out == "-":
         sys.stdout.flush()

@@ -26,7 +26,9 @@ def snapshot(
         ),
     ] = None,
 ) -> None:
-    """Write every record in the Go-compatible wire format."""
+    """Write every record in the Go-compatible wire format. A pruned record carries
+    the extra member "Pruned": true (Go's decoder ignores it), so a restore puts it back
+    pruned."""
 
 
 @command("ledger --store /srv/ledger-new restore ledger.snapshot.json")
@@ -34,7 +36,9 @@ def restore(
     ctx: typer.Context,
     source: Annotated[str, typer.Argument(metavar="F|-", help="A snapshot file, - for stdin.")],
 ) -> None:
-    """Insert every record of a snapshot (nothing when a key is taken)."""
+    """Insert every record of a snapshot (nothing when a key is taken). A record
+    marked "Pruned": true goes back pruned: left out of list and stats, listed by
+    list --pruned, and refused by retry as on the source."""
 
 
 @command("ledger doctor", "ledger doctor --fix", "ledger doctor --fix --drop-damaged")

@@ -12,6 +12,8 @@ plus the key), not a 4 KiB file block. Lines are appended (durably) before
 the record files go, so a crash in between leaves the record in both places,
 and the record file wins; the last line of a key wins over earlier ones. A
 torn last line (a crash in an append) is ignored and cut by the next append.
+A restore appends the lines of the pruned records it restores, with no
+record file ever (pruning.py `restore_pruned`).
 `pruned/count` holds the number of pruned keys (for `stats`): removed before
 a prune appends, written after its record files went, and counted from the
 files while it is missing.

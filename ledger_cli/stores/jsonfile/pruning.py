@@ -125,6 +125,43 @@ class PruneMethods(RecordReader):
             yield root_fd
 
     @store_method
+    def restore_pruned(self, records: Sequence[TaskState]) -> str | None:
+        """Insert each pruned record where its key has none (engine/prune.py `restore`):
+        lines appended to pruned/ in one lock hold (the caller's batch's, when it has
+        one), never a record file in between. The first taken key (nothing written),
+        else None.
+
+        The lines go around the batch's journal, as a prune's do: they are durable
+        when this returns, so a batch that fails to commit afterwards keeps them."""
+        self._check_open()
+        with self._locked(create=True) as root_fd:
+            assert root_fd is not None
+            batch = self._batch
+            placed: list[tuple[str, TaskState]] = []
+            for rec in records:
+                digest = key_digest(rec.key)
+                if digest is None:
+                    raise StoreError(
+                        f"ledger: store: key {rec.key!r} is not valid Unicode; a JSON file "
+                        "store cannot hold it"
+                    )
+                if self._current(root_fd, rec.key, digest) is not None:
+                    return rec.key
+                rec.validate()
+                placed.append((digest, rec.replace(rev=0, fence=max(rec.fence, self._floor))))
+            if not placed:
+                return None
+            self.checkpoint(root_fd)  # a write around wal.log (wal.py)
+            before = prunedfile.count(self._root, root_fd)
+            prunedfile.forget_count(self._root, root_fd)  # counted from the files meanwhile
+            prunedfile.append(self._root, root_fd, placed)
+            prunedfile.write_count(self._root, root_fd, before + len(placed))
+            if batch is not None:
+                for digest, rec in placed:  # what this lock holder reads of them now
+                    batch.cache[digest] = rec
+        return None
+
+    @store_method
     def pruned_range(self) -> Iterator[TaskState]:
         """The pruned records, sorted by key."""
         self._check_open()

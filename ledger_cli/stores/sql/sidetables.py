@@ -13,6 +13,7 @@ hold has no row there; writing one is a StoreError (dialect.py `_check_text`).
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -149,6 +150,24 @@ class SqlSideTables(SqlDialect):
                         done += 1
         return done
 
+    def restore_pruned(self, records: Sequence[TaskState]) -> str | None:
+        """Insert each pruned record where its key has none, and mark it, in one
+        transaction (the caller's, when it has one; engine/prune.py `restore`):
+        the first taken key (nothing of `records` written), else None."""
+        mark = self.MARK
+        taken: list[str] = []
+        with contextlib.suppress(_Taken), self.batch():
+            for rec in records:
+                if not self.compare_and_swap(rec.key, None, rec):
+                    taken.append(rec.key)
+                    raise _Taken  # rolls this block back (a savepoint inside a batch)
+                with self._errors("restore"):
+                    self._conn.execute(
+                        f"INSERT INTO ledger_pruned (key) VALUES ({mark}) ON CONFLICT DO NOTHING",
+                        (rec.key,),
+                    )
+        return taken[0] if taken else None
+
     # -- the ready index (`ledger doctor`) ---------------------------------------------
 
     def check_ready_index(self) -> list[str]:
@@ -185,3 +204,7 @@ class SqlSideTables(SqlDialect):
                 stmt, args = rebuildranges.statement(sql, (after, last), mark)
                 self._conn.execute(stmt, args)
         return last
+
+
+class _Taken(Exception):
+    """`restore_pruned` met a key that has a record: its writes roll back."""
