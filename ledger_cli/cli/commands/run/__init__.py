@@ -86,6 +86,11 @@ MAX_RETRIES = 1000
 """`--retries` is at most this (the waits double: 1000 is already forever)."""
 
 
+MIN_LEASE = timedelta(seconds=1)
+"""The shortest lease `run` takes: below it, a renewal (a store write, at a
+third of the lease) cannot be relied on to land before the lease runs out."""
+
+
 def run(
     settings: Settings,
     key: str | None,
@@ -127,6 +132,11 @@ def run(
         wanted = parse_queues(queue)
     owner = validate_text(owner, "owner")
     lease_td = parse_duration(lease, "lease", exact=True)
+    if lease_td < MIN_LEASE:
+        raise InputError(
+            f'ledger: run needs a lease of at least 1s, got "{lease}": it renews the lease'
+            " at a third of its length, and a shorter one can run out before a renewal lands"
+        )
     attempts = parse_uint(retries, "--retries", MAX_RETRIES) + 1 if retries is not None else 1
     backoff_td = parse_duration(backoff, "--backoff") if backoff is not None else DEFAULT_BACKOFF
     give_up = parse_give_up(give_up_after)
