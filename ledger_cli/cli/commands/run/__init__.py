@@ -86,7 +86,7 @@ MAX_RETRIES = 1000
 """`--retries` is at most this (the waits double: 1000 is already forever)."""
 
 
-MIN_LEASE = timedelta(seconds=1)
+MIN_LEASE = timedelta(milliseconds=100)
 """The shortest lease `run` takes: below it, a renewal (a store write, at a
 third of the lease) cannot be relied on to land before the lease runs out."""
 
@@ -134,7 +134,7 @@ def run(
     lease_td = parse_duration(lease, "lease", exact=True)
     if lease_td < MIN_LEASE:
         raise InputError(
-            f'ledger: run needs a lease of at least 1s, got "{lease}": it renews the lease'
+            f'ledger: run needs a lease of at least 100ms, got "{lease}": it renews the lease'
             " at a third of its length, and a shorter one can run out before a renewal lands"
         )
     attempts = parse_uint(retries, "--retries", MAX_RETRIES) + 1 if retries is not None else 1
