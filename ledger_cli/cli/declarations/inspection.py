@@ -112,7 +112,8 @@ def graph(
         option(
             "--format",
             "F",
-            "dot (Graphviz, the default), mermaid (a flowchart) or svg (drawn without "
+            "dot (Graphviz, the default; each `&` written `&amp;`, so Graphviz "
+            "shows keys as stored), mermaid (a flowchart) or svg (drawn without "
             "Graphviz; at most 2000 tasks).",
         ),
     ] = "dot",
