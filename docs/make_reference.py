@@ -94,11 +94,13 @@ JSON_SHAPES: dict[str, str] = {
     "blocked": '`{"key", "blocked", "blocked_by"}` (exit 1 when not blocked)',
     "list": "an array of records (`--jsonl`: one record per line)",
     "prune": '`{"pruned", "dry_run"}`',
-    "tree": '`{"failed": [{"key", "blocked", "dependents", "escaped", "exit", "signal", '
-    '"timed_out"}]}`; with a key '
-    '`{"key", "status", "needs": [{"key", "status", "blocked_by"}], "cycles": [[keys]]}` '
-    "(`status` null: never admitted; `cycles`: each cycle of needs below KEY, "
-    "its first key again at its end)",
+    "tree": '`{"failed": [{"key", "pruned", "blocked", "dependents", "escaped", "exit", '
+    '"signal", "timed_out"}]}`; with a key `{"key", "status", "pruned", "needs": '
+    '[{"key", "status", "pruned", "blocked_by"}], "cycles": [[keys]]}` '
+    "(a failed need adds `exit`, `signal`, `timed_out`; "
+    "`status` null: never admitted; `pruned` true: a pruned record, shown with the "
+    "status it keeps, listed when a listed task needs it; `cycles`: each cycle of needs "
+    "below KEY, its first key again at its end)",
     "graph": '`{"nodes": [{"key", "status"}], "edges": [{"from", "to", "blocking"}]}` '
     '(`status` "missing": a need without a record; an edge runs from a need to the task that '
     "needs it; `blocking`: a failure, or a task it blocked, blocking the task)",
