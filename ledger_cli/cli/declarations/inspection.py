@@ -90,7 +90,12 @@ def log(
     ] = False,
     event: Annotated[
         list[str] | None,
-        option("--event", "NAME", "Only this event, such as ledger.completed (repeatable)."),
+        option(
+            "--event",
+            "NAME",
+            "Only this event, such as ledger.completed (repeatable; an unknown name "
+            "is a usage error that lists the names).",
+        ),
     ] = None,
 ) -> None:
     """The history of writes, oldest first."""
