@@ -113,8 +113,8 @@ JSON_SHAPES: dict[str, str] = {
     '"ended", "exit", "signal", "timed_out", "output_bytes", "kept_bytes"}, "output"}` '
     "(the output as UTF-8 text, invalid bytes as U+FFFD)",
     "wait": '`{"settled": [{"key", "status", "blocked_by", "exit"}], "unsettled": [keys], '
-    '"timed_out"}` (`exit`: the latest attempt\'s, null when none ran; `--all`: `settled` '
-    "lists every failed and blocked record)",
+    '"timed_out"}` (`exit`: the latest attempt\'s, null when none ran or a `cancel` was the '
+    "last ending; `--all`: `settled` lists every failed and blocked record)",
     "retry": '`{"key", "record", "unblocked": [keys]}`',
     "cancel": '`{"key", "record", "blocked": [keys]}`',
     "stats": '`{"counts": {"pending", "claimed", "completed", "failed", "blocked"}, "pruned", '
