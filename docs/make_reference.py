@@ -63,6 +63,24 @@ EXIT_CODES: dict[int, str] = {
 """Every exit code a command can end with (`ledger run` otherwise exits with its
 command's own status, and 128+N when signal N ended it)."""
 
+OTHER_CODES: dict[str, tuple[str, str]] = {
+    "conflict": (
+        "8",
+        "`admit` (and each line of `admit --batch`): the key holds another task (a "
+        'different task, needs or queue); the object keeps `"outcome": "conflict"` and '
+        'the stored `"record"` beside `"error"`',
+    ),
+    "cannot_run": (
+        "126, 127",
+        "`ledger run`: the command cannot be started (126: not executable; 127: not found); "
+        "its task is released",
+    ),
+    "internal": ("70", "an unexpected error: a bug"),
+}
+"""The `--json` error codes no error class carries (`error_object` called with
+the code itself); `tests/docs/test_error_codes.py` finds every code the
+package emits and fails on one the table lacks."""
+
 ENVIRONMENT: dict[str, str] = {
     "LEDGER_STORE": "the store URL or path, when `--store` is not given "
     "(set but empty: a usage error, exit 2)",
@@ -100,11 +118,13 @@ JSON_SHAPES: dict[str, str] = {
     "blocked": '`{"key", "blocked", "blocked_by"}` (exit 1 when not blocked)',
     "list": "an array of records (`--jsonl`: one record per line)",
     "prune": '`{"pruned", "dry_run"}`',
-    "tree": '`{"failed": [{"key", "blocked", "dependents", "escaped", "exit", "signal", '
-    '"timed_out"}]}`; with a key '
-    '`{"key", "status", "needs": [{"key", "status", "blocked_by"}], "cycles": [[keys]]}` '
-    "(`status` null: never admitted; `cycles`: each cycle of needs below KEY, "
-    "its first key again at its end)",
+    "tree": '`{"failed": [{"key", "pruned", "blocked", "dependents", "escaped", "exit", '
+    '"signal", "timed_out"}]}`; with a key `{"key", "status", "pruned", "needs": '
+    '[{"key", "status", "pruned", "blocked_by"}], "cycles": [[keys]]}` '
+    "(a failed need adds `exit`, `signal`, `timed_out`; "
+    "`status` null: never admitted; `pruned` true: a pruned record, shown with the "
+    "status it keeps, listed when a listed task needs it; `cycles`: each cycle of needs "
+    "below KEY, its first key again at its end)",
     "graph": '`{"nodes": [{"key", "status"}], "edges": [{"from", "to", "blocking"}]}` '
     '(`status` "missing": a need without a record; an edge runs from a need to the task that '
     "needs it; `blocking`: a failure, or a task it blocked, blocking the task)",
@@ -119,14 +139,17 @@ JSON_SHAPES: dict[str, str] = {
     '"output"}` (the output as UTF-8 text, invalid bytes as U+FFFD; `abandoned`: no end '
     "recorded and the lease it ran under is over, its runner gone)",
     "wait": '`{"settled": [{"key", "status", "blocked_by", "exit"}], "unsettled": [keys], '
-    '"timed_out"}` (`exit`: the latest attempt\'s, null when none ran; `--all`: `settled` '
-    "lists every failed and blocked record)",
+    '"timed_out"}` (`exit`: the latest attempt\'s, null when none ran or a `cancel` was the '
+    "last ending; `--all`: `settled` lists every failed and blocked record)",
     "retry": '`{"key", "record", "unblocked": [keys]}`',
     "cancel": '`{"key", "record", "blocked": [keys]}`',
     "stats": '`{"counts": {"pending", "claimed", "completed", "failed", "blocked"}, "pruned", '
-    '"ready", "expired_leases", "oldest_ready_age_seconds", "paused", "scheduled", '
-    '"queues": {NAME: {"pending", "claimed", "ready", "limit", "held"}}}` '
-    "(the age null with nothing ready)",
+    '"ready", "expired_leases", "oldest_ready_age_seconds", "ready_invalid_keys", "paused", '
+    '"scheduled", "queues": {NAME: {"pending", "claimed", "ready", "limit", "held"}}}` '
+    "(the age null with nothing ready; `ready_invalid_keys`: tasks ready by the rule but "
+    "keyed with bytes that are not valid UTF-8, as another program such as the Go service "
+    "may write them: `claim --next` never hands one out, so `ready` and the age leave them "
+    "out and count them here; `ledger doctor` names them)",
     "check": '`{"key", "owner", "fence", "lease_until", "left_seconds"}`',
     "pause": '`{"paused", "changed", "since", "actor", "reason"}`',
     "resume": '`{"paused", "changed"}`',
@@ -266,7 +289,8 @@ def render() -> str:
         if cls.code in seen:
             continue
         seen.add(cls.code)
-        doc = f"`{cls.message}`" if cls.message else (cls.__doc__ or "").strip().split("\n\n")[0]
+        own = cls.message and cls.message != cls.__mro__[1].message  # not a parent's sentinel
+        doc = f"`{cls.message}`" if own else (cls.__doc__ or "").strip().split("\n\n")[0]
         if cls.code == "usage":
             doc += " (also every usage error the argument parser finds)"
         out.append(f"| `{cls.code}` | {cls.exit_code} | {_cell(doc)} |")
@@ -274,11 +298,7 @@ def render() -> str:
 
     for code, doc in sorted(INPUT_CODES.items()):
         out.append(f"| `{code}` | 2 | {_cell(doc)} (a usage error) |")
-    out.append(
-        "| `cannot_run` | 126, 127 | `ledger run`: the command cannot be started "
-        "(126: not executable; 127: not found); its task is released |"
-    )
-    out.append("| `internal` | 70 | an unexpected error: a bug |")
+    out += [f"| `{code}` | {ex} | {_cell(doc)} |" for code, (ex, doc) in OTHER_CODES.items()]
     out += [
         "",
         "## JSON output",

@@ -37,7 +37,7 @@ def judged_attempts(store: Store, rec: TaskState, now: Instant) -> list[Attempt]
     return atts
 
 
-def _cancellation(store: Store, key: str) -> str | None:
+def cancellation(store: Store, key: str) -> str | None:
     """`cancelled by ACTOR[: REASON]` when the key's last ending was `cancel`."""
     read = getattr(store, "read_history", None)
     if read is None:
@@ -53,23 +53,31 @@ def _cancellation(store: Store, key: str) -> str | None:
     return f"cancelled by {who}: {reason.removesuffix(')')}" if reason else f"cancelled by {who}"
 
 
-def failure_mark(store: Store, key: str) -> tuple[str | None, dict[str, Any]]:
+def failure_mark(
+    store: Store, key: str, fence: int | None = None
+) -> tuple[str | None, dict[str, Any]]:
     """The mark of a failed key (`exit 1`, `timed out`, `SIGKILL`,
-    `cancelled by alice: superseded`) and its `--json` fields."""
+    `cancelled by alice: superseded`) and its `--json` fields: a cancelled
+    key's are null, its attempts' exits being from before the cancel. `fence`,
+    the record's: when the latest attempt holds it, no cancel came after that
+    attempt (a cancel raises the fence: engine/cancel.py), and the history is
+    not read."""
     fields: dict[str, Any] = {"exit": None, "signal": None, "timed_out": False}
     try:
-        cancelled = _cancellation(store, key)
         atts = attempts_of(store, key)
+        ran_last = fence is not None and bool(atts) and atts[-1].fence == fence
+        cancelled = None if ran_last else cancellation(store, key)
     except StoreError:
         return None, fields
-    if atts:
-        last = atts[-1]
-        fields = {"exit": last.exit, "signal": last.signal, "timed_out": last.timed_out}
     if cancelled is not None:
         return cancelled, fields
-    if not atts or atts[-1].ended is None:
+    if not atts:
         return None, fields
-    return atts[-1].outcome(), fields
+    last = atts[-1]
+    fields = {"exit": last.exit, "signal": last.signal, "timed_out": last.timed_out}
+    if last.ended is None:
+        return None, fields
+    return last.outcome(), fields
 
 
 def failure_marks(store: Store, keys: list[str]) -> dict[str, str]:

@@ -218,6 +218,7 @@ def _label(
     rec: TaskState | None,
     escaped: Collection[str] = (),
     marks: Mapping[str, str] | None = None,
+    pruned: Collection[str] = (),
 ) -> Text:
     text = Text(safe(key))
     text.append("  ")
@@ -227,6 +228,8 @@ def _label(
     text.append_text(status_text(rec.status))
     if marks and key in marks:  # the latest run's outcome (docs/design.md §7.3)
         text.append(f" ({marks[key]})", style=STATUS_STYLE["failed"])
+    if key in pruned:  # its task, needs and history were removed; its status stays
+        text.append(" (pruned)", style="dim")
     if rec.status == "blocked" and rec.blocked_by:
         text.append(f" by {safe(rec.blocked_by)}", style=STATUS_STYLE["blocked"])
     if key in escaped:
@@ -274,9 +277,12 @@ def _grow(
 
 
 def failure_trees(
-    records: Mapping[str, TaskState], marks: Mapping[str, str] | None = None
+    records: Mapping[str, TaskState],
+    marks: Mapping[str, str] | None = None,
+    pruned: Collection[str] = (),
 ) -> list[Tree]:
-    """Each failed record with everything that depends on it (not completed)."""
+    """Each failed record with everything that depends on it (not completed);
+    the keys in `pruned` marked so."""
     dependents: dict[str, list[str]] = {}
     for rec in records.values():
         for need in dict.fromkeys(rec.needs or ()):
@@ -288,7 +294,7 @@ def failure_trees(
     escaped = _escaped(records)
 
     def label(key: str) -> Text:
-        return _label(key, records.get(key), escaped, marks)
+        return _label(key, records.get(key), escaped, marks, pruned)
 
     trees = []
     for key in sorted(k for k, r in records.items() if r.status == "failed"):
@@ -299,10 +305,14 @@ def failure_trees(
 
 
 def needs_tree(
-    key: str, records: Mapping[str, TaskState], marks: Mapping[str, str] | None = None
+    key: str,
+    records: Mapping[str, TaskState],
+    marks: Mapping[str, str] | None = None,
+    pruned: Collection[str] = (),
 ) -> Tree:
     """From `key` down its needs to whatever holds it: failures, blocked
-    records, needs never admitted. Completed needs are leaves."""
+    records, needs never admitted. Completed needs are leaves; the keys in
+    `pruned` are marked so."""
 
     def children(k: str) -> list[str]:
         rec = records.get(k)
@@ -313,7 +323,7 @@ def needs_tree(
     escaped = _escaped(records)
 
     def label(k: str) -> Text:
-        return _label(k, records.get(k), escaped, marks)
+        return _label(k, records.get(k), escaped, marks, pruned)
 
     root = Tree(label(key))
     _grow(root, key, children, label)

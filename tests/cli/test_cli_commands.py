@@ -191,6 +191,7 @@ def test_tree_and_log(cli: Cli) -> None:
         "failed": [
             {
                 "key": "root",
+                "pruned": False,
                 "blocked": ["leaf", "mid"],
                 "dependents": ["mid", "leaf"],
                 "escaped": [],

@@ -140,6 +140,20 @@ def test_event_filters_the_log(tmp_path: Path) -> None:
     assert [json.loads(line)["event"] for line in res.stdout.splitlines()] == ["ledger.claimed"]
 
 
+@pytest.mark.parametrize("follow", [(), ("--follow",)])
+def test_an_unknown_event_is_a_usage_error_naming_the_known_ones(
+    tmp_path: Path, follow: tuple[str, ...]
+) -> None:
+    store = tmp_path / "store"
+    _complete(str(store), "a")
+    events = ("--event", "ledger.completed", "--event", "ledger.complete")
+    res = run_ledger(store, "log", *follow, *events)
+    assert (res.returncode, res.stdout) == (2, "")
+    assert res.stderr.startswith('ledger: unknown --event "ledger.complete": one of ')
+    assert res.stderr.count("\n") == 1 and "ledger.completed, " in res.stderr
+    assert res.stderr.endswith(", ledger.paused, ledger.resumed, ledger.restored, ledger.dropped\n")
+
+
 def _entry(n: int) -> HistoryEntry:
     return HistoryEntry("2026-01-02T03:04:05Z", "t", "ledger.admitted", f"k{n}", 0, f"line {n}")
 

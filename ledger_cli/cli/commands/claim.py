@@ -34,8 +34,10 @@ class NothingReadyError(LedgerError):
 
 
 class PausedError(NothingReadyError):
-    """`claim --next` / `run --next` on a paused store (docs/design.md §8.3; exit 7). A
-    NothingReadyError, so a `--drain` worker stops as if nothing were ready."""
+    """`claim --next` / `run --next` on a paused store (docs/design.md §8.3; exit 7):
+    `ledger: claiming is paused (since T by ACTOR: REASON); ledger resume starts it again`.
+
+    A NothingReadyError, so a `--drain` worker stops as if nothing were ready."""
 
     code = "paused"
 

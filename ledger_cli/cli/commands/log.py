@@ -41,7 +41,7 @@ def log(
         raise InputError("ledger: give --json or --jsonl, not both")
     if follow and settings.json:
         raise InputError("ledger: log --follow prints a line at a time: give --jsonl, not --json")
-    events = frozenset(validate_text(e, "--event") for e in event) if event else None
+    events = frozenset(_known(validate_text(e, "--event")) for e in event) if event else None
 
     def wanted(e: HistoryEntry) -> bool:
         return (key is None or e.key == key) and (events is None or e.event in events)
@@ -64,6 +64,27 @@ def log(
         for e in entries:
             _print(e, jsonl)
     return 0
+
+
+def event_names() -> tuple[str, ...]:
+    """Every event a history line can name: the Go names, the extensions,
+    pause and resume, `restore`'s and `doctor --fix --drop-damaged`'s lines."""
+    from ledger_cli.cli.commands.doctor.lost import DROPPED
+    from ledger_cli.engine.events import EXTENSION_NAMES, NAMES
+    from ledger_cli.engine.pause import PAUSED, RESUMED
+
+    return (*NAMES, *EXTENSION_NAMES, PAUSED, RESUMED, "ledger.restored", DROPPED)
+
+
+def _known(name: str) -> str:
+    """`name`, an event a history line can carry; else a usage error (exit 2)
+    naming them: a misspelt name would otherwise match nothing, quietly."""
+    names = event_names()
+    if name not in names:
+        from ledger_cli.engine.record import go_quote
+
+        raise InputError(f"ledger: unknown --event {go_quote(name)}: one of {', '.join(names)}")
+    return name
 
 
 def _print(e: HistoryEntry, jsonl: bool) -> None:

@@ -20,11 +20,19 @@ if TYPE_CHECKING:
 def _check_records(tasks: tuple[TaskState, ...]) -> None:
     """Every key a restored record names (its own, its needs, its blocker) must be one
     the command line can address (docs/design.md §5.2), and its fence must leave room
-    for a next claim: ValidationError (exit 8) otherwise."""
+    for a next claim: ValidationError (exit 8) otherwise. A key may appear once:
+    RestoreConflictError (exit 8) naming both entries otherwise."""
     from ledger_cli.cli.inputs import validate_key
-    from ledger_cli.errors import ValidationError
+    from ledger_cli.engine.record import go_quote
+    from ledger_cli.errors import RestoreConflictError, ValidationError
 
+    first: dict[str, int] = {}
     for i, rec in enumerate(tasks):
+        if first.setdefault(rec.key, i) != i:
+            raise RestoreConflictError(
+                f"ledger: restore: key {go_quote(rec.key)} appears twice in the snapshot "
+                f"(entries {first[rec.key]} and {i})"
+            )
         if rec.fence >= UINT64_MAX:  # its next fence would not fit (Go's would wrap to 0)
             raise ValidationError(
                 f"ledger: snapshot entry {i}: Fence {rec.fence} leaves no fence for the "
@@ -104,11 +112,9 @@ def restore(settings: Settings, source: str) -> int:
     tasks = _pruned_forms(snap.tasks or (), marked)
     with Session(settings) as s:
         now = s.now()
-        seen: set[str] = set()
         for rec in tasks:
-            if rec.key in seen or s.load(rec.key) is not None:
+            if s.load(rec.key) is not None:
                 raise RestoreConflictError(_taken(rec.key))
-            seen.add(rec.key)
         _refuse_cycle(s, tasks)
         landed = 0
         block_records: list[TaskState] = []

@@ -42,32 +42,36 @@ def _positive(text: str | None, what: str, default: float | None) -> float | Non
     return seconds
 
 
-def latest_exit(store: Store, key: str) -> Any:
-    """(exit, signal, timed_out) of the key's latest attempt, or Nones."""
+def latest_exit(store: Store, key: str) -> int | None:
+    """The exit status of the key's latest attempt, or None."""
     from ledger_cli.stores.attemptlog import attempt_log
 
     try:
         atts = attempt_log(store).list_attempts(key)
     except StoreError:
         atts = []
-    if not atts:
-        return None, None, False
-    last = atts[-1]
-    return last.exit, last.signal, last.timed_out
+    return atts[-1].exit if atts else None
 
 
-def settled_line(rec: TaskState, outcome: tuple[Any, Any, bool]) -> str:
-    exit_, sig, timed_out = outcome
+def settled_outcome(store: Store, rec: TaskState) -> tuple[str | None, int | None]:
+    """The mark after a settled record's status and its `--json` exit: a
+    failure's as `tree` marks it (`exit 1`, `SIGTERM`, `timed out`,
+    `cancelled by A: R`: cli/outcome.py), a completion's exit (0 after a run),
+    nothing for a blocked record (it never ran)."""
+    if rec.status == "blocked":
+        return None, None
+    if rec.status == "failed":
+        from ledger_cli.cli.outcome import failure_mark
+
+        mark, fields = failure_mark(store, rec.key, rec.fence)
+        return mark, fields["exit"]
+    return None, latest_exit(store, rec.key)
+
+
+def settled_line(rec: TaskState, mark: str | None) -> str:
     if rec.status == "blocked":
         return f"blocked {rec.key} by {rec.blocked_by}"
-    if rec.status == "failed":
-        if timed_out:
-            return f"failed {rec.key} (timed out)"
-        if sig is not None:
-            return f"failed {rec.key} ({sig})"
-        if exit_ is not None:
-            return f"failed {rec.key} (exit {exit_})"
-    return f"{rec.status} {rec.key}"
+    return f"{rec.status} {rec.key} ({mark})" if mark else f"{rec.status} {rec.key}"
 
 
 def wait(
@@ -126,15 +130,11 @@ def _wait_keys(s: Session, keys: list[str], every: float, deadline: float | None
                 if rec is None or rec.status not in SETTLED:
                     still.append(key)
                     continue
-                # A completed run has an exit too (0): only a blocked
-                # record never ran.
-                outcome = (
-                    latest_exit(s.store, key) if rec.status != "blocked" else (None, None, False)
-                )
+                mark, exit_ = settled_outcome(s.store, rec)
                 bad = bad or rec.status != "completed"
-                settled.append(_settled_item(rec, outcome))
+                settled.append(_settled_item(rec, exit_))
                 if not s.settings.json:
-                    output.line(settled_line(rec, outcome))
+                    output.line(settled_line(rec, mark))
             unsettled = still
             failing = None
         except StoreError as exc:
@@ -151,13 +151,9 @@ def _wait_keys(s: Session, keys: list[str], every: float, deadline: float | None
     return 1 if bad else 0
 
 
-def _settled_item(rec: TaskState, outcome: tuple[Any, Any, bool]) -> dict[str, Any]:
-    return {
-        "key": rec.key,
-        "status": rec.status,
-        "blocked_by": rec.blocked_by or None,
-        "exit": outcome[0],
-    }
+def _settled_item(rec: TaskState, exit_: int | None) -> dict[str, Any]:
+    blocked_by = rec.blocked_by or None
+    return {"key": rec.key, "status": rec.status, "blocked_by": blocked_by, "exit": exit_}
 
 
 def _report_timeout(s: Session, settled: list[dict[str, Any]], unsettled: list[str]) -> None:
@@ -225,13 +221,7 @@ def _wait_all(
         side = queues.every(s.store)
         bad = [r for r in bad if side.get(r.key, queues.DEFAULT) in in_queues]
     if s.settings.json:
-        settled = [
-            _settled_item(
-                rec,
-                latest_exit(s.store, rec.key) if rec.status == "failed" else (None, None, False),
-            )
-            for rec in bad
-        ]
+        settled = [_settled_item(rec, settled_outcome(s.store, rec)[1]) for rec in bad]
         output.json_line({"settled": settled, "unsettled": [], "timed_out": False})
     if bad:
         shown = ", ".join(rec.key for rec in bad[:SHOWN_BAD])

@@ -90,7 +90,12 @@ def log(
     ] = False,
     event: Annotated[
         list[str] | None,
-        option("--event", "NAME", "Only this event, such as ledger.completed (repeatable)."),
+        option(
+            "--event",
+            "NAME",
+            "Only this event, such as ledger.completed (repeatable; an unknown name "
+            "is a usage error that lists the names).",
+        ),
     ] = None,
 ) -> None:
     """The history of writes, oldest first."""
@@ -112,7 +117,8 @@ def graph(
         option(
             "--format",
             "F",
-            "dot (Graphviz, the default), mermaid (a flowchart) or svg (drawn without "
+            "dot (Graphviz, the default; each `&` written `&amp;`, so Graphviz "
+            "shows keys as stored), mermaid (a flowchart) or svg (drawn without "
             "Graphviz; at most 2000 tasks).",
         ),
     ] = "dot",
