@@ -98,3 +98,33 @@ def test_a_dispossessed_runner_never_overlaps_the_next(
         (start,) = _times(started)
         assert start > max(_times(beats)), "w2 started while w1's command still ran"
         assert start >= _seconds(after["NotBefore"])
+
+
+def test_a_runner_rebased_between_attempts_does_not_say_it_stopped_the_command(
+    tmp_path: Path,
+) -> None:
+    """The lease is lost while `run` waits to try again: the command had ended
+    on its own, and exit 5 says so rather than "the command was stopped"."""
+    store = tmp_path / "s"
+    assert run_ledger(store, "admit", "job").returncode == 0
+    again = ("--retries", "1", "--backoff", f"{HANG:g}s")
+    run = ("run", "job", "--owner", "w1", "--lease", f"{LEASE:g}s", *again)
+    w1 = start_ledger(store, *run, "--", "sh", "-c", "exit 3", cwd=tmp_path)
+    try:
+
+        def first_ended() -> bool:
+            attempts = _state(str(store)).get("attempts")
+            return isinstance(attempts, list) and attempts[-1]["ended"] is not None
+
+        wait_until(first_ended, "the first attempt to end")
+        res = run_ledger(store, "admit", "job", "--seq", "2")
+        assert res.stdout == "admitted\n", res.stderr
+        assert w1.wait(timeout=HANG) == 5
+        assert w1.stderr is not None
+        said = w1.stderr.read()
+        assert "the command had ended with exit status 3" in said, said
+        assert "stopped" not in said, said
+    finally:
+        if w1.poll() is None:
+            w1.kill()
+            w1.wait()
