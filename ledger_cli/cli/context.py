@@ -124,7 +124,9 @@ class Session:
 
         self.blocks = SessionBlocks(self)
         """Where the long walks commit: in short blocks (cli/blockwrites.py)."""
-        self.ledger: Ledger = Ledger(self.store, self.recorder, self.blocks)
+        # A dispossessed runner may still run until its lease ends: `--next` waits
+        # that out (docs/design.md §2.2, §8.1).
+        self.ledger: Ledger = Ledger(self.store, self.recorder, self.blocks, hold_leases=True)
         self._depth = 0  # write units open
         self._after: list[Callable[[], object]] = []
 

@@ -28,7 +28,8 @@ def admit(
 
     `needs` is None when the caller named none (it encodes as `null`). On a
     no-op, the record that made it one is appended to `seen` when given (the
-    outcome of docs/design.md §8.4 is judged from that very record: engine/conflict.py).
+    outcome of docs/design.md §8.4 is judged from that very record: engine/conflict.py);
+    on a rebase, the record it replaced (its lease: engine/schedule.py `wait_out`).
     """
     if key == "":
         raise ValidationError("ledger: idempotency key must not be empty")
@@ -62,6 +63,8 @@ def admit(
             )
             if not core.swap(key, cur, nxt):
                 continue
+            if seen is not None and cur is not None:
+                seen.append(cur)
             if blocker is not None:
                 core.emit(events.BLOCKED, key, f"key {key} blocked by {blocker} at admission")
                 # Extension (docs/design.md §6.2): the read after the write, so that a

@@ -4,6 +4,9 @@ An extension beyond the Go package. The record becomes failed with Fence+1,
 so the current holder (if any) is fenced off: its renew, release and complete
 are refused. Its dependents are then blocked exactly as after a failed
 completion (Go's blockDependents walk, BlockedBy = the cancelled key).
+With `Core.hold_leases` (the command line), a live lease it took away is
+kept as the task's not-before, which a retry leaves in place
+(docs/design.md §6.3, §8.1).
 """
 
 from __future__ import annotations
@@ -52,4 +55,7 @@ def _fail(core: Core, actor: str, key: str, now: Instant, reason: str | None) ->
         )
         if core.swap(key, cur, nxt):
             break
+    # The holder's lease is cleared: its end is kept as a not-before, so that a
+    # retry does not hand the task to `--next` while the holder may still run.
+    core.dispossessed(key, cur, now)
     core.emit(events.CANCELLED, key, f"key {key} cancelled by {actor}{reason_note(reason)}")

@@ -145,13 +145,16 @@ def admit(
 ) -> Outcome:
     """`admission.admit`, and what it did. A write (insert or rebase) keeps
     `schedule` and `queue` as the key's (docs/design.md §8.1: a rebase without
-    one clears it); run it in a `store.batch()` so that both land together."""
+    one clears it; with `Core.hold_leases`, a rebase of a live lease is not due
+    before it ends); run it in a `store.batch()` so that all land together."""
     if needs:
         _refuse_cycle(core, key, seq, needs)
     seen: list[TaskState] = []
     if admission.admit(core, actor, key, seq, task, now, needs, seen):
         from ledger_cli.engine import schedule as sched
 
+        if core.hold_leases and seen:  # seen: the record the rebase replaced
+            schedule = sched.wait_out(schedule, seen[-1], now)
         if schedule is not None or sched.of(core.store, key) is not None:
             sched.put(core.store, key, schedule)
         from ledger_cli.engine import queues

@@ -14,19 +14,29 @@ if TYPE_CHECKING:
 
     from ledger_cli.engine.blocks import Blocks
     from ledger_cli.engine.events import Bus
+    from ledger_cli.engine.instant import Instant
     from ledger_cli.engine.record import TaskState
     from ledger_cli.engine.store import Store
 
 
 class Core:
-    __slots__ = ("blocks", "bus", "held", "store")
+    __slots__ = ("blocks", "bus", "held", "hold_leases", "store")
 
-    def __init__(self, store: Store, bus: Bus | None = None, blocks: Blocks | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        bus: Bus | None = None,
+        blocks: Blocks | None = None,
+        hold_leases: bool = False,
+    ) -> None:
         self.store = store
         self.bus = bus
         self.held: HeldEvents | None = None
         self.blocks = blocks
         """Where long walks commit (engine/blocks.py); None: in the caller's batch."""
+        self.hold_leases = hold_leases
+        """A write that dispossesses a live lease makes its task wait that lease
+        out for `--next` (`dispossessed`); False: Go's behaviour."""
 
     def emit(self, name: str, key: str, data: str) -> None:
         """Events fire only after the write they describe; emit failures are ignored."""
@@ -61,6 +71,16 @@ class Core:
         holds `cur` (compare-and-swap); False when another writer came first."""
         nxt.validate()
         return self.store.compare_and_swap(key, cur, nxt)
+
+    def dispossessed(self, key: str, prev: TaskState, now: Instant) -> None:
+        """After a write that took `key` from the holder of `prev` (a rebase, a
+        cancel, an un-block), in the same batch: with `hold_leases`, the task is
+        not due before `prev`'s lease ends when that is still live at `now`
+        (docs/design.md §2.2, §8.1: engine/schedule.py `wait_out`)."""
+        if self.hold_leases:
+            from ledger_cli.engine import schedule
+
+            schedule.hold(self.store, key, prev, now)
 
     def require(self, key: str) -> TaskState:
         """Load a record that must exist (NoKeyError otherwise)."""

@@ -33,16 +33,23 @@ class Ledger:
     """
 
     def __init__(
-        self, store: Store | None = None, bus: Bus | None = None, blocks: Blocks | None = None
+        self,
+        store: Store | None = None,
+        bus: Bus | None = None,
+        blocks: Blocks | None = None,
+        hold_leases: bool = False,
     ) -> None:
         """`blocks`: a driver that commits the long walks of a failed
         completion, retry, cancel and prune in short blocks (engine/blocks.py);
-        None: each runs in the caller's batch, or in none, as Go's would."""
+        None: each runs in the caller's batch, or in none, as Go's would.
+        `hold_leases`: a rebase, cancel or un-block of a task under a live
+        lease keeps it from `--next` until that lease ends (docs/design.md
+        §8.1; engine/schedule.py `wait_out`); False: Go's behaviour."""
         if store is None:
             from ledger_cli.engine.memstore import MemStore
 
             store = MemStore()
-        self._core = Core(store, bus, blocks)
+        self._core = Core(store, bus, blocks, hold_leases)
 
     @property
     def store(self) -> Store:

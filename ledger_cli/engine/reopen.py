@@ -255,6 +255,7 @@ def _reexamine(
         if failure is not None:
             core.emit(events.BLOCKED, key, f"key {key} blocked by {failure}")
             return True, False
+        core.dispossessed(key, cur, now)  # blocked while claimed: it kept its lease
         core.emit(events.UNBLOCKED, key, f"key {key} unblocked{note}")
         # The read after the write (Go's recheckNeeds): a failure that landed
         # meanwhile blocks the record again, so an un-block opens no escape.

@@ -13,6 +13,11 @@ With no schedules in a store that is exactly the older order (CreatedAt,
 then key). A task that is not due yet is not ready; a claim by key ignores
 all of this, as in Go.
 
+A write that takes a task from the holder of a live lease (a rebase, a
+cancel, an un-block) lets the command line keep the task from `--next` until
+that lease ends (`wait_out`, through `Core.dispossessed`): the dispossessed
+runner may still be running until then, and never past it.
+
 A store offers `schedule_of(key)`, `set_schedule(key, value | None)`,
 `schedules()` (every key's) and `has_schedules()`; one without them keeps no
 schedule, and every task on it is due at once with priority 0.
@@ -41,6 +46,35 @@ def normal(not_before: Instant | None, priority: int) -> Schedule | None:
     if nb.is_zero() and priority == 0:
         return None
     return (nb, priority)
+
+
+def lease_end(prev: TaskState | None, now: Instant) -> Instant | None:
+    """The end of the lease `prev` (a record a write is replacing) holds, when
+    it is still live at `now`; else None. A finished record holds none (its
+    holder ended it); a blocked one may (a claimed task keeps its owner and
+    lease when a failure below it blocks it)."""
+    if prev is None or prev.lease_until <= now or prev.status in ("completed", "failed"):
+        return None
+    return prev.lease_until
+
+
+def wait_out(value: Schedule | None, prev: TaskState | None, now: Instant) -> Schedule | None:
+    """`value` (the schedule a write keeps), made not due before the live
+    lease of `prev` (the record the write replaced) ends, unless it is already
+    due later; its priority is kept. The one rule for a rebase, a cancel and
+    an un-block (docs/design.md §2.2, §6.2, §6.3, §8.1)."""
+    end = lease_end(prev, now)
+    if end is None or (value is not None and value[0] >= end):
+        return value
+    return (end, value[1] if value is not None else 0)
+
+
+def hold(store: Store, key: str, prev: TaskState, now: Instant) -> None:
+    """`wait_out` on `key`'s kept schedule, in the batch of the write that replaced `prev`."""
+    kept = of(store, key)
+    value = wait_out(kept, prev, now)
+    if value != kept:
+        put(store, key, value)
 
 
 def of(store: Store, key: str) -> Schedule | None:

@@ -109,6 +109,8 @@ class Supervisor(OutcomeWrites):
         self.timed_out = False
         self.unproved = False
         """The lease ran out of proof (no renewal landed in time): `lost` says so."""
+        self.ended_itself: int | None = None
+        """The exit status of a command over on its own when the lease was found lost."""
 
     # -- the child -------------------------------------------------------------
 
@@ -222,6 +224,7 @@ class Supervisor(OutcomeWrites):
         assert self.proc is not None
         rc: int | None = None
         signalled_at: float | None = None
+        stopped = False
         while rc is None:
             rc = exited.within(self.poll)
             if rc is None:
@@ -236,10 +239,14 @@ class Supervisor(OutcomeWrites):
                     elif time.monotonic() >= self._kill_by(signalled_at):
                         self._signal_child(signal.SIGKILL)
                 elif self.lost is not None:
+                    stopped = True
                     rc = self._stop_child(self._kill_by(time.monotonic()) - time.monotonic())
                 elif self.keeper.expired():  # the hard stop: before the lease can run out
                     self._unproved()
+                    stopped = True
                     rc = self._stop_child(self.keeper.kill_at() - time.monotonic())
+        if self.lost is not None and self.signum is None and not stopped:
+            self.ended_itself = rc
         if self.lost is not None or self.signum is not None:
             self._signal_child(signal.SIGKILL)  # stragglers in the group
             return None
@@ -307,7 +314,8 @@ class Supervisor(OutcomeWrites):
                 self._attempt_failed(rc)
                 pause = self.backoff.total_seconds() * 2 ** (self.attempt - 1)
                 if self._wait(pause):  # the lease was lost or unprovable, or a signal came
-                    rc = None if self.lost is not None else rc
+                    if self.lost is not None:
+                        self.ended_itself, rc = rc, None
                     break
         finally:
             # A renewer blocked on a stalled connection is not waited for past the lease.
@@ -321,9 +329,11 @@ class Supervisor(OutcomeWrites):
         if self.unproved:
             raise LeaseLostError(output.one_line(str(self.lost)))
         if self.lost is not None:
+            what = "the command was stopped"
+            if self.ended_itself is not None:  # e.g. rebased or cancelled as it ended
+                what = f"the command had ended with exit status {exit_code(self.ended_itself)}"
             raise LeaseLostError(
-                f"{output.one_line(self.lost.explained())} (lost the lease on {self.key}; "
-                "the command was stopped)"
+                f"{output.one_line(self.lost.explained())} (lost the lease on {self.key}; {what})"
             )
         if self.signum is not None:
             self._release()
