@@ -11,10 +11,9 @@ def renew(settings: Settings, key: str, owner: str, fence: str, lease: str) -> i
     owner, lease_td = owner_and_lease(owner, lease)
     fence_n = parse_uint(fence, "--fence")
     with Session(settings) as s:
-        now = s.now()
-        for attempt in s.writes(now):
+        for attempt in s.writes(s.unit_now()):  # now: once the write lock is held
             with attempt:
-                s.ledger.renew(s.actor, key, owner, fence_n, lease_td, now)
+                s.ledger.renew(s.actor, key, owner, fence_n, lease_td, attempt.clock(key))
                 rec = s.load(key)
     until = str(rec.lease_until) if rec is not None else "?"
     output.written(settings.json, key, rec, f"renewed {key} until {until}")
