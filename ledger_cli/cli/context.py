@@ -148,16 +148,14 @@ class Session:
 
         return Instant.now()
 
-    def unit_now(self, hook: str) -> Instant | None:
-        """The now for `writes(now)`, or None to leave it to each unit: when
-        the store has `hook`, a way to read its clock inside the unit's batch
-        together with the unit's first statement (PostgreSQL: `now_with`,
-        `ready_at_clock`), which saves the clock its own round trip. The unit
-        then takes its now from the store (`Attempt.clock`, or by setting
-        `attempt.now`). --now, when given, wins as ever."""
-        if self.fixed_now is None and getattr(self.store, hook, None) is not None:
-            return None
-        return self.now()
+    def unit_now(self) -> Instant | None:
+        """The now for `writes(now)`: --now when given, else None, which leaves
+        the clock to each unit: it is read once the unit's batch holds the
+        store's write lock (`Attempt`), so that a lease is not granted from a
+        time long past when the unit waited for that lock (SQLite's BEGIN
+        IMMEDIATE behind another writer), and history lines follow the order
+        of their commits."""
+        return self.fixed_now
 
     def write(self, now: Instant) -> AbstractContextManager[None]:
         """One locked unit: the engine calls in the block and their history.
@@ -232,16 +230,20 @@ class Session:
         finally:
             self.blocks.now = saved
 
-    def writes(self, now: Instant | None) -> Iterator[Attempt]:
+    def writes(self, now: Instant | None, hook: str | None = None) -> Iterator[Attempt]:
         """`write(now)` units, one after another until one is not rolled back:
 
-            for attempt in s.writes(now):
+            for attempt in s.writes(s.unit_now()):
                 with attempt:
-                    fence = s.ledger.claim(...)
+                    fence = s.ledger.claim(..., attempt.now)
 
-        With now None (`unit_now`), each unit takes its own inside its batch:
+        With now None (`unit_now`), each unit takes its own inside its batch,
+        once the store's write lock is held: at its start, or, when the store
+        has `hook`, a way to read its clock together with the unit's first
+        statement (PostgreSQL: `now_with`, `ready_at_clock`, which saves the
+        clock its own round trip), when the unit asks for it:
 
-            for attempt in s.writes(s.unit_now("now_with")):
+            for attempt in s.writes(s.unit_now(), "now_with"):
                 with attempt:
                     s.ledger.complete(..., attempt.clock(key))
 
@@ -253,7 +255,7 @@ class Session:
         """
         number = 0
         while True:
-            attempt = Attempt(self, now, number)
+            attempt = Attempt(self, now, number, hook)
             yield attempt
             if not attempt.again:
                 return
@@ -297,17 +299,21 @@ class Attempt:
     that swallows a StoreConflictError and asks for another run, unless it was
     the last (`rerun.ATTEMPTS`).
 
-    `now`: the unit's now (its writes' and its history's time). None until the
-    unit takes it from the store (`clock`, or `attempt.now = ...`) when
-    `writes` was given None: each run then reads the clock in its own batch.
+    `now`: the unit's now (its writes' and its history's time). When `writes`
+    was given None, each run reads the clock in its own batch: at its start,
+    once the store's write lock is held; or, when the store has `hook`, None
+    until the unit takes it from the store (`clock`, or `attempt.now = ...`).
     """
 
-    __slots__ = ("again", "now", "number", "session", "start", "unit")
+    __slots__ = ("again", "hook", "now", "number", "session", "start", "unit")
 
-    def __init__(self, session: Session, now: Instant | None, number: int) -> None:
+    def __init__(
+        self, session: Session, now: Instant | None, number: int, hook: str | None = None
+    ) -> None:
         self.session = session
         self.now = now
         self.number = number
+        self.hook = hook
         self.again = False
         self.start = 0
         self.unit: AbstractContextManager[None] | None = None
@@ -316,6 +322,15 @@ class Attempt:
         self.start = len(self.session.recorder.events)
         self.unit = self.session._unit(lambda: self.now)
         self.unit.__enter__()
+        if self.now is not None or (
+            self.hook is not None and getattr(self.session.store, self.hook, None) is not None
+        ):
+            return
+        try:
+            self.now = self.session.now()  # the write lock is held (docs/design.md §3)
+        except BaseException as exc:
+            self.unit.__exit__(type(exc), exc, exc.__traceback__)
+            raise
 
     def clock(self, key: str) -> Instant:
         """The unit's now: the one `writes` was given; else the store's clock,

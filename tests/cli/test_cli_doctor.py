@@ -106,3 +106,17 @@ def test_a_dependents_index_missing_a_record_is_a_problem_and_fix_rebuilds_it(
     assert "fixed: rebuilt the dependents index from the records" in fixed.stdout
     assert need_file.read_text().split() == [key_digest("b")]
     assert run_ledger(store, "doctor").returncode == 0
+
+
+def test_a_pruned_need_and_its_dropped_history_are_no_notes(url: str) -> None:
+    """A completed need `ledger prune` pruned is still a record (not "never
+    admitted"), and its history was dropped by prune (not by another program)."""
+    assert run_ledger(url, "admit", "a").returncode == 0
+    assert run_ledger(url, "admit", "b", "--needs", "a").returncode == 0
+    ran = run_ledger(url, "run", "a", "--owner", "w", "--lease", "1m", "--", "true")
+    assert ran.returncode == 0, ran.stderr
+    assert run_ledger(url, "prune", "--older-than", "0s").returncode == 0
+    res = run_ledger(url, "--json", "doctor")
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    assert doc["problems"] == [] and doc["notes"] == [], doc

@@ -291,9 +291,9 @@ def test_a_unit_left_its_now_reads_the_clock_again_when_run_again(
     run's writes and history carry its now, not a rolled-back run's."""
     store = ClockedCommits(fail=1)
     with Session(Settings(actor="op"), store=store) as s:
-        now = s.unit_now("now_with")
+        now = s.unit_now()
         assert now is None
-        for attempt in s.writes(now):
+        for attempt in s.writes(now, "now_with"):
             with attempt:
                 assert attempt.now is None  # nothing carried over from a rolled-back run
                 s.ledger.admit(s.actor, "k", 1, None, attempt.clock("k"))
@@ -308,15 +308,29 @@ def test_a_unit_left_its_now_reads_the_clock_again_when_run_again(
 def test_now_given_wins_over_the_store_clock_in_a_unit(no_pause: list[float]) -> None:
     store = ClockedCommits(fail=0)
     with Session(Settings(actor="op", now=str(T0)), store=store) as s:
-        now = s.unit_now("now_with")
+        now = s.unit_now()
         assert now == T0
-        for attempt in s.writes(now):
+        for attempt in s.writes(now, "now_with"):
             with attempt:
                 s.ledger.admit(s.actor, "k", 1, None, attempt.clock("k"))
     assert store.clock_reads == []
     assert [e.time for e in store.read_history()] == [str(T0)]
 
 
-def test_a_store_without_the_hook_gets_its_now_before_the_unit() -> None:
-    with Session(Settings(actor="op"), store=MemStore()) as s:
-        assert s.unit_now("now_with") is not None
+def test_a_store_without_the_hook_gets_its_now_inside_the_unit() -> None:
+    """The unit reads the clock once its batch (the store's write lock) is
+    entered, not before: a lease is not granted from a time spent waiting."""
+    store = MemStore()
+    entered: list[bool] = []
+    batch = store.batch
+
+    def watched() -> contextlib.AbstractContextManager[None]:
+        entered.append(True)
+        return batch()
+
+    store.batch = watched  # type: ignore[method-assign]
+    with Session(Settings(actor="op"), store=store) as s:
+        assert s.unit_now() is None
+        for attempt in s.writes(s.unit_now(), "now_with"):
+            with attempt:
+                assert entered and attempt.now is not None

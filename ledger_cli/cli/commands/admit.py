@@ -116,10 +116,10 @@ def admit(
         prio = parse_priority(priority)
         when.check(settings)  # before the store is opened: a refusal writes nothing
     with Session(settings) as s:
-        now = s.now()
-        nb = when.at(now) if when is not None else None
-        for attempt in s.writes(now):
+        for attempt in s.writes(s.unit_now()):  # now: once the write lock is held
             with attempt:
+                now = attempt.clock(key)
+                nb = when.at(now) if when is not None else None
                 got = s.ledger.admit_outcome(
                     s.actor,
                     key,

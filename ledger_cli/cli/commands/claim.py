@@ -102,9 +102,9 @@ def claim_key(
 ) -> tuple[int, TaskState | None]:
     """Claim KEY in one unit, its queue's slot checked first; `then(record,
     fence)` runs inside that unit (`run` records its first attempt's start)."""
-    now = s.now()
-    for attempt in s.writes(now):
+    for attempt in s.writes(s.unit_now()):  # now: once the write lock is held
         with attempt:
+            now = attempt.clock(key)
             check_slot(s, key, now)
             fence = s.ledger.claim(s.actor, key, owner, lease_td, now)
             rec = s.load(key)
@@ -191,7 +191,7 @@ def claim_next_timed(
                 # on PostgreSQL the scan locks its candidate (FOR UPDATE SKIP
                 # LOCKED), so concurrent claimers spread over the queue instead of
                 # piling onto one.
-                for attempt in s.writes(s.unit_now("ready_at_clock")):
+                for attempt in s.writes(s.unit_now(), "ready_at_clock"):
                     with attempt:
                         del held[:]
                         claimed = None  # a run rolled back claimed nothing

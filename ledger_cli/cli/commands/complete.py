@@ -13,8 +13,9 @@ def complete(settings: Settings, key: str, owner: str, fence: str, failed: bool 
     status = "failed" if failed else "completed"
     with Session(settings) as s:
         # None: the unit reads the store's clock with its load of the key
-        # (PostgreSQL: no round trip of its own); else --now or the clock.
-        for attempt in s.writes(s.unit_now("now_with")):
+        # (PostgreSQL: no round trip of its own); else --now, or the clock
+        # read once the write lock is held.
+        for attempt in s.writes(s.unit_now(), "now_with"):
             with attempt:
                 s.ledger.complete(s.actor, key, owner, fence_n, status, attempt.clock(key))
                 rec = s.load(key)

@@ -11,10 +11,9 @@ def release(settings: Settings, key: str, owner: str, fence: str) -> int:
     owner = validate_text(owner, "owner")
     fence_n = parse_uint(fence, "--fence")
     with Session(settings) as s:
-        now = s.now()
-        for attempt in s.writes(now):
+        for attempt in s.writes(s.unit_now()):  # now: once the write lock is held
             with attempt:
-                s.ledger.release(s.actor, key, owner, fence_n, now)
+                s.ledger.release(s.actor, key, owner, fence_n, attempt.clock(key))
                 rec = s.load(key)
     output.written(settings.json, key, rec, f"released {key}")
     return 0

@@ -11,9 +11,9 @@ def renew(settings: Settings, key: str, owner: str, fence: str, lease: str) -> i
     owner, lease_td = owner_and_lease(owner, lease)
     fence_n = parse_uint(fence, "--fence")
     with Session(settings) as s:
-        now = s.now()
-        for attempt in s.writes(now):
+        for attempt in s.writes(s.unit_now()):  # now: once the write lock is held
             with attempt:
+                now = attempt.clock(key)
                 # An expired lease's slot may have gone to another claim: the
                 # queue's limit holds for a renewal too (exit 4).
                 from ledger_cli.engine import queues

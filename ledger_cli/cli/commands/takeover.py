@@ -10,9 +10,9 @@ from ledger_cli.cli.inputs import owner_and_lease
 def takeover(settings: Settings, key: str, owner: str, lease: str) -> int:
     owner, lease_td = owner_and_lease(owner, lease)
     with Session(settings) as s:
-        now = s.now()
-        for attempt in s.writes(now):
+        for attempt in s.writes(s.unit_now()):  # now: once the write lock is held
             with attempt:
+                now = attempt.clock(key)
                 # A stale lease's slot is its own again: refused (exit 4) only
                 # when other live leases fill the queue meanwhile.
                 from ledger_cli.engine import queues

@@ -5,8 +5,9 @@ history.jsonl that is gone (`lost.py`; `--fix --drop-damaged` accepts the
 loss, with a history line), a cycle of needs (`cycles.py`), a file mode
 wider than 0600 (directories: 0700), a symlink inside the store, an unknown
 format version, anything else the store itself refuses to read.
-Notes (exit 0): needs naming keys never admitted; stray temporary files left
-by a crash (`--fix` removes them, holding the store lock).
+Notes (exit 0): needs naming keys never admitted (a pruned need is no note:
+it is the terminal record it was, docs/design.md §6.4); stray temporary files
+left by a crash (`--fix` removes them, holding the store lock).
 The record-level checks (invalid UTF-8 from another writer, escaped and
 orphaned blocks, writes without a history line) are in `records.py`, the
 derived indexes' in `indexes.py`, the attempts' in `attempts.py`, the
@@ -36,15 +37,31 @@ if TYPE_CHECKING:
 
 
 def _check_needs(
-    records: list[TaskState], found: Findings, gone: dict[str, str] | None = None
+    records: list[TaskState],
+    found: Findings,
+    gone: dict[str, str] | None = None,
+    pruned: frozenset[str] = frozenset(),
 ) -> None:
-    """A note per need naming no record; `gone`: why a key has none (lost, dropped)."""
-    keys = {rec.key for rec in records}
+    """A note per need naming no record; `gone`: why a key has none (lost,
+    dropped). A `pruned` key is a record still (the listings leave it out)."""
+    keys = {rec.key for rec in records} | pruned
     for rec in records:
         for need in dict.fromkeys(rec.needs or ()):
             if need not in keys:
                 why = (gone or {}).get(need, "was never admitted")
                 found.notes.append(f"{rec.key}: needs {need}, which {why}")
+
+
+def _pruned_keys(s: Session, found: Findings) -> frozenset[str]:
+    """The keys `ledger prune` pruned: their needs' notes and their history
+    (which prune dropped) are as expected."""
+    from ledger_cli.engine.prune import pruned
+
+    try:
+        return frozenset(rec.key for rec in pruned(s.store))
+    except StoreError as exc:
+        found.problems.append(output.one_line(str(exc)))
+        return frozenset()
 
 
 def _drop_damaged(
@@ -202,11 +219,12 @@ def doctor(settings: Settings, fix: bool = False, drop_damaged: bool = False) ->
             if drop_damaged and checked.damaged:
                 _drop_damaged(s, root, checked.damaged, history, found)
             gone = _check_lost(s, root, files.files, history, found, drop_damaged)
-        _check_needs(records, found, gone)
+        pruned = _pruned_keys(s, found)
+        _check_needs(records, found, gone, pruned)
         from ledger_cli.cli.commands.doctor.cycles import check_cycles
 
         check_cycles(records, found)
-        check_records(s, records, found, fix, history)
+        check_records(s, records, found, fix, history, pruned)
         from ledger_cli.cli.commands.doctor.indexes import (
             check_deps_index,
             check_ready_index,

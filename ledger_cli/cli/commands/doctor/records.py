@@ -9,7 +9,8 @@ Problems (exit 9):
   history line like any write through the command line.
 Notes (exit 0):
 - records whose latest write left no history line: the Go service (or any
-  other writer) keeps no history, so `ledger log` is incomplete for them.
+  other writer) keeps no history, so `ledger log` is incomplete for them
+  (but for pruned records, whose history `ledger prune` dropped).
 """
 
 from __future__ import annotations
@@ -42,12 +43,14 @@ def check_records(
     found: Found,
     fix: bool,
     history: Sequence[HistoryEntry] | None,
+    pruned: frozenset[str] = frozenset(),
 ) -> None:
-    """Every record check, in the order doctor prints them."""
+    """Every record check, in the order doctor prints them. `pruned`: the
+    keys `ledger prune` pruned (it dropped their history)."""
     invalid_text(records, found)
     dependency_invariants(s, records, found, fix)
     if history is not None:
-        history_coverage(records, history, found)
+        history_coverage(records, history, found, pruned)
 
 
 def _text_fields(rec: TaskState) -> Iterable[tuple[str, str]]:
@@ -126,10 +129,14 @@ def dependency_invariants(
 
 
 def history_coverage(
-    records: Iterable[TaskState], history: Iterable[HistoryEntry], found: Found
+    records: Iterable[TaskState],
+    history: Iterable[HistoryEntry],
+    found: Found,
+    pruned: frozenset[str] = frozenset(),
 ) -> None:
     """A note naming the records whose latest write has no history line at or
-    after it (written by the Go service or another program)."""
+    after it (written by the Go service or another program); a `pruned`
+    record's history was dropped by `ledger prune` (docs/design.md §6.4)."""
     from ledger_cli.engine.instant import Instant
 
     parsed: dict[str, Instant | None] = {}
@@ -145,6 +152,8 @@ def history_coverage(
             latest[entry.key] = at
     missing: list[str] = []
     for rec in records:
+        if rec.key in pruned:
+            continue
         at = latest.get(rec.key)
         if at is None or at < rec.updated_at:
             missing.append(rec.key)

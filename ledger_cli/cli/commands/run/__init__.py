@@ -33,7 +33,9 @@ background, complete by the command's exit status.
   claimed task whose LeaseUntil is after now): that task's outcome may make
   more tasks ready (a DAG's fan-in), so the worker polls for it, with a
   backoff from 50 ms up to a tenth of --lease (at most 1 s). A task not due
-  yet (`--not-before`) does not keep it waiting; a paused store stops it.
+  yet (`--not-before`) does not keep it waiting; a paused store stops it
+  (exit 7 and the pause's line, as a single `run --next`, whether or not it
+  ran a task; exit 1 still when a command failed, the pause's line on stderr).
   `--until-idle` stops at the first moment nothing is ready instead (the
   behaviour before the wait). Exit 7 when it ran no task;
   else 0 when every task it ran completed, 1 when any command failed (each
@@ -55,6 +57,7 @@ from datetime import timedelta
 from types import FrameType
 from typing import TYPE_CHECKING
 
+from ledger_cli.cli import output
 from ledger_cli.cli.commands.claim import (
     NothingReadyError,
     PausedError,
@@ -207,6 +210,8 @@ class Drainer:
         """Stop at the first moment nothing is ready, whatever leases others hold."""
         self.queues: frozenset[str] | None = None
         """--queue: claim only from these queues (None: every queue)."""
+        self.paused: PausedError | None = None
+        """Why the last claim found nothing: the store is paused (None: it is not)."""
         self.held_cap = max(margin_of(lease_td.total_seconds()), 0.01)
         """Seconds: the longest pause between polls while another worker holds a lease."""
         from ledger_cli.cli.commands.run.attempts import ClaimStart
@@ -240,6 +245,7 @@ class Drainer:
             except NothingReadyError as exc:
                 got = None
                 paused = isinstance(exc, PausedError)
+                self.paused = exc if isinstance(exc, PausedError) else None
             except StoreError as exc:
                 if not is_outage(exc):
                     raise
@@ -249,6 +255,7 @@ class Drainer:
                 continue
             if got is not None:
                 self.outage.ok()
+                self.paused = None
                 return got
             left = deadline - time.monotonic()
             if left <= 0:
@@ -312,6 +319,20 @@ class Drainer:
             return "ready"
         return None
 
+    def _stopped(self, ran: int, failed: bool) -> int:
+        """The exit once nothing more is claimed: a failed command's 1 first,
+        then a pause's 7 (its line, as a single `run --next` prints), then 7
+        for no task run, else 0. A pause is said on stderr whatever the exit."""
+        if failed:
+            if self.paused is not None:
+                output.diag(str(self.paused))
+            return 1
+        if self.paused is not None:
+            raise self.paused
+        if ran == 0:
+            raise NothingReadyError()
+        return 0
+
     def _claim_after(self, attempt: Attempt, sent: float) -> tuple[TaskState, int, float] | None:
         """The next task, claimed in the unit that records the last one's
         outcome (`Supervisor.then`): one commit and one sync for both. None
@@ -346,9 +367,7 @@ class Drainer:
             if self.signum is not None:
                 return 128 + self.signum
             if got is None:
-                if ran == 0:
-                    raise NothingReadyError()
-                return 1 if failed else 0
+                return self._stopped(ran, failed)
             rec, fence, sent = got
             sup = Supervisor(self.s, rec, fence, self.owner, self.lease_td, self.command, sent)
             sup.attempts, sup.backoff = self.attempts, self.backoff

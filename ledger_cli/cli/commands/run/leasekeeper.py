@@ -129,9 +129,10 @@ class LeaseKeeper:
                 with self.writing:
                     if self.stop.is_set():
                         return
-                    now = self.s.now()
-                    for attempt in self.s.writes(now):
+                    # The renewal's now is read once the write lock is held.
+                    for attempt in self.s.writes(self.s.unit_now()):
                         with attempt:
+                            now = attempt.clock(self.key)
                             queues.check_stale_slot(self.s.store, self.key, now)
                             self.s.ledger.renew(
                                 self.s.actor, self.key, self.owner, self.fence, self.lease, now

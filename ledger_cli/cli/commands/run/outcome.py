@@ -92,8 +92,9 @@ class OutcomeWrites:
             try:
                 sent = time.monotonic()
                 # None: the unit reads the store's clock with its load of the key
-                # (PostgreSQL: no round trip of its own); else --now or the clock.
-                for attempt in self.s.writes(self.s.unit_now("now_with")):
+                # (PostgreSQL: no round trip of its own); else --now, or the
+                # clock read once the write lock is held.
+                for attempt in self.s.writes(self.s.unit_now(), "now_with"):
                     with attempt:
                         self.then_result = None  # a unit rolled back has none
                         now = attempt.clock(self.key)

@@ -279,8 +279,7 @@ class Supervisor(OutcomeWrites):
 
         try:
             with self.writing:
-                now = self.s.now()
-                for attempt in self.s.writes(now):
+                for attempt in self.s.writes(self.s.unit_now()):
                     with attempt:
                         self.s.recorder.emit(
                             Event(
@@ -358,9 +357,9 @@ class Supervisor(OutcomeWrites):
 
     def _release(self) -> None:
         try:
-            now = self.s.now()
-            for attempt in self.s.writes(now):
+            for attempt in self.s.writes(self.s.unit_now()):
                 with attempt:
+                    now = attempt.clock(self.key)
                     self.s.ledger.release(self.s.actor, self.key, self.owner, self.fence, now)
         except LedgerError as exc:
             output.diag(f"ledger: releasing {self.key}: {output.one_line(str(exc))}")
