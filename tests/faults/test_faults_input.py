@@ -173,7 +173,7 @@ def test_batch_refuses_a_bad_line_and_admits_nothing(store: Path, name: str) -> 
     batch = '{"key":"ok-1"}\n' + BATCH_LINES[name] + '\n{"key":"ok-2"}\n'
     with Unchanged(store):
         line = refused(invoke(store, "admit", "--batch", "-", input=batch))
-    assert line.startswith("ledger: line 2: ")
+    assert line.startswith("ledger: line 2: ") and line.count("ledger:") == 1, line
 
 
 def test_batch_of_invalid_utf8_names_the_line(store: Path) -> None:

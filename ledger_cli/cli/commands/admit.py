@@ -205,8 +205,8 @@ def parse_batch_line(number: int, raw: bytes) -> tuple[str, int, Any, tuple[str,
         validate_key(key)
         needs = tuple(validate_key(n, "need") for n in needs_raw or ())
         validate_name(queue)
-    except InputError as exc:
-        raise InputError(f"{where}: {exc}", exc.code) from None
+    except InputError as exc:  # `ledger: line N: …`, the prefix once (output.report)
+        raise InputError(f"{where}: {str(exc).removeprefix('ledger: ')}", exc.code) from None
     return key, seq, obj.get("task"), needs, when, queue
 
 

@@ -154,8 +154,9 @@ class Supervisor(OutcomeWrites):
 
     def _on_lost(self, exc: LedgerError) -> None:
         """A renewal was refused: the watch loop stops the command within one poll
-        (one SIGTERM: a second one means "force quit" to many programs)."""
-        self.lost = exc
+        (one SIGTERM: a second one means "force quit" to many programs). It is
+        the reason told, even after the lease went unproved."""
+        self.lost, self.unproved = exc, False
         self.wake.set()
 
     def _unproved(self) -> None:
