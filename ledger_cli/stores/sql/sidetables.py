@@ -13,7 +13,6 @@ hold has no row there; writing one is a StoreError (dialect.py `_check_text`).
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -155,18 +154,20 @@ class SqlSideTables(SqlDialect):
         transaction (the caller's, when it has one; engine/prune.py `restore`):
         the first taken key (nothing of `records` written), else None."""
         mark = self.MARK
-        taken: list[str] = []
-        with contextlib.suppress(_Taken), self.batch():
-            for rec in records:
-                if not self.compare_and_swap(rec.key, None, rec):
-                    taken.append(rec.key)
-                    raise _Taken  # rolls this block back (a savepoint inside a batch)
-                with self._errors("restore"):
-                    self._conn.execute(
-                        f"INSERT INTO ledger_pruned (key) VALUES ({mark}) ON CONFLICT DO NOTHING",
-                        (rec.key,),
-                    )
-        return taken[0] if taken else None
+        try:
+            with self.batch():
+                for rec in records:
+                    if not self.compare_and_swap(rec.key, None, rec):
+                        raise _Taken(rec.key)  # rolls this block back (a savepoint in a batch)
+                    with self._errors("restore"):
+                        self._conn.execute(
+                            f"INSERT INTO ledger_pruned (key) VALUES ({mark})"
+                            " ON CONFLICT DO NOTHING",
+                            (rec.key,),
+                        )
+        except _Taken as taken:
+            return taken.key
+        return None
 
     # -- the ready index (`ledger doctor`) ---------------------------------------------
 
@@ -207,4 +208,8 @@ class SqlSideTables(SqlDialect):
 
 
 class _Taken(Exception):
-    """`restore_pruned` met a key that has a record: its writes roll back."""
+    """`restore_pruned` met `key`, which has a record: its writes roll back."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key

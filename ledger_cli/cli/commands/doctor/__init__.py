@@ -55,10 +55,10 @@ def _check_needs(
 def _pruned_keys(s: Session, found: Findings) -> frozenset[str]:
     """The keys `ledger prune` pruned: their needs' notes and their history
     (which prune dropped) are as expected."""
-    from ledger_cli.engine.prune import pruned
+    from ledger_cli.engine import prune
 
     try:
-        return frozenset(rec.key for rec in pruned(s.store))
+        return prune.keys(s.store)
     except StoreError as exc:
         found.problems.append(output.one_line(str(exc)))
         return frozenset()

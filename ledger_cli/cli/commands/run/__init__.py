@@ -237,14 +237,12 @@ class Drainer:
         pause = 0.05
         while self.signum is None:
             began = time.monotonic()
-            paused = False
             try:
                 got = claim_next_timed(
                     self.s, self.owner, self.lease, None, None, self.begin, queues=self.queues
                 )
             except NothingReadyError as exc:
                 got = None
-                paused = isinstance(exc, PausedError)
                 self.paused = exc if isinstance(exc, PausedError) else None
             except StoreError as exc:
                 if not is_outage(exc):
@@ -259,7 +257,7 @@ class Drainer:
                 return got
             left = deadline - time.monotonic()
             if left <= 0:
-                if self.until_idle or paused:
+                if self.until_idle or self.paused is not None:
                     self.outage.ok()
                     return None
                 try:
