@@ -117,6 +117,13 @@ def run_ledger(
     )
 
 
+def ledger_ok(store: str | Path, *args: str) -> str:
+    """The stdout of `ledger --store STORE ARGS`, a fresh process that must exit 0."""
+    res = run_ledger(store, *args)
+    assert res.returncode == 0, (args, res.stderr)
+    return res.stdout
+
+
 def start_ledger(
     store: str | Path, *args: str, cwd: Path, session: bool = False
 ) -> subprocess.Popen[str]:

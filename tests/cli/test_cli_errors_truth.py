@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from ledger_cli.cli.output import MAX_MESSAGE
+from tests.cli_support import ledger_ok as ok
 from tests.cli_support import run_ledger
 from tests.stores import KINDS
 
@@ -22,12 +23,6 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     kind = KINDS[request.param]
     with kind.place(tmp_path) as location:
         yield kind.url(location)
-
-
-def ok(store: str, *args: str) -> str:
-    res = run_ledger(store, *args)
-    assert res.returncode == 0, (args, res.stderr)
-    return res.stdout
 
 
 def refused(store: str, code: int, line: str, *args: str) -> None:

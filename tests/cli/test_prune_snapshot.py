@@ -11,16 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_support import ledger_ok as _ok
 from tests.cli_support import run_ledger
 from tests.stores import KINDS
 
 NOW = ("--now", "2026-01-01T00:00:00Z")
-
-
-def _ok(store: str, *args: str) -> str:
-    out = run_ledger(store, *args)
-    assert out.returncode == 0, out.stderr
-    return out.stdout
 
 
 def _source(store: str) -> None:

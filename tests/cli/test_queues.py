@@ -21,16 +21,11 @@ import pytest
 
 from ledger_cli.engine.instant import Instant
 from tests.cli_support import T0, ledger_cmd, run_ledger, subprocess_env
+from tests.cli_support import ledger_ok as ok
 from tests.timing_support import wait_for_file
 
 HANG = 120.0  # a bound for a hung test, never a timing assertion
 LATER = "2026-01-02T03:06:05Z"  # T0 + 2m: a 1m lease taken at T0 is stale
-
-
-def ok(url: str, *args: str) -> str:
-    res = run_ledger(url, *args)
-    assert res.returncode == 0, (args, res.stderr)
-    return res.stdout
 
 
 def admit(url: str, *args: str) -> str:

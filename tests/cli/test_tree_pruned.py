@@ -7,15 +7,9 @@ from __future__ import annotations
 
 import json
 
-from tests.cli_support import run_ledger
+from tests.cli_support import ledger_ok as ok
 
 T0 = ("--now", "2026-01-01T00:00:00Z")
-
-
-def ok(url: str, *args: str) -> str:
-    done = run_ledger(url, *args)
-    assert done.returncode == 0, done.stderr
-    return done.stdout
 
 
 def test_a_pruned_completed_need_shows_its_status(url: str) -> None:

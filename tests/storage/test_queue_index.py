@@ -15,16 +15,11 @@ import pytest
 
 from ledger_cli.engine.instant import Instant
 from tests.cli_support import T0, run_ledger
+from tests.cli_support import ledger_ok as ok
 
 
 def at(seconds: int) -> str:
     return str(Instant.parse(T0) + timedelta(seconds=seconds)) if seconds else T0
-
-
-def ok(url: str, *args: str) -> str:
-    res = run_ledger(url, *args)
-    assert res.returncode == 0, (args, res.stderr)
-    return res.stdout
 
 
 def claim_next(url: str, *args: str) -> tuple[int, str]:
