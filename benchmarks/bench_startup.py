@@ -1,7 +1,7 @@
 """Start-up cost of the six hot commands against the bare interpreter.
 
     .venv/bin/python benchmarks/bench_startup.py [--rounds N] [--records N] [--no-breakdown]
-                                                 [--against REV] [--cpu]
+                                                 [--against REV] [--cpu] [--default-store]
 
 Builds a JSON store holding 10,000 records, then runs, round by round, one task
 through its whole life, each command a new process as in a shell loop:
@@ -24,6 +24,10 @@ archive`, run through the same interpreter on a copy of the store) takes every
 command too, right after this tree's, in the same rounds: the ratio this/REV
 per command is measured side by side, which a change that moves modules needs
 ("start-up is no slower").
+
+With `--default-store` the commands run without `--store`, on the store in
+the user data directory (XDG_DATA_HOME points into the run's temporary
+directory), as a user who never names a store runs them.
 
 With `--cpu` each process is timed by the CPU time it used (user + system,
 from getrusage of the children) instead of the wall clock: on a machine that
@@ -186,6 +190,11 @@ def main() -> None:
     parser.add_argument("--no-breakdown", action="store_true", help="time the commands only")
     parser.add_argument("--against", metavar="REV", help="time git revision REV's tree as well")
     parser.add_argument("--cpu", action="store_true", help="CPU time of each process, not wall")
+    parser.add_argument(
+        "--default-store",
+        action="store_true",
+        help="no --store: the store in the user data directory (XDG_DATA_HOME)",
+    )
     opts = parser.parse_args()
     global CPU
     CPU = opts.cpu
@@ -196,18 +205,26 @@ def main() -> None:
     env["PYTHONPATH"] = str(ROOT)
     tmp = Path(tempfile.mkdtemp(prefix="ledger-bench-"))
     store = tmp / "store"
+    if opts.default_store:
+        env["XDG_DATA_HOME"] = str(tmp / "data")
+        store = tmp / "data" / "ledger_cli" / "store"
+        store.parent.mkdir(parents=True)
     try:
         t0 = time.perf_counter()
         build_store(store, opts.records)
         print(f"store: {opts.records} records in {store} ({time.perf_counter() - t0:.1f}s)")
-        ledger = [*ledger_command(), "--store", str(store)]
+        ledger = [*ledger_command(), *store_option(store, opts.default_store)]
         print(f"ledger: {' '.join(ledger_command())}; interpreter: {sys.executable}")
         load_before = os.getloadavg()[0]
         rounds = Rounds(env)
         if opts.against:
             old_env = {**env, "PYTHONPATH": str(extract(opts.against, tmp / "against"))}
-            shutil.copytree(store, tmp / "store-against")
-            other = [*ledger_command(), "--store", str(tmp / "store-against")]
+            old_store = tmp / "store-against"
+            if opts.default_store:
+                old_env["XDG_DATA_HOME"] = str(tmp / "data-against")
+                old_store = tmp / "data-against" / "ledger_cli" / "store"
+            shutil.copytree(store, old_store)
+            other = [*ledger_command(), *store_option(old_store, opts.default_store)]
             rounds.other = (f" ({opts.against})", other, old_env)
         for i in range(3):  # warm-up: byte-code caches, the page cache
             rounds.life(ledger, f"warm-{i}")
@@ -248,6 +265,11 @@ def main() -> None:
             import_breakdown(argvs, env)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def store_option(store: Path, default: bool) -> list[str]:
+    """`--store STORE`, or nothing when STORE is the default store (`--default-store`)."""
+    return [] if default else ["--store", str(store)]
 
 
 def import_breakdown(argvs: list[list[str]], env: dict[str, str]) -> None:

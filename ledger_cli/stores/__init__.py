@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 from typing import TYPE_CHECKING
 
 from ledger_cli.errors import NoStoreError, StoreError, StoreURLError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from pathlib import Path
 
     from ledger_cli.engine.store import Store
 
@@ -36,11 +36,29 @@ _HELP = (
 )
 
 
-def default_store_path() -> Path:
-    """Where the JSON store lives when no store is given."""
+def default_store_path() -> str:
+    """Where the JSON store lives when no store is given: `store` in
+    platformdirs' user data directory for `ledger_cli`.
+
+    On Linux that directory follows the XDG rule, read here without
+    importing platformdirs, whose import (with pathlib, tempfile and shutil)
+    would cost every hot command without `--store` about a quarter of its
+    start-up (docs/design.md §5.1). `tests/storage/test_default_store.py`
+    pins the two to the same directory. Elsewhere platformdirs decides."""
+    if sys.platform == "linux" and not os.environ.get("ANDROID_DATA"):
+        home = os.environ.get("HOME", "")
+        if not os.path.isabs(home):  # unset or relative: the account's home
+            import pwd
+
+            home = pwd.getpwuid(os.getuid()).pw_dir
+        data = os.environ.get("XDG_DATA_HOME", "")
+        if not os.path.isabs(data):  # the XDG rule: a relative path is ignored
+            data = os.path.join(home, ".local", "share")
+        if os.path.isabs(data):
+            return os.path.join(data, "ledger_cli", "store")
     import platformdirs
 
-    return platformdirs.user_data_path("ledger_cli") / "store"
+    return str(platformdirs.user_data_path("ledger_cli") / "store")
 
 
 def default_store_url() -> str:

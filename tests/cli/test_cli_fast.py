@@ -233,7 +233,8 @@ codes = []
 for args in eval(sys.argv[1]):  # a repr: the probe itself imports no json (nor re)
     out, sys.stdout = sys.stdout, io.StringIO()
     try:
-        codes.append(app.run(["--store", sys.argv[2], *args]))
+        store = ["--store", sys.argv[2]] if sys.argv[2] else []  # "": the default store
+        codes.append(app.run([*store, *args]))
     finally:
         sys.stdout = out
 heavy = sorted({m.split(".")[0] for m in sys.modules} & set(eval(sys.argv[3])))
@@ -252,17 +253,25 @@ HEAVY = [
 ]
 
 
-def test_hot_commands_import_neither_typer_nor_rich(tmp_path: Path) -> None:
+@pytest.mark.parametrize("given", [True, False], ids=["--store", "default-store"])
+def test_hot_commands_import_neither_typer_nor_rich(tmp_path: Path, given: bool) -> None:
+    """With `--store` and with the default store in the user data directory
+    (found without platformdirs on Linux), in a fresh process."""
+    if not given and sys.platform != "linux":
+        pytest.skip("elsewhere platformdirs finds the user data directory")
+    store = str(tmp_path / "store") if given else ""
     res = subprocess.run(
-        [sys.executable, "-c", PROBE, repr(HOT), str(tmp_path / "store"), repr(HEAVY)],
+        [sys.executable, "-c", PROBE, repr(HOT), store, repr(HEAVY)],
         capture_output=True,
         text=True,
-        env=subprocess_env(),
+        env=subprocess_env(XDG_DATA_HOME=str(tmp_path / "data")),
         check=True,
     )
     doc = ast.literal_eval(res.stdout)
     assert doc["codes"] == [0] * len(HOT), res.stderr
     assert doc["heavy"] == []
+    if not given:
+        assert (tmp_path / "data" / "ledger_cli" / "store" / "records").is_dir()
 
 
 COMPILE_PROBE = """
