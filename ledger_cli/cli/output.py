@@ -212,6 +212,12 @@ def one_line(text: str) -> str:
     return " ".join(part.strip() for part in text.splitlines() if part.strip())
 
 
+def at_line(number: int, text: str) -> str:
+    """An error about line `number` of a batch, as every error line reads:
+    `ledger: line N: …` (the message's own `ledger:` prefix once)."""
+    return f"ledger: line {number}: {one_line(text).removeprefix('ledger: ')}"
+
+
 MAX_MESSAGE = 1000
 """Longest error line printed: a hostile input (a 5,000-digit number, a huge key)
 is never echoed back in full."""

@@ -69,7 +69,7 @@ def test_admit_batch_refused_line_exit_8_rest_admitted(cli: Cli) -> None:
     res = cli("admit", "--batch", "-", input=data)
     assert res.code == 8
     assert res.stdout == "admitted a\nadmitted c\n"
-    assert res.stderr == 'line 2: ledger: task "self" names itself in Needs\n'
+    assert res.stderr == 'ledger: line 2: task "self" names itself in Needs\n'
     assert [k for k, _, _ in cli.dump()] == ["a", "c"]
 
 

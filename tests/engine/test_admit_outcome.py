@@ -108,7 +108,7 @@ def test_batch_prints_a_word_per_line_and_exits_8_at_the_end(cli: Cli) -> None:
     assert res.code == 8
     assert res.stdout == "conflict a\nduplicate a\nstale s\nadmitted new\n"
     assert res.stderr == (
-        "line 1: ledger: a is already admitted at sequence 1 with a different task\n"
+        "ledger: line 1: a is already admitted at sequence 1 with a different task\n"
     )
     assert cli.store.load("new") is not None
     res = cli("--json", "admit", "--batch", "-", input='{"key":"a","task":3}\n{"key":"b"}\n')

@@ -89,7 +89,7 @@ def test_a_batch_line_that_closes_a_cycle_is_refused(store: str) -> None:
     res = run_ledger(store, "admit", "--batch", "-", input=lines)
     assert res.returncode == 8
     assert res.stdout == "admitted x\nadmitted z\n"
-    assert res.stderr == "line 2: ledger: admitting y would close a cycle: y → x → y\n"
+    assert res.stderr == "ledger: line 2: admitting y would close a cycle: y → x → y\n"
     assert run_ledger(store, "state", "y").returncode == 3
     res = run_ledger(store, "--json", "admit", "--batch", "-", input=lines)
     assert res.returncode == 8
@@ -100,7 +100,7 @@ def test_a_batch_line_that_closes_a_cycle_is_refused(store: str) -> None:
             "key": "y",
             "error": {
                 "code": "cycle",
-                "message": "line 2: ledger: admitting y would close a cycle: y → x → y",
+                "message": "ledger: line 2: admitting y would close a cycle: y → x → y",
                 "exit": 8,
             },
         }

@@ -246,7 +246,7 @@ def admit_batch(settings: Settings, source: str) -> int:
                 )
             except ValidationError as exc:
                 refused += 1
-                message = output.clip(f"line {number}: {output.one_line(str(exc))}")
+                message = output.clip(output.at_line(number, str(exc)))
                 progress.note(message)
                 results.append(
                     {
@@ -259,7 +259,7 @@ def admit_batch(settings: Settings, source: str) -> int:
                 item = {"line": number, **outcome_object(key, got)}
                 if got.word == CONFLICT:
                     conflicts += 1
-                    message = output.clip(f"line {number}: {output.one_line(got.message(key))}")
+                    message = output.clip(output.at_line(number, got.message(key)))
                     progress.note(message)
                     item.update(output.error_object("conflict", message, exc_code))
                 if settings.json:
