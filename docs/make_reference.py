@@ -160,7 +160,7 @@ JSON_SHAPES: dict[str, str] = {
     "`list`, `state`, `output` and `stats` (README: The web view)",
     "snapshot": 'the snapshot itself (`-o F`: `{"output", "records"}`)',
     "restore": '`{"restored"}`',
-    "doctor": '`{"store", "records", "problems", "notes", "fixed"}`',
+    "doctor": '`{"store", "records", "pruned", "problems", "notes", "fixed"}`',
     "demo": '`{"store", "runs", "records"}`',
 }
 

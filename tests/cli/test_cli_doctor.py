@@ -6,7 +6,9 @@ import json
 import os
 from pathlib import Path
 
-from tests.cli_support import run_ledger
+import pytest
+
+from tests.cli_support import ledger_ok, run_ledger
 
 
 def _store(tmp_path: Path) -> Path:
@@ -120,3 +122,18 @@ def test_a_pruned_need_and_its_dropped_history_are_no_notes(url: str) -> None:
     assert res.returncode == 0, res.stderr
     doc = json.loads(res.stdout)
     assert doc["problems"] == [] and doc["notes"] == [], doc
+
+
+@pytest.mark.parametrize("name", ["store", "store.db"], ids=["json", "sqlite"])
+def test_every_store_counts_pruned_records_apart(tmp_path: Path, name: str) -> None:
+    """A pruned record is a row on SQL stores and a file moved aside on the
+    JSON store: doctor counts it apart on both."""
+    store = tmp_path / name
+    for key in ("a", "b"):
+        ledger_ok(store, "admit", key)
+    claimed = json.loads(ledger_ok(store, "--json", "claim", "a", "--owner", "w", "--lease", "1m"))
+    ledger_ok(store, "complete", "a", "--owner", "w", "--fence", str(claimed["fence"]))
+    assert ledger_ok(store, "prune", "--older-than", "0s") == "pruned 1 records\n"
+    assert ledger_ok(store, "doctor").splitlines()[0] == f"store {store}: 1 records, 1 pruned"
+    doc = json.loads(ledger_ok(store, "doctor", "--json"))
+    assert (doc["records"], doc["pruned"], doc["problems"]) == (1, 1, [])

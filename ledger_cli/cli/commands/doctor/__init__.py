@@ -249,7 +249,10 @@ def doctor(settings: Settings, fix: bool = False, drop_damaged: bool = False) ->
 
         # A lost record's attempts are kept: they go with the record, restored or dropped.
         check_attempts(s.store, found, fix, {key for key, why in gone.items() if why == LOST})
-    return _report(settings, url, len(records), found)
+    # An SQL store keeps a pruned record as a row; the JSON store moves it
+    # aside: both count the records that are not pruned, and the pruned apart.
+    kept = sum(1 for rec in records if rec.key not in pruned)
+    return _report(settings, url, kept, found, len(pruned))
 
 
 def _open(settings: Settings, found: Findings, fix: bool, drop_damaged: bool) -> Session | None:
@@ -294,20 +297,23 @@ def _log_dropped(s: Session, what: str) -> None:
         s.store.append_history([entry])  # type: ignore[attr-defined]
 
 
-def _report(settings: Settings, url: str, records: int, found: Findings) -> int:
+def _report(
+    settings: Settings, url: str, records: int, found: Findings, pruned: int = 0
+) -> int:
     problems = list(dict.fromkeys(found.problems))
     code = StoreError.exit_code if problems else 0
     if settings.json:
         doc: dict[str, Any] = {
             "store": url,
             "records": records,
+            "pruned": pruned,
             "problems": problems,
             "notes": found.notes,
             "fixed": found.fixed,
         }
         output.json_line(doc)
         return code
-    output.line(f"store {url}: {records} records")
+    output.line(f"store {url}: {records} records" + (f", {pruned} pruned" if pruned else ""))
     for p in problems:
         output.line(f"problem: {p}")
     for n in found.notes:
