@@ -297,9 +297,7 @@ def _log_dropped(s: Session, what: str) -> None:
         s.store.append_history([entry])  # type: ignore[attr-defined]
 
 
-def _report(
-    settings: Settings, url: str, records: int, found: Findings, pruned: int = 0
-) -> int:
+def _report(settings: Settings, url: str, records: int, found: Findings, pruned: int = 0) -> int:
     problems = list(dict.fromkeys(found.problems))
     code = StoreError.exit_code if problems else 0
     if settings.json:
