@@ -140,7 +140,8 @@ JSON_SHAPES: dict[str, str] = {
     "recorded and the lease it ran under is over, its runner gone)",
     "wait": '`{"settled": [{"key", "status", "blocked_by", "exit"}], "unsettled": [keys], '
     '"timed_out"}` (`exit`: the latest attempt\'s, null when none ran or a `cancel` was the '
-    "last ending; `--all`: `settled` lists every failed and blocked record)",
+    "last ending; `--all`: `settled` lists every failed and blocked record, and "
+    "on a timeout `unsettled` every pending and claimed one)",
     "retry": '`{"key", "record", "unblocked": [keys]}`',
     "cancel": '`{"key", "record", "blocked": [keys]}`',
     "stats": '`{"counts": {"pending", "claimed", "completed", "failed", "blocked"}, "pruned", '

@@ -252,6 +252,23 @@ def test_wait_all(url: str) -> None:
     assert res.stderr == b"ledger: 1 records failed or blocked: b\n"
 
 
+def test_wait_all_timing_out_lists_what_is_unsettled(url: str) -> None:
+    """`--all --json` that times out names every pending and claimed key (of
+    the given queues), as `wait KEY…` does."""
+    for key, queue in (("b", "default"), ("a", "default"), ("q1", "q")):
+        assert ledger(url, "admit", key, "--queue", queue).returncode == 0
+    assert ledger(url, "claim", "a", "--owner", "w", "--lease", "1m").returncode == 0
+    res = ledger(url, "--json", "wait", "--all", "--timeout", "0.2s", "--interval", "0.1s")
+    assert res.returncode == 124
+    assert json.loads(res.stdout) == {
+        "settled": [],
+        "unsettled": ["a", "b", "q1"],
+        "timed_out": True,
+    }
+    res = ledger(url, "--json", "wait", "--all", "--queue", "q", "--timeout", "0.2s")
+    assert json.loads(res.stdout)["unsettled"] == ["q1"]
+
+
 def test_wait_all_names_the_failed_and_blocked(url: str) -> None:
     """The first five on stderr, then how many more; every one in `--json`,
     each with its latest attempt's exit (0 for a run that exited 0)."""

@@ -212,7 +212,8 @@ def _wait_all(
             left = now.get("pending", 0) + now.get("claimed", 0)
             output.diag(f"ledger: timed out; {left:,} records still pending or claimed")
             if s.settings.json:
-                output.json_line({"settled": [], "unsettled": [], "timed_out": True})
+                unsettled = _live_keys(s.store, in_queues)
+                output.json_line({"settled": [], "unsettled": unsettled, "timed_out": True})
             return TIMED_OUT_EXIT
     bad = failed_or_blocked(s.store)
     if in_queues is not None:
@@ -228,6 +229,20 @@ def _wait_all(
         more = f" and {len(bad) - SHOWN_BAD:,} more" if len(bad) > SHOWN_BAD else ""
         output.diag(f"ledger: {len(bad):,} records failed or blocked: {shown}{more}")
     return 1 if bad else 0
+
+
+def _live_keys(store: Store, in_queues: frozenset[str] | None) -> list[str]:
+    """The keys still pending or claimed (of `in_queues`, when given), sorted:
+    what `--all` was waiting for when it timed out."""
+    from ledger_cli.engine import queues
+    from ledger_cli.engine.ready import candidates
+    from ledger_cli.engine.record import byte_order
+
+    live = candidates(store)
+    if in_queues is not None:
+        side = queues.every(store)
+        live = [rec for rec in live if side.get(rec.key, queues.DEFAULT) in in_queues]
+    return sorted((rec.key for rec in live), key=byte_order)
 
 
 def failed_or_blocked(store: Store) -> list[TaskState]:
