@@ -99,7 +99,10 @@ def test_at_the_limit_claim_next_passes_over_and_claim_key_exits_4(url: str) -> 
     assert claim_next(url).stdout.split()[0] == "q1"
     assert claim_next(url).stdout.split()[0] == "q2"
     assert claim_next(url).stdout.split()[0] == "d1"  # q is full: the next queue
-    assert claim_next(url).returncode == 7
+    nothing = claim_next(url)
+    assert nothing.returncode == 7  # says what a ready task of q waits for
+    full = "queue q is at its limit (2 of 2 held)"
+    assert nothing.stderr == f"ledger: nothing is ready to claim; {full}\n"
     res = run_ledger(url, "--now", T0, "claim", "q3", "--owner", "w", "--lease", "1m")
     assert res.returncode == 4
     assert res.stderr == "ledger: queue q is at its limit (2 of 2 held)\n"

@@ -182,6 +182,7 @@ def claim_next_timed(
     while True:
         sent = time.monotonic()
         held: list[PauseInfo] = []
+        full: list[str] = []
         claimed: tuple[TaskState, int] | None = None
         try:
             with cut_after(s.store, lease_s - margin_of(lease_s)):
@@ -193,9 +194,11 @@ def claim_next_timed(
                 # piling onto one.
                 for attempt in s.writes(s.unit_now(), "ready_at_clock"):
                     with attempt:
-                        del held[:]
+                        del held[:], full[:]
                         claimed = None  # a run rolled back claimed nothing
-                        claimed = claim_in_unit(s, attempt, owner, lease_td, held, in_unit, queues)
+                        claimed = claim_in_unit(
+                            s, attempt, owner, lease_td, held, in_unit, queues, full
+                        )
         except StoreError as exc:
             if wait is None or not is_outage(exc):
                 raise
@@ -209,6 +212,8 @@ def claim_next_timed(
         if left <= 0:
             if held:
                 raise PausedError(held[0].describe())
+            if full:  # what a ready task there would wait for
+                raise NothingReadyError(f"{NothingReadyError.message}; {'; '.join(full)}")
             raise NothingReadyError()
         sleep(min(pause, left))
         pause = min(pause * 2, 1.0)
@@ -222,10 +227,13 @@ def claim_in_unit(
     held: list[PauseInfo],
     in_unit: Callable[[TaskState, int], None] | None = None,
     queues: frozenset[str] | None = None,
+    full: list[str] | None = None,
 ) -> tuple[TaskState, int] | None:
     """Claim the first ready record that can be, in the caller's open unit
     `attempt` at its now (None: the store's clock, read with the first ready
     query); on a paused store claim nothing and append the pause to `held`.
+    When nothing was claimed, `full` (if given) gets a line for each queue
+    passed over at its limit (of `queues`, when given).
     `run --drain` calls this in the unit that records a task's outcome, so
     that the outcome and the next claim commit together."""
     from ledger_cli.engine import ready
@@ -247,12 +255,16 @@ def claim_in_unit(
         if now is not None
         else ready.ready_at_clock(s.store, s.load, queues_at)  # None: no candidate
     )
-    if found is None:
-        return None
-    attempt.now = found[0]
-    claimed = _claim_first(s, found[1], owner, lease_td, found[0], queues, queues_at.slots)
+    claimed = None
+    if found is not None:
+        attempt.now = found[0]
+        claimed = _claim_first(s, found[1], owner, lease_td, found[0], queues, queues_at.slots)
     if claimed is not None and in_unit is not None:
         in_unit(*claimed)
+    slots = queues_at.slots
+    if claimed is None and full is not None and slots is not None:
+        at_limit = sorted(q for q in slots.full_queues() if queues is None or q in queues)
+        full.extend(slots.describe(q) for q in at_limit)
     return claimed
 
 
