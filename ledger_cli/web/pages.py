@@ -28,6 +28,10 @@ def esc(value: object) -> str:
 
 
 def task_href(key: str) -> str:
+    """A task page's link. Browsers drop a path segment "." or ".." (encoded
+    as %2E too), so those two keys go in the query: `/task?key=..`."""
+    if key in (".", ".."):
+        return "/task?" + urlencode({"key": key})
     return "/tasks/" + quote(key, safe="")
 
 

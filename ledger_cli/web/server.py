@@ -205,6 +205,8 @@ class Handler(BaseHTTPRequestHandler):
                 self._html(pages.tasks(page, statuses, prefix, limit), head=head)
             case ["tasks", key] if key:
                 self._task_page(_key(key), head)
+            case ["task"]:  # /task?key=K: any key, "." and ".." too (pages.task_href)
+                self._task_page(_one(query, "key"), head)
             case ["static", name] if name in STATIC:
                 self._send(HTTPStatus.OK, self.server.static[name], STATIC[name], head=head)
             case ["api", "stats"]:
@@ -214,25 +216,35 @@ class Handler(BaseHTTPRequestHandler):
             case ["api", "tasks"]:
                 self._api_tasks(query, head)
             case ["api", "tasks", key]:
-                doc = reader.task_json(_key(key))
-                if doc is None:
-                    self._error(HTTPStatus.NOT_FOUND, "no such key", True, head)
-                    return
-                self._json(doc, head=head)
+                self._api_task(_key(key), head)
+            case ["api", "task"]:  # the key in the query, as /task?key=K
+                self._api_task(_one(query, "key"), head)
             case ["api", "tasks", key, "output"]:
-                n = _uint(query, "attempt")
-                since = _uint(query, "since") or 0
-                out = reader.output(_key(key), n, since)
-                if out is None:
-                    self._error(HTTPStatus.NOT_FOUND, "no such key or attempt", True, head)
-                    return
-                self._json(output.dumps(out), head=head)
+                self._api_output(_key(key), query, head)
+            case ["api", "task", "output"]:
+                self._api_output(_one(query, "key"), query, head)
             case _:
                 self._error(HTTPStatus.NOT_FOUND, "no such page", seg[:1] == ["api"], head)
 
+    def _api_task(self, key: str, head: bool) -> None:
+        doc = self.server.reader.task_json(key) if key else None
+        if doc is None:
+            self._error(HTTPStatus.NOT_FOUND, "no such key", True, head)
+            return
+        self._json(doc, head=head)
+
+    def _api_output(self, key: str, query: dict[str, list[str]], head: bool) -> None:
+        n = _uint(query, "attempt")
+        since = _uint(query, "since") or 0
+        out = self.server.reader.output(key, n, since) if key else None
+        if out is None:
+            self._error(HTTPStatus.NOT_FOUND, "no such key or attempt", True, head)
+            return
+        self._json(output.dumps(out), head=head)
+
     def _task_page(self, key: str, head: bool) -> None:
         reader = self.server.reader
-        found = reader.task(key)
+        found = reader.task(key) if key else None
         if found is None:
             self._error(HTTPStatus.NOT_FOUND, "no such key", False, head)
             return

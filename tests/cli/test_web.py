@@ -4,7 +4,9 @@ drives the same server from Chromium)."""
 
 from __future__ import annotations
 
+import html
 import json
+import re
 import urllib.parse
 from pathlib import Path
 
@@ -250,3 +252,30 @@ def test_an_attempt_whose_runner_is_gone_shows_abandoned(store: Path) -> None:
     assert out["attempt"]["abandoned"] is True and out["output"] == "half\n"
     assert [a["abandoned"] for a in one["attempts"]] == [True]
     assert one == json.loads(run_ledger(store, "--json", "state", "fetch").stdout)
+
+
+def test_every_key_link_opens_its_task_as_a_browser_resolves_it(tmp_path: Path) -> None:
+    """A browser drops a path segment "." or ".." (encoded too): the links of
+    those keys carry the key in the query, and the JSON endpoints the page
+    polls take it there as well."""
+    path = tmp_path / "store"
+    for key in (".", "..", ".x", "a/b"):
+        admit(path, key)
+    with served(path) as web:
+        table = web.get("/tasks").text
+        links = re.findall(r'<td class="key"><a href="([^"]+)">([^<]*)</a>', table)
+        assert len(links) == 4
+        for href, shown_key in links:
+            # urljoin removes dot segments as RFC 3986 and the WHATWG URL standard do.
+            resolved = urllib.parse.urljoin("http://host/tasks", html.unescape(href))
+            page = web.get(resolved.removeprefix("http://host"))
+            assert page.status == 200, href
+            assert f'<span class="key" id="key">{shown_key}</span>' in page.text, href
+        shown = {html.unescape(h) for h, _ in links}
+        assert {"/task?key=.", "/task?key=..", "/tasks/.x", "/tasks/a%2Fb"} == shown
+        assert web.get("/task?key=..").text.count("<h1") == 1
+        assert web.get("/api/task?key=..").json()["Key"] == ".."
+        assert web.get("/api/task?key=.").json()["Key"] == "."
+        assert web.get("/api/task/output?key=..").status == 404  # no attempt yet
+        assert web.get("/task?key=nope").status == 404
+        assert web.get("/api/task").status == 404

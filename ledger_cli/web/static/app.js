@@ -29,23 +29,24 @@ async function refreshCounts() {
 // A task page: <pre id="output" data-key=… data-attempt=… data-seen=…> gets the
 // new output appended while the attempt runs; the status follows the record.
 async function followTask(pre) {
-  const key = encodeURIComponent(pre.dataset.key);
+  // The key goes in the query: a path segment "." or ".." would be dropped.
+  const key = new URLSearchParams({ key: pre.dataset.key });
   let seen = Number(pre.dataset.seen || "0");
   let attempt = pre.dataset.attempt || "";
   for (;;) {
     let ended = false;
     try {
-      const rec = await getJSON("/api/tasks/" + key);
+      const rec = await getJSON("/api/task?" + key);
       const status = document.getElementById("status");
       if (status && status.textContent !== rec.Status) {
         status.textContent = rec.Status;
         status.className = "status-" + rec.Status;
       }
-      const q = new URLSearchParams({ since: String(seen) });
+      const q = new URLSearchParams({ key: pre.dataset.key, since: String(seen) });
       if (attempt) {
         q.set("attempt", attempt);
       }
-      const res = await fetch("/api/tasks/" + key + "/output?" + q, {
+      const res = await fetch("/api/task/output?" + q, {
         credentials: "same-origin",
         cache: "no-store",
       });
