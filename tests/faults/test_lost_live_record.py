@@ -100,3 +100,21 @@ def test_restore_fills_the_key_of_a_lost_record(tmp_path: Path) -> None:
     assert restored.returncode == 0, restored.stderr
     state = json.loads(_ledger(store, "--json", "state", "job").stdout)
     assert (state["Status"], state["Owner"], state["Fence"]) == ("claimed", "w1", 1), state
+
+
+def test_drop_damaged_frees_a_dropped_key_whose_marker_came_back(tmp_path: Path) -> None:
+    """Every --drop-damaged sweeps the markers of records without a file, so a
+    marker that outlived its drop (a crash before its removal was durable)
+    does not keep the key refused for good."""
+    store = _lost_claim(tmp_path)
+    assert _ledger(store, "doctor", "--fix", "--drop-damaged").returncode == 0
+    digest = key_digest("job")
+    assert digest is not None
+    marker = store / "live" / digest
+    marker.touch()
+    marker.chmod(0o600)
+    assert _ledger(store, "admit", "job").returncode == 9
+    healed = _ledger(store, "doctor", "--fix", "--drop-damaged")
+    assert healed.returncode == 0, healed.stdout
+    assert not marker.exists()
+    assert _ledger(store, "admit", "job").returncode == 0
