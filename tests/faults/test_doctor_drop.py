@@ -67,7 +67,10 @@ def test_a_lost_record_is_named_and_fix_does_not_accept_it(tmp_path: Path) -> No
     assert fixed.returncode == 9 and "record b is lost" in fixed.stdout
     again = _ledger(store, "doctor")
     assert again.returncode == 9 and "record b is lost" in again.stdout
-    assert _ledger(store, "list", "--json").returncode == 0  # the tally was rebuilt
+    # The tally is kept while the record is lost: scans go on refusing to
+    # answer without it (only --drop-damaged accepts the loss).
+    assert "kept while a record is lost" in fixed.stdout
+    assert _ledger(store, "list", "--json").returncode == 9
 
 
 def test_fix_keeps_a_lost_records_attempts_until_the_loss_is_accepted(tmp_path: Path) -> None:

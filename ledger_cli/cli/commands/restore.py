@@ -156,7 +156,12 @@ def restore(settings: Settings, source: str) -> int:
             sides(rec)
             block_records.append(rec)
 
-        chunked(tasks, block, insert, gap=gap_for(s.store))
+        # Restoring a lost record (its file gone, its key free) is what
+        # `doctor` tells the operator to do: the JSON store lets this command,
+        # and no other, fill such a key.
+        refilling = getattr(s.store, "refilling", contextlib.nullcontext)
+        with refilling():
+            chunked(tasks, block, insert, gap=gap_for(s.store))
     if settings.json:
         output.json_line({"restored": len(tasks)})
     else:

@@ -10,6 +10,14 @@ its own size, not the store's: the scan rewrites a file only to drop stale or
 repeated entries. An append that a crash tore leaves a short hex fragment at
 the end of a line; the next append starts on a new line, readers skip the
 fragment, and the journal's replay appends the entries again.
+
+A marker is also evidence: every write that makes a record live is
+committed (journal or wal.log) before its marker is made, and a replay
+writes the record, so a marker whose record file is missing (not pruned)
+names a lost record. A write that finds its key free checks for it
+(`refuse_lost`): one stat, on the path of a new key only. The scan
+(`scan_live`) drops such a marker: `doctor --fix --drop-damaged` runs it
+once it has accepted the losses.
 """
 
 from __future__ import annotations
@@ -20,7 +28,14 @@ from typing import TYPE_CHECKING
 from ledger_cli.engine.record import TaskState
 from ledger_cli.stores.jsonfile import derived, fsutil
 from ledger_cli.stores.jsonfile.fsutil import fail
-from ledger_cli.stores.jsonfile.layout import DIGEST, LIVE_DIR, LIVE_STATUSES, SHARD_INDEX, shown
+from ledger_cli.stores.jsonfile.layout import (
+    DIGEST,
+    LIVE_DIR,
+    LIVE_STATUSES,
+    RECORDS_DIR,
+    SHARD_INDEX,
+    shown,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -44,6 +59,25 @@ def mark_live(root: str, lfd: int, digest: str) -> bool:
     finally:
         os.close(fd)
     return True
+
+
+def refuse_lost(root: str, root_fd: int, digest: str) -> None:
+    """StoreError naming the record file when `digest`'s record file is missing
+    (the caller found none, nor a pruned record) while its live/ marker says
+    it was pending or claimed: a lost record, whose key a write must not take
+    again (another claim would hand out its fence again). Under the lock."""
+    try:
+        os.stat(f"{LIVE_DIR}/{digest}", dir_fd=root_fd, follow_symlinks=False)
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    except OSError as exc:
+        raise fail(shown(root, LIVE_DIR, digest), "cannot read", exc) from None
+    raise fail(
+        shown(root, RECORDS_DIR, digest[:2], digest + ".json"),
+        f"the record is lost: the file is missing while {LIVE_DIR}/{digest} lists it as "
+        "pending or claimed; nothing written (restore it from a snapshot or backup with "
+        "`ledger restore`, or accept the loss: ledger doctor --fix --drop-damaged)",
+    )
 
 
 def read_shard_index(root: str, lfd: int, shard: str) -> tuple[set[str], bool]:

@@ -75,6 +75,7 @@ class JsonFileStore(
         """What `repair_log` (doctor --fix) did to a damaged wal.log, and
         whether writes were lost, if it did anything."""
         self._root = root
+        self._refilling = False
         if allow_network_fs is None:
             allow_network_fs = os.environ.get(layout.ENV_ALLOW_NETWORK_FS) == "1"
         if not allow_network_fs:
@@ -163,6 +164,8 @@ class JsonFileStore(
             if cur is None:
                 if old is not None:
                     return False
+                if not self._refilling:  # a new key (only this path pays the stat)
+                    liveindex.refuse_lost(self._root, root_fd, digest)
                 if new.rev != 0 or new.fence < self._floor:
                     new = new.replace(rev=0, fence=max(new.fence, self._floor))
             else:
@@ -186,6 +189,17 @@ class JsonFileStore(
                 counts,
             )
             return True
+
+    @contextlib.contextmanager
+    def refilling(self) -> Iterator[None]:
+        """`ledger restore`: the inserts inside may fill the key of a lost record
+        (its live/ marker left, its file gone: liveindex.refuse_lost), which
+        every other write refuses."""
+        before, self._refilling = self._refilling, True
+        try:
+            yield
+        finally:
+            self._refilling = before
 
     @store_method
     def by_status(self, statuses: Iterable[str]) -> list[TaskState]:

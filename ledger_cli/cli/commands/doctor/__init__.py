@@ -106,9 +106,10 @@ def _check_lost(
     on_disk = {os.path.basename(f.path).removesuffix(".json") for f in files}
     try:
         keys = lost.lost_keys(s, on_disk, history)
-        if keys and drop:
-            found.fixed.extend(lost.drop_lost(s, root, keys))
+        if drop:
+            found.fixed.extend(lost.drop_lost(s, root, keys) if keys else ())
             gone.update(dict.fromkeys(keys, "was dropped (doctor --drop-damaged)"))
+            lost.free_dropped(s)
             return gone
     except StoreError as exc:
         found.problems.append(output.one_line(str(exc)))
@@ -241,7 +242,7 @@ def doctor(settings: Settings, fix: bool = False, drop_damaged: bool = False) ->
                     stack.enter_context(one_scan())
             check_deps_index(s.store, found, fix)
             check_ready_index(s.store, found, fix)
-            check_tally(s.store, found, fix)
+            check_tally(s.store, found, fix, lost=LOST in gone.values())
         from ledger_cli.cli.commands.doctor.attempts import check_attempts
         from ledger_cli.cli.commands.doctor.sidedata import check_side_data
 

@@ -28,16 +28,32 @@ def check_deps_index(store: object, found: _Findings, fix: bool) -> None:
     _check_index(store, found, fix, "deps")
 
 
-def check_tally(store: object, found: _Findings, fix: bool) -> None:
+def check_tally(store: object, found: _Findings, fix: bool, *, lost: bool = False) -> None:
     """Problems when the JSON store's tally (its counts) disagrees with the
-    records; `fix` rebuilds it."""
+    records; `fix` rebuilds it, unless a record is `lost` (lost.py): then the
+    tally stays as it is, still counting that record, so every scan (`list`,
+    `snapshot`) goes on exiting 9 rather than answer without it, until the
+    record is restored or `--fix --drop-damaged` accepts the loss."""
+    if lost:
+        hint = (
+            " (kept while a record is lost: restore the record, or accept the loss"
+            " with ledger doctor --fix --drop-damaged, which rebuilds it)"
+        )
+        _check_index(store, found, False, "tally", hint)
+        return
     _check_index(store, found, fix, "tally")
 
 
 _WHAT = {"ready": "ready index", "deps": "dependents index", "tally": "tally"}
 
 
-def _check_index(store: object, found: _Findings, fix: bool, name: str) -> None:
+def _check_index(
+    store: object,
+    found: _Findings,
+    fix: bool,
+    name: str,
+    hint: str = " (ledger doctor --fix rebuilds the index)",
+) -> None:
     check: Callable[[], list[str]] | None = getattr(store, f"check_{name}_index", None)
     rebuild: Callable[[], None] | None = getattr(store, f"rebuild_{name}_index", None)
     if check is None or rebuild is None:
@@ -51,7 +67,6 @@ def _check_index(store: object, found: _Findings, fix: bool, name: str) -> None:
     except StoreError as exc:
         found.problems.append(output.one_line(str(exc)))
         return
-    hint = " (ledger doctor --fix rebuilds the index)"
     found.problems.extend(
         output.one_line(p) + ("" if "doctor --fix" in p else hint) for p in problems
     )

@@ -4,12 +4,16 @@ A record file leaves the store only through `ledger prune` (its record then
 lives on in pruned/), so a key the history has writes for, that has no
 record file and is not pruned, has lost its record: someone deleted the
 file, or the file system lost it. That is a problem (exit 9), named by key,
-and `--fix` does not accept it: it rebuilds the derived indexes (which then
-no longer count the record) but keeps reporting the key, because the history
-still has its writes. The operator restores the record (`ledger restore` of
-a snapshot holding it: the key is free), or accepts the loss with
-`--fix --drop-damaged`, which writes a `ledger.dropped` history line for the
-key; a key whose last history line is that one is not reported again.
+and `--fix` does not accept it: it rebuilds the ready and dependents
+indexes, but keeps the tally as it is (its counts are what makes every scan,
+`list`, `snapshot`, exit 9 rather than answer without the record) and keeps
+reporting the key, because the history still has its writes. The operator
+restores the record (`ledger restore` of a snapshot holding it: the key is
+free), or accepts the loss with `--fix --drop-damaged`, which writes a
+`ledger.dropped` history line for the key; a key whose last history line is
+that one is not reported again, and its live/ marker (the trace by which an
+admit of the key exits 9: a claimed record lost must not be claimed again
+with the same fence) goes (`free_dropped`).
 
 A store written through the library or by the Go service keeps no history:
 there the tally's counts are the only trace of a lost record, and the tally
@@ -115,6 +119,16 @@ def drop_lost(s: Session, root: str, keys: Sequence[str]) -> list[str]:
         if entries:
             s.store.append_history(entries)  # type: ignore[attr-defined]
     return [output.clip(line) for line in done]
+
+
+def free_dropped(s: Session) -> None:
+    """Once `--drop-damaged` has accepted the losses: the JSON store's scan of
+    live/ (`by_status`), which drops each marker whose record file is gone,
+    so admitting a dropped key again is an ordinary admit, not a lost record
+    (liveindex.refuse_lost). Markers of losses no history names (a write
+    of a damaged wal.log dropped) go too: --drop-damaged accepts them all."""
+    if hasattr(s.store, "check_record_file"):  # the JSON store
+        s.store.by_status(("pending", "claimed"))  # type: ignore[attr-defined]
 
 
 def _dropped(s: Session, now: str, key: str, data: str) -> HistoryEntry:
