@@ -36,6 +36,8 @@ class SQLiteConnection(SqlDialect):
     """The connection, error mapping and batches of an `SQLiteStore`."""
 
     NAME = "sqlite"
+    NUMBER_MAX = codec.INT64_MAX
+    """The largest sequence or fence an INTEGER column holds (engine/store.py)."""
     _driver_errors = DRIVER_ERRORS
     _conn: sqlite3.Connection
 

@@ -228,6 +228,9 @@ def doctor(settings: Settings, fix: bool = False, drop_damaged: bool = False) ->
         from ledger_cli.cli.commands.doctor.cycles import check_cycles
 
         check_cycles(records, found)
+        from ledger_cli.cli.commands.doctor.fences import check_fences
+
+        check_fences(s.store, records, found, pruned)
         check_records(s, records, found, fix, history, pruned)
         from ledger_cli.cli.commands.doctor.indexes import (
             check_deps_index,
