@@ -8,6 +8,7 @@ from ledger_cli.engine import events
 from ledger_cli.engine.core import Core
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import CLAIMED, PENDING, TaskState
+from ledger_cli.engine.store import next_fence_fits
 from ledger_cli.errors import (
     EmptyOwnerError,
     FencedError,
@@ -15,6 +16,7 @@ from ledger_cli.errors import (
     LeaseActiveError,
     NotClaimedError,
     NotStaleError,
+    ValidationError,
     state_detail,
 )
 
@@ -67,7 +69,14 @@ def _grant(
     """The write of a claim or a takeover, once its own checks passed: refused
     when an ancestor failed or is blocked (the record is blocked), else the
     next fence, announced as `event` (`key K {done} by OWNER`); None when the
-    CAS lost and the caller must reload."""
+    CAS lost and the caller must reload. A record at the largest fence the
+    store holds is refused first (ValidationError, exit 8): its next fence
+    cannot be stored (Go's would wrap to 0)."""
+    if not next_fence_fits(core.store, cur):
+        raise ValidationError(
+            f"ledger: {key} is at fence {cur.fence}, the largest this store holds: "
+            "no claim can follow it (docs/design.md §2.3)"
+        )
     _refuse_if_ancestor_blocks(core, actor, now, key, cur)
     fence = cur.fence + 1
     nxt = cur.replace(

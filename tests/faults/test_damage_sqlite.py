@@ -188,3 +188,31 @@ def test_a_status_this_ledger_does_not_know_is_not_left_out_of_stats(
         assert res.stderr.splitlines() == [message], args
     doctor = _ledger(db, "doctor")
     assert doctor.returncode == 9 and 'unknown status "paused"' in doctor.stdout
+
+
+@pytest.mark.parametrize("name", ["ledger_history_key", "ledger_ready_order", "sqlite_sequence"])
+def test_doctor_runs_sqlites_own_check_of_every_page(
+    template: Path, tmp_path: Path, name: str
+) -> None:
+    """A zeroed page of an index or of a small table that reading every row
+    never touches: `admit` or `log` exit 9 on it, so `doctor` (and `doctor
+    --fix`, which cannot repair it) exits 9 naming SQLite's finding."""
+    db = tmp_path / "t.db"
+    shutil.copy(template, db)
+    conn = sqlite3.connect(db)
+    (root,) = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = ?", (name,)).fetchone()
+    conn.close()
+    data = bytearray(db.read_bytes())
+    data[(root - 1) * PAGE : root * PAGE] = bytes(PAGE)
+    db.write_bytes(bytes(data))
+    for args in (("doctor",), ("doctor", "--fix")):
+        res = _ledger(db, *args)
+        assert res.returncode == 9, (args, res.stdout, res.stderr)
+        lines = res.stdout.splitlines()
+        found = [line for line in lines if "SQLite's quick_check:" in line]
+        assert found and all(line.startswith(f"problem: sqlite store {db}") for line in found)
+        assert any(f"Page {root}" in line or "malformed" in line for line in found), lines
+        assert "restore it from a backup" in res.stdout, lines
+        assert "fixed:" not in res.stdout, lines
+    res = _ledger(db, "--json", "doctor")
+    assert res.returncode == 9 and json.loads(res.stdout)["problems"], res.stdout

@@ -282,6 +282,7 @@ def _claim_first(
     the count and the claim are in the same unit, so no two claimers can both
     take a queue's last slot. `slots`: the unit's, when read before the walk."""
     from ledger_cli.engine import queues
+    from ledger_cli.engine.store import next_fence_fits
     from ledger_cli.errors import LeaseActiveError, NoKeyError, NotClaimedError
 
     # Without --queue and without limits, no candidate's queue is read.
@@ -291,6 +292,8 @@ def _claim_first(
     for cand in ready_now:
         if not _nameable(cand.key):
             continue  # invalid UTF-8 (another writer's bytes): no output could name it
+        if not next_fence_fits(s.store, cand):
+            continue  # at the store's largest fence: never claimable (`claim KEY` says so)
         queue = queues.of(s.store, cand.key) if filtering else queues.DEFAULT
         if (wanted is not None and queue not in wanted) or slots.full(queue):
             continue

@@ -17,10 +17,11 @@ if TYPE_CHECKING:
     from ledger_cli.engine.record import TaskState
 
 
-def _check_records(tasks: tuple[TaskState, ...]) -> None:
+def _check_records(tasks: tuple[TaskState, ...], limit: int = UINT64_MAX) -> None:
     """Every key a restored record names (its own, its needs, its blocker) must be one
-    the command line can address (docs/design.md §5.2), and its fence must leave room
-    for a next claim: ValidationError (exit 8) otherwise. A key may appear once:
+    the command line can address (docs/design.md §5.2), its sequence one the store
+    holds (`limit`: SQLite's INTEGER is signed), and its fence must leave room for a
+    next claim: ValidationError (exit 8) otherwise. A key may appear once:
     RestoreConflictError (exit 8) naming both entries otherwise."""
     from ledger_cli.cli.inputs import validate_key
     from ledger_cli.engine.record import go_quote
@@ -33,10 +34,15 @@ def _check_records(tasks: tuple[TaskState, ...]) -> None:
                 f"ledger: restore: key {go_quote(rec.key)} appears twice in the snapshot "
                 f"(entries {first[rec.key]} and {i})"
             )
-        if rec.fence >= UINT64_MAX:  # its next fence would not fit (Go's would wrap to 0)
+        if rec.fence >= limit:  # its next fence would not fit (Go's would wrap to 0)
             raise ValidationError(
                 f"ledger: snapshot entry {i}: Fence {rec.fence} leaves no fence for the "
-                "task's next claim"
+                f"task's next claim{_on(limit)}"
+            )
+        if rec.sequence > limit:
+            raise ValidationError(
+                f"ledger: snapshot entry {i}: Sequence {rec.sequence} is more than this "
+                f"store holds{_on(limit)}"
             )
         named = [("key", rec.key), *(("need", n) for n in rec.needs or ())]
         if rec.blocked_by:
@@ -47,6 +53,26 @@ def _check_records(tasks: tuple[TaskState, ...]) -> None:
             except InputError as exc:
                 detail = str(exc).removeprefix("ledger: ")
                 raise ValidationError(f"ledger: snapshot entry {i}: {detail}") from None
+
+
+def _on(limit: int) -> str:
+    """Why a store's limit is lower than Go's uint64 (docs/stores.md)."""
+    if limit >= UINT64_MAX:
+        return ""
+    return f" (SQLite's signed 64-bit INTEGER holds at most {limit})"
+
+
+def _limit(settings: Settings) -> int:
+    """The largest sequence or fence the store restored into holds, told by its
+    URL (the store is not opened for a snapshot it refuses)."""
+    from ledger_cli.cli.context import store_url
+    from ledger_cli.stores import scheme_of
+
+    if scheme_of(store_url(settings)) == "sqlite":
+        from ledger_cli.stores.sql.sqlite_conn import SQLiteConnection
+
+        return SQLiteConnection.NUMBER_MAX
+    return UINT64_MAX
 
 
 def _pruned_forms(tasks: tuple[TaskState, ...], marked: frozenset[str]) -> tuple[TaskState, ...]:
@@ -108,7 +134,7 @@ def restore(settings: Settings, source: str) -> int:
     extensions = wireext.decode(data)
     queued = wireext.decode_queues(data)
     marked = wireext.decode_pruned(data)
-    _check_records(snap.tasks or ())
+    _check_records(snap.tasks or (), _limit(settings))
     tasks = _pruned_forms(snap.tasks or (), marked)
     with Session(settings) as s:
         now = s.now()

@@ -36,6 +36,8 @@ class SQLiteConnection(SqlDialect):
     """The connection, error mapping and batches of an `SQLiteStore`."""
 
     NAME = "sqlite"
+    NUMBER_MAX = codec.INT64_MAX
+    """The largest sequence or fence an INTEGER column holds (engine/store.py)."""
     _driver_errors = DRIVER_ERRORS
     _conn: sqlite3.Connection
 
@@ -141,6 +143,22 @@ class SQLiteConnection(SqlDialect):
         conn.execute("PRAGMA synchronous=FULL")
         conn.execute("PRAGMA foreign_keys=ON")
         self._utf8 = str(conn.execute("PRAGMA encoding").fetchone()[0]).upper() == "UTF-8"
+
+    def quick_check(self, most: int) -> list[str]:
+        """SQLite's own check of the file's pages (`PRAGMA quick_check`): each
+        problem line it returns (at most `most`), none when the file is whole.
+        It reads every page once and checks the b-trees' structure (the index
+        pages a query may never touch: `ledger doctor`), not each index entry
+        against its row (`integrity_check`, far slower). A page so damaged
+        that the check itself fails is one line too, the driver's message."""
+        with self._lock:
+            self._check_open()
+            try:
+                rows = self._conn.execute(f"PRAGMA quick_check({int(most)})").fetchall()
+            except sqlite3.Error as exc:
+                return [codec.one_line(exc)]
+        lines = [line for row in rows for line in str(row[0]).splitlines()]
+        return [line for line in lines if line not in ("ok", "*** in database main ***")]
 
     # -- errors ------------------------------------------------------------------
 

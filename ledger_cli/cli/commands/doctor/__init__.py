@@ -11,7 +11,8 @@ left by a crash (`--fix` removes them, holding the store lock).
 The record-level checks (invalid UTF-8 from another writer, escaped and
 orphaned blocks, writes without a history line) are in `records.py`, the
 derived indexes' in `indexes.py`, the attempts' in `attempts.py`, the
-pause's, schedules', queues' and limits' in `sidedata.py`.
+pause's, schedules', queues' and limits' in `sidedata.py`; an SQLite
+file's pages (SQLite's quick_check) in `sqlcheck.py`.
 
 For a JSON store the directory is walked file by file (`files.py`), so every
 bad record is named, not just the first; other stores are checked through
@@ -165,6 +166,9 @@ def doctor(settings: Settings, fix: bool = False, drop_damaged: bool = False) ->
         return _report(settings, url, 0, found)
     with session as s:
         root: str | None = getattr(s.store, "path", None)
+        from ledger_cli.cli.commands.doctor.sqlcheck import check_pages
+
+        check_pages(s.store, root or "", found)  # SQLite's own check of its pages
         temps: list[str] = []
         records: list[TaskState] = []
         walked = root is not None and os.path.isdir(root) and hasattr(s.store, "check_record_file")
@@ -225,6 +229,9 @@ def doctor(settings: Settings, fix: bool = False, drop_damaged: bool = False) ->
         from ledger_cli.cli.commands.doctor.cycles import check_cycles
 
         check_cycles(records, found)
+        from ledger_cli.cli.commands.doctor.fences import check_fences
+
+        check_fences(s.store, records, found, pruned)
         check_records(s, records, found, fix, history, pruned)
         from ledger_cli.cli.commands.doctor.indexes import (
             check_deps_index,
