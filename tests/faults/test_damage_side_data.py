@@ -117,6 +117,19 @@ def _file(rel: str, data: str) -> Reads:
     return change, lambda root: (root / rel).read_bytes()
 
 
+def _flip(rel: str, old: bytes, new: bytes) -> Reads:
+    """A change that keeps the file valid JSON of the right shape (a bit flip
+    that lands in a digit or a letter): only its checksum tells."""
+
+    def change(root: Path) -> bytes:
+        data = (root / rel).read_bytes()
+        assert old in data
+        (root / rel).write_bytes(data.replace(old, new, 1))
+        return (root / rel).read_bytes()
+
+    return change, lambda root: (root / rel).read_bytes()
+
+
 def _attempt_exit(rel: str) -> Reads:
     """Set the exit of an attempt file's header line to BAD."""
 
@@ -196,8 +209,20 @@ JSON: dict[str, Case] = {
         SCHEDULE,
         _remove(SCHEDULE),
     ),
+    "schedule-flipped": Case(
+        *_flip(SCHEDULE, b'"priority": 0', b'"priority": 8'),
+        (("stats",), ("list",), ("state", "later")),
+        SCHEDULE,
+        _remove(SCHEDULE),
+    ),
     "attempt-exit": Case(
         *_attempt_exit(ATTEMPT), (("state", "j"), ("output", "j")), ATTEMPT, _remove(ATTEMPT)
+    ),
+    "queue-flipped": Case(
+        *_flip(QUEUE, b'"queue": "db"', b'"queue": "dc"'),
+        (("stats",), ("list",)),
+        QUEUE,
+        _remove(QUEUE),
     ),
     "queue": Case(
         *_file(QUEUE, f'{{"key": "q1", "queue": ["{BAD}"]}}'),

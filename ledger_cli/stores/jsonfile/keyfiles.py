@@ -2,7 +2,11 @@
 (schedulefile.py) and its queue (queuefile.py).
 
 `DIR/<key digest>.json` holds the key itself and the value, so a digest
-collision or a file moved in from another key reads as no value. Files are
+collision or a file moved in from another key reads as no value, and a
+`"sum"` member last: the SHA-256 of the file's JSON without it, so a flipped
+byte that still parses (2027 read as 2037, another queue) is damage, not a
+silent change of when or where the task runs (a file written before the sum
+was added is read without one). Files are
 written atomically (temporary file, fsync, rename, directory fsync) under
 the store lock; a key without a file has the default value. Reads take no
 lock: a rename replaces a file whole.
@@ -12,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+from hashlib import sha256
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 from ledger_cli.errors import StoreDamageError
@@ -58,6 +63,8 @@ class KeyFiles(Generic[V]):
             obj = json.loads(data)
             if type(obj) is not dict:
                 raise TypeError(self.dirname)
+            if "sum" in obj and obj.pop("sum") != _sum(obj):
+                raise ValueError(self.dirname)
             key, value = self._decode(obj)
             if type(key) is not str:
                 raise TypeError(self.dirname)
@@ -109,7 +116,9 @@ class KeyFiles(Generic[V]):
                 if not fsutil.unlink_quiet(fd, name):
                     return False
             else:
-                data = json.dumps(body, ensure_ascii=False).encode("utf-8", "surrogatepass")
+                data = json.dumps({**body, "sum": _sum(body)}, ensure_ascii=False).encode(
+                    "utf-8", "surrogatepass"
+                )
                 fsutil.replace_file(fd, name, data, shown, sync=True)
             fsutil.fsync_fd(fd, shown)
         finally:
@@ -177,3 +186,9 @@ class KeyFiles(Generic[V]):
             raise fail(path, "cannot read", exc) from None
         stored, value = self.decode(data, path)
         return value if stored == key else None
+
+
+def _sum(body: dict[str, object]) -> str:
+    """The checksum of a side file's members (the "sum" member left out)."""
+    text = json.dumps(body, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    return sha256(text).hexdigest()
