@@ -210,7 +210,7 @@ def keep_torn_tail(root: str, root_fd: int) -> tuple[int, str] | None:
         os.ftruncate(fd, whole)
         os.fsync(fd)
     except OSError as exc:
-        raise fail(path, f"cannot cut its torn last line (kept in {kept})", exc) from None
+        raise fail(path, "cannot keep its torn last line in damaged/ and cut it", exc) from None
     finally:
         os.close(fd)
     return size - whole, kept
