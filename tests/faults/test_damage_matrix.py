@@ -15,7 +15,7 @@ Checked for every case:
 - after `doctor --fix`, a derived file (ready, deps, tally, live, pruned count) is
   repaired: `doctor` is clean and `claim --next` claims;
 - a deleted record is named by `doctor` as lost, before and after `--fix`; a
-  damaged or deleted record and a deleted history are accepted by
+  damaged or deleted record, a deleted history and one cut mid-line are accepted by
   `doctor --fix --drop-damaged` (damaged bytes kept in damaged/), after which
   `doctor` is clean and `claim --next` claims.
 
@@ -225,15 +225,19 @@ def _run_case(
     if kind == "record" and damaged is None:  # --fix does not accept the loss
         after = run("doctor")
         assert after.returncode == 9 and "record p2 is lost" in after.stdout, after.stdout
-    if kind == "record" or (kind == "history" and damaged is None):
+    # A history cut mid-line (whole lines before it): its torn line is damage.
+    torn = kind == "history" and bool(damaged) and not random_bytes
+    torn = torn and damaged is not None and not damaged.endswith(b"\n")
+    if kind == "record" or (kind == "history" and damaged is None) or torn:
         # Accepting the loss explicitly: the damaged file moved aside (its bytes
         # kept), a history line, and a store that works again.
         dropped = run("doctor", "--fix", "--drop-damaged")
         assert dropped.returncode == 0, f"{kind}: --drop-damaged: {dropped.stdout}"
         assert "fixed: " in dropped.stdout, dropped.stdout
-        if damaged is not None and kind == "record":
+        if damaged is not None and kind in ("record", "history"):
             aside = [p.read_bytes() for p in (store / "damaged").iterdir()]
-            assert aside == [damaged], f"{kind}: the damaged bytes were not kept"
+            kept = damaged if kind == "record" else damaged[damaged.rfind(b"\n") + 1 :]
+            assert aside == [kept], f"{kind}: the damaged bytes were not kept"
         assert run("doctor").returncode == 0, f"{kind}: doctor after --drop-damaged"
         again = run("claim", "--next", "--owner", "m3", "--lease", "60s")
         assert again.returncode == 0, f"{kind}: claim --next after --drop-damaged"

@@ -3,7 +3,8 @@
 (historyrewrite.drop_keys_briefly).
 
 - the result is the one rewrite under the lock gives (`drop_keys`): the kept
-  lines in order, a torn tail cut, a corrupt line refused;
+  lines in order, a torn tail (damage, under the lock) or a corrupt line
+  refused;
 - lines appended while the copy runs (through another store object, between
   the holds) are all kept, once, in order, and a burst larger than
   CATCH_UP_BYTES is copied outside the lock before the last hold;
@@ -70,9 +71,6 @@ def _locked(store: JsonFileStore) -> Callable[[], contextlib.AbstractContextMana
 def test_the_rewrite_keeps_what_one_hold_kept(tmp_path: Path) -> None:
     a = _store_with_history(tmp_path / "a", 300, 200)
     b = _store_with_history(tmp_path / "b", 300, 200)
-    for root in (tmp_path / "a", tmp_path / "b"):  # a torn tail: cut by both
-        with open(root / "history.jsonl", "ab") as fh:
-            fh.write(b'{"time":"2026-01-02T03:04:05Z","actor":"torn')
     keys = {f"old-{i:05d}" for i in range(200)} | {"keep-00007"}
     historyrewrite.drop_keys_briefly(str(tmp_path / "a"), _locked(a), keys)
     with b._locked(create=False) as root_fd:
@@ -91,6 +89,25 @@ def test_a_corrupt_line_is_refused_and_nothing_changes(tmp_path: Path) -> None:
     path.write_bytes(path.read_bytes() + b"not json\n")
     before = path.read_bytes()
     with pytest.raises(StoreError, match="corrupt history entry"):
+        historyrewrite.drop_keys_briefly(str(tmp_path), _locked(store), {"old-00001"})
+    assert path.read_bytes() == before
+    assert temps(tmp_path) == []
+
+
+@pytest.mark.parametrize("tmpfile", [True, False])
+def test_a_torn_tail_is_refused_never_cut(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tmpfile: bool
+) -> None:
+    """Under the lock a crash's torn line is already cut by the replay: one
+    left is damage, refused as every writer refuses it (`doctor --fix
+    --drop-damaged` accepts its loss, keeping the bytes)."""
+    store = _store_with_history(tmp_path, 10, 10)
+    if not tmpfile:
+        monkeypatch.setattr(spares, "_O_TMPFILE", 0)
+    path = tmp_path / "history.jsonl"
+    path.write_bytes(path.read_bytes() + b'{"time":"2026-01-02T03:04:05Z","actor":"torn')
+    before = path.read_bytes()
+    with pytest.raises(StoreError, match=r"history\.jsonl: damaged history \(it ends mid-line"):
         historyrewrite.drop_keys_briefly(str(tmp_path), _locked(store), {"old-00001"})
     assert path.read_bytes() == before
     assert temps(tmp_path) == []

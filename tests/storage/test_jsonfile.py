@@ -314,16 +314,20 @@ def test_a_symlinked_history_file_is_never_appended_through(
 # -- history -----------------------------------------------------------------------------------
 
 
-def test_a_history_ending_mid_line_is_read_but_never_cut(store: JsonFileStore, root: Path) -> None:
+def test_a_history_ending_mid_line_is_refused_never_cut(store: JsonFileStore, root: Path) -> None:
     """Every append goes through a journal, whose replay cuts what a crash
     tore (test_faults_crash.py); a file ending mid-line without one is damage
-    (a truncation): readers skip the torn line, writers refuse."""
+    (a truncation): readers yield the whole lines, then, finding it still
+    there under the lock, refuse it as writers do."""
     store.append_history([entry("a", 1), entry("b", 2)])
     path = root / "history.jsonl"
     whole = path.read_bytes()
     damaged = whole + b'{"time":"2024-01-01T00:00:00Z","actor":"x","ev'
     path.write_bytes(damaged)
-    assert [e.key for e in store.read_history()] == ["a", "b"]
+    read = store.read_history()
+    assert [next(read).key, next(read).key] == ["a", "b"]
+    with pytest.raises(StoreDamageError, match=r"history\.jsonl: damaged history"):
+        next(read)
     with pytest.raises(StoreDamageError, match=r"history\.jsonl: damaged history"):
         store.append_history([entry("c", 3)])
     assert path.read_bytes() == damaged

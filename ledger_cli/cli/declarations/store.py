@@ -60,7 +60,8 @@ def doctor(
             "--drop-damaged",
             "With --fix: accept the loss of damaged and lost primary data. A damaged "
             "record file is moved aside into damaged/ (never deleted), a lost one's key is "
-            "dropped; a history line (ledger.dropped) and a line of output each.",
+            "dropped, a history's torn last line is copied into damaged/ and cut; a history "
+            "line (ledger.dropped) and a line of output each.",
         ),
     ] = False,
 ) -> None:

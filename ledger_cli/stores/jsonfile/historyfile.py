@@ -1,8 +1,12 @@
 """history.jsonl: the history of writes, one JSON object a line, appended under
 the store lock, always through a journal (journal.py). A torn last line (a
-crash in an append) is ignored by readers and cut by the journal's replay; a
-file that ends mid-line with no journal to cut it is damage, which every
-writer refuses.
+crash in an append) is cut by the journal's replay, which the next holder of
+the store lock runs before anything else; a file that still ends mid-line
+under the lock is damage, which every writer refuses. A reader that meets a
+torn last line (perhaps an append in progress) looks again under the lock
+(`torn_tail`) and reports the damage (`log`, `doctor`: exit 9), and
+`ledger doctor --fix --drop-damaged` accepts its loss (`keep_torn_tail`: the
+torn bytes kept in damaged/, a `ledger.dropped` line).
 
 history.started, an empty file, is created beside the history's first line
 (and beside an older store's history at its next append): from then on a
@@ -24,11 +28,20 @@ from ledger_cli.engine.history import HistoryEntry
 from ledger_cli.errors import StoreDamageError
 from ledger_cli.stores.jsonfile import fsutil
 from ledger_cli.stores.jsonfile.fsutil import fail
-from ledger_cli.stores.jsonfile.layout import HISTORY_MARK, HISTORY_NAME, exists, shown
+from ledger_cli.stores.jsonfile.layout import (
+    DAMAGED_DIR,
+    HISTORY_MARK,
+    HISTORY_NAME,
+    exists,
+    free_name,
+    shown,
+)
 from ledger_cli.stores.jsonfile.locking import io_errors
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
+
+_BLOCK = 1 << 20
 
 
 def open_for_append(root: str, root_fd: int, at: int | None = None) -> tuple[int, int]:
@@ -114,8 +127,93 @@ def start_again(root: str, root_fd: int) -> None:
 def damaged_history(path: str) -> StoreDamageError:
     return StoreDamageError(
         f"ledger: store: {path}: damaged history (it ends mid-line, and no journal "
-        "covers that line); refusing to write after it (restore the file from a backup)"
+        "covers that line); refusing to write after it (restore the file from a backup, "
+        "or accept the loss of that line: ledger doctor --fix --drop-damaged)"
     )
+
+
+def complete_size(fd: int) -> int:
+    """The size of the file open as `fd` up to the end of its last whole line
+    (its size when it ends one; 0 when it holds no newline)."""
+    end = os.fstat(fd).st_size
+    if end == 0 or os.pread(fd, 1, end - 1) == b"\n":
+        return end
+    end -= 1
+    while end > 0:
+        start = max(0, end - _BLOCK)
+        at = os.pread(fd, end - start, start).rfind(b"\n")
+        if at >= 0:
+            return start + at + 1
+        end = start
+    return 0
+
+
+def _whole(fd: int) -> int | None:
+    """`complete_size` when the file ends mid-line, else None."""
+    whole = complete_size(fd)
+    return None if whole == os.fstat(fd).st_size else whole
+
+
+def torn_tail(root: str, root_fd: int) -> int | None:
+    """When history.jsonl ends mid-line, its size up to its last whole line;
+    None when it ends a line, is empty or is missing. Without the lock a
+    torn line may be an append in progress; under it (after the replay that
+    cuts a crash's torn line) it is the damage writers refuse."""
+    path = shown(root, HISTORY_NAME)
+    fd = fsutil.open_regular(root_fd, HISTORY_NAME, fsutil.READ_FLAGS, path)
+    if fd is None:
+        return None
+    try:
+        return _whole(fd)
+    except OSError as exc:
+        raise fail(path, "cannot read", exc) from None
+    finally:
+        os.close(fd)
+
+
+def keep_torn_tail(root: str, root_fd: int) -> tuple[int, str] | None:
+    """`doctor --fix --drop-damaged`, under the store lock (after a wal.log
+    checkpoint, so no replay appends at an offset the cut moved): the torn
+    last line of history.jsonl copied into damaged/ (fsynced), then the file
+    cut back to its last whole line. (bytes cut, where they are kept); None
+    when the file ends a line."""
+    path = shown(root, HISTORY_NAME)
+    kept = shown(root, DAMAGED_DIR)
+    flags = os.O_RDWR | fsutil.O_NOFOLLOW | fsutil.O_NONBLOCK | fsutil.O_CLOEXEC
+    fd = fsutil.open_regular(root_fd, HISTORY_NAME, flags, path)
+    if fd is None:
+        return None
+    try:
+        whole = _whole(fd)
+        if whole is None:
+            return None
+        size = os.fstat(fd).st_size
+        dfd = fsutil.open_subdir(root_fd, DAMAGED_DIR, kept, create=True)
+        assert dfd is not None
+        try:
+            target = free_name(dfd, HISTORY_NAME + ".torn")
+            kept = shown(root, DAMAGED_DIR, target)
+            create = os.O_WRONLY | os.O_CREAT | os.O_EXCL | fsutil.O_NOFOLLOW | fsutil.O_CLOEXEC
+            out = os.open(target, create, fsutil.FILE_MODE, dir_fd=dfd)
+            try:
+                os.fchmod(out, fsutil.FILE_MODE)
+                at = whole
+                while chunk := os.pread(fd, min(_BLOCK, size - at), at):
+                    fsutil.write_all(out, chunk)
+                    at += len(chunk)
+                os.fsync(out)
+            finally:
+                os.close(out)
+            fsutil.fsync_fd(dfd, shown(root, DAMAGED_DIR))
+        finally:
+            os.close(dfd)
+        os.ftruncate(fd, whole)
+        os.fsync(fd)
+    except OSError as exc:
+        raise fail(path, "cannot keep its torn last line in damaged/ and cut it", exc) from None
+    finally:
+        os.close(fd)
+    return size - whole, kept
 
 
 def append_lines(
@@ -169,10 +267,16 @@ def parse_lines(lines: list[bytes], shown: str, before: int) -> list[HistoryEntr
     return out
 
 
-def stream(root: str, key: str | None, pending: list[bytes]) -> Iterator[HistoryEntry]:
+def stream(
+    root: str,
+    key: str | None,
+    pending: list[bytes],
+    torn: Callable[[], None] | None = None,
+) -> Iterator[HistoryEntry]:
     """History entries oldest first, streamed, then the `pending` lines of an
-    open batch (a torn last line, left by a crash or an append in progress,
-    is skipped): `log` prints each as it is read."""
+    open batch: `log` prints each as it is read. A torn last line is not an
+    entry: `torn` is called when the file ends mid-line (the store looks
+    again under its lock: an append in progress, or damage it refuses)."""
     path = shown(root, HISTORY_NAME)
     with io_errors(root):
         fd = None
@@ -199,6 +303,8 @@ def stream(root: str, key: str | None, pending: list[bytes]) -> Iterator[History
                     number += len(lines)
             finally:
                 os.close(fd)
+            if rest and torn is not None:
+                torn()
         for entry in parse_lines(b"".join(pending).split(b"\n")[:-1], "(pending batch)", 0):
             if key is None or entry.key == key:
                 yield entry

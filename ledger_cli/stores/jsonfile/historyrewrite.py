@@ -4,7 +4,8 @@ the lock (docs/design.md §5.4 "Short lock holds"):
 
 1. under a brief hold, note the file (its inode) and its complete size S: the
    bytes before S never change in that inode (appends go after S; a torn tail
-   is cut back to S at most; a journal's `history_at` is at least S), so
+   is cut back to S at most; a journal's `history_at` is at least S; a file
+   that ends mid-line under the lock is damage, refused as writers refuse it), so
 2. outside the lock, the kept lines before S are copied into an unnamed file
    (O_TMPFILE: nothing to sweep, nothing left however the process ends),
    fsynced; while the lines appended meanwhile exceed CATCH_UP_BYTES, they
@@ -26,7 +27,7 @@ import json
 import os
 from typing import TYPE_CHECKING
 
-from ledger_cli.stores.jsonfile import fsutil, spares
+from ledger_cli.stores.jsonfile import fsutil, historyfile, spares
 from ledger_cli.stores.jsonfile.fsutil import fail
 from ledger_cli.stores.jsonfile.layout import HISTORY_NAME, shown
 
@@ -74,7 +75,7 @@ def _rewrite(root: str, locked: Locked, keys: set[str]) -> bool:
             src = fsutil.open_regular(root_fd, HISTORY_NAME, fsutil.READ_FLAGS, path)
             if src is None:
                 return True
-            end = _complete_size(src)
+            end = _complete_size(src, path)
             if end == 0:
                 return True
             out = _unnamed_file(root_fd)
@@ -90,7 +91,7 @@ def _rewrite(root: str, locked: Locked, keys: set[str]) -> bool:
             with locked() as root_fd:
                 if root_fd is None or not _same_file(root_fd, src):
                     return False
-                end = _complete_size(src)
+                end = _complete_size(src, path)
                 if end - copied > CATCH_UP_BYTES and rounds < ROUNDS:
                     continue  # much arrived meanwhile: copy it outside the lock first
                 _copy_kept(src, out, copied, end, keys, path)
@@ -109,8 +110,10 @@ def drop_keys(root: str, root_fd: int, keys: set[str]) -> None:
     data = fsutil.read_file(root_fd, HISTORY_NAME, path)
     if not data:
         return
+    if not data.endswith(b"\n"):
+        raise historyfile.damaged_history(path)  # as _complete_size
     kept = []
-    for line in data.split(b"\n")[:-1]:  # a torn last line goes too
+    for line in data.split(b"\n")[:-1]:
         try:
             key = json.loads(line.decode("utf-8"))["key"]
         except (KeyError, TypeError, UnicodeDecodeError, ValueError):
@@ -121,25 +124,14 @@ def drop_keys(root: str, root_fd: int, keys: set[str]) -> None:
     fsutil.fsync_fd(root_fd, root)
 
 
-def _complete_size(fd: int) -> int:
-    """The size of the file's complete lines (a torn last line left out)."""
-    size = os.fstat(fd).st_size
-    if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
-        return size
-    return _last_newline(fd, size)
-
-
-def _last_newline(fd: int, size: int) -> int:
-    """The offset just past the last b"\\n" before `size` (0 when there is none)."""
-    pos = size
-    while pos > 0:
-        start = max(0, pos - 65536)
-        chunk = os.pread(fd, pos - start, start)
-        idx = chunk.rfind(b"\n")
-        if idx >= 0:
-            return start + idx + 1
-        pos = start
-    return 0
+def _complete_size(fd: int, path: str) -> int:
+    """The file's size, under the lock: the replay that took it cut a crash's
+    torn line, so one left is damage, refused as every writer refuses it
+    (historyfile.py), never cut."""
+    size = historyfile.complete_size(fd)
+    if size != os.fstat(fd).st_size:
+        raise historyfile.damaged_history(path)
+    return size
 
 
 def _same_file(root_fd: int, fd: int) -> bool:

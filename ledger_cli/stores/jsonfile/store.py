@@ -297,12 +297,21 @@ class JsonFileStore(
 
     @store_method
     def read_history(self, key: str | None = None) -> Iterator[HistoryEntry]:
-        """History entries oldest first, streamed (a torn last line, left by a crash
-        or an append in progress, is skipped): `log` prints each as it is read."""
+        """History entries oldest first, streamed: `log` prints each as it is
+        read. A file that ends mid-line is looked at again under the lock: a
+        StoreDamageError when it still does, as writers refuse it."""
         self._check_open()
         batch = self._batch
         pending = list(batch.history) if batch is not None and batch.mine() else []
-        return historyfile.stream(self._root, key, pending)
+        return historyfile.stream(self._root, key, pending, self._refuse_torn_history)
+
+    def _refuse_torn_history(self) -> None:
+        """A read met a torn last line: an append in progress, or damage when
+        it is still there under the store lock, whose taking replays the
+        journal and wal.log (cutting a crash's torn line)."""
+        with io_errors(self._root), self._locked(create=False) as root_fd:
+            if root_fd is not None and historyfile.torn_tail(self._root, root_fd) is not None:
+                raise historyfile.damaged_history(self._shown(layout.HISTORY_NAME))
 
     def history_follower(self) -> historyfollow.HistoryFollower:
         """`ledger log --follow`: reads history.jsonl from where it stopped

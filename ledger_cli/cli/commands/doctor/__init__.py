@@ -2,7 +2,8 @@
 
 Problems (exit 9): a record that does not parse or validate, a record or
 history.jsonl that is gone (`lost.py`; `--fix --drop-damaged` accepts the
-loss, with a history line), a cycle of needs (`cycles.py`), a file mode
+loss, with a history line), a history.jsonl that ends mid-line (`history.py`,
+accepted the same way), a cycle of needs (`cycles.py`), a file mode
 wider than 0600 (directories: 0700), a symlink inside the store, an unknown
 format version, anything else the store itself refuses to read.
 Notes (exit 0): needs naming keys never admitted (a pruned need is no note:
@@ -213,7 +214,12 @@ def doctor(settings: Settings, fix: bool = False, drop_damaged: bool = False) ->
             _accept_lost_history(s, root, found)
         read_history = getattr(s.store, "read_history", None)
         history: list[HistoryEntry] | None = None
-        if read_history is not None:
+        if walked:
+            assert root is not None
+            from ledger_cli.cli.commands.doctor.history import read_history as json_history
+
+            history = json_history(s, root, found, drop_damaged)  # a torn last line too
+        elif read_history is not None:
             try:
                 history = list(read_history())
             except StoreError as exc:

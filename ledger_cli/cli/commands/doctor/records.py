@@ -137,11 +137,14 @@ def history_coverage(
     """A note naming the records whose latest write has no history line at or
     after it (written by the Go service or another program); a `pruned`
     record's history was dropped by `ledger prune` (docs/design.md §6.4)."""
+    from ledger_cli.cli.commands.doctor.lost import DROPPED
     from ledger_cli.engine.instant import Instant
 
     parsed: dict[str, Instant | None] = {}
     latest: dict[str, Instant] = {}
+    cut = False  # lines lost with a damaged history (a key-less ledger.dropped line)
     for entry in history:
+        cut = cut or (entry.event == DROPPED and not entry.key)
         if entry.time not in parsed:
             try:
                 parsed[entry.time] = Instant.parse(entry.time)
@@ -163,6 +166,7 @@ def history_coverage(
     more = f" and {len(missing) - MAX_NAMED} more" if len(missing) > MAX_NAMED else ""
     found.notes.append(
         f"{len(missing)} record(s) whose latest write has no history line: {named}{more} "
-        "(written by another program, such as the Go service, which keeps no history; "
-        "ledger log is incomplete for them)"
+        "(written by another program, such as the Go service, which keeps no history"
+        + (", or lost with part of the history: see its ledger.dropped line" if cut else "")
+        + "; ledger log is incomplete for them)"
     )
