@@ -17,7 +17,8 @@ Layout of a store directory (mode 0700; every file 0600):
                           and the ready/ promotion when a need completes
     tally/                the counts of `stats` and `watch`, and the    (tally.py,
                           unfinished records they judge one by one       tallyview.py)
-    pruned/               pruned records, many keys a file              (prunedfile.py,
+    pruned/               pruned records, many keys a file, and what    (prunedfile.py,
+                          each file holds (count)                        prunedcount.py,
                                                                          pruning.py)
     attempts/ab/<digest>/ each run attempt of a key, its output after   (attemptfiles.py,
                           its header                                     attempts.py)

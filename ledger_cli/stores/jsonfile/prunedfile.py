@@ -14,28 +14,36 @@ and the record file wins; the last line of a key wins over earlier ones. A
 torn last line (a crash in an append) is ignored and cut by the next append.
 A restore appends the lines of the pruned records it restores, with no
 record file ever (pruning.py `restore_pruned`).
-`pruned/count` holds the number of pruned keys (for `stats`): removed before
-a prune appends, written after its record files went, and counted from the
-files while it is missing.
+`pruned/count` holds the number of pruned keys (for `stats`) and what each
+shard file holds (prunedcount.py): removed before a prune appends, written
+after its record files went, and counted from the files while it is
+missing. A shard that disagrees with it is damage on every read that checks
+it, so a lost shard never reads as "no pruned key here" (an admit of a
+pruned key would then run it again).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
-from ledger_cli.stores.jsonfile import fsutil
+from ledger_cli.errors import StoreDamageError
+from ledger_cli.stores.jsonfile import fsutil, prunedcount
 from ledger_cli.stores.jsonfile.fsutil import fail
-from ledger_cli.stores.jsonfile.layout import SHARD, shown
+from ledger_cli.stores.jsonfile.layout import shown
+from ledger_cli.stores.jsonfile.prunedcount import Count, Shard
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator
+    from collections.abc import Callable, Iterable, Iterator
 
-PRUNED_DIR = "pruned"
-COUNT_NAME = "count"
+PRUNED_DIR = prunedcount.DIR
+COUNT_NAME = prunedcount.NAME
+T = TypeVar("T")
+_TRIES = 5  # reads of a shard that disagree with a count rewritten meanwhile
 _APPEND = os.O_RDWR | os.O_CREAT | fsutil.O_NOFOLLOW | fsutil.O_NONBLOCK | fsutil.O_CLOEXEC
 
 
@@ -88,10 +96,22 @@ def _lines(data: bytes) -> list[bytes]:
 
 
 def find(root: str, root_fd: int, key: str, digest: str) -> TaskState | None:
-    """The pruned record of `key` (the last line naming it), or None."""
+    """The pruned record of `key` (the last line naming it), or None; its
+    shard file is checked against pruned/count first."""
+    pfd = _dir(root, root_fd, False)
+    if pfd is None:
+        return None
     name = digest[:2] + ".jsonl"
     path = shown(root, PRUNED_DIR, name)
-    data = fsutil.read_in(_dir(root, root_fd, False), name, path)
+    try:
+        data, _ = _agreeing(
+            root,
+            pfd,
+            lambda: fsutil.read_file(pfd, name, path),
+            lambda got, shards: prunedcount.check(path, digest[:2], got, shards),
+        )
+    finally:
+        os.close(pfd)
     if not data:
         return None
     head = b"[" + json.dumps(key, ensure_ascii=False).encode("utf-8") + b","
@@ -108,19 +128,48 @@ def find(root: str, root_fd: int, key: str, digest: str) -> TaskState | None:
     return None
 
 
+def _agreeing(
+    root: str, pfd: int, read: Callable[[], T], check: Callable[[T, dict[str, Shard]], None]
+) -> tuple[T, Count]:
+    """`read()`, checked against pruned/count's shards (when it lists them),
+    and the count it was checked against.
+    A prune or restore rewrites the count around its lines, so a reader
+    without the store lock may see a count and lines of two moments: a
+    disagreement is damage only when the count reads the same again."""
+    tries = 0
+    while True:
+        before = prunedcount.read(root, pfd)
+        got = read()
+        if before.shards is None:
+            return got, before
+        try:
+            check(got, before.shards)
+        except StoreDamageError:
+            tries += 1
+            if tries >= _TRIES or prunedcount.read(root, pfd) == before:
+                raise
+            continue
+        return got, before
+
+
 def read_all(root: str, root_fd: int) -> Iterator[TaskState]:
-    """Every pruned record (a key's last line), in no particular order."""
+    """Every pruned record (a key's last line), in no particular order; every
+    shard file checked against pruned/count. Under the store lock (or in a
+    first pass that takes an error to the locked one: derived.read_unlocked)."""
     pfd = _dir(root, root_fd, False)
     if pfd is None:
         return
     try:
-        for name in sorted(os.listdir(pfd)):
-            if not (name.endswith(".jsonl") and SHARD.matches(name[:-6])):
-                continue
+        shards = prunedcount.read(root, pfd).shards
+        names = prunedcount.names(pfd)
+        for shard in sorted({*names, *(shards or ())}):
+            name = shard + ".jsonl"
             path = shown(root, PRUNED_DIR, name)
-            data = fsutil.read_file(pfd, name, path) or b""
+            data = fsutil.read_file(pfd, name, path)
+            if shards is not None:
+                prunedcount.check(path, shard, data, shards)
             found: dict[str, TaskState] = {}
-            for line in _lines(data):
+            for line in _lines(data or b""):
                 rec = decode(line, path)
                 found[rec.key] = rec
             yield from found.values()
@@ -128,11 +177,20 @@ def read_all(root: str, root_fd: int) -> Iterator[TaskState]:
         os.close(pfd)
 
 
-def append(root: str, root_fd: int, records: Iterable[tuple[str, TaskState]]) -> None:
-    """Append the pruned records (digest, record) to their shard files, durably."""
+def append(
+    root: str,
+    root_fd: int,
+    records: Iterable[tuple[str, TaskState]],
+    shards: dict[str, Shard] | None,
+) -> dict[str, Shard]:
+    """Append the pruned records (digest, record) to their shard files,
+    durably. What every shard holds afterwards: `shards` (pruned/count's,
+    checked by `before_append`) advanced by the lines appended, or, when
+    unknown, read from the shard files."""
     by_shard: dict[str, list[bytes]] = {}
     for digest, rec in records:
         by_shard.setdefault(digest[:2], []).append(encode(rec))
+    after = dict(shards) if shards is not None else None
     pfd = _dir(root, root_fd, True)
     assert pfd is not None
     try:
@@ -141,24 +199,57 @@ def append(root: str, root_fd: int, records: Iterable[tuple[str, TaskState]]) ->
             path = shown(root, PRUNED_DIR, name)
             fd = fsutil.open_regular(pfd, name, _APPEND, path)
             assert fd is not None  # O_CREAT
+            kept: bytes | None = None
+            blob = b"".join(lines)
             try:
                 size = os.fstat(fd).st_size
                 if size and os.pread(fd, 1, size - 1) != b"\n":  # cut a torn last line
                     data = os.pread(fd, size, 0)
                     size = data.rfind(b"\n") + 1
                     os.ftruncate(fd, size)
+                    kept = data[:size]
                 os.lseek(fd, size, os.SEEK_SET)
-                fsutil.write_all(fd, b"".join(lines))
+                fsutil.write_all(fd, blob)
             except OSError as exc:
                 raise fail(path, "cannot append", exc) from None
             finally:
                 os.close(fd)
+            if after is not None:
+                was = prunedcount.of_data(kept) if kept is not None else after.get(shard)
+                after[shard] = prunedcount.then(was or prunedcount.EMPTY, blob)
         if fsutil.sync_filesystem_available():
             fsutil.sync_filesystem(root_fd, root)
         else:
             _sync_each(root, pfd, by_shard)
+        return after if after is not None else prunedcount.held(root, pfd)
     finally:
         os.close(pfd)
+
+
+def before_append(
+    root: str, root_fd: int, digests: Iterable[str]
+) -> tuple[int, dict[str, Shard] | None]:
+    """Under the store lock, before a prune or restore appends to the shards
+    of `digests`: the number of pruned keys and what pruned/count says of the
+    shards. Each shard's size is checked first (StoreDamageError naming it,
+    nothing written), and a shard to append to that ends in a torn line is
+    read whole and checked: the append cuts that line, and must not cut
+    damage away."""
+    pfd = _dir(root, root_fd, False)
+    if pfd is None:
+        return 0, None
+    try:
+        stored = _sized(root, pfd)
+        for shard in sorted({digest[:2] for digest in digests} & set(stored.shards or ())):
+            name = shard + ".jsonl"
+            path = shown(root, PRUNED_DIR, name)
+            data = fsutil.read_file(pfd, name, path) if prunedcount.torn(pfd, name) else None
+            if data is not None:
+                prunedcount.check(path, shard, data, stored.shards or {})
+    finally:
+        os.close(pfd)
+    keys = stored.keys if stored.keys is not None else recount(root, root_fd)
+    return keys, stored.shards
 
 
 def _sync_each(root: str, pfd: int, shards: Iterable[str]) -> None:
@@ -172,22 +263,36 @@ def _sync_each(root: str, pfd: int, shards: Iterable[str]) -> None:
     fsutil.fsync_fd(pfd, shown(root, PRUNED_DIR))
 
 
-def _stored_count(root: str, root_fd: int) -> tuple[bool, int | None]:
-    """Whether `pruned/count` is there, and the number it holds (None when it
-    holds none)."""
-    data = fsutil.read_in(
-        _dir(root, root_fd, False), COUNT_NAME, shown(root, PRUNED_DIR, COUNT_NAME)
-    )
-    if data is None:
-        return False, None
-    return True, int(data) if data.endswith(b"\n") and data[:-1].isdigit() else None
+def _sized(root: str, pfd: int) -> Count:
+    """pruned/count, each shard file's size checked against it (an fstat a
+    shard, nothing read)."""
+
+    def sizes() -> dict[str, int]:
+        found: dict[str, int] = {}
+        for shard in prunedcount.names(pfd):
+            with contextlib.suppress(FileNotFoundError):
+                found[shard] = os.stat(shard + ".jsonl", dir_fd=pfd, follow_symlinks=False).st_size
+        return found
+
+    def check(got: dict[str, int], shards: dict[str, Shard]) -> None:
+        for shard in sorted({*got, *shards}):
+            path = shown(root, PRUNED_DIR, shard + ".jsonl")
+            prunedcount.check_size(path, shard, got.get(shard), shards)
+
+    return _agreeing(root, pfd, sizes, check)[1]
 
 
 def count(root: str, root_fd: int) -> int:
-    """The number of pruned keys: `pruned/count`, or counted from the files
-    when it is missing (a prune cut short between its lines and its count)
-    or damaged."""
-    stored = _stored_count(root, root_fd)[1]
+    """The number of pruned keys: `pruned/count` (each shard's size checked
+    against it), or counted from the files when it is missing (a prune cut
+    short between its lines and its count) or damaged."""
+    pfd = _dir(root, root_fd, False)
+    if pfd is None:
+        return 0
+    try:
+        stored = _sized(root, pfd).keys
+    finally:
+        os.close(pfd)
     return stored if stored is not None else recount(root, root_fd)
 
 
@@ -205,18 +310,38 @@ def recount(root: str, root_fd: int) -> int:
 
 
 def check_count(root: str, root_fd: int) -> list[str]:
-    """`pruned/count` against the pruned keys (`ledger doctor`); a missing
-    count is no problem (it is counted from the files)."""
-    present, stored = _stored_count(root, root_fd)
-    if not present:
+    """`pruned/count` against the pruned keys (`ledger doctor`). A shard that
+    disagrees with it is lost primary data: StoreDamageError naming it (from
+    read_all), never a count to rewrite. A missing count is no problem (it is
+    counted from the files)."""
+    pfd = _dir(root, root_fd, False)
+    if pfd is None:
         return []
+    try:
+        stored = prunedcount.read(root, pfd)
+    finally:
+        os.close(pfd)
     truth = recount(root, root_fd)
-    if stored == truth:
+    if not stored.present or stored.keys == truth:
         return []
     return [
         f"tally: {shown(root, PRUNED_DIR, COUNT_NAME)} does not count the {truth} pruned keys "
         "(ledger doctor --fix rewrites it)"
     ]
+
+
+def rewrite_count(root: str, root_fd: int) -> None:
+    """`pruned/count` written from the shard files (`ledger doctor --fix`, when
+    `check_count` found only the count wrong: the shards agree with it)."""
+    total = recount(root, root_fd)
+    pfd = _dir(root, root_fd, False)
+    if pfd is None:
+        return
+    try:
+        shards = prunedcount.held(root, pfd)
+    finally:
+        os.close(pfd)
+    write_count(root, root_fd, total, shards)
 
 
 def forget_count(root: str, root_fd: int) -> None:
@@ -232,12 +357,12 @@ def forget_count(root: str, root_fd: int) -> None:
         os.close(pfd)
 
 
-def write_count(root: str, root_fd: int, total: int) -> None:
+def write_count(root: str, root_fd: int, total: int, shards: dict[str, Shard]) -> None:
     pfd = _dir(root, root_fd, True)
     assert pfd is not None
     try:
         path = shown(root, PRUNED_DIR, COUNT_NAME)
-        data = f"{total}\n".encode("ascii")
+        data = prunedcount.encode(total, shards)
         fsutil.replace_file(pfd, COUNT_NAME, data, path, sync=True, tmp_dir_fd=root_fd)
     finally:
         os.close(pfd)

@@ -58,10 +58,13 @@ class PruneMethods(RecordReader):
                 # here: removed first (a crash in between leaves them to be
                 # rebuilt or counted), written after.
                 counts = tally.read_counts(self._root, root_fd)
-                pruned_before = prunedfile.count(self._root, root_fd)
+                # pruned/ checked first: a damaged shard stops the prune, nothing written.
+                digests = [digest for digest, _ in moved]
+                pruned_before, held = prunedfile.before_append(self._root, root_fd, digests)
                 tally.invalidate(self._root, root_fd)
                 prunedfile.forget_count(self._root, root_fd)  # counted from the files meanwhile
-                prunedfile.append(self._root, root_fd, moved)  # durable before the files go
+                # Durable before the record files go.
+                held = prunedfile.append(self._root, root_fd, moved, held)
                 self._drop_dirs()
                 shards: set[str] = set()
                 rfd = fsutil.open_subdir(
@@ -85,7 +88,7 @@ class PruneMethods(RecordReader):
                         os.close(rfd)
                 if len(moved) > apply.SYNC_EACH_MAX and fsutil.sync_filesystem_available():
                     fsutil.sync_filesystem(root_fd, self._root)
-                prunedfile.write_count(self._root, root_fd, pruned_before + len(moved))
+                prunedfile.write_count(self._root, root_fd, pruned_before + len(moved), held)
                 if counts is not None:
                     gone = [(rec, None) for _, rec in moved]  # a pruned record keeps its status
                     tally.apply(self._root, root_fd, tally.advance(counts, gone), {}, sync=True)
@@ -152,10 +155,11 @@ class PruneMethods(RecordReader):
             if not placed:
                 return None
             self.checkpoint(root_fd)  # a write around wal.log (wal.py)
-            before = prunedfile.count(self._root, root_fd)
+            digests = [digest for digest, _ in placed]
+            before, held = prunedfile.before_append(self._root, root_fd, digests)
             prunedfile.forget_count(self._root, root_fd)  # counted from the files meanwhile
-            prunedfile.append(self._root, root_fd, placed)
-            prunedfile.write_count(self._root, root_fd, before + len(placed))
+            held = prunedfile.append(self._root, root_fd, placed, held)
+            prunedfile.write_count(self._root, root_fd, before + len(placed), held)
             if batch is not None:
                 for digest, rec in placed:  # what this lock holder reads of them now
                     batch.cache[digest] = rec

@@ -251,7 +251,9 @@ class TallyMethods(RecordReader):
 
         def rebuild(root_fd: int) -> None:
             self._rebuild_tally(root_fd)
-            if prunedfile.check_count(self._root, root_fd):  # (a missing count stays missing)
-                prunedfile.write_count(self._root, root_fd, prunedfile.recount(self._root, root_fd))
+            # A missing count stays missing; a shard that disagrees with the count
+            # raises here (lost primary data): the count is never rewritten over it.
+            if prunedfile.check_count(self._root, root_fd):
+                prunedfile.rewrite_count(self._root, root_fd)
 
         self._on_root(rebuild)
