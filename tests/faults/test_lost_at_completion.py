@@ -7,9 +7,10 @@ command had ended), and the run's attempt keeps its end, exit status and
 output (written on its own, keyed by the attempt: the task's record is not
 written). A later attempt by another worker is its own.
 
-Fresh `ledger` processes on each durable store. The command waits for a file
-the test creates once the task was taken away; the lease is long enough that
-no renewal comes before the command's end (the first is a third of it in).
+Fresh `ledger` processes on JSON, SQLite and PostgreSQL. The command waits
+for a file the test creates once the task was taken away; the lease is long
+enough that no renewal comes before the command's end (the first is a third
+of it in).
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ def _lose_as_it_ends(store: str, tmp_path: Path, remedy: str, *run: str) -> None
 
 
 @pytest.mark.parametrize("remedy", ["rebase", "cancel"])
-@pytest.mark.parametrize("kind", ["json", "sqlite"])
+@pytest.mark.parametrize("kind", ["json", "sqlite", "postgresql"])
 def test_a_command_that_ends_after_its_task_was_taken_keeps_its_outcome(
     kind: str, remedy: str, tmp_path: Path
 ) -> None:
