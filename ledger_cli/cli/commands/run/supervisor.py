@@ -343,9 +343,6 @@ class Supervisor(OutcomeWrites):
         except REFUSALS as exc:  # rebased, cancelled or taken over as the command ended
             self._save_attempt_end()  # the run's own end: no write to the task's record
             raise lost_lease(self.key, exc, rc) from None
-        except LeaseLostError:
-            self._save_attempt_end()
-            raise
         code = TIMEOUT_EXIT if self.timed_out else exit_code(rc)
         if self.s.settings.json:
             doc: dict[str, Any] = {
