@@ -172,7 +172,7 @@ def test_run_takeover_stops_the_child_and_exits_5(tmp_path: Path) -> None:
     assert took.returncode == 0 and took.stdout == "2\n", took.stderr
     _, err = run.communicate(timeout=30)
     assert run.returncode == 5
-    assert err.splitlines()[-1].startswith("ledger: fence token is stale")
+    assert err.splitlines()[-1].startswith("ledger: lost the lease on job: fence token is stale")
     assert not alive(child)
     state = json.loads(run_ledger(store, "state", "job", "--json").stdout)
     assert state["Status"] == "claimed" and state["Owner"] == "thief" and state["Fence"] == 2

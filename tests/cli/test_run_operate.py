@@ -53,8 +53,11 @@ def test_cancel_stops_a_running_command_and_run_exits_5(tmp_path: Path) -> None:
     # The next renewal (every third of the lease) is refused: the group is stopped.
     _, err = run.communicate(timeout=EXIT_TIMEOUT)
     assert run.returncode == 5, err
-    assert "lost the lease on job" in err.splitlines()[-1]
-    assert err.splitlines()[-1].startswith("ledger: record is not claimed (job is failed)")
+    # The lost-lease wording (exit 5, code fenced), with the refusal's reason.
+    assert err.splitlines()[-1] == (
+        "ledger: lost the lease on job: record is not claimed (job is failed); "
+        "the command was stopped"
+    )
     assert not alive(child)
     state = json.loads(run_ledger(store, "state", "job", "--json").stdout)
     assert (state["Status"], state["Fence"], state["Owner"]) == ("failed", 2, "")

@@ -366,7 +366,7 @@ def test_a_paused_ledger_run_loses_its_lease_and_writes_nothing(tmp_path: Path) 
     os.kill(run.pid, signal.SIGCONT)
     _, err = run.communicate(timeout=60)
     assert run.returncode == 5, err
-    assert err.splitlines()[-1].startswith("ledger: fence token is stale")
+    assert err.splitlines()[-1].startswith("ledger: lost the lease on job: fence token is stale")
     with pytest.raises(ProcessLookupError):
         os.kill(child, 0)  # the command was stopped
     assert _record_bytes(store, "job") == record

@@ -8,7 +8,8 @@ background, complete by the command's exit status.
 - A thread renews the lease every third of it (cli/commands/run/leasekeeper.py). When a
   renew is refused (the fence is stale: someone took over; or the record is
   no longer claimed), the whole process group is stopped and `run` exits 5
-  without completing. A renew that cannot be made (a store outage) is tried
+  without completing; a refused completion is a lost lease too (exit 5, the
+  attempt's end kept). A renew that cannot be made (a store outage) is tried
   again until it lands; when none has landed by a margin (a tenth of the
   lease, at most 1 s) before the lease last proved can run out, the process
   group is stopped and `run` exits 5 (cli/commands/run/supervisor.py).
@@ -65,14 +66,9 @@ from ledger_cli.cli.commands.claim import (
     claim_key,
     claim_next_timed,
 )
-from ledger_cli.cli.commands.run.outcome import LeaseLostError
+from ledger_cli.cli.commands.run.outcome import LeaseLostError, exit_code
 from ledger_cli.cli.commands.run.signals import Early, with_signals
-from ledger_cli.cli.commands.run.supervisor import (
-    DEFAULT_BACKOFF,
-    STOP_GRACE,
-    Supervisor,
-    exit_code,
-)
+from ledger_cli.cli.commands.run.supervisor import DEFAULT_BACKOFF, STOP_GRACE, Supervisor
 from ledger_cli.cli.context import Session, Settings
 from ledger_cli.cli.inputs import InputError, parse_duration, parse_uint, validate_text
 from ledger_cli.cli.outage import Outage, is_outage, margin_of, open_session, parse_give_up

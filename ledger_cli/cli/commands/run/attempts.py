@@ -213,7 +213,10 @@ class AttemptRecorder:
             if _is_outage(exc):
                 raise  # the unit is tried again (cli/outage.py), this save with it
             self._warn("recording the output", exc)
-        self._final = None
+            self._final = None
+        # Else kept until the unit is known to have committed: a unit tried
+        # again saves it again, and a refused completion (a lost lease) rolls
+        # it back, to be saved on its own (`save_now`).
 
     def save_now(self, limit: float) -> None:
         """Save the end where no completion follows (a retry, a lost lease, a

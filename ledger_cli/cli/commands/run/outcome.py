@@ -34,6 +34,22 @@ class LeaseLostError(FencedError):
     before its outcome could be recorded): the command was stopped (exit 5)."""
 
 
+def exit_code(rc: int) -> int:
+    """A child's exit status as a shell reports it (128+N when signal N killed it)."""
+    return rc if rc >= 0 else 128 - rc
+
+
+def lost_lease(key: str, why: LedgerError, ended: int | None) -> LeaseLostError:
+    """Exit 5 for a lease found lost (a refused renewal or completion: a rebase,
+    a cancel, a takeover): `why` is the refusal; `ended` the command's status
+    when it had ended by itself (Popen's: -N for signal N), else it was stopped."""
+    reason = output.one_line(why.explained()).removeprefix("ledger: ")
+    what = "the command was stopped"
+    if ended is not None:
+        what = f"the command had ended with exit status {exit_code(ended)}"
+    return LeaseLostError(f"ledger: lost the lease on {key}: {reason}; {what}")
+
+
 class OutcomeWrites:
     """The supervisor's outcome writes (a mixin of `Supervisor`, over its
     session, claim and lease keeper)."""

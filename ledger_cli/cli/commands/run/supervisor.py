@@ -11,6 +11,10 @@
   before the end of the lease last proved, whichever comes first (for a signal
   to `run` itself too): the command never outlives a lease the runner cannot
   prove, even when it ignores SIGTERM.
+- A completion refused (rebased, cancelled or taken over as the command
+  ended by itself) is a lost lease too: exit 5 saying how the command had
+  ended, and the attempt's end and output are saved on their own (side data
+  keyed by the attempt: the task's record is not written).
 - The outcome (completed, or failed) is written with the claim's fence (outcome.py), and
   tried again through a store outage until it lands or the lease last proved
   is over (then exit 5: the task will run again). A write whose commit outcome
@@ -21,9 +25,7 @@
 from __future__ import annotations
 
 import contextlib
-import math
 import os
-import select
 import signal
 import subprocess
 import threading
@@ -34,9 +36,15 @@ from typing import TYPE_CHECKING, Any
 
 from ledger_cli.cli import output
 from ledger_cli.cli.commands.run import watchdog
-from ledger_cli.cli.commands.run.leasekeeper import LeaseKeeper
+from ledger_cli.cli.commands.run.exitwaiter import ExitWaiter
+from ledger_cli.cli.commands.run.leasekeeper import REFUSALS, LeaseKeeper
 from ledger_cli.cli.commands.run.limits import TIMEOUT_EXIT
-from ledger_cli.cli.commands.run.outcome import LeaseLostError, OutcomeWrites
+from ledger_cli.cli.commands.run.outcome import (
+    LeaseLostError,
+    OutcomeWrites,
+    exit_code,
+    lost_lease,
+)
 from ledger_cli.cli.commands.run.signals import passed_on, with_signals
 from ledger_cli.cli.context import Session
 from ledger_cli.errors import LedgerError, StoreError
@@ -48,11 +56,6 @@ STOP_GRACE = 5.0
 """Seconds the command gets to exit after SIGTERM before SIGKILL (a lost lease, a signal)."""
 
 DEFAULT_BACKOFF = timedelta(seconds=1)
-
-
-def exit_code(rc: int) -> int:
-    """A child's exit status as a shell reports it (128+N when signal N killed it)."""
-    return rc if rc >= 0 else 128 - rc
 
 
 class Supervisor(OutcomeWrites):
@@ -218,10 +221,10 @@ class Supervisor(OutcomeWrites):
 
     def _watch(self, deadline: Any) -> int | None:
         assert self.proc is not None
-        with _ExitWaiter(self.proc) as exited:
+        with ExitWaiter(self.proc) as exited:
             return self._watch_until(exited, deadline)
 
-    def _watch_until(self, exited: _ExitWaiter, deadline: Any) -> int | None:
+    def _watch_until(self, exited: ExitWaiter, deadline: Any) -> int | None:
         assert self.proc is not None
         rc: int | None = None
         signalled_at: float | None = None
@@ -329,18 +332,17 @@ class Supervisor(OutcomeWrites):
         if self.unproved:
             raise LeaseLostError(output.one_line(str(self.lost)))
         if self.lost is not None:
-            what = "the command was stopped"
-            if self.ended_itself is not None:  # e.g. rebased or cancelled as it ended
-                what = f"the command had ended with exit status {exit_code(self.ended_itself)}"
-            raise LeaseLostError(
-                f"{output.one_line(self.lost.explained())} (lost the lease on {self.key}; {what})"
-            )
+            raise lost_lease(self.key, self.lost, self.ended_itself)
         if self.signum is not None:
             self._release()
             return 128 + self.signum
         assert rc is not None
         status = "completed" if rc == 0 else "failed"
-        rec = self._complete(status)
+        try:
+            rec = self._complete(status)
+        except REFUSALS as exc:  # rebased, cancelled or taken over as the command ended
+            self._save_attempt_end()  # the run's own end: no write to the task's record
+            raise lost_lease(self.key, exc, rc) from None
         code = TIMEOUT_EXIT if self.timed_out else exit_code(rc)
         if self.s.settings.json:
             doc: dict[str, Any] = {
@@ -364,36 +366,3 @@ class Supervisor(OutcomeWrites):
                     self.s.ledger.release(self.s.actor, self.key, self.owner, self.fence, now)
         except LedgerError as exc:
             output.diag(f"ledger: releasing {self.key}: {output.one_line(str(exc))}")
-
-
-class _ExitWaiter:
-    """The command's exit status within a timeout, woken by its exit.
-
-    `Popen.wait(timeout)` polls with sleeps that grow to 50 ms, so a short
-    command's exit would be seen late; a pidfd (Linux 5.3+) becomes readable
-    the moment the process exits. Where none can be had, `Popen.wait` it is.
-    """
-
-    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
-        self.proc = proc
-        self.fd: int | None = None
-        self.poller = select.poll()  # not select(): a descriptor may be over FD_SETSIZE
-        with contextlib.suppress(AttributeError, OSError):
-            self.fd = os.pidfd_open(proc.pid)
-            self.poller.register(self.fd, select.POLLIN)
-
-    def __enter__(self) -> _ExitWaiter:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.fd is not None:
-            os.close(self.fd)
-
-    def within(self, timeout: float) -> int | None:
-        """The exit status, or None when the command still runs after `timeout` s."""
-        if self.fd is not None and not self.poller.poll(math.ceil(timeout * 1000)):
-            return None
-        try:
-            return self.proc.wait(timeout=0.0 if self.fd is not None else timeout)
-        except subprocess.TimeoutExpired:
-            return None
