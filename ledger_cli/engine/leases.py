@@ -8,7 +8,6 @@ from ledger_cli.engine import events
 from ledger_cli.engine.core import Core
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import CLAIMED, PENDING, TaskState
-from ledger_cli.engine.store import next_fence_fits
 from ledger_cli.errors import (
     EmptyOwnerError,
     FencedError,
@@ -53,6 +52,23 @@ def _refuse_if_ancestor_blocks(
 
         block_one(core, actor, now, key, cur, blocker)  # under engine/serial.py's lock
         raise NotClaimedError(detail=f" ({key} is blocked by {blocker})")
+
+
+UINT64_MAX = 2**64 - 1
+"""The largest sequence or fence Go's uint64 holds: the JSON store's and PostgreSQL's."""
+
+
+def number_max(store: object) -> int:
+    """The largest sequence or fence `store` holds: its `NUMBER_MAX` (SQLite's
+    signed 64-bit INTEGER: 2^63-1), else UINT64_MAX."""
+    limit: int = getattr(store, "NUMBER_MAX", UINT64_MAX)
+    return limit
+
+
+def next_fence_fits(store: object, rec: TaskState) -> bool:
+    """Whether `store` can hold the fence of `rec`'s next claim (docs/design.md
+    §2.3): a record at the store's largest fence can never be claimed again."""
+    return rec.fence < number_max(store)
 
 
 def _grant(

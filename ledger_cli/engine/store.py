@@ -44,23 +44,6 @@ class Store(Protocol):
     def __exit__(self, *exc: object) -> None: ...
 
 
-UINT64_MAX = 2**64 - 1
-"""The largest sequence or fence Go's uint64 holds: the JSON store's and PostgreSQL's."""
-
-
-def number_max(store: object) -> int:
-    """The largest sequence or fence `store` holds: its `NUMBER_MAX` (SQLite's
-    signed 64-bit INTEGER: 2^63-1), else UINT64_MAX."""
-    limit: int = getattr(store, "NUMBER_MAX", UINT64_MAX)
-    return limit
-
-
-def next_fence_fits(store: object, rec: TaskState) -> bool:
-    """Whether `store` can hold the fence of `rec`'s next claim (docs/design.md
-    §2.3): a record at the store's largest fence can never be claimed again."""
-    return rec.fence < number_max(store)
-
-
 def set_side_entry(store: object, method: str, what: str, key: str, value: object) -> None:
     """`store.method(key, value)`: keep (None: clear) a side entry of `key`,
     its schedule or its queue. A store without that optional method keeps

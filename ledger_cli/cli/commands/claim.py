@@ -282,7 +282,7 @@ def _claim_first(
     the count and the claim are in the same unit, so no two claimers can both
     take a queue's last slot. `slots`: the unit's, when read before the walk."""
     from ledger_cli.engine import queues
-    from ledger_cli.engine.store import next_fence_fits
+    from ledger_cli.engine.leases import next_fence_fits
     from ledger_cli.errors import LeaseActiveError, NoKeyError, NotClaimedError
 
     # Without --queue and without limits, no candidate's queue is read.

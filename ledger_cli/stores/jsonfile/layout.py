@@ -22,6 +22,8 @@ READABLE_VERSIONS = (1, 2)
 META_NAME = "ledger-store.json"
 RECORDS_DIR = "records"
 LIVE_DIR = "live"
+PRUNED_DIR = "pruned"
+PRUNED_COUNT = "count"  # in PRUNED_DIR: what its shards hold (prunedcount.py)
 LIVE_STATUSES = frozenset({"pending", "claimed"})
 """Statuses indexed under live/ (the claimable ones; every other status is terminal)."""
 HISTORY_NAME = "history.jsonl"

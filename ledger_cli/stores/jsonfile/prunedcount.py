@@ -26,10 +26,9 @@ from typing import NamedTuple
 
 from ledger_cli.errors import StoreDamageError
 from ledger_cli.stores.jsonfile import fsutil
+from ledger_cli.stores.jsonfile.layout import PRUNED_COUNT as NAME
+from ledger_cli.stores.jsonfile.layout import PRUNED_DIR as DIR
 from ledger_cli.stores.jsonfile.layout import SHARD, shown
-
-DIR = "pruned"
-NAME = "count"
 
 
 class Shard(NamedTuple):

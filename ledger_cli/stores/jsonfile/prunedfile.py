@@ -32,16 +32,19 @@ from typing import TYPE_CHECKING, TypeVar
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
 from ledger_cli.errors import StoreDamageError
-from ledger_cli.stores.jsonfile import fsutil, prunedcount
+from ledger_cli.stores.jsonfile import fsutil
 from ledger_cli.stores.jsonfile.fsutil import fail
-from ledger_cli.stores.jsonfile.layout import shown
-from ledger_cli.stores.jsonfile.prunedcount import Count, Shard
+from ledger_cli.stores.jsonfile.layout import PRUNED_COUNT as COUNT_NAME
+from ledger_cli.stores.jsonfile.layout import PRUNED_DIR, shown
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator
 
-PRUNED_DIR = prunedcount.DIR
-COUNT_NAME = prunedcount.NAME
+    from ledger_cli.stores.jsonfile.prunedcount import Count, Shard
+
+# prunedcount.py is imported by the functions that read a pruned/ directory,
+# only where a store has one: a hot command on a store that never pruned
+# does not load it (docs/design.md §5.1).
 T = TypeVar("T")
 _TRIES = 5  # reads of a shard that disagree with a count rewritten meanwhile
 _APPEND = os.O_RDWR | os.O_CREAT | fsutil.O_NOFOLLOW | fsutil.O_NONBLOCK | fsutil.O_CLOEXEC
@@ -101,6 +104,8 @@ def find(root: str, root_fd: int, key: str, digest: str) -> TaskState | None:
     pfd = _dir(root, root_fd, False)
     if pfd is None:
         return None
+    from ledger_cli.stores.jsonfile import prunedcount
+
     name = digest[:2] + ".jsonl"
     path = shown(root, PRUNED_DIR, name)
     try:
@@ -136,6 +141,8 @@ def _agreeing(
     A prune or restore rewrites the count around its lines, so a reader
     without the store lock may see a count and lines of two moments: a
     disagreement is damage only when the count reads the same again."""
+    from ledger_cli.stores.jsonfile import prunedcount
+
     tries = 0
     while True:
         before = prunedcount.read(root, pfd)
@@ -159,6 +166,8 @@ def read_all(root: str, root_fd: int) -> Iterator[TaskState]:
     pfd = _dir(root, root_fd, False)
     if pfd is None:
         return
+    from ledger_cli.stores.jsonfile import prunedcount
+
     try:
         shards = prunedcount.read(root, pfd).shards
         names = prunedcount.names(pfd)
@@ -187,6 +196,8 @@ def append(
     durably. What every shard holds afterwards: `shards` (pruned/count's,
     checked by `before_append`) advanced by the lines appended, or, when
     unknown, read from the shard files."""
+    from ledger_cli.stores.jsonfile import prunedcount
+
     by_shard: dict[str, list[bytes]] = {}
     for digest, rec in records:
         by_shard.setdefault(digest[:2], []).append(encode(rec))
@@ -238,6 +249,8 @@ def before_append(
     pfd = _dir(root, root_fd, False)
     if pfd is None:
         return 0, None
+    from ledger_cli.stores.jsonfile import prunedcount
+
     try:
         stored = _sized(root, pfd)
         for shard in sorted({digest[:2] for digest in digests} & set(stored.shards or ())):
@@ -266,6 +279,7 @@ def _sync_each(root: str, pfd: int, shards: Iterable[str]) -> None:
 def _sized(root: str, pfd: int) -> Count:
     """pruned/count, each shard file's size checked against it (an fstat a
     shard, nothing read)."""
+    from ledger_cli.stores.jsonfile import prunedcount
 
     def sizes() -> dict[str, int]:
         found: dict[str, int] = {}
@@ -317,6 +331,8 @@ def check_count(root: str, root_fd: int) -> list[str]:
     pfd = _dir(root, root_fd, False)
     if pfd is None:
         return []
+    from ledger_cli.stores.jsonfile import prunedcount
+
     try:
         stored = prunedcount.read(root, pfd)
     finally:
@@ -337,6 +353,8 @@ def rewrite_count(root: str, root_fd: int) -> None:
     pfd = _dir(root, root_fd, False)
     if pfd is None:
         return
+    from ledger_cli.stores.jsonfile import prunedcount
+
     try:
         shards = prunedcount.held(root, pfd)
     finally:
@@ -358,6 +376,8 @@ def forget_count(root: str, root_fd: int) -> None:
 
 
 def write_count(root: str, root_fd: int, total: int, shards: dict[str, Shard]) -> None:
+    from ledger_cli.stores.jsonfile import prunedcount
+
     pfd = _dir(root, root_fd, True)
     assert pfd is not None
     try:

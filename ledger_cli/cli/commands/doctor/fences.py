@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ledger_cli.engine.store import next_fence_fits
+from ledger_cli.engine.leases import next_fence_fits
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
