@@ -37,7 +37,7 @@ class SQLiteConnection(SqlDialect):
 
     NAME = "sqlite"
     NUMBER_MAX = codec.INT64_MAX
-    """The largest sequence or fence an INTEGER column holds (engine/store.py)."""
+    """The largest sequence or fence an INTEGER column holds (engine/leases.py `number_max`)."""
     _driver_errors = DRIVER_ERRORS
     _conn: sqlite3.Connection
 

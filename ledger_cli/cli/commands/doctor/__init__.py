@@ -301,12 +301,9 @@ def _open(settings: Settings, found: Findings, fix: bool, drop_damaged: bool) ->
 
 def _log_dropped(s: Session, what: str) -> None:
     """The `ledger.dropped` history line of writes lost with a damaged wal.log."""
-    from ledger_cli.cli.commands.doctor.lost import DROPPED
-    from ledger_cli.engine.history import HistoryEntry
+    from ledger_cli.cli.commands.doctor.lost import dropped_entry
 
-    entry = HistoryEntry(
-        time=str(s.now()), actor=s.actor, event=DROPPED, key="", fence=0, data=what
-    )
+    entry = dropped_entry(s, str(s.now()), "", what)
     with s.store.batch():
         s.store.append_history([entry])  # type: ignore[attr-defined]
 

@@ -48,8 +48,7 @@ def read_history(s: Session, root: str, found: Findings, drop: bool) -> list[His
 def _torn(s: Session, root: str, root_fd: int, found: Findings, drop: bool) -> None:
     """Under the store lock: an append that was in progress is done by now,
     and a crash's torn line cut by the replay; what is left is damage."""
-    from ledger_cli.cli.commands.doctor.lost import DROPPED
-    from ledger_cli.engine.history import HistoryEntry
+    from ledger_cli.cli.commands.doctor.lost import dropped_entry
     from ledger_cli.stores.jsonfile import historyfile
     from ledger_cli.stores.jsonfile.layout import HISTORY_NAME, shown
 
@@ -68,9 +67,7 @@ def _torn(s: Session, root: str, root_fd: int, found: Findings, drop: bool) -> N
             return
         size, kept = cut
         what = f"{path} ended mid-line: its torn last {size} bytes cut, kept in {kept}"
-        entry = HistoryEntry(
-            time=str(s.now()), actor=s.actor, event=DROPPED, key="", fence=0, data=what
-        )
+        entry = dropped_entry(s, str(s.now()), "", what)
         s.store.append_history([entry])  # type: ignore[attr-defined]
     found.fixed.append(
         output.clip(f"cut the torn last line of {path} ({size} bytes), kept in {kept}")

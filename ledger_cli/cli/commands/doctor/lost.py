@@ -108,7 +108,7 @@ def drop_lost(s: Session, root: str, keys: Sequence[str]) -> list[str]:
             if s.store.load(key) is not None or prune.is_pruned(s.store, key):
                 continue
             entries.append(
-                _dropped(
+                dropped_entry(
                     s,
                     now,
                     key,
@@ -131,8 +131,9 @@ def free_dropped(s: Session) -> None:
         s.store.by_status(("pending", "claimed"))  # type: ignore[attr-defined]
 
 
-def _dropped(s: Session, now: str, key: str, data: str) -> HistoryEntry:
-    """The `ledger.dropped` history line of a loss accepted by --drop-damaged."""
+def dropped_entry(s: Session, now: str, key: str, data: str) -> HistoryEntry:
+    """The `ledger.dropped` history line of a loss accepted by --drop-damaged
+    (`key` "" for a loss no key names: lines of the history, writes of wal.log)."""
     from ledger_cli.engine.history import HistoryEntry
 
     return HistoryEntry(time=now, actor=s.actor, event=DROPPED, key=key, fence=0, data=data)
@@ -189,7 +190,7 @@ def drop_damaged_files(
                     key = names.get(name.removesuffix(".json"), "")
                     what = f"record {key}" if key else "a record of unknown key"
                     entries.append(
-                        _dropped(
+                        dropped_entry(
                             s,
                             now,
                             key,

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ledger_cli.cli import output
+
 if TYPE_CHECKING:
     from collections.abc import Callable
 
@@ -42,8 +44,7 @@ def check_pages(store: object, path: str, found: Findings) -> None:
         return
     head = f"sqlite store {path}: SQLite's quick_check:"
     for line in lines[:SHOWN]:
-        clipped = line if len(line) <= WIDTH else line[: WIDTH - 1] + "…"
-        found.problems.append(f"{head} {clipped}")
+        found.problems.append(f"{head} {output.clip(line, WIDTH)}")
     more = len(lines) - SHOWN
     if more > 0:
         most = " or more" if len(lines) >= MOST else ""
