@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
     from ledger_cli.engine.record import TaskState
     from ledger_cli.stores.jsonfile.attemptfiles import Op
+    from ledger_cli.stores.jsonfile.prunedcount import Held
 
     _P = ParamSpec("_P")
     _R = TypeVar("_R")
@@ -78,6 +79,7 @@ class PendingBatch:
         "marks",
         "moved",
         "owns_lock",
+        "pruned",
         "records",
         "thread",
         "undo",
@@ -97,6 +99,8 @@ class PendingBatch:
         self.files: dict[str, TaskState | None] = {}
         """What the record files read into `cache` held (None: no file; the
         record came from pruned/ or does not exist)."""
+        self.pruned: Held | None = None
+        """What the batch read of pruned/ while it holds the lock (`held_pruned`)."""
         self.moved: set[str] | None = None
         """At commit, the records whose tally membership the batch changes
         (tally.noted_moves: only their shard lines are rewritten); None: all."""
@@ -105,6 +109,14 @@ class PendingBatch:
         if self.marks:
             self.undo.append((digest, self.records.get(digest)))
         self.records[digest] = (rec, data)
+
+    def held_pruned(self) -> Held:
+        # Imported only where a store has a pruned/ directory (docs/design.md §5.1).
+        from ledger_cli.stores.jsonfile.prunedcount import Held
+
+        if self.pruned is None:
+            self.pruned = Held()
+        return self.pruned
 
     def add_attempt(self, op: Op) -> None:
         self.attempts.append(op)

@@ -22,13 +22,16 @@ from __future__ import annotations
 
 import os
 import zlib
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from ledger_cli.errors import StoreDamageError
 from ledger_cli.stores.jsonfile import fsutil
 from ledger_cli.stores.jsonfile.layout import PRUNED_COUNT as NAME
 from ledger_cli.stores.jsonfile.layout import PRUNED_DIR as DIR
 from ledger_cli.stores.jsonfile.layout import SHARD, shown
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 
 class Shard(NamedTuple):
@@ -168,3 +171,29 @@ def torn(pfd: int, name: str) -> bool:
         return bool(size) and os.pread(fd, 1, size - 1) != b"\n"
     finally:
         os.close(fd)
+
+
+class Held:
+    """pruned/ as a holder of the store lock read it, which nothing changes
+    under the lock: the count read once and each shard once, checked against
+    it, so a batch of admits does not read them again for every key."""
+
+    __slots__ = ("count", "shards")
+
+    def __init__(self) -> None:
+        self.count: Count | None = None
+        self.shards: dict[str, bytes] = {}
+
+    def shard(
+        self, root: str, pfd: int, shard: str, path: str, read_shard: Callable[[], bytes | None]
+    ) -> bytes:
+        """The bytes of shard file `path` (b"": none), read by `read_shard`."""
+        data = self.shards.get(shard)
+        if data is None:
+            if self.count is None:
+                self.count = read(root, pfd)
+            got = read_shard()
+            if self.count.shards is not None:
+                check(path, shard, got, self.count.shards)
+            data = self.shards[shard] = got or b""
+        return data

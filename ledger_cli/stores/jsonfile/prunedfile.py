@@ -40,7 +40,7 @@ from ledger_cli.stores.jsonfile.layout import PRUNED_DIR, shown
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator
 
-    from ledger_cli.stores.jsonfile.prunedcount import Count, Shard
+    from ledger_cli.stores.jsonfile.prunedcount import Count, Held, Shard
 
 # prunedcount.py is imported by the functions that read a pruned/ directory,
 # only where a store has one: a hot command on a store that never pruned
@@ -98,23 +98,28 @@ def _lines(data: bytes) -> list[bytes]:
     return lines
 
 
-def find(root: str, root_fd: int, key: str, digest: str) -> TaskState | None:
-    """The pruned record of `key` (the last line naming it), or None; its
-    shard file is checked against pruned/count first."""
+def find(
+    root: str, root_fd: int, key: str, digest: str, held: Callable[[], Held] | None = None
+) -> TaskState | None:
+    """The pruned record of `key` (the last line naming it), or None. A holder
+    of the store lock passes `held`, where what it read of pruned/ is kept."""
+    shard = digest[:2]
     pfd = _dir(root, root_fd, False)
     if pfd is None:
         return None
     from ledger_cli.stores.jsonfile import prunedcount
 
-    name = digest[:2] + ".jsonl"
-    path = shown(root, PRUNED_DIR, name)
+    path = shown(root, PRUNED_DIR, shard + ".jsonl")
+
+    def read() -> bytes | None:
+        return fsutil.read_file(pfd, shard + ".jsonl", path)
+
     try:
-        data, _ = _agreeing(
-            root,
-            pfd,
-            lambda: fsutil.read_file(pfd, name, path),
-            lambda got, shards: prunedcount.check(path, digest[:2], got, shards),
-        )
+        if held is not None:
+            data: bytes | None = held().shard(root, pfd, shard, path, read)
+        else:
+            check = prunedcount.check
+            data, _ = _agreeing(root, pfd, read, lambda got, sh: check(path, shard, got, sh))
     finally:
         os.close(pfd)
     if not data:

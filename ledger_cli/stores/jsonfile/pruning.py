@@ -161,6 +161,7 @@ class PruneMethods(RecordReader):
             held = prunedfile.append(self._root, root_fd, placed, held)
             prunedfile.write_count(self._root, root_fd, before + len(placed), held)
             if batch is not None:
+                batch.pruned = None  # the shards it read have grown
                 for digest, rec in placed:  # what this lock holder reads of them now
                     batch.cache[digest] = rec
         return None
@@ -189,7 +190,9 @@ class PruneMethods(RecordReader):
         try:
             if self._read_digest(root_fd, digest) is not None:
                 return False
-            return prunedfile.find(self._root, root_fd, key, digest) is not None
+            batch = self._batch
+            held = batch.held_pruned if batch is not None and self._holding() else None
+            return prunedfile.find(self._root, root_fd, key, digest, held) is not None
         finally:
             os.close(root_fd)
 

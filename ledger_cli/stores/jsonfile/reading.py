@@ -11,7 +11,12 @@ from ledger_cli.engine.record import TaskState, byte_order
 from ledger_cli.stores.jsonfile import fsutil, layout, prunedfile, tally
 from ledger_cli.stores.jsonfile.fsutil import fail
 from ledger_cli.stores.jsonfile.layout import RECORDS_DIR
-from ledger_cli.stores.jsonfile.locking import LockedDirectory, io_errors, store_method
+from ledger_cli.stores.jsonfile.locking import (
+    LockedDirectory,
+    PendingBatch,
+    io_errors,
+    store_method,
+)
 from ledger_cli.stores.jsonfile.records import decode_record_file, key_digest, scan_records
 
 if TYPE_CHECKING:
@@ -191,20 +196,21 @@ class RecordReader(LockedDirectory):
             return pending[0]
         if digest in batch.cache:
             return batch.cache[digest]
-        rec = self._read_record(root_fd, key, digest, batch.files)
+        rec = self._read_record(root_fd, key, digest, batch)
         batch.cache[digest] = rec
         return rec
 
     def _read_record(
-        self, root_fd: int, key: str, digest: str, files: dict[str, TaskState | None] | None = None
+        self, root_fd: int, key: str, digest: str, batch: PendingBatch | None = None
     ) -> TaskState | None:
-        """The key's record, from its file or else pruned/; `files` notes what
-        the record file held."""
+        """The key's record, from its file or else pruned/; a lock holder's
+        `batch` notes what the record file held and keeps what pruned/ held."""
         rec = self._read_digest(root_fd, digest)
-        if files is not None:
-            files[digest] = rec
+        if batch is not None:
+            batch.files[digest] = rec
         if rec is None:
-            return prunedfile.find(self._root, root_fd, key, digest)
+            held = batch.held_pruned if batch is not None and self._holding() else None
+            return prunedfile.find(self._root, root_fd, key, digest, held)
         if rec is not None and rec.key != key:  # unreachable short of a SHA-256 collision
             raise fail(
                 self._shown(RECORDS_DIR, digest[:2], digest + ".json"),
