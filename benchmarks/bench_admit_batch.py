@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/bench_admit_batch.py [--tasks N] [--rounds N]
         [--dir DIR] [--postgres-url URL] [--stores json,json-nodeps,sqlite,postgresql]
-        [--needs K] [--per-admit]
+        [--needs K] [--per-admit] [--pruned P]
 
 Each round admits N tasks (default 10,000) through `Ledger.admit` inside one
 `store.batch()` on a fresh, empty store of each kind, stores interleaved round
@@ -25,6 +25,12 @@ in its own batch, durable on its own, as `ledger admit` does (use fewer
 index switched off, to put beside `json`: the admission cost with no
 reverse-needs index at all (a floor only: such a store would not promote the
 waiting tasks when their needs complete).
+
+`--pruned P`: each store also runs a round on a store that first holds P
+finished records, pruned (made before the clock starts), where the batch
+admits the N new tasks and then the P pruned keys again (each a no-op that
+must find its key's pruned line): printed as `<store>+pruned`, beside the
+store alone.
 
 Stores are files under --dir (default: a temporary directory on the disk that
 holds the system temp directory; tmpfs would make fsync free, so it is
@@ -84,6 +90,37 @@ def admit_round(store: Store, tasks: int, needs: int = 0, per_admit: bool = Fals
         with store.batch():
             for i in range(tasks):
                 admit(i)
+    return time.perf_counter() - started
+
+
+def with_pruned(store: Store, n: int) -> list[str]:
+    """`n` finished records, pruned: their keys."""
+    from datetime import timedelta
+
+    ledger = Ledger(store)
+    now = Instant.now()
+    keys = [f"old-{i:07d}" for i in range(n)]
+    with store.batch():
+        for key in keys:
+            ledger.admit("bench", key, 1, None, now)
+            fence = ledger.claim("bench", key, "w", timedelta(minutes=5), now)
+            ledger.complete("bench", key, "w", fence, "completed", now)
+    if ledger.prune(timedelta(0), Instant.now()) != n:
+        raise SystemExit(f"prune did not prune the {n} records")
+    return keys
+
+
+def readmit_round(store: Store, tasks: int, keys: list[str]) -> float:
+    """`admit_round`, then the pruned `keys` again, in the same batch."""
+    ledger = Ledger(store)
+    now = Instant.now()
+    started = time.perf_counter()
+    with store.batch():
+        for i in range(tasks):
+            ledger.admit("bench", f"task-{i:06d}", 1, payload(i), now)
+        for key in keys:
+            if ledger.admit_outcome("bench", key, 1, None, now).word != "duplicate":
+                raise SystemExit(f"pruned key {key} was not a duplicate")
     return time.perf_counter() - started
 
 
@@ -201,6 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stores", default="json,sqlite,postgresql")
     parser.add_argument("--needs", type=int, default=0, help="needs per task (earlier tasks)")
     parser.add_argument("--per-admit", action="store_true", help="one batch per admit")
+    parser.add_argument("--pruned", type=int, default=0, help="pruned records beside, re-admitted")
     args = parser.parse_args(argv)
 
     base = Path(tempfile.mkdtemp(prefix="ledger-bench-", dir=args.dir))
@@ -246,17 +284,24 @@ def main(argv: list[str] | None = None) -> int:
                             f"{name}: {stored} records after the round, not {args.tasks}"
                         )
                     results[name].append(args.tasks / seconds)
+                    if args.pruned:
+                        with contextlib.closing(opener(args.rounds + r)) as store:
+                            keys = with_pruned(store, args.pruned)
+                        with contextlib.closing(opener(args.rounds + r)) as store:
+                            seconds = readmit_round(store, args.tasks, keys)
+                        rate = (args.tasks + args.pruned) / seconds
+                        results.setdefault(f"{name}+pruned", []).append(rate)
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
     ref_name = "sqlite" if "sqlite" in results else next(iter(results), "")
     ref = statistics.median(results[ref_name]) if ref_name else 0.0
-    print(f"{'store':<12}{'median tasks/s':>16}{'best tasks/s':>15}{'vs ' + ref_name:>13}")
+    print(f"{'store':<18}{'median tasks/s':>16}{'best tasks/s':>15}{'vs ' + ref_name:>13}")
     for name, rates in results.items():
         med = statistics.median(rates)
-        print(f"{name:<12}{med:>16,.0f}{max(rates):>15,.0f}{med / ref:>12.2f}x")
+        print(f"{name:<18}{med:>16,.0f}{max(rates):>15,.0f}{med / ref:>12.2f}x")
     for name, reason in skipped.items():
-        print(f"{name:<12}skipped: {reason}")
+        print(f"{name:<18}skipped: {reason}")
     if ref_name == "sqlite" and not args.needs and not args.per_admit:
         verdict = "meets" if ref >= TARGET_SQLITE else "misses"
         print(f"sqlite median {ref:,.0f} tasks/s {verdict} the target of {TARGET_SQLITE:,} tasks/s")
