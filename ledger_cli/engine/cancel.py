@@ -15,6 +15,7 @@ from ledger_cli.engine import events
 from ledger_cli.engine.core import Core
 from ledger_cli.engine.dependencies import block_found
 from ledger_cli.engine.instant import Instant
+from ledger_cli.engine.leases import next_fence_fits
 from ledger_cli.engine.record import COMPLETED, FAILED
 from ledger_cli.engine.retry import reason_note
 from ledger_cli.engine.serial import blocking_writes
@@ -44,9 +45,11 @@ def _fail(core: Core, actor: str, key: str, now: Instant, reason: str | None) ->
         cur = core.require(key)
         if cur.status in (COMPLETED, FAILED):
             raise AlreadyFinishedError(f"ledger: {key} is already {cur.status}")
+        # The bump fences off the holder; a record at the store's largest
+        # fence keeps it, as no renew or completion follows a failed status.
         nxt = cur.replace(
             status=FAILED,
-            fence=cur.fence + 1,
+            fence=cur.fence + 1 if next_fence_fits(core.store, cur) else cur.fence,
             owner="",
             lease_until=Instant.ZERO,
             blocked_by="",

@@ -87,3 +87,20 @@ def test_restore_into_sqlite_refuses_numbers_it_cannot_hold(tmp_path: Path) -> N
         assert not db.exists()  # nothing written, not even a new database
     done = run_ledger(db, "restore", "-", input=_snapshot(INT64_MAX - 1, INT64_MAX))
     assert done.returncode == 0, done.stderr
+
+
+def test_cancel_fails_a_claimed_record_at_the_largest_fence(url: str) -> None:
+    """Cancel keeps such a record's fence (the next cannot be stored) and
+    still fails it: its dependents are blocked and its holder is refused."""
+    top = INT64_MAX if url.startswith("sqlite:") else UINT64_MAX
+    done = run_ledger(url, "restore", "-", input=_snapshot(top - 1))
+    assert done.returncode == 0, done.stderr
+    ledger_ok(url, "admit", "after", "--needs", "big")
+    assert ledger_ok(url, "claim", "big", "--owner", "w", "--lease", "1m").strip() == str(top)
+    cancel = run_ledger(url, "cancel", "big")
+    assert cancel.returncode == 0, cancel.stderr
+    held = run_ledger(url, "complete", "big", "--owner", "w", "--fence", str(top))
+    assert held.returncode != 0 and len(held.stderr.splitlines()) == 1, held
+    rows = {r["Key"]: r for r in json.loads(ledger_ok(url, "list", "--json"))}
+    assert (rows["big"]["Status"], rows["big"]["Fence"]) == ("failed", top)
+    assert rows["after"]["Status"] == "blocked"
