@@ -188,6 +188,8 @@ def restore(settings: Settings, source: str) -> int:
         refilling = getattr(s.store, "refilling", contextlib.nullcontext)
         with refilling():
             chunked(tasks, block, insert, gap=gap_for(s.store))
+        if not tasks:  # the store is there afterwards, as after any restore
+            getattr(s.store, "create", lambda: None)()
     if settings.json:
         output.json_line({"restored": len(tasks)})
     else:

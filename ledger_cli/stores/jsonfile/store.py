@@ -190,6 +190,14 @@ class JsonFileStore(
             )
             return True
 
+    @store_method
+    def create(self) -> None:
+        """Make the store, empty, when it does not exist yet: `ledger restore`
+        of a snapshot with no records (a write creates it otherwise)."""
+        self._check_open()
+        with self._locked(create=True):
+            pass
+
     @contextlib.contextmanager
     def refilling(self) -> Iterator[None]:
         """`ledger restore`: the inserts inside may fill the key of a lost record
