@@ -21,6 +21,7 @@ import contextlib
 import importlib.metadata
 import io
 import json
+import os
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -143,15 +144,31 @@ def render_all() -> dict[str, str]:
         store = str(Path(tmp) / "store")
         build_store(store)
         for name, args in PICTURES.items():
-            with recording() as con:
+            # The store as the guide sets it (LEDGER_STORE), so that no
+            # temporary path is drawn (`state` names a --store it was given).
+            with recording() as con, _environ(LEDGER_STORE=store):
                 assert isinstance(con, Console)
-                argv = ["--store", store, "--actor", ACTOR, "--now", NOW, *args]
+                argv = ["--actor", ACTOR, "--now", NOW, *args]
                 code = app.run(argv)
                 if code != 0:
                     raise RuntimeError(f"ledger {' '.join(args)} exited {code}")
                 out[name] = con.export_svg(title="ledger " + " ".join(args))
     out[MANIFEST] = json.dumps({"rich": importlib.metadata.version("rich")}, indent=2) + "\n"
     return out
+
+
+@contextlib.contextmanager
+def _environ(**values: str) -> Iterator[None]:
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, was in saved.items():
+            if was is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = was
 
 
 WEB_PICTURES = {"web-tasks.svg": "/tasks", "web-task.svg": "/tasks/integration-tests"}

@@ -89,8 +89,11 @@ def failure_marks(store: Store, keys: list[str]) -> dict[str, str]:
     return marks
 
 
-def state_attempts(store: Store, rec: TaskState, now: Instant) -> list[RenderableType]:
-    """What `state` shows below the panel: the last attempts and output lines."""
+def state_attempts(
+    store: Store, rec: TaskState, now: Instant, store_arg: str | None = None
+) -> list[RenderableType]:
+    """What `state` shows below the panel: the last attempts and output lines,
+    then the command that prints all of it (with the `--store` it was given)."""
     from rich.table import Table
     from rich.text import Text
 
@@ -125,8 +128,9 @@ def state_attempts(store: Store, rec: TaskState, now: Instant) -> list[Renderabl
     tail = last_lines(data, STATE_LINES).decode("utf-8", "replace")
     if tail:
         shown.append(Text(f"last lines of attempt {latest.n}:", style="bold"))
-        shown.append(Text(safe(tail.rstrip("\n"))))
-    shown.append(Text(f"all of it: ledger output {_quoted(key)}", style="dim"))
+        shown.append(Text(safe(tail.rstrip("\n"), lines=True)))
+    where = f"--store {_quoted(store_arg)} " if store_arg is not None else ""
+    shown.append(Text(safe(f"all of it: ledger {where}output {_quoted(key)}"), style="dim"))
     return shown
 
 

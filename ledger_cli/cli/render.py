@@ -35,18 +35,21 @@ STATUS_STYLE: dict[str, str] = {
 MISSING_STYLE = "bold red"
 
 
-def safe(text: str) -> str:
+def safe(text: str, *, lines: bool = False) -> str:
     """Untrusted text (keys, payloads, owners, command output) as a terminal
     may show it: every character that is not printable (C0 and C1 controls,
-    ESC among them, DEL, bidirectional overrides, other format characters)
-    but a newline or a tab is shown as its escape (`\\x1b`, `\\u202e`), so
-    nothing in it is a terminal command. (rich drops a few controls, not ESC.)
-    Lone surrogates (bytes that were not UTF-8) are left to the output, which
-    shows each as U+FFFD."""
+    ESC among them, DEL, bidirectional overrides, other format characters,
+    a newline and a tab) is shown as its escape (`\\x1b`, `\\u202e`, `\\n`), so
+    nothing in it is a terminal command and a key stays on its one line of a
+    table or a tree. `lines` keeps newlines and tabs: a payload or a
+    command's output, shown as the lines it holds. (rich drops a few
+    controls, not ESC.) Lone surrogates (bytes that were not UTF-8) are left
+    to the output, which shows each as U+FFFD."""
     if text.isprintable():
         return text
+    keep = "\n\t" if lines else ""
     return "".join(
-        ch if ch.isprintable() or ch in "\n\t" or "\ud800" <= ch <= "\udfff" else ascii(ch)[1:-1]
+        ch if ch.isprintable() or ch in keep or "\ud800" <= ch <= "\udfff" else ascii(ch)[1:-1]
         for ch in text
     )
 
@@ -202,7 +205,7 @@ def state_panel(
     if schedule is not None and schedule[0] > now:
         wait = duration((schedule[0] - now).total_seconds())
         grid.add_row("not before", Text(f"{schedule[0]} (in {wait})"))
-    grid.add_row("task", Text(safe(task_json)))
+    grid.add_row("task", Text(safe(task_json, lines=True)))
     grid.add_row("rev", str(rec.rev))
     grid.add_row("created", _stamp(rec.created_at, rec.created_by))
     grid.add_row("updated", _stamp(rec.updated_at, rec.updated_by))

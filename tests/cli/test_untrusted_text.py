@@ -6,11 +6,16 @@ so any ESC in it came from the data."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import pty
+import subprocess
 from pathlib import Path
 
 from ledger_cli.cli.render import safe
-from tests.cli_support import run_ledger
+from tests.cli_support import ledger_cmd, run_ledger, subprocess_env
+from tests.go_support import go_db, go_row
 
 ESC = "\x1b"
 HOSTILE = f"{ESC}]0;PWNED{ESC}\\{ESC}[2J{ESC}[31mred\u009b\u202e"
@@ -31,11 +36,63 @@ def test_state_escapes_command_output_and_payloads(tmp_path: Path) -> None:
     assert "\u202e" not in shown.stdout
     assert "\\x1b]0;PWNED" in shown.stdout  # shown, escaped
     assert '"a\\x9bb\\u202ec"' in shown.stdout
+    assert f"all of it: ledger --store {store} output t" in shown.stdout  # this store's
 
 
-def test_safe_keeps_printable_text_and_line_breaks() -> None:
-    assert safe("héllo wörld ✓\n\tnext") == "héllo wörld ✓\n\tnext"
+def test_safe_keeps_printable_text_and_line_breaks_where_asked() -> None:
+    assert safe("héllo wörld ✓\n\tnext", lines=True) == "héllo wörld ✓\n\tnext"
+    assert safe("héllo wörld ✓\n\tnext") == "héllo wörld ✓\\n\\tnext"
     assert safe("a\x1b[2Jb\x7f\x00") == "a\\x1b[2Jb\\x7f\\x00"
+
+
+FORGED = "deploy\nrelease   completed    1  w1   1"
+
+
+def test_a_stored_key_with_a_newline_stays_on_its_row(tmp_path: Path) -> None:
+    """A key the command line refuses but a Go service may have written: in
+    `list`, `tree` and `state` it is one escaped line, never a forged row."""
+    db = tmp_path / "go.db"
+    with contextlib.closing(go_db(db)) as conn:
+        go_row(conn, key=FORGED, status="failed")
+        go_row(conn, key="after", status="blocked", needs=json.dumps([FORGED]), blocked_by=FORGED)
+        conn.commit()
+    store = f"sqlite:///{db}"
+    escaped = FORGED.replace("\n", "\\n")
+    for args in (("list",), ("tree",), ("state", FORGED)):
+        shown = run_ledger(store, *args)
+        assert shown.returncode == 0, (args, shown.stderr)
+        assert escaped in shown.stdout, (args, shown.stdout)
+        assert not any(line.startswith("release") for line in shown.stdout.splitlines()), args
+
+
+def test_blocked_escapes_the_blocking_key_on_a_terminal_only(tmp_path: Path) -> None:
+    db = tmp_path / "go.db"
+    with contextlib.closing(go_db(db)) as conn:
+        go_row(conn, key=f"evil{ESC}[2J\u202e", status="failed")
+        go_row(conn, key="victim", status="blocked", blocked_by=f"evil{ESC}[2J\u202e")
+        conn.commit()
+    store = f"sqlite:///{db}"
+    piped = run_ledger(store, "blocked", "victim")
+    assert (piped.returncode, piped.stdout) == (0, f"evil{ESC}[2J\u202e\n")  # as stored
+    main, other = pty.openpty()
+    try:
+        done = subprocess.run(
+            [*ledger_cmd(), "--store", store, "blocked", "victim"],
+            stdout=other,
+            stderr=subprocess.PIPE,
+            env=subprocess_env(),
+            timeout=60,
+            check=False,
+        )
+        os.close(other)
+        got = b""
+        with contextlib.suppress(OSError):  # EIO once the terminal's other end is closed
+            while chunk := os.read(main, 4096):
+                got += chunk
+    finally:
+        os.close(main)
+    assert done.returncode == 0, done.stderr
+    assert got.decode().strip() == "evil\\x1b[2J\\u202e"
 
 
 def test_the_web_view_holds_back_a_character_still_being_written() -> None:

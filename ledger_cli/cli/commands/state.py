@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from ledger_cli.cli import output
 from ledger_cli.cli.context import Session, Settings
 from ledger_cli.errors import NoKeyError
@@ -37,7 +39,10 @@ def state(settings: Settings, key: str) -> int:
         pruned = is_pruned(s.store, key)
         from ledger_cli.cli.outcome import state_attempts
 
-        runs = state_attempts(s.store, rec, now)  # the last attempts, the output's last lines
+        # The last attempts, the output's last lines, and the command that
+        # prints it all: with this --store, unless LEDGER_STORE names it.
+        given = settings.store if settings.store != os.environ.get("LEDGER_STORE") else None
+        runs = state_attempts(s.store, rec, now, given)
         waiting = None
         if rec.status == "pending" and all(v == "completed" for v in need_status.values()):
             slots = queues.Slots(s.store, now)
