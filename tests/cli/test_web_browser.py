@@ -279,6 +279,8 @@ def test_hostile_keys_payloads_and_output_show_as_text(browser: Any, tmp_path: P
         wait_for(lambda: css(browser, "#attempt-state"), "the output section")
         assert css(browser, "#output")[0].text.strip() == HOSTILE_OUTPUT
         assert "<b>w</b>" in css(browser, "#attempts")[0].text
+        for box in ("#key", "#output", "#payload"):  # a bidi override stays inside its box
+            assert css(browser, box)[0].value_of_css_property("unicode-bidi") == "isolate", box
         no_alert(browser)
         scripts = [s.get_attribute("src") for s in css(browser, "script")]
         assert scripts == [web.url + "static/app.js"]
