@@ -46,7 +46,8 @@ EXIT_CODES: dict[int, str] = {
     "a batch line the ledger refused; `admit`: a conflict (the key holds another task), "
     "or needs that would close a cycle",
     9: "the store failed (unreadable, corrupt, locked too long, unreachable); "
-    "`doctor` found a problem; a read command (`list`, `stats`, `state`, `log`, `wait`…) "
+    "`doctor` found a problem; a read command (`list`, `stats`, `state`, `log`, `wait`…), "
+    "or `claim --next`/`run --next` without `--wait`, "
     "on a `--store`/`LEDGER_STORE` path that does not exist: `no store at PATH` "
     "(only a write creates a store, and a read creates no file; the default store "
     "may be missing: a fresh user's `list` is empty)",

@@ -176,8 +176,9 @@ class StoreUnavailableError(StoreError):
 
 
 class NoStoreError(StoreError, code="no_store"):
-    """A command that only reads was pointed (by `--store` or LEDGER_STORE) at
-    a JSON directory or SQLite file that does not exist: exit 9, and nothing is
+    """A command that only reads (or `claim --next`/`run --next` without
+    `--wait`, which find nothing to claim there) was pointed (by `--store` or
+    LEDGER_STORE) at a JSON directory or SQLite file that does not exist: exit 9, and nothing is
     created, so a mistyped path is not mistaken for an empty ledger. The first
     write creates a store; the default store is the exception (a new user's
     `ledger list` is an empty list)."""

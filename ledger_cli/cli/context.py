@@ -105,8 +105,10 @@ class Session:
     """
 
     def __init__(self, settings: Settings, store: Store | None = None, reads: bool = False) -> None:
-        """`reads`: the command only reads, so a `--store`/LEDGER_STORE that does
-        not exist is a NoStoreError rather than a new, empty store."""
+        """`reads`: the command only reads (or, as `claim --next` without
+        `--wait`, can do nothing on an empty store), so a `--store`/LEDGER_STORE
+        that does not exist is a NoStoreError rather than a new, empty store:
+        a mistyped path is not taken for an empty ledger."""
         from ledger_cli.engine.events import Recorder
         from ledger_cli.engine.ledger import Ledger
 

@@ -1,6 +1,7 @@
 """The store the user meant, each case a fresh `ledger` process.
 
-A read command on a `--store`/`LEDGER_STORE` that does not exist, or that is
+A read command (or `claim`/`run --next` without `--wait`, which has
+nothing to claim there) on a `--store`/`LEDGER_STORE` that does not exist, or that is
 a directory holding something but no store, exits 9 and creates nothing (a
 mistyped path is not a healthy, empty queue); an empty
 store setting or an unknown URL scheme is a usage error (2); a write still
@@ -35,6 +36,10 @@ READS: list[list[str]] = [
     ["check", "a", "--owner", "w", "--fence", "1"],
     ["graph"],
     ["limit"],
+    # Writes with nothing to claim in a store that does not exist (no --wait):
+    ["claim", "--next", "--owner", "w", "--lease", "1m"],
+    ["run", "--next", "--owner", "w", "--lease", "1m", "--", "true"],
+    ["run", "--next", "--drain", "--owner", "w", "--lease", "1m", "--", "true"],
 ]
 
 

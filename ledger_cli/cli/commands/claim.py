@@ -66,7 +66,8 @@ def claim(
     if next_:
         if key is not None:
             raise InputError("ledger: claim takes a KEY or --next, not both")
-        with open_session(settings, give_up if wait is not None else None) as s:
+        # Without --wait there is nothing to claim in a store that does not exist.
+        with open_session(settings, give_up if wait is not None else None, wait is None) as s:
             got, fence, _ = claim_next_timed(s, owner, lease, wait, give_up, queues=wanted)
         if settings.json:
             output.json_line(

@@ -142,7 +142,9 @@ def run(
     from ledger_cli.cli.commands.run.limits import RunOptions
 
     options = RunOptions(keep_output, timeout, kill_after)  # docs/design.md §7.1, §7.4
-    with open_session(settings, give_up if drain or wait is not None else None) as s:
+    retried = give_up if drain or wait is not None else None
+    # --next without --wait has nothing to claim in a store that does not exist.
+    with open_session(settings, retried, reads=next_ and wait is None) as s:
         if drain:
             worker = Drainer(s, owner, lease, lease_td, command, wait)
             worker.attempts, worker.backoff, worker.outage.give_up = attempts, backoff_td, give_up
