@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 
 STATE_ATTEMPTS = 5
 STATE_LINES = 10
+STATE_BYTES = 4096
+"""At most this much of those lines: a command that writes a megabyte with no
+newline does not fill the terminal (`ledger output` prints all of it)."""
 
 
 def attempts_of(store: Store, key: str) -> list[Attempt]:
@@ -125,12 +128,15 @@ def state_attempts(
     shown: list[RenderableType] = [table]
     latest = atts[-1]
     data = log.read_output(key, latest.n)
-    tail = last_lines(data, STATE_LINES).decode("utf-8", "replace")
+    lines = last_lines(data, STATE_LINES)
+    cut = len(lines) > STATE_BYTES
+    tail = lines[-STATE_BYTES:].decode("utf-8", "replace")
     if tail:
-        shown.append(Text(f"last lines of attempt {latest.n}:", style="bold"))
+        what = f"last {STATE_BYTES:,} bytes" if cut else "last lines"
+        shown.append(Text(f"{what} of attempt {latest.n}:", style="bold"))
         shown.append(Text(safe(tail.rstrip("\n"), lines=True)))
-    where = f"--store {_quoted(store_arg)} " if store_arg is not None else ""
-    shown.append(Text(safe(f"all of it: ledger {where}output {_quoted(key)}"), style="dim"))
+        where = f"--store {_quoted(store_arg)} " if store_arg is not None else ""
+        shown.append(Text(safe(f"all of it: ledger {where}output {_quoted(key)}"), style="dim"))
     return shown
 
 

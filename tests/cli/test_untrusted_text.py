@@ -39,6 +39,30 @@ def test_state_escapes_command_output_and_payloads(tmp_path: Path) -> None:
     assert f"all of it: ledger --store {store} output t" in shown.stdout  # this store's
 
 
+def test_state_shows_at_most_4_kib_of_the_last_lines(tmp_path: Path) -> None:
+    """A megabyte with no newline is one "line": `state` shows its last
+    4,096 bytes and says so; a run that kept nothing points at nothing."""
+    store = tmp_path / "s"
+    for key in ("long", "straight"):
+        assert run_ledger(store, "admit", key).returncode == 0
+    ran = run_ledger(
+        store, "run", "long", "--owner", "w", "--lease", "30s", "--",
+        "sh", "-c", "head -c 1000000 /dev/zero | tr '\\0' x",
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    shown = run_ledger(store, "state", "long")
+    assert shown.returncode == 0, shown.stderr
+    assert "last 4,096 bytes of attempt 1:" in shown.stdout
+    assert "x" * 4096 in shown.stdout and len(shown.stdout) < 12_000
+    ran = run_ledger(
+        store, "run", "straight", "--owner", "w", "--lease", "30s", "--keep-output", "0",
+        "--", "echo", "hi",
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    shown = run_ledger(store, "state", "straight")
+    assert "all of it" not in shown.stdout and "last lines" not in shown.stdout
+
+
 def test_safe_keeps_printable_text_and_line_breaks_where_asked() -> None:
     assert safe("héllo wörld ✓\n\tnext", lines=True) == "héllo wörld ✓\n\tnext"
     assert safe("héllo wörld ✓\n\tnext") == "héllo wörld ✓\\n\\tnext"

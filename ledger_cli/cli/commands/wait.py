@@ -210,7 +210,8 @@ def _wait_all(
             if failing is not None:
                 raise failing
             left = now.get("pending", 0) + now.get("claimed", 0)
-            output.diag(f"ledger: timed out; {left:,} records still pending or claimed")
+            records = "record" if left == 1 else "records"
+            output.diag(f"ledger: timed out; {left:,} {records} still pending or claimed")
             if s.settings.json:
                 unsettled = _live_keys(s.store, in_queues)
                 output.json_line({"settled": [], "unsettled": unsettled, "timed_out": True})
