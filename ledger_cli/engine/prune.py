@@ -2,7 +2,8 @@
 
 Selects the records in the given statuses (completed and failed by default)
 last updated at least `older_than` before `now` — except a failed record that
-some blocked record still names in BlockedBy — and replaces each by its
+some blocked record still names in BlockedBy, or that an unfinished record
+needs — and replaces each by its
 pruned form: Key, Status, Sequence, Owner, Fence, CreatedBy/At and
 UpdatedBy/At kept, Task and Needs null (LeaseUntil zero, BlockedBy empty).
 The store then marks the key pruned (so listings leave it out) and drops its
@@ -101,13 +102,18 @@ def select(
         records = sorted(scan(), key=lambda r: byte_order(r.key))
     else:
         records = list(visible(store))
-    named = {r.blocked_by for r in records if r.status == "blocked"}
+    # A failure stays while something blocked names it, and while something
+    # unfinished needs it: a failure commits before the blocks it causes
+    # (docs/design.md §5.4), and pruned in between it would leave them
+    # blocked by a failure no `retry` can reopen.
+    kept = {r.blocked_by for r in records if r.status == "blocked"}
+    kept.update(n for r in records if r.status not in PRUNABLE for n in r.needs or ())
     return [
         r
         for r in records
         if r.status in wanted
         and r.updated_at.unix_ns <= cutoff.unix_ns
-        and not (r.status == "failed" and r.key in named)
+        and not (r.status == "failed" and r.key in kept)
     ]
 
 

@@ -99,6 +99,18 @@ def test_prune_keeps_the_keys_and_drops_the_rest(store: Store) -> None:
     assert restored.admit("t", "done", 1, None, LATER) is False
 
 
+def test_a_failure_whose_blocks_have_not_landed_yet_is_kept(store: Store) -> None:
+    """A failure commits before the blocks it causes (docs/design.md §5.4);
+    a prune in between keeps it while an unfinished record needs it, as it
+    keeps one a blocked record names: pruned, no retry could reopen it."""
+    led = _setup(store)
+    stuck = store.load("stuck")
+    assert stuck is not None and stuck.blocked_by == "bad"
+    assert store.compare_and_swap("stuck", stuck, stuck.replace(status="pending", blocked_by=""))
+    assert led.prune(timedelta(hours=1), LATER, ("failed",)) == 1  # lost, not bad
+    assert not prune.is_pruned(store, "bad") and prune.is_pruned(store, "lost")
+
+
 def test_prune_from_the_command_line(tmp_path: Path) -> None:
     url = f"json:{tmp_path / 'store'}"
     now = ("--now", "2026-03-01T00:00:00Z")
@@ -145,3 +157,22 @@ def test_the_json_selection_reads_without_the_lock(tmp_path: Path) -> None:
         with pytest.raises(LedgerError):  # the lock is held indeed
             led.admit("t", "new", 1, None, LATER)
     assert [r.key for r in chosen] == ["done", "lost"]  # "bad" is named by "stuck"
+
+
+def test_doctor_takes_a_task_blocked_by_a_pruned_failure_as_blocked(url: str) -> None:
+    """A task admitted after its need failed and was pruned is blocked by
+    that failure (design.md §6.4), not an orphaned block: doctor says nothing,
+    on every store, through fresh `ledger` processes."""
+    from tests.cli_support import ledger_ok
+
+    ledger_ok(url, "admit", "a")
+    fence = ledger_ok(url, "claim", "a", "--owner", "o", "--lease", "1m").strip()
+    ledger_ok(url, "complete", "a", "--owner", "o", "--fence", fence, "--failed")
+    ledger_ok(url, "prune", "--older-than", "1s", "--now", "2030-01-01T00:00:00Z")
+    ledger_ok(url, "admit", "b", "--needs", "a")
+    state = json.loads(ledger_ok(url, "state", "b", "--json"))
+    assert (state["Status"], state["BlockedBy"]) == ("blocked", "a")
+    for args in (("doctor",), ("doctor", "--fix"), ("doctor",)):
+        done = run_ledger(url, *args)
+        assert done.returncode == 0, (args, done.stdout)
+        assert "orphaned" not in done.stdout, done.stdout

@@ -48,7 +48,7 @@ def check_records(
     """Every record check, in the order doctor prints them. `pruned`: the
     keys `ledger prune` pruned (it dropped their history)."""
     invalid_text(records, found)
-    dependency_invariants(s, records, found, fix)
+    dependency_invariants(s, _with_pruned(s, records, pruned), found, fix)
     if history is not None:
         history_coverage(records, history, found, pruned)
 
@@ -81,6 +81,20 @@ def invalid_text(records: Iterable[TaskState], found: Found) -> None:
             f"record {shown(rec.key)}: {columns} not valid UTF-8 ({detail}), shown with "
             f"U+FFFD; written by another program (the Go service?); {where}, or repair the row"
         )
+
+
+def _with_pruned(
+    s: Session, records: Sequence[TaskState], pruned: frozenset[str]
+) -> Sequence[TaskState]:
+    """`records` and the pruned records they lack (the JSON store keeps those
+    in pruned/, not as record files): a task blocked by a pruned failure is
+    blocked by a failure, not an orphaned block."""
+    if not pruned:
+        return records
+    from ledger_cli.engine import prune
+
+    seen = {rec.key for rec in records}
+    return [*records, *(rec for rec in prune.pruned(s.store) if rec.key not in seen)]
 
 
 def dependency_invariants(
