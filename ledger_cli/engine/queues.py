@@ -9,13 +9,20 @@ table `ledger_queue`) and a *limit* per queue that has one (JSON store:
 not change.
 
 A *held slot* is a live lease: a claimed task of the queue whose LeaseUntil is
-after now. A lease that runs out frees its slot with no one's help. The check
+after now, or a *revoked* lease, one that a cancel, a rebase or a block took
+from its holder while it was live (`keep_slot`), until the LeaseUntil it had:
+its runner may run its command until its next renewal, and never past that
+end. A lease that runs out frees its slot with no one's help. The check
 and the claim run in one store unit (the JSON store's lock hold; an SQL
 transaction), so no two claimers can both take the last slot.
 
 A store offers `queue_of(key)`, `set_queue(key, name | None)`, `queues()`
 (every key not in `default`), `limits()` and `set_limit(queue, n | None)`;
-one without them keeps every task in `default`, with no limit.
+one without them keeps every task in `default`, with no limit. The revoked
+leases: `keep_revoked(key, fence, queue, until, now)` (in the revoking
+write's unit; it drops those ended by `now`) and `revoked_leases()` (key,
+queue, until each; one that has ended may still be listed); a store without
+them frees a revoked lease's slot at once.
 """
 
 from __future__ import annotations
@@ -89,8 +96,12 @@ def claimed_records(store: Store) -> list[TaskState]:
 
 
 def held_by_queue(store: Store, now: Instant, skip: str | None = None) -> dict[str, int]:
-    """The live leases of every queue (`skip`: a key not to count, a takeover's own):
-    in one query on an SQL store (`claimed_leases`), else from the claimed records."""
+    """The held slots of every queue: the live leases (`skip`: a key whose
+    current lease is not to count, a takeover's own), in one query on an SQL
+    store (`claimed_leases`), else from the claimed records; then the revoked
+    leases not yet ended. The claimed leases are read first: a revocation
+    that commits between the two reads (PostgreSQL, whose claimers do not
+    exclude its writers) is counted twice, never not at all."""
     counts: dict[str, int] = {}
     leases: Callable[[], list[tuple[str, str, Instant]]] | None = getattr(
         store, "claimed_leases", None
@@ -99,12 +110,36 @@ def held_by_queue(store: Store, now: Instant, skip: str | None = None) -> dict[s
         for key, q, until in leases():
             if key != skip and until > now:
                 counts[q] = counts.get(q, 0) + 1
-        return counts
-    for rec in claimed_records(store):
-        if rec.key != skip and is_live(rec, now):
-            q = of(store, rec.key)
+    else:
+        for rec in claimed_records(store):
+            if rec.key != skip and is_live(rec, now):
+                q = of(store, rec.key)
+                counts[q] = counts.get(q, 0) + 1
+    revoked: Callable[[], list[tuple[str, str, Instant]]] | None = getattr(
+        store, "revoked_leases", None
+    )
+    for _key, q, until in revoked() if revoked is not None else ():
+        if until > now:  # its runner may still run: the slot stays held
             counts[q] = counts.get(q, 0) + 1
     return counts
+
+
+def keep_slot(store: Store, key: str, prev: TaskState, now: Instant) -> None:
+    """After a write that took `key`'s lease from the holder of `prev` (a
+    cancel, a rebase, a block), in the same unit: a lease still live at `now`
+    keeps holding its slot in `key`'s queue (the queue before the write) until
+    it would have run out. Its runner learns of the loss at its next renewal
+    and stops its command by then, never past that end (docs/design.md §8.7).
+    One entry per lease (`key` and `prev`'s fence): an un-block of a task
+    blocked while claimed names the lease its block kept."""
+    from ledger_cli.engine.schedule import lease_end
+
+    keep: Callable[[str, int, str, Instant, Instant], None] | None = getattr(
+        store, "keep_revoked", None
+    )
+    end = lease_end(prev, now)
+    if keep is not None and end is not None and prev.owner:
+        keep(key, prev.fence, of(store, key), end, now)
 
 
 class Slots:
