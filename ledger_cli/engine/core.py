@@ -88,11 +88,12 @@ class Core:
         """With `hold_leases`: `prev`'s lease, taken from its holder by the
         write just made (a cancel, a rebase, a block), keeps its queue slot
         while it would have been live (docs/design.md §8.7: engine/queues.py
-        `keep_slot`). Called before any write that changes `key`'s queue."""
+        `held_by_queue`, engine/revoked.py). Called before any write that
+        changes `key`'s queue."""
         if self.hold_leases:
-            from ledger_cli.engine import queues
+            from ledger_cli.engine import revoked
 
-            queues.keep_slot(self.store, key, prev, now)
+            revoked.keep_slot(self.store, key, prev, now)
 
     def require(self, key: str) -> TaskState:
         """Load a record that must exist (NoKeyError otherwise)."""

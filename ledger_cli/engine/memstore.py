@@ -241,7 +241,7 @@ class MemStore:
             _set_or_drop(self._limits, queue, n)
 
     def keep_revoked(self, key: str, fence: int, queue: str, until: Instant, now: Instant) -> None:
-        """A revoked lease's slot (engine/queues.py `keep_slot`); those ended by `now` go."""
+        """A revoked lease's slot (engine/revoked.py); those ended by `now` go."""
         with self._lock:
             self._revoked = {k: v for k, v in self._revoked.items() if v[1] > now}
             self._revoked.setdefault((key, fence), (queue, until))

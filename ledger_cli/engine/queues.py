@@ -10,7 +10,7 @@ not change.
 
 A *held slot* is a live lease: a claimed task of the queue whose LeaseUntil is
 after now, or a *revoked* lease, one that a cancel, a rebase or a block took
-from its holder while it was live (`keep_slot`), until the LeaseUntil it had:
+from its holder while it was live (engine/revoked.py), until the LeaseUntil it had:
 its runner may run its command until its next renewal, and never past that
 end. A lease that runs out frees its slot with no one's help. The check
 and the claim run in one store unit (the JSON store's lock hold; an SQL
@@ -122,24 +122,6 @@ def held_by_queue(store: Store, now: Instant, skip: str | None = None) -> dict[s
         if until > now:  # its runner may still run: the slot stays held
             counts[q] = counts.get(q, 0) + 1
     return counts
-
-
-def keep_slot(store: Store, key: str, prev: TaskState, now: Instant) -> None:
-    """After a write that took `key`'s lease from the holder of `prev` (a
-    cancel, a rebase, a block), in the same unit: a lease still live at `now`
-    keeps holding its slot in `key`'s queue (the queue before the write) until
-    it would have run out. Its runner learns of the loss at its next renewal
-    and stops its command by then, never past that end (docs/design.md §8.7).
-    One entry per lease (`key` and `prev`'s fence): an un-block of a task
-    blocked while claimed names the lease its block kept."""
-    from ledger_cli.engine.schedule import lease_end
-
-    keep: Callable[[str, int, str, Instant, Instant], None] | None = getattr(
-        store, "keep_revoked", None
-    )
-    end = lease_end(prev, now)
-    if keep is not None and end is not None and prev.owner:
-        keep(key, prev.fence, of(store, key), end, now)
 
 
 class Slots:

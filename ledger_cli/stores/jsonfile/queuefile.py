@@ -8,7 +8,7 @@ the Go service wrote is in `default` and its bytes never change.
 
 `revoked.json` (`[[KEY, FENCE, QUEUE, LEASE_UNTIL], …]`) holds the leases a
 cancel, rebase or block took from a holder that may still run: each holds a
-slot of its queue until its LeaseUntil (engine/queues.py `keep_slot`). It is
+slot of its queue until its LeaseUntil (engine/revoked.py). It is
 written in the lock hold of the revoking write, before that write's records
 (a crash between leaves a slot held a little longer, never one freed early),
 and each write of it drops the entries ended by then. Absent: none.

@@ -41,7 +41,7 @@ REVOKED_EXISTS = "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND na
 REVOKED = "SELECT key, fence, queue, lease_until FROM ledger_revoked"
 """`ledger_revoked (key, fence, queue, lease_until)`: the leases a cancel, rebase or
 block took from a holder that may still run, each holding a slot of its queue
-until its lease_until (engine/queues.py `keep_slot`); written in the revoking
+until its lease_until (engine/revoked.py); written in the revoking
 write's transaction, the ended rows dropped by the next such write."""
 KEEP_REVOKED = (
     "INSERT INTO ledger_revoked (key, fence, queue, lease_until) VALUES ({p}, {p}, {p}, {p})"

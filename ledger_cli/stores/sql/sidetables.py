@@ -136,7 +136,13 @@ class SqlSideTables(SqlDialect):
         out: list[tuple[str, object, str, Instant]] = []
         for k, fence, q, until in rows:
             key = codec.read_text(k, "(revoked)", "key")
-            out.append((key, fence, str(q), codec.decode_time(until, key, "lease_until")))
+            try:
+                end = Instant.parse(codec.read_text(until, key, "lease_until"))
+            except ValueError:
+                row = f"the ledger_revoked row of key {codec.shown(key)!r}"
+                remedy = "delete the row (its lease then frees its slot at once)"
+                raise codec.damaged_row(row, "lease_until", "not a time", remedy) from None
+            out.append((key, fence, str(q), end))
         return out
 
     def keep_revoked(self, key: str, fence: int, queue: str, until: Instant, now: Instant) -> None:
@@ -150,7 +156,8 @@ class SqlSideTables(SqlDialect):
         with self.batch(), self._lock, self._errors("revoked"):
             if not self._revoked_table():
                 self._conn.execute(ddl.revoked(ddl.SQLITE))  # only SQLite's schema lacks it
-            ended = [(k, f) for k, f, _, end in self._revoked() if end <= now]
+            # in one order: two revoking transactions (PostgreSQL) never wait in a circle
+            ended = sorted((k, f) for k, f, _, end in self._revoked() if end <= now)
             drop = queues.sql(queues.DROP_REVOKED, mark)
             for stmt, params in [*((drop, pair) for pair in ended), (keep, args)]:
                 if mark == "?" and not all(codec.is_utf8(str(p)) for p in params):
