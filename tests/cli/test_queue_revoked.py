@@ -15,8 +15,8 @@ import subprocess
 import time
 
 from ledger_cli.engine.instant import Instant
-from tests.cli_support import run_ledger
 from tests.cli_support import ledger_ok as ok
+from tests.cli_support import run_ledger
 
 HANG = 120.0  # a bound for a hung test, never a timing assertion
 T0 = "2026-01-02T03:04:05Z"  # a's 1m lease, claimed at T0, ends at END
