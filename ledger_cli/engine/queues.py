@@ -10,9 +10,9 @@ not change.
 
 A *held slot* is a live lease: a claimed task of the queue whose LeaseUntil is
 after now, or a *revoked* lease, one that a cancel, a rebase or a block took
-from its holder while it was live (engine/revoked.py), until the LeaseUntil it had:
-its runner may run its command until its next renewal, and never past that
-end. A lease that runs out frees its slot with no one's help. The check
+from its holder while it was live (engine/revoked.py), until the LeaseUntil
+it had: its runner may run its command until its next renewal, and never
+past that end. A lease that runs out frees its slot with no one's help. The check
 and the claim run in one store unit (the JSON store's lock hold; an SQL
 transaction), so no two claimers can both take the last slot.
 
