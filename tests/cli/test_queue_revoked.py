@@ -45,7 +45,8 @@ def claim_a_in_full_queue(url: str) -> None:
 
 
 def assert_full_until_end(url: str) -> None:
-    """b waits for a's revoked lease in q until END, then is claimed."""
+    """b waits for a's revoked lease in q until END (`claim --next`, `claim b`,
+    `run --next`), then is claimed."""
     full = "queue q is at its limit (1 of 1 held)"
     for now in (MID, JUST_BEFORE):
         res = claim_next(url, "q", now)
@@ -54,6 +55,10 @@ def assert_full_until_end(url: str) -> None:
         by_key = run_ledger(url, "--now", now, "claim", "b", "--owner", "w2", "--lease", "1m")
         assert by_key.returncode == 4, by_key.stderr
         assert by_key.stderr == f"ledger: {full}\n"
+    runs = ("run", "--next", "--queue", "q", "--owner", "w2", "--lease", "1m", "--", "true")
+    res = run_ledger(url, "--now", MID, *runs)
+    assert res.returncode == 7, res.stderr
+    assert res.stderr == f"ledger: nothing is ready to claim; {full}\n"
     assert held(url, JUST_BEFORE) == 1
     assert held(url, END) == 0
     assert ok(url, "doctor").endswith("no problems found\n")
