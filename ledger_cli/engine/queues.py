@@ -97,28 +97,28 @@ def claimed_records(store: Store) -> list[TaskState]:
 
 def held_by_queue(store: Store, now: Instant, skip: str | None = None) -> dict[str, int]:
     """The held slots of every queue: the live leases (`skip`: a key whose
-    current lease is not to count, a takeover's own), in one query on an SQL
-    store (`claimed_leases`), else from the claimed records; then the revoked
-    leases not yet ended. The claimed leases are read first: a revocation
-    that commits between the two reads (PostgreSQL, whose claimers do not
-    exclude its writers) is counted twice, never not at all."""
+    current lease is not to count, a takeover's own) and the revoked leases
+    not yet ended (engine/revoked.py). In one query on an SQL store
+    (`held_leases`: one snapshot); else the claimed records, then the
+    revoked leases (in that order: a revocation landing between the two
+    reads is counted twice, never missed)."""
     counts: dict[str, int] = {}
-    leases: Callable[[], list[tuple[str, str, Instant]]] | None = getattr(
-        store, "claimed_leases", None
+    leases: Callable[[], list[tuple[str, str, Instant, bool]]] | None = getattr(
+        store, "held_leases", None
     )
     if leases is not None:
-        for key, q, until in leases():
-            if key != skip and until > now:
+        for key, q, until, revoked in leases():
+            if until > now and (revoked or key != skip):
                 counts[q] = counts.get(q, 0) + 1
-    else:
-        for rec in claimed_records(store):
-            if rec.key != skip and is_live(rec, now):
-                q = of(store, rec.key)
-                counts[q] = counts.get(q, 0) + 1
-    revoked: Callable[[], list[tuple[str, str, Instant]]] | None = getattr(
+        return counts
+    for rec in claimed_records(store):
+        if rec.key != skip and is_live(rec, now):
+            q = of(store, rec.key)
+            counts[q] = counts.get(q, 0) + 1
+    kept: Callable[[], list[tuple[str, str, Instant]]] | None = getattr(
         store, "revoked_leases", None
     )
-    for _key, q, until in revoked() if revoked is not None else ():
+    for _key, q, until in kept() if kept is not None else ():
         if until > now:  # its runner may still run: the slot stays held
             counts[q] = counts.get(q, 0) + 1
     return counts

@@ -31,12 +31,15 @@ UPSERT_LIMIT = (
 
 
 CLAIMED = (
-    "SELECT t.key, coalesce(q.queue, 'default'), t.lease_until FROM ledger_tasks t"
+    "SELECT t.key, coalesce(q.queue, 'default'), t.lease_until, 0 FROM ledger_tasks t"
     " LEFT JOIN ledger_queue q ON q.key = t.key WHERE t.status = 'claimed'"
 )
-CLAIMED_DEFAULT = "SELECT key, 'default', lease_until FROM ledger_tasks WHERE status = 'claimed'"
+"""Every claimed task's queue and lease (held slots, engine/queues.py); 0: not revoked."""
+CLAIMED_DEFAULT = "SELECT key, 'default', lease_until, 0 FROM ledger_tasks WHERE status = 'claimed'"
 """CLAIMED on an SQLite store that has no queue table yet."""
-"""Every claimed task's queue and lease, in one query (held slots, engine/queues.py)."""
+AND_REVOKED = " UNION ALL SELECT key, queue, lease_until, 1 FROM ledger_revoked"
+"""With CLAIMED: the revoked leases too, in the same query (one snapshot: a
+revocation committing meanwhile is seen whole or not at all)."""
 REVOKED_EXISTS = "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?"
 REVOKED = "SELECT key, fence, queue, lease_until FROM ledger_revoked"
 """`ledger_revoked (key, fence, queue, lease_until)`: the leases a cancel, rebase or

@@ -112,16 +112,24 @@ class SqlSideTables(SqlDialect):
             self._make_queue_tables()
             self._conn.execute(queues.sql(upsert, self.MARK), (key, value))
 
-    def claimed_leases(self) -> list[tuple[str, str, Instant]]:
-        """Every claimed task's key, queue and LeaseUntil, in one query."""
+    def held_leases(self) -> list[tuple[str, str, Instant, bool]]:
+        """Every lease that may hold a slot, in one query: each claimed task's
+        (key, queue, LeaseUntil, False) and each revoked lease's (key, queue,
+        lease_until, True)."""
         with self._lock:
             self._check_open()
             sql = queues.CLAIMED if self._queue_tables() else queues.CLAIMED_DEFAULT
+            if self._revoked_table():
+                sql += queues.AND_REVOKED
             rows = self._rows("queue", sql)
-        out: list[tuple[str, str, Instant]] = []
-        for k, q, lease in rows:
-            key = codec.read_text(k, "(claimed)", "key")
-            out.append((key, str(q), codec.decode_time(lease, key, "lease_until")))
+        out: list[tuple[str, str, Instant, bool]] = []
+        for k, q, lease, revoked in rows:
+            if revoked:
+                key = codec.read_text(k, "(revoked)", "key")
+                out.append((key, str(q), _revoked_end(key, lease), True))
+            else:
+                key = codec.read_text(k, "(claimed)", "key")
+                out.append((key, str(q), codec.decode_time(lease, key, "lease_until"), False))
         return out
 
     def revoked_leases(self) -> list[tuple[str, str, Instant]]:
@@ -136,13 +144,7 @@ class SqlSideTables(SqlDialect):
         out: list[tuple[str, object, str, Instant]] = []
         for k, fence, q, until in rows:
             key = codec.read_text(k, "(revoked)", "key")
-            try:
-                end = Instant.parse(codec.read_text(until, key, "lease_until"))
-            except ValueError:
-                row = f"the ledger_revoked row of key {codec.shown(key)!r}"
-                remedy = "delete the row (its lease then frees its slot at once)"
-                raise codec.damaged_row(row, "lease_until", "not a time", remedy) from None
-            out.append((key, fence, str(q), end))
+            out.append((key, fence, str(q), _revoked_end(key, until)))
         return out
 
     def keep_revoked(self, key: str, fence: int, queue: str, until: Instant, now: Instant) -> None:
@@ -245,6 +247,16 @@ class SqlSideTables(SqlDialect):
                 stmt, args = rebuildranges.statement(sql, (after, last), mark)
                 self._conn.execute(stmt, args)
         return last
+
+
+def _revoked_end(key: str, until: object) -> Instant:
+    """A `ledger_revoked` row's lease_until; damage named by its table and key."""
+    try:
+        return Instant.parse(codec.read_text(until, key, "lease_until"))
+    except ValueError:
+        row = f"the ledger_revoked row of key {codec.shown(key)!r}"
+        remedy = "delete the row (its lease then frees its slot at once)"
+        raise codec.damaged_row(row, "lease_until", "not a time", remedy) from None
 
 
 class _Taken(Exception):
