@@ -155,6 +155,7 @@ def admit(
 
         if core.hold_leases and seen:  # seen: the record the rebase replaced
             schedule = sched.wait_out(schedule, seen[-1], now)
+            core.slot_kept(key, seen[-1], now)  # in its queue before the rebase
         if schedule is not None or sched.of(core.store, key) is not None:
             sched.put(core.store, key, schedule)
         from ledger_cli.engine import queues

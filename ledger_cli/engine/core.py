@@ -76,11 +76,24 @@ class Core:
         """After a write that took `key` from the holder of `prev` (a rebase, a
         cancel, an un-block), in the same batch: with `hold_leases`, the task is
         not due before `prev`'s lease ends when that is still live at `now`
-        (docs/design.md §2.2, §8.1: engine/schedule.py `wait_out`)."""
+        (docs/design.md §2.2, §8.1: engine/schedule.py `wait_out`), and that
+        lease keeps its queue slot until then (`slot_kept`)."""
         if self.hold_leases:
             from ledger_cli.engine import schedule
 
             schedule.hold(self.store, key, prev, now)
+            self.slot_kept(key, prev, now)
+
+    def slot_kept(self, key: str, prev: TaskState, now: Instant) -> None:
+        """With `hold_leases`: `prev`'s lease, taken from its holder by the
+        write just made (a cancel, a rebase, a block), keeps its queue slot
+        while it would have been live (docs/design.md §8.7: engine/queues.py
+        `held_by_queue`, engine/revoked.py). Called before any write that
+        changes `key`'s queue."""
+        if self.hold_leases:
+            from ledger_cli.engine import revoked
+
+            revoked.keep_slot(self.store, key, prev, now)
 
     def require(self, key: str) -> TaskState:
         """Load a record that must exist (NoKeyError otherwise)."""

@@ -66,6 +66,7 @@ class MemStore:
         # docs/design.md §8.7: keys outside default (engine/queues.py)
         self._queues: dict[str, str] = {}
         self._limits: dict[str, int] = {}
+        self._revoked: dict[tuple[str, int], tuple[str, Instant]] = {}
         self._needed_by: dict[str, set[str]] = {}  # need -> keys naming it (`dependents`)
 
     def forgets(self) -> bool:
@@ -238,6 +239,16 @@ class MemStore:
     def set_limit(self, queue: str, n: int | None) -> None:
         with self._lock:
             _set_or_drop(self._limits, queue, n)
+
+    def keep_revoked(self, key: str, fence: int, queue: str, until: Instant, now: Instant) -> None:
+        """A revoked lease's slot (engine/revoked.py); those ended by `now` go."""
+        with self._lock:
+            self._revoked = {k: v for k, v in self._revoked.items() if v[1] > now}
+            self._revoked.setdefault((key, fence), (queue, until))
+
+    def revoked_leases(self) -> list[tuple[str, str, Instant]]:
+        with self._lock:
+            return [(k, q, until) for (k, _), (q, until) in self._revoked.items()]
 
     def read_pause(self, for_claim: bool = False) -> tuple[str, str, str] | None:
         with self._lock:

@@ -9,13 +9,20 @@ table `ledger_queue`) and a *limit* per queue that has one (JSON store:
 not change.
 
 A *held slot* is a live lease: a claimed task of the queue whose LeaseUntil is
-after now. A lease that runs out frees its slot with no one's help. The check
+after now, or a *revoked* lease, one that a cancel, a rebase or a block took
+from its holder while it was live (engine/revoked.py), until the LeaseUntil
+it had: its runner may run its command until its next renewal, and never
+past that end. A lease that runs out frees its slot with no one's help. The check
 and the claim run in one store unit (the JSON store's lock hold; an SQL
 transaction), so no two claimers can both take the last slot.
 
 A store offers `queue_of(key)`, `set_queue(key, name | None)`, `queues()`
 (every key not in `default`), `limits()` and `set_limit(queue, n | None)`;
-one without them keeps every task in `default`, with no limit.
+one without them keeps every task in `default`, with no limit. The revoked
+leases: `keep_revoked(key, fence, queue, until, now)` (in the revoking
+write's unit; it drops those ended by `now`) and `revoked_leases()` (key,
+queue, until each; one that has ended may still be listed); a store without
+them frees a revoked lease's slot at once.
 """
 
 from __future__ import annotations
@@ -89,20 +96,30 @@ def claimed_records(store: Store) -> list[TaskState]:
 
 
 def held_by_queue(store: Store, now: Instant, skip: str | None = None) -> dict[str, int]:
-    """The live leases of every queue (`skip`: a key not to count, a takeover's own):
-    in one query on an SQL store (`claimed_leases`), else from the claimed records."""
+    """The held slots of every queue: the live leases (`skip`: a key whose
+    current lease is not to count, a takeover's own) and the revoked leases
+    not yet ended (engine/revoked.py). In one query on an SQL store
+    (`held_leases`: one snapshot); else the claimed records, then the
+    revoked leases (in that order: a revocation landing between the two
+    reads is counted twice, never missed)."""
     counts: dict[str, int] = {}
-    leases: Callable[[], list[tuple[str, str, Instant]]] | None = getattr(
-        store, "claimed_leases", None
+    leases: Callable[[], list[tuple[str, str, Instant, bool]]] | None = getattr(
+        store, "held_leases", None
     )
     if leases is not None:
-        for key, q, until in leases():
-            if key != skip and until > now:
+        for key, q, until, revoked in leases():
+            if until > now and (revoked or key != skip):
                 counts[q] = counts.get(q, 0) + 1
         return counts
     for rec in claimed_records(store):
         if rec.key != skip and is_live(rec, now):
             q = of(store, rec.key)
+            counts[q] = counts.get(q, 0) + 1
+    kept: Callable[[], list[tuple[str, str, Instant]]] | None = getattr(
+        store, "revoked_leases", None
+    )
+    for _key, q, until in kept() if kept is not None else ():
+        if until > now:  # its runner may still run: the slot stays held
             counts[q] = counts.get(q, 0) + 1
     return counts
 

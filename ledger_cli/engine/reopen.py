@@ -109,6 +109,8 @@ def _block_one(
     while True:
         nxt = cur.replace(status=BLOCKED, blocked_by=blocker, updated_by=actor, updated_at=now)
         if core.swap(key, cur, nxt):
+            if cur.status == CLAIMED:  # its holder loses the lease at its next renewal
+                core.slot_kept(key, cur, now)
             core.emit(events.BLOCKED, key, f"key {key} blocked by {blocker}")
             confirm_block(core, actor, now, key, blocker)
             return True

@@ -1,6 +1,6 @@
-"""Damaged side data: the schedules, the pause, the attempts and the limits a
-store keeps beside its records, changed by hand into values that do not
-decode (SQLite, the JSON store; on PostgreSQL the text columns, the only
+"""Damaged side data: the schedules, the pause, the attempts, the limits and
+the revoked leases a store keeps beside its records, changed by hand into
+values that do not decode (SQLite, the JSON store; on PostgreSQL the text columns, the only
 ones its types let be damaged so), then the commands that read them, each as
 a fresh `ledger` process (tests/cli_support.py).
 
@@ -37,6 +37,9 @@ SETUP = (
     ("run", "j", "--owner", "w", "--lease", "60s", "--", "true"),
     ("limit", "db", "2"),
     ("admit", "q1", "--queue", "db"),
+    ("admit", "r1", "--queue", "db"),
+    ("claim", "r1", "--owner", "w", "--lease", "60s"),
+    ("cancel", "r1"),  # its live lease keeps a slot of db: a revoked lease
 )
 
 
@@ -154,13 +157,13 @@ PAUSED = '{"since": "zzz", "actor": "a", "reason": "r"}'
 
 SQLITE: dict[str, Case] = {
     "schedule-not-before": Case(
-        *_sql("ledger_schedule", f"not_before = '{BAD}'", "not_before"),
+        *_sql("ledger_schedule", f"not_before = '{BAD}' WHERE key = 'later'", "not_before"),
         (("stats",), ("list",), ("snapshot",)),
         "ledger_schedule row of key 'later'",
         _sql_remedy("DELETE FROM ledger_schedule WHERE key = 'later'"),
     ),
     "schedule-priority": Case(
-        *_sql("ledger_schedule", f"priority = '{BAD}'", "priority"),
+        *_sql("ledger_schedule", f"priority = '{BAD}' WHERE key = 'later'", "priority"),
         (("stats",), ("list",)),
         "ledger_schedule row of key 'later'",
         _sql_remedy("DELETE FROM ledger_schedule WHERE key = 'later'"),
@@ -176,6 +179,12 @@ SQLITE: dict[str, Case] = {
         (("stats",), CLAIM),
         "ledger_pause row",
         _command("resume"),
+    ),
+    "revoked-lease-until": Case(
+        *_sql("ledger_revoked", f"lease_until = '{BAD}'", "lease_until"),
+        (("limit",), CLAIM),
+        "ledger_revoked row of key 'r1'",
+        _sql_remedy("DELETE FROM ledger_revoked WHERE key = 'r1'"),
     ),
     "limit-n": Case(
         *_sql("ledger_limit", f"n = '{BAD}'", "n"),
@@ -201,6 +210,19 @@ JSON: dict[str, Case] = {
             ("zero", '{"db": 0}'),
             ("text", f'{{"db": "{BAD}"}}'),
             ("list", "[1, 2, 3]"),
+        )
+    },
+    **{
+        f"revoked-{name}": Case(
+            *_file("revoked.json", data),
+            (("limit",), CLAIM),
+            "revoked.json",
+            _remove("revoked.json"),
+        )
+        for name, data in (
+            ("until", f'[["r1", 1, "db", "{BAD}"]]'),
+            ("short", '[["r1", 1, "db"]]'),
+            ("object", '{"r1": 1}'),
         )
     },
     "schedule-not-before": Case(
@@ -302,7 +324,7 @@ def test_damaged_side_data(
 POSTGRES: dict[str, tuple[str, tuple[tuple[str, ...], ...], str, tuple[str, ...] | str]] = {
     # PostgreSQL's typed columns hold no text in a number: only the times can be damaged.
     "schedule-not-before": (
-        f"UPDATE ledger_schedule SET not_before = '{BAD}'",
+        f"UPDATE ledger_schedule SET not_before = '{BAD}' WHERE key = 'later'",
         (("stats",), ("list",)),
         "ledger_schedule row of key 'later'",
         "DELETE FROM ledger_schedule WHERE key = 'later'",
@@ -312,6 +334,12 @@ POSTGRES: dict[str, tuple[str, tuple[tuple[str, ...], ...], str, tuple[str, ...]
         (("stats",), CLAIM),
         "ledger_pause row",
         ("resume",),
+    ),
+    "revoked-lease-until": (
+        f"UPDATE ledger_revoked SET lease_until = '{BAD}'",
+        (("limit",), CLAIM),
+        "ledger_revoked row of key 'r1'",
+        "DELETE FROM ledger_revoked WHERE key = 'r1'",
     ),
 }
 
@@ -327,7 +355,7 @@ def test_damaged_side_data_on_postgres(name: str) -> None:
     with fresh_schema("ledger_side") as info:
         schema = info.split("search_path=")[1].split()[0].strip("'")
         url = f"{postgres_url()}?options=-csearch_path%3D{schema}"
-        for args in SETUP[:2]:
+        for args in SETUP:
             assert _ledger(url, *args).returncode == 0, args
         with psycopg.connect(info, autocommit=True) as conn:
             assert conn.execute(damage).rowcount == 1

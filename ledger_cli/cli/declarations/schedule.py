@@ -72,4 +72,5 @@ def limit(
     clear: Annotated[bool, flag("--clear", "Remove QUEUE's limit.")] = False,
 ) -> None:
     """Limit QUEUE to N live leases across every worker (a lease that runs out
-    frees its slot); without QUEUE, list the queues with their limits and held slots."""
+    frees its slot; one that cancel, a rebase or a block takes away, only when
+    it would have run out); without QUEUE, list the queues with their limits and held slots."""

@@ -25,7 +25,7 @@ Layout of a store directory (mode 0700; every file 0600):
     queue/, schedule/     a key's queue and its schedule, a small file  (queuefile.py,
                           a key that has one: <digest>.json              schedulefile.py)
     paused.json, limits.json   the pause and the queues' limits          (pausefile.py,
-                                                                         queuefile.py)
+    revoked.json          the revoked leases still holding a slot       queuefile.py)
     history.jsonl         the history of writes, one JSON object a line (historyfile.py,
                           rewritten by `prune` without pruned keys       historyrewrite.py)
     wal.log, wal.applied  the frames of the small writes since the last (wal.py)

@@ -5,6 +5,13 @@ the `default` queue, and `limits.json` (`{QUEUE: N}`) in the store directory,
 each written atomically under the store lock (in the lock hold of the admission or the
 `ledger limit` that set it). A key without a file is in `default`: a record
 the Go service wrote is in `default` and its bytes never change.
+
+`revoked.json` (`[[KEY, FENCE, QUEUE, LEASE_UNTIL], …]`) holds the leases a
+cancel, rebase or block took from a holder that may still run: each holds a
+slot of its queue until its LeaseUntil (engine/revoked.py). It is
+written in the lock hold of the revoking write, before that write's records
+(a crash between leaves a slot held a little longer, never one freed early),
+and each write of it drops the entries ended by then. Absent: none.
 """
 
 from __future__ import annotations
@@ -21,9 +28,12 @@ from ledger_cli.stores.jsonfile.reading import RecordReader
 from ledger_cli.stores.jsonfile.records import key_digest
 
 if TYPE_CHECKING:
+    from ledger_cli.engine.instant import Instant
     from ledger_cli.engine.record import TaskState
 
 LIMITS_NAME = "limits.json"
+REVOKED_NAME = "revoked.json"
+_REVOKED_REMEDY = "remove it (the leases it names then free their slots at once)"
 
 
 class QueueMethods(RecordReader):
@@ -118,3 +128,44 @@ class QueueMethods(RecordReader):
                     "utf-8", "surrogatepass"
                 )
             self._write_root_file(root_fd, LIMITS_NAME, data)
+
+    @store_method
+    def revoked_leases(self) -> list[tuple[str, str, Instant]]:
+        """(key, queue, LeaseUntil) of each revoked lease kept (ended ones too,
+        until the next revocation drops them)."""
+        self._check_open()
+        return [(key, queue, until) for key, _, queue, until in self._revoked()]
+
+    def _revoked(self) -> list[tuple[str, int, str, Instant]]:
+        from ledger_cli.engine.instant import Instant  # revoked leases are rare
+
+        shown = os.path.join(self._root, REVOKED_NAME)
+        data = self._read_root_file(REVOKED_NAME, shown)
+        if data is None:
+            return []
+        out: list[tuple[str, int, str, Instant]] = []
+        try:
+            rows = json.loads(data)
+            if type(rows) is not list:
+                raise TypeError("revoked")
+            for key, fence, queue, until in rows:
+                if not (type(key) is type(queue) is type(until) is str and type(fence) is int):
+                    raise TypeError("revoked")
+                out.append((key, fence, queue, Instant.parse(until)))
+        except (ValueError, TypeError):
+            raise unreadable(shown, "revoked leases", _REVOKED_REMEDY) from None
+        return out
+
+    @store_method
+    def keep_revoked(self, key: str, fence: int, queue: str, until: Instant, now: Instant) -> None:
+        """Keep the revoked lease (`key` at `fence`) until `until`, once; drop
+        those ended by `now`."""
+        self._check_open()
+        with self._locked(create=True) as root_fd:
+            assert root_fd is not None
+            rows = [r for r in self._revoked() if r[3] > now]
+            if not any(r[0] == key and r[1] == fence for r in rows):
+                rows.append((key, fence, queue, until))
+            # ASCII with escapes: a key's lone surrogates (another writer's bytes) read back
+            data = json.dumps([[k, f, q, str(u)] for k, f, q, u in rows]).encode()
+            self._write_root_file(root_fd, REVOKED_NAME, data if rows else None)

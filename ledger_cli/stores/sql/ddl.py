@@ -91,14 +91,23 @@ def schedule(t: Types) -> tuple[str, ...]:
 
 
 def queues(t: Types) -> tuple[str, ...]:
-    """`ledger_queue` and `ledger_limit` (docs/design.md §8.7; queues.py). PostgreSQL
-    makes them with the rest of its schema (postgres_schema.py, under its
-    set-up lock): a `CREATE TABLE IF NOT EXISTS` in two concurrent
-    transactions can fail in one of them."""
+    """`ledger_queue`, `ledger_limit` and `ledger_revoked` (docs/design.md §8.7;
+    queues.py). PostgreSQL makes them with the rest of its schema
+    (postgres_schema.py, under its set-up lock): a `CREATE TABLE IF NOT
+    EXISTS` in two concurrent transactions can fail in one of them."""
     return (
         _keyed(t, "ledger_queue", f"key {t.key} PRIMARY KEY, queue {t.key} NOT NULL"),
         "CREATE INDEX IF NOT EXISTS ledger_queue_by_queue ON ledger_queue (queue, key)",
         _keyed(t, "ledger_limit", f"queue {t.key} PRIMARY KEY, n {t.int} NOT NULL CHECK (n >= 1)"),
+        revoked(t),
+    )
+
+
+def revoked(t: Types) -> str:
+    """`ledger_revoked`: a revoked lease's slot, until its lease_until (queues.py)."""
+    cols = f"key {t.key} NOT NULL, fence {t.uint.format(col='fence')}, queue {t.key} NOT NULL,"
+    return _keyed(
+        t, "ledger_revoked", f"{cols} lease_until {t.text} NOT NULL, PRIMARY KEY (key, fence)"
     )
 
 

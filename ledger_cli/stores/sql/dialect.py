@@ -101,6 +101,10 @@ class SqlDialect:
     def _make_queue_tables(self) -> None:
         """Make them before a first write to them, where the schema may lack them."""
 
+    def _revoked_table(self) -> bool:
+        """`ledger_revoked` exists (an older SQLite file lacks it)."""
+        return True
+
     def _holdable(self, values: Iterable[str]) -> tuple[str, ...]:
         """`values` once each, without those the database cannot hold."""
         return tuple(v for v in dict.fromkeys(values) if self._holds(v))

@@ -2,10 +2,11 @@
 
 The DDL of `ledger_tasks` (the Go table on PostgreSQL: `text COLLATE "C"`
 keys, `numeric(20,0)` unsigned 64-bit numbers), our history, pause,
-schedule, queue and limit tables, and `setup`: one round trip to check the schema is complete
-(SCHEMA_CHECK) and, only when it is not, the DDL under an advisory lock
-(SETUP_LOCK) that serialises concurrent openers, building the ready index and
-the Ready order the first time and replacing an older trigger function.
+schedule, queue, limit and revoked-lease tables, and `setup`: one round trip
+to check the schema is complete (SCHEMA_CHECK) and, only when it is not, the
+DDL under an advisory lock (SETUP_LOCK) that serialises concurrent openers,
+building the ready index and the Ready order the first time and replacing an
+older trigger function.
 """
 
 from __future__ import annotations
@@ -81,6 +82,7 @@ _RELATIONS = (
     "ledger_queue",
     "ledger_queue_by_queue",
     "ledger_limit",
+    "ledger_revoked",
     "ledger_due",
 )
 SCHEMA_CHECK = (

@@ -11,6 +11,7 @@ from ledger_cli.stores.sql.codec import damaged_row, shown
 
 QUEUE_TABLE = "ledger_queue"
 LIMIT_TABLE = "ledger_limit"
+REVOKED_TABLE = "ledger_revoked"
 
 
 EXISTS = "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN (?, ?)"
@@ -30,12 +31,26 @@ UPSERT_LIMIT = (
 
 
 CLAIMED = (
-    "SELECT t.key, coalesce(q.queue, 'default'), t.lease_until FROM ledger_tasks t"
+    "SELECT t.key, coalesce(q.queue, 'default'), t.lease_until, 0 FROM ledger_tasks t"
     " LEFT JOIN ledger_queue q ON q.key = t.key WHERE t.status = 'claimed'"
 )
-CLAIMED_DEFAULT = "SELECT key, 'default', lease_until FROM ledger_tasks WHERE status = 'claimed'"
+"""Every claimed task's queue and lease (held slots, engine/queues.py); 0: not revoked."""
+CLAIMED_DEFAULT = "SELECT key, 'default', lease_until, 0 FROM ledger_tasks WHERE status = 'claimed'"
 """CLAIMED on an SQLite store that has no queue table yet."""
-"""Every claimed task's queue and lease, in one query (held slots, engine/queues.py)."""
+AND_REVOKED = " UNION ALL SELECT key, queue, lease_until, 1 FROM ledger_revoked"
+"""With CLAIMED: the revoked leases too, in the same query (one snapshot: a
+revocation committing meanwhile is seen whole or not at all)."""
+REVOKED_EXISTS = "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?"
+REVOKED = "SELECT key, fence, queue, lease_until FROM ledger_revoked"
+"""`ledger_revoked (key, fence, queue, lease_until)`: the leases a cancel, rebase or
+block took from a holder that may still run, each holding a slot of its queue
+until its lease_until (engine/revoked.py); written in the revoking
+write's transaction, the ended rows dropped by the next such write."""
+KEEP_REVOKED = (
+    "INSERT INTO ledger_revoked (key, fence, queue, lease_until) VALUES ({p}, {p}, {p}, {p})"
+    " ON CONFLICT (key, fence) DO NOTHING"
+)
+DROP_REVOKED = "DELETE FROM ledger_revoked WHERE key = {p} AND fence = {p}"
 LOCK_TASK = "SELECT 1 FROM ledger_tasks WHERE key = {p} FOR UPDATE"
 LOCK_LIMIT = "SELECT n FROM ledger_limit WHERE queue = {p} FOR UPDATE"
 """PostgreSQL: a claim in a queue with a limit locks the queue's limit row

@@ -2,8 +2,8 @@
 the pruned marks, and the ready index's upkeep.
 
 `SqlSideTables` reads and writes `ledger_schedule` (docs/design.md §8.1;
-schedules.py) and `ledger_queue` / `ledger_limit` (docs/design.md §8.7; queues.py),
-prunes records into `ledger_pruned` (docs/design.md §6.4), and checks
+schedules.py) and `ledger_queue` / `ledger_limit` / `ledger_revoked` (docs/design.md
+§8.7; queues.py), prunes records into `ledger_pruned` (docs/design.md §6.4), and checks
 (`ledger doctor`) and rebuilds (`doctor --fix`) the trigger-kept ready index
 and Ready order against `ledger_tasks`, with the objects, checks and range
 statements each dialect declares (INDEX_DDL, INDEX_CHECKS,
@@ -18,7 +18,7 @@ from typing import ClassVar
 
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
-from ledger_cli.stores.sql import codec, queues, rebuildranges, schedules
+from ledger_cli.stores.sql import codec, ddl, queues, rebuildranges, schedules
 from ledger_cli.stores.sql.dialect import SqlDialect
 
 
@@ -112,17 +112,59 @@ class SqlSideTables(SqlDialect):
             self._make_queue_tables()
             self._conn.execute(queues.sql(upsert, self.MARK), (key, value))
 
-    def claimed_leases(self) -> list[tuple[str, str, Instant]]:
-        """Every claimed task's key, queue and LeaseUntil, in one query."""
+    def held_leases(self) -> list[tuple[str, str, Instant, bool]]:
+        """Every lease that may hold a slot, in one query: each claimed task's
+        (key, queue, LeaseUntil, False) and each revoked lease's (key, queue,
+        lease_until, True)."""
         with self._lock:
             self._check_open()
             sql = queues.CLAIMED if self._queue_tables() else queues.CLAIMED_DEFAULT
+            if self._revoked_table():
+                sql += queues.AND_REVOKED
             rows = self._rows("queue", sql)
-        out: list[tuple[str, str, Instant]] = []
-        for k, q, lease in rows:
-            key = codec.read_text(k, "(claimed)", "key")
-            out.append((key, str(q), codec.decode_time(lease, key, "lease_until")))
+        out: list[tuple[str, str, Instant, bool]] = []
+        for k, q, lease, revoked in rows:
+            if revoked:
+                key = codec.read_text(k, "(revoked)", "key")
+                out.append((key, str(q), _revoked_end(key, lease), True))
+            else:
+                key = codec.read_text(k, "(claimed)", "key")
+                out.append((key, str(q), codec.decode_time(lease, key, "lease_until"), False))
         return out
+
+    def revoked_leases(self) -> list[tuple[str, str, Instant]]:
+        """(key, queue, lease_until) of each revoked lease kept in `ledger_revoked`
+        (ended ones too, until the next revocation drops them)."""
+        return [(k, q, until) for k, _, q, until in self._revoked()]
+
+    def _revoked(self) -> list[tuple[str, object, str, Instant]]:
+        with self._lock:
+            self._check_open()
+            rows = self._rows("revoked", queues.REVOKED) if self._revoked_table() else []
+        out: list[tuple[str, object, str, Instant]] = []
+        for k, fence, q, until in rows:
+            key = codec.read_text(k, "(revoked)", "key")
+            out.append((key, fence, str(q), _revoked_end(key, until)))
+        return out
+
+    def keep_revoked(self, key: str, fence: int, queue: str, until: Instant, now: Instant) -> None:
+        """Keep the revoked lease (`key` at `fence`) until `until`, once, in the
+        open transaction; drop the rows ended by `now`."""
+        if not self._holds(key):
+            return  # no record has such a key here: no lease to keep
+        mark = self.MARK
+        keep = queues.sql(queues.KEEP_REVOKED, mark)
+        args = (key, codec.check_uint(fence, "fence", key), queue, codec.encode_time(until))
+        with self.batch(), self._lock, self._errors("revoked"):
+            if not self._revoked_table():
+                self._conn.execute(ddl.revoked(ddl.SQLITE))  # only SQLite's schema lacks it
+            # in one order: two revoking transactions (PostgreSQL) never wait in a circle
+            ended = sorted((k, f) for k, f, _, end in self._revoked() if end <= now)
+            drop = queues.sql(queues.DROP_REVOKED, mark)
+            for stmt, params in [*((drop, pair) for pair in ended), (keep, args)]:
+                if mark == "?" and not all(codec.is_utf8(str(p)) for p in params):
+                    stmt, params = codec.raw_binding(stmt, params)  # another writer's bytes
+                self._conn.execute(stmt, params)
 
     # -- prune (docs/design.md §6.4; engine/prune.py): pruned keys in ledger_pruned ----------
 
@@ -205,6 +247,16 @@ class SqlSideTables(SqlDialect):
                 stmt, args = rebuildranges.statement(sql, (after, last), mark)
                 self._conn.execute(stmt, args)
         return last
+
+
+def _revoked_end(key: str, until: object) -> Instant:
+    """A `ledger_revoked` row's lease_until; damage named by its table and key."""
+    try:
+        return Instant.parse(codec.read_text(until, key, "lease_until"))
+    except ValueError:
+        row = f"the ledger_revoked row of key {codec.shown(key)!r}"
+        remedy = "delete the row (its lease then frees its slot at once)"
+        raise codec.damaged_row(row, "lease_until", "not a time", remedy) from None
 
 
 class _Taken(Exception):

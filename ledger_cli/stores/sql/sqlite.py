@@ -114,6 +114,10 @@ class SQLiteStore(SQLiteConnection, SqlClaims, SqlReads, SqlSideTables):
         for stmt in ddl.queues(ddl.SQLITE):
             self._conn.execute(stmt)
 
+    def _revoked_table(self) -> bool:
+        rows = self._fetchall("queue", queues.REVOKED_EXISTS, (queues.REVOKED_TABLE,))
+        return bool(rows and rows[0][0])
+
     def _queue_page_sql(self, *, lock: bool, limit: int, queues: int) -> str:
         return sqlite_due.queue_page_sql(
             codec.SELECT_COLUMNS, self.LEASE, limit=limit, queues=queues

@@ -1,7 +1,8 @@
 """`ledger doctor`'s check of the side data a store keeps beside its records:
-the pause (docs/design.md §8.3), the schedules (§8.1), the queues and the
-limits (§8.7), each read as the commands read them, so that what makes a
-command exit 9 makes `doctor` exit 9 too, with the same line.
+the pause (docs/design.md §8.3), the schedules (§8.1), the queues, the
+limits and the revoked leases (§8.7), each read as the commands read them,
+so that what makes a command exit 9 makes `doctor` exit 9 too, with the same
+line.
 
 `--fix` leaves them as they are: each is the only copy of what it says (no
 derived index to rebuild from the records), so the line says what the user
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
 
     from ledger_cli.cli.commands.doctor.findings import Findings
 
-READS = ("read_pause", "schedules", "queues", "limits")
+READS = ("read_pause", "schedules", "queues", "limits", "revoked_leases")
 """The store methods that read each kind whole (a store without one keeps none)."""
 
 
