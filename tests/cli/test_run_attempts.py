@@ -63,7 +63,7 @@ def test_run_records_the_attempt_and_tees_its_output(url: str) -> None:
     state = json.loads(ledger(url, "--json", "state", "job").stdout)
     assert [a["n"] for a in state["attempts"]] == [1]
     text = ledger(url, "state", "job").stdout.decode()
-    assert "exit 3" in text and "ledger output job" in text
+    assert "exit 3" in text and "output job" in text  # all of it: ledger --store URL output job
 
 
 def test_retries_each_start_is_an_attempt_and_json(url: str, tmp_path: Path) -> None:
