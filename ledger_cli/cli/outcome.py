@@ -33,10 +33,10 @@ def attempts_of(store: Store, key: str) -> list[Attempt]:
 
 def judged_attempts(store: Store, rec: TaskState, now: Instant) -> list[Attempt]:
     """`rec`'s attempts, each abandoned one marked so (docs/design.md §7.1)."""
-    from ledger_cli.engine.attempts import judge
+    from ledger_cli.engine.attempts import judge, taken_lease
 
     atts = attempts_of(store, rec.key)
-    judge(atts, rec, now)
+    judge(atts, rec, now, taken_lease(store, rec.key))
     return atts
 
 

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
     from ledger_cli.engine.instant import Instant
     from ledger_cli.engine.record import TaskState
+    from ledger_cli.engine.store import Store
 
 KEEP_ATTEMPTS = 16
 """A key keeps its 16 most recent attempts; starting a 17th removes the oldest."""
@@ -193,24 +194,62 @@ class Attempt:
 _ARGS = tuple(n for n in Attempt.__slots__ if n not in ("key", "abandoned"))
 
 
-def is_live(att: Attempt, rec: TaskState | None, now: Instant) -> bool:
+RUNNER_GRACE_NS = 5_000_000_000
+"""After the lease taken from it ends, the time a runner still alive may take
+to record its attempt's end: it stops its command (whole process group) by
+that lease's end, then writes the end, waiting at most 1 s past it for the
+store (cli/commands/run/supervisor.py)."""
+
+
+def is_live(att: Attempt, rec: TaskState | None, now: Instant, held: Instant | None = None) -> bool:
     """Whether `att` may still be running (docs/design.md §7.1): no end is
     recorded, and its task is still claimed under the attempt's fence with a
-    lease that has not run out at `now`. A runner never lets its command
+    lease that has not run out at `now`; or the task was taken from that
+    lease (a rebase, a cancel) and `held`, the end of the lease taken
+    (`taken_lease`: one taken after the attempt started), plus
+    RUNNER_GRACE_NS is still ahead: its runner only learns of it at its next renewal, then
+    stops its command and records the end. A runner never lets its command
     outlive the lease it can prove, and its watchdog kills the command when
-    the runner itself is killed, so past that lease nothing runs the attempt:
-    it is abandoned. Judged from the record alone: a dead runner writes
+    the runner itself is killed, so past that nothing runs the attempt: it
+    is abandoned. Judged from what is stored alone: a dead runner writes
     nothing, so no writer has to run for this to hold."""
-    from ledger_cli.engine.queues import is_live as held
+    from ledger_cli.engine.queues import is_live as lease_live
 
-    return att.ended is None and rec is not None and rec.fence == att.fence and held(rec, now)
+    if att.ended is not None or rec is None:
+        return False
+    if rec.fence == att.fence and rec.status == "claimed":
+        return lease_live(rec, now)
+    # Taken (a cancel bumps the fence, a rebase keeps it with another status):
+    # only a lease taken after the attempt started can be the attempt's.
+    if held is None or now >= held.add_ns(RUNNER_GRACE_NS):
+        return False
+    from ledger_cli.engine.instant import Instant
+
+    try:
+        return Instant.parse(att.started) < held
+    except ValueError:
+        return False
 
 
-def judge(atts: Iterable[Attempt], rec: TaskState | None, now: Instant) -> None:
+def taken_lease(store: Store, key: str) -> Instant | None:
+    """The end of the last live lease taken from `key`'s holder by a rebase or
+    a cancel, as the not-before that write kept (engine/schedule.py
+    `wait_out`; a later not-before given with a rebase stands in for it, an
+    overestimate); None when the key keeps none."""
+    from ledger_cli.engine import schedule
+
+    value = schedule.of(store, key)
+    return None if value is None or value[0].is_zero() else value[0]
+
+
+def judge(
+    atts: Iterable[Attempt], rec: TaskState | None, now: Instant, held: Instant | None = None
+) -> None:
     """Mark each of a key's attempts `abandoned` that has no end recorded and
-    is not live (`is_live`); `rec` is the key's record read with them."""
+    is not live (`is_live`); `rec` is the key's record read with them, `held`
+    its `taken_lease`."""
     for att in atts:
-        att.abandoned = att.ended is None and not is_live(att, rec, now)
+        att.abandoned = att.ended is None and not is_live(att, rec, now, held)
 
 
 def _int(obj: dict[str, Any], name: str) -> int:

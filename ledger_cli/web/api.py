@@ -145,7 +145,7 @@ class Reader:
         """`ledger --json output KEY`: the attempt (judged) and its kept output from byte
         `since` on (the last OUTPUT_MAX bytes at most); None without a record
         or an attempt. `"seen"` is the byte count to ask from next."""
-        from ledger_cli.engine.attempts import judge
+        from ledger_cli.engine.attempts import judge, taken_lease
         from ledger_cli.stores.attemptlog import attempt_log
 
         with self.lock:
@@ -160,7 +160,7 @@ class Reader:
             att, data = log.read_new(key, n, since)
             if att is None:
                 return None
-            judge((att,), rec, self.session.now())
+            judge((att,), rec, self.session.now(), taken_lease(self.store, key))
         # A character the command is still writing waits for the next poll,
         # rather than come out as two replacement characters.
         cut = unfinished_char(data) if att.ended is None and not att.abandoned else 0

@@ -9,7 +9,7 @@ from datetime import timedelta
 
 import pytest
 
-from ledger_cli.engine.attempts import Attempt, is_live, judge
+from ledger_cli.engine.attempts import RUNNER_GRACE_NS, Attempt, is_live, judge
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
 
@@ -62,3 +62,29 @@ def test_an_ended_attempt_keeps_its_outcome() -> None:
     judge([ended, running], HELD, later)  # judged again, from the record alone
     assert (ended.abandoned, running.abandoned) == (False, True)
     assert running.copy().abandoned and running.copy() == running
+
+
+@pytest.mark.parametrize(
+    "rec",
+    [
+        HELD.replace(status="pending", owner="", lease_until=Instant.ZERO),  # rebased
+        HELD.replace(status="failed", fence=4, owner="", lease_until=Instant.ZERO),  # cancelled
+    ],
+    ids=["rebased", "cancelled"],
+)
+def test_a_taken_attempt_runs_until_the_lease_taken_and_the_runner_s_grace(
+    rec: TaskState,
+) -> None:
+    """Its runner learns of it at its next renewal, stops its command by the
+    end of the lease taken (kept as the task's not-before), then records the end."""
+    att = _attempt()
+    held = NOW + timedelta(seconds=10)
+    assert is_live(att, rec, NOW, held)
+    grace = timedelta(microseconds=RUNNER_GRACE_NS // 1000)
+    assert is_live(att, rec, held + grace - timedelta(microseconds=1), held)
+    assert not is_live(att, rec, held + grace, held)  # its runner is gone by now
+    assert not is_live(att, rec, NOW, None)  # no lease was taken from it
+    started_later = Attempt("job", n=2, fence=3, started=str(held + timedelta(seconds=1)))
+    assert not is_live(started_later, rec, NOW, held)  # not its lease
+    judge([att], rec, NOW, held)
+    assert not att.abandoned and att.outcome() == "running"

@@ -101,7 +101,7 @@ def output_cmd(
     if n_wanted == 0:
         raise InputError("ledger: --attempt counts from 1")
     lines = parse_uint(tail, "--tail") if tail is not None else None
-    from ledger_cli.engine.attempts import judge
+    from ledger_cli.engine.attempts import judge, taken_lease
     from ledger_cli.stores.attemptlog import attempt_log
 
     with Session(settings, reads=True) as s:
@@ -113,7 +113,7 @@ def output_cmd(
         att, data = log.read_new(key, n, 0)
         if att is None:
             raise NoRunError(f"ledger: {key} has no attempt {n}")
-        judge((att,), rec, s.now())
+        judge((att,), rec, s.now(), taken_lease(s.store, key))
         dropped = att.output_bytes - len(data)
         if follow and not settings.json:
             _write(last_lines(data, lines) if lines is not None else data)
@@ -150,7 +150,7 @@ def _follow(s: Session, log: AttemptLog, att: Attempt, quiet: bool = False) -> A
     """Print new output until the attempt ends, or is abandoned (docs/design.md
     §7.1: its runner is gone, so no end will come); returns it as last read,
     judged."""
-    from ledger_cli.engine.attempts import is_live
+    from ledger_cli.engine.attempts import is_live, taken_lease
 
     seen = att.output_bytes
     checked = time.monotonic()
@@ -169,7 +169,8 @@ def _follow(s: Session, log: AttemptLog, att: Attempt, quiet: bool = False) -> A
         att = got
         if att.ended is None and time.monotonic() - checked >= RECORD_EVERY:
             checked = time.monotonic()
-            if not is_live(att, s.load(att.key), s.now()):
+            held = taken_lease(s.store, att.key)
+            if not is_live(att, s.load(att.key), s.now(), held):
                 # Read once more: the end lands before the completion, and may have just.
                 again, new = log.read_new(att.key, att.n, seen)
                 if again is None:

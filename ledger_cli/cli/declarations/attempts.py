@@ -30,7 +30,8 @@ def output(
             "--follow",
             "-f",
             help="Keep printing new output until the attempt ends; "
-            "exit 5 when it was abandoned (its runner is gone: its lease is over).",
+            "exit 5 when it was abandoned (its runner is gone: its lease is over; "
+            "one a rebase or cancel took, 5 s past its end).",
         ),
     ] = False,
     tail: Annotated[str | None, option("--tail", "LINES", "Only the last LINES lines.")] = None,

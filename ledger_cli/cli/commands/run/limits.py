@@ -64,7 +64,8 @@ class Deadline:
         self.options = options
         self.start = time.monotonic()
         self.timed_out = False
-        self._kill_at: float | None = None
+        self.kill_at: float | None = None
+        """When SIGKILL is due once SIGTERM went out (None: not yet, or sent)."""
 
     def check(self, signal_group: Callable[[int], object]) -> None:
         """Called while the command runs; `signal_group(signum)` signals its group."""
@@ -76,8 +77,8 @@ class Deadline:
         now = time.monotonic()
         if not self.timed_out and now - self.start >= limit:
             self.timed_out = True
-            self._kill_at = now + self.options.kill_after
+            self.kill_at = now + self.options.kill_after
             signal_group(signal.SIGTERM)
-        elif self._kill_at is not None and now >= self._kill_at:
-            self._kill_at = None
+        elif self.kill_at is not None and now >= self.kill_at:
+            self.kill_at = None
             signal_group(signal.SIGKILL)

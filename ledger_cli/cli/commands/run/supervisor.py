@@ -10,7 +10,8 @@
 - Stopping is SIGTERM, then SIGKILL after STOP_GRACE or by half the margin
   before the end of the lease last proved, whichever comes first (for a signal
   to `run` itself too): the command never outlives a lease the runner cannot
-  prove, even when it ignores SIGTERM.
+  prove, even when it ignores SIGTERM. An attempt ends only when its whole
+  process group is gone (run/group.py), however its main process ended.
 - A completion refused (rebased, cancelled or taken over as the command
   ended by itself) is a lost lease too: exit 5 saying how the command had
   ended, and the attempt's end and output are saved on their own (side data
@@ -130,11 +131,9 @@ class Supervisor(OutcomeWrites):
 
     def _signal_child(self, signum: int) -> None:
         """Signal the command's whole process group (it may outlive the command)."""
-        proc = self.proc
-        if proc is None:
-            return
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signum)
+        if self.proc is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.proc.pid, signum)
 
     def _stop_child(self, grace: float = STOP_GRACE) -> int:
         """SIGTERM the command's process group; SIGKILL it after `grace` seconds."""
@@ -249,12 +248,43 @@ class Supervisor(OutcomeWrites):
                     self._unproved()
                     stopped = True
                     rc = self._stop_child(self.keeper.kill_at() - time.monotonic())
+        self._end_group(deadline, signalled_at, stopped)
         if self.lost is not None and self.signum is None and not stopped:
             self.ended_itself = rc
         if self.lost is not None or self.signum is not None:
-            self._signal_child(signal.SIGKILL)  # stragglers in the group
             return None
         return rc
+
+    def _end_group(self, deadline: Any, signalled_at: float | None, stopped: bool) -> None:
+        """The attempt is over once its whole process group is (run/group.py):
+        SIGTERM to what is left (unless it had one), SIGKILL after --kill-after
+        (STOP_GRACE without --timeout), never past the lease last proved."""
+        from ledger_cli.cli.commands.run import group
+
+        assert self.proc is not None
+        now = time.monotonic()
+        termed = deadline.timed_out or stopped
+        if termed:  # --timeout's SIGTERM (SIGKILL when due), or stopped: SIGKILL sent
+            first = deadline.kill_at if deadline.kill_at is not None else now
+        elif self.signum is not None:
+            termed = passed_on(self.signum) == signal.SIGTERM
+            first = (signalled_at if signalled_at is not None else now) + STOP_GRACE
+        else:
+            first = now + (self.options.kill_after if self.options.timeout else STOP_GRACE)
+        since: list[float] = []
+
+        def kill_by() -> float:
+            self.keeper.start()  # the group runs under the lease: keep it
+            at = time.monotonic()
+            if self.keeper.expired():
+                self._unproved()
+                return at
+            if self.lost is not None or self.signum is not None:
+                since[:] = since or [at]  # since the first poll that saw it
+                return min(first, self._kill_by(since[0]))
+            return min(first, self.keeper.kill_at())
+
+        group.end(self.proc.pid, self._signal_child, kill_by, term=not termed, poll=self.poll)
 
     def _wait(self, pause: float) -> bool:
         """Wait between attempts; True when cut short (lease lost or
