@@ -8,8 +8,9 @@ through `execute.py`.
 
 Exit codes are docs/design.md §4.4's: each error class carries its own (`errors.py`);
 click's usage errors are 2; output that stdout does not take is 74 (closed,
-full); an unexpected exception is 70 (one line on stderr, the traceback only
-with LEDGER_DEBUG=1).
+full), and a quiet 141 when its reader went away (`output.ReaderGone`); an
+unexpected exception is 70 (one line on stderr, the traceback only with
+LEDGER_DEBUG=1).
 """
 
 from __future__ import annotations
@@ -110,7 +111,7 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
     except LedgerError as exc:  # stdout failed (OutputError), at the flush or outside a command
         failed = output.report(exc, False)
         code = code or failed  # a command that failed keeps its own code
-    except BrokenPipeError:
+    except (output.ReaderGone, BrokenPipeError):
         # The reader went away (`ledger list | head`): quiet, as a SIGPIPE'd tool is.
         output.devnull_on(sys.stdout.fileno())
         code = EXIT_BROKEN_PIPE

@@ -34,7 +34,7 @@ def execute(settings: Settings, fn: Callable[..., int], **kwargs: Any) -> int:
     except KeyboardInterrupt:
         output.diag("ledger: interrupted")
         return EXIT_INTERRUPTED
-    except BrokenPipeError:
-        raise
+    except BrokenPipeError:  # a stdout not guarded (an embedding's): as `_Stdout` tells it
+        raise output.ReaderGone from None
     except Exception as exc:
         return output.report_internal(exc, settings.json)

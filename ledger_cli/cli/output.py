@@ -138,23 +138,41 @@ def note_committed() -> None:
         _committed.append(True)
 
 
+class ReaderGone(BaseException):
+    """Stdout's reader went away (`ledger list | head`): `_Stdout` raises it
+    in place of BrokenPipeError, so that no `except OSError` on the way up
+    (typer's, which exits 1; rich's, which exits 1; a command's) makes it
+    another exit code. Like KeyboardInterrupt it is no `Exception`: it passes
+    every handler up to app.main, which exits 141, quietly (docs/design.md §4.4)."""
+
+
 class _Stdout(io.FileIO):
     """Descriptor 1 under `sys.stdout` (`guard_streams`): a write that fails
     raises OutputError, which the top level reports (exit 74), so a full disk
-    or a closed stdout is told from a bug's OSError (exit 70)."""
+    or a closed stdout is told from a bug's OSError (exit 70); a reader gone
+    raises ReaderGone (exit 141). A write writes all of `b` or fails: the
+    text layer above an unbuffered stdout (PYTHONUNBUFFERED, `python -u`)
+    ignores a short count, and would drop the rest."""
 
     closed_at_start = False
 
     def write(self, b: Any, /) -> int:  # Any: typeshed's buffer type is private
+        view = memoryview(b).cast("B")
+        done = 0
         try:
-            return super().write(b)
+            while done < len(view):
+                n = super().write(view[done:])
+                if n is None:  # a non-blocking stdout that is full
+                    raise BlockingIOError("stdout would block")
+                done += n
         except BrokenPipeError:
-            raise  # the reader went away: app.main's quiet 141
+            raise ReaderGone from None
         except OSError as exc:
             from ledger_cli.errors import OutputError
 
             why = "it is closed" if self.closed_at_start else exc.strerror or str(exc)
             raise OutputError(f"{OUTPUT_FAILED}: {why}") from None
+        return done
 
 
 def guard_streams() -> None:

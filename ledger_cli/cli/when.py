@@ -85,7 +85,8 @@ def batch_members(where: str, obj: dict[str, Any]) -> tuple[Instant | None, int]
         try:
             not_before = parse_time(nb_raw, '"not_before"')
         except InputError as exc:
-            raise InputError(f"{where}: {exc}", "bad_batch") from None
+            detail = str(exc).removeprefix("ledger: ")  # the line's own prefix once
+            raise InputError(f"{where}: {detail}", "bad_batch") from None
     priority = obj.get("priority", 0)
     if type(priority) is not int or not -1000 <= priority <= 1000:
         raise InputError(f'{where}: "priority" must be {_RANGE}', "bad_batch")

@@ -69,7 +69,7 @@ def test_corrupt_and_invalid_records_are_each_named(tmp_path: Path) -> None:
     res = run_ledger(store, "--json", "doctor")
     assert res.returncode == 9
     problems = json.loads(res.stdout)["problems"]
-    assert any(p.startswith(f"{first}: corrupt record: ledger: decode:") for p in problems)
+    assert any(p.startswith(f"{first}: corrupt record: decode:") for p in problems)
     assert any(
         p.startswith(f"{second}: invalid record:") and "unknown status" in p for p in problems
     )

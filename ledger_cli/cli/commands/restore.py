@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
     from ledger_cli.engine.instant import Instant
     from ledger_cli.engine.record import TaskState
+    from ledger_cli.errors import ValidationError
 
 
 def _check_records(tasks: tuple[TaskState, ...], limit: int = UINT64_MAX) -> None:
@@ -53,6 +54,14 @@ def _check_records(tasks: tuple[TaskState, ...], limit: int = UINT64_MAX) -> Non
             except InputError as exc:
                 detail = str(exc).removeprefix("ledger: ")
                 raise ValidationError(f"ledger: snapshot entry {i}: {detail}") from None
+
+
+def _prefixed_once(exc: ValidationError) -> ValidationError:
+    """Go's Snapshot.Validate text, `ledger: snapshot entry I: ledger: task …`
+    (engine/snapshot.py keeps it to the letter), as every error line reads:
+    `ledger:` once, as `output.at_line` makes a batch line's."""
+    head, sep, rest = str(exc).partition(": ledger: ")
+    return type(exc)(f"{head}: {rest}") if sep else exc
 
 
 def _on(limit: int) -> str:
@@ -123,12 +132,15 @@ def restore(settings: Settings, source: str) -> int:
     from ledger_cli.cli.chunks import chunked, gap_for
     from ledger_cli.cli.inputs import MAX_INPUT_BYTES
     from ledger_cli.engine.snapshot import Snapshot
-    from ledger_cli.errors import RestoreConflictError
+    from ledger_cli.errors import RestoreConflictError, ValidationError
 
     data = read_source(
         source, "snapshot", MAX_INPUT_BYTES, "restore it in parts (split its Tasks array)"
     )
-    snap = Snapshot.decode(data)
+    try:
+        snap = Snapshot.decode(data)
+    except ValidationError as exc:
+        raise _prefixed_once(exc) from None
     from ledger_cli.engine import prune, queues, schedule, wireext
 
     extensions = wireext.decode(data)

@@ -89,4 +89,8 @@ def run(
     ] = None,
     queue: Queues = None,
 ) -> None:
-    """Claim, run `-- CMD…` under the lease (renewed), complete by its exit status."""
+    """Claim, run `-- CMD…` under the lease (renewed), complete by its exit status.
+
+    A KEY that starts with `-` goes after a `--` of its own, then the command
+    after a second one: `ledger run [OPTIONS] -- -x -- CMD…`.
+    """

@@ -100,12 +100,12 @@ def _decode(data: bytes, shown: str, *, fast: bool) -> TaskState:
             from ledger_cli.engine.wire.decode import record_from_json
 
             rec = record_from_json(text)
-    except DecodeError as exc:
-        raise fail(shown, f"corrupt record: {exc}") from None
+    except DecodeError as exc:  # (the line's `ledger:` prefix once: fail's)
+        raise fail(shown, f"corrupt record: {str(exc).removeprefix('ledger: ')}") from None
     try:
         rec.validate()
     except ValidationError as exc:
-        raise fail(shown, f"invalid record: {exc}") from None
+        raise fail(shown, f"invalid record: {str(exc).removeprefix('ledger: ')}") from None
     return rec
 
 

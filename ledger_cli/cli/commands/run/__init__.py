@@ -70,7 +70,13 @@ from ledger_cli.cli.commands.run.outcome import LeaseLostError, exit_code
 from ledger_cli.cli.commands.run.signals import Early, with_signals
 from ledger_cli.cli.commands.run.supervisor import DEFAULT_BACKOFF, STOP_GRACE, Supervisor
 from ledger_cli.cli.context import Session, Settings
-from ledger_cli.cli.inputs import InputError, parse_duration, parse_uint, validate_text
+from ledger_cli.cli.inputs import (
+    InputError,
+    parse_duration,
+    parse_uint,
+    require_keys,
+    validate_text,
+)
 from ledger_cli.cli.outage import Outage, is_outage, margin_of, open_session, parse_give_up
 from ledger_cli.errors import NoKeyError, StoreError
 
@@ -108,6 +114,11 @@ def run(
     until_idle: bool = False,
     queue: list[str] | None = None,
 ) -> int:
+    if key is None and not next_ and command[1:2] == ["--"]:
+        # `run [OPTIONS] -- KEY -- CMD…`: a KEY that starts with `-` (one the options
+        # would take for an option), as `claim … -- KEY` takes it.
+        key, command = command[0], command[2:]
+        require_keys({"key": key})
     if until_idle and not drain:
         raise InputError("ledger: --until-idle goes with --drain")
     if drain and key is not None:
