@@ -150,6 +150,8 @@ def restore(settings: Settings, source: str) -> int:
     tasks = _pruned_forms(snap.tasks or (), marked)
     with Session(settings) as s:
         now = s.now()
+        # Damage its commit would refuse stops it before its first file.
+        getattr(s.store, "refuse_damage", lambda: None)()
         for rec in tasks:
             if s.load(rec.key) is not None:
                 raise RestoreConflictError(_taken(rec.key))

@@ -313,6 +313,24 @@ class JsonFileStore(
         pending = list(batch.history) if batch is not None and batch.mine() else []
         return historyfile.stream(self._root, key, pending, self._refuse_torn_history)
 
+    @store_method
+    def refuse_damage(self) -> None:
+        """Before a write that cannot be undone in part (`ledger restore`: its
+        pruned lines and side files land before its records' commit), what
+        that commit would refuse: a damaged tally, a lost or torn history
+        (StoreDamageError, nothing written)."""
+        self._check_open()
+        from ledger_cli.stores.jsonfile import tally
+
+        with self._locked(create=False) as root_fd:
+            if root_fd is None:
+                return
+            tally.read_counts(self._root, root_fd)
+            if historyfile.is_lost(self._root, root_fd):
+                raise historyfile.lost_history(self._root)
+            if historyfile.torn_tail(self._root, root_fd) is not None:
+                raise historyfile.damaged_history(self._shown(layout.HISTORY_NAME))
+
     def _refuse_torn_history(self) -> None:
         """A read met a torn last line: an append in progress, or damage when
         it is still there under the store lock, whose taking replays the
