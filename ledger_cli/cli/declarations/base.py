@@ -250,7 +250,11 @@ Next = Annotated[bool, flag("--next", "Claim the oldest ready task.")]
 Wait = Annotated[str | None, option("--wait", "D", "With --next: poll up to D for a ready task.")]
 GiveUp = Annotated[
     str | None,
-    option("--give-up-after", "D", "Ride out a store outage for up to D, then exit 9 (5m)."),
+    option(
+        "--give-up-after",
+        "D",
+        "With --wait or --drain: ride out a store outage for up to D, then exit 9 (5m).",
+    ),
 ]
 Queues = Annotated[
     list[str] | None,
