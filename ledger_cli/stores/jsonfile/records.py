@@ -78,7 +78,11 @@ def decode_record_file(
     if summed is False:
         raise fail(shown, "corrupt record: checksum mismatch (the file was damaged or edited)")
     if summed is None and checksummed:
-        raise fail(shown, "corrupt record: its checksum is missing (the file is damaged)")
+        raise fail(
+            shown,
+            "corrupt record: no checksum where the store writes it, at the file's very end "
+            "(the file is damaged, or was edited: an editor's final newline moves it)",
+        )
     if digest is not None and key_digest(rec.key) != digest:
         raise fail(shown, f"holds key {rec.key!r}, which belongs elsewhere")
     return rec
