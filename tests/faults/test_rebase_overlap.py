@@ -128,3 +128,27 @@ def test_a_runner_rebased_between_attempts_does_not_say_it_stopped_the_command(
         if w1.poll() is None:
             w1.kill()
             w1.wait()
+
+
+def test_a_command_that_exits_when_asked_to_stop_is_said_to_have_ended(tmp_path: Path) -> None:
+    """Rebased while its command runs: the runner asks it to stop (SIGTERM);
+    a command that ignores that and exits by itself before the SIGKILL is
+    reported as ended with its status, not as stopped."""
+    store = tmp_path / "s"
+    assert run_ledger(store, "admit", "job").returncode == 0
+    began = tmp_path / "began"
+    body = f"trap '' TERM; touch {began}; sleep {LEASE / 2:g}"
+    run = ("run", "job", "--owner", "w1", "--lease", f"{LEASE:g}s")
+    w1 = start_ledger(store, *run, "--", "sh", "-c", body, cwd=tmp_path)
+    try:
+        wait_until(began.exists, "the command to start")
+        res = run_ledger(store, "admit", "job", "--seq", "2")
+        assert res.stdout == "admitted\n", res.stderr
+        assert w1.wait(timeout=HANG) == 5
+        assert w1.stderr is not None
+        said = w1.stderr.read()
+        assert "the command had ended with exit status 0" in said, said
+    finally:
+        if w1.poll() is None:
+            w1.kill()
+            w1.wait()

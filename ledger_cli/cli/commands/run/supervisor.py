@@ -249,8 +249,8 @@ class Supervisor(OutcomeWrites):
                     stopped = True
                     rc = self._stop_child(self.keeper.kill_at() - time.monotonic())
         self._end_group(deadline, signalled_at, stopped)
-        if self.lost is not None and self.signum is None and not stopped:
-            self.ended_itself = rc
+        if self.lost is not None and self.signum is None and (not stopped or (rc or 0) >= 0):
+            self.ended_itself = rc  # by itself, or exiting when asked: not killed by a signal
         if self.lost is not None or self.signum is not None:
             return None
         return rc
