@@ -59,6 +59,8 @@ def assert_full_until_end(url: str) -> None:
     res = run_ledger(url, "--now", MID, *runs)
     assert res.returncode == 7, res.stderr
     assert res.stderr == f"ledger: nothing is ready to claim; {full}\n"
+    idle = run_ledger(url, "--now", MID, *runs[:2], "--drain", "--until-idle", *runs[2:])
+    assert (idle.returncode, idle.stderr) == (7, f"ledger: nothing is ready to claim; {full}\n")
     assert held(url, JUST_BEFORE) == 1
     assert held(url, END) == 0
     assert ok(url, "doctor").endswith("no problems found\n")

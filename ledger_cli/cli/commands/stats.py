@@ -259,7 +259,7 @@ def human(stats: Stats, to_file: bool, queues: bool = False) -> str:
     if stats.scheduled:
         table.add_row("scheduled", str(stats.scheduled))
     if stats.paused:
-        table.add_row("paused", "yes: --next claims wait for ledger resume")
+        table.add_row("paused", "yes: --next claims exit 7 until ledger resume (--wait waits)")
     if queues:
         from rich.text import Text  # a queue name is shown as text, never as markup
 

@@ -151,7 +151,7 @@ def view(
 
         held = paused(store)
         since = held.describe() if held is not None else ""
-        banner = f" PAUSED {since}: --next claims wait for ledger resume "
+        banner = f" PAUSED {since}: --next claims exit 7 until ledger resume "
         parts.insert(1, Text(banner, style="bold white on red"))
     if total > len(shown):
         parts.append(Text(f"… and {total - len(shown)} more", style="dim"))

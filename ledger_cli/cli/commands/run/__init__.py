@@ -221,6 +221,8 @@ class Drainer:
         """--queue: claim only from these queues (None: every queue)."""
         self.paused: PausedError | None = None
         """Why the last claim found nothing: the store is paused (None: it is not)."""
+        self.idle: NothingReadyError | None = None
+        """The last claim's refusal (naming a full queue): said when none ran."""
         self.held_cap = max(margin_of(lease_td.total_seconds()), 0.01)
         """Seconds: the longest pause between polls while another worker holds a lease."""
         from ledger_cli.cli.commands.run.attempts import ClaimStart
@@ -250,8 +252,8 @@ class Drainer:
                 got = claim_next_timed(
                     self.s, self.owner, self.lease, None, None, self.begin, queues=self.queues
                 )
-            except NothingReadyError as exc:
-                got = None
+            except NothingReadyError as exc:  # its line, a full queue named, if none ran
+                got, self.idle = None, exc
                 self.paused = exc if isinstance(exc, PausedError) else None
             except StoreError as exc:
                 if not is_outage(exc):
@@ -337,7 +339,7 @@ class Drainer:
         if self.paused is not None:
             raise self.paused
         if ran == 0:
-            raise NothingReadyError()
+            raise self.idle or NothingReadyError()
         return 0
 
     def _claim_after(self, attempt: Attempt, sent: float) -> tuple[TaskState, int, float] | None:
