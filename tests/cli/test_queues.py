@@ -405,6 +405,9 @@ def test_state_shows_the_queue_and_a_wait_for_a_slot(url: str) -> None:
     assert "waiting for a slot in q (1 of 1 held)\n" in text
     assert "waiting" not in ok(url, "--now", LATER, "state", "b")  # a's lease ran out
     assert json.loads(ok(url, "--json", "state", "b"))["Queue"] == "q"
+    # Not due yet: its not-before, not the slot, is what it waits for.
+    ok(url, "--now", T0, "admit", "c", "--queue", "q", "--delay", "1h")
+    assert "waiting" not in ok(url, "--now", T0, "state", "c")
 
 
 def test_takeover_is_refused_when_others_took_the_slot_meanwhile(url: str) -> None:

@@ -44,7 +44,9 @@ def state(settings: Settings, key: str) -> int:
         given = settings.store if settings.store != os.environ.get("LEDGER_STORE") else None
         runs = state_attempts(s.store, rec, now, given)
         waiting = None
-        if rec.status == "pending" and all(v == "completed" for v in need_status.values()):
+        # Ready by the rule (its needs completed, due) but its queue is full.
+        due = kept is None or schedule.due(rec, kept) <= now
+        if rec.status == "pending" and due and all(v == "completed" for v in need_status.values()):
             slots = queues.Slots(s.store, now)
             if slots.full(queue):  # ready by the rule, but its queue is at its limit
                 n, held = slots.limits[queue], slots.held.get(queue, 0)
