@@ -224,3 +224,42 @@ def test_an_older_store_gets_its_history_mark_at_the_next_append(tmp_path: Path)
     res = _ledger(store, "admit", "e")
     assert res.returncode == 9 and "the history is missing" in res.stderr
     assert not (store / "history.jsonl").exists()
+
+
+def test_drop_damaged_after_a_restart_rolls_no_newer_record_back(tmp_path: Path) -> None:
+    """wal.log cut inside its second frame, wal.applied from another boot (as
+    after a restart): --drop-damaged replays the first frame (a's admit), but
+    a's record file, completed by a later frame, is newer and intact: it is
+    kept, with its history, and no claim hands `a` out again at fence 1."""
+    store = tmp_path / "store"
+    assert _ledger(store, "admit", "a").returncode == 0
+    first = (store / "wal.log").stat().st_size
+    assert _ledger(store, "admit", "b").returncode == 0
+    assert _ledger(store, "claim", "a", "--owner", "w", "--lease", "1h").stdout.strip() == "1"
+    assert _ledger(store, "complete", "a", "--owner", "w", "--fence", "1").returncode == 0
+    assert _ledger(store, "admit", "c").returncode == 0
+    mark = store / "wal.applied"
+    mark.write_bytes(b"Z" + mark.read_bytes()[1:])  # another boot's mark
+    with open(store / "wal.log", "r+b") as log:
+        log.truncate(first + 10)
+
+    refused = _ledger(store, "doctor", "--fix")
+    assert refused.returncode == 9 and "--drop-damaged" in refused.stdout, refused.stdout
+    res = _ledger(store, "doctor", "--fix", "--drop-damaged")
+    assert res.returncode == 0, res.stdout
+    assert (
+        f"the writes past byte {first} are lost, except those already in the record files (kept)"
+        in res.stdout
+    ), res.stdout
+    listed = json.loads(_ledger(store, "list", "--json").stdout)
+    assert {r["Key"]: (r["Status"], r["Fence"]) for r in listed} == {
+        "a": ("completed", 1),
+        "b": ("pending", 0),
+        "c": ("pending", 0),
+    }
+    assert _events(store, "a") == ["ledger.admitted", "ledger.claimed", "ledger.completed"]
+    clean = _ledger(store, "doctor")
+    assert clean.returncode == 0 and "problem:" not in clean.stdout, clean.stdout
+    for _ in range(3):
+        claimed = _ledger(store, "claim", "--next", "--owner", "z", "--lease", "1m")
+        assert not claimed.stdout.startswith("a "), claimed.stdout

@@ -9,7 +9,8 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from ledger_cli.stores.jsonfile import apply, fsutil, journal, tally, wal
+from ledger_cli.errors import StoreError
+from ledger_cli.stores.jsonfile import apply, fsutil, historyfile, journal, tally, wal
 from ledger_cli.stores.jsonfile.layout import JOURNAL_NAME, LIVE_STATUSES, RECORDS_DIR
 from ledger_cli.stores.jsonfile.reading import RecordReader
 
@@ -40,35 +41,37 @@ class CommitMethods(RecordReader):
         if data is not None:
             journal.replay(self._root, root_fd, data, self._checksummed, self._write_records)
         how = wal.Replay(
-            lambda frame: journal.apply_again(
+            lambda frame, cut_short: journal.apply_again(
                 self._root,
                 root_fd,
                 frame,
                 self._checksummed,
-                self._write_records,
+                self._write_kept(root_fd) if cut_short else self._write_records,
                 wal.WAL_NAME,
                 "log",
             ),
-            lambda frames: self._rewrite_logged(root_fd, frames),
+            lambda frames, cut_short: self._rewrite_logged(root_fd, frames, cut_short),
             lambda: journal.drop_indexes(self._root, root_fd),
         )
         done = wal.recover(self._root, root_fd, how, self._repair_log)
         if done is not None:
             self.log_repaired = done
 
-    def _rewrite_logged(self, root_fd: int, frames: list[bytes]) -> None:
+    def _rewrite_logged(self, root_fd: int, frames: list[bytes], cut_short: bool) -> None:
         """After a restart of the machine: every record the log names, written
-        with its newest bytes before anything reads records (wal.recover)."""
-        newest: dict[str, bytes] = {}
+        with its newest bytes before anything reads records (wal.recover);
+        `cut_short` (frames before a damage): not over a newer record file."""
+        newest: dict[str, tuple[TaskState, bytes]] = {}
         for frame in frames:
-            for digest, (_, data) in journal.decode_records(
-                self._root, frame, self._checksummed, wal.WAL_NAME
-            ).items():
-                newest[digest] = data
+            newest.update(
+                journal.decode_records(self._root, frame, self._checksummed, wal.WAL_NAME)
+            )
+        if cut_short:
+            newest = self._not_newer_on_disk(root_fd, newest)[0]
         rfd = fsutil.open_subdir(root_fd, RECORDS_DIR, self._shown(RECORDS_DIR), create=True)
         assert rfd is not None
         try:
-            for digest, data in newest.items():
+            for digest, (_, data) in newest.items():
                 sfd = fsutil.open_subdir(
                     rfd, digest[:2], self._shown(RECORDS_DIR, digest[:2]), create=True
                 )
@@ -80,6 +83,47 @@ class CommitMethods(RecordReader):
                     os.close(sfd)
         finally:
             os.close(rfd)
+
+    def _not_newer_on_disk(
+        self, root_fd: int, records: dict[str, tuple[TaskState, bytes]]
+    ) -> tuple[dict[str, tuple[TaskState, bytes]], set[str]]:
+        """`records` but those whose record file on disk is intact and newer (a
+        higher Rev: written after them, by a frame past a damage, so committed),
+        and the digests of those left out."""
+        newer: set[str] = set()
+        for digest, (rec, _) in records.items():
+            try:
+                on_disk = self._read_digest(root_fd, digest)
+            except StoreError:
+                continue  # damaged: the frame's record is the one to keep
+            if on_disk is not None and on_disk.rev > rec.rev:
+                newer.add(digest)
+        return {d: r for d, r in records.items() if d not in newer}, newer
+
+    def _write_kept(self, root_fd: int) -> journal.WriteRecords:
+        """`_write_records` for a frame before a damage in wal.log (doctor --fix
+        --drop-damaged): a frame past the damage may have written records,
+        attempt files and history lines after it, which are kept, never rolled
+        back. The tally and indexes are rebuilt after (wal._apply)."""
+
+        def write(
+            records: dict[str, tuple[TaskState, bytes]],
+            history: list[bytes],
+            history_at: int | None,
+            counts: tally.Counts | None,
+            durable: apply.Durability,
+            attempts: list[attemptfiles.Op],
+            moved: set[str] | None,
+        ) -> None:
+            records, newer = self._not_newer_on_disk(root_fd, records)
+            attempts = [op for op in attempts if op[0] not in newer]
+            if history_at is not None and historyfile.holds(
+                self._root, root_fd, history, history_at
+            ):
+                history, history_at = [], None  # in place: a cut would drop later lines
+            self._write_records(records, history, history_at, None, durable, attempts, None)
+
+        return write
 
     def _on_file(self, root_fd: int, batch: PendingBatch, digest: str) -> TaskState | None:
         """The record file of `digest` as on disk before `batch` (not pruned/)."""

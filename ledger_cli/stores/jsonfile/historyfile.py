@@ -247,6 +247,27 @@ def append_lines(
         fsutil.fsync_fd(root_fd, root)
 
 
+def holds(root: str, root_fd: int, lines: list[bytes], at: int) -> bool:
+    """Whether history.jsonl holds `lines` at byte `at` already (a frame
+    replayed over a history written past it: doctor --fix --drop-damaged)."""
+    data = b"".join(lines)
+    path = shown(root, HISTORY_NAME)
+    try:
+        fd = os.open(
+            HISTORY_NAME, os.O_RDONLY | fsutil.O_NOFOLLOW | fsutil.O_CLOEXEC, dir_fd=root_fd
+        )
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise fsutil.open_failed(path, exc) from None
+    try:
+        return os.pread(fd, len(data), at) == data
+    except OSError as exc:
+        raise fail(path, "cannot read", exc) from None
+    finally:
+        os.close(fd)
+
+
 def parse_history(data: bytes, shown: str) -> list[HistoryEntry]:
     lines = data.split(b"\n")
     lines.pop()  # b"" after a final newline; else a line torn by a crash: ignored

@@ -57,7 +57,6 @@ BOOT_ID = "/proc/sys/kernel/random/boot_id"
 _APPEND = os.O_WRONLY | os.O_APPEND | os.O_CREAT | fsutil.O_NOFOLLOW | fsutil.O_CLOEXEC
 _RDWR = os.O_RDWR | os.O_CREAT | fsutil.O_NOFOLLOW | fsutil.O_CLOEXEC
 
-
 _boot: dict[str, str | None] = {}
 
 
@@ -313,14 +312,15 @@ Repair = Literal["no", "applied", "lossy"]
 class Replay:
     """How the store applies frames (recover, set_aside): `replay` one, as a journal
     replay does, unsynced; after a restart, `rewrite_records` of every frame first
-    (so no record the rebuilds read is torn), and `drop_indexes` (rebuilt after)."""
+    (so no record the rebuilds read is torn), and `drop_indexes` (rebuilt after).
+    Their flag (set_aside's frames before a damage): keep newer record files."""
 
     __slots__ = ("drop_indexes", "replay", "rewrite_records")
 
     def __init__(
         self,
-        replay: Callable[[bytes], None],
-        rewrite_records: Callable[[list[bytes]], None],
+        replay: Callable[[bytes, bool], None],
+        rewrite_records: Callable[[list[bytes], bool], None],
         drop_indexes: Callable[[], None],
     ) -> None:
         self.replay, self.rewrite_records, self.drop_indexes = replay, rewrite_records, drop_indexes
@@ -364,12 +364,14 @@ def recover(root: str, root_fd: int, how: Replay, repair: Repair = "no") -> tupl
     return None
 
 
-def _apply(how: Replay, frames: list[bytes], restarted: bool) -> None:
+def _apply(how: Replay, frames: list[bytes], restarted: bool, cut_short: bool = False) -> None:
     if restarted:
-        how.rewrite_records(frames)
+        how.rewrite_records(frames, cut_short)
         how.drop_indexes()
     for payload in frames:
-        how.replay(payload)
+        how.replay(payload, cut_short)
+    if cut_short and frames:
+        how.drop_indexes()  # the records kept may not be the frames' counts
 
 
 def _set_aside(
@@ -379,12 +381,14 @@ def _set_aside(
     of them after a restart, start 0), everything applied made durable, and
     the log moved into damaged/ with its bytes kept. Writes in frames past
     the damage are lost: after a restart the operator accepts that with
-    --drop-damaged; in this boot they were applied before the damage was met."""
+    --drop-damaged; in this boot they were applied before the damage was met.
+    Their record files and history lines on disk are never rolled back."""
     frames, end, _ = read_frames(root, root_fd, start, lenient=True)
-    _apply(how, frames, restarted)
+    _apply(how, frames, restarted, cut_short=True)
     _sync_all(root, root_fd)
     lost = lost or restarted
-    what = f"the writes past byte {end} are lost" if lost else "its writes are durable"
+    kept = ", except those already in the record files (kept)"
+    what = f"the writes past byte {end} are lost{kept}" if lost else "its writes are durable"
     gone = not layout.exists(root, root_fd, WAL_NAME)
     aside = None if gone else layout.move_aside(root, root_fd, WAL_NAME)
     # Only now, with no log left to replay: a crash before this leaves a mark

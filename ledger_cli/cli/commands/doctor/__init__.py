@@ -274,7 +274,8 @@ def _open(settings: Settings, found: Findings, fix: bool, drop_damaged: bool) ->
     JSON store whose wal.log is damaged is refused by every command, and
     here reported; `--fix` sets the log aside when every write it held was
     applied, and `--fix --drop-damaged` even after a restart (the writes past
-    the damage are lost: a history line says so)."""
+    the damage are lost, but for the record files they reached, which no
+    replay rolls back: a history line says so; wal._set_aside)."""
     from ledger_cli.stores.jsonfile.wal import LogDamageError
 
     try:
