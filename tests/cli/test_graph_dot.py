@@ -68,3 +68,29 @@ def test_svg_texts_and_entity_titles_show_each_key_as_stored(dot_text: str) -> N
     assert set(ENTITIES + BACKSLASHES) <= texts
     titles = {t.text for t in root.iter(f"{SVG}title")}
     assert set(ENTITIES) <= titles  # a hover tooltip: no entity decoded either
+
+
+def test_keys_a_go_service_stored_with_controls_stay_distinct_and_valid(tmp_path: Path) -> None:
+    """Keys the command line refuses but a Go service may store (ESC, CR, LF):
+    each is its own node in the DOT (CR and LF were both `\\n`, one node), no
+    control reaches Graphviz's SVG or ours (XML 1.0 holds none of them)."""
+    import contextlib
+
+    from tests.go_support import go_db, go_row
+
+    db = tmp_path / "go.db"
+    keys = ["a\x1bb", "k\rx", "k\nx", "kx"]
+    with contextlib.closing(go_db(db)) as conn:
+        for key in keys:
+            go_row(conn, key=key, status="pending")
+        conn.commit()
+    store = f"sqlite:///{db}"
+    dot = run_ledger(store, "graph")
+    assert dot.returncode == 0, dot.stderr
+    nodes = [line for line in render(dot.stdout, "plain").splitlines() if line.startswith("node ")]
+    assert len(nodes) == len(keys)
+    ET.fromstring(render(dot.stdout, "svg"))  # well-formed
+    ours = run_ledger(store, "graph", "--format", "svg")
+    assert ours.returncode == 0, ours.stderr
+    root = ET.fromstring(ours.stdout)
+    assert "a\\x1bb" in {t.text for t in root.iter(f"{SVG}text")}

@@ -9,14 +9,18 @@ def quote(text: str) -> str:
     """A DOT double-quoted string: quotes escaped, backslashes doubled (so a
     key ending in one cannot escape the closing quote, and a label shows it
     once instead of reading `\\N` or `\\l` as an escape), line breaks (never
-    in a valid key, but a damaged store is untrusted) as `\\n`, and `&` as
+    in a valid key, but a damaged store is untrusted) as `\\n` and `\\r` (two
+    distinct IDs), any other control as its escape, shown (`\\x1b`: Graphviz
+    would copy it into its SVG, which XML cannot hold), and `&` as
     `&amp;`: Graphviz decodes HTML entities in labels (and its SVG keeps an
     ID's entities as markup), so a key `x&#8238;y` would otherwise be drawn
     as a right-to-left override. In a node ID (`dot -Tplain`'s node names)
     the doubled backslashes and `&amp;` stay as written, so distinct keys
     keep distinct IDs; in `dot -Tsvg`'s titles `&amp;` reads as `&`."""
     body = text.replace("\\", "\\\\").replace('"', '\\"').replace("&", "&amp;")
-    body = body.replace("\r", "\\n").replace("\n", "\\n")
+    body = body.replace("\r", "\\r").replace("\n", "\\n")
+    if not body.isprintable():  # another control: its escape, shown (`\\x1b`)
+        body = "".join(c if c.isprintable() else ascii(c)[1:-1].replace("\\", "\\\\") for c in body)
     return f'"{body}"'
 
 

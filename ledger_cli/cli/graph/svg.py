@@ -7,7 +7,7 @@ Node groups carry `class="node status-STATUS"` and `data-key="KEY"`.
 
 from __future__ import annotations
 
-from xml.sax.saxutils import escape, quoteattr
+from xml.sax import saxutils
 
 from ledger_cli.cli.graph import layout
 from ledger_cli.cli.graph.model import BLOCKING_COLOUR, EDGE_COLOUR, Graph, fill
@@ -18,6 +18,23 @@ MAX_NODES = 2000
 
 class TooLargeError(ValueError):
     """The graph has more than MAX_NODES nodes."""
+
+
+def _shown(text: str) -> str:
+    """A key (or status) as drawn: each character that is not printable as its
+    escape (`\\x1b`), as the terminal views show it: XML 1.0 holds no ESC or
+    other control at all, and a key a Go service stored may carry one."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
+
+
+def escape(text: str) -> str:
+    return saxutils.escape(_shown(text))
+
+
+def quoteattr(text: str) -> str:
+    return saxutils.quoteattr(_shown(text))
 
 
 def _num(v: float) -> str:
