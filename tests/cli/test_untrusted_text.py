@@ -54,6 +54,13 @@ def test_state_shows_at_most_4_kib_of_the_last_lines(tmp_path: Path) -> None:
     assert shown.returncode == 0, shown.stderr
     assert "last 4,096 bytes of attempt 1:" in shown.stdout
     assert "x" * 4096 in shown.stdout and len(shown.stdout) < 12_000
+    # A line escaped past the width (4,096 in a pipe) is not wrapped into two.
+    assert run_ledger(store, "admit", "wide").returncode == 0
+    line = "A" * 4090 + "\u202e" + "Z"
+    ran = run_ledger(store, "run", "wide", "--owner", "w", "--lease", "30s", "--", "echo", line)
+    assert ran.returncode == 0, ran.stderr
+    shown = run_ledger(store, "state", "wide")
+    assert "A" * 4090 + "\\u202eZ\n" in shown.stdout, shown.stdout[-200:]
     ran = run_ledger(
         store, "run", "straight", "--owner", "w", "--lease", "30s", "--keep-output", "0",
         "--", "echo", "hi",

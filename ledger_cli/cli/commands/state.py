@@ -59,8 +59,10 @@ def state(settings: Settings, key: str) -> int:
         output.line(f"queue: {output.one_line(queue)}")
     if waiting is not None:
         output.line(output.one_line(waiting))
-    for part in runs:
-        con.print(part)
+    from rich.text import Text
+
+    for part in runs:  # a line of text (the output's) as written, never wrapped at the width
+        con.print(part, soft_wrap=isinstance(part, Text))
     if pruned:
         output.line("pruned: its task, needs and history were removed; the key stays admitted")
     return 0
