@@ -48,6 +48,14 @@ class Reader:
 
     @property
     def store(self) -> Store:
+        """The open store; NoStoreError once a `--store` path served is gone
+        (deleted while served: a read of it says so, never an empty ledger)."""
+        settings = self.session.settings
+        if settings.store is not None:
+            from ledger_cli.cli.context import store_url
+            from ledger_cli.stores import require_store
+
+            require_store(store_url(settings))
         return self.session.store
 
     def page(

@@ -279,3 +279,17 @@ def test_every_key_link_opens_its_task_as_a_browser_resolves_it(tmp_path: Path) 
         assert web.get("/api/task/output?key=..").status == 404  # no attempt yet
         assert web.get("/task?key=nope").status == 404
         assert web.get("/api/task").status == 404
+
+
+def test_a_store_deleted_while_served_is_an_error_not_an_empty_ledger(store: Path) -> None:
+    """As a read of a missing `--store` path exits 9, the pages and the API
+    answer 500 naming it, never an empty ledger with 200."""
+    import shutil
+
+    with served(store) as web:
+        assert web.get("/api/stats").status == 200
+        shutil.rmtree(store)
+        for path in ("/api/stats", "/api/tasks", "/tasks", "/"):
+            got = web.get(path)
+            assert got.status == 500, (path, got.status)
+            assert b"no store at" in got.body, (path, got.body[:200])
