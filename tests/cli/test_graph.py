@@ -4,6 +4,7 @@ through the installed `ledger` in fresh processes."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import shutil
@@ -395,3 +396,20 @@ def test_the_web_view_says_when_the_graph_is_too_large_to_draw(
         obj, drawn = reader.graph()
     assert drawn is None and len(obj["nodes"]) == 8
     assert "ledger graph | dot -Tsvg" in pages.index(None, drawn)
+
+
+def test_long_edges_get_lanes_only_within_a_budget() -> None:
+    """900 edges across 1,000 layers would be 900,000 lane points (the sweeps'
+    nodes, the picture's points: seconds and hundreds of MB); past
+    MAX_WAYPOINTS the longest are drawn across, and every box is still placed."""
+    from ledger_cli.cli.graph import layout
+
+    chain = [f"c{i:04d}" for i in range(1000)]
+    fans = [f"f{i:04d}" for i in range(900)]
+    edges = list(itertools.pairwise(chain))
+    edges += [(need, f) for f in fans for need in (chain[-1], "root")]
+    placed = layout.arrange(["root", *chain, *fans], edges)
+    assert sum(len(r) for r in placed.routes.values()) <= layout.MAX_WAYPOINTS
+    assert len(placed.boxes) == 1 + len(chain) + len(fans)
+    small = layout.arrange(["a", "b", "c"], [("a", "b"), ("b", "c"), ("a", "c")])
+    assert [len(r) for r in small.routes.values()] == [1]  # a short detour keeps its lane

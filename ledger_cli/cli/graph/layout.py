@@ -30,6 +30,10 @@ PAD_X = 10.0
 V_GAP = 14.0
 H_GAP = 60.0
 MARGIN = 20.0
+MAX_WAYPOINTS = 10_000
+"""Lane points of long edges in all, the shortest edges first: each is a node
+of the sweeps and a point of the picture, so the rest (spanning the most
+layers) are drawn across without lanes, and time and size stay bounded."""
 
 
 @dataclass(frozen=True)
@@ -81,31 +85,45 @@ def arrange(keys: list[str], edges: list[tuple[str, str]]) -> Layout:
     chains: dict[tuple[int, int], list[int]] = {}
     lsucc = [list(s) for s in dag]
     lpred = [list(p) for p in pred]
-    for a in range(n):
-        for b in dag[a]:
-            if rank[b] - rank[a] < 2:
-                continue
-            chain = []
-            prev = a
-            for r in range(rank[a] + 1, rank[b]):
-                w = len(rank)
-                rank.append(r)
-                lsucc.append([])
-                lpred.append([prev])
-                lsucc[prev].append(w)
-                chain.append(w)
-                prev = w
-            lsucc[prev].append(b)
-            lpred[b].append(prev)
-            lsucc[a].remove(b)
-            lpred[b].remove(a)
-            chains[(a, b)] = chain
+    long = [(a, b) for a in range(n) for b in dag[a] if rank[b] - rank[a] >= 2]
+    laned = _within_budget(long, rank)
+    for a, b in long:
+        if (a, b) not in laned:
+            continue
+        chain = []
+        prev = a
+        for r in range(rank[a] + 1, rank[b]):
+            w = len(rank)
+            rank.append(r)
+            lsucc.append([])
+            lpred.append([prev])
+            lsucc[prev].append(w)
+            chain.append(w)
+            prev = w
+        lsucc[prev].append(b)
+        lpred[b].append(prev)
+        lsucc[a].remove(b)
+        lpred[b].remove(a)
+        chains[(a, b)] = chain
     ordered: list[list[int]] = [[] for _ in range(max(rank, default=-1) + 1)]
     for v in range(len(rank)):
         ordered[rank[v]].append(v)
     _sweep(ordered, lsucc, lpred)
     labels = [label(k) for k in keys]
     return _place(ordered, n, labels, keys, chains)
+
+
+def _within_budget(long: list[tuple[int, int]], rank: list[int]) -> set[tuple[int, int]]:
+    """The long edges that get lanes: all when their points fit MAX_WAYPOINTS,
+    else the shortest first while they fit."""
+    spans = sorted((rank[b] - rank[a] - 1, a, b) for a, b in long)
+    budget, laned = MAX_WAYPOINTS, set()
+    for points, a, b in spans:
+        budget -= points
+        if budget < 0:
+            break
+        laned.add((a, b))
+    return laned
 
 
 def _place(
