@@ -124,6 +124,26 @@ def ledger_ok(store: str | Path, *args: str) -> str:
     return res.stdout
 
 
+def state_attempts(
+    store: str | Path, key: str = "job", timeout: float = 60
+) -> list[dict[str, Any]]:
+    """KEY's attempts as `ledger --json state KEY` shows them, a fresh process."""
+    res = run_ledger(store, "--json", "state", key, timeout=timeout)
+    assert res.returncode == 0, res.stderr
+    attempts: list[dict[str, Any]] = json.loads(res.stdout)["attempts"]
+    return attempts
+
+
+def running(pid: int) -> bool:
+    """Whether `pid` is a live process (a zombie waiting for its reaper is not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            state = f.read().rpartition(")")[2].split()[0]
+    except FileNotFoundError:
+        return False
+    return state not in ("Z", "X")
+
+
 def start_ledger(
     store: str | Path, *args: str, cwd: Path, session: bool = False
 ) -> subprocess.Popen[str]:

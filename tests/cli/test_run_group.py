@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli_support import ledger_cmd, run_ledger, subprocess_env
+from tests.cli_support import ledger_cmd, run_ledger, running, subprocess_env
 from tests.timing_support import HANG, wait_for_file
 
 pytestmark = pytest.mark.skipif(
@@ -33,16 +33,6 @@ STRAGGLER = (
     "sh -c 'trap \"\" TERM; echo $$ > straggler.$LEDGER_ATTEMPT; exec sleep 300' & "
     "while [ ! -s straggler.$LEDGER_ATTEMPT ]; do sleep 0.01; done; "
 )
-
-
-def _running(pid: int) -> bool:
-    """Whether `pid` is a live process (a zombie waiting for its reaper is not)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            state = f.read().rpartition(")")[2].split()[0]
-    except FileNotFoundError:
-        return False
-    return state not in ("Z", "X")
 
 
 def _run(
@@ -64,7 +54,7 @@ def _run(
     finally:
         for p in tmp_path.glob("straggler.*"):
             with contextlib.suppress(ValueError, ProcessLookupError):
-                if _running(int(p.read_text())):
+                if running(int(p.read_text())):
                     os.kill(int(p.read_text()), signal.SIGKILL)
 
 
@@ -72,7 +62,7 @@ def test_a_command_that_ends_takes_its_group_with_it(tmp_path: Path) -> None:
     res, pids = _run(tmp_path, "--lease", "30s", script=STRAGGLER + "exit 0")
     assert res.returncode == 0, res.stderr
     assert len(pids) == 1
-    assert not _running(pids[0])  # SIGTERM ignored: SIGKILL after the grace, before the exit
+    assert not running(pids[0])  # SIGTERM ignored: SIGKILL after the grace, before the exit
 
 
 def test_a_timeout_kills_what_ignores_its_sigterm(tmp_path: Path) -> None:
@@ -80,7 +70,7 @@ def test_a_timeout_kills_what_ignores_its_sigterm(tmp_path: Path) -> None:
     res, pids = _run(tmp_path, *args, script=STRAGGLER + "sleep 300")
     assert res.returncode == 124, res.stderr  # the main process died of the SIGTERM
     assert len(pids) == 1
-    assert not _running(pids[0])
+    assert not running(pids[0])
 
 
 def test_a_retry_starts_once_the_last_attempt_s_group_is_gone(tmp_path: Path) -> None:
@@ -95,4 +85,4 @@ def test_a_retry_starts_once_the_last_attempt_s_group_is_gone(tmp_path: Path) ->
     assert res.returncode == 1, res.stderr
     assert len(pids) == 2
     assert not (tmp_path / "overlap").exists()  # no two attempts' processes at once
-    assert not any(_running(pid) for pid in pids)
+    assert not any(running(pid) for pid in pids)

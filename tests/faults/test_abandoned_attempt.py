@@ -8,7 +8,6 @@ state, bounded by a multiple of the lease."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import signal
@@ -17,11 +16,16 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.cli_support import ledger_cmd, run_ledger, start_ledger, subprocess_env
+from tests.cli_support import (
+    ledger_cmd,
+    run_ledger,
+    start_ledger,
+    state_attempts,
+    subprocess_env,
+)
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
 
@@ -34,13 +38,6 @@ ABANDONED = (
     b"ledger: attempt 1 of job was abandoned: no end was recorded and the lease it ran under"
     b" is over\n"
 )
-
-
-def _attempts(url: str) -> list[dict[str, Any]]:
-    res = run_ledger(url, "--json", "state", "job", timeout=BOUND)
-    assert res.returncode == 0, res.stderr
-    attempts: list[dict[str, Any]] = json.loads(res.stdout)["attempts"]
-    return attempts
 
 
 def _wait_for(what: str, done: Callable[[], bool]) -> None:
@@ -79,19 +76,22 @@ def test_a_killed_runners_attempt_is_abandoned_once_its_lease_is_over(
     try:
 
         def recorded() -> bool:
-            atts = _attempts(url)
+            atts = state_attempts(url, timeout=BOUND)
             return bool(atts) and atts[-1]["pid"] > 0 and atts[-1]["output_bytes"] > 0
 
         _wait_for("the run recorded its command and its output", recorded)
-        assert _attempts(url)[-1]["abandoned"] is False
+        assert state_attempts(url, timeout=BOUND)[-1]["abandoned"] is False
         follower = _follow(url)
         assert follower.stdout is not None
         assert follower.stdout.readline() == b"hi\n"  # it follows the running attempt
         os.kill(runner.pid, signal.SIGKILL)
         runner.wait(timeout=BOUND)
 
-        _wait_for("the attempt was told abandoned", lambda: _attempts(url)[-1]["abandoned"])
-        att = _attempts(url)[-1]
+        _wait_for(
+            "the attempt was told abandoned",
+            lambda: state_attempts(url, timeout=BOUND)[-1]["abandoned"],
+        )
+        att = state_attempts(url, timeout=BOUND)[-1]
         assert (att["n"], att["ended"], att["exit"]) == (1, None, None)
         assert _outcomes(url) == ["abandoned"]
         rest, err = follower.communicate(timeout=BOUND)  # it ended on its own
@@ -104,7 +104,7 @@ def test_a_killed_runners_attempt_is_abandoned_once_its_lease_is_over(
         again = ["run", "job", "--owner", "w2", "--lease", f"{LEASE:g}s", "--", "echo", "again"]
         done = run_ledger(url, *again, timeout=BOUND)
         assert done.returncode == 0, done.stderr
-        atts = _attempts(url)
+        atts = state_attempts(url, timeout=BOUND)
         assert [(a["n"], a["abandoned"], a["exit"]) for a in atts] == [
             (1, True, None),
             (2, False, 0),

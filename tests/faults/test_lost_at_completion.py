@@ -18,11 +18,10 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.cli_support import ledger_ok, run_ledger, start_ledger
+from tests.cli_support import ledger_ok, start_ledger, state_attempts
 from tests.stores import KINDS
 from tests.timing_support import HANG, wait_for_file
 
@@ -34,13 +33,6 @@ loss first; the command ends long before, once the test lets it."""
 
 COMMAND = "echo up > {up}; while [ ! -e {go} ]; do sleep 0.05; done; echo finished fine"
 """w1's command: says it runs, waits for the go file, then ends with exit 0."""
-
-
-def _attempts(store: str) -> list[dict[str, Any]]:
-    res = run_ledger(store, "--json", "state", "job")
-    assert res.returncode == 0, res.stderr
-    attempts: list[dict[str, Any]] = json.loads(res.stdout)["attempts"]
-    return attempts
 
 
 def _take_away(store: str, remedy: str) -> None:
@@ -84,7 +76,7 @@ def test_a_command_that_ends_after_its_task_was_taken_keeps_its_outcome(
         ledger_ok(store, "admit", "job")
         _lose_as_it_ends(store, tmp_path, remedy, "run", "job")
 
-        (first,) = _attempts(store)
+        (first,) = state_attempts(store)
         assert first["ended"] is not None and first["exit"] == 0, first
         assert first["signal"] is None and first["abandoned"] is False, first
         assert ledger_ok(store, "output", "job") == "finished fine\n"
@@ -95,7 +87,7 @@ def test_a_command_that_ends_after_its_task_was_taken_keeps_its_outcome(
         if remedy == "cancel":
             ledger_ok(store, "retry", "job")
         ledger_ok(store, "run", "job", "--owner", "w2", "--lease", "30s", "--", "echo", "again")
-        one, two = _attempts(store)
+        one, two = state_attempts(store)
         assert (one["n"], one["owner"], one["exit"], one["ended"]) == (
             1, "w1", 0, first["ended"],
         )  # fmt: skip
@@ -112,7 +104,7 @@ def test_a_drain_whose_task_was_taken_as_it_ended_exits_5(tmp_path: Path) -> Non
     ledger_ok(store, "admit", "job")
     ledger_ok(store, "admit", "other")  # ready after job (oldest first, design.md §4.3)
     _lose_as_it_ends(store, tmp_path, "cancel-retry", "run", "--next", "--drain")
-    (first,) = _attempts(store)
+    (first,) = state_attempts(store)
     assert (first["exit"], first["abandoned"]) == (0, False), first
     assert json.loads(ledger_ok(store, "--json", "state", "job"))["Status"] == "pending"
     other = json.loads(ledger_ok(store, "--json", "state", "other"))

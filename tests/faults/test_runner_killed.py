@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli_support import run_ledger, start_ledger
+from tests.cli_support import run_ledger, running, start_ledger
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="reads process states from /proc"
@@ -23,16 +23,6 @@ pytestmark = pytest.mark.skipif(
 
 LEASE = 30.0
 """Seconds: the lease the killed runner held; the command must be gone well within it."""
-
-
-def _running(pid: int) -> bool:
-    """Whether `pid` is a live process (a zombie waiting for its reaper is not)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            state = f.read().rpartition(")")[2].split()[0]
-    except FileNotFoundError:
-        return False
-    return state not in ("Z", "X")
 
 
 def _pid(path: Path) -> int | None:
@@ -78,10 +68,10 @@ def test_the_command_dies_with_its_runner(tmp_path: Path, script: str) -> None:
         # Told to the watchdog before the attempt's start is recorded (the
         # instant before that is the one the watchdog does not cover).
         _wait_for("the run recorded its command", lambda: _attempt_pid(store) is not None, LEASE)
-        assert _running(pid)
+        assert running(pid)
         os.kill(runner.pid, signal.SIGKILL)
         runner.wait(timeout=LEASE)
-        _wait_for("the command outlived its killed runner", lambda: not _running(pid), LEASE / 3)
+        _wait_for("the command outlived its killed runner", lambda: not running(pid), LEASE / 3)
     finally:
         if runner.poll() is None:
             runner.kill()
@@ -92,7 +82,7 @@ def _watchdogs() -> set[int]:
     """The pids of live watchdog shells (their script's first words)."""
     found = set()
     for entry in os.listdir("/proc"):
-        if entry.isdigit() and _running(int(entry)):
+        if entry.isdigit() and running(int(entry)):
             try:
                 with open(f"/proc/{entry}/cmdline", "rb") as f:
                     cmd = f.read()

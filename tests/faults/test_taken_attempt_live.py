@@ -10,15 +10,19 @@ recorded, the follower's end), never for a time."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.cli_support import ledger_cmd, run_ledger, start_ledger, subprocess_env
+from tests.cli_support import (
+    ledger_cmd,
+    run_ledger,
+    start_ledger,
+    state_attempts,
+    subprocess_env,
+)
 from tests.timing_support import HANG, wait_until
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="process groups, SIGKILL")
@@ -26,13 +30,6 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="process groups,
 LEASE = "6s"
 TICKS = "trap '' TERM; i=0; while [ $i -lt 100 ]; do i=$((i+1)); echo tick $i; sleep 0.1; done"
 """A command that ignores SIGTERM: its runner stops it with SIGKILL, before its lease's end."""
-
-
-def _attempts(store: Path) -> list[dict[str, Any]]:
-    res = run_ledger(store, "--json", "state", "job")
-    assert res.returncode == 0, res.stderr
-    attempts: list[dict[str, Any]] = json.loads(res.stdout)["attempts"]
-    return attempts
 
 
 @pytest.mark.parametrize(
@@ -47,7 +44,9 @@ def test_follow_outlasts_a_taken_lease_to_the_recorded_end(
     runner = start_ledger(store, *run, cwd=tmp_path, session=True)
     follower: subprocess.Popen[bytes] | None = None
     try:
-        wait_until(lambda: (_attempts(store) or [{}])[-1].get("output_bytes"), "output recorded")
+        wait_until(
+            lambda: (state_attempts(store) or [{}])[-1].get("output_bytes"), "output recorded"
+        )
         follower = subprocess.Popen(
             [*ledger_cmd(), "--store", str(store), "output", "job", "--follow"],
             stdout=subprocess.PIPE,
@@ -55,7 +54,7 @@ def test_follow_outlasts_a_taken_lease_to_the_recorded_end(
             env=subprocess_env(),
         )
         assert run_ledger(store, *take).returncode == 0
-        (att,) = _attempts(store)
+        (att,) = state_attempts(store)
         if att["ended"] is None:  # the runner only learns of it at its next renewal
             assert att["abandoned"] is False
         out, err = follower.communicate(timeout=HANG)
@@ -68,7 +67,7 @@ def test_follow_outlasts_a_taken_lease_to_the_recorded_end(
     assert runner.returncode == 5, run_err  # the lease was lost
     assert follower.returncode == 0, err  # the end came: not abandoned (exit 5)
     assert b"abandoned" not in err and b"killed by SIGKILL" in err, err
-    (att,) = _attempts(store)
+    (att,) = state_attempts(store)
     assert att["ended"] is not None and att["abandoned"] is False
     kept = run_ledger(store, "output", "job").stdout
     assert out.decode() == kept  # everything the command wrote, to its end
