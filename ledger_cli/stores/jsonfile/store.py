@@ -328,8 +328,7 @@ class JsonFileStore(
             tally.read_counts(self._root, root_fd)
             if historyfile.is_lost(self._root, root_fd):
                 raise historyfile.lost_history(self._root)
-            if historyfile.torn_tail(self._root, root_fd) is not None:
-                raise historyfile.damaged_history(self._shown(layout.HISTORY_NAME))
+            self._refuse_torn_history()  # under the lock it holds: damage
 
     def _refuse_torn_history(self) -> None:
         """A read met a torn last line: an append in progress, or damage when
