@@ -45,13 +45,7 @@ def safe(text: str, *, lines: bool = False) -> str:
     command's output, shown as the lines it holds. (rich drops a few
     controls, not ESC.) Lone surrogates (bytes that were not UTF-8) are left
     to the output, which shows each as U+FFFD."""
-    if text.isprintable():
-        return text
-    keep = "\n\t" if lines else ""
-    return "".join(
-        ch if ch.isprintable() or ch in keep or "\ud800" <= ch <= "\udfff" else ascii(ch)[1:-1]
-        for ch in text
-    )
+    return output.escaped(text, "\n\t" if lines else "", surrogates=True)
 
 
 PIPE_WIDTH = 4096

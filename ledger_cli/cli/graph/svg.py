@@ -11,6 +11,7 @@ from xml.sax import saxutils
 
 from ledger_cli.cli.graph import layout
 from ledger_cli.cli.graph.model import BLOCKING_COLOUR, EDGE_COLOUR, Graph, fill
+from ledger_cli.cli.output import escaped
 
 MAX_NODES = 2000
 """Above this the picture is not drawn (`TooLargeError`): use `--format dot`."""
@@ -20,21 +21,17 @@ class TooLargeError(ValueError):
     """The graph has more than MAX_NODES nodes."""
 
 
-def _shown(text: str) -> str:
+def escape(text: str) -> str:
     """A key (or status) as drawn: each character that is not printable as its
     escape (`\\x1b`), as the terminal views show it: XML 1.0 holds no ESC or
-    other control at all, and a key a Go service stored may carry one."""
-    if text.isprintable():
-        return text
-    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
-
-
-def escape(text: str) -> str:
-    return saxutils.escape(_shown(text))
+    other control at all (nor a lone surrogate), and a key a Go service
+    stored may carry one."""
+    return saxutils.escape(escaped(text))
 
 
 def quoteattr(text: str) -> str:
-    return saxutils.quoteattr(_shown(text))
+    """`escape`'s text as a quoted XML attribute value."""
+    return saxutils.quoteattr(escaped(text))
 
 
 def _num(v: float) -> str:
