@@ -8,7 +8,8 @@
   (`commands/prune.py` is `ledger prune`); `doctor/` and `run/` are packages.
 - Shared by the commands: `context.py` (settings, the session over one store),
   `inputs.py` and `when.py` (parsing), `output.py` (plain and JSON output),
-  `render.py` and `outcome.py` (rich output), `outage.py` (riding out a store
+  `render.py` and `outcome.py` (rich output), `escapes.py` (untrusted text's
+  controls as escapes), `outage.py` (riding out a store
   outage), `chunks.py` and `blockwrites.py` (long writes in short blocks),
   `shell_completion.py`, `typer_compat.py`.
 """

@@ -226,21 +226,6 @@ def output_failed(exc: LedgerError) -> int:
     return exc.exit_code
 
 
-def escaped(text: str, keep: str = "", *, surrogates: bool = False) -> str:
-    """`text` with each character that is not printable (a control, ESC, a
-    bidirectional override, another format character) as its escape
-    (`\\x1b`, `\\u202e`), but those in `keep` and, with `surrogates`, lone
-    surrogates (bytes that were not UTF-8, left to the output)."""
-    if text.isprintable():
-        return text
-    return "".join(
-        ch
-        if ch.isprintable() or ch in keep or (surrogates and "\ud800" <= ch <= "\udfff")
-        else ascii(ch)[1:-1]
-        for ch in text
-    )
-
-
 def one_line(text: str) -> str:
     return " ".join(part.strip() for part in text.splitlines() if part.strip())
 

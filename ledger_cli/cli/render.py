@@ -21,6 +21,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from ledger_cli.cli import output
+from ledger_cli.cli.escapes import escaped
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
 from ledger_cli.engine.schedule import Schedule
@@ -45,7 +46,7 @@ def safe(text: str, *, lines: bool = False) -> str:
     command's output, shown as the lines it holds. (rich drops a few
     controls, not ESC.) Lone surrogates (bytes that were not UTF-8) are left
     to the output, which shows each as U+FFFD."""
-    return output.escaped(text, "\n\t" if lines else "", surrogates=True)
+    return escaped(text, "\n\t" if lines else "", surrogates=True)
 
 
 PIPE_WIDTH = 4096

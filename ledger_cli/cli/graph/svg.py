@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from xml.sax import saxutils
 
+from ledger_cli.cli.escapes import escaped
 from ledger_cli.cli.graph import layout
 from ledger_cli.cli.graph.model import BLOCKING_COLOUR, EDGE_COLOUR, Graph, fill
-from ledger_cli.cli.output import escaped
 
 MAX_NODES = 2000
 """Above this the picture is not drawn (`TooLargeError`): use `--format dot`."""
