@@ -53,6 +53,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tomllib
 from collections import defaultdict
 from datetime import timedelta
 from pathlib import Path
@@ -98,11 +99,14 @@ def build_store(path: Path, records: int) -> None:
     store.close()
 
 
-def ledger_command() -> list[str]:
-    script = Path(sys.executable).with_name("ledger")
-    if script.exists():
-        return [str(script)]
-    return [sys.executable, "-m", "ledger_cli"]
+def ledger_command(tree: Path = ROOT) -> list[str]:
+    """What the installed `ledger` script runs, for the tree at `tree`: its
+    pyproject's entry point, called as the console script calls it (so a
+    tree whose entry point moved is timed through its own)."""
+    with (tree / "pyproject.toml").open("rb") as f:
+        module, func = tomllib.load(f)["project"]["scripts"]["ledger"].split(":")
+    code = f"import sys\nfrom {module} import {func}\nsys.exit({func}())"
+    return [sys.executable, "-c", code]
 
 
 CPU = False
@@ -174,10 +178,12 @@ class Rounds:
 
 
 def extract(rev: str, into: Path) -> Path:
-    """Git revision `rev`'s tree, extracted into `into` (its `ledger_cli` package)."""
+    """Git revision `rev`'s tree (its `ledger_cli` package and pyproject.toml), in `into`."""
     into.mkdir(parents=True)
     archive = subprocess.run(
-        ["git", "-C", str(ROOT), "archive", rev, "ledger_cli"], capture_output=True, check=True
+        ["git", "-C", str(ROOT), "archive", rev, "ledger_cli", "pyproject.toml"],
+        capture_output=True,
+        check=True,
     )
     subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
     return into
@@ -214,17 +220,18 @@ def main() -> None:
         build_store(store, opts.records)
         print(f"store: {opts.records} records in {store} ({time.perf_counter() - t0:.1f}s)")
         ledger = [*ledger_command(), *store_option(store, opts.default_store)]
-        print(f"ledger: {' '.join(ledger_command())}; interpreter: {sys.executable}")
+        print(f"ledger: the entry point of pyproject.toml; interpreter: {sys.executable}")
         load_before = os.getloadavg()[0]
         rounds = Rounds(env)
         if opts.against:
-            old_env = {**env, "PYTHONPATH": str(extract(opts.against, tmp / "against"))}
+            old_tree = extract(opts.against, tmp / "against")
+            old_env = {**env, "PYTHONPATH": str(old_tree)}
             old_store = tmp / "store-against"
             if opts.default_store:
                 old_env["XDG_DATA_HOME"] = str(tmp / "data-against")
                 old_store = tmp / "data-against" / "ledger_cli" / "store"
             shutil.copytree(store, old_store)
-            other = [*ledger_command(), *store_option(old_store, opts.default_store)]
+            other = [*ledger_command(old_tree), *store_option(old_store, opts.default_store)]
             rounds.other = (f" ({opts.against})", other, old_env)
         for i in range(3):  # warm-up: byte-code caches, the page cache
             rounds.life(ledger, f"warm-{i}")

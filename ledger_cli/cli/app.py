@@ -1,4 +1,5 @@
-"""The `ledger` entry point: `main()` runs a command and exits with its code.
+"""`main()` runs a command and exits with its code (`ledger_cli.cli.main`, the
+`ledger` entry point, calls it once the collector's threshold is raised).
 
 `admit`, `claim`, `renew`, `release`, `takeover`, `complete`, `run … -- CMD`
 and `list --jsonl` take the fast path (`fast.py`: no typer import);
@@ -28,10 +29,6 @@ if TYPE_CHECKING:
     from typing import NoReturn
 
     from ledger_cli.cli.typer_compat import ClickException
-
-GC_THRESHOLD = 10_000
-"""The collector's first threshold in a `ledger` process (allocations between
-two young collections; Python's default is 700): see `main`."""
 
 
 def _wants_json(args: Sequence[str]) -> bool:
@@ -96,12 +93,6 @@ def run(args: Sequence[str]) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:
-    # A command's start-up (its imports, opening the store) makes tens of
-    # thousands of objects that live as long as the process and frees next to
-    # none of them in cycles; at the default threshold the collector runs a
-    # young collection every 700 allocations and scans them again and again.
-    # A larger first threshold collects as before, less often.
-    gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
     args = list(sys.argv[1:] if argv is None else argv)
     output.guard_streams()
     code = 0
