@@ -3,6 +3,8 @@
 JSON records always go through `engine.wire.encode.record_to_json`, the one codec of
 the wire, the stores and the command line. Wrapper objects keep the key
 order docs/design.md §4 documents (`{"key", "fence", "record"}`). No rich here.
+The writer a line goes through decides how the untrusted text in it is
+shown (docs/design.md §5.3): `line`, `human_line`, `raw`, `diag`.
 """
 
 from __future__ import annotations
@@ -93,26 +95,66 @@ def show_invalid_text_as_fffd() -> None:
                 reconfigure(errors=_SHOWN_ERRORS)
 
 
+def shown(text: str) -> str:
+    """Untrusted text (a key, an owner, a message naming them) as it may be
+    shown: every character that is not printable (C0 and C1 controls, ESC,
+    CR, LF and TAB among them, DEL, bidirectional overrides, other format
+    characters) as its escape (`\\x1b`, `\\n`, `\\u202e`), so that it is no
+    terminal command and stays on its one line; lone surrogates are left to
+    the stream, which shows each as U+FFFD. cli/escapes.py is imported only
+    when there is something to escape: the hot commands never import it."""
+    if text.isprintable():
+        return text
+    from ledger_cli.cli.escapes import escaped
+
+    return escaped(text, surrogates=True)
+
+
+def _on_terminal() -> bool:
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError, OSError):  # None, closed: no terminal
+        return False
+
+
 def line(text: str = "") -> None:
+    """A result line on stdout (`admitted KEY`, `claim --next`'s `KEY
+    FENCE`): on a terminal `shown`, into a pipe or a file as it is, so that a
+    script reads the key as stored."""
+    if not text.isprintable() and _on_terminal():
+        text = shown(text)
     sys.stdout.write(text + "\n")
 
 
+def human_line(value: str) -> None:
+    """A line of human output (`log`, `doctor`): `shown` wherever it goes, so
+    that a newline in a key never forges a line."""
+    sys.stdout.write(shown(value) + "\n")
+
+
+def raw(value: str) -> None:
+    """Text written as it is: a document in a format that escapes what it
+    holds itself (JSON, DOT, SVG, Mermaid), or lines with no untrusted text."""
+    sys.stdout.write(value + "\n")
+
+
 def json_line(value: Any) -> None:
-    line(dumps(value))
+    raw(dumps(value))
 
 
 def jsonl(values: Iterable[Any]) -> None:
     for value in values:
-        line(dumps(value))
+        raw(dumps(value))
 
 
 def diag(text: str) -> None:
-    """A diagnostic on stderr; when stderr cannot take it (a full disk, a
-    reader gone), it is dropped: the exit code still tells."""
+    """A diagnostic on stderr, one line, `shown` wherever it goes; when
+    stderr cannot take it (a full disk, a reader gone), it is dropped: the
+    exit code still tells."""
     if sys.stderr is None:  # closed, in an embedding (app.main gives it /dev/null)
         return
     try:
-        sys.stderr.write(text + "\n")
+        sys.stderr.write(shown(text) + "\n")
         sys.stderr.flush()
     except OSError:
         devnull_on(2)  # nor does the interpreter's flush at exit fail again
@@ -257,13 +299,18 @@ def report(exc: LedgerError, json_mode: bool) -> int:
     """Print an error the docs/design.md §4.5 way; return its exit code."""
     if exc.code == "output":  # stdout failed: nowhere to put a JSON object
         return output_failed(exc)
-    message = clip(one_line(exc.explained())) or exc.code
-    if not message.startswith("ledger:"):  # a Go library's text (`json: …`), kept whole
-        message = f"ledger: {message}"
-    diag(message)
+    message = _prefixed(clip(one_line(exc.explained())) or exc.code)
+    # The detail names the key: escaped before the lines are joined, so a
+    # newline in it shows as `\\n` on stderr; --json keeps the message as it was.
+    diag(_prefixed(clip(one_line(str(exc)) + shown(exc.detail)) or exc.code))
     if json_mode:
         _json_error(error_object(exc.code, message, exc.exit_code))
     return exc.exit_code
+
+
+def _prefixed(message: str) -> str:
+    """A Go library's text (`json: …`) gets the prefix, kept whole."""
+    return message if message.startswith("ledger:") else f"ledger: {message}"
 
 
 def report_unstarted(message: str, exit_code: int, json_mode: bool) -> None:
