@@ -1,6 +1,7 @@
 """Untrusted text shown with its non-printable characters as escapes: the
-terminal views (render.safe) and the graph's SVG (graph/svg.py) draw keys,
-payloads and output through it (docs/design.md §5.3)."""
+terminal views (render.safe), the plain lines (output.shown, imported only
+when a line needs it) and the graph's SVG (graph/svg.py) draw keys, payloads
+and output through it (docs/design.md §5.3)."""
 
 from __future__ import annotations
 

@@ -3,6 +3,8 @@
 JSON records always go through `engine.wire.encode.record_to_json`, the one codec of
 the wire, the stores and the command line. Wrapper objects keep the key
 order docs/design.md §4 documents (`{"key", "fence", "record"}`). No rich here.
+The writer a line goes through decides how the untrusted text in it is
+shown (docs/design.md §5.3): `line`, `human_line`, `raw`, `diag`.
 """
 
 from __future__ import annotations
@@ -10,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-import stat
 import sys
 
 # collections.abc's own Mapping, loaded with os at start-up (collections.abc
@@ -94,26 +95,66 @@ def show_invalid_text_as_fffd() -> None:
                 reconfigure(errors=_SHOWN_ERRORS)
 
 
+def shown(text: str) -> str:
+    """Untrusted text (a key, an owner, a message naming them) as it may be
+    shown: every character that is not printable (C0 and C1 controls, ESC,
+    CR, LF and TAB among them, DEL, bidirectional overrides, other format
+    characters) as its escape (`\\x1b`, `\\n`, `\\u202e`), so that it is no
+    terminal command and stays on its one line; lone surrogates are left to
+    the stream, which shows each as U+FFFD. cli/escapes.py is imported only
+    when there is something to escape: the hot commands never import it."""
+    if text.isprintable():
+        return text
+    from ledger_cli.cli.escapes import escaped
+
+    return escaped(text, surrogates=True)
+
+
+def _on_terminal() -> bool:
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError, OSError):  # None, closed: no terminal
+        return False
+
+
 def line(text: str = "") -> None:
+    """A result line on stdout (`admitted KEY`, `claim --next`'s `KEY
+    FENCE`): on a terminal `shown`, into a pipe or a file as it is, so that a
+    script reads the key as stored."""
+    if not text.isprintable() and _on_terminal():
+        text = shown(text)
     sys.stdout.write(text + "\n")
 
 
+def human_line(value: str) -> None:
+    """A line of human output (`log`, `doctor`): `shown` wherever it goes, so
+    that a newline in a key never forges a line."""
+    sys.stdout.write(shown(value) + "\n")
+
+
+def raw(value: str) -> None:
+    """Text written as it is: a document in a format that escapes what it
+    holds itself (JSON, DOT, SVG, Mermaid), or lines with no untrusted text."""
+    sys.stdout.write(value + "\n")
+
+
 def json_line(value: Any) -> None:
-    line(dumps(value))
+    raw(dumps(value))
 
 
 def jsonl(values: Iterable[Any]) -> None:
     for value in values:
-        line(dumps(value))
+        raw(dumps(value))
 
 
 def diag(text: str) -> None:
-    """A diagnostic on stderr; when stderr cannot take it (a full disk, a
-    reader gone), it is dropped: the exit code still tells."""
+    """A diagnostic on stderr, one line, `shown` wherever it goes; when
+    stderr cannot take it (a full disk, a reader gone), it is dropped: the
+    exit code still tells."""
     if sys.stderr is None:  # closed, in an embedding (app.main gives it /dev/null)
         return
     try:
-        sys.stderr.write(text + "\n")
+        sys.stderr.write(shown(text) + "\n")
         sys.stderr.flush()
     except OSError:
         devnull_on(2)  # nor does the interpreter's flush at exit fail again
@@ -258,13 +299,18 @@ def report(exc: LedgerError, json_mode: bool) -> int:
     """Print an error the docs/design.md §4.5 way; return its exit code."""
     if exc.code == "output":  # stdout failed: nowhere to put a JSON object
         return output_failed(exc)
-    message = clip(one_line(exc.explained())) or exc.code
-    if not message.startswith("ledger:"):  # a Go library's text (`json: …`), kept whole
-        message = f"ledger: {message}"
-    diag(message)
+    message = _prefixed(clip(one_line(exc.explained())) or exc.code)
+    # The detail names the key: escaped before the lines are joined, so a
+    # newline in it shows as `\\n` on stderr; --json keeps the message as it was.
+    diag(_prefixed(clip(one_line(str(exc)) + shown(exc.detail)) or exc.code))
     if json_mode:
         _json_error(error_object(exc.code, message, exc.exit_code))
     return exc.exit_code
+
+
+def _prefixed(message: str) -> str:
+    """A Go library's text (`json: …`) gets the prefix, kept whole."""
+    return message if message.startswith("ledger:") else f"ledger: {message}"
 
 
 def report_unstarted(message: str, exit_code: int, json_mode: bool) -> None:
@@ -333,62 +379,3 @@ def fence_line(as_json: bool, key: str, fence: int, rec: TaskState | None) -> No
         json_line({"key": key, "fence": fence, "record": record(rec)})
     else:
         line(str(fence))
-
-
-def write_atomically(path: str, data: bytes) -> None:
-    """Write `-o FILE` the way a reader of FILE and its owner expect.
-
-    A regular file (or a new one) is replaced: temp file beside it, fsync,
-    rename over it, fsync the directory, so a reader never sees half a file
-    and the file survives a crash once this returns. A symlink is followed,
-    as shell redirection and `cp` follow it: the file it points to is
-    replaced (created when the link dangles) and the link stays. A FIFO or a
-    device is written in place: it cannot be renamed over. What `snapshot -o`
-    and `stats -o` write; a new file is readable by others (0644 less the
-    umask): node_exporter runs as its own user.
-    """
-    from ledger_cli.cli.inputs import InputError
-
-    target = os.path.realpath(path)
-    try:
-        try:
-            mode = os.stat(target).st_mode
-        except FileNotFoundError:
-            mode = 0
-        if mode and not stat.S_ISREG(mode):
-            _write_in_place(target, data)
-        else:
-            _replace(target, data)
-    except OSError as exc:
-        raise InputError(
-            f"ledger: cannot write {path}: {exc.strerror or exc}", "bad_file"
-        ) from None
-
-
-def _write_in_place(target: str, data: bytes) -> None:
-    """A FIFO or a device: opened (a FIFO waits for its reader) and written."""
-    fd = os.open(target, os.O_WRONLY)
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(data)
-
-
-def _replace(target: str, data: bytes) -> None:
-    directory = os.path.dirname(target)
-    tmp = os.path.join(directory, f".{os.path.basename(target)}.tmp-{os.getpid()}")
-    umask = os.umask(0)
-    os.umask(umask)
-    dir_fd = os.open(directory, os.O_RDONLY)
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644 & ~umask)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-        os.fsync(dir_fd)  # the rename, durable too
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    finally:
-        os.close(dir_fd)

@@ -322,6 +322,6 @@ class _Progress:
 
     def note(self, message: str) -> None:
         if self._bar is not None:
-            self._bar.console.print(message, markup=False, highlight=False)
+            self._bar.console.print(output.shown(message), markup=False, highlight=False)
         else:
             output.diag(message)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-
 from ledger_cli.cli import output
 from ledger_cli.cli.context import Session, Settings
 from ledger_cli.errors import NoKeyError
@@ -18,11 +16,5 @@ def blocked(settings: Settings, key: str) -> int:
     if settings.json:
         output.json_line({"key": key, "blocked": by is not None, "blocked_by": by})
     elif by is not None:
-        # Escaped on a terminal (docs/design.md §5.3); a script reading it
-        # from a pipe gets the key as stored.
-        if sys.stdout.isatty():
-            from ledger_cli.cli.render import safe
-
-            by = safe(by)
-        output.line(by)
+        output.line(by)  # a result line: escaped on a terminal, as stored into a pipe
     return 0 if by is not None else 1

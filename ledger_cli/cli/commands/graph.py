@@ -42,5 +42,5 @@ def graph(settings: Settings, keys: Sequence[str] | None = None, fmt: str = "dot
         from ledger_cli.cli.graph.dot import to_dot
 
         text = to_dot(g)
-    output.line(text.removesuffix("\n"))
+    output.raw(text.removesuffix("\n"))  # each format escapes what it holds
     return 0

@@ -60,14 +60,14 @@ def list_records(
                 continue
             shown += 1
             if jsonl:  # streamed: printed as read, nothing kept
-                output.line(wire(rec))
+                output.raw(wire(rec))
             elif settings.json or len(records) < TABLE_MAX or not sys.stdout.isatty():
                 records.append(rec)
             else:
                 more += 1  # on a terminal the table stays readable: "N more" below it
         now = s.now()
     if settings.json:
-        output.line("[" + ",".join(wire(r) for r in records) + "]")
+        output.raw("[" + ",".join(wire(r) for r in records) + "]")
     elif not jsonl:
         from ledger_cli.cli import render
 

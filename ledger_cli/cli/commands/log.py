@@ -91,7 +91,7 @@ def _print(e: HistoryEntry, jsonl: bool) -> None:
     if jsonl:
         output.json_line(e.to_obj())
     else:
-        output.line(f"{e.time} {e.actor} {e.event} {e.key} {e.fence} {e.data}")
+        output.human_line(f"{e.time} {e.actor} {e.event} {e.key} {e.fence} {e.data}")
 
 
 def _follow(s: Session, jsonl: bool, keep: Callable[[HistoryEntry], bool]) -> int:

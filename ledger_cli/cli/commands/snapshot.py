@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from ledger_cli.cli import output
+from ledger_cli.cli import outfile, output
 from ledger_cli.cli.context import Session, Settings
 
 
@@ -26,7 +26,7 @@ def snapshot(settings: Settings, out: str | None = None) -> int:
         sys.stdout.buffer.write(data + (b"\n" if sys.stdout.isatty() else b""))
         sys.stdout.buffer.flush()
         return 0
-    output.write_atomically(out, data)
+    outfile.write_atomically(out, data)
     if settings.json:
         output.json_line({"output": out, "records": count})
     else:

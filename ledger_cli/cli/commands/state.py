@@ -27,7 +27,7 @@ def state(settings: Settings, key: str) -> int:
                 from ledger_cli.engine.wireext import record_json
 
                 doc = record_json(rec, kept, None if queue == queues.DEFAULT else queue)
-            output.line(with_attempts(doc, s.store, rec, s.now()))
+            output.raw(with_attempts(doc, s.store, rec, s.now()))
             return 0
         need_status = {}
         for need in rec.needs or ():
@@ -56,9 +56,9 @@ def state(settings: Settings, key: str) -> int:
     con = render.console()
     con.print(render.state_panel(rec, now, need_status, output.task(rec.task), kept))
     if queue != queues.DEFAULT:
-        output.line(f"queue: {output.one_line(queue)}")
+        output.human_line(f"queue: {queue}")
     if waiting is not None:
-        output.line(output.one_line(waiting))
+        output.human_line(waiting)
     from rich.text import Text
 
     for part in runs:  # a line of text (the output's) as written, never wrapped at the width

@@ -15,7 +15,7 @@ import dataclasses
 import sys
 from typing import TYPE_CHECKING, Any
 
-from ledger_cli.cli import output
+from ledger_cli.cli import outfile, output
 from ledger_cli.cli.context import Session, Settings
 from ledger_cli.cli.inputs import InputError
 
@@ -307,5 +307,5 @@ def stats(
     if out is None or out == "-":
         sys.stdout.write(text)
         return 0
-    output.write_atomically(out, text.encode("utf-8"))
+    outfile.write_atomically(out, text.encode("utf-8"))
     return 0

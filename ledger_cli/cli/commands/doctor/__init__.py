@@ -323,13 +323,13 @@ def _report(settings: Settings, url: str, records: int, found: Findings, pruned:
         }
         output.json_line(doc)
         return code
-    output.line(f"store {url}: {records} records" + (f", {pruned} pruned" if pruned else ""))
+    output.human_line(f"store {url}: {records} records" + (f", {pruned} pruned" if pruned else ""))
     for p in problems:
-        output.line(f"problem: {p}")
+        output.human_line(f"problem: {p}")
     for n in found.notes:
-        output.line(f"note: {n}")
+        output.human_line(f"note: {n}")
     for f in found.fixed:
-        output.line(f"fixed: {f}")
+        output.human_line(f"fixed: {f}")
     if not problems and not found.notes:
         output.line("no problems found")
     return code
