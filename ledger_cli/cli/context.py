@@ -128,7 +128,9 @@ class Session:
         """Where the long walks commit: in short blocks (cli/blockwrites.py)."""
         # A dispossessed runner may still run until its lease ends: `--next` waits
         # that out (docs/design.md §2.2, §8.1).
-        self.ledger: Ledger = Ledger(self.store, self.recorder, self.blocks, hold_leases=True)
+        self.ledger: Ledger = Ledger(
+            self.store, self.recorder, self.blocks, hold_leases=True, behind_completed=True
+        )
         self._depth = 0  # write units open
         self._after: list[Callable[[], object]] = []
 

@@ -34,7 +34,7 @@ def admit(
     if key == "":
         raise ValidationError("ledger: idempotency key must not be empty")
     if needs:  # the walks over needs: imported only for a record that names some
-        from ledger_cli.engine.dependencies import blocking_need, recheck_needs
+        from ledger_cli.engine.dependencies import admission_blocker, recheck_needs
 
     def write() -> bool:
         while True:
@@ -47,7 +47,7 @@ def admit(
                 created_by, created_at, fence = cur.created_by, cur.created_at, cur.fence
             else:
                 created_by, created_at, fence = actor, now, 0
-            blocker = blocking_need(core, needs) if needs else None
+            blocker = admission_blocker(core, needs) if needs else None
             nxt = TaskState(
                 key=key,
                 status=BLOCKED if blocker is not None else PENDING,
@@ -77,10 +77,11 @@ def admit(
                 core.emit(events.ADMITTED, key, f"key {key} admitted at sequence {seq}")
             return True
 
-    if needs and not _all_completed(core, needs):
+    if needs and not _settled(core, needs):
         # It may write a block (at once, or after its recheck): engine/serial.py.
         # A completed need never changes again, so with all of them completed
-        # no block can follow, and the admission takes no lock.
+        # (and, with `behind_completed`, all they need in turn) no block can
+        # follow, and the admission takes no lock.
         from ledger_cli.engine.serial import blocking_writes
 
         return blocking_writes(core, write)
@@ -93,7 +94,11 @@ def is_noop(cur: TaskState, seq: int) -> bool:
     return is_terminal(cur.status) or not seq > cur.sequence
 
 
-def _all_completed(core: Core, needs: tuple[str, ...]) -> bool:
+def _settled(core: Core, needs: tuple[str, ...]) -> bool:
+    if core.behind_completed:
+        from ledger_cli.engine.dependencies import blocking_behind
+
+        return blocking_behind(core, needs)[1]
     for need in needs:
         rec = core.store.load(need)
         if rec is None or rec.status != COMPLETED:

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 
 class Core:
-    __slots__ = ("blocks", "bus", "held", "hold_leases", "store")
+    __slots__ = ("behind_completed", "blocks", "bus", "held", "hold_leases", "store")
 
     def __init__(
         self,
@@ -28,6 +28,7 @@ class Core:
         bus: Bus | None = None,
         blocks: Blocks | None = None,
         hold_leases: bool = False,
+        behind_completed: bool = False,
     ) -> None:
         self.store = store
         self.bus = bus
@@ -37,6 +38,9 @@ class Core:
         self.hold_leases = hold_leases
         """A write that dispossesses a live lease makes its task wait that lease
         out for `--next` (`dispossessed`); False: Go's behaviour."""
+        self.behind_completed = behind_completed
+        """An admission looks for a failure behind its completed needs too
+        (engine/dependencies.py `blocking_behind`); False: Go's one level."""
 
     def emit(self, name: str, key: str, data: str) -> None:
         """Events fire only after the write they describe; emit failures are ignored."""

@@ -10,12 +10,20 @@ imported where a block is written, not at start-up.
 
 from __future__ import annotations
 
+from collections import deque
 from typing import TYPE_CHECKING
 
 from ledger_cli.engine.core import Core
 from ledger_cli.engine.dependents import needs_walk
 from ledger_cli.engine.instant import Instant
-from ledger_cli.engine.record import BLOCKED, FAILED, TaskState, byte_order, is_terminal
+from ledger_cli.engine.record import (
+    BLOCKED,
+    COMPLETED,
+    FAILED,
+    TaskState,
+    byte_order,
+    is_terminal,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -30,6 +38,40 @@ def blocking_need(core: Core, needs: Iterable[str] | None) -> str | None:
         if rec is not None and rec.status in _BLOCKING:
             return need
     return None
+
+
+def blocking_behind(core: Core, needs: Iterable[str]) -> tuple[str | None, bool]:
+    """Admission's check with `Core.behind_completed` (docs/design.md §2.2):
+    breadth first over `needs` and, through completed records only, their
+    own needs; the first failed or blocked key (a direct one first, in list
+    order, as `blocking_need` names it), and whether every record reached is
+    completed. A pending or claimed record is not walked through: a failure
+    behind it blocks it, and so whatever needs it. Settled (True, no
+    blocker): a completed record never changes again, so no block can follow
+    the admission."""
+    queue = deque(dict.fromkeys(needs))
+    seen = set(queue)
+    settled = True
+    while queue:
+        rec = core.store.load(key := queue.popleft())
+        if rec is None or rec.status != COMPLETED:
+            if rec is not None and rec.status in _BLOCKING:
+                return key, False
+            settled = False
+            continue
+        for need in rec.needs or ():
+            if need not in seen:
+                seen.add(need)
+                queue.append(need)
+    return None, settled
+
+
+def admission_blocker(core: Core, needs: Iterable[str]) -> str | None:
+    """What blocks a record admitted with `needs`: `blocking_behind`'s answer
+    with `Core.behind_completed`, else Go's `blocking_need`."""
+    if core.behind_completed:
+        return blocking_behind(core, needs)[0]
+    return blocking_need(core, needs)
 
 
 def blocking_ancestor(core: Core, needs: Iterable[str] | None) -> str | None:
@@ -57,7 +99,7 @@ def recheck_needs(
 
     Returns True when the record was handed to block_one.
     """
-    blocker = blocking_need(core, needs)
+    blocker = admission_blocker(core, needs or ())
     if blocker is None:
         return False
     cur = core.store.load(key)

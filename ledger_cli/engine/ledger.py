@@ -38,18 +38,24 @@ class Ledger:
         bus: Bus | None = None,
         blocks: Blocks | None = None,
         hold_leases: bool = False,
+        behind_completed: bool = False,
     ) -> None:
         """`blocks`: a driver that commits the long walks of a failed
         completion, retry, cancel and prune in short blocks (engine/blocks.py);
         None: each runs in the caller's batch, or in none, as Go's would.
         `hold_leases`: a rebase, cancel or un-block of a task under a live
         lease keeps it from `--next` until that lease ends (docs/design.md
-        §8.1; engine/schedule.py `wait_out`); False: Go's behaviour."""
+        §8.1; engine/schedule.py `wait_out`); False: Go's behaviour.
+        `behind_completed`: an admission whose completed needs have a failed or
+        blocked record among their own transitive needs is blocked by it, as
+        the failure would have blocked it had it been admitted first
+        (docs/design.md §2.2); False: Go's one-level check, which leaves such
+        a task pending and never ready."""
         if store is None:
             from ledger_cli.engine.memstore import MemStore
 
             store = MemStore()
-        self._core = Core(store, bus, blocks, hold_leases)
+        self._core = Core(store, bus, blocks, hold_leases, behind_completed)
 
     @property
     def store(self) -> Store:
