@@ -162,7 +162,9 @@ JSON_SHAPES: dict[str, str] = {
     "`list`, `state`, `output` and `stats` (README: The web view)",
     "snapshot": 'the snapshot itself (`-o F`: `{"output", "records"}`)',
     "restore": '`{"restored"}`',
-    "doctor": '`{"store", "records", "pruned", "problems", "notes", "fixed"}`',
+    "doctor": '`{"store", "records", "pruned", "problems", "notes", "fixed"}` (`records` '
+    "null when doctor could not read them all: a store it cannot open, a `records/` it cannot "
+    "walk)",
     "demo": '`{"store", "runs", "records"}`',
 }
 

@@ -175,6 +175,14 @@ class StoreUnavailableError(StoreError):
     ride such outages out (cli/outage.py)."""
 
 
+class StoreLoginError(StoreError, code="store_login"):
+    """The PostgreSQL server answered and refused the login: a wrong password,
+    an unknown role or database, no pg_hba.conf entry, no CONNECT privilege.
+    A verdict, not an outage: trying again changes nothing, so `claim --wait`,
+    `run --drain` and `--give-up-after` do not wait it out. Exit 9, like every
+    store failure; the message names the server's reason, never the password."""
+
+
 class NoStoreError(StoreError, code="no_store"):
     """A command that only reads (or `claim --next`/`run --next` without
     `--wait`, which find nothing to claim there) was pointed (by `--store` or

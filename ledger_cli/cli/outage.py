@@ -3,7 +3,9 @@ and the `--give-up-after` limit of the long-lived commands.
 
 An outage is a StoreUnavailableError: a lost or refused PostgreSQL connection
 (a restart, a network cut: the store opens a new connection by itself at the
-next call), or SQLite's write lock held past the busy timeout. `ledger run`'s
+next call), or SQLite's write lock held past the busy timeout; a login the
+server refuses (StoreLoginError: a wrong password, an unknown role or
+database) is a verdict, never waited out. `ledger run`'s
 lease keeping (cli/commands/run/leasekeeper.py) and its completion retry until the lease it
 last proved runs out; `run --next --drain` and `claim --next --wait` retry
 until the store has been unreachable for longer than `--give-up-after`

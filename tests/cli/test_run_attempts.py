@@ -110,6 +110,29 @@ def test_keep_output_0_connects_the_command_straight(url: str) -> None:
     assert (res.returncode, res.stdout) == (0, b"")
 
 
+def test_output_of_an_attempt_that_kept_none_says_so(url: str) -> None:
+    """`--keep-output 0` keeps nothing: `ledger output` prints nothing, exits 0
+    (the run is recorded) and says why on stderr, in one line, with --json
+    and --follow too. Its output went uncounted, so it reads as a command
+    that wrote nothing: the line names both."""
+    assert ledger(url, "admit", "job").returncode == 0
+    res = ledger(url, "run", "job", "--owner", "w1", "--lease", "1m", "--keep-output", "0",
+                 "--", PY, "-c", "print('straight through')")  # fmt: skip
+    assert res.returncode == 0 and res.stdout == b"straight through\n"
+    note = (
+        b"ledger: no output was kept for attempt 1 of job "
+        b"(it wrote none, or it ran with --keep-output 0)\n"
+    )
+    res = ledger(url, "output", "job")
+    assert (res.returncode, res.stdout, res.stderr) == (0, b"", note)
+    res = ledger(url, "--json", "output", "job")
+    assert (res.returncode, res.stderr) == (0, note)
+    assert json.loads(res.stdout)["output"] == ""
+    res = ledger(url, "output", "job", "--follow")
+    assert (res.returncode, res.stdout) == (0, b"")
+    assert res.stderr.splitlines()[0] + b"\n" == note
+
+
 @pytest.mark.parametrize(
     "extra",
     [

@@ -71,6 +71,18 @@ def _write(data: bytes) -> None:
     sys.stdout.buffer.flush()
 
 
+def none_kept(key: str, att: Attempt) -> str | None:
+    """The note for an attempt that kept no output, else None: an empty
+    stdout alone would not tell it from a failure to read. With
+    `--keep-output 0` the output went straight through, uncounted, so such an
+    attempt looks like one whose command wrote nothing: the note names both."""
+    if att.kept_bytes or att.output_bytes:
+        return None
+    wrote = "it wrote none" if att.ended is not None or att.abandoned else "none written yet"
+    why = f"{wrote}, or it ran with --keep-output 0"
+    return f"ledger: no output was kept for attempt {att.n} of {key} ({why})"
+
+
 def _pick(log: AttemptLog, key: str, n: int | None) -> int:
     atts = log.list_attempts(key)
     if not atts:
@@ -113,6 +125,8 @@ def output_cmd(
             if dropped > 0:
                 output.diag(f"ledger: the first {dropped:,} bytes of attempt {n} were not kept")
             att = _follow(s, log, att)
+            if (note := none_kept(key, att)) is not None:
+                output.diag(note)
             output.diag(f"ledger: attempt {n} of {key} {ended_text(att)}")
             return ABANDONED_EXIT if att.abandoned else 0
         if follow:  # --json: the object once the attempt ended or was abandoned
@@ -134,6 +148,8 @@ def output_cmd(
         _write(shown)
     if dropped > 0:
         output.diag(f"ledger: the first {dropped:,} bytes of attempt {n} were not kept")
+    if (note := none_kept(key, att)) is not None:
+        output.diag(note)
     if att.abandoned and not settings.json:
         output.diag(f"ledger: attempt {n} of {key} {ended_text(att)}")
     return ABANDONED_EXIT if follow and att.abandoned else 0

@@ -36,7 +36,12 @@ def output(
     ] = False,
     tail: Annotated[str | None, option("--tail", "LINES", "Only the last LINES lines.")] = None,
 ) -> None:
-    """Print the kept output (stdout and stderr) of a run of KEY, byte for byte."""
+    """Print the kept output (stdout and stderr) of a run of KEY, byte for byte.
+
+    An attempt that kept nothing (its command wrote nothing, or it ran with
+    `--keep-output 0`, which keeps none) prints nothing, exits 0, and says so
+    in one line on stderr.
+    """
 
 
 @command(

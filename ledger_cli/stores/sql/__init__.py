@@ -9,7 +9,8 @@ pause), `reads.py` (listings, scans and counts) and `sidetables.py`
 (schedules, queues and limits, pruning, ready-index check and rebuild).
 What truly differs stays per database: `*_conn.py` (connecting, pragmas,
 error mapping, batches, close; PostgreSQL's pipelined batch is in
-`postgres_tx.py`), `*_schema.py` (the DDL and the set-up or migration on
+`postgres_tx.py`, its refused logins told from outages in
+`postgres_login.py`), `*_schema.py` (the DDL and the set-up or migration on
 open), `postgres_claim.py` (PostgreSQL's clock hooks and its pause read
 with the claim), the Ready order's table and triggers in `sqlite_due.py` /
 `postgres_due.py` and the ready index's in `sqlite_readyindex.py` /

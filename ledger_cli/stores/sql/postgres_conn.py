@@ -5,7 +5,8 @@ method groups (postgres_claim.py, claims.py, reads.py, sidetables.py):
 it loads psycopg lazily, parses the URL and connects (autocommit), runs the
 schema set-up (postgres_schema.py), replaces a lost connection outside a
 batch, maps driver errors to StoreError / StoreConflictError /
-StoreUnavailableError, and owns the batch machinery (a transaction, nested
+StoreUnavailableError (a login the server refused is a StoreLoginError:
+postgres_login.py), and owns the batch machinery (a transaction, nested
 savepoints, on a pipeline when psycopg has one: postgres_tx.py), the server's
 clock, the blocks lock of engine/serial.py and `close`. It also holds the
 state a batch keeps: the rows this transaction holds locked and the rows read
@@ -22,7 +23,12 @@ from typing import TYPE_CHECKING, Any
 from ledger_cli.engine import collector
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
-from ledger_cli.errors import StoreConflictError, StoreError, StoreUnavailableError
+from ledger_cli.errors import (
+    StoreConflictError,
+    StoreError,
+    StoreLoginError,
+    StoreUnavailableError,
+)
 from ledger_cli.stores.sql import codec, postgres_schema, postgres_tx
 from ledger_cli.stores.sql.dialect import SqlDialect
 
@@ -161,8 +167,18 @@ class PostgresConnection(SqlDialect):
         try:
             conn: psycopg.Connection[Any] = pg.connect(self._url, autocommit=True, **self._kwargs)
         except pg.Error as exc:
+            # Only on a failed connection: not imported by every command's start-up.
+            from ledger_cli.stores.sql import postgres_login
+
+            text = codec.one_line(exc)
+            reason = postgres_login.refusal(exc, text)
+            if reason is not None:  # a verdict: trying again changes nothing
+                raise StoreLoginError(
+                    f"ledger: cannot connect to PostgreSQL at {self._where}: {reason}; "
+                    "check the user, password and database in the URL"
+                ) from None
             raise StoreUnavailableError(
-                f"ledger: cannot connect to PostgreSQL at {self._where}: {codec.one_line(exc)}; "
+                f"ledger: cannot connect to PostgreSQL at {self._where}: {text}; "
                 "check that the server is running and the URL (host, port, user, password, "
                 "database) is right"
             ) from None

@@ -5,7 +5,9 @@ history.jsonl that is gone (`lost.py`; `--fix --drop-damaged` accepts the
 loss, with a history line), a history.jsonl that ends mid-line (`history.py`,
 accepted the same way), a cycle of needs (`cycles.py`), a file mode
 wider than 0600 (directories: 0700), a symlink inside the store, an unknown
-format version, anything else the store itself refuses to read.
+format version, anything else the store itself refuses to read. When not
+every record could be read (the store would not open, `records/` could not
+be walked) no count is claimed: `could not count the records`.
 Notes (exit 0): needs naming keys never admitted (a pruned need is no note:
 it is the terminal record it was, docs/design.md §6.4); stray temporary files
 left by a crash (`--fix` removes them, holding the store lock).
@@ -164,7 +166,8 @@ def doctor(settings: Settings, fix: bool = False, drop_damaged: bool = False) ->
     url = redact_url(store_url(settings))  # never print a password
     session = _open(settings, found, fix, drop_damaged)
     if session is None:
-        return _report(settings, url, 0, found)
+        return _report(settings, url, None, found)  # no count: nothing was read
+    counted = True  # every record was read: else no count is claimed, only the problems
     with session as s:
         root: str | None = getattr(s.store, "path", None)
         from ledger_cli.cli.commands.doctor.sqlcheck import check_pages
@@ -181,6 +184,7 @@ def doctor(settings: Settings, fix: bool = False, drop_damaged: bool = False) ->
             temps = files.temps
             checked = check_record_files(s.store, files, found)
             records = checked.records
+            counted = files.listed
             seen_files = getattr(s.store, "seen_files", None)
             if seen_files is not None and checked.scanned is not None:
                 # The index checks' first pass (without the lock, as the walk)
@@ -204,6 +208,7 @@ def doctor(settings: Settings, fix: bool = False, drop_damaged: bool = False) ->
                 records = list(s.store.range())
             except StoreError as exc:
                 found.problems.append(output.one_line(str(exc)))
+                counted = False
             for rec in records:
                 try:
                     rec.validate()
@@ -266,7 +271,7 @@ def doctor(settings: Settings, fix: bool = False, drop_damaged: bool = False) ->
     # An SQL store keeps a pruned record as a row; the JSON store moves it
     # aside: both count the records that are not pruned, and the pruned apart.
     kept = sum(1 for rec in records if rec.key not in pruned)
-    return _report(settings, url, kept, found, len(pruned))
+    return _report(settings, url, kept if counted else None, found, len(pruned))
 
 
 def _open(settings: Settings, found: Findings, fix: bool, drop_damaged: bool) -> Session | None:
@@ -309,7 +314,11 @@ def _log_dropped(s: Session, what: str) -> None:
         s.store.append_history([entry])  # type: ignore[attr-defined]
 
 
-def _report(settings: Settings, url: str, records: int, found: Findings, pruned: int = 0) -> int:
+def _report(
+    settings: Settings, url: str, records: int | None, found: Findings, pruned: int = 0
+) -> int:
+    """The findings; `records` None: not every record could be read, so no
+    count is claimed (`could not count the records`, `--json`: null)."""
     problems = list(dict.fromkeys(found.problems))
     code = StoreError.exit_code if problems else 0
     if settings.json:
@@ -323,7 +332,11 @@ def _report(settings: Settings, url: str, records: int, found: Findings, pruned:
         }
         output.json_line(doc)
         return code
-    output.human_line(f"store {url}: {records} records" + (f", {pruned} pruned" if pruned else ""))
+    if records is None:
+        output.human_line(f"store {url}: could not count the records")
+    else:
+        count = f"{records} records" + (f", {pruned} pruned" if pruned else "")
+        output.human_line(f"store {url}: {count}")
     for p in problems:
         output.human_line(f"problem: {p}")
     for n in found.notes:

@@ -11,6 +11,7 @@ which then reads no record file again unless it finds a problem."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -40,6 +41,10 @@ class Walked(NamedTuple):
     files: list[RecordFile]
     all_read: bool
     """Whether every record file found was read (none a symlink, FIFO, unreadable)."""
+    listed: bool
+    """Whether `records/` was walked: a directory (not a file, not a symlink)
+    that, with the directories in it and above it, could be listed. If not,
+    doctor counts no records: it read none, or not all."""
 
 
 class Checked(NamedTuple):
@@ -109,10 +114,11 @@ def walk(root: str, found: Findings) -> Walked:
 
     temps: list[str] = []
     records: list[RecordFile] = []
-    all_read = True
+    all_read = listed = True
     shards = os.path.join(root, RECORDS_DIR)
     waiters = (os.path.join(root, QUEUE_DIR), os.path.join(root, OLD_QUEUE_DIR))
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+    unlisted: list[OSError] = []  # os.walk skips a directory it cannot list, silently
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False, onerror=unlisted.append):
         parent, base = os.path.split(dirpath)
         in_shard = os.path.basename(parent) == RECORDS_DIR
         store_shard = in_shard and parent == shards and SHARD.matches(base)
@@ -149,12 +155,23 @@ def walk(root: str, found: Findings) -> Walked:
                     except OSError as exc:
                         found.problems.append(f"{path}: unreadable: {exc.strerror or exc}")
                         all_read = False
+    for err in unlisted:
+        if isinstance(err, FileNotFoundError):
+            continue  # removed meanwhile
+        where = str(err.filename or root)
+        found.problems.append(f"{where}: unreadable: {err.strerror or err}")
+        # records/ itself, a directory in it, or one above it: not every record was read.
+        mine = (where + os.sep).startswith(shards + os.sep) or shards.startswith(where + os.sep)
+        listed = listed and not mine
+    with contextlib.suppress(FileNotFoundError):  # a store with no record yet
+        if not stat.S_ISDIR(os.lstat(shards).st_mode):  # a file, a symlink: not walked
+            listed = False
     st = os.stat(root)
     if stat.S_IMODE(st.st_mode) & ~0o700:
         found.problems.append(
             f"{root}: directory mode {stat.S_IMODE(st.st_mode):04o} is wider than 0700"
         )
-    return Walked(temps, records, all_read)
+    return Walked(temps, records, all_read and listed, listed)
 
 
 def check_record_files(store: Any, walked: Walked, found: Findings) -> Checked:
