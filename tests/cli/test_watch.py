@@ -259,3 +259,23 @@ def test_a_short_terminal_still_counts_the_rows_it_cannot_show(tmux: Tmux, tmp_p
     (more,) = re.findall(r"… and (\d+) more", screen)
     assert shown and len(shown) + int(more) == 30
     assert screen.rstrip("\n").splitlines()[-1].startswith("… and")
+
+
+def test_a_terminal_hung_up_under_the_view_is_no_internal_error(tmux: Tmux, tmp_path: Path) -> None:
+    """The pane closed (its shell survives the hangup): the input ends, which
+    leaves as q does; the keyboard mode that cannot be restored any more
+    (EIO) is no error."""
+    store = tmp_path / "store"
+    assert run_ledger(store, "admit", "task-a").returncode == 0
+    watch = shlex.join([*ledger_cmd(), "--store", str(store), "watch", "--interval", "0.2s"])
+    script = f"trap true HUP; {watch} 2>{tmp_path}/err; echo $? > {tmp_path}/rc.tmp; "
+    script += f"mv {tmp_path}/rc.tmp {tmp_path}/rc"
+    tmux("new-session", "-d", "-s", tmux.session, "-x", "150", "-y", "20", "sh", "-c", script)
+    tmux("new-window", "-d", "-t", tmux.session)  # keeps the server once the pane is gone
+    tmux.wait_for("task-a")
+    tmux("kill-window", "-t", f"{tmux.session}:0")
+    rc = tmp_path / "rc"
+    deadline = time.monotonic() + BOUND
+    while not rc.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert (rc.read_text(), (tmp_path / "err").read_text()) == ("0\n", "")

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING
 
 from ledger_cli.cli.commands.watch.reads import Reads
 from ledger_cli.cli.commands.watch.terminal import (
-    Stopped,
     keys_unbuffered,
     stopping_signals,
     wait_for_quit,
@@ -254,10 +253,11 @@ def watch(
     fixed = parse_now(settings.now) if settings.now else None
     reads = Reads(settings)  # the first open: a store that is not there exits 9 at once
     error: LedgerError | None = None
+    came: list[int] = []  # the stopping signal, once one arrived
     try:
         con = render.console()
         with (
-            stopping_signals(),
+            stopping_signals(came),
             keys_unbuffered(fd),
             Live(console=con, screen=True, auto_refresh=False, transient=True) as live,
         ):
@@ -276,10 +276,15 @@ def watch(
                     break
     except KeyboardInterrupt:
         pass
-    except Stopped as stop:
-        return 128 + stop.signum
+    except BaseException:
+        # Stopped, or what restoring the terminal raised after it: a hangup
+        # can take the terminal away first (EIO), and that is no new error.
+        if not came:
+            raise
     finally:
         reads.done(ok=False)
+    if came:
+        return 128 + came[0]
     if error is not None:
         raise error
     return 0

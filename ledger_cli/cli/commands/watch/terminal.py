@@ -15,7 +15,8 @@ if TYPE_CHECKING:
 
 @contextlib.contextmanager
 def keys_unbuffered(fd: int) -> Iterator[None]:
-    """Single keys without Enter (cbreak: Ctrl-C still interrupts); restored after."""
+    """Single keys without Enter (cbreak: Ctrl-C still interrupts); restored
+    after, unless the terminal is gone (hung up: EIO), leaving nothing to restore."""
     import termios
     import tty
 
@@ -24,7 +25,8 @@ def keys_unbuffered(fd: int) -> Iterator[None]:
         tty.setcbreak(fd)
         yield
     finally:
-        termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+        with contextlib.suppress(termios.error):
+            termios.tcsetattr(fd, termios.TCSADRAIN, saved)
 
 
 def wait_for_quit(fd: int, seconds: float) -> bool:
@@ -47,15 +49,14 @@ class Stopped(BaseException):
 
 
 @contextlib.contextmanager
-def stopping_signals() -> Iterator[None]:
+def stopping_signals(came: list[int]) -> Iterator[None]:
     """SIGTERM, SIGHUP and SIGQUIT raise Stopped for the block, so the
     alternate screen, the cursor and the keyboard mode are restored as on q
-    (their default actions end the process on the spot). A signal that was
-    ignored (nohup) stays ignored; one that arrives while the first is being
-    handled is dropped; the handlers before are put back after."""
+    (their default actions end the process on the spot); the signal is
+    appended to `came`. A signal that was ignored (nohup) stays ignored; one
+    that arrives while the first is being handled is dropped; the handlers
+    before are put back after."""
     import signal
-
-    came: list[int] = []
 
     def stop(signum: int, frame: FrameType | None) -> None:
         if not came:
