@@ -155,7 +155,7 @@ def _path_part(url: str, prefix: str) -> str:
     return os.path.expanduser(path)
 
 
-def _backend(module: str, name: str, url: str, hint: str) -> Callable[[str], Store]:
+def _backend(module: str, name: str, url: str, hint: str) -> Callable[..., Store]:
     import importlib
 
     url = redact_url(url)  # only ever printed here
@@ -178,7 +178,7 @@ def _backend(module: str, name: str, url: str, hint: str) -> Callable[[str], Sto
                 "lacks; use a JSON store path instead"
             ) from None
         raise
-    factory: Callable[[str], Store] = getattr(mod, name)
+    factory: Callable[..., Store] = getattr(mod, name)
     return factory
 
 
@@ -231,7 +231,7 @@ def open_store(url: str, create: bool = True) -> Store:
         sqlite_store = _backend(
             "ledger_cli.stores.sql.sqlite", "SQLiteStore", url, "use a JSON store path meanwhile"
         )
-        return sqlite_store(target)
+        return sqlite_store(target, create=create)
     postgres_store = _backend(
         "ledger_cli.stores.sql.postgres", "PostgresStore", url, "use a JSON store path meanwhile"
     )

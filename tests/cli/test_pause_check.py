@@ -122,6 +122,27 @@ def test_pause_stops_next_claims_only(cli: Cli) -> None:
     ]
 
 
+def test_pause_lines_show_format_characters_as_escapes(tmp_path: Path) -> None:
+    """A reason or actor may hold format characters, as a key may (docs/design.md
+    §5.2: only controls are refused); `pause` and `resume` print them as
+    escapes wherever their line goes (human lines, §5.3), `--json` as stored."""
+    store = tmp_path / "store"
+    assert run_ledger(store, "admit", "a").returncode == 0
+    bad = run_ledger(store, "pause", "--reason", "freeze\x1b[2J")
+    assert bad.returncode == 2 and bad.stderr.endswith("contains a control character\n")
+    assert bad.stdout == ""
+    res = run_ledger(store, "pause", "--reason", "freeze\u202eevil", "--actor", "act\u202e")
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.endswith(" by act\\u202e: freeze\\u202eevil)\n")
+    again = run_ledger(store, "pause")
+    assert again.stdout.endswith(" by act\\u202e: freeze\\u202eevil)\n")
+    doc = json.loads(run_ledger(store, "--json", "pause").stdout)
+    assert (doc["actor"], doc["reason"]) == ("act\u202e", "freeze\u202eevil")
+    resumed = run_ledger(store, "resume")
+    assert resumed.stdout.endswith(" by act\\u202e: freeze\\u202eevil)\n")
+    assert "\u202e" not in res.stdout + again.stdout + resumed.stdout
+
+
 WORKERS = 8
 TASKS = 2000
 

@@ -196,3 +196,16 @@ def test_oldest_ready_is_the_longest_wait_not_the_next_claim(tmp_path: Path, nam
     assert first.stdout.split()[0] == "urgent"  # the next claim is still the urgent one
     prom = run_ledger(store, "--now", LATER, "stats", "--prometheus")
     assert "ledger_oldest_ready_age_seconds 7200.0" in prom.stdout
+
+
+def test_a_queue_name_is_shown_with_its_format_characters_as_escapes(tmp_path: Path) -> None:
+    """A queue name may hold a bidirectional override (the key rules,
+    docs/design.md §5.2); the human table draws it as its escape (§5.3),
+    `--json` as stored."""
+    store, name = tmp_path / "store", "q\u202eevil"
+    assert run_ledger(store, "admit", "a", "--queue", name).returncode == 0
+    res = run_ledger(store, "stats", "--queue", name)
+    assert res.returncode == 0, res.stderr
+    assert "queue q\\u202eevil " in res.stdout and "\u202e" not in res.stdout
+    doc = json.loads(run_ledger(store, "--json", "stats", "--queue", name).stdout)
+    assert name in doc["queues"]

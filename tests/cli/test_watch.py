@@ -7,8 +7,12 @@ fail a hung test.
 
 from __future__ import annotations
 
+import json
+import os
+import re
 import shlex
 import shutil
+import signal
 import subprocess
 import time
 import uuid
@@ -114,3 +118,164 @@ def test_queue_shows_those_queues_tasks_and_figures(tmux: Tmux, tmp_path: Path) 
     assert "queue nowhere: no tasks" in screen
     assert "mail-task" not in screen and "plain-task" not in screen
     tmux("send-keys", "-t", tmux.session, "q")
+
+
+def start_watch(tmux: Tmux, store: Path, *args: str, height: int = 40) -> None:
+    """`ledger watch` in a 150-column pane, then its exit status on the screen."""
+    watch = shlex.join([*ledger_cmd(), "--store", str(store), "watch", "--interval", "0.2s", *args])
+    script = f"{watch}; echo EXIT=$?; sleep 600"
+    tmux(
+        "new-session", "-d", "-s", tmux.session, "-x", "150", "-y", str(height), "sh", "-c", script
+    )
+
+
+def wait_gone(tmux: Tmux, text: str) -> str:
+    """The screen once `text` has left it."""
+    deadline = time.monotonic() + BOUND
+    while time.monotonic() < deadline:
+        screen = tmux.screen()
+        if text not in screen:
+            return screen
+        time.sleep(0.05)
+    raise AssertionError(f"{text!r} never left the screen:\n{tmux.screen()}")
+
+
+@pytest.mark.parametrize("name", ["store", "store.db"])
+def test_a_deleted_or_replaced_store_is_named_on_every_refresh(
+    tmux: Tmux, tmp_path: Path, name: str
+) -> None:
+    """A store deleted under the view shows `ledger: no store at …` (never an
+    empty ledger, nor the records of a file still held open); a store made
+    again at the path is read afresh; leaving while the error stands reports
+    it (exit 9)."""
+    store = tmp_path / name
+    for key in ("old-one", "old-two"):
+        assert run_ledger(store, "admit", key).returncode == 0
+    start_watch(tmux, store)
+    tmux.wait_for("old-two")
+    remove = [store, *tmp_path.glob(f"{name}-*")]
+    for path in remove:
+        shutil.rmtree(path) if path.is_dir() else path.unlink()
+    screen = tmux.wait_for(f"ledger: no store at {store}")
+    assert "ledger watch" in screen and "old-one" not in screen and "pending" not in screen
+    assert run_ledger(store, "admit", "fresh-task").returncode == 0
+    screen = tmux.wait_for("fresh-task")
+    assert "old-one" not in screen and "no store at" not in screen and "pending 1 " in screen
+    for path in [store, *tmp_path.glob(f"{name}-*")]:
+        shutil.rmtree(path) if path.is_dir() else path.unlink()
+    tmux.wait_for(f"ledger: no store at {store}")
+    tmux("send-keys", "-t", tmux.session, "q")
+    screen = tmux.wait_for("EXIT=9")
+    assert f"ledger: no store at {store} (the first write creates it)\nEXIT=9" in screen
+    assert "ledger watch" not in screen
+
+
+def test_a_damaged_sqlite_file_shows_sqlites_error(tmux: Tmux, tmp_path: Path) -> None:
+    """The file's first pages overwritten under the view: the next refresh
+    says what a fresh `stats` says, never the figures it read before."""
+    store = tmp_path / "store.db"
+    for key in ("task-a", "task-b"):
+        assert run_ledger(store, "admit", key).returncode == 0
+    start_watch(tmux, store)
+    tmux.wait_for("task-b")
+    with store.open("r+b") as f:  # dd if=/dev/zero bs=4096 count=3 conv=notrunc
+        f.write(bytes(3 * 4096))
+    fresh = run_ledger(store, "stats")
+    assert fresh.returncode == 9 and "file is not a database" in fresh.stderr
+    screen = tmux.wait_for("file is not a database")
+    assert "task-a" not in screen and "pending" not in screen
+    assert screen.count("ledger: sqlite") == 1
+    tmux("send-keys", "-t", tmux.session, "q")
+    tmux.wait_for("EXIT=9")
+
+
+def test_a_damaged_record_is_shown_and_the_view_goes_on(tmux: Tmux, tmp_path: Path) -> None:
+    """A record that does not decode is the view's error line until it is
+    mended (here: the task admitted again after the file is removed)."""
+    store = tmp_path / "store"
+    assert run_ledger(store, "admit", "task-a").returncode == 0
+    start_watch(tmux, store)
+    tmux.wait_for("task-a")
+    (record,) = (store / "records").rglob("*.json")
+    good = record.read_bytes()
+    record.write_bytes(b"{bad")
+    screen = tmux.wait_for("corrupt record")
+    assert "ledger: store:" in screen and "ledger watch" in screen
+    record.write_bytes(good)
+    screen = wait_gone(tmux, "corrupt record")
+    assert "task-a" in screen
+    tmux("send-keys", "-t", tmux.session, "q")
+    tmux.wait_for("EXIT=0")
+
+
+def test_the_pause_banner_shows_format_characters_as_escapes(tmux: Tmux, tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    assert run_ledger(store, "admit", "task-a", "--queue", "q\u202e").returncode == 0
+    paused = run_ledger(store, "pause", "--reason", "freeze\u202eevil", "--actor", "act\u202e")
+    assert paused.returncode == 0
+    start_watch(tmux, store, "--queue", "q\u202e")
+    screen = tmux.wait_for("PAUSED")
+    assert "by act\\u202e: freeze\\u202eevil" in screen
+    assert "queue q\\u202e: pending 1" in screen
+    assert "\u202e" not in screen
+    tmux("send-keys", "-t", tmux.session, "q")
+    tmux.wait_for("EXIT=0")
+
+
+def watch_pid(tmux: Tmux) -> int:
+    """The pid of `ledger watch`: the only child of the pane's shell."""
+    shell = tmux("display", "-p", "-t", tmux.session, "#{pane_pid}").strip()
+    children = Path(f"/proc/{shell}/task/{shell}/children")
+    if not children.exists():
+        pytest.skip("needs Linux's /proc/PID/task/PID/children")
+    (pid,) = children.read_text().split()
+    return int(pid)
+
+
+@pytest.mark.parametrize(
+    "sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT], ids=lambda s: signal.Signals(s).name
+)
+def test_a_stopping_signal_restores_the_terminal(
+    tmux: Tmux, tmp_path: Path, sig: signal.Signals
+) -> None:
+    store = tmp_path / "store"
+    assert run_ledger(store, "admit", "task-a").returncode == 0
+    start_watch(tmux, store)
+    tmux.wait_for("task-a")
+    assert tmux("display", "-p", "-t", tmux.session, "#{alternate_on} #{cursor_flag}") == "1 0\n"
+    os.kill(watch_pid(tmux), sig)
+    screen = tmux.wait_for(f"EXIT={128 + sig}")
+    assert "task-a" not in screen
+    assert tmux("display", "-p", "-t", tmux.session, "#{alternate_on} #{cursor_flag}") == "0 1\n"
+
+
+def test_a_short_terminal_still_counts_the_rows_it_cannot_show(tmux: Tmux, tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    lines = "".join(json.dumps({"key": f"task-{n:02}"}) + "\n" for n in range(30))
+    assert run_ledger(store, "admit", "--batch", "-", input=lines.encode()).returncode == 0
+    start_watch(tmux, store, height=12)
+    screen = tmux.wait_for(" more")
+    shown = re.findall(r"^task-\d\d ", screen, re.MULTILINE)
+    (more,) = re.findall(r"… and (\d+) more", screen)
+    assert shown and len(shown) + int(more) == 30
+    assert screen.rstrip("\n").splitlines()[-1].startswith("… and")
+
+
+def test_a_terminal_hung_up_under_the_view_is_no_internal_error(tmux: Tmux, tmp_path: Path) -> None:
+    """The pane closed (its shell survives the hangup): the input ends, which
+    leaves as q does; the keyboard mode that cannot be restored any more
+    (EIO) is no error."""
+    store = tmp_path / "store"
+    assert run_ledger(store, "admit", "task-a").returncode == 0
+    watch = shlex.join([*ledger_cmd(), "--store", str(store), "watch", "--interval", "0.2s"])
+    script = f"trap true HUP; {watch} 2>{tmp_path}/err; echo $? > {tmp_path}/rc.tmp; "
+    script += f"mv {tmp_path}/rc.tmp {tmp_path}/rc"
+    tmux("new-session", "-d", "-s", tmux.session, "-x", "150", "-y", "20", "sh", "-c", script)
+    tmux("new-window", "-d", "-t", tmux.session)  # keeps the server once the pane is gone
+    tmux.wait_for("task-a")
+    tmux("kill-window", "-t", f"{tmux.session}:0")
+    rc = tmp_path / "rc"
+    deadline = time.monotonic() + BOUND
+    while not rc.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert (rc.read_text(), (tmp_path / "err").read_text()) == ("0\n", "")

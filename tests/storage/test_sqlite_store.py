@@ -825,6 +825,30 @@ def test_missing_directory_is_a_one_line_store_error(tmp_path: Path) -> None:
     assert "\n" not in str(info.value) and info.value.exit_code == 9
 
 
+@pytest.mark.parametrize("name", ["a.db", "we?ird #1 %20.db", "rel.db"])
+def test_an_open_that_may_not_create_never_creates(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """`open_store(create=False)` (a read command, each refresh of `watch`):
+    a file deleted after its check that it is there (the check skipped here)
+    is a NoStoreError, never an empty database made at the path."""
+    from ledger_cli import stores
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(stores, "_require", lambda scheme, target: None)
+    path = Path(name) if name == "rel.db" else tmp_path / name
+    with pytest.raises(errors.NoStoreError, match="no store at") as info:
+        stores.open_store(f"sqlite:{path}", create=False)
+    assert info.value.exit_code == 9 and list(tmp_path.iterdir()) == []
+    SQLiteStore(path).close()
+    store = stores.open_store(f"sqlite:{path}", create=False)
+    try:
+        assert store.load("k") is None
+    finally:
+        store.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [Path(name).name]
+
+
 def test_a_file_that_is_not_a_database_is_a_store_error(tmp_path: Path) -> None:
     path = tmp_path / "junk.db"
     path.write_bytes(b"this is not sqlite" * 100)

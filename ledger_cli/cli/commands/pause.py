@@ -48,7 +48,7 @@ def pause(settings: Settings, reason: str | None = None) -> int:
             }
         )
     elif changed:
-        output.line(f"paused: --next claims exit 7 until ledger resume ({held.describe()})")
+        output.human_line(f"paused: --next claims exit 7 until ledger resume ({held.describe()})")
     else:
-        output.line(f"already paused ({held.describe()})")
+        output.human_line(f"already paused ({held.describe()})")
     return 0

@@ -31,7 +31,7 @@ def resume(settings: Settings) -> int:
     if settings.json:
         output.json_line({"paused": False, "changed": changed})
     elif held is not None:
-        output.line(f"resumed (paused {held.describe()})")
+        output.human_line(f"resumed (paused {held.describe()})")
     elif damaged:
         output.line("resumed (the pause state was damaged; it is written over)")
     else:

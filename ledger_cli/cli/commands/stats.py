@@ -266,7 +266,7 @@ def human(stats: Stats, to_file: bool, queues: bool = False) -> str:
         for name, row in stats.queues.items():
             held = "" if row["limit"] is None else f", held {row['held']} of {row['limit']}"
             figures = f"pending {row['pending']}, claimed {row['claimed']}, ready {row['ready']}"
-            table.add_row(Text(f"queue {name}"), figures + held)
+            table.add_row(Text(f"queue {render.safe(name)}"), figures + held)
     if to_file:  # plain text, no colours
         buf = io.StringIO()
         render.console(file=buf, width=60).print(table)

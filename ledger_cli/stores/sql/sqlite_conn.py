@@ -32,6 +32,16 @@ DRIVER_ERRORS = (sqlite3.Error, UnicodeError, OverflowError)
 _UNDECODABLE = "could not decode to utf-8"
 
 
+def _no_create_uri(path: str) -> str:
+    """`path` as an SQLite URI that opens the file read-write but never
+    creates it: `%`, `?` and `#` escaped, the rest as it is (SQLite's URI
+    rules; a relative path stays relative)."""
+    quoted = path.replace("%", "%25").replace("?", "%3f").replace("#", "%23")
+    if quoted.startswith("/"):
+        quoted = "//" + quoted  # file:///abs: an empty authority
+    return f"file:{quoted}?mode=rw"
+
+
 class SQLiteConnection(SqlDialect):
     """The connection, error mapping and batches of an `SQLiteStore`."""
 
@@ -41,7 +51,12 @@ class SQLiteConnection(SqlDialect):
     _driver_errors = DRIVER_ERRORS
     _conn: sqlite3.Connection
 
-    def __init__(self, path: str | os.PathLike[str], *, busy_timeout: float = 5.0) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, busy_timeout: float = 5.0, create: bool = True
+    ) -> None:
+        """`create` False (a command that only reads): a file that is not there
+        is a NoStoreError, never a new database, even when it is deleted
+        between the caller's check and this open (SQLite's `mode=rw`)."""
         self._path = self._where = os.fspath(path)
         self._busy_timeout = busy_timeout
         self._lock = threading.RLock()
@@ -54,13 +69,20 @@ class SQLiteConnection(SqlDialect):
         rollback. None outside a transaction."""
         try:
             self._conn = sqlite3.connect(
-                self._path,
+                self._path if create else _no_create_uri(self._path),
                 timeout=busy_timeout,
                 isolation_level=None,  # autocommit: transactions are explicit
                 check_same_thread=False,
                 cached_statements=64,
+                uri=not create,
             )
         except sqlite3.Error as exc:
+            if not create and not os.path.exists(self._path):
+                from ledger_cli.errors import NoStoreError
+
+                raise NoStoreError(
+                    f"ledger: no store at {self._path} (the first write creates it)"
+                ) from None
             raise self._error("open", exc) from None
         self._cur = self._conn.cursor()  # reused by the hot paths (load, CAS)
         try:

@@ -3,26 +3,36 @@
 On a terminal: rich's `Live` on the alternate screen, showing the stats line
 (`stats.collect`, the same figures as `ledger stats`) and a table of the
 unfinished tasks (pending, claimed, blocked, and failed roots that block
-something), re-read every `--interval`. `q` or Ctrl-C leaves with exit 0 and
-the terminal as it was (screen, cursor, and the keyboard mode). Anywhere else
-it refuses with exit 2: a pipe wants `list` or `stats`.
+something) cut to the window's height with the count of the rest kept in
+view (`fit`), re-read every `--interval` from a store opened as a fresh
+command would (`Reads`): a store gone or damaged is its `ledger: …` line in
+the view (`failed`) until it reads again. `q` or Ctrl-C leaves with the
+terminal as it was (screen, cursor, and the keyboard mode): exit 0, or the
+last refresh's error and its code; SIGTERM, SIGHUP and SIGQUIT the same way,
+exit 128+N (`stopping_signals`). Anywhere else it refuses with exit 2: a
+pipe wants `list` or `stats`.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-import select
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
-from ledger_cli.cli.context import Session, Settings
+from ledger_cli.cli.commands.watch.reads import Reads
+from ledger_cli.cli.commands.watch.terminal import (
+    keys_unbuffered,
+    stopping_signals,
+    wait_for_quit,
+)
+from ledger_cli.cli.context import Settings
 from ledger_cli.cli.inputs import InputError, parse_duration, parse_status
 from ledger_cli.engine.record import byte_order
+from ledger_cli.errors import LedgerError
 
 if TYPE_CHECKING:
-    from rich.console import Group
+    from rich.console import Console, Group, RenderableType
+    from rich.text import Text
 
     from ledger_cli.engine.instant import Instant
     from ledger_cli.engine.record import TaskState
@@ -105,7 +115,11 @@ def view(
     statuses: set[str] | None,
     interval: str,
     in_queues: frozenset[str] | None = None,
+    console: Console | None = None,
 ) -> Group:
+    """The screen: the header, the pause banner, the stats line, and as many
+    rows of the table as the console's height leaves room for, with the line
+    that counts the rest kept on the screen (`fit`); all of them without a console."""
     from rich.console import Group
     from rich.text import Text
 
@@ -137,50 +151,74 @@ def view(
         shown, total = rows[:MAX_ROWS], len(rows)
         for name in sorted(in_queues):
             row = figures.queues.get(name)
-            line.append(f"\nqueue {name}: ")
+            line.append(f"\nqueue {render.safe(name)}: ")
             if row is None:
                 line.append("no tasks")
                 continue
             line.append(f"pending {row['pending']}  claimed {row['claimed']}  ready {row['ready']}")
             if row["limit"] is not None:
                 line.append(f"  held {row['held']} of {row['limit']}")
-    header = Text(f"ledger watch · every {interval} · q to quit · {now}", style="dim")
-    parts: list[object] = [header, line, Text(""), render.record_table(shown, now)]
+    above: list[RenderableType] = [header(interval, now), line, Text("")]
     if figures.paused:  # docs/design.md §8.3: a banner while --next claims are paused
         from ledger_cli.engine.pause import paused
 
         held = paused(store)
-        since = held.describe() if held is not None else ""
+        # The actor and reason are untrusted text: a bidi override drawn raw
+        # would reorder the banner (docs/design.md §5.3).
+        since = render.safe(held.describe()) if held is not None else ""
         banner = f" PAUSED {since}: --next claims exit 7 until ledger resume "
-        parts.insert(1, Text(banner, style="bold white on red"))
-    if total > len(shown):
-        parts.append(Text(f"… and {total - len(shown)} more", style="dim"))
+        above.insert(1, Text(banner, style="bold white on red"))
     if not shown:
-        parts.append(Text("nothing unfinished", style="dim"))
-    return Group(*parts)  # type: ignore[arg-type]
+        return Group(*above, render.record_table([], now), Text("nothing unfinished", style="dim"))
+    count = len(shown) if console is None else fit(console, above, shown, total, now)
+    parts = list(above) if count else above[:-1]  # no table: no blank line before it
+    if count:
+        parts.append(render.record_table(shown[:count], now))
+    if total > count:
+        parts.append(Text(f"… and {total - count} more", style="dim"))
+    return Group(*parts)
 
 
-@contextlib.contextmanager
-def keys_unbuffered(fd: int) -> Iterator[None]:
-    """Single keys without Enter (cbreak: Ctrl-C still interrupts); restored after."""
-    import termios
-    import tty
+def header(interval: str, now: Instant) -> Text:
+    from rich.text import Text
 
-    saved = termios.tcgetattr(fd)
-    try:
-        tty.setcbreak(fd)
-        yield
-    finally:
-        termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+    return Text(f"ledger watch · every {interval} · q to quit · {now}", style="dim")
 
 
-def wait_for_quit(fd: int, seconds: float) -> bool:
-    """Wait up to `seconds` for a key; True when it is `q` (or the input closed)."""
-    ready, _, _ = select.select([fd], [], [], seconds)
-    if not ready:
-        return False
-    data = os.read(fd, 64)
-    return data == b"" or b"q" in data or b"Q" in data
+def fit(
+    console: Console, above: list[RenderableType], rows: list[TaskState], total: int, now: Instant
+) -> int:
+    """How many of `rows` the table draws below `above` on the console's
+    screen, keeping the last line for `… and N more` whenever some of the
+    `total` are left out: a short terminal still says how many it hides.
+    Each row is one line unless the width wraps a cell; the table is
+    measured, and cut by what overflows, until it fits."""
+    from ledger_cli.cli import render
+
+    options = console.options
+    room = console.size.height - sum(
+        len(console.render_lines(part, options, pad=False)) for part in above
+    )
+    count = min(len(rows), max(0, room - 2))  # the table's head: a line and its rule
+    while count > 0:
+        spare = room - (1 if total > count else 0)
+        table = render.record_table(rows[:count], now)
+        over = len(console.render_lines(table, options, pad=False)) - spare
+        if over <= 0:
+            break
+        count = max(0, count - over)
+    return count
+
+
+def failed(interval: str, now: Instant, error: LedgerError) -> Group:
+    """The screen while the store cannot be read: the header (its clock says
+    the view is alive) and the error's line, as a fresh command prints it."""
+    from rich.console import Group
+    from rich.text import Text
+
+    from ledger_cli.cli import render
+
+    return Group(header(interval, now), Text(render.safe(error.explained()), style="bold red"))
 
 
 def watch(
@@ -189,6 +227,12 @@ def watch(
     statuses: list[str] | None = None,
     queue: list[str] | None = None,
 ) -> int:
+    """The loop. A refresh the store refuses (gone, damaged, out of reach)
+    draws its `ledger: …` line in place of the figures and the view goes on:
+    the next refresh reads again, and a store mended or made again shows.
+    Leaving while the last refresh failed prints that line and exits its
+    code (9), as `ledger stats` would; else q and Ctrl-C exit 0, a stopping
+    signal 128+N."""
     wanted = {parse_status(s) for s in statuses} if statuses else None
     from ledger_cli.cli.queueargs import parse_queues
 
@@ -202,20 +246,45 @@ def watch(
     from rich.live import Live
 
     from ledger_cli.cli import render
+    from ledger_cli.cli.inputs import parse_now
+    from ledger_cli.engine.instant import Instant
 
     fd = sys.stdin.fileno()
-    with Session(settings, reads=True) as s:
+    fixed = parse_now(settings.now) if settings.now else None
+    reads = Reads(settings)  # the first open: a store that is not there exits 9 at once
+    error: LedgerError | None = None
+    came: list[int] = []  # the stopping signal, once one arrived
+    try:
         con = render.console()
-        try:
-            with (
-                keys_unbuffered(fd),
-                Live(console=con, screen=True, auto_refresh=False, transient=True) as live,
-            ):
-                while True:
-                    screen = view(s.store, s.now(), wanted, interval_text, in_queues)
-                    live.update(screen, refresh=True)
-                    if wait_for_quit(fd, seconds):
-                        break
-        except KeyboardInterrupt:
-            pass
+        with (
+            stopping_signals(came),
+            keys_unbuffered(fd),
+            Live(console=con, screen=True, auto_refresh=False, transient=True) as live,
+        ):
+            while True:
+                screen: RenderableType
+                try:
+                    s = reads.open()
+                    screen = view(s.store, s.now(), wanted, interval_text, in_queues, con)
+                    error = None
+                except LedgerError as exc:
+                    error = exc
+                    screen = failed(interval_text, fixed or Instant.now(), exc)
+                reads.done(ok=error is None)
+                live.update(screen, refresh=True)
+                if wait_for_quit(fd, seconds):
+                    break
+    except KeyboardInterrupt:
+        pass
+    except BaseException:
+        # Stopped, or what restoring the terminal raised after it: a hangup
+        # can take the terminal away first (EIO), and that is no new error.
+        if not came:
+            raise
+    finally:
+        reads.done(ok=False)
+    if came:
+        return 128 + came[0]
+    if error is not None:
+        raise error
     return 0
