@@ -8,6 +8,7 @@
 - `commands/`: each command's work, one module named after each command
   (`commands/prune.py` is `ledger prune`); `doctor/` and `run/` are packages.
 - Shared by the commands: `context.py` (settings, the session over one store),
+  `freshreads.py` (a store opened afresh per refresh or request),
   `inputs.py` and `when.py` (parsing), `output.py` (plain and JSON output),
   `render.py` and `outcome.py` (rich output), `escapes.py` (untrusted text's
   controls as escapes), `outage.py` (riding out a store

@@ -1,13 +1,16 @@
 """What the web view reads from the store, in the shapes of the CLI's `--json`.
 
-`Reader` keeps one open `Session` for the server's life and lets one request at
-a time use it (a lock): one connection on PostgreSQL, no store shared between
-threads at once. Listings are paged by key (`after`), so a page of the task
+`Reader` lets one request at a time read (a lock), through a store opened as
+a fresh read command would open it (`cli/freshreads.py`): a JSON directory or
+SQLite file afresh for each request, so a store deleted, replaced or damaged
+while served is answered as `ledger stats` would answer, never from the old
+file; one connection kept on PostgreSQL. Listings are paged by key (`after`), so a page of the task
 table reads at most `limit + 1` records past its cursor on the SQL stores.
 """
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import itertools
 import threading
@@ -16,11 +19,12 @@ from typing import TYPE_CHECKING, Any
 from ledger_cli.cli import output
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from ledger_cli.cli.context import Session
     from ledger_cli.engine.attempts import Attempt
     from ledger_cli.engine.history import HistoryEntry
     from ledger_cli.engine.record import TaskState
-    from ledger_cli.engine.store import Store
 
 STATUSES = ("pending", "claimed", "completed", "failed", "blocked")
 PAGE = 100
@@ -40,23 +44,27 @@ class Page:
 
 
 class Reader:
-    """The server's one open store, read by one request at a time."""
+    """The served store, read by one request at a time."""
 
     def __init__(self, session: Session) -> None:
-        self.session = session
+        """`session`: the store `serve` opened (and checked) at its start."""
+        from ledger_cli.cli.freshreads import FreshReads
+
+        self.reads = FreshReads(session.settings, session)
         self.lock = threading.Lock()
 
-    @property
-    def store(self) -> Store:
-        """The open store; NoStoreError once a `--store` path served is gone
-        (deleted while served: a read of it says so, never an empty ledger)."""
-        settings = self.session.settings
-        if settings.store is not None:
-            from ledger_cli.cli.context import store_url
-            from ledger_cli.stores import require_store
-
-            require_store(store_url(settings))
-        return self.session.store
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[Session]:
+        """The store for one request: a JSON or SQLite store opened for it (a
+        NoStoreError when the path served is gone: never an empty ledger)."""
+        with self.lock:
+            session = self.reads.open()
+            ok = False
+            try:
+                yield session
+                ok = True
+            finally:
+                self.reads.done(ok)
 
     def page(
         self, statuses: frozenset[str], prefix: str, after: str, limit: int, queue: str = ""
@@ -80,9 +88,9 @@ class Reader:
                 and (not statuses or rec.status in statuses)
             )
 
-        with self.lock:
-            view = getattr(self.store, "visible_after", None)
-            scan = getattr(self.store, "scan_visible", None)
+        with self._reading() as s:
+            view = getattr(s.store, "visible_after", None)
+            scan = getattr(s.store, "scan_visible", None)
             if view is None and scan is not None:
                 # The JSON store keeps no key order: stream every record without
                 # the store's lock (writers go on) and keep the smallest keys.
@@ -94,12 +102,12 @@ class Reader:
                 more = len(best) > limit
                 return Page(best[:limit], best[limit - 1].key if more else None)
             if view is None:
-                records = prune.visible(self.store)
+                records = prune.visible(s.store)
             else:  # keyset pages from the cursor (or the prefix) on
                 start = after if after_b >= prefix_b else prefix
                 records = iter(view(start, sorted(statuses)))
-                first = self.session.load(prefix) if prefix and start == prefix else None
-                if first is not None and not prune.is_pruned(self.store, prefix):
+                first = s.load(prefix) if prefix and start == prefix else None
+                if first is not None and not prune.is_pruned(s.store, prefix):
                     records = itertools.chain((first,), records)  # `view` starts after it
             found: list[TaskState] = []
             for rec in records:
@@ -114,20 +122,20 @@ class Reader:
         return Page(found, None)
 
     def load(self, key: str) -> TaskState | None:
-        with self.lock:
-            return self.session.load(key)
+        with self._reading() as s:
+            return s.load(key)
 
     def task(self, key: str) -> tuple[TaskState, list[Attempt], list[HistoryEntry]] | None:
         """A record, its kept attempts (the abandoned ones judged so) and its
         history lines, or None."""
         from ledger_cli.cli.outcome import judged_attempts
 
-        with self.lock:
-            rec = self.session.load(key)
+        with self._reading() as s:
+            rec = s.load(key)
             if rec is None:
                 return None
-            atts = judged_attempts(self.store, rec, self.session.now())
-            read = getattr(self.store, "read_history", None)
+            atts = judged_attempts(s.store, rec, s.now())
+            read = getattr(s.store, "read_history", None)
             history: list[HistoryEntry] = list(read(key)) if read is not None else []
         return rec, atts, history
 
@@ -136,18 +144,18 @@ class Reader:
         from ledger_cli.cli.outcome import with_attempts
         from ledger_cli.engine import schedule
 
-        with self.lock:
-            rec = self.session.load(key)
+        with self._reading() as s:
+            rec = s.load(key)
             if rec is None:
                 return None
-            kept = schedule.of(self.store, key)
+            kept = schedule.of(s.store, key)
             if kept is None:
                 doc = str(output.record(rec))
             else:
                 from ledger_cli.engine.wireext import record_json
 
                 doc = record_json(rec, kept)
-            return with_attempts(doc, self.store, rec, self.session.now())
+            return with_attempts(doc, s.store, rec, s.now())
 
     def output(self, key: str, n: int | None, since: int) -> dict[str, Any] | None:
         """`ledger --json output KEY`: the attempt (judged) and its kept output from byte
@@ -156,11 +164,11 @@ class Reader:
         from ledger_cli.engine.attempts import judge, taken_lease
         from ledger_cli.stores.attemptlog import attempt_log
 
-        with self.lock:
-            rec = self.session.load(key)
+        with self._reading() as s:
+            rec = s.load(key)
             if rec is None:
                 return None
-            log = attempt_log(self.store)
+            log = attempt_log(s.store)
             atts = log.list_attempts(key)
             if not atts:
                 return None
@@ -168,7 +176,7 @@ class Reader:
             att, data = log.read_new(key, n, since)
             if att is None:
                 return None
-            judge((att,), rec, self.session.now(), taken_lease(self.store, key))
+            judge((att,), rec, s.now(), taken_lease(s.store, key))
         # A character the command is still writing waits for the next poll,
         # rather than come out as two replacement characters.
         cut = unfinished_char(data) if att.ended is None and not att.abandoned else 0
@@ -184,8 +192,8 @@ class Reader:
         """`ledger --json stats`."""
         from ledger_cli.cli.commands.stats import collect
 
-        with self.lock:
-            return collect(self.store, self.session.now()).to_obj()
+        with self._reading() as s:
+            return collect(s.store, s.now()).to_obj()
 
     def graph(self, draw: bool = True) -> tuple[Any, str | None]:
         """The graph of needs as `ledger --json graph` shows it and, with
@@ -194,8 +202,8 @@ class Reader:
         server's start-up does not pay for it."""
         from ledger_cli.cli.graph import model, svg
 
-        with self.lock:
-            graph = model.collect(self.store)
+        with self._reading() as s:
+            graph = model.collect(s.store)
         if not draw:
             return graph.to_obj(), None
         try:

@@ -293,3 +293,23 @@ def test_a_store_deleted_while_served_is_an_error_not_an_empty_ledger(store: Pat
             got = web.get(path)
             assert got.status == 500, (path, got.status)
             assert b"no store at" in got.body, (path, got.body[:200])
+
+
+def test_an_sqlite_file_replaced_or_damaged_while_served_is_read_anew(tmp_path: Path) -> None:
+    """Each request reads the file at the path served, as a fresh `ledger
+    stats` would: a file replaced there (a restore from a backup) shows its
+    own records, and one whose pages were overwritten answers 500 with
+    SQLite's error, never the old file's records from a kept connection."""
+    path = tmp_path / "jobs.db"
+    admit(f"sqlite:{path}", "old")
+    with served(f"sqlite:{path}") as web:
+        assert [t["Key"] for t in web.get("/api/tasks").json()] == ["old"]
+        other = tmp_path / "other.db"
+        admit(f"sqlite:{other}", "new")
+        other.replace(path)
+        assert [t["Key"] for t in web.get("/api/tasks").json()] == ["new"]
+        with path.open("r+b") as f:
+            f.write(b"\0" * 12288)  # the header and the first pages
+        got = web.get("/api/stats")
+        assert got.status == 500, got.status
+        assert b"not a database" in got.body, got.body[:200]

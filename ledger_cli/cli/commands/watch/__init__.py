@@ -5,7 +5,7 @@ On a terminal: rich's `Live` on the alternate screen, showing the stats line
 unfinished tasks (pending, claimed, blocked, and failed roots that block
 something) cut to the window's height with the count of the rest kept in
 view (`fit`), re-read every `--interval` from a store opened as a fresh
-command would (`Reads`): a store gone or damaged is its `ledger: …` line in
+command would (`FreshReads`): a store gone or damaged is its `ledger: …` line in
 the view (`failed`) until it reads again. `q` or Ctrl-C leaves with the
 terminal as it was (screen, cursor, and the keyboard mode): exit 0, or the
 last refresh's error and its code; SIGTERM, SIGHUP and SIGQUIT the same way,
@@ -19,13 +19,13 @@ import sys
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
-from ledger_cli.cli.commands.watch.reads import Reads
 from ledger_cli.cli.commands.watch.terminal import (
     keys_unbuffered,
     stopping_signals,
     wait_for_quit,
 )
 from ledger_cli.cli.context import Settings
+from ledger_cli.cli.freshreads import FreshReads
 from ledger_cli.cli.inputs import InputError, parse_duration, parse_status
 from ledger_cli.engine.record import byte_order
 from ledger_cli.errors import LedgerError
@@ -251,7 +251,7 @@ def watch(
 
     fd = sys.stdin.fileno()
     fixed = parse_now(settings.now) if settings.now else None
-    reads = Reads(settings)  # the first open: a store that is not there exits 9 at once
+    reads = FreshReads(settings)  # the first open: a store that is not there exits 9 at once
     error: LedgerError | None = None
     came: list[int] = []  # the stopping signal, once one arrived
     try:
