@@ -100,8 +100,11 @@ def test_a_json_store_removed_while_followed_ends_the_follow(
     if recreate:
         _admit(store, "new")
     follow.proc.send_signal(signal.SIGCONT)
-    code = follow.proc.wait(timeout=HANG)
-    assert follow.proc.stderr is not None and follow.proc.stdout is not None
+    try:
+        code = follow.proc.wait(timeout=HANG)
+    finally:
+        follow.proc.kill()
+    assert follow.proc.stderr is not None
     assert code == 9
     assert follow.proc.stderr.read() == (
         f"ledger: no store at {store}: it was removed or replaced while followed\n"
