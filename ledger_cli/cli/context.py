@@ -173,6 +173,12 @@ class Session:
         """
         return self._unit(lambda: now)
 
+    def write_clocked(self, when: Callable[[], Instant]) -> AbstractContextManager[None]:
+        """`write()`, its now asked for when its history is appended: a block
+        that reads the clock once its batch holds the write lock (`admit
+        --batch`: each block its own now, in the order of their commits)."""
+        return self._unit(when)
+
     def unit_open(self) -> bool:
         """Whether a `write()` unit is open (its batch not yet committed)."""
         return self._depth > 0

@@ -24,9 +24,15 @@ HANG = 60.0  # a bound for a hung test, never a timing assertion
 
 
 class Follow:
-    """A `ledger log --follow` process and the lines it printed, read by a thread."""
+    """A `ledger log --follow` process and the lines it printed, read by a thread.
+
+    The store is made first (a record admitted): a follow of a store that is
+    not there yet exits 9 at once, and it would when it started before the
+    test's first write."""
 
     def __init__(self, url: str, *args: str) -> None:
+        made = run_ledger(url, "admit", "follow-seed")
+        assert made.returncode == 0, made.stderr
         self.proc = subprocess.Popen(
             [*ledger_cmd(), "--store", url, "log", "--follow", *args],
             env=subprocess_env(),

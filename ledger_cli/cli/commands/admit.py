@@ -19,9 +19,11 @@ from ledger_cli.cli.inputs import (
 )
 
 if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
     from typing import IO, Any
 
     from ledger_cli.engine.conflict import Outcome
+    from ledger_cli.engine.instant import Instant
 
 CONFLICT = "conflict"  # engine.conflict.CONFLICT, without importing it for every admit
 
@@ -227,7 +229,15 @@ def admit_batch(settings: Settings, source: str) -> int:
     exc_code = ValidationError.exit_code
     progress = _Progress(len(entries), enabled=not settings.json and sys.stderr.isatty())
     with Session(settings) as s, progress:
-        now = s.now()
+        fixed = s.unit_now()
+        # The open block's now: read by its first admission, once the block's
+        # batch holds the write lock, so that the lines follow the commits' order.
+        block_now: list[Instant] = []
+
+        def block() -> AbstractContextManager[None]:
+            block_now.clear()
+            return s.write_clocked(lambda: block_now[0])
+
         # An admission with needs may block: then (PostgreSQL) each chunk takes
         # the block writers' lock before its first row write (engine/serial.py).
         from ledger_cli.engine.serial import take
@@ -240,6 +250,9 @@ def admit_batch(settings: Settings, source: str) -> int:
             nb, prio = when if when is not None else (None, 0)
             if lock_first:
                 take(s.store)  # once per chunk's transaction; a no-op on other stores
+            if not block_now:
+                block_now.append(fixed if fixed is not None else s.now())
+            now = block_now[0]
             try:
                 got = s.ledger.admit_outcome(
                     s.actor, key, seq, task, now, *needs, not_before=nb, priority=prio, queue=queue
@@ -283,7 +296,7 @@ def admit_batch(settings: Settings, source: str) -> int:
         # leaves an `admitted` line for a key that is not in the store.
         chunked(
             entries,
-            lambda: s.write(now),
+            block,
             admit_one,
             gap=gap_for(s.store),
             committed=report_block,

@@ -6,6 +6,9 @@ interrupted (Ctrl-C: exit 0). It does not read the whole history again: the
 store's follower (`history_follower()`) reads the JSON store's history.jsonl
 from the offset where it stopped, and the SQL stores' rows past the last id
 it returned (stores/jsonfile/historyfollow.py, stores/sql/historyfollow.py).
+It prints the lines still in the history when it reads them (a line pruned
+before it is read is not printed: docs/design.md §6.4), each once, and ends
+with exit 9 when a JSON store's directory is removed or replaced.
 It polls every POLL_INTERVAL; each batch of lines is flushed at once, so a
 pipe (`| while read …`) sees each line as it comes. A store outage is ridden
 out as `run --drain` rides it (one warning line, then exit 9 after five

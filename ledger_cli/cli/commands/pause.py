@@ -25,16 +25,15 @@ def write_history(s: Session, now: str, event: str, data: str) -> None:
 
 def pause(settings: Settings, reason: str | None = None) -> int:
     why = validate_text(reason, "--reason") if reason is not None else ""
-    with Session(settings) as s:
-        now = s.now()
-        with s.store.batch():
-            held = paused(s.store)
-            changed = held is None
-            if held is None:
-                held = PauseInfo(now, s.actor, why)
-                set_paused(s.store, held)
-                text = f"claiming paused by {s.actor}" + (f": {why}" if why else "")
-                write_history(s, str(now), PAUSED, text)
+    with Session(settings) as s, s.store.batch():
+        now = s.now()  # once the write lock is held: in the history's order
+        held = paused(s.store)
+        changed = held is None
+        if held is None:
+            held = PauseInfo(now, s.actor, why)
+            set_paused(s.store, held)
+            text = f"claiming paused by {s.actor}" + (f": {why}" if why else "")
+            write_history(s, str(now), PAUSED, text)
     if changed:
         output.note_committed()  # a failed stdout's line says so (exit 74)
     if settings.json:

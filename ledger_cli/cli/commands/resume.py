@@ -14,18 +14,17 @@ from ledger_cli.errors import StoreDamageError
 
 
 def resume(settings: Settings) -> int:
-    with Session(settings) as s:
-        now = s.now()
-        with s.store.batch():
-            damaged = False
-            try:
-                held = paused(s.store)
-            except StoreDamageError:
-                held, damaged = None, True
-            changed = held is not None or damaged
-            if changed:
-                set_paused(s.store, None)
-                write_history(s, str(now), RESUMED, f"claiming resumed by {s.actor}")
+    with Session(settings) as s, s.store.batch():
+        now = s.now()  # once the write lock is held: in the history's order
+        damaged = False
+        try:
+            held = paused(s.store)
+        except StoreDamageError:
+            held, damaged = None, True
+        changed = held is not None or damaged
+        if changed:
+            set_paused(s.store, None)
+            write_history(s, str(now), RESUMED, f"claiming resumed by {s.actor}")
     if changed:
         output.note_committed()  # a failed stdout's line says so (exit 74)
     if settings.json:

@@ -60,7 +60,11 @@ def prune(
         bool, flag("--dry-run", "Count what would be pruned; change nothing.")
     ] = False,
 ) -> None:
-    """Prune finished records: keep their keys (admit stays idempotent), drop the rest."""
+    """Prune finished records: keep their keys (admit stays idempotent), drop the rest.
+
+    The rest includes their history lines: a `log --follow` that has not read
+    them yet never prints them.
+    """
 
 
 @command("ledger tree", "ledger tree report")
@@ -85,7 +89,8 @@ def log(
         flag(
             "--follow",
             "Print lines as they are written (polled every 100 ms), until interrupted; "
-            "only the lines written from now on.",
+            "only the lines written from now on that are still in the history when "
+            "read (prune removes a pruned record's lines).",
         ),
     ] = False,
     event: Annotated[
