@@ -271,10 +271,16 @@ def one_line(text: str) -> str:
     return " ".join(part.strip() for part in text.splitlines() if part.strip())
 
 
+def within(where: str, text: str) -> str:
+    """Another message (an error's, on one line) in the context `where`, as
+    every error and warning line reads: `ledger: WHERE: …`, the message's own
+    `ledger:` prefix once."""
+    return f"ledger: {where}: {one_line(text).removeprefix('ledger: ')}"
+
+
 def at_line(number: int, text: str) -> str:
-    """An error about line `number` of a batch, as every error line reads:
-    `ledger: line N: …` (the message's own `ledger:` prefix once)."""
-    return f"ledger: line {number}: {one_line(text).removeprefix('ledger: ')}"
+    """An error about line `number` of a batch: `ledger: line N: …`."""
+    return within(f"line {number}", text)
 
 
 MAX_MESSAGE = 1000

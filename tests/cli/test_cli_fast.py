@@ -135,6 +135,8 @@ SCRIPT: list[list[str]] = [
     ["list", "--jsonl"],
     ["list", "--jsonl", "--status", "completed", "--limit", "1", "--owner", "w"],
     ["list", "--jsonl", "--status", "bogus"],
+    ["claim", "--next", "--owner", "w", "--lease", "5m", "--give-up-after", "1s"],  # no --wait
+    ["run", "a", "--owner", "w", "--lease", "1m", "--give-up-after", "1s", "--", "true"],
     ["admit", "c1", "--needs", "c2"],
     ["admit", "c2", "--needs", "c1"],  # would close a cycle
     ["claim", "a", "--owner", "w", "--lease", "1m"],  # a is failed: the state is named
@@ -200,6 +202,8 @@ def test_fast_path_and_typer_path_behave_the_same(monkeypatch: pytest.MonkeyPatc
         0,
         0,
         2,
+        2,  # --give-up-after without --wait
+        2,  # nor --drain
         0,
         8,
         6,

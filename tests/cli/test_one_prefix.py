@@ -1,9 +1,11 @@
 """Every error line carries `ledger:` once (docs/design.md §4.5), also when
 it wraps another error's message: a batch line's (`ledger: line N: …`), a
 snapshot entry's (`ledger: snapshot entry I: …`, Go's own text carrying the
-prefix twice), a damaged record file's (`ledger: store: PATH: …`).
+prefix twice), a damaged record file's (`ledger: store: PATH: …`), and
+`ledger run`'s warnings (`ledger: recording the run of K: …`).
 
-Fresh processes on the JSON store.
+Fresh processes on the JSON store; the run's warnings in process, the store
+failing on cue.
 """
 
 from __future__ import annotations
@@ -81,3 +83,33 @@ def test_a_damaged_record_file_has_one_prefix(
     assert res.returncode == 9
     assert res.stderr.startswith(f"ledger: store: {record}: {what}"), res.stderr
     assert res.stderr.count("ledger:") == 1, res.stderr
+
+
+OUTAGE = "ledger: postgres commit (w@h:5432/db): the connection was lost"
+
+
+def test_a_run_warning_wrapping_a_store_error_has_one_prefix(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`ledger run`'s warnings that the run or its attempt could not be recorded
+    (a store outage in a drain) wrap the store's message: `ledger:` once. In
+    process, the store failing on cue (the output's flush through a real
+    outage: tests/faults/test_faults_outage_sqlite.py)."""
+    from types import SimpleNamespace
+
+    from ledger_cli.cli.commands.run import attempts
+    from ledger_cli.errors import StoreError
+    from ledger_cli.stores import attemptlog
+
+    def failing(store: object) -> object:
+        raise StoreError(OUTAGE)
+
+    monkeypatch.setattr(attemptlog, "attempt_log", failing)
+    session: Any = SimpleNamespace(store=None, settings=SimpleNamespace(now=None, json=False))
+    attempts.AttemptRecorder(session, "oc-59", 1, "w", 1, 0)
+    attempts.drop_begun(session, "oc-59", 2)
+    detail = OUTAGE.removeprefix("ledger: ")
+    assert capsys.readouterr().err.splitlines() == [
+        f"ledger: recording the run of oc-59: {detail} (the command goes on)",
+        f"ledger: removing attempt 2 of oc-59: {detail}",
+    ]

@@ -267,7 +267,7 @@ def test_memstore_run_and_a_store_error_while_flushing(monkeypatch: pytest.Monke
     assert res.stdout == "0\n1\n2\n"
     warnings = res.stderr.splitlines()
     assert len(warnings) == 1, warnings
-    assert warnings[0].startswith("ledger: recording the output of two: ledger: store: disk full")
+    assert warnings[0].startswith("ledger: recording the output of two: store: disk full")  # once
     assert cli.store.load("two").status == "completed"  # type: ignore[union-attr]
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_support import ledger_ok
 from tests.outage_runs import (
     Ledger,
     Runs,
@@ -97,3 +98,29 @@ def test_sqlite_lock_past_the_busy_timeout_is_an_outage(tmp_path: Path) -> None:
         holder.execute("ROLLBACK")  # type: ignore[attr-defined]
         with store.batch():
             pass
+
+
+def test_a_warning_about_the_lock_carries_ledger_once(tmp_path: Path) -> None:
+    """The output's flush that meets the lock past the busy timeout warns in one
+    line that wraps the store's error, `ledger:` once (docs/design.md §4.5): not
+    `ledger: recording the output of k: ledger: sqlite begin …`."""
+    db = tmp_path / "s.db"
+    admit(str(db), "k")
+    go, end = tmp_path / "go", tmp_path / "end"
+    script = (
+        f'echo one; while [ ! -e "{go}" ]; do sleep 0.02; done;'
+        f' echo two; while [ ! -e "{end}" ]; do sleep 0.02; done'
+    )
+    run = Ledger(str(db), "run", "k", "--owner", "o", "--lease", "15s", "--", "sh", "-c", script)
+    # "one" kept: the attempt and its pid are recorded, the flushes land
+    wait_until(lambda: "one" in ledger_ok(db, "output", "k"), "the first flush")
+    holder = lock_sqlite(db)
+    go.touch()  # "two": the next flush meets the lock
+    wait_until(lambda: run.saw("recording the output of k"), "the flush failed")
+    holder.execute("ROLLBACK")  # type: ignore[attr-defined]
+    end.touch()
+    assert run.wait() == 0, run.stderr
+    (line,) = [line for line in run.stderr if "recording the output" in line]
+    assert line.startswith("ledger: recording the output of k: sqlite "), line
+    assert line.count("ledger:") == 1, line
+    assert line.endswith("(the command goes on)"), line

@@ -57,6 +57,8 @@ def claim(
 ) -> int:
     from ledger_cli.cli.outage import open_session, parse_give_up
 
+    if give_up_after is not None and wait is None:  # no outage is ridden out without it
+        raise InputError("ledger: --give-up-after goes with --wait")
     give_up = parse_give_up(give_up_after)
     wanted = None
     if queue:

@@ -253,7 +253,17 @@ GiveUp = Annotated[
     option(
         "--give-up-after",
         "D",
-        "With --wait or --drain: ride out a store outage for up to D, then exit 9 (5m).",
+        "With --wait or --drain: ride out a store outage while claiming (--drain: between "
+        "tasks too) for up to D, then exit 9 (5m). A claimed task's renewals and outcome "
+        "are tried again until its lease runs out instead.",
+    ),
+]
+ClaimGiveUp = Annotated[
+    str | None,
+    option(
+        "--give-up-after",
+        "D",
+        "With --wait: ride out a store outage while waiting for up to D, then exit 9 (5m).",
     ),
 ]
 Queues = Annotated[

@@ -7,8 +7,8 @@ from typing import Annotated
 import typer
 
 from ledger_cli.cli.declarations.base import (
+    ClaimGiveUp,
     Fence,
-    GiveUp,
     Key,
     Lease,
     Next,
@@ -74,7 +74,7 @@ def claim(
     key: NextKey = None,
     next_: Next = False,
     wait: Wait = None,
-    give_up_after: GiveUp = None,
+    give_up_after: ClaimGiveUp = None,
     queue: Queues = None,
 ) -> None:
     """Claim KEY (prints the fence), or the oldest ready task with --next (prints KEY FENCE)."""

@@ -95,12 +95,16 @@ class SqlClaims(SqlDialect):
         it admits only (queues.condition). `first_rank`: the first priority
         level, read already (PostgreSQL's `_claim_start`)."""
         cond: tuple[str, tuple[str, ...]] | None = ("", ())
+        named = False
         if queues is not None:
             with self._lock:
                 self._check_open()
                 tables = self._queue_tables()
             if tables:
                 cond = sql_queues.condition(queues.wanted, queues.skip, self.MARK)
+                named = (
+                    cond is not None and queues.wanted is not None and DEFAULT_QUEUE not in cond[1]
+                )
             elif not queues.admits(DEFAULT_QUEUE):  # no queue table: every task is in default
                 cond = None
         if cond is None:
@@ -111,8 +115,7 @@ class SqlClaims(SqlDialect):
             codec.SELECT_COLUMNS, self.LEASE, self.MARK, lock=locking, limit=page, extra=cond[0]
         )
         first: tuple[str, ...] = ()
-        if queues is not None and queues.wanted is not None and DEFAULT_QUEUE not in cond[1]:
-            # named queues only: read through ledger_queue's (queue, key) index
+        if named:  # named queues only: read through ledger_queue's (queue, key) index
             sql = self._queue_page_sql(lock=locking, limit=page, queues=len(cond[1]))
             first, cond = cond[1], ("", ())
         yield from due.candidates(

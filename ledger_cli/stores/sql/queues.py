@@ -3,7 +3,10 @@ tables `ledger_queue (key, queue)`, one row per key outside the `default`
 queue, and `ledger_limit (queue, n)`. The Go schema of `ledger_tasks` stays
 as it is; a row the Go service writes has no queue row, so it is in
 `default`. A store made before these tables gets them at its first write of
-a queue or a limit; until then every read finds none."""
+a queue or a limit (`ledger_revoked`: of a revoked lease); until then every
+read finds none: each read asks first whether the table is there
+(dialect.py `_queue_tables`, `_revoked_table`), the ready scan through
+`ledger_queue`'s index included (claims.py), and a read never makes one."""
 
 from __future__ import annotations
 

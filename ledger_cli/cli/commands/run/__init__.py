@@ -133,6 +133,9 @@ def run(
         raise InputError("ledger: run needs a KEY (or --next)")
     if not next_ and wait is not None:
         raise InputError("ledger: --wait goes with --next")
+    if give_up_after is not None and not drain and wait is None:
+        # a single run's renewals and outcome are bound by its lease, not by it
+        raise InputError("ledger: --give-up-after goes with --wait or --drain")
     wanted = None
     if queue:
         if not next_:

@@ -81,9 +81,7 @@ class AttemptRecorder:
         if self.warned:
             return
         self.warned = True
-        output.diag(
-            f"ledger: {what} of {self.att.key}: {output.one_line(str(exc))} (the command goes on)"
-        )
+        output.diag(output.within(f"{what} of {self.att.key}", f"{exc} (the command goes on)"))
 
     def _capture_warned(self, line: str) -> None:
         if not self.warned:
@@ -305,7 +303,7 @@ def drop_begun(session: Session, key: str, n: int) -> None:
     try:
         attempt_log(session.store).drop_attempt(key, n)  # type: ignore[attr-defined]
     except Exception as exc:  # one warning, as every failure to record
-        output.diag(f"ledger: removing attempt {n} of {key}: {output.one_line(str(exc))}")
+        output.diag(output.within(f"removing attempt {n} of {key}", str(exc)))
 
 
 @functools.cache

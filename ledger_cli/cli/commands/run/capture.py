@@ -230,8 +230,9 @@ class Capture:
         except Exception as exc:
             if not self._failing:
                 self.warn(
-                    f"ledger: recording the output of {self.att.key}: "
-                    f"{output.one_line(str(exc))} (the command goes on)"
+                    output.within(
+                        f"recording the output of {self.att.key}", f"{exc} (the command goes on)"
+                    )
                 )
             self._failing = True
             return

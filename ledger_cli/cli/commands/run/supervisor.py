@@ -395,4 +395,4 @@ class Supervisor(OutcomeWrites):
                     now = attempt.clock(self.key)
                     self.s.ledger.release(self.s.actor, self.key, self.owner, self.fence, now)
         except LedgerError as exc:
-            output.diag(f"ledger: releasing {self.key}: {output.one_line(str(exc))}")
+            output.diag(output.within(f"releasing {self.key}", str(exc)))
