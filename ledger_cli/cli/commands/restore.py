@@ -159,10 +159,13 @@ def restore(settings: Settings, source: str) -> int:
         # Damage its commit would refuse stops it before its first file.
         getattr(s.store, "refuse_damage", lambda: None)()
         held = Held(s.store, extensions, queued, marked)
+        there: set[str] = set()  # the keys an earlier run of this restore filled
         for rec in tasks:
             cur = s.load(rec.key)
-            if cur is not None and (fields := held.differs(cur, rec)):
-                raise RestoreConflictError(_other(rec.key, fields))
+            if cur is not None:
+                if fields := held.differs(cur, rec):
+                    raise RestoreConflictError(_other(rec.key, fields))
+                there.add(rec.key)
         _refuse_cycle(s, tasks)
         landed = already = 0
         block_records: list[TaskState] = []
@@ -194,6 +197,9 @@ def restore(settings: Settings, source: str) -> int:
             output.note_committed()  # a failed stdout's line says so (exit 74)
 
         def insert(rec: TaskState) -> None:
+            if rec.key in there:  # restored already: a write since is a worker's, not a conflict
+                block_there.append(rec)
+                return
             # Go's Restore step (an insert-if-absent), after a re-check under the lock.
             cur = s.load(rec.key)
             if cur is not None:
