@@ -299,3 +299,18 @@ def test_json_restore_killed_after_its_pruned_lines_is_finished_again(tmp_path: 
     assert (res.returncode, res.stdout) == (0, "restored 4 records (1 already there)\n"), res.stderr
     assert run_ledger(store, "snapshot").stdout.encode() == _as_restored(snap)
     assert run_ledger(store, "doctor").returncode == 0
+
+
+def test_a_fence_the_json_store_raised_to_its_floor_is_the_snapshots(tmp_path: Path) -> None:
+    """The JSON store raises a new key's fence to its fence floor (docs/design.md
+    §3.1): what it set itself is no difference, the record counts as restored."""
+    store = tmp_path / "st"
+    ledger_ok(store, "admit", "x")
+    meta = store / "ledger-store.json"
+    meta.write_text(meta.read_text().replace('"fence_floor": 0', '"fence_floor": 5'))
+    snap = _snapshot(_record("k1", "completed"))
+    first = run_ledger(store, "restore", "-", input=snap)
+    assert first.stdout == "restored 1 records\n", first.stderr
+    assert json.loads(ledger_ok(store, "--json", "state", "k1"))["Fence"] == 5
+    res = run_ledger(store, "restore", "-", input=snap)
+    assert (res.returncode, res.stdout) == (0, "restored 1 records (1 already there)\n"), res.stderr
