@@ -161,7 +161,7 @@ JSON_SHAPES: dict[str, str] = {
     "serve": "none: it prints its URL, then serves JSON under `/api/` in the shapes of "
     "`list`, `state`, `output` and `stats` (README: The web view)",
     "snapshot": 'the snapshot itself (`-o F`: `{"output", "records"}`)',
-    "restore": '`{"restored"}`',
+    "restore": '`{"restored", "already_there"}`',
     "doctor": '`{"store", "records", "pruned", "problems", "notes", "fixed"}` (`records` '
     "null when doctor could not read them all: a store it cannot open, a `records/` it cannot "
     "walk)",

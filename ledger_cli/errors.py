@@ -135,9 +135,9 @@ class DecodeError(LedgerError, code="decode", exit_code=8):
 
 
 class RestoreConflictError(LedgerError, code="restore_conflict", exit_code=8):
-    """`restore`: a key of the snapshot is already in the store, or appears
-    twice in the snapshot (checked before anything is written; a long restore
-    says what landed)."""
+    """`restore`: a key of the snapshot holds another record in the store, or
+    appears twice in the snapshot (checked before anything is written; a long
+    restore says what landed)."""
 
 
 class EncodeError(LedgerError, code="encode", exit_code=8):

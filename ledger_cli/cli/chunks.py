@@ -22,8 +22,9 @@ same for JSON, SQLite and PostgreSQL.
 
 What a caller gives up: the run is no longer all-or-nothing. Each block is
 atomic; a crash or a refusal leaves the blocks committed before it. Admission
-is idempotent, so re-running a batch is safe; restore says exactly which
-records landed.
+is idempotent, so re-running a batch is safe; so is re-running a restore,
+which skips each key that already holds the snapshot's record and says
+exactly which records landed when it stops.
 """
 
 from __future__ import annotations

@@ -223,14 +223,22 @@ def test_snapshot_and_restore(cli: Cli, tmp_path: object) -> None:
     res = cli.ok("snapshot", "-o", str(f), "--json")
     assert res.json() == {"output": str(f), "records": 1}
     assert f.read_text() == snap
-    # Restoring over the same key refuses and writes nothing.
+    # Restoring a snapshot whose record the key already holds restores nothing more.
+    assert cli.ok("restore", str(f)).stdout == "restored 1 records (1 already there)\n"
+    # Over a key that holds another record it refuses and writes nothing.
+    cli.ok("renew", "a", "--owner", "w", "--fence", "1", "--lease", "2h")
     res = cli("restore", str(f))
-    assert res.code == 8 and res.stderr == 'ledger: restore: key "a" already has a record\n'
+    assert res.code == 8 and res.stderr.startswith(
+        'ledger: restore: key "a" already has a record other than the snapshot\'s (its '
+    )
     other = Path(str(tmp_path)) / "other.json"
     other.write_text(snap.replace('"Key":"a"', '"Key":"b"'))
     assert cli.ok("restore", str(other)).stdout == "restored 1 records\n"
     assert [k for k, _, _ in cli.dump()] == ["a", "b"]
-    assert cli.ok("restore", "-", "--json", input='{"Tasks":null}').json() == {"restored": 0}
+    assert cli.ok("restore", "-", "--json", input='{"Tasks":null}').json() == {
+        "restored": 0,
+        "already_there": 0,
+    }
 
 
 def test_help_and_typer_runner(cli: Cli) -> None:

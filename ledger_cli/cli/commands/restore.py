@@ -123,16 +123,22 @@ def restore(settings: Settings, source: str) -> int:
     """Insert every record of a snapshot.
 
     Every key is checked first, and the restore is refused before writing
-    anything when one is taken (the engine's Restore would stop halfway).
+    anything when one holds a record other than the snapshot's (the engine's
+    Restore would stop halfway). A key that already holds exactly the
+    snapshot's record counts as restored and is left alone, so the same
+    restore run again after one cut short finishes it (restore_held.py).
     Then the records are inserted in snapshot order in short blocks (docs/design.md §5.4
     "Short lock holds"), each key checked again inside its block; a key that
     another writer took in between stops the restore with exit 8, and the
-    message says exactly what landed: the snapshot's first N records.
+    message says exactly what landed: the snapshot's first N records. A
+    store failure on the way (exit 9) says so too, and that running the
+    same restore again finishes it.
     """
     from ledger_cli.cli.chunks import chunked, gap_for
+    from ledger_cli.cli.commands.restore_held import Held
     from ledger_cli.cli.inputs import MAX_INPUT_BYTES
     from ledger_cli.engine.snapshot import Snapshot
-    from ledger_cli.errors import RestoreConflictError, ValidationError
+    from ledger_cli.errors import RestoreConflictError, StoreError, ValidationError
 
     data = read_source(
         source, "snapshot", MAX_INPUT_BYTES, "restore it in parts (split its Tasks array)"
@@ -152,13 +158,19 @@ def restore(settings: Settings, source: str) -> int:
         now = s.now()
         # Damage its commit would refuse stops it before its first file.
         getattr(s.store, "refuse_damage", lambda: None)()
+        held = Held(s.store, extensions, queued, marked)
+        there: set[str] = set()  # the keys an earlier run of this restore filled
         for rec in tasks:
-            if s.load(rec.key) is not None:
-                raise RestoreConflictError(_taken(rec.key))
+            cur = s.load(rec.key)
+            if cur is not None:
+                if fields := held.differs(cur, rec):
+                    raise RestoreConflictError(_other(rec.key, fields))
+                there.add(rec.key)
         _refuse_cycle(s, tasks)
-        landed = 0
+        landed = already = 0
         block_records: list[TaskState] = []
         block_pruned: list[TaskState] = []
+        block_there: list[TaskState] = []
 
         def sides(rec: TaskState) -> None:
             if rec.key in extensions:  # docs/design.md §8.1: the extra members, in the same block
@@ -168,31 +180,41 @@ def restore(settings: Settings, source: str) -> int:
 
         @contextlib.contextmanager
         def block() -> Iterator[None]:
-            nonlocal landed
+            nonlocal landed, already
             block_records.clear()
             block_pruned.clear()
+            block_there.clear()
             with s.store.batch():
                 yield
                 # The block's pruned records go in together, straight into the pruned
                 # form (docs/design.md §6.4); like a prune, they leave no history line.
                 taken = prune.restore(s.store, block_pruned)
                 if taken is not None:
-                    raise RestoreConflictError(_landed(taken, landed, tasks))
-                for rec in block_pruned:
-                    sides(rec)
+                    raise RestoreConflictError(_landed(taken, landed, already, tasks))
                 _append_restored(s, now, block_records)
-            landed += len(block_records) + len(block_pruned)
+            landed += len(block_records) + len(block_pruned) + len(block_there)
+            already += len(block_there)
             output.note_committed()  # a failed stdout's line says so (exit 74)
 
         def insert(rec: TaskState) -> None:
+            if rec.key in there:  # restored already: a write since is a worker's, not a conflict
+                block_there.append(rec)
+                return
             # Go's Restore step (an insert-if-absent), after a re-check under the lock.
-            if s.load(rec.key) is not None:
-                raise RestoreConflictError(_landed(rec.key, landed, tasks))
+            cur = s.load(rec.key)
+            if cur is not None:
+                if held.differs(cur, rec):
+                    raise RestoreConflictError(_landed(rec.key, landed, already, tasks))
+                block_there.append(rec)  # restored by an earlier run of this restore
+                return
             if rec.key in marked:
+                # Its side entries first: the JSON store's pruned lines are durable
+                # at once, so a crash between leaves nothing a re-run would refuse.
+                sides(rec)
                 block_pruned.append(rec)
                 return
             if not s.store.compare_and_swap(rec.key, None, rec):
-                raise RestoreConflictError(_landed(rec.key, landed, tasks))
+                raise RestoreConflictError(_landed(rec.key, landed, already, tasks))
             sides(rec)
             block_records.append(rec)
 
@@ -200,12 +222,18 @@ def restore(settings: Settings, source: str) -> int:
         # `doctor` tells the operator to do: the JSON store lets this command,
         # and no other, fill such a key.
         refilling = getattr(s.store, "refilling", contextlib.nullcontext)
-        with refilling():
-            chunked(tasks, block, insert, gap=gap_for(s.store))
+        try:
+            with refilling():
+                chunked(tasks, block, insert, gap=gap_for(s.store))
+        except StoreError as exc:
+            exc.detail += _stopped(landed, already, tasks)
+            raise
         if not tasks:  # the store is there afterwards, as after any restore
             getattr(s.store, "create", lambda: None)()
     if settings.json:
-        output.json_line({"restored": len(tasks)})
+        output.json_line({"restored": len(tasks), "already_there": already})
+    elif already:
+        output.line(f"restored {len(tasks)} records ({already} already there)")
     else:
         output.line(f"restored {len(tasks)} records")
     return 0
@@ -217,18 +245,41 @@ def _taken(key: str) -> str:
     return f"ledger: restore: key {go_quote(key)} already has a record"
 
 
-def _landed(key: str, landed: int, tasks: tuple[TaskState, ...]) -> str:
-    """The refusal when another writer took `key` during the restore: what landed."""
-    from ledger_cli.engine.record import go_quote
+def _other(key: str, fields: list[str]) -> str:
+    """The refusal before anything is written: `key` holds another record."""
+    return (
+        f"{_taken(key)} other than the snapshot's (its {', '.join(fields)} "
+        f"{'differs' if len(fields) == 1 else 'differ'}); nothing was restored"
+    )
 
+
+def _landed(key: str, landed: int, already: int, tasks: tuple[TaskState, ...]) -> str:
+    """The refusal when another writer took `key` during the restore: what landed."""
     head = f"{_taken(key)} (another writer took it during the restore); "
     if landed == 0:
         return head + f"nothing was restored (0 of {len(tasks)} records)"
+    return head + _prefix(landed, already, tasks) + "; none after them was written"
+
+
+def _prefix(landed: int, already: int, tasks: tuple[TaskState, ...]) -> str:
+    """`restored N of M records: the snapshot's first N, keys … through …`."""
+    from ledger_cli.engine.record import go_quote
+
     first, last = go_quote(tasks[0].key), go_quote(tasks[landed - 1].key)
-    return head + (
-        f"restored {landed} of {len(tasks)} records: the snapshot's first {landed}, "
-        f"keys {first} through {last}; none after them was written"
+    there = f" ({already} of them already there)" if already else ""
+    return (
+        f"restored {landed} of {len(tasks)} records{there}: the snapshot's first {landed}, "
+        f"keys {first} through {last}"
     )
+
+
+def _stopped(landed: int, already: int, tasks: tuple[TaskState, ...]) -> str:
+    """What a store failure during the writes (exit 9) leaves, and what to do."""
+    if landed == 0:
+        done = "restore stopped before its first block was committed"
+    else:
+        done = f"restore stopped: {_prefix(landed, already, tasks)}"
+    return f"; {done}; run the same restore again to finish it (records already there are skipped)"
 
 
 def _append_restored(s: Session, now: Instant, records: list[TaskState]) -> None:

@@ -36,9 +36,11 @@ def restore(
     ctx: typer.Context,
     source: Annotated[str, typer.Argument(metavar="F|-", help="A snapshot file, - for stdin.")],
 ) -> None:
-    """Insert every record of a snapshot (nothing when a key is taken). A record
-    marked "Pruned": true goes back pruned: left out of list and stats, listed by
-    list --pruned, and refused by retry as on the source."""
+    """Insert every record of a snapshot (nothing when a key holds another
+    record). A key that already holds the snapshot's record counts as restored,
+    so the same restore run again finishes one cut short. A record marked
+    "Pruned": true goes back pruned: left out of list and stats, listed by list
+    --pruned, and refused by retry as on the source."""
 
 
 @command("ledger doctor", "ledger doctor --fix", "ledger doctor --fix --drop-damaged")
