@@ -35,6 +35,10 @@ def admit(
         raise ValidationError("ledger: idempotency key must not be empty")
     if needs:  # the walks over needs: imported only for a record that names some
         from ledger_cli.engine.dependencies import admission_blocker, recheck_needs
+    settled = _settled(core, needs) if needs else False
+    # With `behind_completed`, settled means all that the needs reach is
+    # completed, which never changes: no walk to make again.
+    checked = None if settled and core.behind_completed else needs
 
     def write() -> bool:
         while True:
@@ -47,7 +51,7 @@ def admit(
                 created_by, created_at, fence = cur.created_by, cur.created_at, cur.fence
             else:
                 created_by, created_at, fence = actor, now, 0
-            blocker = admission_blocker(core, needs) if needs else None
+            blocker = admission_blocker(core, checked) if checked else None
             nxt = TaskState(
                 key=key,
                 status=BLOCKED if blocker is not None else PENDING,
@@ -73,11 +77,11 @@ def admit(
 
                 confirm_block(core, actor, now, key, blocker)
                 return True
-            if not (needs and recheck_needs(core, actor, now, key, needs)):
+            if not (checked and recheck_needs(core, actor, now, key, checked)):
                 core.emit(events.ADMITTED, key, f"key {key} admitted at sequence {seq}")
             return True
 
-    if needs and not _settled(core, needs):
+    if needs and not settled:
         # It may write a block (at once, or after its recheck): engine/serial.py.
         # A completed need never changes again, so with all of them completed
         # (and, with `behind_completed`, all they need in turn) no block can
