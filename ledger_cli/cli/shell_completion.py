@@ -9,9 +9,11 @@ unless told, so the scripts are made from typer's templates directly).
 Keys and statuses are wired through typer's public `autocompletion=` parameter
 (`declarations/base.py`). KEY arguments complete from the store named on
 the line being completed (`--store`, before or after the command) or in
-LEDGER_STORE, else the default store; at most MAX_KEYS candidates; nothing,
-silently, when the store cannot be read (completion must never print an
-error into the user's prompt). `--status` completes the five statuses.
+LEDGER_STORE, else the default store; at most MAX_KEYS candidates, none that
+is not printable (a newline or ESC in a key a program stored: such a key can
+still be typed, quoted); nothing, silently, when the store cannot be read
+(completion must never print an error into the user's prompt). `--status`
+completes the five statuses.
 """
 
 from __future__ import annotations
@@ -79,7 +81,7 @@ def keys_from(url: str | None, prefix: str, limit: int = MAX_KEYS) -> list[str]:
         # matches; other stores page through unpruned records in key order.
         scan: Callable[[], Iterator[TaskState]] | None = getattr(store, "scan_visible", None)
         for rec in scan() if scan is not None else visible(store):
-            if rec.key.startswith(prefix):
+            if rec.key.startswith(prefix) and rec.key.isprintable():
                 out.append(rec.key)
                 if len(out) >= limit:
                     break
@@ -102,20 +104,27 @@ def _sqlite_keys(url: str, prefix: str, limit: int) -> list[str] | None:
     conn = sqlite3.connect(f"file:{quote(path)}?mode=ro", uri=True, timeout=1.0)
     try:
         where = "substr(t.key, 1, ?) = ?"
-        args = (len(prefix), prefix, limit)
+        args = (len(prefix), prefix)
         try:  # pruned keys left out, as `list` leaves them out
             rows = conn.execute(
                 f"SELECT t.key FROM ledger_tasks t WHERE {where} AND NOT EXISTS"
-                " (SELECT 1 FROM ledger_pruned p WHERE p.key = t.key) ORDER BY t.key LIMIT ?",
+                " (SELECT 1 FROM ledger_pruned p WHERE p.key = t.key) ORDER BY t.key",
                 args,
-            ).fetchall()
+            )
         except sqlite3.OperationalError:  # a store no `ledger` has opened: the Go schema only
             rows = conn.execute(
-                f"SELECT t.key FROM ledger_tasks t WHERE {where} ORDER BY t.key LIMIT ?", args
-            ).fetchall()
+                f"SELECT t.key FROM ledger_tasks t WHERE {where} ORDER BY t.key", args
+            )
+        # Read row by row up to `limit` printable keys: those left out do not count.
+        out: list[str] = []
+        for (key,) in rows:
+            if str(key).isprintable():
+                out.append(str(key))
+                if len(out) >= limit:
+                    break
+        return out
     finally:
         conn.close()
-    return [str(row[0]) for row in rows]
 
 
 # -- the scripts -------------------------------------------------------------------

@@ -118,3 +118,20 @@ def test_pruned_keys_are_not_offered(name: str, tmp_path: Path) -> None:
     assert run_ledger(store, "prune", "--older-than", "0s").returncode == 0
     got, _ = bash_complete(f"ledger --store {store} state old")
     assert got == ["old-live"]
+
+
+@pytest.mark.parametrize("name", ["store", "ledger.db"])
+def test_keys_that_are_not_printable_are_not_offered(name: str, tmp_path: Path) -> None:
+    # Written by the library (or the Go service): a newline would make two
+    # candidates, an ESC sequence a terminal command. Such a key is left out.
+    from datetime import UTC, datetime
+
+    from ledger_cli import Ledger, open_store
+
+    store = tmp_path / name
+    with open_store(str(store), create=True) as opened:
+        ledger = Ledger(opened)
+        for key in ("k-newline\nx", "k-esc\x1b[31mred", "k-bidi\u202ex", "k-tab\tx", "k-plain"):
+            ledger.admit("me", key, 1, None, datetime.now(UTC))
+    got, err = bash_complete(f"ledger --store {store} state k-")
+    assert got == ["k-plain"] and err == ""
