@@ -1,9 +1,7 @@
 _ledger_completion() {
-    local IFS=$'
-'
-    COMPREPLY=( $( env COMP_WORDS="${COMP_WORDS[*]}" \
-                   COMP_CWORD=$COMP_CWORD \
-                   _LEDGER_COMPLETE=complete_bash $1 ) )
+    local IFS=$'\n'
+    mapfile -t COMPREPLY < <(env COMP_WORDS="${COMP_WORDS[*]}" COMP_CWORD="$COMP_CWORD" \
+        COMP_LINE="$COMP_LINE" _LEDGER_COMPLETE=complete_bash "$1")
     return 0
 }
 
