@@ -112,7 +112,14 @@ def _argv(*words: str) -> str:
     return "".join(f"<{w}>" for w in words)
 
 
+def _files(store: Path) -> dict[str, bytes]:
+    if store.is_file():
+        return {store.name: store.read_bytes()}
+    return {str(p.relative_to(store)): p.read_bytes() for p in store.rglob("*") if p.is_file()}
+
+
 def _check_typed(tmux: Tmux, stores: dict[str, Path]) -> None:
+    before = {name: _files(store) for name, store in stores.items()}
     got = [_completed(tmux, n, typed) for n, (typed, _) in enumerate(TYPED)]
     assert got == [_argv("ledger", "state", key) for _, key in TYPED]
     db = stores["sqlite"]
@@ -123,6 +130,7 @@ def _check_typed(tmux: Tmux, stores: dict[str, Path]) -> None:
     assert _completed(tmux, 101, "ledger list --status=compl") == _argv(
         "ledger", "list", "--status=completed"
     )
+    assert {name: _files(store) for name, store in stores.items()} == before  # nothing written
 
 
 @pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -183,3 +184,16 @@ def test_keys_that_are_not_printable_are_not_offered(name: str, tmp_path: Path) 
             ledger.admit("me", key, 1, None, datetime.now(UTC))
     got, err = bash_complete(f"ledger --store {store} state k-")
     assert got == ["k-plain"] and err == ""
+
+
+def test_keys_from_the_store_url_on_the_line_of_each_kind(url: str, tmp_path: Path) -> None:
+    # `json:DIR`, `sqlite:FILE`, `postgresql://u:p@host:port/db?options=…` as
+    # bash splits them: at every run of `:`, `=` or `@`.
+    for key in ("url-key-1", "url-key-2"):
+        assert run_ledger(url, "admit", key).returncode == 0
+    other = tmp_path / "other"
+    assert run_ledger(other, "admit", "url-key-9").returncode == 0
+    line = f"ledger --store {url} state url-k"
+    words = ["ledger", "--store", *re.findall(r"[:=@]+|[^:=@]+", url), "state", "url-k"]
+    got = _complete_env("\n".join(words), len(words) - 1, COMP_LINE=line, LEDGER_STORE=str(other))
+    assert got == ["url-key-1", "url-key-2"]
