@@ -143,6 +143,8 @@ def test_a_store_url_split_at_colons_is_the_one_on_the_line(tmp_path: Path) -> N
     assert run_ledger(other, "admit", "t0149").returncode == 0
     words = f"ledger --store sqlite : //{db} claim t014"
     assert _complete_env(words, 6, LEDGER_STORE=str(other)) == ["t0140", "t0141"]
+    words = f"ledger --store sqlite : ///{db} claim t014"  # the path `//tmp/…`, the same file
+    assert _complete_env(words, 6, LEDGER_STORE=str(other)) == ["t0140", "t0141"]
     line = f"ledger --store sqlite://{db} claim t014"
     newline_joined = words.replace(" ", "\n")  # as the script joins them
     got = _complete_env(newline_joined, 6, COMP_LINE=line, LEDGER_STORE=str(other))
