@@ -145,6 +145,7 @@ _ledger_completion() {
     local IFS=$'\\n'
     mapfile -t COMPREPLY < <(env COMP_WORDS="${COMP_WORDS[*]}" COMP_CWORD="$COMP_CWORD" \\
         COMP_LINE="$COMP_LINE" _LEDGER_COMPLETE=complete_bash "$1")
+    [[ ${COMPREPLY[0]} ]] || COMPREPLY=()  # no candidate: bash completes file names
     return 0
 }
 
@@ -188,7 +189,7 @@ function __ledger_complete
     set -l reply (env _LEDGER_COMPLETE_WORDS=(commandline -opc | string collect) \\
         _LEDGER_COMPLETE_WORD=(commandline -ct | string unescape | string collect) \\
         _LEDGER_COMPLETE=complete_fish ledger)
-    if set -q reply[1]
+    if test -n "$reply"
         printf '%s\\n' $reply
     else
         __fish_complete_path (commandline -ct)

@@ -131,6 +131,11 @@ def _check_typed(tmux: Tmux, stores: dict[str, Path]) -> None:
         "ledger", "list", "--status=completed"
     )
     assert {name: _files(store) for name, store in stores.items()} == before  # nothing written
+    # No candidate from the ledger: the shell's own file names (zsh drops the
+    # directory's slash when the line is run).
+    base = stores["json"].parent
+    got = _completed(tmux, 102, f"ledger --store {base}/sto")
+    assert got in (_argv("ledger", "--store", f"{base}/store{end}") for end in ("/", ""))
 
 
 @pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
