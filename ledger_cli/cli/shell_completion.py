@@ -142,11 +142,13 @@ def _sqlite_keys(url: str, prefix: str, limit: int) -> list[str] | None:
 
 _BASH = """\
 _ledger_completion() {
-    local IFS=$'\\n'
-    mapfile -t COMPREPLY < <(env COMP_WORDS="${COMP_WORDS[*]}" COMP_CWORD="$COMP_CWORD" \\
+    local IFS=$'\\n' line
+    COMPREPLY=()
+    while IFS= read -r line; do  # one candidate a line, as bash must insert it
+        [[ $line ]] && COMPREPLY+=("$line")
+    done < <(env COMP_WORDS="${COMP_WORDS[*]}" COMP_CWORD="$COMP_CWORD" \\
         COMP_LINE="$COMP_LINE" _LEDGER_COMPLETE=complete_bash "$1")
-    [[ ${COMPREPLY[0]} ]] || COMPREPLY=()  # no candidate: bash completes file names
-    return 0
+    return 0  # no candidate: bash completes file names (-o default)
 }
 
 complete -o default -F _ledger_completion ledger
