@@ -1,1 +1,12 @@
-complete --command ledger --no-files --arguments "(env _LEDGER_COMPLETE=complete_fish _TYPER_COMPLETE_FISH_ACTION=get-args _TYPER_COMPLETE_ARGS=(commandline -cp) ledger)" --condition "env _LEDGER_COMPLETE=complete_fish _TYPER_COMPLETE_FISH_ACTION=is-args _TYPER_COMPLETE_ARGS=(commandline -cp) ledger"
+function __ledger_complete
+    set -l reply (env _LEDGER_COMPLETE_WORDS=(commandline -opc | string collect) \
+        _LEDGER_COMPLETE_WORD=(commandline -ct | string unescape | string collect) \
+        _LEDGER_COMPLETE=complete_fish ledger)
+    if test -n "$reply"
+        printf '%s\n' $reply
+    else
+        __fish_complete_path (commandline -ct)
+    end
+end
+
+complete --command ledger --no-files --arguments '(__ledger_complete)'

@@ -249,6 +249,11 @@ def render() -> str:
     ]
     group_params = [p for p in group.params if p.name in _GLOBAL_NAMES or p.name == "version"]
     out += _param_rows(group_params)
+    out += ["", "Before the command name only:", ""]
+    out += ["| option | value | meaning |", "|---|---|---|"]
+    for p in group.params:
+        if p.name in ("install_completion", "show_completion"):
+            out.append(f"| `{p.opts[0]}` | `[SHELL]` | {_cell(p.help or '')} |")
     out += ["", "## Commands", ""]
     for name in names:
         command = group.commands[name]

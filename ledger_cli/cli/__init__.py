@@ -13,7 +13,9 @@
   `render.py` and `outcome.py` (rich output), `escapes.py` (untrusted text's
   controls as escapes), `outage.py` (riding out a store
   outage), `chunks.py` and `blockwrites.py` (long writes in short blocks),
-  `shell_completion.py`, `typer_compat.py`.
+  `shell_completion.py` (the scripts, the completion options, keys and
+  statuses) with `completion_shells.py` (each shell's answer) and
+  `completion_words.py` (bash's words and quoting), `typer_compat.py`.
 """
 
 from __future__ import annotations

@@ -1,17 +1,26 @@
-"""Shell completion (docs/design.md §6.8): the scripts in `completions/`, and the keys
-and statuses they complete.
+"""Shell completion (docs/design.md §6.8): the scripts in `completions/`, the
+`--show-completion` and `--install-completion` options, and the keys and
+statuses the scripts complete.
 
 `python -m ledger_cli.cli.shell_completion [DIR]` rewrites the scripts (default
 `completions/`); a test regenerates them and fails when they differ. Each is
-exactly what `ledger --show-completion SHELL` prints (typer detects the shell
-unless told, so the scripts are made from typer's templates directly).
+exactly what `ledger --show-completion SHELL` prints for SHELL bash, zsh or
+fish (without SHELL: the shell `ledger` runs in); `--install-completion
+[SHELL]` writes it where that shell reads it. Another SHELL is a usage error.
+
+The scripts are this module's own, not typer's: each hands the words to
+`ledger` so that what it prints back is inserted as one word, exactly
+(completion_shells.py has the protocol of each shell, completion_words.py
+bash's quoting and its words split at `:`).
 
 Keys and statuses are wired through typer's public `autocompletion=` parameter
 (`declarations/base.py`). KEY arguments complete from the store named on
 the line being completed (`--store`, before or after the command) or in
-LEDGER_STORE, else the default store; at most MAX_KEYS candidates; nothing,
-silently, when the store cannot be read (completion must never print an
-error into the user's prompt). `--status` completes the five statuses.
+LEDGER_STORE, else the default store; at most MAX_KEYS candidates, none that
+is not printable (a newline or ESC in a key a program stored: such a key can
+still be typed, quoted); nothing, silently, when the store cannot be read
+(completion must never print an error into the user's prompt). `--status`
+completes the five statuses.
 """
 
 from __future__ import annotations
@@ -29,6 +38,7 @@ if TYPE_CHECKING:
 
 COMPLETE_VAR = "_LEDGER_COMPLETE"
 FILES: dict[str, str] = {"bash": "ledger.bash", "zsh": "_ledger", "fish": "ledger.fish"}
+SHELLS = tuple(FILES)
 MAX_KEYS = 1000
 STATUSES = ("pending", "claimed", "completed", "failed", "blocked")
 
@@ -79,7 +89,7 @@ def keys_from(url: str | None, prefix: str, limit: int = MAX_KEYS) -> list[str]:
         # matches; other stores page through unpruned records in key order.
         scan: Callable[[], Iterator[TaskState]] | None = getattr(store, "scan_visible", None)
         for rec in scan() if scan is not None else visible(store):
-            if rec.key.startswith(prefix):
+            if rec.key.startswith(prefix) and rec.key.isprintable():
                 out.append(rec.key)
                 if len(out) >= limit:
                     break
@@ -99,34 +109,104 @@ def _sqlite_keys(url: str, prefix: str, limit: int) -> list[str] | None:
 
     if not os.path.exists(path):
         return []
-    conn = sqlite3.connect(f"file:{quote(path)}?mode=ro", uri=True, timeout=1.0)
+    # An absolute path after an empty authority: `//tmp/x.db` (from `sqlite:////tmp/x.db`)
+    # must not read as the host `tmp`.
+    authority = "//" if path.startswith("/") else ""
+    conn = sqlite3.connect(f"file:{authority}{quote(path)}?mode=ro", uri=True, timeout=1.0)
     try:
         where = "substr(t.key, 1, ?) = ?"
-        args = (len(prefix), prefix, limit)
+        args = (len(prefix), prefix)
         try:  # pruned keys left out, as `list` leaves them out
             rows = conn.execute(
                 f"SELECT t.key FROM ledger_tasks t WHERE {where} AND NOT EXISTS"
-                " (SELECT 1 FROM ledger_pruned p WHERE p.key = t.key) ORDER BY t.key LIMIT ?",
+                " (SELECT 1 FROM ledger_pruned p WHERE p.key = t.key) ORDER BY t.key",
                 args,
-            ).fetchall()
+            )
         except sqlite3.OperationalError:  # a store no `ledger` has opened: the Go schema only
             rows = conn.execute(
-                f"SELECT t.key FROM ledger_tasks t WHERE {where} ORDER BY t.key LIMIT ?", args
-            ).fetchall()
+                f"SELECT t.key FROM ledger_tasks t WHERE {where} ORDER BY t.key", args
+            )
+        # Read row by row up to `limit` printable keys: those left out do not count.
+        out: list[str] = []
+        for (key,) in rows:
+            if str(key).isprintable():
+                out.append(str(key))
+                if len(out) >= limit:
+                    break
+        return out
     finally:
         conn.close()
-    return [str(row[0]) for row in rows]
 
 
 # -- the scripts -------------------------------------------------------------------
 
+_BASH = """\
+_ledger_completion() {
+    local IFS=$'\\n' line
+    COMPREPLY=()
+    while IFS= read -r line; do  # one candidate a line, as bash must insert it
+        [[ $line ]] && COMPREPLY+=("$line")
+    done < <(env COMP_WORDS="${COMP_WORDS[*]}" COMP_CWORD="$COMP_CWORD" \\
+        COMP_LINE="$COMP_LINE" _LEDGER_COMPLETE=complete_bash "$1")
+    return 0  # no candidate: bash completes file names (-o default)
+}
+
+complete -o default -F _ledger_completion ledger
+"""
+
+_ZSH = """\
+#compdef ledger
+
+_ledger_completion() {
+  local -a lines values shown plain
+  local line
+  lines=("${(@f)$(env _LEDGER_COMPLETE_WORDS="${(pj:\\n:)words[1,CURRENT-1]}" \\
+    _LEDGER_COMPLETE_WORD="${words[CURRENT]}" _LEDGER_COMPLETE=complete_zsh ledger)}")
+  for line in "${lines[@]}"; do
+    if [[ $line == *$'\\t'* ]]; then
+      values+=("${line%%$'\\t'*}")
+      shown+=("${line#*$'\\t'}")
+    elif [[ -n $line ]]; then
+      plain+=("$line")
+    fi
+  done
+  if (( ${#values} + ${#plain} == 0 )); then
+    _files
+    return
+  fi
+  (( ${#values} )) && compadd -l -d shown -a values
+  (( ${#plain} )) && compadd -a plain
+  return 0
+}
+
+if [[ $zsh_eval_context[-1] == (loadautofunc|shfunc) ]]; then
+  _ledger_completion "$@"  # run as _ledger, autoloaded from fpath (~/.zfunc/_ledger)
+else
+  compdef _ledger_completion ledger  # sourced or eval'd
+fi
+"""
+
+_FISH = """\
+function __ledger_complete
+    set -l reply (env _LEDGER_COMPLETE_WORDS=(commandline -opc | string collect) \\
+        _LEDGER_COMPLETE_WORD=(commandline -ct | string unescape | string collect) \\
+        _LEDGER_COMPLETE=complete_fish ledger)
+    if test -n "$reply"
+        printf '%s\\n' $reply
+    else
+        __fish_complete_path (commandline -ct)
+    end
+end
+
+complete --command ledger --no-files --arguments '(__ledger_complete)'
+"""
+
+_SCRIPTS = {"bash": _BASH, "zsh": _ZSH, "fish": _FISH}
+
 
 def script(shell: str) -> str:
-    """What `ledger --show-completion SHELL` prints, for this app's program
-    name and completion variable (no shell detection involved)."""
-    from ledger_cli.cli.typer_compat import get_completion_script
-
-    return get_completion_script(prog_name="ledger", complete_var=COMPLETE_VAR, shell=shell) + "\n"
+    """What `ledger --show-completion SHELL` prints (SHELL: one of SHELLS)."""
+    return _SCRIPTS[shell]
 
 
 def write_all(directory: Path) -> list[Path]:
@@ -137,6 +217,69 @@ def write_all(directory: Path) -> list[Path]:
         path.write_text(script(shell), encoding="utf-8")
         written.append(path)
     return written
+
+
+# -- --show-completion and --install-completion --------------------------------------
+
+
+def shell_named(words: list[str], option: str) -> str:
+    """The SHELL after `--show-completion`/`--install-completion`, else the
+    shell `ledger` runs in; InputError (exit 2) for any other."""
+    from ledger_cli.cli.inputs import InputError
+
+    names = " or ".join((", ".join(SHELLS[:-1]), SHELLS[-1]))
+    if len(words) > 1:
+        raise InputError(f"ledger: {option} takes one SHELL ({names}), not {' '.join(words)!r}")
+    if words:
+        if words[0] not in SHELLS:
+            raise InputError(f"ledger: {option}: unknown shell {words[0]!r} ({names})")
+        return words[0]
+    from ledger_cli.cli.typer_compat import detect_shell
+
+    detected = detect_shell()
+    if detected not in SHELLS:
+        raise InputError(
+            f"ledger: {option}: cannot complete for this shell ({detected or 'unknown'}); "
+            f"name one: {option} {'|'.join(SHELLS)}"
+        )
+    return str(detected)
+
+
+def install(shell: str, home: Path) -> Path:
+    """Write the script where SHELL reads it (typer's places, so this replaces
+    what an earlier `ledger` installed), and the line that loads it in the
+    shell's start-up file when it is not there yet."""
+    if shell == "fish":
+        path = home / ".config" / "fish" / "completions" / "ledger.fish"
+        rc, needed = None, ""
+    elif shell == "zsh":
+        path = home / ".zfunc" / "_ledger"
+        rc, needed = home / ".zshrc", "fpath+=~/.zfunc; autoload -Uz compinit; compinit"
+    else:
+        path = home / ".bash_completions" / "ledger.sh"
+        rc, needed = home / ".bashrc", f"source '{path}'"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(script(shell), encoding="utf-8")
+    if rc is not None:
+        text = rc.read_text(encoding="utf-8") if rc.is_file() else ""
+        if needed not in text:
+            ended = text if not text or text.endswith("\n") else text + "\n"
+            rc.write_text(f"{ended}{needed}\n", encoding="utf-8")
+    return path
+
+
+def completion_option(settings: Any, *, option: str, words: list[str]) -> int:
+    """`ledger --show-completion [SHELL]` or `ledger --install-completion [SHELL]`."""
+    from ledger_cli.cli import output
+
+    shell = shell_named(words, option)
+    if option == "--show-completion":
+        output.raw(script(shell).rstrip("\n"))
+        return 0
+    path = install(shell, Path.home())
+    output.line(f"{shell} completion installed in {path}")
+    output.line("Completion will take effect once you restart the terminal")
+    return 0
 
 
 if __name__ == "__main__":

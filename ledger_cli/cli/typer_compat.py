@@ -1,8 +1,9 @@
 """Every name the CLI takes from typer beyond its documented top level, in one place.
 
-typer vendors click as `typer._click` (0.28 and 0.29 alike) and keeps the
-completion script templates in `typer._completion_shared`: private modules
-that a typer release may move without notice. The rest of the package imports
+typer vendors click as `typer._click` (0.28 and 0.29 alike), keeps its shells'
+completion classes in `typer._completion_classes` and its shell detection in
+`typer._completion_shared`: private modules that a typer release may move
+without notice. The rest of the package imports
 them from here only, so a move breaks one module, and
 `tests/interop/test_typer_compat.py` checks every name below against the installed
 typer with an error that names what moved.
@@ -17,7 +18,9 @@ from __future__ import annotations
 from typing import Any
 
 from typer import _click
-from typer._completion_shared import get_completion_script
+from typer._click import shell_completion as _shell_completion
+from typer._completion_classes import BashComplete, FishComplete, ZshComplete
+from typer._completion_shared import _get_shell_name as detect_shell
 from typer.core import TyperCommand, TyperGroup
 from typer.main import get_command
 
@@ -26,6 +29,9 @@ Context = _click.Context
 Parameter = _click.Parameter
 Command = _click.Command
 ParameterSource = _click.core.ParameterSource
+CompletionItem = _shell_completion.CompletionItem
+add_completion_class = _shell_completion.add_completion_class
+"""Click's registry of shells (`_LEDGER_COMPLETE=complete_SHELL` looks the class up there)."""
 
 
 def plain_argument(param: Parameter) -> None:
@@ -41,6 +47,12 @@ def plain_argument(param: Parameter) -> None:
     param.display_type_rich = lambda ctx: None  # type: ignore[attr-defined]
 
 
+def words_left(ctx: Context) -> list[str]:
+    """The words a group's parsing left for its command (`ledger --show-completion
+    zsh`: `["zsh"]`), kept by click's Group in `_protected_args` and `args`."""
+    return [*ctx._protected_args, *ctx.args]
+
+
 def registered_commands(app: Any) -> list[Any]:
     """The app's commands in registration order (`Typer.registered_commands`,
     an undocumented attribute): `declarations` orders them for the help."""
@@ -53,15 +65,21 @@ SUPPORTED = ((0, 28), (0, 29))
 
 __all__ = [
     "SUPPORTED",
+    "BashComplete",
     "ClickException",
     "Command",
+    "CompletionItem",
     "Context",
+    "FishComplete",
     "Parameter",
     "ParameterSource",
     "TyperCommand",
     "TyperGroup",
+    "ZshComplete",
+    "add_completion_class",
+    "detect_shell",
     "get_command",
-    "get_completion_script",
     "plain_argument",
     "registered_commands",
+    "words_left",
 ]

@@ -1,8 +1,11 @@
-"""`completions/` holds exactly what the app generates; completion works."""
+"""`completions/` holds exactly what the app generates; `--show-completion` and
+`--install-completion` take the SHELL; completion works."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -44,3 +47,90 @@ def test_bash_completion_answers(words: str, cword: str, expected: str) -> None:
     env = subprocess_env(_LEDGER_COMPLETE="complete_bash", COMP_WORDS=words, COMP_CWORD=cword)
     res = subprocess.run(ledger_cmd(), capture_output=True, text=True, env=env, check=False)
     assert expected in res.stdout.split()
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
+def test_show_completion_prints_the_named_shells_script(shell: str) -> None:
+    res = subprocess.run(
+        [*ledger_cmd(), "--show-completion", shell],
+        capture_output=True,
+        text=True,
+        env=subprocess_env(),
+        check=False,
+    )
+    assert (res.returncode, res.stdout, res.stderr) == (0, shell_completion.script(shell), "")
+    assert "_LEDGER_COMPLETE=complete_" + shell in res.stdout
+    # Without SHELL: the shell ledger runs in (typer's detection, from the process's parents).
+    if shutil.which(shell) is None:
+        pytest.skip(f"{shell} is not installed (.ci/run installs it)")
+    cmd = " ".join([*ledger_cmd(), "--show-completion"]) + "; true"  # no exec: SHELL stays
+    res = subprocess.run(
+        [shell, "-c", cmd], capture_output=True, text=True, env=subprocess_env(), check=False
+    )
+    assert (res.returncode, res.stdout) == (0, shell_completion.script(shell))
+
+
+@pytest.mark.parametrize("option", ["--show-completion", "--install-completion"])
+@pytest.mark.parametrize(
+    ("words", "message"),
+    [
+        (["bogus"], "{option}: unknown shell 'bogus' (bash, zsh or fish)"),
+        (["powershell"], "{option}: unknown shell 'powershell' (bash, zsh or fish)"),
+        (["zsh", "fish"], "{option} takes one SHELL (bash, zsh or fish), not 'zsh fish'"),
+    ],
+)
+def test_another_shell_is_a_usage_error_and_installs_nothing(
+    option: str, words: list[str], message: str, tmp_path: Path
+) -> None:
+    res = subprocess.run(
+        [*ledger_cmd(), option, *words],
+        capture_output=True,
+        text=True,
+        env=subprocess_env(HOME=str(tmp_path)),
+        check=False,
+    )
+    assert res.returncode == 2
+    assert res.stderr == f"ledger: {message.format(option=option)}\n"
+    assert res.stdout == "" and list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
+def test_install_completion_writes_the_named_shells_script(shell: str, tmp_path: Path) -> None:
+    env = subprocess_env(HOME=str(tmp_path))
+    cmd = [*ledger_cmd(), "--install-completion", shell]
+    res = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+    place = {
+        "bash": tmp_path / ".bash_completions" / "ledger.sh",
+        "zsh": tmp_path / ".zfunc" / "_ledger",
+        "fish": tmp_path / ".config" / "fish" / "completions" / "ledger.fish",
+    }[shell]
+    assert res.returncode == 0 and res.stderr == ""
+    assert res.stdout.splitlines()[0] == f"{shell} completion installed in {place}"
+    assert place.read_text(encoding="utf-8") == shell_completion.script(shell)
+    rc = {"bash": tmp_path / ".bashrc", "zsh": tmp_path / ".zshrc"}.get(shell)
+    if rc is not None:  # the line that loads it, once however often it is installed
+        rc.write_text("# the user's own\nalias ll='ls -l'", encoding="utf-8")
+        assert subprocess.run(cmd, capture_output=True, env=env, check=False).returncode == 0
+        assert subprocess.run(cmd, capture_output=True, env=env, check=False).returncode == 0
+        needed = {
+            "bash": f"source '{place}'",
+            "zsh": "fpath+=~/.zfunc; autoload -Uz compinit; compinit",
+        }[shell]
+        lines = rc.read_text(encoding="utf-8").splitlines()
+        assert lines == ["# the user's own", "alias ll='ls -l'", needed]
+
+
+@pytest.mark.parametrize(
+    ("shell", "env"),
+    [
+        ("zsh", {"_TYPER_COMPLETE_ARGS": "ledger li"}),
+        ("fish", {"_TYPER_COMPLETE_ARGS": "ledger li", "_TYPER_COMPLETE_FISH_ACTION": "get-args"}),
+    ],
+)
+def test_a_script_an_earlier_ledger_installed_still_gets_answers(
+    shell: str, env: dict[str, str]
+) -> None:
+    # typer's own zsh and fish scripts (what `--install-completion` wrote before).
+    full = subprocess_env(_LEDGER_COMPLETE=f"complete_{shell}", **env)
+    res = subprocess.run(ledger_cmd(), capture_output=True, text=True, env=full, check=False)
+    assert res.returncode == 0 and "list" in res.stdout and "limit" in res.stdout

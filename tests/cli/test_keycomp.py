@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli_support import ROOT, run_ledger, subprocess_env
+from tests.cli_support import ROOT, ledger_cmd, run_ledger, subprocess_env
 
 SCRIPT = ROOT / "completions" / "ledger.bash"
 
@@ -118,3 +119,83 @@ def test_pruned_keys_are_not_offered(name: str, tmp_path: Path) -> None:
     assert run_ledger(store, "prune", "--older-than", "0s").returncode == 0
     got, _ = bash_complete(f"ledger --store {store} state old")
     assert got == ["old-live"]
+
+
+def _complete_env(comp_words: str, cword: int, **env: str) -> list[str]:
+    """`ledger` run as a completion script runs it, COMP_WORDS as bash splits them."""
+    full = subprocess_env(
+        _LEDGER_COMPLETE="complete_bash", COMP_WORDS=comp_words, COMP_CWORD=str(cword), **env
+    )
+    res = subprocess.run(
+        [*ledger_cmd()], capture_output=True, text=True, env=full, timeout=60, check=False
+    )
+    assert res.returncode == 0 and res.stderr == "", res.stderr
+    return res.stdout.splitlines()
+
+
+def test_a_store_url_split_at_colons_is_the_one_on_the_line(tmp_path: Path) -> None:
+    # bash splits `sqlite:///x.db` at each `:` (COMP_WORDBREAKS): the words
+    # are put back together, from COMP_LINE or, without it, as touching.
+    db = tmp_path / "cs.db"  # absolute: `sqlite://` + `/tmp/…` is the guide's `sqlite:///tmp/…`
+    for key in ("t0140", "t0141"):
+        assert run_ledger(f"sqlite://{db}", "admit", key).returncode == 0
+    other = tmp_path / "other"  # LEDGER_STORE: a store that does not hold them
+    assert run_ledger(other, "admit", "t0149").returncode == 0
+    words = f"ledger --store sqlite : //{db} claim t014"
+    assert _complete_env(words, 6, LEDGER_STORE=str(other)) == ["t0140", "t0141"]
+    words = f"ledger --store sqlite : ///{db} claim t014"  # the path `//tmp/…`, the same file
+    assert _complete_env(words, 6, LEDGER_STORE=str(other)) == ["t0140", "t0141"]
+    line = f"ledger --store sqlite://{db} claim t014"
+    newline_joined = words.replace(" ", "\n")  # as the script joins them
+    got = _complete_env(newline_joined, 6, COMP_LINE=line, LEDGER_STORE=str(other))
+    assert got == ["t0140", "t0141"]
+    # `--store=URL` too (bash splits at `=` as well).
+    words = f"ledger\n--store\n=\nsqlite\n:\n{db}\nstate\nt014"
+    line = f"ledger --store=sqlite:{db} state t014"
+    assert _complete_env(words, 7, COMP_LINE=line, LEDGER_STORE=str(other)) == [
+        "t0140",
+        "t0141",
+    ]
+
+
+def test_a_key_with_a_colon_completes_after_the_colon(tmp_path: Path) -> None:
+    # readline replaces only the text after the last `:`; the candidate is what follows it.
+    store = tmp_path / "store"
+    assert run_ledger(store, "admit", "db:backup:1").returncode == 0
+    words = "ledger\nstate\ndb\n:\nbac"
+    got = _complete_env(words, 4, COMP_LINE="ledger state db:bac", LEDGER_STORE=str(store))
+    assert got == ["backup:1"]
+    got = _complete_env(
+        "ledger\nstate\ndb\n:", 3, COMP_LINE="ledger state db:", LEDGER_STORE=str(store)
+    )
+    assert got == ["backup:1"]
+
+
+@pytest.mark.parametrize("name", ["store", "ledger.db"])
+def test_keys_that_are_not_printable_are_not_offered(name: str, tmp_path: Path) -> None:
+    # Written by the library (or the Go service): a newline would make two
+    # candidates, an ESC sequence a terminal command. Such a key is left out.
+    from datetime import UTC, datetime
+
+    from ledger_cli import Ledger, open_store
+
+    store = tmp_path / name
+    with open_store(str(store), create=True) as opened:
+        ledger = Ledger(opened)
+        for key in ("k-newline\nx", "k-esc\x1b[31mred", "k-bidi\u202ex", "k-tab\tx", "k-plain"):
+            ledger.admit("me", key, 1, None, datetime.now(UTC))
+    got, err = bash_complete(f"ledger --store {store} state k-")
+    assert got == ["k-plain"] and err == ""
+
+
+def test_keys_from_the_store_url_on_the_line_of_each_kind(url: str, tmp_path: Path) -> None:
+    # `json:DIR`, `sqlite:FILE`, `postgresql://u:p@host:port/db?options=…` as
+    # bash splits them: at every run of `:`, `=` or `@`.
+    for key in ("url-key-1", "url-key-2"):
+        assert run_ledger(url, "admit", key).returncode == 0
+    other = tmp_path / "other"
+    assert run_ledger(other, "admit", "url-key-9").returncode == 0
+    line = f"ledger --store {url} state url-k"
+    words = ["ledger", "--store", *re.findall(r"[:=@]+|[^:=@]+", url), "state", "url-k"]
+    got = _complete_env("\n".join(words), len(words) - 1, COMP_LINE=line, LEDGER_STORE=str(other))
+    assert got == ["url-key-1", "url-key-2"]

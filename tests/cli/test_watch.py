@@ -13,17 +13,14 @@ import re
 import shlex
 import shutil
 import signal
-import subprocess
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.cli_support import ledger_cmd, run_ledger, subprocess_env
-
-BOUND = 60.0
+from tests.cli_support import ledger_cmd, run_ledger
+from tests.tmux_support import BOUND, Tmux, tmux_server
 
 
 def test_refuses_outside_a_terminal(tmp_path: Path) -> None:
@@ -35,44 +32,9 @@ def test_refuses_outside_a_terminal(tmp_path: Path) -> None:
     assert bad.returncode == 2 and "unknown status" in bad.stderr
 
 
-class Tmux:
-    def __init__(self, socket: str, session: str) -> None:
-        self.base = ["tmux", "-L", socket]
-        self.session = session
-        # The server's environment is the panes': no inherited COLUMNS/LINES.
-        self.env = {k: v for k, v in subprocess_env().items() if k not in ("COLUMNS", "LINES")}
-
-    def __call__(self, *args: str) -> str:
-        res = subprocess.run(
-            [*self.base, *args],
-            capture_output=True,
-            text=True,
-            timeout=BOUND,
-            check=True,
-            env=self.env,
-        )
-        return res.stdout
-
-    def screen(self) -> str:
-        return self("capture-pane", "-p", "-t", self.session)
-
-    def wait_for(self, text: str) -> str:
-        deadline = time.monotonic() + BOUND
-        while time.monotonic() < deadline:
-            screen = self.screen()
-            if text in screen:
-                return screen
-            time.sleep(0.05)
-        raise AssertionError(f"{text!r} never appeared on the screen:\n{self.screen()}")
-
-
 @pytest.fixture
 def tmux() -> Iterator[Tmux]:
-    if shutil.which("tmux") is None:
-        pytest.skip("tmux is not installed (.ci/run installs it)")
-    t = Tmux(f"ledger-test-{uuid.uuid4().hex[:8]}", "w")
-    yield t
-    subprocess.run([*t.base, "kill-server"], capture_output=True, timeout=BOUND, check=False)
+    yield from tmux_server()
 
 
 @pytest.mark.parametrize("leave", ["q", "C-c"])

@@ -25,7 +25,14 @@ PRIVATE = [
     ("typer._click", "Command"),
     ("typer._click", "exceptions.ClickException"),
     ("typer._click", "core.ParameterSource.COMMANDLINE"),
-    ("typer._completion_shared", "get_completion_script"),
+    ("typer._click", "shell_completion.CompletionItem"),
+    ("typer._click", "shell_completion.add_completion_class"),
+    ("typer._click", "shell_completion.get_completion_class"),
+    ("typer._click", "shell_completion.ShellComplete.get_completions"),
+    ("typer._completion_classes", "BashComplete.complete"),
+    ("typer._completion_classes", "ZshComplete.complete"),
+    ("typer._completion_classes", "FishComplete.complete"),
+    ("typer._completion_shared", "_get_shell_name"),
     ("typer.core", "TyperCommand"),
     ("typer.core", "TyperGroup"),
     ("typer.main", "get_command"),
@@ -74,10 +81,18 @@ def test_the_names_behave_as_the_cli_uses_them() -> None:
         cli.main(args=["claim", "k"], prog_name="ledger", standalone_mode=False)
     assert caught.value.exit_code == 2
     assert "--owner" in caught.value.format_message()
-    script = typer_compat.get_completion_script(
-        prog_name="ledger", complete_var=COMPLETE_VAR, shell="bash"
-    )
-    assert COMPLETE_VAR in script
+    # The app's completion classes are the ones click finds for each shell.
+    from typer._click.shell_completion import get_completion_class
+
+    from ledger_cli.cli import completion_shells
+
+    for shell in ("bash", "zsh", "fish"):
+        found = get_completion_class(shell)
+        assert found is not None and found.__module__ == completion_shells.__name__
+    assert COMPLETE_VAR == "_LEDGER_COMPLETE"
+    ctx = typer_compat.Context(cli)
+    cli.parse_args(ctx, ["--json", "list", "--status", "failed"])
+    assert typer_compat.words_left(ctx) == ["list", "--status", "failed"]
     assert typer_compat.ParameterSource.COMMANDLINE.name == "COMMANDLINE"
     assert issubclass(typer_compat.TyperGroup, typer_compat.Command)
 

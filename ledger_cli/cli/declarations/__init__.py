@@ -40,7 +40,11 @@ def registered_app() -> typer.Typer:
 
 
 def build_cli() -> Command:
-    """The click group of the app (what `typer.testing.CliRunner` runs too)."""
+    """The click group of the app (what `typer.testing.CliRunner` runs too),
+    with the app's own completion classes in click's table of shells."""
+    from ledger_cli.cli import completion_shells
     from ledger_cli.cli import typer_compat as compat
 
-    return compat.get_command(registered_app())
+    cli = compat.get_command(registered_app())
+    completion_shells.register()
+    return cli

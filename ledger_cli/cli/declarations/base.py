@@ -123,16 +123,86 @@ def version_param() -> compat.Parameter:
     return param
 
 
+COMPLETION_REQUEST = "ledger.completion_request"
+"""Where `--show-completion`/`--install-completion` is noted (ctx.meta) for `parse_args`."""
+
+
+def _request_completion(ctx: typer.Context, param: typer.CallbackParam, value: bool) -> None:
+    if value and not ctx.resilient_parsing and param.opts:
+        ctx.meta[COMPLETION_REQUEST] = param.opts[0]
+
+
+def _completion_options(
+    install_completion: Annotated[
+        bool,
+        typer.Option(
+            "--install-completion",
+            help="Install completion for SHELL (bash, zsh, fish; default: this shell) and exit.",
+            expose_value=False,
+            callback=_request_completion,
+        ),
+    ] = False,
+    show_completion: Annotated[
+        bool,
+        typer.Option(
+            "--show-completion",
+            help="Print the completion script for SHELL (bash, zsh, fish; default: this "
+            "shell) and exit.",
+            expose_value=False,
+            callback=_request_completion,
+        ),
+    ] = False,
+) -> None:
+    """The group's completion options: never run, only turned into parameters.
+    Typer's own take no SHELL (they detect the shell), so the app has these:
+    the SHELL is the word after the option, which the group's parsing leaves
+    for the command (`LedgerGroup.parse_args` takes it)."""
+
+
+def completion_params() -> list[compat.Parameter]:
+    holder = typer.Typer(add_completion=False)
+    holder.command()(_completion_options)
+    params = compat.get_command(holder).params
+    for param in params:
+        _show_shell_in_help(param)
+    return params
+
+
+def _show_shell_in_help(param: compat.Parameter) -> None:
+    """`--show-completion [SHELL]` in the help (click's public `get_help_record`)."""
+    plain = param.get_help_record
+
+    def with_shell(ctx: compat.Context) -> tuple[str, str] | None:
+        record = plain(ctx)
+        return (f"{record[0]} [SHELL]", record[1]) if record else None
+
+    param.get_help_record = with_shell  # type: ignore[method-assign]
+
+
 class LedgerGroup(TyperGroup):
     """The app's group: puts the global settings on itself and on every command."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.params[:0] = [*global_params(), version_param()]
+        self.params.extend(completion_params())
         for command in self.commands.values():
             command.params.extend(global_params())
             for param in command.params:
                 compat.plain_argument(param)
+
+    def parse_args(self, ctx: compat.Context, args: list[str]) -> list[str]:
+        rest = super().parse_args(ctx, args)
+        option = ctx.meta.pop(COMPLETION_REQUEST, None)
+        if option is not None:
+            from ledger_cli.cli import shell_completion
+            from ledger_cli.cli.execute import execute
+
+            settings = Settings.from_env(**ctx.meta.get(SETTINGS_KEY, {}))
+            words = compat.words_left(ctx)
+            fn = shell_completion.completion_option
+            raise typer.Exit(execute(settings, fn, option=option, words=words))
+        return rest
 
 
 app = typer.Typer(
@@ -142,6 +212,7 @@ app = typer.Typer(
         "fenced leases, dependency blocking."
     ),
     cls=LedgerGroup,
+    add_completion=False,  # LedgerGroup has its own completion options
     no_args_is_help=True,
     rich_markup_mode=None,
     pretty_exceptions_enable=False,

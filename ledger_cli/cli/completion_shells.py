@@ -1,0 +1,121 @@
+"""What `ledger` answers a completion script with (`_LEDGER_COMPLETE=complete_SHELL`),
+one class per shell, registered in click's table of shells by `register`
+(docs/design.md §6.8; the scripts themselves are in shell_completion.py).
+
+- bash passes COMP_WORDS, COMP_CWORD and COMP_LINE; each candidate comes back
+  on a line of its own, quoted as bash must insert it (completion_words.py:
+  bash inserts what it is given as it is).
+- zsh passes the words before the cursor's (`_LEDGER_COMPLETE_WORDS`, one a
+  line, as typed) and the cursor's (`_LEDGER_COMPLETE_WORD`); each candidate
+  comes back unquoted, with a tab and the text to list when it has help, and
+  `compadd` quotes it as the word's quoting needs.
+- fish passes its own unescaped tokens (`commandline -opc`, `commandline -ct
+  | string unescape`) in the same two variables; candidates come back as
+  `value<TAB>help`, and fish escapes them.
+
+A script that sets neither variable (installed by an earlier `ledger`, from
+typer's templates) gets typer's answer, as before.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ledger_cli.cli import completion_words
+from ledger_cli.cli import typer_compat as compat
+from ledger_cli.cli.escapes import escaped
+from ledger_cli.cli.shell_completion import script
+
+WORDS_VAR = "_LEDGER_COMPLETE_WORDS"
+WORD_VAR = "_LEDGER_COMPLETE_WORD"
+
+
+def _help(item: compat.CompletionItem) -> str:
+    """The item's help on one line, its controls escaped."""
+    return escaped(" ".join(str(item.help or "").split()))
+
+
+def _cword() -> int:
+    try:
+        return int(os.environ.get("COMP_CWORD", "") or 0)
+    except ValueError:
+        return 0
+
+
+class BashComplete(compat.BashComplete):
+    def source(self) -> str:
+        return script("bash").rstrip("\n")
+
+    def complete(self) -> str:
+        line = completion_words.bash_line(
+            os.environ.get("COMP_WORDS", ""), _cword(), os.environ.get("COMP_LINE")
+        )
+        items = self.get_completions(line.args, line.incomplete)
+        return "\n".join(line.reply(item.value) for item in items)
+
+
+class _WordsComplete:
+    """zsh and fish: the words from WORDS_VAR and WORD_VAR, `dequote` on those
+    the shell passes as typed. A value for `--opt=` comes back whole."""
+
+    dequote = False
+
+    def words(self) -> tuple[list[str], str]:
+        before = os.environ[WORDS_VAR].split("\n")[1:]
+        word = os.environ.get(WORD_VAR, "")
+        if self.dequote:
+            before, word = (
+                [completion_words.value_of(w) for w in before],
+                completion_words.value_of(word),
+            )
+        return before, word
+
+    @staticmethod
+    def whole(value: str, incomplete: str) -> str:
+        name, equals, _ = incomplete.partition("=")
+        if incomplete.startswith("-") and equals and not value.startswith(name + equals):
+            return name + equals + value
+        return value
+
+
+class ZshComplete(_WordsComplete, compat.ZshComplete):
+    dequote = True
+
+    def source(self) -> str:
+        return script("zsh").rstrip("\n")
+
+    def complete(self) -> str:
+        if WORDS_VAR not in os.environ:  # typer's script
+            return str(super().complete())
+        args, incomplete = self.words()
+        items = self.get_completions(args, incomplete)
+        values = [self.whole(item.value, incomplete) for item in items]
+        width = max((len(v) for v in values), default=0)
+        lines = []
+        for value, item in zip(values, items, strict=True):
+            text = _help(item)
+            lines.append(f"{value}\t{value:<{width}}  -- {text}" if text else value)
+        return "\n".join(lines)
+
+
+class FishComplete(_WordsComplete, compat.FishComplete):
+    def source(self) -> str:
+        return script("fish").rstrip("\n")
+
+    def complete(self) -> str:
+        if WORDS_VAR not in os.environ:  # typer's script
+            return str(super().complete())
+        args, incomplete = self.words()
+        items = self.get_completions(args, incomplete)
+        lines = []
+        for item in items:
+            value, text = self.whole(item.value, incomplete), _help(item)
+            lines.append(f"{value}\t{text}" if text else value)
+        return "\n".join(lines)
+
+
+def register() -> None:
+    """Put these classes in click's table (typer's own are put there when its
+    completion options are built; the app has none of typer's)."""
+    for cls in (BashComplete, ZshComplete, FishComplete):
+        compat.add_completion_class(cls, cls.name)
