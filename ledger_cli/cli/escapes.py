@@ -5,17 +5,29 @@ and output through it (docs/design.md §5.3)."""
 
 from __future__ import annotations
 
+_SHOWN_AS_ESCAPES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
+"""Unicode categories drawn as escapes: controls (ESC, CR, LF, TAB, C1),
+format characters (bidirectional overrides, zero-width characters), the line
+and paragraph separators (U+2028, U+2029, which break a line) and lone
+surrogates. Other characters `str.isprintable` refuses are drawn as they
+are: space separators (no-break space, U+3000), private-use and unassigned
+characters (an emoji newer than this interpreter's Unicode tables)."""
+
 
 def escaped(text: str, keep: str = "", *, surrogates: bool = False) -> str:
-    """`text` with each character that is not printable (a control, ESC, a
-    bidirectional override, another format character) as its escape
-    (`\\x1b`, `\\u202e`), but those in `keep` and, with `surrogates`, lone
-    surrogates (bytes that were not UTF-8, left to the output)."""
+    """`text` with each control or format character (ESC, a newline, a
+    bidirectional override, a zero-width joiner: `_SHOWN_AS_ESCAPES`) as its
+    escape (`\\x1b`, `\\u202e`), but those in `keep` and, with `surrogates`,
+    lone surrogates (bytes that were not UTF-8, left to the output)."""
     if text.isprintable():
         return text
-    return "".join(
-        ch
-        if ch.isprintable() or ch in keep or (surrogates and "\ud800" <= ch <= "\udfff")
-        else ascii(ch)[1:-1]
-        for ch in text
-    )
+    from unicodedata import category
+
+    def shown(ch: str) -> str:
+        if ch.isprintable() or ch in keep or category(ch) not in _SHOWN_AS_ESCAPES:
+            return ch
+        if surrogates and "\ud800" <= ch <= "\udfff":
+            return ch
+        return ascii(ch)[1:-1]
+
+    return "".join(shown(ch) for ch in text)

@@ -147,3 +147,20 @@ def test_error_lines_escape_the_key_they_name(tmp_path: Path) -> None:
     as_json = run_ledger(store, "--json", "state", EVIL)
     message = json.loads(as_json.stdout)["error"]["message"]
     assert message == f"ledger: key has no record: {EVIL.replace(chr(10), ' ')}"  # as before
+
+
+def test_spaces_and_private_use_characters_are_shown_as_they_are(tmp_path: Path) -> None:
+    """Only controls, format characters and line separators are escaped: a
+    no-break space, an ideographic space and a private-use character (all of
+    which `str.isprintable` refuses) reach `log`, stderr and a terminal as
+    stored, beside a bidirectional override that is still escaped."""
+    store = str(tmp_path / "store")
+    key = "a\u00a0b\u3000c\ue000d"
+    assert run_ledger(store, "admit", key).returncode == 0
+    assert run_ledger(store, "admit", "x\u202ey").returncode == 0
+    log = run_ledger(store, "log").stdout.splitlines()
+    assert [line.split(" ")[3] for line in log] == [key, "x\\u202ey"]
+    missing = run_ledger(store, "state", key + "!")
+    assert missing.stderr == f"ledger: key has no record: {key}!\n"
+    code, screen, _ = on_terminal(store, "claim", "--next", "--owner", "w", "--lease", "1m")
+    assert code == 0 and screen == f"{key} 1\n"
