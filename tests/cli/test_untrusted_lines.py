@@ -164,3 +164,20 @@ def test_spaces_and_private_use_characters_are_shown_as_they_are(tmp_path: Path)
     assert missing.stderr == f"ledger: key has no record: {key}!\n"
     code, screen, _ = on_terminal(store, "claim", "--next", "--owner", "w", "--lease", "1m")
     assert code == 0 and screen == f"{key} 1\n"
+
+
+def test_limits_list_a_stored_queue_name_on_one_escaped_line(tmp_path: Path) -> None:
+    """`ledger limit` lists each queue on a line of its own: a queue name
+    another writer stored with ESC and a newline is escaped, never a
+    terminal command nor a forged row, into a pipe too."""
+    import sqlite3
+
+    db = tmp_path / "q.db"
+    store = f"sqlite:///{db}"
+    assert run_ledger(store, "admit", "a", "--queue", "db").returncode == 0
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        conn.execute("UPDATE ledger_queue SET queue = ?", (f"q{ESC}[2J\nFORGED",))
+        conn.commit()
+    done = run_ledger(store, "limit")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "q\\x1b[2J\\nFORGED limit=- held=0\n"

@@ -87,5 +87,5 @@ def _list(settings: Settings) -> int:
         return 0
     for row in found:
         shown = "-" if row["limit"] is None else str(row["limit"])
-        output.line(f"{output.one_line(row['queue'])} limit={shown} held={row['held']}")
+        output.human_line(f"{row['queue']} limit={shown} held={row['held']}")
     return 0
