@@ -163,8 +163,8 @@ JSON_SHAPES: dict[str, str] = {
     "snapshot": 'the snapshot itself (`-o F`: `{"output", "records"}`)',
     "restore": '`{"restored", "already_there"}`',
     "doctor": '`{"store", "records", "pruned", "problems", "notes", "fixed"}` (`records` '
-    "null when doctor could not read them all: a store it cannot open, a `records/` it cannot "
-    "walk)",
+    "null when doctor could not count them: a `records/` it cannot walk, a `wal.log` it cannot "
+    "replay; a damaged record file is counted out and named among the problems)",
     "demo": '`{"store", "runs", "records"}`',
 }
 
