@@ -335,6 +335,9 @@ class _Progress:
 
     def note(self, message: str) -> None:
         if self._bar is not None:
-            self._bar.console.print(output.shown(message), markup=False, highlight=False)
+            # soft_wrap: one line, however narrow the terminal (the terminal wraps it).
+            self._bar.console.print(
+                output.shown(message), markup=False, highlight=False, soft_wrap=True
+            )
         else:
             output.diag(message)
