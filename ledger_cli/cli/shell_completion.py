@@ -105,14 +105,10 @@ def _sqlite_keys(url: str, prefix: str, limit: int) -> list[str] | None:
     if kind != "sqlite":
         return None
     import sqlite3
-    from urllib.parse import quote
 
     if not os.path.exists(path):
         return []
-    # An absolute path after an empty authority: `//tmp/x.db` (from `sqlite:////tmp/x.db`)
-    # must not read as the host `tmp`.
-    authority = "//" if path.startswith("/") else ""
-    conn = sqlite3.connect(f"file:{authority}{quote(path)}?mode=ro", uri=True, timeout=1.0)
+    conn = sqlite3.connect(stores.sqlite_uri(path, "ro"), uri=True, timeout=1.0)
     try:
         where = "substr(t.key, 1, ?) = ?"
         args = (len(prefix), prefix)

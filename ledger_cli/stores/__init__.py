@@ -182,6 +182,18 @@ def _backend(module: str, name: str, url: str, hint: str) -> Callable[..., Store
     return factory
 
 
+def sqlite_uri(path: str, mode: str) -> str:
+    """An SQLite file's path as the URI that opens it in `mode` (`ro`: read
+    only; `rw`: read-write, never created): `%`, `?` and `#` escaped (SQLite's
+    URI rules), an absolute path after an empty authority (`//tmp/x.db`, from
+    `sqlite:////tmp/x.db`, must not read as the host `tmp`), a relative path
+    relative."""
+    quoted = path.replace("%", "%25").replace("?", "%3f").replace("#", "%23")
+    if quoted.startswith("/"):
+        quoted = "//" + quoted
+    return f"file:{quoted}?mode={mode}"
+
+
 def require_store(url: str) -> None:
     """NoStoreError when `url` names a JSON directory or SQLite file that does
     not exist (what a read refuses), without opening anything."""

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ledger_cli.engine import collector
 from ledger_cli.errors import StoreError, StoreUnavailableError
+from ledger_cli.stores import sqlite_uri
 from ledger_cli.stores.sql import codec, sqlite_schema
 from ledger_cli.stores.sql.dialect import SqlDialect
 
@@ -30,16 +31,6 @@ if TYPE_CHECKING:
 
 DRIVER_ERRORS = (sqlite3.Error, UnicodeError, OverflowError)
 _UNDECODABLE = "could not decode to utf-8"
-
-
-def _no_create_uri(path: str) -> str:
-    """`path` as an SQLite URI that opens the file read-write but never
-    creates it: `%`, `?` and `#` escaped, the rest as it is (SQLite's URI
-    rules; a relative path stays relative)."""
-    quoted = path.replace("%", "%25").replace("?", "%3f").replace("#", "%23")
-    if quoted.startswith("/"):
-        quoted = "//" + quoted  # file:///abs: an empty authority
-    return f"file:{quoted}?mode=rw"
 
 
 class SQLiteConnection(SqlDialect):
@@ -69,7 +60,7 @@ class SQLiteConnection(SqlDialect):
         rollback. None outside a transaction."""
         try:
             self._conn = sqlite3.connect(
-                self._path if create else _no_create_uri(self._path),
+                self._path if create else sqlite_uri(self._path, "rw"),
                 timeout=busy_timeout,
                 isolation_level=None,  # autocommit: transactions are explicit
                 check_same_thread=False,
