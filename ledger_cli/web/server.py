@@ -192,8 +192,7 @@ class Handler(BaseHTTPRequestHandler):
             self._error(HTTPStatus.BAD_REQUEST, str(exc), api, head)
         except Exception as exc:  # a store error: one line, the server stays up
             self._error(HTTPStatus.INTERNAL_SERVER_ERROR, _one_line(exc), api, head)
-            why = _one_line(exc).removeprefix("ledger: ")
-            output.diag(f"ledger: serve: {self.command} {url.path}: {why}")
+            output.diag(output.within(f"serve: {self.command} {url.path}", _one_line(exc)))
 
     def _route(self, seg: list[str], query: dict[str, list[str]], head: bool) -> None:
         reader = self.server.reader

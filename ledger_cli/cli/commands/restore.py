@@ -52,8 +52,7 @@ def _check_records(tasks: tuple[TaskState, ...], limit: int = UINT64_MAX) -> Non
             try:
                 validate_key(key, what)
             except InputError as exc:
-                detail = str(exc).removeprefix("ledger: ")
-                raise ValidationError(f"ledger: snapshot entry {i}: {detail}") from None
+                raise ValidationError(output.within(f"snapshot entry {i}", str(exc))) from None
 
 
 def _prefixed_once(exc: ValidationError) -> ValidationError:

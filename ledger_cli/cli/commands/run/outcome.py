@@ -43,11 +43,10 @@ def lost_lease(key: str, why: LedgerError, ended: int | None) -> LeaseLostError:
     """Exit 5 for a lease found lost (a refused renewal or completion: a rebase,
     a cancel, a takeover): `why` is the refusal; `ended` the command's status
     when it had ended by itself (Popen's: -N for signal N), else it was stopped."""
-    reason = output.one_line(why.explained()).removeprefix("ledger: ")
     what = "the command was stopped"
     if ended is not None:
         what = f"the command had ended with exit status {exit_code(ended)}"
-    return LeaseLostError(f"ledger: lost the lease on {key}: {reason}; {what}")
+    return LeaseLostError(f"{output.within(f'lost the lease on {key}', why.explained())}; {what}")
 
 
 class OutcomeWrites:
