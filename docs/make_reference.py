@@ -88,6 +88,8 @@ ENVIRONMENT: dict[str, str] = {
     "LEDGER_ACTOR": "who is writing, when `--actor` is not given (default `user@host`)",
     "LEDGER_NOW": "an RFC 3339 instant to use as the clock, when `--now` is not given "
     "(replays and tests)",
+    "LEDGER_HOST": "the host name `ledger run` records in its attempts (default: the "
+    "machine's name; a container's random one is no help to a person)",
     "LEDGER_DEBUG": "`1`: print the traceback of an unexpected error (exit 70)",
     "LEDGER_ALLOW_NETWORK_FS": "`1`: let the JSON store open a directory on a network "
     "file system (its locks do not exclude other hosts)",
