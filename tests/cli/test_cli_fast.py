@@ -241,7 +241,8 @@ for args in eval(sys.argv[1]):  # a repr: the probe itself imports no json (nor 
         codes.append(app.run([*store, *args]))
     finally:
         sys.stdout = out
-heavy = sorted({m.split(".")[0] for m in sys.modules} & set(eval(sys.argv[3])))
+wanted = set(eval(sys.argv[3]))  # a package, or a module by its full name
+heavy = sorted(m for m in sys.modules if m in wanted or m.split(".")[0] in wanted)
 print(repr({"codes": codes, "heavy": heavy}))
 """
 
@@ -276,6 +277,45 @@ def test_hot_commands_import_neither_typer_nor_rich(tmp_path: Path, given: bool)
     assert doc["heavy"] == []
     if not given:
         assert (tmp_path / "data" / "ledger_cli" / "store" / "records").is_dir()
+
+
+LIFE = [  # a task's life as benchmarks/bench_startup.py times it, one command a process
+    ["admit", "k"],
+    ["claim", "k", "--owner", "a", "--lease", "5m"],
+    ["renew", "k", "--owner", "a", "--fence", "1", "--lease", "5m"],
+    ["release", "k", "--owner", "a", "--fence", "1"],
+    ["claim", "k", "--owner", "a", "--lease", "5m"],
+    ["takeover", "k", "--owner", "b", "--lease", "5m", "--now", "2099-01-01T00:00:00Z"],
+    ["complete", "k", "--owner", "b", "--fence", "3"],
+]
+
+UNCALLED = [
+    # What none of these commands calls is not imported (docs/design.md §5.1):
+    # the JSON store's views beyond the hot commands' (stores/jsonfile/store.py
+    # VIEWS), and the outage handling of `--next --wait`.
+    *(f"ledger_cli.stores.jsonfile.{m}" for m in ("depsview", "pausefile", "pruning")),
+    *(f"ledger_cli.stores.jsonfile.{m}" for m in ("readyview", "tallyview", "historyfollow")),
+    "ledger_cli.cli.outage",
+]
+
+
+def test_a_task_life_imports_nothing_it_does_not_call(tmp_path: Path) -> None:
+    store = str(tmp_path / "store")
+    env = subprocess_env()
+    # Not the store's first write, which builds its indexes (the ready index's is a view's).
+    subprocess.run(
+        [sys.executable, "-m", "ledger_cli", "--store", store, "admit", "x"], env=env, check=True
+    )
+    res = subprocess.run(
+        [sys.executable, "-c", PROBE, repr(LIFE), store, repr([*HEAVY, *UNCALLED])],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
+    doc = ast.literal_eval(res.stdout)
+    assert doc["codes"] == [0] * len(LIFE), res.stderr
+    assert doc["heavy"] == []
 
 
 COMPILE_PROBE = """

@@ -55,11 +55,13 @@ def claim(
     give_up_after: str | None = None,
     queue: list[str] | None = None,
 ) -> int:
-    from ledger_cli.cli.outage import open_session, parse_give_up
-
     if give_up_after is not None and wait is None:  # no outage is ridden out without it
         raise InputError("ledger: --give-up-after goes with --wait")
-    give_up = parse_give_up(give_up_after)
+    give_up = 0.0
+    if next_ or give_up_after is not None:  # claim KEY rides out no outage: no outage.py
+        from ledger_cli.cli.outage import parse_give_up
+
+        give_up = parse_give_up(give_up_after)
     wanted = None
     if queue:
         from ledger_cli.cli.queueargs import parse_queues
@@ -68,6 +70,8 @@ def claim(
     if next_:
         if key is not None:
             raise InputError("ledger: claim takes a KEY or --next, not both")
+        from ledger_cli.cli.outage import open_session
+
         # Without --wait there is nothing to claim in a store that does not exist.
         with open_session(settings, give_up if wait is not None else None, wait is None) as s:
             got, fence, _ = claim_next_timed(s, owner, lease, wait, give_up, queues=wanted)
