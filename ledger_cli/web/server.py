@@ -8,9 +8,11 @@ the hot commands' start-up. What `http.server`'s documentation warns about
 other method is 405, once the Host rule and the token have let the request
 through: else 403 or 401, whatever the method), no file system path is ever
 served (the two static files are package data read by name), every page is
-escaped, the headers below are sent on every response, a bind that is not
-loopback needs a token, and without a token a request must name a loopback
-Host (auth.py).
+escaped, the headers below are sent on every response (`end_headers`: the
+standard library's own error answers too; HTTP/0.9, whose answer has no
+headers, is refused), a bind that is not loopback needs a token, and without
+a token a request must name a loopback Host (auth.py). A client that hangs
+up mid-answer is no error: nothing is printed (`Server.handle_error`).
 """
 
 from __future__ import annotations
