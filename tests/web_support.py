@@ -45,6 +45,8 @@ class Served:
         parts = urllib.parse.urlsplit(url)
         self.host = parts.hostname or "127.0.0.1"
         self.port = parts.port or 80
+        self.stderr = ""
+        """What the server wrote on stderr, once it has stopped (after `served`)."""
 
     def request(self, method: str, path: str, headers: Mapping[str, str] | None = None) -> Reply:
         conn = http.client.HTTPConnection(self.host, self.port, timeout=30)
@@ -85,17 +87,21 @@ def served(store: str | Path, *args: str, **env: str) -> Iterator[Served]:
         text=True,
         env=subprocess_env(**env),
     )
+    web: Served | None = None
     try:
         url = _first_line(proc)
         assert url.startswith("http://127.0.0.1:"), url
-        yield Served(proc, url)
+        web = Served(proc, url)
+        yield web
     finally:
         proc.terminate()
         try:
-            proc.communicate(timeout=30)
+            _, err = proc.communicate(timeout=30)
         except subprocess.TimeoutExpired:
             proc.kill()
-            proc.communicate()
+            _, err = proc.communicate()
+        if web is not None:
+            web.stderr = err
 
 
 def admit(store: str | Path, key: str, *args: str) -> None:

@@ -65,7 +65,8 @@ class Guard:
 
     def token_ok(self, given: str) -> bool:
         assert self.token is not None
-        return hmac.compare_digest(given.encode(), self.token.encode())
+        # `given` may hold lone surrogates (a query's bytes that are not UTF-8).
+        return hmac.compare_digest(given.encode("utf-8", "surrogateescape"), self.token.encode())
 
     def allows(self, authorization: str | None, cookie: str | None) -> bool:
         """True when the bearer token or the session cookie is right."""

@@ -1,8 +1,12 @@
 """The HTML pages of `ledger serve`, rendered on the server.
 
 Every string from the store (keys, payloads, owners, output, history) goes
-through `esc` (`html.escape`, quotes included) before it is placed in text or
-in an attribute; URLs carry keys percent-encoded (`quote(key, safe="")`). The
+through `esc` before it is placed in text or in an attribute: first the
+CLI's rule for untrusted text (cli/escapes.py: a control or format character,
+a bidirectional override among them, as its escape `\u202e`; a byte that is
+not UTF-8, read as a lone surrogate, as U+FFFD), then `html.escape`, quotes
+included. URLs carry keys percent-encoded byte by byte (`task_href`: a byte
+that is not UTF-8 as itself, `%9F`, as the server reads it back). The
 pages hold no inline script or style: `/static/app.js` and `/static/style.css`
 are the only ones, as the Content-Security-Policy demands.
 """
@@ -11,11 +15,16 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
 
 from ledger_cli.web.api import STATUSES, Page
+
+OUTPUT_KEPT = "\n\t"
+"""The characters the payload and a command's output show as they are, as the
+terminal views do (render.safe with lines); app.js keeps the same."""
 
 if TYPE_CHECKING:
     from ledger_cli.engine.attempts import Attempt
@@ -23,16 +32,35 @@ if TYPE_CHECKING:
     from ledger_cli.engine.record import TaskState
 
 
-def esc(value: object) -> str:
-    return html.escape(str(value), quote=True)
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def esc(value: object, keep: str = "") -> str:
+    """Untrusted text as the CLI shows it (each control or format character
+    but those in `keep` as its escape, each lone surrogate as U+FFFD), then
+    HTML-escaped for text or a quoted attribute."""
+    text = str(value)
+    if not text.isprintable():
+        from ledger_cli.cli.escapes import escaped
+
+        text = _SURROGATE.sub("\ufffd", escaped(text, keep, surrogates=True))
+    return html.escape(text, quote=True)
+
+
+def key_query(key: str) -> str:
+    """`key=K` for a URL's query: the key's bytes percent-encoded, those that
+    are not UTF-8 (lone surrogates) as themselves (`key=bad%9F%FF`)."""
+    return urlencode({"key": key}, encoding="utf-8", errors="surrogateescape")
 
 
 def task_href(key: str) -> str:
     """A task page's link. Browsers drop a path segment "." or ".." (encoded
-    as %2E too), so those two keys go in the query: `/task?key=..`."""
+    as %2E too), so those two keys go in the query: `/task?key=..`. The key's
+    bytes are percent-encoded, a Go-written byte that is not UTF-8 as itself
+    (`/tasks/bad%9F%FF`): the server reads it back as the CLI reads an argument."""
     if key in (".", ".."):
-        return "/task?" + urlencode({"key": key})
-    return "/tasks/" + quote(key, safe="")
+        return "/task?" + key_query(key)
+    return "/tasks/" + quote(key, safe="", encoding="utf-8", errors="surrogateescape")
 
 
 def layout(title: str, body: str) -> str:
@@ -117,7 +145,8 @@ def tasks(
         query.append(("after", page.next_after))
         if limit:
             query.append(("limit", str(limit)))
-        more = f'<p><a id="next" href="/tasks?{esc(urlencode(query))}">Next page</a></p>'
+        href = "/tasks?" + urlencode(query, encoding="utf-8", errors="surrogateescape")
+        more = f'<p><a id="next" href="{esc(href)}">Next page</a></p>'
     return layout("tasks", f"<h1>Tasks</h1>{counts(stats)}{form}{table}{more}")
 
 
@@ -168,7 +197,7 @@ def task(
     parts = [
         f'<h1 class="key">{esc(rec.key)}</h1>',
         f'<table id="record">{record}</table>',
-        f'<h2>Task</h2><pre id="payload">{esc(payload)}</pre>',
+        f'<h2>Task</h2><pre id="payload">{esc(payload, OUTPUT_KEPT)}</pre>',
         "<h2>Attempts</h2>",
     ]
     if atts:
@@ -192,9 +221,10 @@ def task(
         parts.append(
             f"<h2>Output of attempt {int(shown['n'])} "
             f'<span class="muted" id="attempt-state">{word}</span></h2>'
-            f'<pre id="output" data-key="{esc(rec.key)}" data-attempt="{int(out["attempt"]["n"])}"'
+            f'<pre id="output" data-query="{esc(key_query(rec.key))}"'
+            f' data-attempt="{int(out["attempt"]["n"])}"'
             f' data-seen="{int(out["seen"])}" data-live="{1 if running else 0}">'
-            f"{esc(out['output'])}</pre>"
+            f"{esc(out['output'], OUTPUT_KEPT)}</pre>"
         )
     lines = "".join(
         f"<tr><td>{esc(e.time)}</td><td>{esc(e.actor)}</td><td>{esc(e.event)}</td>"

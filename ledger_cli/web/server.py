@@ -8,9 +8,11 @@ the hot commands' start-up. What `http.server`'s documentation warns about
 other method is 405, once the Host rule and the token have let the request
 through: else 403 or 401, whatever the method), no file system path is ever
 served (the two static files are package data read by name), every page is
-escaped, the headers below are sent on every response, a bind that is not
-loopback needs a token, and without a token a request must name a loopback
-Host (auth.py).
+escaped, the headers below are sent on every response (`end_headers`: the
+standard library's own error answers too; HTTP/0.9, whose answer has no
+headers, is refused), a bind that is not loopback needs a token, and without
+a token a request must name a loopback Host (auth.py). A client that hangs
+up mid-answer is no error: nothing is printed (`Server.handle_error`).
 """
 
 from __future__ import annotations
@@ -63,6 +65,15 @@ class Server(ThreadingHTTPServer):
             self.address_family = socket.AF_INET6
         super().__init__(address, Handler)
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client gone mid-request (a reset, a closed pipe, a timeout) is no
+        error of the server's: nothing is printed. Anything else is one
+        `ledger: serve: ...` line, never the standard library's traceback."""
+        exc = sys.exc_info()[1]
+        if exc is None or isinstance(exc, (ConnectionError, TimeoutError)):
+            return
+        output.diag(output.within("serve", _one_line(exc)))
+
 
 class Handler(BaseHTTPRequestHandler):
     server: Server
@@ -93,6 +104,28 @@ class Handler(BaseHTTPRequestHandler):
             {"Allow": "GET, HEAD", "Connection": "close"},
         )
 
+    def parse_request(self) -> bool:
+        if not super().parse_request():
+            return False
+        if self.request_version == "HTTP/0.9":  # a bare body: no header at all
+            self.send_error(HTTPStatus.HTTP_VERSION_NOT_SUPPORTED, "HTTP/0.9 is not served")
+            return False
+        return True
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        # An error found before the request line's version is read (400, 505)
+        # would go out as HTTP/0.9: no status line, no headers. Not here.
+        if self.request_version == "HTTP/0.9":
+            self.request_version = "HTTP/1.0"
+        super().send_error(code, message, explain)
+
+    def end_headers(self) -> None:
+        # Here, not in _send: the standard library's own error responses
+        # (send_error: 400, 414, 431, 505) carry them too.
+        for name, value in SECURITY_HEADERS.items():
+            self.send_header(name, value)
+        super().end_headers()
+
     def do_GET(self) -> None:
         self._serve(head=False)
 
@@ -112,7 +145,7 @@ class Handler(BaseHTTPRequestHandler):
         self.send_response(status)
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(body)))
-        for name, value in {**SECURITY_HEADERS, **(extra or {})}.items():
+        for name, value in (extra or {}).items():
             self.send_header(name, value)
         self.end_headers()
         if not head and self.command != "HEAD":
@@ -164,8 +197,11 @@ class Handler(BaseHTTPRequestHandler):
     # -- routing --------------------------------------------------------------
 
     def _serve(self, head: bool) -> None:
-        url = urlsplit(self.path)
-        query = parse_qs(url.query, keep_blank_values=True)
+        # The request line's bytes (read as Latin-1) as UTF-8, each byte that
+        # is not UTF-8 a lone surrogate, as the command line reads an argument:
+        # a key the Go service wrote with such bytes names its own page.
+        url = urlsplit(self.path.encode("latin-1").decode("utf-8", "surrogateescape"))
+        query = parse_qs(url.query, keep_blank_values=True, errors="surrogateescape")
         segments = url.path.split("/")[1:]  # raw: a key's "/" comes as %2F
         api = segments[:1] == ["api"]
         guard = self.server.guard
@@ -173,7 +209,8 @@ class Handler(BaseHTTPRequestHandler):
             return
         if not guard.open and "token" in query and guard.token_ok(query["token"][-1]):
             rest = [(k, v) for k, vs in query.items() if k != "token" for v in vs]
-            where = url.path + ("?" + urlencode(rest) if rest else "")
+            # The path as it came (Latin-1 text: its bytes go back unchanged).
+            where = urlsplit(self.path).path + ("?" + _urlencode(rest) if rest else "")
             if not where.startswith("/") or where[1:2] in ("/", "\\"):
                 where = "/"  # "//host" or "/\\host" would leave the site
             self._send(
@@ -188,6 +225,8 @@ class Handler(BaseHTTPRequestHandler):
             return
         try:
             self._route(segments, query, head)
+        except (ConnectionError, TimeoutError):
+            raise  # the client is gone: no response to send (Server.handle_error)
         except BadRequest as exc:
             self._error(HTTPStatus.BAD_REQUEST, str(exc), api, head)
         except Exception as exc:  # a store error: one line, the server stays up
@@ -260,16 +299,20 @@ class Handler(BaseHTTPRequestHandler):
             q: list[tuple[str, str]] = [("status", st) for st in sorted(statuses)]
             q += [("prefix", prefix)] if prefix else []
             q += [("after", page.next_after), ("limit", str(limit))]
-            extra["Link"] = f'</api/tasks?{urlencode(q)}>; rel="next"'
+            extra["Link"] = f'</api/tasks?{_urlencode(q)}>; rel="next"'
         body = "[" + ",".join(str(output.record(r)) for r in page.records) + "]"
         self._json(body, extra, head)
 
 
 def _key(segment: str) -> str:
-    try:
-        return unquote(segment, errors="strict")
-    except UnicodeDecodeError:
-        raise BadRequest("the key in the URL is not UTF-8") from None
+    """A key from its path segment: percent-escapes of bytes that are not
+    UTF-8 (pages.task_href) as lone surrogates, the key's bytes as stored."""
+    return unquote(segment, errors="surrogateescape")
+
+
+def _urlencode(query: list[tuple[str, str]]) -> str:
+    """`urlencode`, a key's lone surrogates back to the bytes they stand for."""
+    return urlencode(query, encoding="utf-8", errors="surrogateescape")
 
 
 def _one(query: dict[str, list[str]], name: str) -> str:
@@ -291,9 +334,11 @@ def _filters(query: dict[str, list[str]]) -> tuple[frozenset[str], str, str, int
     bad = wanted - set(STATUSES)
     if bad:
         raise BadRequest(f"unknown status {sorted(bad)[0]!r} (one of {', '.join(STATUSES)})")
-    limit = _uint(query, "limit") or PAGE
-    if limit > MAX_PAGE:
-        raise BadRequest(f"limit is at most {MAX_PAGE}")
+    limit = _uint(query, "limit")
+    if limit is None:
+        limit = PAGE
+    elif not 1 <= limit <= MAX_PAGE:  # a page of none would have no next cursor
+        raise BadRequest(f"limit is 1 to {MAX_PAGE}, not {limit}")
     return frozenset(wanted), _one(query, "prefix"), _one(query, "after"), limit
 
 
@@ -302,9 +347,10 @@ def _one_line(exc: BaseException) -> str:
     return text[0] if text else type(exc).__name__
 
 
-def serve_forever(server: Server, url: str) -> None:
-    """Print the URL (the first line, for scripts and tests), then serve until interrupted."""
-    sys.stdout.write(f"{url}\n")
+def serve_forever(server: Server, url: str, note: str = "") -> None:
+    """Print the URL (the first line, for scripts and tests) and `note` if
+    any, then serve until interrupted."""
+    sys.stdout.write(f"{url}\n{note}\n" if note else f"{url}\n")
     sys.stdout.flush()
     try:
         server.serve_forever(poll_interval=0.5)

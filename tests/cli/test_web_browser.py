@@ -284,3 +284,33 @@ def test_hostile_keys_payloads_and_output_show_as_text(browser: Any, tmp_path: P
         no_alert(browser)
         scripts = [s.get_attribute("src") for s in css(browser, "script")]
         assert scripts == [web.url + "static/app.js"]
+
+
+def test_live_output_shows_controls_as_escapes(browser: Any, tmp_path: Path) -> None:
+    """The script that follows a running attempt (for a key `..`, which goes
+    in the query: `data-query`) shows an ESC or a CR in the new output as
+    `\\x1b`, `\\r`, as the server-drawn part and the terminal do."""
+    store = tmp_path / "store"
+    admit(store, "..")
+    go = tmp_path / "go"
+    script = 'printf "first\\033[1m\\n"; while [ ! -e "$1" ]; do sleep 0.05; done; '
+    script += 'printf "second\\033[2m\\r\\n"'
+    run = ["run", "..", "--owner", "w", "--lease", "1m", "--", "sh", "-c", script, "sh", str(go)]
+    runner = subprocess.Popen(
+        [*ledger_cmd(), "--store", str(store), *run],
+        env=subprocess_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        with served(store) as web:
+            wait_for(lambda: web.get("/api/task/output?key=..").status == 200, "the attempt")
+            browser.get(web.url + "task?key=..")
+            pre = css(browser, "#output")[0]
+            wait_for(lambda: "first\\x1b[1m" in pre.text, "the first line")
+            go.touch()
+            wait_for(lambda: "second\\x1b[2m\\r" in pre.text, "the second line, live")
+            assert "\x1b" not in pre.text and "\r" not in pre.text
+    finally:
+        go.touch()
+        runner.wait(timeout=60)

@@ -28,6 +28,13 @@ def serve(settings: Settings, bind: str | None = None, token: str | None = None)
         token = os.environ.get("LEDGER_TOKEN") or None
     if token is not None and not token.strip():
         raise InputError("ledger: the token is empty")
+    if token is not None and not (
+        token.isascii() and token.isprintable() and token == token.strip()
+    ):
+        # `Authorization: Bearer T` could never carry it: refuse it now.
+        raise InputError(
+            "ledger: the token must be printable ASCII without leading or trailing spaces"
+        )
     if token is None and not is_loopback(host):
         raise InputError(
             f"ledger: serve on {host}, not a loopback address, needs --token or LEDGER_TOKEN"
@@ -43,6 +50,12 @@ def serve(settings: Settings, bind: str | None = None, token: str | None = None)
             raise InputError(f"ledger: cannot listen on {host}:{port}: {exc.strerror}") from None
         bound, bound_port = server.server_address[:2]
         bound_host = bound.decode() if isinstance(bound, bytes) else bound
+        note = ""
+        if bound_host in ("0.0.0.0", "::"):
+            # No browser opens http://0.0.0.0/: the URL names this machine's
+            # loopback, and a second line says where else it answers.
+            note = f"listening on every interface ({bound_host}), port {bound_port}"
+            bound_host = "127.0.0.1" if bound_host == "0.0.0.0" else "::1"
         shown = f"[{bound_host}]" if ":" in bound_host else bound_host
-        serve_forever(server, f"http://{shown}:{bound_port}/")
+        serve_forever(server, f"http://{shown}:{bound_port}/", note)
     return 0

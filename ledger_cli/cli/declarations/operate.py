@@ -79,14 +79,19 @@ def serve(
         typer.Option(
             "--token",
             metavar="T",
-            help="Require this token (default $LEDGER_TOKEN); needed off loopback.",
+            help=(
+                "Require this token (default $LEDGER_TOKEN): printable ASCII, no"
+                " leading or trailing space; needed off loopback."
+            ),
             show_default=False,
         ),
     ] = None,
 ) -> None:
     """A read-only web view: the graph, the task table, each task's output, live.
 
-    Prints its URL on the first line, then serves until interrupted. Every
+    Prints its URL on the first line (on 0.0.0.0 or ::, the loopback's, and
+    a second line saying it listens on every interface), then serves until
+    interrupted. Every
     request needs `Authorization: Bearer T`, or the cookie that visiting
     `/?token=T` sets, when a token is given.
     """

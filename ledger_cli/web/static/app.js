@@ -26,11 +26,30 @@ async function refreshCounts() {
   }
 }
 
-// A task page: <pre id="output" data-key=… data-attempt=… data-seen=…> gets the
+// Output as the page (and the terminal) shows it: each control or format
+// character but a newline and a tab (ESC, CR, a bidirectional override) as its
+// escape, \x1b or \u202e (pages.esc, cli/escapes.py).
+function shown(text) {
+  return text.replace(/(?![\n\t])[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu, (ch) => {
+    const code = ch.codePointAt(0);
+    if (code === 0x0d) {
+      return "\\r";
+    }
+    if (code < 0x100) {
+      return "\\x" + code.toString(16).padStart(2, "0");
+    }
+    return code < 0x10000
+      ? "\\u" + code.toString(16).padStart(4, "0")
+      : "\\U" + code.toString(16).padStart(8, "0");
+  });
+}
+
+// A task page: <pre id="output" data-query=… data-attempt=… data-seen=…> gets the
 // new output appended while the attempt runs; the status follows the record.
 async function followTask(pre) {
-  // The key goes in the query: a path segment "." or ".." would be dropped.
-  const key = new URLSearchParams({ key: pre.dataset.key });
+  // The key goes in the query (a path segment "." or ".." would be dropped),
+  // encoded by the server: `key=bad%9F%FF` keeps bytes that are not UTF-8.
+  const key = pre.dataset.query;
   let seen = Number(pre.dataset.seen || "0");
   let attempt = pre.dataset.attempt || "";
   for (;;) {
@@ -42,11 +61,11 @@ async function followTask(pre) {
         status.textContent = rec.Status;
         status.className = "status-" + rec.Status;
       }
-      const q = new URLSearchParams({ key: pre.dataset.key, since: String(seen) });
+      const q = new URLSearchParams({ since: String(seen) });
       if (attempt) {
         q.set("attempt", attempt);
       }
-      const res = await fetch("/api/task/output?" + q, {
+      const res = await fetch("/api/task/output?" + key + "&" + q, {
         credentials: "same-origin",
         cache: "no-store",
       });
@@ -56,7 +75,7 @@ async function followTask(pre) {
           attempt = String(out.attempt.n);
         }
         if (out.output) {
-          pre.textContent += out.output;
+          pre.textContent += shown(out.output);
         }
         seen = out.seen;
         // Abandoned: no end recorded, and the lease it ran under is over.
