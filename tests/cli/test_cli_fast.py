@@ -291,10 +291,8 @@ LIFE = [  # a task's life as benchmarks/bench_startup.py times it, one command a
 
 UNCALLED = [
     # What none of these commands calls is not imported (docs/design.md §5.1):
-    # the JSON store's views beyond the hot commands' (stores/jsonfile/store.py
-    # VIEWS), and the outage handling of `--next --wait`.
-    *(f"ledger_cli.stores.jsonfile.{m}" for m in ("depsview", "pausefile", "pruning")),
-    *(f"ledger_cli.stores.jsonfile.{m}" for m in ("readyview", "tallyview", "historyfollow")),
+    # `log --follow`'s reader, and the outage handling of `--next --wait`.
+    "ledger_cli.stores.jsonfile.historyfollow",
     "ledger_cli.cli.outage",
 ]
 
@@ -302,7 +300,7 @@ UNCALLED = [
 def test_a_task_life_imports_nothing_it_does_not_call(tmp_path: Path) -> None:
     store = str(tmp_path / "store")
     env = subprocess_env()
-    # Not the store's first write, which builds its indexes (the ready index's is a view's).
+    # Not the store's first write, which builds its indexes.
     subprocess.run(
         [sys.executable, "-m", "ledger_cli", "--store", store, "admit", "x"], env=env, check=True
     )
