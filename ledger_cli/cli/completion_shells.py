@@ -54,11 +54,27 @@ class BashComplete(compat.BashComplete):
         return "\n".join(line.reply(item.value) for item in items)
 
 
-class _WordsComplete:
+class _WordsComplete(compat.ShellComplete):
     """zsh and fish: the words from WORDS_VAR and WORD_VAR, `dequote` on those
-    the shell passes as typed. A value for `--opt=` comes back whole."""
+    the shell passes as typed. A value for `--opt=` comes back whole; each
+    shell's `reply` writes the candidates' lines."""
 
     dequote = False
+
+    def source(self) -> str:
+        return script(self.name).rstrip("\n")
+
+    def complete(self) -> str:
+        if WORDS_VAR not in os.environ:  # typer's script
+            return str(super().complete())
+        args, incomplete = self.words()
+        items = self.get_completions(args, incomplete)
+        values = [self.whole(item.value, incomplete) for item in items]
+        return "\n".join(self.reply(values, [_help(item) for item in items]))
+
+    def reply(self, values: list[str], helps: list[str]) -> list[str]:
+        """A line for each candidate, given its value and its help (may be "")."""
+        raise NotImplementedError
 
     def words(self) -> tuple[list[str], str]:
         before = os.environ[WORDS_VAR].split("\n")[1:]
@@ -81,37 +97,19 @@ class _WordsComplete:
 class ZshComplete(_WordsComplete, compat.ZshComplete):
     dequote = True
 
-    def source(self) -> str:
-        return script("zsh").rstrip("\n")
-
-    def complete(self) -> str:
-        if WORDS_VAR not in os.environ:  # typer's script
-            return str(super().complete())
-        args, incomplete = self.words()
-        items = self.get_completions(args, incomplete)
-        values = [self.whole(item.value, incomplete) for item in items]
+    def reply(self, values: list[str], helps: list[str]) -> list[str]:
         width = max((len(v) for v in values), default=0)
-        lines = []
-        for value, item in zip(values, items, strict=True):
-            text = _help(item)
-            lines.append(f"{value}\t{value:<{width}}  -- {text}" if text else value)
-        return "\n".join(lines)
+        return [
+            f"{value}\t{value:<{width}}  -- {text}" if text else value
+            for value, text in zip(values, helps, strict=True)
+        ]
 
 
 class FishComplete(_WordsComplete, compat.FishComplete):
-    def source(self) -> str:
-        return script("fish").rstrip("\n")
-
-    def complete(self) -> str:
-        if WORDS_VAR not in os.environ:  # typer's script
-            return str(super().complete())
-        args, incomplete = self.words()
-        items = self.get_completions(args, incomplete)
-        lines = []
-        for item in items:
-            value, text = self.whole(item.value, incomplete), _help(item)
-            lines.append(f"{value}\t{text}" if text else value)
-        return "\n".join(lines)
+    def reply(self, values: list[str], helps: list[str]) -> list[str]:
+        return [
+            f"{value}\t{text}" if text else value for value, text in zip(values, helps, strict=True)
+        ]
 
 
 def register() -> None:

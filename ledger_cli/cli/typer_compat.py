@@ -30,6 +30,8 @@ Parameter = _click.Parameter
 Command = _click.Command
 ParameterSource = _click.core.ParameterSource
 CompletionItem = _shell_completion.CompletionItem
+ShellComplete = _shell_completion.ShellComplete
+"""The base of the shells' completion classes (`completion_shells._WordsComplete`)."""
 add_completion_class = _shell_completion.add_completion_class
 """Click's registry of shells (`_LEDGER_COMPLETE=complete_SHELL` looks the class up there)."""
 
@@ -73,6 +75,7 @@ __all__ = [
     "FishComplete",
     "Parameter",
     "ParameterSource",
+    "ShellComplete",
     "TyperCommand",
     "TyperGroup",
     "ZshComplete",

@@ -44,7 +44,11 @@ ABANDONED = "abandoned"
 
 
 class Attempt:
-    """One start of the command: mutable while its runner fills it in."""
+    """One start of the command: mutable while its runner fills it in.
+
+    A plain record, written out as a class with `__slots__`: not a NamedTuple,
+    which could not be filled in, nor a dataclass, which `run … -- CMD` (a hot
+    command, which imports this module) may not import (CONTRIBUTING, "Start-up")."""
 
     __slots__ = (
         "abandoned",

@@ -34,6 +34,7 @@ from ledger_cli.stores.jsonfile.layout import (
     HISTORY_NAME,
     exists,
     free_name,
+    io_scope,
     shown,
 )
 from ledger_cli.stores.jsonfile.locking import io_errors
@@ -163,12 +164,8 @@ def torn_tail(root: str, root_fd: int) -> int | None:
     fd = fsutil.open_regular(root_fd, HISTORY_NAME, fsutil.READ_FLAGS, path)
     if fd is None:
         return None
-    try:
+    with io_scope(fd, path, "cannot read"):
         return _whole(fd)
-    except OSError as exc:
-        raise fail(path, "cannot read", exc) from None
-    finally:
-        os.close(fd)
 
 
 def keep_torn_tail(root: str, root_fd: int) -> tuple[int, str] | None:
@@ -183,7 +180,7 @@ def keep_torn_tail(root: str, root_fd: int) -> tuple[int, str] | None:
     fd = fsutil.open_regular(root_fd, HISTORY_NAME, flags, path)
     if fd is None:
         return None
-    try:
+    with io_scope(fd, path, "cannot keep its torn last line in damaged/ and cut it"):
         whole = _whole(fd)
         if whole is None:
             return None
@@ -209,10 +206,6 @@ def keep_torn_tail(root: str, root_fd: int) -> tuple[int, str] | None:
             os.close(dfd)
         os.ftruncate(fd, whole)
         os.fsync(fd)
-    except OSError as exc:
-        raise fail(path, "cannot keep its torn last line in damaged/ and cut it", exc) from None
-    finally:
-        os.close(fd)
     return size - whole, kept
 
 
@@ -224,7 +217,7 @@ def append_lines(
     path = shown(root, HISTORY_NAME)
     fd, size = open_for_append(root, root_fd, at)
     new = size == 0  # perhaps just created: its name wants the root directory fsynced
-    try:
+    with io_scope(fd, path, "cannot append"):
         if at is not None:
             if size < at:
                 raise fail(
@@ -239,10 +232,6 @@ def append_lines(
         fsutil.write_all(fd, b"".join(lines))
         if sync:
             os.fsync(fd)
-    except OSError as exc:
-        raise fail(path, "cannot append", exc) from None
-    finally:
-        os.close(fd)
     if new and sync:
         fsutil.fsync_fd(root_fd, root)
 
@@ -260,12 +249,8 @@ def holds(root: str, root_fd: int, lines: list[bytes], at: int) -> bool:
         return False
     except OSError as exc:
         raise fsutil.open_failed(path, exc) from None
-    try:
+    with io_scope(fd, path, "cannot read"):
         return os.pread(fd, len(data), at) == data
-    except OSError as exc:
-        raise fail(path, "cannot read", exc) from None
-    finally:
-        os.close(fd)
 
 
 def parse_history(data: bytes, shown: str) -> list[HistoryEntry]:

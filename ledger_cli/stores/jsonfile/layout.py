@@ -1,8 +1,11 @@
-"""The store directory: its names, its metadata file, and the checks that keep
-a directory that is no store (or a network mount) from being written to."""
+"""The store directory: its names, its metadata file, the checks that keep
+a directory that is no store (or a network mount) from being written to, and
+how a module holds one of its files or directories open (`io_scope`,
+`listing`: closed after, an I/O error a StoreError naming it)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from typing import TYPE_CHECKING
@@ -13,6 +16,8 @@ from ledger_cli.stores.jsonfile.fairlock import LOCK_NAME, OLD_QUEUE_DIR, QUEUE_
 from ledger_cli.stores.jsonfile.fsutil import fail
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from contextlib import AbstractContextManager
     from typing import Any
 
 FORMAT = "ledger_cli.jsonfile"
@@ -63,6 +68,27 @@ def shown(root: str, *parts: str) -> str:
     and normalized, the parts are the store's own relative names, so a plain
     join is os.path.join's result (built for every file a hold touches)."""
     return "/".join((root, *parts))
+
+
+@contextlib.contextmanager
+def io_scope(fd: int, path: str, what: str) -> Iterator[int]:
+    """`fd` for the block, closed after it: an OSError in the block is the
+    StoreError `fail(path, what)` naming the file (`cannot read`, `cannot
+    append`…), in place of a try, except and finally around each use."""
+    try:
+        yield fd
+    except OSError as exc:
+        raise fail(path, what, exc) from None
+    finally:
+        os.close(fd)
+
+
+def listing(root: str, root_fd: int, name: str) -> AbstractContextManager[int | None]:
+    """The store's directory `name` open for a scan in the block (None: there is
+    none), closed after it; an OSError in the block is `cannot list` naming it."""
+    path = shown(root, name)
+    fd = fsutil.open_subdir(root_fd, name, path, create=False)
+    return contextlib.nullcontext() if fd is None else io_scope(fd, path, "cannot list")
 
 
 def exists(root: str, dir_fd: int, name: str) -> bool:

@@ -34,6 +34,7 @@ from ledger_cli.stores.jsonfile.layout import (
     LIVE_STATUSES,
     RECORDS_DIR,
     SHARD_INDEX,
+    listing,
     shown,
 )
 
@@ -148,11 +149,9 @@ def scan_live(root: str, root_fd: int, read_digest: ReadDigest) -> dict[str, Tas
     """The records the live/ index names that are live; stale entries (a record
     that went terminal, or never got written: a crash) are dropped. Under the lock."""
     found: dict[str, TaskState] = {}
-    ldir = shown(root, LIVE_DIR)
-    lfd = fsutil.open_subdir(root_fd, LIVE_DIR, ldir, create=False)
-    if lfd is None:
-        return found
-    try:
+    with listing(root, root_fd, LIVE_DIR) as lfd:
+        if lfd is None:
+            return found
         markers: list[str] = []
         indexed: dict[str, set[str]] = {}
         tidy: set[str] = set()  # shard files holding repeats or a torn fragment
@@ -180,8 +179,4 @@ def scan_live(root: str, root_fd: int, read_digest: ReadDigest) -> dict[str, Tas
             keep = {d for d in digests if verdict[d]}
             if keep != digests or shard in tidy:
                 write_shard_index(root, root_fd, lfd, shard, keep)
-    except OSError as exc:
-        raise fail(ldir, "cannot list", exc) from None
-    finally:
-        os.close(lfd)
     return found

@@ -20,7 +20,7 @@ from ledger_cli.engine.record import TaskState
 from ledger_cli.errors import DecodeError, ValidationError
 from ledger_cli.stores.jsonfile import fsutil
 from ledger_cli.stores.jsonfile.fsutil import fail
-from ledger_cli.stores.jsonfile.layout import RECORD_FILE, RECORDS_DIR, SHARD, shown
+from ledger_cli.stores.jsonfile.layout import RECORD_FILE, RECORDS_DIR, SHARD, listing, shown
 
 
 @functools.lru_cache(maxsize=1024)
@@ -123,11 +123,9 @@ def scan_records(
     """Every record file's record by digest (`sweep`: remove temporary files, under
     the lock)."""
     found: dict[str, TaskState] = {}
-    rdir = shown(root, RECORDS_DIR)
-    rfd = fsutil.open_subdir(root_fd, RECORDS_DIR, rdir, create=False)
-    if rfd is None:
-        return found
-    try:
+    with listing(root, root_fd, RECORDS_DIR) as rfd:
+        if rfd is None:
+            return found
         for shard in sorted(os.listdir(rfd)):
             if not SHARD.matches(shard):
                 if sweep and shard.endswith(fsutil.TEMP_SUFFIX):
@@ -155,8 +153,4 @@ def scan_records(
                     )
             finally:
                 os.close(sfd)
-    except OSError as exc:
-        raise fail(rdir, "cannot list", exc) from None
-    finally:
-        os.close(rfd)
     return found

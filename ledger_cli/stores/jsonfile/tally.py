@@ -37,8 +37,8 @@ from typing import TYPE_CHECKING
 
 from ledger_cli.engine.record import TaskState
 from ledger_cli.stores.jsonfile import derived, fsutil
-from ledger_cli.stores.jsonfile.fsutil import damaged_index, fail
-from ledger_cli.stores.jsonfile.layout import DIGEST, SHARD, shown
+from ledger_cli.stores.jsonfile.fsutil import damaged_index
+from ledger_cli.stores.jsonfile.layout import DIGEST, SHARD, io_scope, listing, shown
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Iterable
@@ -168,18 +168,13 @@ def encode_counts(counts: Counts) -> bytes:
 
 def read_noted(root: str, root_fd: int) -> list[str]:
     """Every noted digest (the tally must be built)."""
-    tfd = open_dir(root, root_fd, create=False)
-    if tfd is None:
-        return []
     out: list[str] = []
-    try:
+    with listing(root, root_fd, TALLY_DIR) as tfd:
+        if tfd is None:
+            return out
         for name in sorted(os.listdir(tfd)):
             if SHARD.matches(name):
                 out.extend(_read_shard(root, tfd, name))
-    except OSError as exc:
-        raise fail(shown(root, TALLY_DIR), "cannot list", exc) from None
-    finally:
-        os.close(tfd)
     return out
 
 
@@ -279,7 +274,7 @@ def rebuild(root: str, root_fd: int, records: Iterable[tuple[str, TaskState]]) -
     tfd = open_dir(root, root_fd, create=True)
     assert tfd is not None
     pairs = list(records)
-    try:
+    with io_scope(tfd, shown(root, TALLY_DIR), "cannot rebuild"):
         for name in os.listdir(tfd):
             if name != COUNTS:
                 fsutil.unlink_quiet(tfd, name)
@@ -292,10 +287,6 @@ def rebuild(root: str, root_fd: int, records: Iterable[tuple[str, TaskState]]) -
         fsutil.fsync_fd(tfd, shown(root, TALLY_DIR))
         counts = count(rec for _, rec in pairs)
         derived.mark_built(root, root_fd, tfd, INDEX, encode_counts(counts))
-    except OSError as exc:
-        raise fail(shown(root, TALLY_DIR), "cannot rebuild", exc) from None
-    finally:
-        os.close(tfd)
     return counts
 
 

@@ -42,7 +42,7 @@ from typing import Literal
 from ledger_cli.errors import StoreDamageError
 from ledger_cli.stores.jsonfile import fsutil, layout
 from ledger_cli.stores.jsonfile.fsutil import fail
-from ledger_cli.stores.jsonfile.layout import shown
+from ledger_cli.stores.jsonfile.layout import io_scope, shown
 
 WAL_NAME = "wal.log"
 APPLIED_NAME = "wal.applied"
@@ -125,12 +125,8 @@ def _mark_holds(root: str, root_fd: int, mark: Mark, size: int) -> bool:
         return mark.start < 0  # an older mark: only the length can be checked
     path = shown(root, WAL_NAME)
     fd = _open(root_fd, WAL_NAME, os.O_RDONLY | fsutil.O_NOFOLLOW | fsutil.O_CLOEXEC, path)
-    try:
+    with io_scope(fd, path, "cannot read"):
         data = os.pread(fd, mark.offset - mark.start, mark.start)
-    except OSError as exc:
-        raise fail(path, "cannot read", exc) from None
-    finally:
-        os.close(fd)
     if len(data) < FRAME.size:
         return False
     magic, length, crc = FRAME.unpack(data[: FRAME.size])
@@ -190,12 +186,8 @@ def mark_applied(root: str, root_fd: int, offset: int, last: tuple[int, int] = (
     data = f"{boot_id()} {offset:020d} {last[0]:020d} {last[1]:010d}\n".encode("ascii")
     path = shown(root, APPLIED_NAME)
     fd = _open(root_fd, APPLIED_NAME, _RDWR, path)
-    try:
+    with io_scope(fd, path, "cannot write"):
         os.pwrite(fd, data, 0)  # the same length every time: written in place
-    except OSError as exc:
-        raise fail(path, "cannot write", exc) from None
-    finally:
-        os.close(fd)
 
 
 def append(root: str, root_fd: int, payload: bytes) -> tuple[int, tuple[int, int]]:
@@ -266,13 +258,9 @@ def cut(root: str, root_fd: int, end: int) -> None:
     """Drop a torn last frame (never acknowledged), so appends follow whole frames."""
     path = shown(root, WAL_NAME)
     fd = _open(root_fd, WAL_NAME, _RDWR, path)
-    try:
+    with io_scope(fd, path, "cannot cut the torn frame"):
         os.ftruncate(fd, end)
         os.fdatasync(fd)
-    except OSError as exc:
-        raise fail(path, "cannot cut the torn frame", exc) from None
-    finally:
-        os.close(fd)
 
 
 def flush_if_due(root: str, root_fd: int) -> None:
