@@ -10,8 +10,25 @@ from typing import Annotated
 
 import typer
 
-from ledger_cli.cli.declarations.base import Key, Queues, Statuses, command, flag, option
+from ledger_cli.cli.declarations.base import (
+    Key,
+    Queues,
+    command,
+    complete_status,
+    flag,
+    option,
+)
 
+WatchStatuses = Annotated[
+    list[str] | None,
+    option(
+        "--status",
+        "S",
+        "Only this status: pending, claimed, blocked, or failed (those blocking"
+        " a task); repeatable. Not completed (exit 2).",
+        complete_status,
+    ),
+]
 Reason = Annotated[str | None, option("--reason", "TEXT", "Why: kept in the history (ledger log).")]
 
 
@@ -57,7 +74,7 @@ def watch(
     interval: Annotated[
         str | None, option("--interval", "D", "Refresh every D (default 2s).")
     ] = None,
-    statuses: Statuses = None,
+    statuses: WatchStatuses = None,
     queue: Queues = None,
 ) -> None:
     """A live view of the stats and the unfinished tasks (q or Ctrl-C to leave)."""
