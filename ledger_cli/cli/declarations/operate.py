@@ -19,6 +19,12 @@ from ledger_cli.cli.declarations.base import (
     option,
 )
 
+
+def complete_watch_status(incomplete: str) -> list[str]:
+    """The statuses `watch --status` takes: not completed (exit 2)."""
+    return [s for s in complete_status(incomplete) if s != "completed"]
+
+
 WatchStatuses = Annotated[
     list[str] | None,
     option(
@@ -26,7 +32,7 @@ WatchStatuses = Annotated[
         "S",
         "Only this status: pending, claimed, blocked, or failed (those blocking"
         " a task); repeatable. Not completed (exit 2).",
-        complete_status,
+        complete_watch_status,
     ),
 ]
 Reason = Annotated[str | None, option("--reason", "TEXT", "Why: kept in the history (ledger log).")]

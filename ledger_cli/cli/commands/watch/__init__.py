@@ -224,7 +224,7 @@ def fit(
     def height(count: int) -> int:
         return len(console.render_lines(table(rows[:count], now), options, pad=False))
 
-    if rows and len(rows) >= total and height(len(rows)) <= room:
+    if rows and len(rows) >= total and len(rows) <= room - 2 and height(len(rows)) <= room:
         return len(rows)  # every row, and no line for the rest
     spare = room - 1  # the last line says how many more
     low, high = 0, min(len(rows), spare - 2)
