@@ -1,7 +1,8 @@
 """Untrusted text shown with its non-printable characters as escapes: the
 terminal views (render.safe), the plain lines (output.shown, imported only
-when a line needs it) and the graph's SVG (graph/svg.py) draw keys, payloads
-and output through it (docs/design.md §5.3)."""
+when a line needs it) and the graph's labels in every format (graph/svg.py,
+graph/layout.py, graph/dot.py, graph/mermaid.py) draw keys, payloads and
+output through it (docs/design.md §5.3)."""
 
 from __future__ import annotations
 

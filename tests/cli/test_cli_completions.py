@@ -49,6 +49,20 @@ def test_bash_completion_answers(words: str, cword: str, expected: str) -> None:
     assert expected in res.stdout.split()
 
 
+@pytest.mark.parametrize(
+    ("words", "statuses"),
+    [
+        ("ledger list --status ", ["pending", "claimed", "completed", "failed", "blocked"]),
+        ("ledger watch --status ", ["pending", "claimed", "failed", "blocked"]),
+    ],
+)
+def test_status_completion_offers_what_the_command_takes(words: str, statuses: list[str]) -> None:
+    """`watch --status completed` exits 2: it is not offered there."""
+    env = subprocess_env(_LEDGER_COMPLETE="complete_bash", COMP_WORDS=words, COMP_CWORD="3")
+    res = subprocess.run(ledger_cmd(), capture_output=True, text=True, env=env, check=False)
+    assert res.stdout.split() == statuses
+
+
 @pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
 def test_show_completion_prints_the_named_shells_script(shell: str) -> None:
     res = subprocess.run(

@@ -94,3 +94,75 @@ def test_keys_a_go_service_stored_with_controls_stay_distinct_and_valid(tmp_path
     assert ours.returncode == 0, ours.stderr
     root = ET.fromstring(ours.stdout)
     assert "a\\x1bb" in {t.text for t in root.iter(f"{SVG}text")}
+
+
+def go_store(path: Path, keys: list[str]) -> str:
+    """A SQLite store a Go service wrote `keys` to (pending): keys the
+    command line refuses (ESC, LF, CR)."""
+    import contextlib
+
+    from tests.go_support import go_db, go_row
+
+    with contextlib.closing(go_db(path)) as conn:
+        for key in keys:
+            go_row(conn, key=key, status="pending")
+        conn.commit()
+    return f"sqlite:///{path}"
+
+
+def graph_of(store: str, *args: str) -> str:
+    done = run_ledger(store, "graph", *args)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    return done.stdout
+
+
+CONTROLS = ["k\x1b", "k\\x1b", "lf\nx", "lf\\nx", "cr\rx", "cr\\rx"]
+"""A key holding a control, and one holding the text of its escape."""
+
+
+def test_a_control_and_the_text_of_its_escape_are_two_nodes(tmp_path: Path) -> None:
+    """An ESC and the four characters `\\x1b` were one node (`"k\\\\x1b"`):
+    each key is its own node, and each label shows the escape as text (a
+    key's LF never breaks its label: only the status is on a line of its own)."""
+    store = go_store(tmp_path / "go.db", CONTROLS)
+    nodes = {}
+    for line in render(graph_of(store), "plain").splitlines():
+        if line.startswith("node "):
+            fields = [m[2] if m[1] is None else m[1] for m in PLAIN_FIELD.finditer(line)]
+            nodes[fields[1]] = unquote(fields[6])
+    assert len(nodes) == len(CONTROLS), nodes
+    shown = sorted(label.split("\n") for label in nodes.values())
+    assert shown == [[text, "pending"] for text in sorted(["k\\x1b", "lf\\nx", "cr\\rx"] * 2)]
+
+
+def test_mermaid_labels_show_controls_as_escapes(tmp_path: Path) -> None:
+    """An entity for ESC, LF or CR would draw the character itself."""
+    text = graph_of(go_store(tmp_path / "go.db", CONTROLS), "--format", "mermaid")
+    assert not re.search(r"#(27|10|13);", text), text
+    nodes = re.findall(r'^  n\d+\["(.*)<br/>pending"\]$', text, re.MULTILINE)
+    assert sorted(nodes) == sorted(["k#92;x1b", "lf#92;nx", "cr#92;rx"] * 2)
+
+
+SPILLED = {"escapes": ["esc\x1b[31mred", "rlo\u202egnp.exe"], "wide": ["日本語のキーの名前"]}
+
+
+@pytest.mark.parametrize("keys", SPILLED.values(), ids=SPILLED.keys())
+def test_svg_boxes_hold_the_text_they_show(tmp_path: Path, keys: list[str]) -> None:
+    """A box is as wide as its text as drawn: an ESC is drawn as four
+    characters (`\\x1b`), a wide character takes two columns."""
+    from unicodedata import east_asian_width
+
+    from ledger_cli.cli.graph import layout
+
+    root = ET.fromstring(graph_of(go_store(tmp_path / "go.db", keys), "--format", "svg"))
+    boxes = 0
+    for node in root.iter(f"{SVG}g"):
+        if "node" not in (node.get("class") or "").split():
+            continue
+        rect = node.find(f"{SVG}rect")
+        text = node.find(f"{SVG}text")
+        assert rect is not None and text is not None and text.text
+        wide = sum(2 if east_asian_width(c) in "WF" else 1 for c in text.text)
+        assert float(rect.get("width", "0")) >= wide * layout.CHAR_WIDTH, text.text
+        boxes += 1
+    assert boxes == len(keys)

@@ -241,3 +241,99 @@ def test_a_terminal_hung_up_under_the_view_is_no_internal_error(tmux: Tmux, tmp_
     while not rc.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert (rc.read_text(), (tmp_path / "err").read_text()) == ("0\n", "")
+
+
+def start_sized(tmux: Tmux, store: Path, width: int, height: int, *args: str) -> None:
+    """`ledger watch` in a pane of the given size, then its exit status."""
+    watch = shlex.join([*ledger_cmd(), "--store", str(store), "watch", "--interval", "0.2s", *args])
+    script = f"{watch}; echo EXIT=$?; sleep 600"
+    size = ["-x", str(width), "-y", str(height)]
+    tmux("new-session", "-d", "-s", tmux.session, *size, "sh", "-c", script)
+
+
+WRAPPED = [f"long key number {n} with many words in it to force wrapping" for n in range(9)]
+
+
+@pytest.mark.parametrize(
+    ("keys", "width", "height"),
+    [
+        (WRAPPED, 80, 40),
+        (WRAPPED, 80, 24),
+        (WRAPPED, 120, 12),
+        ([f"key number {n} two" for n in range(10, 22)], 80, 24),
+    ],
+    ids=["7-lines-80x40", "7-lines-80x24", "2-lines-120x12", "2-lines-80x24"],
+)
+def test_rows_a_narrow_window_wraps_fill_the_screen(
+    tmux: Tmux, tmp_path: Path, keys: list[str], width: int, height: int
+) -> None:
+    """Rows of several lines each (long keys with spaces, wrapped): as many
+    as fit, measured as drawn, then `… and N more` on the last line that the
+    screen needs, with less room left below it than one more row takes."""
+    store = tmp_path / "store"
+    lines = "".join(json.dumps({"key": key}) + "\n" for key in keys)
+    assert run_ledger(store, "admit", "--batch", "-", input=lines.encode()).returncode == 0
+    start_sized(tmux, store, width, height)
+    screen = tmux.wait_for(" more")
+    rows = screen.splitlines()
+    starts = [i for i, line in enumerate(rows) if " pending " in line]
+    (more,) = re.findall(r"^… and (\d+) more$", screen, re.MULTILINE)
+    assert starts, screen
+    assert len(starts) + int(more) == len(keys), screen
+    row_height = starts[1] - starts[0] if len(starts) > 1 else len(rows)
+    last = next(i for i, line in enumerate(rows) if line.startswith("… and"))
+    assert last == starts[-1] + row_height, screen  # right under the last row
+    assert height - (last + 1) < row_height, screen  # no room left for one more row
+    tmux("send-keys", "-t", tmux.session, "q")
+    tmux.wait_for("EXIT=0")
+
+
+def test_long_keys_without_spaces_are_folded_never_cut(tmux: Tmux, tmp_path: Path) -> None:
+    """At 80 columns the key column is narrow: a key is folded over lines,
+    whole, so keys that differ at their end never look the same."""
+    store = tmp_path / "store"
+    keys = [f"long-key-without-any-spaces-at-all-number-{n}" for n in range(3)]
+    for key in keys:
+        assert run_ledger(store, "admit", key).returncode == 0
+    start_sized(tmux, store, 80, 40)
+    screen = tmux.wait_for("pending 3 ")  # the stats line: the table is drawn with it
+    below = screen.split("─\n", 1)[1].splitlines()
+    shown: list[str] = []
+    for line in below:
+        cell = line[:12].strip()
+        if "pending" in line:
+            shown.append(cell)
+        elif cell and shown:
+            shown[-1] += cell
+    assert shown == keys, screen
+    assert "…" not in "".join(line[:12] for line in below)
+    tmux("send-keys", "-t", tmux.session, "q")
+    tmux.wait_for("EXIT=0")
+
+
+def test_an_empty_table_names_what_was_asked_for(tmux: Tmux, tmp_path: Path) -> None:
+    """`--status claimed` with pending work says `no claimed tasks`, never
+    `nothing unfinished`; a failure that blocks nothing is not shown."""
+    store = tmp_path / "store"
+    for key in ("wait-a", "wait-b", "doomed"):
+        assert run_ledger(store, "admit", key).returncode == 0
+    assert run_ledger(store, "claim", "doomed", "--owner", "w", "--lease", "1h").returncode == 0
+    done = run_ledger(store, "complete", "doomed", "--owner", "w", "--fence", "1", "--failed")
+    assert done.returncode == 0, done.stderr
+    start_sized(tmux, store, 150, 20, "--status", "claimed", "--status", "failed")
+    screen = tmux.wait_for("no claimed tasks, and no failed task blocks another")
+    assert "nothing unfinished" not in screen and "pending 2 " in screen and "failed 1 " in screen
+    tmux("send-keys", "-t", tmux.session, "q")
+    tmux.wait_for("EXIT=0")
+
+
+def test_a_finished_status_is_refused(tmp_path: Path) -> None:
+    """`watch --status completed` would never show a row: exit 2, saying why,
+    before it looks for a terminal."""
+    store = tmp_path / "store"
+    assert run_ledger(store, "admit", "task-a").returncode == 0
+    res = run_ledger(store, "watch", "--status", "claimed", "--status", "completed")
+    assert res.returncode == 2 and res.stdout == ""
+    assert res.stderr == (
+        "ledger: watch shows unfinished tasks, never completed ones (use list --status completed)\n"
+    )

@@ -10,8 +10,31 @@ from typing import Annotated
 
 import typer
 
-from ledger_cli.cli.declarations.base import Key, Queues, Statuses, command, flag, option
+from ledger_cli.cli.declarations.base import (
+    Key,
+    Queues,
+    command,
+    complete_status,
+    flag,
+    option,
+)
 
+
+def complete_watch_status(incomplete: str) -> list[str]:
+    """The statuses `watch --status` takes: not completed (exit 2)."""
+    return [s for s in complete_status(incomplete) if s != "completed"]
+
+
+WatchStatuses = Annotated[
+    list[str] | None,
+    option(
+        "--status",
+        "S",
+        "Only this status: pending, claimed, blocked, or failed (those blocking"
+        " a task); repeatable. Not completed (exit 2).",
+        complete_watch_status,
+    ),
+]
 Reason = Annotated[str | None, option("--reason", "TEXT", "Why: kept in the history (ledger log).")]
 
 
@@ -57,7 +80,7 @@ def watch(
     interval: Annotated[
         str | None, option("--interval", "D", "Refresh every D (default 2s).")
     ] = None,
-    statuses: Statuses = None,
+    statuses: WatchStatuses = None,
     queue: Queues = None,
 ) -> None:
     """A live view of the stats and the unfinished tasks (q or Ctrl-C to leave)."""

@@ -5,23 +5,38 @@ from __future__ import annotations
 from ledger_cli.cli.graph.model import BLOCKING_COLOUR, EDGE_COLOUR, Graph, fill
 
 
-def quote(text: str) -> str:
-    """A DOT double-quoted string: quotes escaped, backslashes doubled (so a
-    key ending in one cannot escape the closing quote, and a label shows it
-    once instead of reading `\\N` or `\\l` as an escape), line breaks (never
-    in a valid key, but a damaged store is untrusted) as `\\n` and `\\r` (two
-    distinct IDs), any other control as its escape, shown (`\\x1b`: Graphviz
-    would copy it into its SVG, which XML cannot hold), and `&` as
-    `&amp;`: Graphviz decodes HTML entities in labels (and its SVG keeps an
-    ID's entities as markup), so a key `x&#8238;y` would otherwise be drawn
-    as a right-to-left override. In a node ID (`dot -Tplain`'s node names)
-    the doubled backslashes and `&amp;` stay as written, so distinct keys
-    keep distinct IDs; in `dot -Tsvg`'s titles `&amp;` reads as `&`."""
-    body = text.replace("\\", "\\\\").replace('"', '\\"').replace("&", "&amp;")
-    body = body.replace("\r", "\\r").replace("\n", "\\n")
-    if not body.isprintable():  # another control: its escape, shown (`\\x1b`)
-        body = "".join(c if c.isprintable() else ascii(c)[1:-1].replace("\\", "\\\\") for c in body)
+def _dot_text(text: str) -> str:
+    """`text` inside a DOT double-quoted string: quotes escaped, backslashes
+    doubled (so a key ending in one cannot escape the closing quote, and a
+    label shows it once instead of reading `\\N` or `\\l` as an escape),
+    and `&` as `&amp;`: Graphviz decodes HTML entities in labels (and its SVG
+    keeps an ID's entities as markup), so a key `x&#8238;y` would otherwise
+    be drawn as a right-to-left override."""
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("&", "&amp;")
+
+
+def node_id(key: str) -> str:
+    """A node's ID, one per key (`dot -Tplain`'s node names, `dot -Tsvg`'s
+    titles): `_dot_text`, then each character that is not printable as its
+    escape with a single backslash (`\\x1b`, `\\n`, `\\r`): every
+    backslash of the key is doubled, so an ESC (`k\\x1b`) and the four
+    characters `\\x1b` (`k\\\\x1b`) stay two nodes, as CR and LF do.
+    No control reaches Graphviz (it would copy it into its SVG, which XML
+    cannot hold)."""
+    body = _dot_text(key)
+    if not body.isprintable():
+        body = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in body)
     return f'"{body}"'
+
+
+def node_label(key: str, status: str) -> str:
+    """A node's label: the key as every view shows it (`escaped`: a control
+    or format character as its escape, `\\x1b`, `\\u202e`, a line break as
+    `\\n`, drawn as those characters, never as a break or an override),
+    then a line break and the status."""
+    from ledger_cli.cli.escapes import escaped
+
+    return f'"{_dot_text(escaped(key))}\\n{_dot_text(escaped(status))}"'
 
 
 def to_dot(g: Graph) -> str:
@@ -37,13 +52,13 @@ def to_dot(g: Graph) -> str:
     for n in g.nodes:
         style = '"rounded,filled,dashed"' if n.missing else '"rounded,filled"'
         colour = f', color="{BLOCKING_COLOUR}"' if n.status == "failed" else ""
-        label = quote(f"{n.key}\n{n.status}")  # `\n` in a DOT label: a line break
+        label = node_label(n.key, n.status)
         attrs = f'label={label}, fillcolor="{fill(n.status)}", style={style}{colour}'
-        lines.append(f"  {quote(n.key)} [{attrs}];")
+        lines.append(f"  {node_id(n.key)} [{attrs}];")
     for e in g.edges:
         attrs = (
             f' [color="{BLOCKING_COLOUR}", style="bold,dashed", penwidth=2]' if e.blocking else ""
         )
-        lines.append(f"  {quote(e.source)} -> {quote(e.target)}{attrs};")
+        lines.append(f"  {node_id(e.source)} -> {node_id(e.target)}{attrs};")
     lines.append("}")
     return "\n".join(lines) + "\n"

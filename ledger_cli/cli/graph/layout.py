@@ -16,6 +16,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from unicodedata import combining, east_asian_width
+
+from ledger_cli.cli.escapes import escaped
 
 SWEEPS = 4
 """Barycentre sweeps (down then up) over the layers."""
@@ -56,12 +59,25 @@ class Layout:
 
 
 def label(key: str) -> str:
-    """The key as shown in its box: at most LABEL_CHARS characters."""
-    return key if len(key) <= LABEL_CHARS else key[: LABEL_CHARS - 1] + "…"
+    """The key as drawn in its box: as every view shows it (`escaped`: a
+    control or format character as its escape, `\\x1b`, `\\u202e`), then cut
+    to LABEL_CHARS characters. The box is sized from this text, never from
+    the raw key (an ESC is one character, drawn as four)."""
+    shown = escaped(key)
+    return shown if len(shown) <= LABEL_CHARS else shown[: LABEL_CHARS - 1] + "…"
+
+
+def columns(text: str) -> int:
+    """The advances `text` takes in a monospace font: a wide (East Asian)
+    character two, a combining mark none."""
+    if text.isascii():
+        return len(text)
+    return sum(0 if combining(c) else 2 if east_asian_width(c) in ("W", "F") else 1 for c in text)
 
 
 def box_width(text: str) -> float:
-    return max(len(text), 9) * CHAR_WIDTH + 2 * PAD_X
+    """The width of the box drawn around `text` (a `label`)."""
+    return max(columns(text), 9) * CHAR_WIDTH + 2 * PAD_X
 
 
 def arrange(keys: list[str], edges: list[tuple[str, str]]) -> Layout:

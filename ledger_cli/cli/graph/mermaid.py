@@ -1,9 +1,11 @@
 """The graph as a Mermaid `flowchart` (GitHub and GitLab render it in Markdown).
 
-Node ids are generated (`n0`, `n1`…); the key only appears inside a quoted
-label where every character but a few plain ones is a numeric entity
-(`#34;` for `"`), so no key can close the label, start an edge or inject
-markup (`<` is `#60;`).
+Node ids are generated (`n0`, `n1`…), one per key; the key only appears
+inside a quoted label, as every view shows it (a control or format character
+as its escape: `\x1b`, `\n`, `\u202e`, never a line break or an override),
+where every character but a few plain ones is a numeric entity (`#34;` for
+`"`), so no key can close the label, start an edge or inject markup (`<` is
+`#60;`).
 """
 
 from __future__ import annotations
@@ -14,8 +16,11 @@ PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ012345678
 
 
 def label(text: str) -> str:
-    """`text` with everything outside PLAIN as a Mermaid entity code `#N;`."""
-    return "".join(c if c in PLAIN else f"#{ord(c)};" for c in text)
+    """`text` as shown (`escaped`), everything outside PLAIN as a Mermaid
+    entity code `#N;`: an entity for ESC or LF would draw the character."""
+    from ledger_cli.cli.escapes import escaped
+
+    return "".join(c if c in PLAIN else f"#{ord(c)};" for c in escaped(text))
 
 
 def to_mermaid(g: Graph) -> str:

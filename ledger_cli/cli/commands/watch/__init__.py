@@ -32,6 +32,7 @@ from ledger_cli.errors import LedgerError
 
 if TYPE_CHECKING:
     from rich.console import Console, Group, RenderableType
+    from rich.table import Table
     from rich.text import Text
 
     from ledger_cli.engine.instant import Instant
@@ -169,14 +170,35 @@ def view(
         banner = f" PAUSED {since}: --next claims exit 7 until ledger resume "
         above.insert(1, Text(banner, style="bold white on red"))
     if not shown:
-        return Group(*above, render.record_table([], now), Text("nothing unfinished", style="dim"))
+        empty = nothing(statuses, in_queues)
+        return Group(*above, render.record_table([], now), Text(empty, style="dim"))
     count = len(shown) if console is None else fit(console, above, shown, total, now)
     parts = list(above) if count else above[:-1]  # no table: no blank line before it
     if count:
-        parts.append(render.record_table(shown[:count], now))
+        parts.append(table(shown[:count], now))
     if total > count:
         parts.append(Text(f"… and {total - count} more", style="dim"))
     return Group(*parts)
+
+
+def nothing(statuses: set[str] | None, in_queues: frozenset[str] | None) -> str:
+    """The line under an empty table, true of what was asked for: `nothing
+    unfinished`, or the statuses of `--status` (`no claimed tasks`; a failure
+    is shown only while it blocks a task), in the queues of `--queue`."""
+    from ledger_cli.cli import render
+
+    if statuses is None:
+        text = "nothing unfinished"
+    else:
+        live = [s for s in UNFINISHED if s in statuses]
+        clauses = [f"no {' or '.join(live)} tasks"] if live else []
+        if "failed" in statuses:
+            clauses.append("no failed task blocks another")
+        text = ", and ".join(clauses)
+    if in_queues is not None:
+        names = ", ".join(render.safe(q) for q in sorted(in_queues))
+        text += f" in queue{'s' if len(in_queues) > 1 else ''} {names}"
+    return text
 
 
 def header(interval: str, now: Instant) -> Text:
@@ -191,23 +213,45 @@ def fit(
     """How many of `rows` the table draws below `above` on the console's
     screen, keeping the last line for `… and N more` whenever some of the
     `total` are left out: a short terminal still says how many it hides.
-    Each row is one line unless the width wraps a cell; the table is
-    measured, and cut by what overflows, until it fits."""
-    from ledger_cli.cli import render
-
+    A row the width wraps (a long key, a narrow window) takes several lines,
+    so the table is measured as drawn: the most rows whose table fits, found
+    by halving (a row takes at least one line, the table's head two)."""
     options = console.options
     room = console.size.height - sum(
         len(console.render_lines(part, options, pad=False)) for part in above
     )
-    count = min(len(rows), max(0, room - 2))  # the table's head: a line and its rule
-    while count > 0:
-        spare = room - (1 if total > count else 0)
-        table = render.record_table(rows[:count], now)
-        over = len(console.render_lines(table, options, pad=False)) - spare
-        if over <= 0:
-            break
-        count = max(0, count - over)
-    return count
+
+    def height(count: int) -> int:
+        return len(console.render_lines(table(rows[:count], now), options, pad=False))
+
+    if rows and len(rows) >= total and len(rows) <= room - 2 and height(len(rows)) <= room:
+        return len(rows)  # every row, and no line for the rest
+    spare = room - 1  # the last line says how many more
+    low, high = 0, min(len(rows), spare - 2)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if height(middle) <= spare:
+            low = middle
+        else:
+            high = middle - 1
+    return max(low, 0)
+
+
+FOLDED = frozenset({"key", "owner", "blocked by"})
+"""The columns of one name each, folded over lines rather than cut with `…`
+where the window is narrow: names that differ only at the end (`…-1`,
+`…-2`) must not look the same. (`needs`, a list, is cut: `state` shows it.)"""
+
+
+def table(rows: list[TaskState], now: Instant) -> Table:
+    """`list`'s table of `rows`, its keys and owners folded (`FOLDED`)."""
+    from ledger_cli.cli import render
+
+    drawn = render.record_table(rows, now)
+    for column in drawn.columns:
+        if column.header in FOLDED:
+            column.overflow = "fold"
+    return drawn
 
 
 def failed(interval: str, now: Instant, error: LedgerError) -> Group:
@@ -234,6 +278,11 @@ def watch(
     code (9), as `ledger stats` would; else q and Ctrl-C exit 0, a stopping
     signal 128+N."""
     wanted = {parse_status(s) for s in statuses} if statuses else None
+    if wanted is not None and "completed" in wanted:
+        raise InputError(
+            "ledger: watch shows unfinished tasks, never completed ones"
+            " (use list --status completed)"
+        )
     from ledger_cli.cli.queueargs import parse_queues
 
     in_queues = parse_queues(queue)
