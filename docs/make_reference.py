@@ -29,7 +29,8 @@ EXIT_CODES: dict[int, str] = {
     "`run --drain` when any command failed; `wait` when a task failed or is blocked; "
     "`output` when the key has no recorded run (or no attempt N)",
     2: "usage error: bad option, bad duration, bad JSON, bad key, empty owner, "
-    "non-positive lease (or a lease or delay under 0.001ms, the clock's resolution), unknown status, an input over its size limit, "
+    "non-positive lease (or a lease or delay under 0.001ms, the clock's resolution), "
+    "unknown status, an input over its size limit, "
     "an empty `--store`/`LEDGER_STORE`, an unknown store URL scheme, a malformed PostgreSQL URL",
     3: "the key has no record",
     4: (
