@@ -241,3 +241,53 @@ def test_run_refuses_a_lease_it_could_not_renew(store: Path, lease: str) -> None
     _refused(r, 2)
     assert r.stderr.startswith(b"ledger: run needs a lease of at least 100ms")
     assert _fingerprint(store) == before
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (["wait"], b"ledger: wait needs a KEY (or --all)\n"),
+        (
+            [
+                "run",
+                "existing",
+                "--owner",
+                "w",
+                "--lease",
+                "1m",
+                "--kill-after",
+                "1s",
+                "--",
+                "true",
+            ],
+            b"ledger: --kill-after goes with --timeout\n",
+        ),
+        (["run", "existing", "--owner", "w", "--lease", "bad", "--", "true"], b"ledger: bad lease"),
+    ],
+    ids=lambda v: " ".join(v) if isinstance(v, list) else "",
+)
+def test_a_usage_error_found_after_parsing_is_one_line(
+    store: Path, args: list[str], line: bytes
+) -> None:
+    """docs/reference.md: the parser's usage errors show the usage line and
+    hint first; one a command finds in what parsed is its one `ledger:` line."""
+    before = _fingerprint(store)
+    r = _ledger(store, *args)
+    _refused(r, 2)
+    assert r.stderr.startswith(line)
+    assert _fingerprint(store) == before
+
+
+@pytest.mark.parametrize(
+    "args", [["frob"], ["claim", "existing"], ["list", "--frob"]], ids=" ".join
+)
+def test_a_usage_error_the_parser_finds_shows_the_usage_line_and_hint(
+    store: Path, args: list[str]
+) -> None:
+    before = _fingerprint(store)
+    r = _ledger(store, *args)
+    assert r.returncode == 2, r.stderr
+    usage, hint, *rest = r.stderr.decode().splitlines()
+    assert usage.startswith("Usage: ledger") and hint.startswith("Try 'ledger")
+    assert rest[-1].startswith("Error: ") and "Traceback" not in r.stderr.decode()
+    assert _fingerprint(store) == before

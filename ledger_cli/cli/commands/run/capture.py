@@ -11,6 +11,11 @@ them to the store while the command runs.
   per chunk) and drops whole ones from the front once the rest holds the kept
   size; a read is at most 1 MiB: memory is bounded by the kept size plus one
   read, whatever is printed.
+- A reader gone from the runner's stdout or stderr (a broken pipe:
+  `ledger run … -- yes | head`) is the command's to see, as without `run` in
+  between: the read end of each pipe copied there is closed, so the
+  command's next write to it gets SIGPIPE (EPIPE when it ignores it). Any
+  other failure to write there (a full disk) stops the copy, not the capture.
 - A flusher thread (started with the first output) joins the tail (under a
   short in-memory lock) about every half second, when anything new arrived,
   and saves it into the attempt with `AttemptLog.save_attempt`: one short
@@ -160,6 +165,8 @@ class Capture:
         try:
             while open_fds:
                 for fd, _ev in poller.poll(200):
+                    if fd not in open_fds:
+                        continue  # closed by a broken pipe earlier in this round
                     dest = self.dest[fd]
                     while True:  # a full read: more is likely waiting (no poll between)
                         try:
@@ -173,15 +180,21 @@ class Capture:
                         if dest not in broken:
                             try:
                                 self._emit(dest, chunk)
+                            except (BrokenPipeError, output.ReaderGone):
+                                # Our reader is gone (`ledger run … | head`): so is the
+                                # command's, as without `run` in between (SIGPIPE, EPIPE).
+                                for gone in self._close_to(dest):
+                                    poller.unregister(gone)
+                                    open_fds.discard(gone)
                             except (OSError, ValueError):
-                                broken.add(dest)  # our own stdout is gone: keep capturing
+                                broken.add(dest)  # our own stdout fails: keep capturing
                         self.tail.append(chunk)
                         if not self._flusher_started:
                             self._flusher_started = True  # output came: flush while it runs
                             threading.Thread(
                                 target=self._flush_loop, name="ledger-flush", daemon=True
                             ).start()
-                        if len(chunk) < READ_SIZE:
+                        if len(chunk) < READ_SIZE or fd not in open_fds:
                             break
                 if self._stop.is_set() and open_fds:
                     break  # the grace after the command's exit is over
@@ -190,6 +203,15 @@ class Capture:
                 os.close(fd)
             self._read_fds = []
             self._drained.set()
+
+    def _close_to(self, dest: int) -> list[int]:
+        """Close the read end of every pipe copied to `dest` (a broken pipe):
+        the command's next write to it fails, EPIPE or SIGPIPE. The fds closed."""
+        gone = [fd for fd in self._read_fds if self.dest[fd] == dest]
+        for fd in gone:
+            self._read_fds.remove(fd)
+            os.close(fd)
+        return gone
 
     def _emit(self, dest: int, chunk: bytes) -> None:
         """Write to the runner's own stdout (1) or stderr (2): its descriptor,
