@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -114,3 +115,44 @@ def test_a_command_that_ignores_sigpipe_ends_on_its_epipe(admitted: str) -> None
     assert status(admitted) == "failed"
     att = one_attempt(admitted)
     assert (att["exit"], att["signal"]) == (3, None)
+
+
+DRAIN = ["run", "--next", "--drain", "--owner", "w", "--lease", "1m", "--"]
+
+
+def statuses(url: str) -> dict[str, str]:
+    res = run_ledger(url, "--json", "list")
+    assert res.returncode == 0, res.stderr
+    return {r["Key"]: r["Status"] for r in json.loads(res.stdout)}
+
+
+def test_a_drain_whose_reader_left_claims_nothing_more(url: str) -> None:
+    """`run --drain -- yes | head`: the task in hand ends on its SIGPIPE, and the
+    drain stops as SIGPIPE would stop it, rather than fail every task after it."""
+    for key in ("a", "b", "c"):
+        assert run_ledger(url, "admit", key).returncode == 0
+    code, printed, err = through_head(url, "stdout", *DRAIN, "yes")
+    assert (code, printed, err) == (READER_GONE, b"y\ny\n", b"")
+    got = statuses(url)
+    assert sorted(got.values()) == ["failed", "pending", "pending"], got
+
+
+def test_a_drain_with_no_reader_from_the_start_claims_nothing(url: str) -> None:
+    """Its stdout a pipe whose reader has already gone: no task is claimed."""
+    for key in ("a", "b"):
+        assert run_ledger(url, "admit", key).returncode == 0
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        res = subprocess.run(
+            [*ledger_cmd(), "--store", url, *DRAIN, "echo", "hi"],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            env=subprocess_env(),
+            timeout=HUNG,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    assert (res.returncode, res.stderr) == (READER_GONE, b"")
+    assert statuses(url) == {"a": "pending", "b": "pending"}

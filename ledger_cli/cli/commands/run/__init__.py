@@ -52,6 +52,7 @@ background, complete by the command's exit status.
 
 from __future__ import annotations
 
+import signal
 import threading
 import time
 from datetime import timedelta
@@ -249,7 +250,7 @@ class Drainer:
         (up to --give-up-after; the --wait clock stops meanwhile)."""
         deadline = time.monotonic() + self.wait_s
         pause = 0.05
-        while self.signum is None:
+        while not self._unread():
             began = time.monotonic()
             try:
                 got = claim_next_timed(
@@ -275,7 +276,9 @@ class Drainer:
                     self.outage.ok()
                     return None
                 try:
-                    what = self._left()
+                    from ledger_cli.cli.commands.run.idle import what_keeps_going
+
+                    what = what_keeps_going(self.s, self.queues)
                 except StoreError as exc:
                     if not is_outage(exc):
                         raise
@@ -292,43 +295,6 @@ class Drainer:
             if self.stopping.wait(min(pause, left)):
                 return None
             pause = min(pause * 2, 1.0)
-        return None
-
-    def _left(self) -> str | None:
-        """What keeps the drain going: "held" when some task is claimed with a
-        live lease (its outcome may make more ready), "ready" when a task this
-        drain may claim is ready (another worker's claim of it may be in
-        flight), None when neither: the graph, but for new admissions, is done.
-
-        Read in one consistent unit, the store's `snapshot()` (PostgreSQL: a
-        REPEATABLE READ transaction whose reads lock no row) or else its batch
-        (the JSON store's lock, SQLite's write transaction): a check of leases
-        and a later check of the ready tasks could each miss a task that went
-        from ready to claimed between them, and stop a worker while the graph
-        is still running. A conflict with another writer is "look again"."""
-        from ledger_cli.engine import queues
-        from ledger_cli.engine.queuefilter import Filter
-        from ledger_cli.engine.ready import live_lease_held, nameable, ready_iter
-        from ledger_cli.errors import StoreConflictError
-
-        store, wanted = self.s.store, self.queues
-        # As a claim filters (cli/commands/claim.py): a store that filters by
-        # queue reads only the wanted queues' tasks; each candidate's queue is
-        # checked all the same.
-        filt = None if wanted is None else Filter(wanted, frozenset())
-        unit = getattr(store, "snapshot", None) or store.batch
-        try:
-            with unit():
-                now = self.s.now()
-                if live_lease_held(store, now):
-                    return "held"
-                for rec in ready_iter(store, store.load, now, filt):
-                    if nameable(rec.key) and (
-                        wanted is None or queues.of(store, rec.key) in wanted
-                    ):
-                        return "ready"
-        except StoreConflictError:
-            return "ready"
         return None
 
     def _stopped(self, ran: int, failed: bool) -> int:
@@ -351,10 +317,22 @@ class Drainer:
         when nothing is ready to it there (the pause, a dependent the outcome
         has just made ready: `_claim` looks again in a unit of its own). Not
         called once a signal came (the supervisor's `signum`)."""
+        if self._unread():
+            return None
         claimed = claim_in_unit(
             self.s, attempt, self.owner, self.lease_td, [], self.begin, self.queues
         )
         return None if claimed is None else (*claimed, sent)
+
+    def _unread(self) -> bool:
+        """Whether to stop: a signal came, or the reader of our stdout or stderr
+        is gone (`run --drain | head`), which stops the drain as SIGPIPE would:
+        the task in hand goes as it went, nothing more is claimed, exit 141."""
+        from ledger_cli.cli.commands.run.capture import readers_gone  # a drain's only
+
+        if self.signum is None and readers_gone():
+            self.signum = signal.SIGPIPE
+        return self.signum is not None
 
     def _give_back(self, got: tuple[TaskState, int, float]) -> None:
         """Release a task claimed for a command that will not run (a signal came)."""

@@ -325,3 +325,12 @@ def parse_size(text: str, what: str = "--keep-output") -> int:
     if size > MAX_KEEP:
         raise InputError(f"ledger: {what} {text!r} is more than the most, 64MiB")
     return size
+
+
+def readers_gone() -> bool:
+    """Whether the reader of our stdout or stderr is gone: the write end of a
+    pipe whose read end is closed polls POLLERR (a terminal or a file never)."""
+    poller = select.poll()
+    for fd in (1, 2):
+        poller.register(fd, select.POLLOUT)
+    return any(events & select.POLLERR for _, events in poller.poll(0))
