@@ -180,6 +180,9 @@ def test_a_key_with_invalid_bytes_keeps_its_attempts_byte_exactly(store: Path) -
     assert (got["key"], got["attempt"]["n"], got["output"]) == ("key-\ufffd", 1, "hi\n")
     state = json.loads(ledger(store, "--json", "state", bad).stdout)
     assert [(a["n"], a["exit"]) for a in state["attempts"]] == [(1, 0)]
+    # `state` names the command that prints it all by the key's bytes, as bash reads them.
+    hint = text(ledger(store, "state", bad)).splitlines()[-1]
+    assert hint == f"all of it: ledger --store sqlite:{store} output $'key-\\xff'"
     # The shown form names neither the record nor its attempts.
     assert ledger(store, "output", "key-\ufffd").returncode == 3
     doctor = ledger(store, "doctor")  # 9: the key's own line; its attempts read fine
