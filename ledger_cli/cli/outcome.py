@@ -141,9 +141,19 @@ def state_attempts(
 
 
 def _quoted(key: str) -> str:
+    """`key` as one shell word naming it. A key with bytes that are not UTF-8
+    (the Go service's, a lone surrogate each) or a character `safe` shows as
+    an escape (a tab, ESC) is written byte by byte in bash's `$'…'` form, as
+    `doctor` names such a key: quoted as it is, it would be shown otherwise
+    than it is typed."""
     import shlex
 
-    return shlex.quote(key)
+    from ledger_cli.cli.render import safe
+    from ledger_cli.stores.sql.utf8 import hex_bytes, is_utf8
+
+    if is_utf8(key) and safe(key) == key:
+        return shlex.quote(key)
+    return "$'" + hex_bytes(key).replace("'", "\\x27") + "'"
 
 
 def with_attempts(record_json: str, store: Store, rec: TaskState, now: Instant) -> str:

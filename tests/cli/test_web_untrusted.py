@@ -62,6 +62,25 @@ def test_a_key_that_is_not_utf8_is_listed_and_its_link_opens_it(go_store: str) -
     assert web.stderr == ""
 
 
+def test_the_output_of_a_key_that_is_not_utf8_is_served(go_store: str) -> None:
+    """Its attempt, recorded under its own bytes, is read back by the output
+    endpoints (docs/design.md §7.1)."""
+    key = BAD.decode("utf-8", "surrogateescape")  # argv bytes, as a shell passes them
+    ran = run_ledger(go_store, "run", key, "--owner", "w", "--lease", "1m", "--", "echo", "hi")
+    assert (ran.returncode, ran.stderr) == (0, ""), ran.stderr
+    with served(go_store) as web:
+        for path in ("/api/tasks/bad%9F%FF/output", "/api/task/output?key=bad%9F%FF"):
+            got = web.get(path)
+            assert got.status == 200, (path, got.body[:300])
+            body = got.json()
+            assert (body["key"], body["attempt"]["n"], body["output"]) == (
+                "bad\ufffd\ufffd",
+                1,
+                "hi\n",
+            )
+    assert web.stderr == ""
+
+
 HOSTILE_KEYS = {
     "rlo\u202egnp.exe": "rlo\\u202egnp.exe",
     "esc\x1b[31mred": "esc\\x1b[31mred",

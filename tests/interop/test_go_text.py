@@ -12,12 +12,14 @@ exact bytes works byte-exactly and touches no other row.
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from ledger_cli.stores.sql.attempts import SQLITE_DDL
 from tests.cli_support import ledger_cmd, subprocess_env
 from tests.go_support import go_db, go_row, raw_rows
 
@@ -157,6 +159,65 @@ def test_a_key_with_invalid_bytes_is_operated_byte_exactly(store: Path) -> None:
     assert ledger(store, "admit", b"new-\xff").returncode == 2
 
 
+def test_a_key_with_invalid_bytes_keeps_its_attempts_byte_exactly(store: Path) -> None:
+    """`run` by the key's exact bytes records its attempt under those bytes
+    (no warning, no row under a replacement key), and `output`, `state` and
+    `doctor` read it back (docs/design.md §7.1, §5.2)."""
+    _add_bad(store, "key")
+    bad = b"key-\xff"
+    res = ledger(store, "run", bad, "--owner", "w", "--lease", "1m", "--", "echo", "hi")
+    assert (res.returncode, res.stdout, res.stderr) == (0, b"hi\n", b"")
+    conn = sqlite3.connect(store)
+    conn.text_factory = bytes
+    try:
+        rows = conn.execute("SELECT key, n, exit, output FROM ledger_attempts").fetchall()
+    finally:
+        conn.close()
+    assert rows == [(bad, 1, 0, b"hi\n")]
+    res = ledger(store, "output", bad)
+    assert (res.returncode, res.stdout, res.stderr) == (0, b"hi\n", b"")
+    got = json.loads(ledger(store, "--json", "output", bad).stdout)
+    assert (got["key"], got["attempt"]["n"], got["output"]) == ("key-\ufffd", 1, "hi\n")
+    state = json.loads(ledger(store, "--json", "state", bad).stdout)
+    assert [(a["n"], a["exit"]) for a in state["attempts"]] == [(1, 0)]
+    # `state` names the command that prints it all by the key's bytes, as bash reads them.
+    hint = text(ledger(store, "state", bad)).splitlines()[-1]
+    assert hint == f"all of it: ledger --store sqlite:{store} output $'key-\\xff'"
+    # The shown form names neither the record nor its attempts.
+    assert ledger(store, "output", "key-\ufffd").returncode == 3
+    doctor = ledger(store, "doctor")  # 9: the key's own line; its attempts read fine
+    assert doctor.returncode == 9
+    assert b"attempt" not in doctor.stdout + doctor.stderr, doctor.stdout
+
+
+def test_attempts_of_a_key_with_invalid_bytes_and_no_record_are_removed(store: Path) -> None:
+    """`doctor` reads such a key back from ledger_attempts by its bytes, and
+    `--fix` removes that key's attempts only."""
+    conn = sqlite3.connect(store)
+    try:
+        conn.execute(SQLITE_DDL)
+        for key in (b"gone-\xff", "a"):
+            conn.execute(
+                "INSERT INTO ledger_attempts (key, n, fence, try_n, owner, host, pid, started,"
+                " timed_out, output_bytes, kept_bytes) VALUES"
+                " (CAST(? AS TEXT), 1, 1, 1, 'w', 'h', 0, '2024-01-01T00:00:00Z', 0, 0, 0)",
+                (key,),
+            )
+        conn.commit()
+    finally:
+        conn.close()
+    doctor = ledger(store, "doctor")
+    assert doctor.returncode == 0, doctor.stderr
+    assert b"which has no record (--fix removes them)" in doctor.stdout
+    assert ledger(store, "doctor", "--fix").returncode == 0
+    conn = sqlite3.connect(store)
+    conn.text_factory = bytes
+    try:
+        assert conn.execute("SELECT key FROM ledger_attempts").fetchall() == [(b"a",)]
+    finally:
+        conn.close()
+
+
 def test_needs_with_invalid_bytes_name_their_key_and_are_written_back_unchanged(
     store: Path,
 ) -> None:
@@ -188,6 +249,8 @@ def test_postgresql_cannot_hold_invalid_utf8(tmp_path: Path) -> None:
         for args in (
             ["claim", b"key-\xff", "--owner", "w", "--lease", "1m"],
             ["state", b"key-\xff"],
+            ["run", b"key-\xff", "--owner", "w", "--lease", "1m", "--", "true"],
+            ["output", b"key-\xff"],
         ):
             res = subprocess.run(
                 [*ledger_cmd(), "--store", url, *args], capture_output=True, env=env, check=False
@@ -200,3 +263,5 @@ def test_postgresql_cannot_hold_invalid_utf8(tmp_path: Path) -> None:
             check=False,
         )
         assert (res.returncode, json.loads(res.stdout)) == (0, [])
+        with psycopg.connect(url, autocommit=True) as conn:  # `run` started no attempt
+            assert conn.execute("SELECT to_regclass('ledger_attempts')").fetchone() == (None,)

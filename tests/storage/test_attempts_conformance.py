@@ -203,3 +203,39 @@ def test_read_new_is_what_follows_what_was_seen(store: Store) -> None:
     log.save_attempt(a, b"ghij")
     assert log.read_new("job", a.n, 8)[1] == b"ij"
     assert log.read_new("job", a.n, 2)[1] == b"ghij"  # 4 of the 8 new bytes are gone
+
+
+NOT_UTF8 = b"bad\x9f\xff".decode("utf-8", "surrogateescape")
+"""A key the Go service may write (its bytes are not UTF-8), as the stores read it."""
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+def test_a_key_that_is_not_utf8(kind: str, tmp_path: Path) -> None:
+    """SQLite keeps its attempts under its exact bytes, as it keeps its record;
+    PostgreSQL text cannot hold it (no record has it): a start is refused
+    before anything is written, and every read finds nothing."""
+    from ledger_cli.errors import StoreError
+
+    with KINDS[kind].place(tmp_path) as location:
+        store = KINDS[kind].open(location, _clock)
+        try:
+            log = attempt_log(store)
+            log.start_attempt(att("ok"))
+            if kind == "sqlite":
+                assert log.start_attempt(att(NOT_UTF8)) == 1
+                log.save_attempt(att(NOT_UTF8, n=1, ended="2024-01-01T00:00:01Z"), b"out")
+                assert [(a.key, a.n) for a in log.list_attempts(NOT_UTF8)] == [(NOT_UTF8, 1)]
+                assert log.read_output(NOT_UTF8, 1, 1) == b"ut"
+                assert log.attempt_keys() == [NOT_UTF8, "ok"]
+                assert log.remove_attempts([NOT_UTF8]) == 1
+            else:
+                with pytest.raises(StoreError, match="PostgreSQL cannot store key 'bad"):
+                    log.start_attempt(att(NOT_UTF8))
+                log.save_attempt(att(NOT_UTF8, n=1), b"out")  # no such row: nothing
+                assert log.list_attempts(NOT_UTF8) == []
+                assert log.read_output(NOT_UTF8, 1) == b""
+                assert log.read_new(NOT_UTF8, 1, 0) == (None, b"")
+                assert log.remove_attempts([NOT_UTF8, "ok"]) == 1
+            assert log.attempt_keys() == ([] if kind == "postgresql" else ["ok"])
+        finally:
+            store.close()

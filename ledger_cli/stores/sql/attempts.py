@@ -19,6 +19,11 @@ PostgreSQL); a reader of a database without it sees no attempts.
   one short write, never a lock held for the command's duration.
 - `read_output(key, n, start)` reads only the bytes from `start` on
   (`substr` of the blob), so `ledger output --follow` reads what is new.
+- A key that is not valid UTF-8 (the Go service's bytes, a lone surrogate
+  each: utf8.py) is kept as its record is: on SQLite under its exact bytes,
+  through the store's text recovery (`_fetchall`); PostgreSQL text cannot
+  hold it, so no record has it: a start is refused as the store refuses such
+  a key (StoreError), and a read of it finds nothing (docs/design.md §3.4).
 """
 
 from __future__ import annotations
@@ -76,8 +81,17 @@ class _SqlAttempts:
         with s._lock:
             s._check_open()
             with s._errors(f"attempts {op}"):
-                cur = s._conn.execute(sql.replace("?", self.mark), params)
-                return list(cur.fetchall()) if sql.startswith("SELECT") else []
+                return self._run(f"attempts {op}", sql.replace("?", self.mark), params)
+
+    def _run(self, op: str, sql: str, params: tuple[Any, ...]) -> list[Any]:
+        cur = self._store._conn.execute(sql, params)
+        return list(cur.fetchall()) if sql.startswith("SELECT") else []
+
+    def _holds(self, key: str) -> bool:
+        """The database can hold `key` (else no attempt of it exists: a read
+        finds none), as its store judges (`_holds`: PostgreSQL's text)."""
+        holds: bool = self._store._holds(key)
+        return holds
 
     def _exists(self) -> bool:
         raise NotImplementedError
@@ -125,6 +139,9 @@ class _SqlAttempts:
     """A start, a save or a drop inside the caller's batch commits with it."""
 
     def start_attempt(self, att: Attempt) -> int:
+        # A key the database cannot hold has no record to run: refused as the
+        # store refuses it (StoreError), before anything is written.
+        self._store._check_text(att.key)
         self._table(create=True)
         with self._tx():
             self._lock_key(att.key)
@@ -150,7 +167,7 @@ class _SqlAttempts:
         """The running command's pid, for an attempt started with the claim
         (pid 0 until then); an attempt that has ended keeps the pid its end
         carries."""
-        if not att.pid or not self._table(create=False):
+        if not att.pid or not self._holds(att.key) or not self._table(create=False):
             return
         with self._tx():
             self._rows(
@@ -162,7 +179,7 @@ class _SqlAttempts:
     def drop_attempt(self, key: str, n: int) -> None:
         """Remove attempt n of `key`: one started with a claim whose command
         never ran (it could not be started, or a signal came first)."""
-        if not self._table(create=False):
+        if not self._holds(key) or not self._table(create=False):
             return
         with self._tx():
             self._rows("drop", "DELETE FROM ledger_attempts WHERE key = ? AND n = ?", (key, n))
@@ -184,6 +201,8 @@ class _SqlAttempts:
         )
 
     def save_attempt(self, att: Attempt, output: bytes | None) -> None:
+        if not self._holds(att.key):
+            return  # no attempt of it was started: no row to update
         self._table(create=True)
         sets = (
             "fence = ?, try_n = ?, owner = ?, host = ?, pid = ?, started = ?, ended = ?,"
@@ -201,7 +220,7 @@ class _SqlAttempts:
             )
 
     def list_attempts(self, key: str) -> list[Attempt]:
-        if not self._table(create=False):
+        if not self._holds(key) or not self._table(create=False):
             return []
         rows = self._rows(
             "read", f"SELECT {COLUMNS} FROM ledger_attempts WHERE key = ? ORDER BY n", (key,)
@@ -209,7 +228,7 @@ class _SqlAttempts:
         return [_attempt(key, row) for row in rows]
 
     def read_output(self, key: str, n: int, start: int = 0) -> bytes:
-        if not self._table(create=False):
+        if not self._holds(key) or not self._table(create=False):
             return b""
         rows = self._rows(
             "read",
@@ -224,7 +243,7 @@ class _SqlAttempts:
     greatest = "max"
 
     def read_new(self, key: str, n: int, seen: int) -> tuple[Attempt | None, bytes]:
-        if not self._table(create=False):
+        if not self._holds(key) or not self._table(create=False):
             return None, b""
         start = (
             f"{self.greatest}(kept_bytes - {self.greatest}(output_bytes - CAST(? AS BIGINT), 0),"
@@ -241,7 +260,7 @@ class _SqlAttempts:
         return _attempt(key, rows[0]), bytes(rows[0][13] or b"")
 
     def remove_attempts(self, keys: Iterable[str]) -> int:
-        wanted = list(dict.fromkeys(keys))
+        wanted = [key for key in dict.fromkeys(keys) if self._holds(key)]
         if not wanted or not self._table(create=False):
             return 0
         removed = 0
@@ -303,6 +322,13 @@ def _number(key: str, row: Any, i: int, n: int | None = None) -> int:
 class SQLiteAttempts(_SqlAttempts):
     mark = "?"
     ddl = SQLITE_DDL
+
+    def _run(self, op: str, sql: str, params: tuple[Any, ...]) -> list[Any]:
+        # The store's text recovery: a key the Go service wrote with bytes that
+        # are not UTF-8 (a lone surrogate each) is bound as those bytes and read
+        # back losslessly, as in ledger_tasks (utf8.py).
+        rows: list[Any] = self._store._fetchall(op, sql, params)
+        return rows
 
     def _exists(self) -> bool:
         rows = self._rows(
