@@ -179,11 +179,14 @@ def _queue_counts(store: Store, in_queues: frozenset[str]) -> dict[str, int]:
 
 def counts(store: Store) -> dict[str, int]:
     """Records by status: the store's own counts, else its live records only
-    (pending and claimed) from its status index."""
+    (pending and claimed) from its status index (the JSON store's counts are
+    None while its tally is not built: during a prune, after a crash, until
+    the next writer builds it)."""
     counter = getattr(store, "status_counts", None)
     if counter is not None:
-        got: dict[str, int] = counter()
-        return got
+        got: dict[str, int] | None = counter()
+        if got is not None:
+            return got
     by_status = getattr(store, "by_status", None)
     live = by_status(("pending", "claimed")) if by_status is not None else list(store.range())
     found: dict[str, int] = {}

@@ -19,6 +19,10 @@ if TYPE_CHECKING:
 
 
 class PruneMethods(RecordReader):
+    if TYPE_CHECKING:
+
+        def _rebuild_tally(self, root_fd: int) -> tally.Counts: ...
+
     # -- prune (docs/design.md §6.4; engine/prune.py, prunedfile.py) ----------------------------
 
     @store_method
@@ -93,11 +97,30 @@ class PruneMethods(RecordReader):
                     gone = [(rec, None) for _, rec in moved]  # a pruned record keeps its status
                     tally.apply(self._root, root_fd, tally.advance(counts, gone), {}, sync=True)
                 done.update(rec.key for _, rec in moved)
+        if done:
+            self._build_missing_tally()
         if done and defer_history:
             self.__dict__.setdefault("_history_to_drop", set()).update(done)
         elif done:
             self._drop_history(done)
         return len(done)
+
+    def _build_missing_tally(self) -> None:
+        """Build the tally's counts when a block found them missing (a prune or
+        a rebuild cut short before this one: its blocks then leave them as
+        they are), in a lock hold of its own, as the next writer would: the
+        counts are not left missing after a prune (docs/stores.md)."""
+        root_fd = fsutil.open_root(self._root)
+        if root_fd is None:
+            return
+        try:
+            if tally.read_counts(self._root, root_fd) is not None:
+                return
+        finally:
+            os.close(root_fd)
+        with self._locked(create=False) as root_fd:
+            if root_fd is not None and tally.read_counts(self._root, root_fd) is None:
+                self._rebuild_tally(root_fd)
 
     @store_method
     def drop_deferred_history(self) -> None:
