@@ -108,3 +108,34 @@ def test_doctor_finds_and_fix_removes_attempts_a_killed_prune_left(tmp_path: Pat
     assert attempt_files(root) == 0
     res = run_ledger(root, "doctor")
     assert res.returncode == 0 and "attempts of" not in res.stdout, res.stdout
+
+
+def test_stats_during_a_prune_counts_each_record_once(tmp_path: Path) -> None:
+    """`stats`' figures read while a fresh `ledger prune` runs: every record is
+    completed or pruned, never both nor neither (docs/design.md §5.5: figures
+    read across a prune's block are read again under the lock)."""
+    from ledger_cli.cli.commands.stats import gather
+
+    root = tmp_path / "store"
+    build(root, N)
+    totals: list[tuple[int, int]] = []
+    stop = threading.Event()
+
+    def sample() -> None:
+        with JsonFileStore(root) as store:
+            while not stop.is_set():
+                figures = gather(store, Instant.parse(THEN))[0]
+                totals.append((figures.counts["completed"], figures.pruned))
+
+    thread = threading.Thread(target=sample, daemon=True)
+    thread.start()
+    try:
+        res = run_ledger(root, "prune", "--older-than", "1s", timeout=600)
+    finally:
+        stop.set()
+        thread.join(60)
+    assert res.returncode == 0, res.stderr
+    assert totals
+    wrong = [(c, p) for c, p in totals if c + p != N]
+    assert not wrong, f"{len(wrong)} of {len(totals)} samples: {wrong[:5]}"
+    assert len({p for _, p in totals}) > 2  # samples during the prune, not only around it
