@@ -254,19 +254,26 @@ def test_wait_all(url: str) -> None:
 
 def test_wait_all_timing_out_lists_what_is_unsettled(url: str) -> None:
     """`--all --json` that times out names every pending and claimed key (of
-    the given queues), as `wait KEY…` does."""
-    for key, queue in (("b", "default"), ("a", "default"), ("q1", "q")):
+    the given queues), as `wait KEY…` does, and under `settled` every failed
+    and blocked record (reference.md), as when it does not time out."""
+    for key, queue in (("b", "default"), ("a", "default"), ("q1", "q"), ("f", "default")):
         assert ledger(url, "admit", key, "--queue", queue).returncode == 0
     assert ledger(url, "claim", "a", "--owner", "w", "--lease", "1m").returncode == 0
+    f = ledger(url, "claim", "f", "--owner", "w", "--lease", "1m").stdout.decode().strip()
+    assert ledger(url, "complete", "f", "--owner", "w", "--fence", f, "--failed").returncode == 0
+    assert ledger(url, "admit", "g", "--needs", "f").returncode == 0  # blocked at admission
     res = ledger(url, "--json", "wait", "--all", "--timeout", "0.2s", "--interval", "0.1s")
     assert res.returncode == 124
     assert json.loads(res.stdout) == {
-        "settled": [],
+        "settled": [
+            {"key": "f", "status": "failed", "blocked_by": None, "exit": None},
+            {"key": "g", "status": "blocked", "blocked_by": "f", "exit": None},
+        ],
         "unsettled": ["a", "b", "q1"],
         "timed_out": True,
     }
     res = ledger(url, "--json", "wait", "--all", "--queue", "q", "--timeout", "0.2s")
-    assert json.loads(res.stdout)["unsettled"] == ["q1"]
+    assert json.loads(res.stdout) == {"settled": [], "unsettled": ["q1"], "timed_out": True}
 
 
 def test_wait_all_names_the_failed_and_blocked(url: str) -> None:

@@ -12,6 +12,7 @@ from ledger_cli.cli.context import Session, Settings
 from ledger_cli.cli.inputs import InputError, parse_duration, parse_status
 
 if TYPE_CHECKING:
+    from ledger_cli.engine.blocks import Blocks
     from ledger_cli.engine.store import Store
 
 
@@ -26,7 +27,8 @@ def prune(
     with Session(settings) as s:
         n = s.ledger.prune(age, s.now(), wanted, dry_run)
         if not dry_run:
-            _drop_pruned_attempts(s.store)  # a pruned key's attempts go too (docs/design.md §7.1)
+            # A pruned key's attempts go too (docs/design.md §7.1), in short blocks.
+            drop_pruned_attempts(s.store, s.blocks)
     if settings.json:
         output.json_line({"pruned": n, "dry_run": dry_run})
     else:
@@ -34,11 +36,18 @@ def prune(
     return 0
 
 
-def _drop_pruned_attempts(store: Store) -> int:
-    """Remove the attempts of every pruned key; how many were removed."""
+def drop_pruned_attempts(store: Store, blocks: Blocks) -> int:
+    """Remove the attempts of every pruned key; how many were removed.
+
+    In blocks of keys, each one call of the store's `remove_attempts` (one
+    short lock hold and one sync on the JSON store, one transaction on SQL),
+    sized and paced by `blocks` as the prune's own record blocks are
+    (docs/design.md §5.4): a running task renews its lease between them. A
+    crash between blocks leaves attempts of pruned keys: a re-run of `prune`
+    removes them, and `doctor` notes them (`--fix` removes them)."""
     from ledger_cli.engine.prune import is_pruned
     from ledger_cli.stores.attemptlog import attempt_log
 
     log = attempt_log(store)
     gone = [key for key in log.attempt_keys() if is_pruned(store, key)]
-    return log.remove_attempts(gone) if gone else 0
+    return blocks.runs(gone, log.remove_attempts) if gone else 0

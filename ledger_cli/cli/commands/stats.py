@@ -21,6 +21,7 @@ from ledger_cli.cli.inputs import InputError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
+    from contextlib import AbstractContextManager
 
     from ledger_cli.engine.instant import Instant
     from ledger_cli.engine.record import TaskState
@@ -82,7 +83,33 @@ def collect(store: Store, now: Instant) -> Stats:
     return gather(store, now)[0]
 
 
+TRIES_UNLOCKED = 2
+"""Reads of the JSON store's figures without its lock before they are read under it."""
+
+
 def gather(store: Store, now: Instant) -> tuple[Stats, dict[str, TaskState] | None]:
+    """`_gather`'s figures, consistent with one another (docs/design.md §5.5).
+
+    The JSON store's figures are read without the lock, and a prune moves
+    records from the counts (or the record files) to the pruned count block by
+    block: read across a block, a record was counted twice (completed and
+    pruned) or not at all. Figures read between two equal `pruned_stamp()`s
+    saw no block; after TRIES_UNLOCKED reads that did, they are read again
+    under the lock (`reads_locked`: a block's wait, then the same reads)."""
+    stamp: Callable[[], bytes | None] | None = getattr(store, "pruned_stamp", None)
+    locked: Callable[[], AbstractContextManager[None]] | None = getattr(store, "reads_locked", None)
+    if stamp is None or locked is None:
+        return _gather(store, now)
+    for _ in range(TRIES_UNLOCKED):
+        before = stamp()
+        got = _gather(store, now)
+        if before is not None and stamp() == before:
+            return got
+    with locked():
+        return _gather(store, now)
+
+
+def _gather(store: Store, now: Instant) -> tuple[Stats, dict[str, TaskState] | None]:
     """Every figure of `ledger stats` at `now`, pruned records left out of
     every count but `pruned` (docs/design.md §6.4); and, when they had to be read for
     the counts, the unpruned records by key (`watch` draws its table from

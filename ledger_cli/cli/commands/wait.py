@@ -179,11 +179,14 @@ def _queue_counts(store: Store, in_queues: frozenset[str]) -> dict[str, int]:
 
 def counts(store: Store) -> dict[str, int]:
     """Records by status: the store's own counts, else its live records only
-    (pending and claimed) from its status index."""
+    (pending and claimed) from its status index (the JSON store's counts are
+    None while its tally is not built: during a prune, after a crash, until
+    the next writer builds it)."""
     counter = getattr(store, "status_counts", None)
     if counter is not None:
-        got: dict[str, int] = counter()
-        return got
+        got: dict[str, int] | None = counter()
+        if got is not None:
+            return got
     by_status = getattr(store, "by_status", None)
     live = by_status(("pending", "claimed")) if by_status is not None else list(store.range())
     found: dict[str, int] = {}
@@ -213,23 +216,35 @@ def _wait_all(
             records = "record" if left == 1 else "records"
             output.diag(f"ledger: timed out; {left:,} {records} still pending or claimed")
             if s.settings.json:
+                # reference.md: `settled` lists every failed and blocked record here too.
+                settled = _settled_items(s.store, _bad(s.store, in_queues))
                 unsettled = _live_keys(s.store, in_queues)
-                output.json_line({"settled": [], "unsettled": unsettled, "timed_out": True})
+                output.json_line({"settled": settled, "unsettled": unsettled, "timed_out": True})
             return TIMED_OUT_EXIT
-    bad = failed_or_blocked(s.store)
-    if in_queues is not None:
-        from ledger_cli.engine import queues
-
-        side = queues.every(s.store)
-        bad = [r for r in bad if side.get(r.key, queues.DEFAULT) in in_queues]
+    bad = _bad(s.store, in_queues)
     if s.settings.json:
-        settled = [_settled_item(rec, settled_outcome(s.store, rec)[1]) for rec in bad]
+        settled = _settled_items(s.store, bad)
         output.json_line({"settled": settled, "unsettled": [], "timed_out": False})
     if bad:
         shown = ", ".join(rec.key for rec in bad[:SHOWN_BAD])
         more = f" and {len(bad) - SHOWN_BAD:,} more" if len(bad) > SHOWN_BAD else ""
         output.diag(f"ledger: {len(bad):,} records failed or blocked: {shown}{more}")
     return 1 if bad else 0
+
+
+def _bad(store: Store, in_queues: frozenset[str] | None) -> list[TaskState]:
+    """The failed and blocked records (of `in_queues`, when given), by key."""
+    bad = failed_or_blocked(store)
+    if in_queues is not None:
+        from ledger_cli.engine import queues
+
+        side = queues.every(store)
+        bad = [r for r in bad if side.get(r.key, queues.DEFAULT) in in_queues]
+    return bad
+
+
+def _settled_items(store: Store, bad: list[TaskState]) -> list[dict[str, Any]]:
+    return [_settled_item(rec, settled_outcome(store, rec)[1]) for rec in bad]
 
 
 def _live_keys(store: Store, in_queues: frozenset[str] | None) -> list[str]:

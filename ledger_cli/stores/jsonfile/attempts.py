@@ -306,48 +306,84 @@ class JsonAttempts:
 
     @store_method
     def remove_attempts(self, keys: Iterable[str]) -> int:
+        """Remove every attempt of `keys` in one lock hold, made durable by one
+        sync at its end (syncfs where durability.py prefers it, else an fsync
+        of each directory touched): the caller gives a block of keys at a time
+        (`ledger prune`, `doctor --fix`: cli/blockwrites.py sizes the blocks,
+        docs/design.md §5.4). A crash before the sync leaves some of the
+        files: attempts of keys that are pruned or have no record, which
+        nothing reads as more than garbage (a re-run of `prune` and
+        `doctor --fix` remove them)."""
         removed = 0
         with self._store._locked(create=False) as root_fd:
             if root_fd is None:
                 return 0
             self._store.checkpoint(root_fd)  # a write around wal.log (wal.py)
-            for key in keys:
-                if key_digest(key) is not None:
-                    removed += self._remove_key(root_fd, key)
+            top = fsutil.open_subdir(root_fd, files.ATTEMPTS_DIR, self._shown(), create=False)
+            if top is None:
+                return 0
+            touched: dict[str, int] = {}  # shard name -> fd, kept open for the sync
+            kept: list[tuple[int, str]] = []  # key directories not emptied (fd, shown)
+            try:
+                for key in dict.fromkeys(keys):
+                    digest = key_digest(key)
+                    if digest is not None:
+                        removed += self._remove_key(top, digest, touched, kept)
+                self._sync_removal(root_fd, touched, kept)
+            finally:
+                for fd in [*touched.values(), *(fd for fd, _ in kept), top]:
+                    os.close(fd)
         return removed
 
-    def _remove_key(self, root_fd: int, key: str) -> int:
-        digest = self._digest(key)
-        dir_fd = self._key_dir(key, create=False, root_fd=root_fd)
+    def _remove_key(
+        self, top: int, digest: str, touched: dict[str, int], kept: list[tuple[int, str]]
+    ) -> int:
+        """Unlink the files of one key's attempt directory and the directory
+        itself, with no sync (`_sync_removal` makes the block durable)."""
+        shard_name = digest[:2]
+        shard = touched.get(shard_name)
+        if shard is None:
+            shard = fsutil.open_subdir(top, shard_name, self._shown(shard_name), create=False)
+            if shard is None:
+                return 0
+            touched[shard_name] = shard
+        shown = self._shown(shard_name, digest)
+        dir_fd = fsutil.open_subdir(shard, digest, shown, create=False)
         if dir_fd is None:
             return 0
-        shown = self._shown(digest[:2], digest)
         removed = 0
         try:
             for name in os.listdir(dir_fd):
                 if fsutil.unlink_quiet(dir_fd, name) and attempt_number(name) is not None:
                     removed += 1
-            os.fsync(dir_fd)
         except OSError as exc:
-            raise fail(shown, "cannot remove attempts", exc) from None
-        finally:
             os.close(dir_fd)
-        top = fsutil.open_subdir(root_fd, files.ATTEMPTS_DIR, self._shown(), create=False)
-        if top is None:
-            return removed
+            raise fail(shown, "cannot remove attempts", exc) from None
         try:
-            shard = fsutil.open_subdir(top, digest[:2], self._shown(digest[:2]), create=False)
-            if shard is not None:
-                try:
-                    os.rmdir(digest, dir_fd=shard)
-                    os.fsync(shard)
-                except OSError:
-                    pass  # not empty (a concurrent start): its files stay valid
-                finally:
-                    os.close(shard)
-        finally:
-            os.close(top)
+            os.rmdir(digest, dir_fd=shard)
+        except OSError:
+            kept.append((dir_fd, shown))  # not empty (a concurrent start): its files stay valid
+        else:
+            os.close(dir_fd)
         return removed
+
+    def _sync_removal(
+        self, root_fd: int, touched: dict[str, int], kept: list[tuple[int, str]]
+    ) -> None:
+        """One sync for a block's removals: syncfs(2) where durability.py
+        prefers it, else an fsync of each shard touched and each key
+        directory left (not two fsyncs a key)."""
+        from ledger_cli.stores.jsonfile import durability
+
+        if not touched:
+            return
+        if durability.use_syncfs(len(touched) + len(kept)):
+            fsutil.sync_filesystem(root_fd, self._root)
+            return
+        for fd, shown in kept:
+            fsutil.fsync_fd(fd, shown)
+        for name, fd in touched.items():
+            fsutil.fsync_fd(fd, self._shown(name))
 
     @store_method
     def attempt_keys(self) -> list[str]:

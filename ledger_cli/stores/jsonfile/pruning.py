@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from ledger_cli.engine.record import TaskState, byte_order
 from ledger_cli.errors import StoreError
 from ledger_cli.stores.jsonfile import apply, fsutil, prunedfile, tally
-from ledger_cli.stores.jsonfile.layout import RECORDS_DIR
+from ledger_cli.stores.jsonfile.layout import PRUNED_COUNT, PRUNED_DIR, RECORDS_DIR
 from ledger_cli.stores.jsonfile.locking import store_method
 from ledger_cli.stores.jsonfile.reading import RecordReader
 from ledger_cli.stores.jsonfile.records import key_digest
@@ -19,6 +19,10 @@ if TYPE_CHECKING:
 
 
 class PruneMethods(RecordReader):
+    if TYPE_CHECKING:
+
+        def _rebuild_tally(self, root_fd: int) -> tally.Counts: ...
+
     # -- prune (docs/design.md §6.4; engine/prune.py, prunedfile.py) ----------------------------
 
     @store_method
@@ -93,11 +97,30 @@ class PruneMethods(RecordReader):
                     gone = [(rec, None) for _, rec in moved]  # a pruned record keeps its status
                     tally.apply(self._root, root_fd, tally.advance(counts, gone), {}, sync=True)
                 done.update(rec.key for _, rec in moved)
+        if done:
+            self._build_missing_tally()
         if done and defer_history:
             self.__dict__.setdefault("_history_to_drop", set()).update(done)
         elif done:
             self._drop_history(done)
         return len(done)
+
+    def _build_missing_tally(self) -> None:
+        """Build the tally's counts when a block found them missing (a prune or
+        a rebuild cut short before this one: its blocks then leave them as
+        they are), in a lock hold of its own, as the next writer would: the
+        counts are not left missing after a prune (docs/stores.md)."""
+        root_fd = fsutil.open_root(self._root)
+        if root_fd is None:
+            return
+        try:
+            if tally.read_counts(self._root, root_fd) is not None:
+                return
+        finally:
+            os.close(root_fd)
+        with self._locked(create=False) as root_fd:
+            if root_fd is not None and tally.read_counts(self._root, root_fd) is None:
+                self._rebuild_tally(root_fd)
 
     @store_method
     def drop_deferred_history(self) -> None:
@@ -195,6 +218,34 @@ class PruneMethods(RecordReader):
             return prunedfile.find(self._root, root_fd, key, digest, held) is not None
         finally:
             os.close(root_fd)
+
+    @store_method
+    def pruned_stamp(self) -> bytes | None:
+        """`pruned/count` as it reads now, without the lock: b"" while nothing
+        was ever pruned, None while it is missing (inside a prune's block, or a
+        prune cut short). Each block of a prune rewrites it, and the tally's
+        counts are missing inside a block: figures read between two equal
+        stamps (not None) saw no block (`stats`, docs/design.md §5.5)."""
+        self._check_open()
+        root_fd = fsutil.open_root(self._root)
+        if root_fd is None:
+            return b""
+        try:
+            pfd = fsutil.open_subdir(root_fd, PRUNED_DIR, self._shown(PRUNED_DIR), create=False)
+        finally:
+            os.close(root_fd)
+        if pfd is None:
+            return b""
+        return fsutil.read_in(pfd, PRUNED_COUNT, self._shown(PRUNED_DIR, PRUNED_COUNT))
+
+    @contextlib.contextmanager
+    def reads_locked(self) -> Iterator[None]:
+        """The store lock held over a reader's reads (they read as without it):
+        figures that disagreed without the lock are judged again under it
+        (docs/design.md §5.5)."""
+        self._check_open()
+        with self._locked(create=False):
+            yield
 
     @store_method
     def count_pruned(self) -> int:

@@ -1,7 +1,9 @@
 """`ledger doctor`'s check of the attempts (docs/design.md §7.1): an attempt that does
 not read is a problem (`--fix` leaves it: it is the only copy); attempts
-whose key has no record are a note, and `--fix` removes them (`prune` drops
-a pruned key's attempts itself)."""
+whose key has no record are a note, and `--fix` removes them; so are the attempts of a pruned key
+(`prune` drops them itself, after its records: a crash in between leaves
+them). `--fix` removes them in short blocks (cli/blockwrites.py), as
+`prune` does."""
 
 from __future__ import annotations
 
@@ -12,19 +14,24 @@ from ledger_cli.errors import StoreError
 
 if TYPE_CHECKING:
     from ledger_cli.cli.commands.doctor.findings import Findings
+    from ledger_cli.engine.blocks import Blocks
     from ledger_cli.engine.store import Store
 
 
-def check_attempts(store: Store, found: Findings, fix: bool, lost: set[str]) -> None:
-    """Attempts of keys that have no record: a note (`--fix` removes them),
-    but for `lost` keys (a record file gone that a restore may bring back,
-    or `--fix --drop-damaged` drops): those are kept."""
+def check_attempts(
+    store: Store, found: Findings, fix: bool, lost: set[str], blocks: Blocks | None = None
+) -> None:
+    """Attempts of keys that have no record or a pruned one: a note (`--fix`
+    removes them), but for `lost` keys (a record file gone that a restore may
+    bring back, or `--fix --drop-damaged` drops): those are kept."""
+    from ledger_cli.engine.prune import is_pruned
     from ledger_cli.stores.attemptlog import attempt_log
 
     try:
         log = attempt_log(store)
         keys = log.attempt_keys()
         orphans = [key for key in keys if store.load(key) is None]
+        pruned = [key for key in keys if key not in orphans and is_pruned(store, key)]
     except StoreError as exc:
         found.problems.append(output.one_line(str(exc)))
         return
@@ -39,12 +46,16 @@ def check_attempts(store: Store, found: Findings, fix: bool, lost: set[str]) -> 
         if key in lost
     )
     orphans = [key for key in orphans if key not in lost]
-    if fix and orphans:
-        log.remove_attempts(orphans)
-        found.fixed.extend(
-            f"removed the attempts of {key!r}, which has no record" for key in orphans
-        )
+    why = {key: "which has no record" for key in orphans}
+    why.update((key, "whose record is pruned") for key in pruned)
+    if fix and why:
+        gone = sorted(why)
+        if blocks is None:
+            log.remove_attempts(gone)
+        else:
+            blocks.runs(gone, log.remove_attempts)
+        found.fixed.extend(f"removed the attempts of {key!r}, {why[key]}" for key in gone)
         return
     found.notes.extend(
-        f"attempts of {key!r}, which has no record (--fix removes them)" for key in orphans
+        f"attempts of {key!r}, {why[key]} (--fix removes them)" for key in sorted(why)
     )

@@ -15,6 +15,7 @@ from ledger_cli.errors import StoreError
 
 class _Findings(Protocol):
     problems: list[str]
+    notes: list[str]
     fixed: list[str]
 
 
@@ -41,7 +42,32 @@ def check_tally(store: object, found: _Findings, fix: bool, *, lost: bool = Fals
         )
         _check_index(store, found, False, "tally", hint)
         return
+    rebuild = _counts_missing(store)
+    if rebuild is not None:
+        # Not damage: a prune or rebuild cut short; the next writer builds them.
+        if not fix:
+            found.notes.append("tally: the counts are not built (ledger doctor --fix builds them)")
+        else:
+            try:
+                rebuild()
+            except StoreError as exc:
+                found.problems.append(output.one_line(str(exc)))
+                return
+            found.fixed.append("built the tally's missing counts from the records")
     _check_index(store, found, fix, "tally")
+
+
+def _counts_missing(store: object) -> Callable[[], None] | None:
+    """The store's tally rebuild when its tally has no counts (the JSON store's
+    `status_counts()` is None), else None."""
+    rebuild: Callable[[], None] | None = getattr(store, "rebuild_tally_index", None)
+    counter: Callable[[], dict[str, int] | None] | None = getattr(store, "status_counts", None)
+    if rebuild is None or counter is None:
+        return None
+    try:
+        return rebuild if counter() is None else None
+    except StoreError:
+        return None  # the check that follows names it
 
 
 _WHAT = {"ready": "ready index", "deps": "dependents index", "tally": "tally"}
