@@ -3,8 +3,8 @@ ready figures of `ledger stats` and the pause.
 
 `SqlClaims` reads the Ready order (docs/design.md §8.2) through `ledger_due`
 (due.py) and the plain candidate order through `ledger_ready`
-(readyindex.py), both kept by each dialect's triggers (*_due.py,
-*_readyindex.py), and the pause (docs/design.md §8.3; pause.py). What differs
+(readyindex.py), both kept by each dialect's triggers (*_index.py), and the
+pause (docs/design.md §8.3; pause.py). What differs
 comes from the dialect (dialect.py): the sortable lease expression (LEASE),
 the query reading a few named queues' candidates first (`_queue_page_sql`),
 and whether a scan locks what it reads (`_locking_reads`). PostgreSQL does
@@ -59,7 +59,7 @@ class SqlClaims(SqlDialect):
 
     def _queue_page_sql(self, *, lock: bool, limit: int, queues: int) -> str:
         """`due.page_sql` for the tasks of `queues` named queues, none of them
-        `default`, driven from `ledger_queue`'s (queue, key) index (*_due.py)."""
+        `default`, driven from `ledger_queue`'s (queue, key) index (*_index.py)."""
         raise NotImplementedError
 
     def _records_seen(self) -> dict[str, TaskState] | None:

@@ -3,7 +3,7 @@
 `ledger_due (key, rank, due)` holds the candidates of `ledger_ready` with
 rank = -priority and due = the later of CreatedAt and not-before (sortable
 text), indexed by (rank, due, key); each dialect builds it and keeps it
-current with its own triggers (sqlite_due.py, postgres_due.py). `claim
+current with its own triggers (sqlite_index.py, postgres_index.py). `claim
 --next` walks the priority levels present, highest first (one index seek
 each: `min(rank) > r`), and within a level the rows already due in (due,
 key) order; rows not yet due sit at the end of their level and are never

@@ -43,7 +43,7 @@ from typing import Any
 from ledger_cli.engine.history import HistoryEntry
 from ledger_cli.engine.record import TaskState
 from ledger_cli.engine.rerun import rerun
-from ledger_cli.stores.sql import codec, historyfollow, postgres_due, postgres_readyindex, queues
+from ledger_cli.stores.sql import codec, historyfollow, postgres_index, queues
 from ledger_cli.stores.sql.postgres_claim import PostgresClaims
 from ledger_cli.stores.sql.postgres_conn import no_nul
 from ledger_cli.stores.sql.reads import SqlReads
@@ -92,9 +92,9 @@ class PostgresStore(PostgresClaims, SqlReads, SqlSideTables):
     IN_MAX = 1 << 20  # one array parameter (`= ANY(%s)`): no statement-size limit
     GAP_WAIT = historyfollow.PG_GAP_WAIT
     _utf8 = True  # keys are `text COLLATE "C"`: byte order
-    INDEX_DDL = (*postgres_readyindex.PG_DDL, *postgres_due.DDL)
-    INDEX_CHECKS = (*postgres_readyindex.PG_CHECKS, *postgres_due.CHECKS)
-    INDEX_REBUILD_RANGE = (*postgres_readyindex.PG_REBUILD_RANGE, *postgres_due.REBUILD_RANGE)
+    INDEX_DDL = (*postgres_index.READY_DDL, *postgres_index.DUE_DDL)
+    INDEX_CHECKS = postgres_index.CHECKS
+    INDEX_REBUILD_RANGE = postgres_index.REBUILD_RANGE
     REBUILD_LOCK = "LOCK TABLE ledger_tasks IN SHARE ROW EXCLUSIVE MODE"
     REBUILD_GAP = 0.0  # waiting writers queue on the lock
 

@@ -5,7 +5,7 @@ the hooks that read the server's clock without a round trip of its own
 (`now_with`, `ready_at_clock`), the pause (docs/design.md §8.3) read FOR SHARE by a
 `--next` claim together with the clock, the first priority level and the
 queues' limits, and the named queues' candidates read through a
-MATERIALIZED CTE (postgres_due.py).
+MATERIALIZED CTE (postgres_index.py).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
-from ledger_cli.stores.sql import codec, pause, postgres_due, postgres_readyindex
+from ledger_cli.stores.sql import codec, ddl, pause, postgres_index
 from ledger_cli.stores.sql.claims import SqlClaims
 from ledger_cli.stores.sql.postgres_conn import PostgresConnection
 from ledger_cli.stores.sql.queues import limit_of
@@ -46,7 +46,7 @@ queues' limits (docs/design.md §8.7), in one round trip."""
 class PostgresClaims(PostgresConnection, SqlClaims):
     """The claim path of a `PostgresStore`: the clock hooks, the pause."""
 
-    LEASE = postgres_readyindex.PG_LEASE
+    LEASE = ddl.PG.sortkey("t.lease_until")
 
     def now_with(self, key: str) -> Instant:
         """`now()`, and inside a batch the row of `key` read with it (the clock
@@ -69,7 +69,7 @@ class PostgresClaims(PostgresConnection, SqlClaims):
         return now
 
     def _queue_page_sql(self, *, lock: bool, limit: int, queues: int) -> str:
-        return postgres_due.queue_page_sql(
+        return postgres_index.queue_page_sql(
             codec.SELECT_COLUMNS, self.LEASE, lock=lock, limit=limit, queues=queues
         )
 

@@ -13,12 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ledger_cli.stores.sql import (
-    codec,
-    ddl,
-    postgres_due,
-    postgres_readyindex,
-)
+from ledger_cli.stores.sql import codec, ddl, postgres_index
 
 if TYPE_CHECKING:
     import psycopg
@@ -109,8 +104,8 @@ def setup(conn: psycopg.Connection[Any]) -> None:
     """Bring the schema of `conn`'s search_path up to date (no DDL when it is)."""
     args = (
         list(codec.ALL_COLUMNS),
-        postgres_due.DUE_VERSION,
-        postgres_readyindex.PG_SYNC_VERSION,
+        postgres_index.DUE_VERSION,
+        postgres_index.PG_SYNC_VERSION,
     )
     row = conn.execute(SCHEMA_CHECK, args).fetchone()
     if row is not None and row[0] == len(codec.ALL_COLUMNS) and all(row[1:]):
@@ -121,16 +116,16 @@ def setup(conn: psycopg.Connection[Any]) -> None:
             conn.execute(stmt)
         ready = conn.execute(_READY_INSTALLED).fetchone()
         if not (ready and ready[0]):  # the ready index (docs/design.md §6.1), built once
-            for stmt in (*postgres_readyindex.PG_DDL, *postgres_readyindex.PG_REBUILD):
+            for stmt in (*postgres_index.READY_DDL, *postgres_index.READY_REBUILD):
                 conn.execute(stmt)
         else:  # an older trigger function: replace it (the index stays)
-            for stmt in postgres_readyindex.PG_DDL:
+            for stmt in postgres_index.READY_DDL:
                 conn.execute(stmt)
-        # The Ready order of docs/design.md §8.2 (stores/sql/postgres_due.py): built by the first
-        # opener that finds it missing or older, then kept by its triggers.
-        row = conn.execute(_DUE_INSTALLED, (postgres_due.DUE_VERSION,)).fetchone()
-        for stmt in postgres_due.DDL:
+        # The Ready order of docs/design.md §8.2 (stores/sql/postgres_index.py): built by the
+        # first opener that finds it missing or older, then kept by its triggers.
+        row = conn.execute(_DUE_INSTALLED, (postgres_index.DUE_VERSION,)).fetchone()
+        for stmt in postgres_index.DUE_DDL:
             conn.execute(stmt)
         if row is None or not row[0]:
-            for sql in postgres_due.REBUILD:
+            for sql in postgres_index.DUE_REBUILD:
                 conn.execute(sql)

@@ -7,7 +7,7 @@ schedules.py) and `ledger_queue` / `ledger_limit` / `ledger_revoked` (docs/desig
 (`ledger doctor`) and rebuilds (`doctor --fix`) the trigger-kept ready index
 and Ready order against `ledger_tasks`, with the objects, checks and range
 statements each dialect declares (INDEX_DDL, INDEX_CHECKS,
-INDEX_REBUILD_RANGE: *_readyindex.py, *_due.py). A key PostgreSQL cannot
+INDEX_REBUILD_RANGE: *_index.py, readyindex.py `derived`). A key PostgreSQL cannot
 hold has no row there; writing one is a StoreError (dialect.py `_check_text`).
 """
 

@@ -49,7 +49,7 @@ from typing import Any
 
 from ledger_cli.engine.history import HistoryEntry
 from ledger_cli.engine.record import TaskState
-from ledger_cli.stores.sql import codec, ddl, queues, readyindex, sqlite_due, sqlite_readyindex
+from ledger_cli.stores.sql import codec, ddl, queues, readyindex, sqlite_index
 from ledger_cli.stores.sql.claims import SqlClaims
 from ledger_cli.stores.sql.reads import SqlReads
 from ledger_cli.stores.sql.sidetables import SqlSideTables
@@ -84,16 +84,12 @@ class SQLiteStore(SQLiteConnection, SqlClaims, SqlReads, SqlSideTables):
     KEY_ORDER = "ORDER BY key"
     IN_MAX = 500
     GAP_WAIT = 0.0
-    INDEX_DDL = (
-        *sqlite_readyindex.SQLITE_TABLES,
-        *sqlite_readyindex.SQLITE_TRIGGERS,
-        *sqlite_due.DDL,
-    )
-    INDEX_CHECKS = (*sqlite_readyindex.SQLITE_CHECKS, *sqlite_due.CHECKS)
-    INDEX_REBUILD_RANGE = (*sqlite_readyindex.SQLITE_REBUILD_RANGE, *sqlite_due.REBUILD_RANGE)
+    INDEX_DDL = sqlite_index.DDL
+    INDEX_CHECKS = sqlite_index.CHECKS
+    INDEX_REBUILD_RANGE = sqlite_index.REBUILD_RANGE
     REBUILD_GAP = 0.12
     """Longer than one busy-handler poll: waiting writers get in (cli/chunks.py GAP)."""
-    LEASE = sqlite_readyindex.SQLITE_LEASE
+    LEASE = ddl.SQLITE.sortkey("t.lease_until")
     READY_PAGE = 4
     """A claim mostly takes the first candidate it reads (the scan leaves out
     live leases): a page of 16 read (and converted) 12 rows for nothing."""
@@ -119,7 +115,7 @@ class SQLiteStore(SQLiteConnection, SqlClaims, SqlReads, SqlSideTables):
         return bool(rows and rows[0][0])
 
     def _queue_page_sql(self, *, lock: bool, limit: int, queues: int) -> str:
-        return sqlite_due.queue_page_sql(
+        return sqlite_index.queue_page_sql(
             codec.SELECT_COLUMNS, self.LEASE, limit=limit, queues=queues
         )
 

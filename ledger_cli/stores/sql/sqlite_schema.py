@@ -14,7 +14,7 @@ import contextlib
 import sqlite3
 
 from ledger_cli.errors import StoreError
-from ledger_cli.stores.sql import codec, ddl, pause, schedules, sqlite_due, sqlite_readyindex
+from ledger_cli.stores.sql import codec, ddl, sqlite_index
 
 GO_DDL = """CREATE TABLE IF NOT EXISTS ledger_tasks (
     key TEXT PRIMARY KEY,
@@ -46,19 +46,7 @@ def schema_complete(conn: sqlite3.Connection) -> bool:
     cols = {row[1] for row in conn.execute("PRAGMA table_info(ledger_tasks)")}
     if not set(codec.ALL_COLUMNS) <= cols:
         return False
-    return _installed(conn, (*_OURS, *_INDEX))
-
-
-_OURS = (
-    codec.CLAIMABLE_INDEX,
-    codec.HISTORY_TABLE,
-    codec.HISTORY_INDEX,
-    pause.TABLE,
-    schedules.TABLE,
-)
-"""Our index beside the Go table and our tables (EXTRA_DDL)."""
-_INDEX = (*sqlite_readyindex.SQLITE_OBJECTS, *sqlite_due.OBJECTS)
-"""The ready index's and the Ready order's tables, indexes and triggers."""
+    return _installed(conn, (*ddl.created(EXTRA_DDL), *sqlite_index.OBJECTS))
 
 
 def _installed(conn: sqlite3.Connection, names: tuple[str, ...]) -> bool:
@@ -92,21 +80,14 @@ def migrate(conn: sqlite3.Connection, path: str) -> None:
             )
         for stmt in EXTRA_DDL:
             conn.execute(stmt)
-        if not _installed(conn, _INDEX):  # the ready index (docs/design.md §6.1), built once
-            # The order of docs/design.md §8.2 (ledger_due) first, so that it follows
-            # every ledger_ready row the rebuild writes; a ledger_ready of an
-            # older release is rebuilt by the first opener that migrates.
-            due_missing = not _installed(conn, sqlite_due.OBJECTS)
-            for stmt in sqlite_due.DDL[:2]:
+        if not _installed(conn, sqlite_index.OBJECTS):  # the ready index, built once
+            # (docs/design.md §6.1): a ledger_ready of an older release is rebuilt by
+            # the first opener that migrates, ledger_due (§8.2) built if missing.
+            due_missing = not _installed(conn, sqlite_index.DUE_OBJECTS)
+            for stmt in (*sqlite_index.DDL, *sqlite_index.READY_REBUILD):
                 conn.execute(stmt)
-            for stmt in (*sqlite_readyindex.SQLITE_TABLES, *sqlite_readyindex.SQLITE_TRIGGERS):
-                conn.execute(stmt)
-            for stmt in sqlite_due.DDL[2:]:
-                conn.execute(stmt)
-            for sql in sqlite_readyindex.SQLITE_REBUILD:
-                conn.execute(sql)
             if due_missing:
-                for sql in sqlite_due.REBUILD:
+                for sql in sqlite_index.DUE_REBUILD:
                     conn.execute(sql)
         conn.execute("COMMIT")
     except BaseException:

@@ -1,28 +1,29 @@
-"""The PostgreSQL half of the ready index (docs/design.md §6.1; stores/sql/readyindex.py).
+"""The PostgreSQL ready index and Ready order (docs/design.md §6.1, §8.2; readyindex.py, due.py).
 
-What a PostgreSQL schema holds and runs to keep `ledger_needs` and
-`ledger_ready` current: the side tables, the helper functions
-(`ledger_sortkey`, `ledger_needs_of`, `ledger_unmet`), the `ledger_ready_sync`
-trigger function (versioned by PG_SYNC_VERSION, so an opener replaces an older
-one) and its trigger, the statements `doctor --fix` rebuilds the tables with,
-and the checks `ledger doctor` runs against them.
+What a PostgreSQL schema holds and runs to keep `ledger_needs`, `ledger_ready`
+and `ledger_due` current: their tables (ddl.py), the helper functions
+(`ledger_sortkey`, `ledger_needs_of`, `ledger_unmet`), the trigger function
+`ledger_ready_sync` on `ledger_tasks` (versioned by PG_SYNC_VERSION, so an
+opener replaces an older one) and `ledger_due_sync` on `ledger_ready` and
+`ledger_schedule` (a row the Go service writes: priority 0, due at CreatedAt;
+versioned by DUE_VERSION), and their triggers. The rebuild `doctor --fix`
+runs and the checks of `ledger doctor` are readyindex.py's (`derived`) over
+this dialect. `claim --next` reads each level's due rows in order with `FOR
+UPDATE OF t SKIP LOCKED`, so concurrent claimers spread over the queue.
 """
 
 from __future__ import annotations
 
-from ledger_cli.stores.sql import ddl
-from ledger_cli.stores.sql.readyindex import LIVE, IndexSql, checks, rebuild_range
-
-PG_LEASE = "ledger_sortkey(t.lease_until)"
-
+from ledger_cli.stores.sql import ddl, due
+from ledger_cli.stores.sql.readyindex import LIVE, derived
 
 PG_SYNC_VERSION = "ledger_ready_sync v2"
-"""Named in the trigger function's body: `PostgresStore` runs PG_DDL again over
+"""Named in the trigger function's body: `PostgresStore` runs READY_DDL again over
 an older one (v1 kept the index on claims and renewals too, planned the
 promotion of dependents on every completion, and left ledger_ready's
 autovacuum at the default)."""
 
-PG_DDL = (
+READY_DDL = (
     *ddl.ready(ddl.PG),
     # Every completion deletes a row at the head of ledger_ready_order; until
     # VACUUM removes them, each claim steps over those dead entries (0.6 ms per
@@ -111,18 +112,60 @@ END $$""",
     " FOR EACH ROW EXECUTE FUNCTION ledger_ready_sync()",
 )
 
-_INDEX_SQL = IndexSql(
-    needs="ledger_needs_of(t.needs)",
-    text="",
-    value="j",
-    unmet="ledger_unmet(t.key)",
-    sortkey="ledger_sortkey(t.created_at)",
+DUE_VERSION = "ledger_due_sync v1"
+
+DUE_DDL = (
+    *ddl.due(ddl.PG),
+    "ALTER TABLE ledger_due SET (autovacuum_vacuum_scale_factor = 0,"
+    " autovacuum_vacuum_threshold = 1000)",
+    f"""CREATE OR REPLACE FUNCTION ledger_due_sync() RETURNS trigger
+LANGUAGE plpgsql AS $$
+-- {DUE_VERSION}
+DECLARE k text;
+BEGIN
+  IF TG_TABLE_NAME = 'ledger_ready' THEN
+    IF TG_OP = 'DELETE' OR (TG_OP = 'UPDATE' AND OLD.key <> NEW.key) THEN
+      DELETE FROM ledger_due WHERE key = OLD.key;
+    END IF;
+    IF TG_OP = 'DELETE' THEN RETURN NULL; END IF;
+    INSERT INTO ledger_due (key, rank, due)
+      SELECT NEW.key, -coalesce(s.priority, 0),
+             greatest(NEW.created, coalesce(ledger_sortkey(s.not_before), ''))
+      FROM (SELECT 1) one LEFT JOIN ledger_schedule s ON s.key = NEW.key
+      ON CONFLICT (key) DO UPDATE SET rank = EXCLUDED.rank, due = EXCLUDED.due;
+    RETURN NULL;
+  END IF;
+  IF TG_OP = 'DELETE' THEN k := OLD.key; ELSE k := NEW.key; END IF;
+  UPDATE ledger_due d SET rank = -coalesce(s.priority, 0),
+         due = greatest(r.created, coalesce(ledger_sortkey(s.not_before), ''))
+    FROM ledger_ready r LEFT JOIN ledger_schedule s ON s.key = r.key
+    WHERE r.key = k AND d.key = k;
+  RETURN NULL;
+END $$""",
+    "DROP TRIGGER IF EXISTS ledger_due_ready ON ledger_ready",
+    "CREATE TRIGGER ledger_due_ready AFTER INSERT OR UPDATE OR DELETE ON ledger_ready"
+    " FOR EACH ROW EXECUTE FUNCTION ledger_due_sync()",
+    "DROP TRIGGER IF EXISTS ledger_due_schedule ON ledger_schedule",
+    "CREATE TRIGGER ledger_due_schedule AFTER INSERT OR UPDATE OR DELETE ON ledger_schedule"
+    " FOR EACH ROW EXECUTE FUNCTION ledger_due_sync()",
 )
 
-PG_REBUILD_RANGE = rebuild_range(_INDEX_SQL)
-"""The rebuild of one key range (readyindex.py `rebuild_range`)."""
+REBUILD_RANGE, READY_REBUILD, DUE_REBUILD, CHECKS = derived(ddl.PG)
 
-PG_REBUILD = tuple(s.format(key="TRUE", t_key="TRUE") for s in PG_REBUILD_RANGE)
-"""The whole rebuild, in one transaction (when the side tables are installed)."""
 
-PG_CHECKS = checks(_INDEX_SQL)
+def queue_page_sql(columns: str, lease: str, *, lock: bool, limit: int, queues: int) -> str:
+    """`due.page_sql` for the tasks of `queues` named queues, none of them
+    `default`: their keys are read first from `ledger_queue`'s (queue, key)
+    index (a MATERIALIZED CTE: the planner cannot turn it back into the
+    (rank, due, key) walk that steps over every other queue's task), then
+    joined to their `ledger_due` rows. Parameters: the queue names, then
+    page_sql's."""
+    cols = ", ".join(f"t.{c.strip()}" for c in columns.split(","))
+    marks = ", ".join(["%s"] * queues)
+    sql = (
+        f"WITH q AS MATERIALIZED (SELECT key FROM ledger_queue WHERE queue IN ({marks}))"
+        f" SELECT {cols}, d.due FROM q JOIN ledger_due d ON d.key = q.key"
+        " JOIN ledger_tasks t ON t.key = d.key"
+        f" WHERE {due.level_sql('%s', lease, limit=limit)}"
+    )
+    return sql + " FOR UPDATE OF t SKIP LOCKED" if lock else sql
