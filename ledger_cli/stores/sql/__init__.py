@@ -10,11 +10,11 @@ pause), `reads.py` (listings, scans and counts) and `sidetables.py`
 What truly differs stays per database: `*_conn.py` (connecting, pragmas,
 error mapping, batches, close; PostgreSQL's pipelined batch is in
 `postgres_tx.py`, its refused logins told from outages in
-`postgres_login.py`), `*_schema.py` (the DDL and the set-up or migration on
-open), `postgres_claim.py` (PostgreSQL's clock hooks and its pause read
-with the claim), and the ready index's and the Ready order's tables and
-triggers (`sqlite_index.py`, `postgres_index.py`). Both share `codec.py` (a
-record as a row of Go's `ledger_tasks`), `utf8.py` (text that is not valid UTF-8), `paging.py`
+`postgres_login.py`), `*_schema.py` (the DDL, the ready index's and the
+Ready order's triggers included, and the set-up or migration on open),
+`postgres_claim.py` (PostgreSQL's clock hooks, its pause read with the
+claim, its named-queue scan). Both share `codec.py` (a record as a row of
+Go's `ledger_tasks`), `utf8.py` (text that is not valid UTF-8), `paging.py`
 (paged history and listings), `readyindex.py` and `due.py` (the candidate
 queries and the Ready order's walk, their rebuild and checks),
 `schedules.py`, `queues.py`, `pause.py` and `attempts.py` (the SQL of our

@@ -6,7 +6,7 @@ The side tables (history, pause, schedules, queues and limits, the ready
 index and the Ready order) are the same tables on both databases; only the
 types differ, so each is written here once over a `Types` (what the tables
 hold: pause.py, schedules.py, queues.py, readyindex.py, due.py; the triggers
-keeping the derived ones stay per dialect: sqlite_index.py, postgres_index.py).
+keeping the derived ones stay per dialect: sqlite_schema.py, postgres_schema.py).
 The rebuild and the checks of those (readyindex.py `derived`) are written once
 over the few expressions a `Types` names too. A key is
 PostgreSQL `text COLLATE "C"`, so its order is UTF-8 byte order as on SQLite;
@@ -80,7 +80,7 @@ def _sqlite_unmet(k: str) -> str:
 
 
 def _call(function: str) -> Callable[[str], str]:
-    """A PostgreSQL function of ours (postgres_index.py) called on an expression."""
+    """A PostgreSQL function of ours (postgres_schema.py) called on an expression."""
     return lambda x: f"{function}({x})"
 
 

@@ -43,7 +43,7 @@ from typing import Any
 from ledger_cli.engine.history import HistoryEntry
 from ledger_cli.engine.record import TaskState
 from ledger_cli.engine.rerun import rerun
-from ledger_cli.stores.sql import codec, historyfollow, postgres_index, queues
+from ledger_cli.stores.sql import codec, historyfollow, postgres_schema, queues
 from ledger_cli.stores.sql.postgres_claim import PostgresClaims
 from ledger_cli.stores.sql.postgres_conn import no_nul
 from ledger_cli.stores.sql.reads import SqlReads
@@ -92,17 +92,15 @@ class PostgresStore(PostgresClaims, SqlReads, SqlSideTables):
     IN_MAX = 1 << 20  # one array parameter (`= ANY(%s)`): no statement-size limit
     GAP_WAIT = historyfollow.PG_GAP_WAIT
     _utf8 = True  # keys are `text COLLATE "C"`: byte order
-    INDEX_DDL = (*postgres_index.READY_DDL, *postgres_index.DUE_DDL)
-    INDEX_CHECKS = postgres_index.CHECKS
-    INDEX_REBUILD_RANGE = postgres_index.REBUILD_RANGE
+    INDEX_DDL = (*postgres_schema.READY_DDL, *postgres_schema.DUE_DDL)
+    INDEX_CHECKS = postgres_schema.CHECKS
+    INDEX_REBUILD_RANGE = postgres_schema.REBUILD_RANGE
     REBUILD_LOCK = "LOCK TABLE ledger_tasks IN SHARE ROW EXCLUSIVE MODE"
     REBUILD_GAP = 0.0  # waiting writers queue on the lock
 
-    def _rows(self, op: str, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
-        with self._lock:
-            self._check_open()
-            with self._errors(op):
-                return list(self._conn.execute(sql, args or None).fetchall())
+    def _fetchall(self, op: str, sql: str, params: tuple[Any, ...]) -> list[Any]:
+        with self._errors(op):
+            return list(self._conn.execute(sql, params or None).fetchall())
 
     def _in(self, column: str, values: tuple[str, ...]) -> tuple[str, tuple[Any, ...]]:
         return f"{column} = ANY(%s)", (list(values),)
@@ -131,8 +129,8 @@ class PostgresStore(PostgresClaims, SqlReads, SqlSideTables):
             self._check_open()
             with self._errors("limit"):
                 if key is not None and codec.is_utf8(key):
-                    self._conn.execute(queues.sql(queues.LOCK_TASK, "%s"), (key,))
-                row = self._conn.execute(queues.sql(queues.LOCK_LIMIT, "%s"), (queue,)).fetchone()
+                    self._conn.execute(self._sql(queues.LOCK_TASK), (key,))
+                row = self._conn.execute(self._sql(queues.LOCK_LIMIT), (queue,)).fetchone()
         return queues.limit_of(queue, row[0]) if row is not None else None
 
     # -- Store -------------------------------------------------------------------

@@ -22,7 +22,7 @@ FREE, NOT_FREE), the page queries and their keyset reader, the sortable form of
 `now`, the prune-aware listing queries, and the rebuild and checks of the
 ready index and the Ready order (`derived`), written over a dialect's SQL for
 a task's needs, `unmet` and sortable CreatedAt (ddl.py `Types`). Each
-backend's tables and triggers are in `sqlite_index.py` / `postgres_index.py`.
+backend's triggers are in `sqlite_schema.py` / `postgres_schema.py`.
 """
 
 from __future__ import annotations
@@ -104,17 +104,17 @@ def _checks(t: Types) -> Checks:
 def page_sql(
     columns: str, mark: str, lease: str, *, limit: int | None = None, only: str | None = None
 ) -> str:
-    """The next candidates after (created, key), in order, leaving out claimed
-    rows whose lease (`lease`: the sortable lease_until expression) runs past
-    `now`. Parameters: created, key, now (`sortable`), and the limit unless
-    `limit` gives it as a literal (PostgreSQL then keeps one generic plan for
-    the prepared statement instead of planning each call: half the server's
-    cost of the query, measured). `only`: a further condition on the
-    candidates (FREE or NOT_FREE)."""
-    cols = ", ".join(f"t.{c.strip()}" for c in columns.split(","))
+    """The next candidates (`columns` of their row `t`) after (created, key),
+    in order, leaving out claimed rows whose lease (`lease`: the sortable
+    lease_until expression) runs past `now`. Parameters: created, key, now
+    (`sortable`), and the limit unless `limit` gives it as a literal
+    (PostgreSQL then keeps one generic plan for the prepared statement
+    instead of planning each call: half the server's cost of the query,
+    measured). `only`: a further condition on the candidates (FREE or
+    NOT_FREE)."""
     which = "" if only is None else f" AND {only}"
     return (
-        f"SELECT {cols}, r.created FROM ledger_ready r JOIN ledger_tasks t ON t.key = r.key"
+        f"SELECT {columns}, r.created FROM ledger_ready r JOIN ledger_tasks t ON t.key = r.key"
         f" WHERE (r.created, r.key) > ({mark}, {mark})"
         f" AND (t.status = 'pending' OR {lease} <= {mark}){which}"
         f" ORDER BY r.created, r.key LIMIT {mark if limit is None else int(limit)}"
@@ -175,8 +175,9 @@ def visible_sql(columns: str) -> str:
 
 
 def pruned_sql(columns: str) -> str:
-    cols = ", ".join(f"t.{c.strip()}" for c in columns.split(","))
-    return f"SELECT {cols} FROM ledger_tasks t JOIN ledger_pruned p ON p.key = t.key ORDER BY t.key"
+    return (
+        f"SELECT {columns} FROM ledger_tasks t JOIN ledger_pruned p ON p.key = t.key ORDER BY t.key"
+    )
 
 
 def visible_page_sql(columns: str, mark: str, statuses: int = 0) -> str:

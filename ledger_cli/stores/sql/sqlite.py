@@ -49,7 +49,7 @@ from typing import Any
 
 from ledger_cli.engine.history import HistoryEntry
 from ledger_cli.engine.record import TaskState
-from ledger_cli.stores.sql import codec, ddl, queues, readyindex, sqlite_index
+from ledger_cli.stores.sql import codec, ddl, due, queues, readyindex, sqlite_schema
 from ledger_cli.stores.sql.claims import SqlClaims
 from ledger_cli.stores.sql.reads import SqlReads
 from ledger_cli.stores.sql.sidetables import SqlSideTables
@@ -84,20 +84,15 @@ class SQLiteStore(SQLiteConnection, SqlClaims, SqlReads, SqlSideTables):
     KEY_ORDER = "ORDER BY key"
     IN_MAX = 500
     GAP_WAIT = 0.0
-    INDEX_DDL = sqlite_index.DDL
-    INDEX_CHECKS = sqlite_index.CHECKS
-    INDEX_REBUILD_RANGE = sqlite_index.REBUILD_RANGE
+    INDEX_DDL = sqlite_schema.INDEX_DDL
+    INDEX_CHECKS = sqlite_schema.CHECKS
+    INDEX_REBUILD_RANGE = sqlite_schema.REBUILD_RANGE
     REBUILD_GAP = 0.12
     """Longer than one busy-handler poll: waiting writers get in (cli/chunks.py GAP)."""
     LEASE = ddl.SQLITE.sortkey("t.lease_until")
     READY_PAGE = 4
     """A claim mostly takes the first candidate it reads (the scan leaves out
     live leases): a page of 16 read (and converted) 12 rows for nothing."""
-
-    def _rows(self, op: str, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
-        with self._lock:
-            self._check_open()
-            return self._fetchall(op, sql, args)
 
     def _in(self, column: str, values: tuple[str, ...]) -> tuple[str, tuple[Any, ...]]:
         return f"{column} IN ({', '.join('?' * len(values))})", values
@@ -115,8 +110,14 @@ class SQLiteStore(SQLiteConnection, SqlClaims, SqlReads, SqlSideTables):
         return bool(rows and rows[0][0])
 
     def _queue_page_sql(self, *, lock: bool, limit: int, queues: int) -> str:
-        return sqlite_index.queue_page_sql(
-            codec.SELECT_COLUMNS, self.LEASE, limit=limit, queues=queues
+        """Driven from `ledger_queue`'s (queue, key) index (CROSS JOIN keeps that
+        order of the loops): it reads those queues' rows, however many tasks of
+        other queues sort before them, where the (rank, due, key) walk would
+        step over every one."""
+        return (
+            f"SELECT {codec.T_COLUMNS}, d.due FROM ledger_queue q CROSS JOIN ledger_due d"
+            f" CROSS JOIN ledger_tasks t WHERE q.queue IN ({', '.join('?' * queues)}) AND d.key"
+            f" = q.key AND t.key = d.key AND {due.level_sql('?', self.LEASE, limit=limit)}"
         )
 
     def ready_apart(self) -> int:
