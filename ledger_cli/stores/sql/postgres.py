@@ -23,15 +23,11 @@ text that is not valid UTF-8 (the server refuses it in a UTF8 database), so the
 a key given with such bytes has no record (load returns None) and writing such
 text is a StoreError.
 
-The class is assembled over the connection base `PostgresConnection`
-(postgres_conn.py: connecting, errors, batches, the clock) from
-`PostgresClaims` (postgres_claim.py: the clock hooks and the claim's pause
-read) and the groups shared with SQLite: `SqlClaims` (claims.py: the Ready
-path and the pause), `SqlReads` (reads.py: listings and counts) and
-`SqlSideTables` (sidetables.py: schedules, queues and limits, pruning,
-ready-index upkeep). The class supplies their dialect (dialect.py). The schema and its
-set-up are in postgres_schema.py. What stays here is the Store's core:
-`load`, the compare-and-swap writes, history writes and `lock_limit`.
+The class supplies its dialect (dialect.py) to the groups shared with SQLite
+(claims.py, reads.py, sidetables.py: stores/sql/__init__.py maps them), over
+`PostgresClaims` (postgres_claim.py) and the connection base (postgres_conn.py);
+the schema and its set-up are postgres_schema.py's. What stays here is the
+Store's core: `load`, the compare-and-swap writes, history writes and `lock_limit`.
 """
 
 from __future__ import annotations

@@ -30,16 +30,13 @@ it); a value holding such bytes is bound back as those exact bytes
 Sequences, fences and revs are SQLite INTEGERs (signed 64-bit), as in Go; a
 value above 2^63-1 (which the Go store cannot write either) is a StoreError.
 
-The class is assembled over the connection base `SQLiteConnection`
-(sqlite_conn.py: opening, pragmas, errors, text recovery, batches) from the
-groups shared with PostgreSQL: `SqlClaims` (claims.py: the Ready path and the
-pause), `SqlReads` (reads.py: listings and counts) and `SqlSideTables`
-(sidetables.py: schedules, queues and limits, pruning, ready-index upkeep).
-The class supplies their dialect (dialect.py). The schema and its migration
-are in sqlite_schema.py (GO_DDL is re-exported here). What stays here is the
-Store's core: `load`, the compare-and-swap writes and history writes, and
-`ready_apart` (keys that are not valid UTF-8, which SQLite can hold).
-
+The class supplies its dialect (dialect.py) to the groups shared with
+PostgreSQL (claims.py, reads.py, sidetables.py: stores/sql/__init__.py maps
+them), over the connection base (sqlite_conn.py); the schema and its
+migration are sqlite_schema.py's (GO_DDL is re-exported here). What stays
+here is the Store's core: `load`, the compare-and-swap and history writes,
+the named-queue scan and `ready_apart` (keys that are not valid UTF-8, which
+SQLite can hold).
 """
 
 from __future__ import annotations
