@@ -239,13 +239,13 @@ def test_claimers_hand_out_every_task_once_in_the_ready_order(kind: str, tmp_pat
             assert keys == sorted(keys, key=order.index)
 
 
-# -- the SQLite index in the Ready order (stores/sql/sqlite_due.py) ---------------------
+# -- the SQLite index in the Ready order (stores/sql/sqlite_schema.py) ---------------------
 
 
 def test_sqlite_due_index_go_rows_older_index_and_doctor(tmp_path: Path) -> None:
     import sqlite3
 
-    from ledger_cli.stores.sql import sqlite_due
+    from ledger_cli.stores.sql import sqlite_schema
 
     db = tmp_path / "l.db"
     url = f"sqlite:{db}"
@@ -259,7 +259,7 @@ def test_sqlite_due_index_go_rows_older_index_and_doctor(tmp_path: Path) -> None
         (T1, T1),
     )
     # An index built by an older release: no ledger_due.
-    for name in sqlite_due.OBJECTS[2:]:
+    for name in sqlite_schema.DUE_OBJECTS[2:]:
         conn.execute(f"DROP TRIGGER {name}")
     conn.execute("DROP TABLE ledger_due")
     conn.commit()

@@ -13,7 +13,7 @@ import pytest
 
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.ledger import Ledger
-from ledger_cli.stores.sql import postgres_readyindex
+from ledger_cli.stores.sql import postgres_schema
 from ledger_cli.stores.sql.postgres import PostgresStore
 from ledger_cli.stores.sql.postgres_schema import SETUP_LOCK
 from tests.stores import KINDS
@@ -50,8 +50,8 @@ def test_an_older_trigger_function_is_replaced_and_the_index_kept(url: str) -> N
     ledger.admit("t", "a", 1, None, T0)
     ledger.admit("t", "b", 1, None, T0, "a")
     store.close()
-    (ddl,) = [d for d in postgres_readyindex.PG_DDL if "OR REPLACE FUNCTION ledger_ready_sync" in d]
-    older = ddl.replace(f"-- {postgres_readyindex.PG_SYNC_VERSION}", "-- an older version")
+    (ddl,) = [d for d in postgres_schema.READY_DDL if "OR REPLACE FUNCTION ledger_ready_sync" in d]
+    older = ddl.replace(f"-- {postgres_schema.PG_SYNC_VERSION}", "-- an older version")
     with psycopg.connect(url, autocommit=True) as conn:  # as a v1 store was
         conn.execute(older)
         conn.execute(
@@ -61,14 +61,14 @@ def test_an_older_trigger_function_is_replaced_and_the_index_kept(url: str) -> N
         assert conn.execute(
             "SELECT strpos(prosrc, %s) FROM pg_proc WHERE proname = 'ledger_ready_sync'"
             " AND pronamespace = current_schema()::regnamespace",
-            (postgres_readyindex.PG_SYNC_VERSION,),
+            (postgres_schema.PG_SYNC_VERSION,),
         ).fetchone() == (0,)
     store = PostgresStore(url)
     with psycopg.connect(url, autocommit=True) as conn:
         (found,) = conn.execute(
             "SELECT strpos(prosrc, %s) > 0 FROM pg_proc WHERE proname = 'ledger_ready_sync'"
             " AND pronamespace = current_schema()::regnamespace",
-            (postgres_readyindex.PG_SYNC_VERSION,),
+            (postgres_schema.PG_SYNC_VERSION,),
         ).fetchone() or (False,)
         assert found
         (options,) = conn.execute(

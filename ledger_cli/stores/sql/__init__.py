@@ -10,14 +10,14 @@ pause), `reads.py` (listings, scans and counts) and `sidetables.py`
 What truly differs stays per database: `*_conn.py` (connecting, pragmas,
 error mapping, batches, close; PostgreSQL's pipelined batch is in
 `postgres_tx.py`, its refused logins told from outages in
-`postgres_login.py`), `*_schema.py` (the DDL and the set-up or migration on
-open), `postgres_claim.py` (PostgreSQL's clock hooks and its pause read
-with the claim), the Ready order's table and triggers in `sqlite_due.py` /
-`postgres_due.py` and the ready index's in `sqlite_readyindex.py` /
-`postgres_readyindex.py`. Both share `codec.py` (a record as a row of Go's
-`ledger_tasks`), `utf8.py` (text that is not valid UTF-8), `paging.py`
+`postgres_login.py`), `*_schema.py` (the DDL, the ready index's and the
+Ready order's triggers included, and the set-up or migration on open),
+`postgres_claim.py` (PostgreSQL's clock hooks, its pause read with the
+claim, its named-queue scan). Both share `codec.py` (a record as a row of
+Go's `ledger_tasks`), `utf8.py` (text that is not valid UTF-8), `paging.py`
 (paged history and listings), `readyindex.py` and `due.py` (the candidate
-queries and the Ready order's walk, their tables and checks),
+queries and the Ready order's walk, their rebuild and checks),
 `schedules.py`, `queues.py`, `pause.py` and `attempts.py` (the SQL of our
-side tables), all written over `ddl.py` (each dialect's column types).
+side tables), all written over `ddl.py` (each dialect's column types and
+the expressions the index's shared statements take).
 """

@@ -35,29 +35,23 @@ from typing import Any
 from ledger_cli.engine.attempts import KEEP_ATTEMPTS, Attempt
 from ledger_cli.stores.sql.codec import damaged_row, integral, shown
 
-TABLE = "ledger_attempts"
 COLUMNS = (
     "n, fence, try_n, owner, host, pid, started, ended, exit, signal, timed_out,"
     " output_bytes, kept_bytes"
 )
 
-SQLITE_DDL = (
+_DDL = (
     "CREATE TABLE IF NOT EXISTS ledger_attempts ("
-    " key TEXT NOT NULL, n INTEGER NOT NULL, fence INTEGER NOT NULL,"
-    " try_n INTEGER NOT NULL, owner TEXT NOT NULL, host TEXT NOT NULL,"
-    " pid INTEGER NOT NULL, started TEXT NOT NULL, ended TEXT, exit INTEGER,"
-    " signal TEXT, timed_out INTEGER NOT NULL, output_bytes INTEGER NOT NULL,"
-    " kept_bytes INTEGER NOT NULL, output BLOB NOT NULL DEFAULT x'',"
+    " key TEXT NOT NULL, n {big} NOT NULL, fence {uint} NOT NULL,"
+    " try_n {big} NOT NULL, owner TEXT NOT NULL, host TEXT NOT NULL,"
+    " pid {big} NOT NULL, started TEXT NOT NULL, ended TEXT, exit INTEGER,"
+    " signal TEXT, timed_out {bool} NOT NULL, output_bytes {big} NOT NULL,"
+    " kept_bytes {big} NOT NULL, output {blob} NOT NULL DEFAULT {empty},"
     " PRIMARY KEY (key, n))"
 )
-PG_DDL = (
-    "CREATE TABLE IF NOT EXISTS ledger_attempts ("
-    " key TEXT NOT NULL, n BIGINT NOT NULL, fence NUMERIC(20, 0) NOT NULL,"
-    " try_n BIGINT NOT NULL, owner TEXT NOT NULL, host TEXT NOT NULL,"
-    " pid BIGINT NOT NULL, started TEXT NOT NULL, ended TEXT, exit INTEGER,"
-    " signal TEXT, timed_out BOOLEAN NOT NULL, output_bytes BIGINT NOT NULL,"
-    " kept_bytes BIGINT NOT NULL, output BYTEA NOT NULL DEFAULT ''::bytea,"
-    " PRIMARY KEY (key, n))"
+SQLITE_DDL = _DDL.format(big="INTEGER", uint="INTEGER", bool="INTEGER", blob="BLOB", empty="x''")
+PG_DDL = _DDL.format(
+    big="BIGINT", uint="NUMERIC(20, 0)", bool="BOOLEAN", blob="BYTEA", empty="''::bytea"
 )
 _PG_SETUP_LOCK = 0x6C6564676572  # postgres_schema.py SETUP_LOCK: openers serialise DDL
 _PG_ATTEMPT_LOCK = 0x61747470  # "attp": (class, hashtext(key)) advisory locks

@@ -3,8 +3,8 @@ ready figures of `ledger stats` and the pause.
 
 `SqlClaims` reads the Ready order (docs/design.md §8.2) through `ledger_due`
 (due.py) and the plain candidate order through `ledger_ready`
-(readyindex.py), both kept by each dialect's triggers (*_due.py,
-*_readyindex.py), and the pause (docs/design.md §8.3; pause.py). What differs
+(readyindex.py), both kept by each dialect's triggers (*_schema.py), and the
+pause (docs/design.md §8.3; pause.py). What differs
 comes from the dialect (dialect.py): the sortable lease expression (LEASE),
 the query reading a few named queues' candidates first (`_queue_page_sql`),
 and whether a scan locks what it reads (`_locking_reads`). PostgreSQL does
@@ -59,7 +59,8 @@ class SqlClaims(SqlDialect):
 
     def _queue_page_sql(self, *, lock: bool, limit: int, queues: int) -> str:
         """`due.page_sql` for the tasks of `queues` named queues, none of them
-        `default`, driven from `ledger_queue`'s (queue, key) index (*_due.py)."""
+        `default`, driven from `ledger_queue`'s (queue, key) index. Parameters:
+        the queue names, then page_sql's."""
         raise NotImplementedError
 
     def _records_seen(self) -> dict[str, TaskState] | None:
@@ -112,7 +113,7 @@ class SqlClaims(SqlDialect):
         locking = self._locking_reads()
         page = 1 if locking else self.READY_PAGE
         sql = due.page_sql(
-            codec.SELECT_COLUMNS, self.LEASE, self.MARK, lock=locking, limit=page, extra=cond[0]
+            codec.T_COLUMNS, self.LEASE, self.MARK, lock=locking, limit=page, extra=cond[0]
         )
         first: tuple[str, ...] = ()
         if named:  # named queues only: read through ledger_queue's (queue, key) index
@@ -154,7 +155,7 @@ class SqlClaims(SqlDialect):
     def _ready_pages(self, now: Instant | None, only: str) -> Iterator[TaskState]:
         """The candidates through `ledger_ready` in (created, key) order, those
         `only` admits (FREE or NOT_FREE), read without row locks."""
-        sql = readyindex.page_sql(codec.SELECT_COLUMNS, self.MARK, self.LEASE, limit=16, only=only)
+        sql = readyindex.page_sql(codec.T_COLUMNS, self.MARK, self.LEASE, limit=16, only=only)
         at = readyindex.sortable(now)
         # the limit (page) is in the SQL: one generic plan on PostgreSQL
         return readyindex.candidates(
@@ -170,7 +171,7 @@ class SqlClaims(SqlDialect):
 
     def write_pause(self, state: tuple[str, str, str] | None) -> None:
         with self.batch(), self._lock, self._errors("pause"):
-            self._conn.execute(pause.sql(pause.WRITE, self.MARK), pause.params(state))
+            self._conn.execute(self._sql(pause.WRITE), pause.params(state))
 
 
 def _decoded(rows: list[Any], seen: dict[str, TaskState] | None) -> Iterator[TaskState]:

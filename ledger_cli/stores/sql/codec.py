@@ -35,32 +35,18 @@ from ledger_cli.stores.sql.utf8 import shown as shown
 UINT64_MAX = 2**64 - 1
 INT64_MAX = 2**63 - 1
 
-TABLE = "ledger_tasks"
-HISTORY_TABLE = "ledger_history"
-CLAIMABLE_INDEX = "ledger_tasks_claimable"
-HISTORY_INDEX = "ledger_history_key"
-
 # Columns in the order every SELECT of this package lists them (TaskState order).
 SELECT_COLUMNS = (
     "key, status, sequence, owner, fence, lease_until, needs, blocked_by, task, rev, "
     "created_by, created_at, updated_by, updated_at"
 )
-ALL_COLUMNS: tuple[str, ...] = (
-    "key",
-    "status",
-    "sequence",
-    "owner",
-    "fence",
-    "lease_until",
-    "needs",
-    "blocked_by",
-    "task",
-    "rev",
-    "created_at",
-    "updated_at",
-    "created_by",
-    "updated_by",
+T_COLUMNS = ", ".join(f"t.{c}" for c in SELECT_COLUMNS.split(", "))
+"""SELECT_COLUMNS of the row aliased `t`."""
+_GO_COLUMNS = (
+    "key, status, sequence, owner, fence, lease_until, needs, blocked_by, task, rev, "
+    "created_at, updated_at, created_by, updated_by"
 )
+ALL_COLUMNS = tuple(_GO_COLUMNS.split(", "))
 """Every column of the Go table, in the Go DDL's order."""
 
 MIGRATED_COLUMNS: tuple[str, ...] = ("created_at", "updated_at", "created_by", "updated_by")
@@ -76,8 +62,7 @@ def core_sql(p: str, returning: str = "") -> tuple[str, str, str, str]:
     each write ends with `returning`."""
     return (
         f"SELECT {SELECT_COLUMNS} FROM ledger_tasks WHERE key = {p}",
-        "INSERT INTO ledger_tasks (key, status, sequence, owner, fence, lease_until, needs,"
-        " blocked_by, task, rev, created_at, updated_at, created_by, updated_by)"
+        f"INSERT INTO ledger_tasks ({_GO_COLUMNS})"
         f" VALUES ({p}, {p}, {p}, {p}, {p}, {p}, {p}, {p}, {p}, 0, {p}, {p}, {p}, {p})"
         f" ON CONFLICT (key) DO NOTHING{returning}",
         f"UPDATE ledger_tasks SET status = {p}, sequence = {p}, owner = {p}, fence = {p},"

@@ -1,28 +1,39 @@
 """Our side tables' DDL, written once over each dialect's column types
-(docs/design.md §3.3, §3.4).
+(docs/design.md §3.3, §3.4), and the dialect's SQL the ready index's shared
+statements take.
 
 The side tables (history, pause, schedules, queues and limits, the ready
 index and the Ready order) are the same tables on both databases; only the
 types differ, so each is written here once over a `Types` (what the tables
 hold: pause.py, schedules.py, queues.py, readyindex.py, due.py; the triggers
-keeping the derived ones stay per dialect: *_readyindex.py, *_due.py). A key is
+keeping the derived ones stay per dialect: sqlite_schema.py, postgres_schema.py).
+The rebuild and the checks of those (readyindex.py `derived`) are written once
+over the few expressions a `Types` names too. A key is
 PostgreSQL `text COLLATE "C"`, so its order is UTF-8 byte order as on SQLite;
 a keyed SQLite table is WITHOUT ROWID (the key is its only index); an
 unsigned 64-bit number is an SQLite INTEGER (signed, as the Go store's) and a
 checked `numeric(20,0)` on PostgreSQL (`bigint` stops at 2^63-1).
 """
 
+from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
 
 class Types(NamedTuple):
-    """A dialect's column types.
+    """A dialect's column types, and its SQL over a task row `t` for the ready index.
 
     - key: a key (or queue name) column;
     - text, int: plain columns;
     - rowid: what ends a keyed table's definition;
     - serial: the history's id, a primary key the database numbers in order;
-    - uint: a required unsigned 64-bit number (`{col}`: the column's name, for a check).
+    - uint: a required unsigned 64-bit number (`{col}`: the column's name, for a check);
+    - needs(x): a set-returning FROM item, aliased `j`, over the needs JSON text `x`;
+    - strings: a condition (ending in AND) keeping the string elements of `j`, or '';
+    - need: a need of `j`;
+    - unmet(k): true when a need of the task keyed `k` is not completed;
+    - sortkey(x): RFC3339Nano text `x` as sortable UTC text ('' stays '');
+    - later: the later of two texts (`max`, `greatest`);
+    - every: a condition every row meets (a rebuild's range over every key).
     """
 
     key: str
@@ -31,6 +42,46 @@ class Types(NamedTuple):
     rowid: str
     serial: str
     uint: str
+    needs: Callable[[str], str]
+    strings: str
+    need: str
+    unmet: Callable[[str], str]
+    sortkey: Callable[[str], str]
+    later: str
+    every: str
+
+
+def _sqlite_sortkey(x: str) -> str:
+    """Built-in functions only (the Go service's connection runs the triggers too)."""
+    tz = f"CASE WHEN substr({x}, -1) = 'Z' THEN 'Z' ELSE substr({x}, -6) END"
+    tzlen = f"CASE WHEN substr({x}, -1) = 'Z' THEN 1 ELSE 6 END"
+    frac = (
+        f"CASE WHEN instr({x}, '.') = 0 THEN '' ELSE "
+        f"substr({x}, instr({x}, '.') + 1, length({x}) - instr({x}, '.') - {tzlen}) END"
+    )
+    return (
+        f"CASE WHEN {x} = '' THEN '' ELSE coalesce("
+        f"strftime('%Y-%m-%dT%H:%M:%S', substr({x}, 1, 19) || {tz})"
+        f" || '.' || substr({frac} || '000000000', 1, 9), {x}) END"
+    )
+
+
+def _sqlite_needs(x: str) -> str:
+    return (
+        f"json_each(CASE WHEN json_valid({x}) AND json_type({x}) = 'array' THEN {x} ELSE '[]' END)"
+    )
+
+
+def _sqlite_unmet(k: str) -> str:
+    return (
+        "EXISTS (SELECT 1 FROM ledger_needs n LEFT JOIN ledger_tasks d ON d.key = n.need"
+        f" WHERE n.key = {k} AND d.status IS NOT 'completed')"
+    )
+
+
+def _call(function: str) -> Callable[[str], str]:
+    """A PostgreSQL function of ours (postgres_schema.py) called on an expression."""
+    return lambda x: f"{function}({x})"
 
 
 SQLITE = Types(
@@ -40,6 +91,13 @@ SQLITE = Types(
     rowid=" WITHOUT ROWID",
     serial="INTEGER PRIMARY KEY AUTOINCREMENT",
     uint="INTEGER NOT NULL",
+    needs=_sqlite_needs,
+    strings="j.type = 'text' AND ",
+    need="j.value",
+    unmet=_sqlite_unmet,
+    sortkey=_sqlite_sortkey,
+    later="max",
+    every="1",
 )
 PG = Types(
     key='text COLLATE "C"',
@@ -48,7 +106,21 @@ PG = Types(
     rowid="",
     serial="bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
     uint="numeric(20,0) NOT NULL CHECK ({col} BETWEEN 0 AND 18446744073709551615)",
+    needs=_call("ledger_needs_of"),
+    strings="",
+    need="j",
+    unmet=_call("ledger_unmet"),
+    sortkey=_call("ledger_sortkey"),
+    later="greatest",
+    every="TRUE",
 )
+
+
+def created(statements: Iterable[str]) -> tuple[str, ...]:
+    """The tables, indexes and triggers `statements` make (`CREATE … IF NOT
+    EXISTS name`), in order: what a schema check looks for."""
+    words = (s.split(maxsplit=6) for s in statements)
+    return tuple(w[5] for w in words if w[0] == "CREATE" and w[2:5] == ["IF", "NOT", "EXISTS"])
 
 
 def history(t: Types) -> tuple[str, ...]:

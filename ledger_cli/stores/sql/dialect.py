@@ -60,8 +60,8 @@ class SqlDialect:
         def batch(self) -> Iterator[None]:
             yield
 
-        def _rows(self, op: str, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
-            """All rows of one query, under the lock and the store's error mapping."""
+        def _fetchall(self, op: str, sql: str, params: tuple[Any, ...]) -> list[Any]:
+            """All rows of one query, under the store's error mapping."""
             ...
 
         def close(self) -> None: ...
@@ -71,6 +71,12 @@ class SqlDialect:
         def _in(self, column: str, values: tuple[str, ...]) -> tuple[str, tuple[Any, ...]]:
             """`column` equals one of `values`: the SQL condition and its arguments."""
             ...
+
+    def _rows(self, op: str, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
+        """All rows of one query, under the lock and the store's error mapping."""
+        with self._lock:
+            self._check_open()
+            return self._fetchall(op, sql, args)
 
     @contextlib.contextmanager
     def _errors(self, op: str) -> Iterator[None]:
@@ -86,6 +92,10 @@ class SqlDialect:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._where!r})"
+
+    def _sql(self, template: str) -> str:
+        """A statement of pause.py, schedules.py or queues.py (`{p}`: a parameter)."""
+        return template.format(p=self.MARK)
 
     def _holds(self, text: str) -> bool:
         """The database can hold `text` (else no row has it: a read of it finds nothing)."""

@@ -3,7 +3,7 @@
 `ledger_due (key, rank, due)` holds the candidates of `ledger_ready` with
 rank = -priority and due = the later of CreatedAt and not-before (sortable
 text), indexed by (rank, due, key); each dialect builds it and keeps it
-current with its own triggers (sqlite_due.py, postgres_due.py). `claim
+current with its own triggers (sqlite_schema.py, postgres_schema.py). `claim
 --next` walks the priority levels present, highest first (one index seek
 each: `min(rank) > r`), and within a level the rows already due in (due,
 key) order; rows not yet due sit at the end of their level and are never
@@ -85,11 +85,11 @@ def page_sql(
     limit: int | None = None,
     extra: str = "",
 ) -> str:
-    """The next due candidates of one level (`level_sql`), the due text last;
+    """The next due candidates of one level (`level_sql`; `columns` of their
+    row `t`), the due text last;
     with `lock`, each row locked (FOR UPDATE SKIP LOCKED: PostgreSQL)."""
-    cols = ", ".join(f"t.{c.strip()}" for c in columns.split(","))
     sql = (
-        f"SELECT {cols}, d.due FROM ledger_due d JOIN ledger_tasks t ON t.key = d.key"
+        f"SELECT {columns}, d.due FROM ledger_due d JOIN ledger_tasks t ON t.key = d.key"
         f" WHERE {level_sql(mark, lease, extra, limit)}"
     )
     return sql + " FOR UPDATE OF t SKIP LOCKED" if lock else sql

@@ -51,18 +51,10 @@ class SqlHistoryFollower:
         now = time.monotonic()
         gaps = sorted(self._gaps)
         while True:
-            if gaps:
-                sql = (
-                    f"SELECT id, {HISTORY_COLUMNS} FROM ledger_history"
-                    f" WHERE id > {m} OR id = ANY({m}) ORDER BY id LIMIT {m}"
-                )
-                rows = self._fetch(sql, (self._last, gaps, HISTORY_PAGE + len(gaps)))
-            else:
-                sql = (
-                    f"SELECT id, {HISTORY_COLUMNS} FROM ledger_history"
-                    f" WHERE id > {m} ORDER BY id LIMIT {m}"
-                )
-                rows = self._fetch(sql, (self._last, HISTORY_PAGE))
+            where = f"id > {m} OR id = ANY({m})" if gaps else f"id > {m}"
+            sql = f"SELECT id, {HISTORY_COLUMNS} FROM ledger_history WHERE {where}"
+            args = (self._last, gaps) if gaps else (self._last,)
+            rows = self._fetch(f"{sql} ORDER BY id LIMIT {m}", (*args, HISTORY_PAGE + len(gaps)))
             fresh = 0
             for row in rows:
                 id_ = int(row[0])

@@ -12,7 +12,6 @@ from __future__ import annotations
 from ledger_cli.engine.instant import Instant
 from ledger_cli.stores.sql.codec import damaged_row
 
-TABLE = "ledger_pause"
 REWRITE = "`ledger resume` writes it again"
 """What to do about a damaged row (cli/commands/resume.py writes over it)."""
 
@@ -21,10 +20,6 @@ READ = "SELECT paused, since, actor, reason FROM ledger_pause WHERE id = 1"
 READ_FOR_WRITE_PG = READ + " FOR UPDATE"
 """`pause` / `resume`'s read before their write, in one transaction."""
 WRITE = "UPDATE ledger_pause SET paused = {p}, since = {p}, actor = {p}, reason = {p} WHERE id = 1"
-
-
-def sql(template: str, placeholder: str) -> str:
-    return template.format(p=placeholder)
 
 
 def state_of(row: tuple[object, ...] | None) -> tuple[str, str, str] | None:

@@ -23,15 +23,11 @@ text that is not valid UTF-8 (the server refuses it in a UTF8 database), so the
 a key given with such bytes has no record (load returns None) and writing such
 text is a StoreError.
 
-The class is assembled over the connection base `PostgresConnection`
-(postgres_conn.py: connecting, errors, batches, the clock) from
-`PostgresClaims` (postgres_claim.py: the clock hooks and the claim's pause
-read) and the groups shared with SQLite: `SqlClaims` (claims.py: the Ready
-path and the pause), `SqlReads` (reads.py: listings and counts) and
-`SqlSideTables` (sidetables.py: schedules, queues and limits, pruning,
-ready-index upkeep). The class supplies their dialect (dialect.py). The schema and its
-set-up are in postgres_schema.py. What stays here is the Store's core:
-`load`, the compare-and-swap writes, history writes and `lock_limit`.
+The class supplies its dialect (dialect.py) to the groups shared with SQLite
+(claims.py, reads.py, sidetables.py: stores/sql/__init__.py maps them), over
+`PostgresClaims` (postgres_claim.py) and the connection base (postgres_conn.py);
+the schema and its set-up are postgres_schema.py's. What stays here is the
+Store's core: `load`, the compare-and-swap writes, history writes and `lock_limit`.
 """
 
 from __future__ import annotations
@@ -43,7 +39,7 @@ from typing import Any
 from ledger_cli.engine.history import HistoryEntry
 from ledger_cli.engine.record import TaskState
 from ledger_cli.engine.rerun import rerun
-from ledger_cli.stores.sql import codec, historyfollow, postgres_due, postgres_readyindex, queues
+from ledger_cli.stores.sql import codec, historyfollow, postgres_schema, queues
 from ledger_cli.stores.sql.postgres_claim import PostgresClaims
 from ledger_cli.stores.sql.postgres_conn import no_nul
 from ledger_cli.stores.sql.reads import SqlReads
@@ -92,17 +88,15 @@ class PostgresStore(PostgresClaims, SqlReads, SqlSideTables):
     IN_MAX = 1 << 20  # one array parameter (`= ANY(%s)`): no statement-size limit
     GAP_WAIT = historyfollow.PG_GAP_WAIT
     _utf8 = True  # keys are `text COLLATE "C"`: byte order
-    INDEX_DDL = (*postgres_readyindex.PG_DDL, *postgres_due.DDL)
-    INDEX_CHECKS = (*postgres_readyindex.PG_CHECKS, *postgres_due.CHECKS)
-    INDEX_REBUILD_RANGE = (*postgres_readyindex.PG_REBUILD_RANGE, *postgres_due.REBUILD_RANGE)
+    INDEX_DDL = (*postgres_schema.READY_DDL, *postgres_schema.DUE_DDL)
+    INDEX_CHECKS = postgres_schema.CHECKS
+    INDEX_REBUILD_RANGE = postgres_schema.REBUILD_RANGE
     REBUILD_LOCK = "LOCK TABLE ledger_tasks IN SHARE ROW EXCLUSIVE MODE"
     REBUILD_GAP = 0.0  # waiting writers queue on the lock
 
-    def _rows(self, op: str, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
-        with self._lock:
-            self._check_open()
-            with self._errors(op):
-                return list(self._conn.execute(sql, args or None).fetchall())
+    def _fetchall(self, op: str, sql: str, params: tuple[Any, ...]) -> list[Any]:
+        with self._errors(op):
+            return list(self._conn.execute(sql, params or None).fetchall())
 
     def _in(self, column: str, values: tuple[str, ...]) -> tuple[str, tuple[Any, ...]]:
         return f"{column} = ANY(%s)", (list(values),)
@@ -131,8 +125,8 @@ class PostgresStore(PostgresClaims, SqlReads, SqlSideTables):
             self._check_open()
             with self._errors("limit"):
                 if key is not None and codec.is_utf8(key):
-                    self._conn.execute(queues.sql(queues.LOCK_TASK, "%s"), (key,))
-                row = self._conn.execute(queues.sql(queues.LOCK_LIMIT, "%s"), (queue,)).fetchone()
+                    self._conn.execute(self._sql(queues.LOCK_TASK), (key,))
+                row = self._conn.execute(self._sql(queues.LOCK_LIMIT), (queue,)).fetchone()
         return queues.limit_of(queue, row[0]) if row is not None else None
 
     # -- Store -------------------------------------------------------------------

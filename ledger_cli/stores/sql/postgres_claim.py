@@ -5,7 +5,7 @@ the hooks that read the server's clock without a round trip of its own
 (`now_with`, `ready_at_clock`), the pause (docs/design.md §8.3) read FOR SHARE by a
 `--next` claim together with the clock, the first priority level and the
 queues' limits, and the named queues' candidates read through a
-MATERIALIZED CTE (postgres_due.py).
+MATERIALIZED CTE.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
-from ledger_cli.stores.sql import codec, pause, postgres_due, postgres_readyindex
+from ledger_cli.stores.sql import codec, ddl, due, pause
 from ledger_cli.stores.sql.claims import SqlClaims
 from ledger_cli.stores.sql.postgres_conn import PostgresConnection
 from ledger_cli.stores.sql.queues import limit_of
@@ -28,9 +28,8 @@ if TYPE_CHECKING:
 # with no record): statement_timestamp() is read as the statement starts, so
 # before the row's snapshot is taken, as reading the clock and then the record.
 _CLOCKED_LOAD = (
-    "SELECT statement_timestamp(), "
-    + ", ".join(f"t.{c.strip()}" for c in codec.SELECT_COLUMNS.split(","))
-    + " FROM (SELECT 1) c LEFT JOIN ledger_tasks t ON t.key = %s"
+    f"SELECT statement_timestamp(), {codec.T_COLUMNS}"
+    " FROM (SELECT 1) c LEFT JOIN ledger_tasks t ON t.key = %s"
 )
 _CLAIM_START = (
     "SELECT paused, since, actor, reason, clock_timestamp(),"
@@ -46,7 +45,7 @@ queues' limits (docs/design.md §8.7), in one round trip."""
 class PostgresClaims(PostgresConnection, SqlClaims):
     """The claim path of a `PostgresStore`: the clock hooks, the pause."""
 
-    LEASE = postgres_readyindex.PG_LEASE
+    LEASE = ddl.PG.sortkey("t.lease_until")
 
     def now_with(self, key: str) -> Instant:
         """`now()`, and inside a batch the row of `key` read with it (the clock
@@ -69,9 +68,17 @@ class PostgresClaims(PostgresConnection, SqlClaims):
         return now
 
     def _queue_page_sql(self, *, lock: bool, limit: int, queues: int) -> str:
-        return postgres_due.queue_page_sql(
-            codec.SELECT_COLUMNS, self.LEASE, lock=lock, limit=limit, queues=queues
+        """Their keys are read first from `ledger_queue`'s (queue, key) index (a
+        MATERIALIZED CTE: the planner cannot turn it back into the (rank, due,
+        key) walk that steps over every other queue's task), then joined to
+        their `ledger_due` rows."""
+        sql = (
+            "WITH q AS MATERIALIZED (SELECT key FROM ledger_queue WHERE queue IN"
+            f" ({', '.join(['%s'] * queues)})) SELECT {codec.T_COLUMNS}, d.due FROM q"
+            " JOIN ledger_due d ON d.key = q.key JOIN ledger_tasks t ON t.key = d.key"
+            f" WHERE {due.level_sql('%s', self.LEASE, limit=limit)}"
         )
+        return sql + " FOR UPDATE OF t SKIP LOCKED" if lock else sql
 
     def ready_at_clock(
         self, queues_at: Callable[[Instant], QueueFilter | None] | None = None

@@ -85,10 +85,6 @@ def condition(
     return f" AND {of} NOT IN ({', '.join([mark] * len(names))})", tuple(names)
 
 
-def sql(template: str, placeholder: str) -> str:
-    return template.format(p=placeholder)
-
-
 def limit_of(queue: str, n: object) -> int:
     """A fetched limit; StoreDamageError naming the queue when it is not an
     integer of at least 1 (a hand edit: SQLite's CHECK lets text through)."""

@@ -115,7 +115,7 @@ class SqlReads(SqlDialect):
 
     def pruned_range(self) -> Iterator[TaskState]:
         """The pruned records, sorted by key."""
-        return iter(self._records(readyindex.pruned_sql(codec.SELECT_COLUMNS)))
+        return iter(self._records(readyindex.pruned_sql(codec.T_COLUMNS)))
 
     def is_pruned(self, key: str) -> bool:
         sql = f"SELECT 1 FROM ledger_pruned WHERE key = {self.MARK}"

@@ -19,10 +19,10 @@ lease, the transitive walk) to those few rows only. The tables are derived:
 
 This module holds what both backends share: the candidate conditions (LIVE,
 FREE, NOT_FREE), the page queries and their keyset reader, the sortable form of
-`now`, the prune-aware listing queries, and the rebuild and checks written
-over a dialect's SQL for a task's needs, `unmet` and sortable CreatedAt
-(`IndexSql`). Each backend's tables and triggers are in `sqlite_readyindex.py`
-/ `postgres_readyindex.py`.
+`now`, the prune-aware listing queries, and the rebuild and checks of the
+ready index and the Ready order (`derived`), written over a dialect's SQL for
+a task's needs, `unmet` and sortable CreatedAt (ddl.py `Types`). Each
+backend's triggers are in `sqlite_schema.py` / `postgres_schema.py`.
 """
 
 from __future__ import annotations
@@ -33,8 +33,11 @@ from typing import Any
 
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
+from ledger_cli.stores.sql import due
+from ledger_cli.stores.sql.ddl import Types
 
 Fetch = Callable[[str, str], tuple[Iterable[TaskState], Sequence[Sequence[Any]]]]
+Checks = tuple[tuple[str, str], ...]
 
 LIVE = "('pending', 'claimed')"
 
@@ -46,62 +49,54 @@ NOT_FREE = f"(t.status <> 'pending' OR {_NAMES_NEEDS})"
 """Every other candidate: claimed, or naming needs (the Ready rule judges it)."""
 
 
-class IndexSql:  # a plain class: creating a NamedTuple is slow (CONTRIBUTING, "Start-up")
-    """A dialect's SQL over a task row `t` for the rebuild and the checks.
-
-    - needs: a set-returning FROM item, aliased `j`, over the needs JSON of `t.needs`;
-    - text: a condition (ending in AND) keeping the string elements of `j`, or '';
-    - value: a need of `j`;
-    - unmet: true when a need of `t.key` is not completed;
-    - sortkey: `t.created_at` as sortable UTC text.
-    """
-
-    __slots__ = ("needs", "sortkey", "text", "unmet", "value")
-
-    def __init__(self, *, needs: str, text: str, value: str, unmet: str, sortkey: str) -> None:
-        self.needs = needs
-        self.text = text
-        self.value = value
-        self.unmet = unmet
-        self.sortkey = sortkey
-
-
-def rebuild_range(d: IndexSql) -> tuple[str, ...]:
-    """The rebuild of one key range (`{key}`, `{t_key}`: its condition on `key`,
-    `t.key`; stores/sql/rebuildranges.py)."""
-    return (
+def derived(t: Types) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], Checks]:
+    """A dialect's statements over the ready index and the Ready order (due.py):
+    the rebuild of one key range of both (`{key}`, `{t_key}`, `{r_key}`: its
+    condition on `key`, `t.key`, `r.key`; stores/sql/rebuildranges.py), the
+    whole rebuild of the ready index and of the Ready order (each in one
+    transaction, when the side tables are installed), and the (what, query)
+    pairs `ledger doctor` runs: each row found is a problem."""
+    rows = due.rows_sql(t.later, t.sortkey("s.not_before"))
+    ready = (
         "DELETE FROM ledger_ready WHERE {key}",
         "DELETE FROM ledger_needs WHERE {key}",
-        f"INSERT INTO ledger_needs (key, need) SELECT t.key, {d.value} FROM ledger_tasks t,"
-        f" {d.needs} j WHERE {d.text}{{t_key}} ON CONFLICT DO NOTHING",
-        f"INSERT INTO ledger_ready (key, created) SELECT t.key, {d.sortkey}"
-        f" FROM ledger_tasks t WHERE {{t_key}} AND t.status IN {LIVE} AND NOT {d.unmet}",
+        f"INSERT INTO ledger_needs (key, need) SELECT t.key, {t.need} FROM ledger_tasks t,"
+        f" {t.needs('t.needs')} j WHERE {t.strings}{{t_key}} ON CONFLICT DO NOTHING",
+        f"INSERT INTO ledger_ready (key, created) SELECT t.key, {t.sortkey('t.created_at')}"
+        f" FROM ledger_tasks t WHERE {{t_key}} AND t.status IN {LIVE} AND NOT {t.unmet('t.key')}",
+    )
+    every = {"key": t.every, "t_key": t.every, "r_key": t.every}
+    return (
+        (*ready, *due.rebuild_range(rows)),
+        tuple(s.format(**every) for s in ready),
+        tuple(s.format(**every) for s in due.rebuild_range(rows)),
+        (*_checks(t), *due.checks(rows)),
     )
 
 
-def checks(d: IndexSql) -> tuple[tuple[str, str], ...]:
-    """(what, query) pairs `ledger doctor` runs: each row found is a problem."""
+def _checks(t: Types) -> Checks:
+    needs, text, need, unmet = t.needs("t.needs"), t.strings, t.need, t.unmet("t.key")
     return (
         (
             "a need missing from ledger_needs",
-            f"SELECT t.key FROM ledger_tasks t, {d.needs} j WHERE {d.text}NOT EXISTS"
-            f" (SELECT 1 FROM ledger_needs n WHERE n.key = t.key AND n.need = {d.value})",
+            f"SELECT t.key FROM ledger_tasks t, {needs} j WHERE {text}NOT EXISTS"
+            f" (SELECT 1 FROM ledger_needs n WHERE n.key = t.key AND n.need = {need})",
         ),
         (
             "a need ledger_needs holds that the task does not name",
             f"SELECT n.key FROM ledger_needs n WHERE NOT EXISTS (SELECT 1 FROM ledger_tasks t,"
-            f" {d.needs} j WHERE t.key = n.key AND {d.text}{d.value} = n.need)",
+            f" {needs} j WHERE t.key = n.key AND {text}{need} = n.need)",
         ),
         (
             "a candidate missing from ledger_ready",
-            f"SELECT t.key FROM ledger_tasks t WHERE t.status IN {LIVE} AND NOT {d.unmet}"
+            f"SELECT t.key FROM ledger_tasks t WHERE t.status IN {LIVE} AND NOT {unmet}"
             " AND NOT EXISTS (SELECT 1 FROM ledger_ready r"
-            f" WHERE r.key = t.key AND r.created = {d.sortkey})",
+            f" WHERE r.key = t.key AND r.created = {t.sortkey('t.created_at')})",
         ),
         (
             "a ledger_ready row that is no candidate",
             "SELECT r.key FROM ledger_ready r WHERE NOT EXISTS (SELECT 1 FROM ledger_tasks t"
-            f" WHERE t.key = r.key AND t.status IN {LIVE} AND NOT {d.unmet})",
+            f" WHERE t.key = r.key AND t.status IN {LIVE} AND NOT {unmet})",
         ),
     )
 
@@ -109,17 +104,17 @@ def checks(d: IndexSql) -> tuple[tuple[str, str], ...]:
 def page_sql(
     columns: str, mark: str, lease: str, *, limit: int | None = None, only: str | None = None
 ) -> str:
-    """The next candidates after (created, key), in order, leaving out claimed
-    rows whose lease (`lease`: the sortable lease_until expression) runs past
-    `now`. Parameters: created, key, now (`sortable`), and the limit unless
-    `limit` gives it as a literal (PostgreSQL then keeps one generic plan for
-    the prepared statement instead of planning each call: half the server's
-    cost of the query, measured). `only`: a further condition on the
-    candidates (FREE or NOT_FREE)."""
-    cols = ", ".join(f"t.{c.strip()}" for c in columns.split(","))
+    """The next candidates (`columns` of their row `t`) after (created, key),
+    in order, leaving out claimed rows whose lease (`lease`: the sortable
+    lease_until expression) runs past `now`. Parameters: created, key, now
+    (`sortable`), and the limit unless `limit` gives it as a literal
+    (PostgreSQL then keeps one generic plan for the prepared statement
+    instead of planning each call: half the server's cost of the query,
+    measured). `only`: a further condition on the candidates (FREE or
+    NOT_FREE)."""
     which = "" if only is None else f" AND {only}"
     return (
-        f"SELECT {cols}, r.created FROM ledger_ready r JOIN ledger_tasks t ON t.key = r.key"
+        f"SELECT {columns}, r.created FROM ledger_ready r JOIN ledger_tasks t ON t.key = r.key"
         f" WHERE (r.created, r.key) > ({mark}, {mark})"
         f" AND (t.status = 'pending' OR {lease} <= {mark}){which}"
         f" ORDER BY r.created, r.key LIMIT {mark if limit is None else int(limit)}"
@@ -180,8 +175,9 @@ def visible_sql(columns: str) -> str:
 
 
 def pruned_sql(columns: str) -> str:
-    cols = ", ".join(f"t.{c.strip()}" for c in columns.split(","))
-    return f"SELECT {cols} FROM ledger_tasks t JOIN ledger_pruned p ON p.key = t.key ORDER BY t.key"
+    return (
+        f"SELECT {columns} FROM ledger_tasks t JOIN ledger_pruned p ON p.key = t.key ORDER BY t.key"
+    )
 
 
 def visible_page_sql(columns: str, mark: str, statuses: int = 0) -> str:

@@ -15,8 +15,6 @@ from ledger_cli.stores.sql.codec import damaged_row, shown
 if TYPE_CHECKING:
     from ledger_cli.errors import StoreDamageError
 
-TABLE = "ledger_schedule"
-
 
 SELECT_ONE = "SELECT not_before, priority FROM ledger_schedule WHERE key = {p}"
 SELECT_ALL = "SELECT key, not_before, priority FROM ledger_schedule"
@@ -27,10 +25,6 @@ UPSERT = (
     " ON CONFLICT (key) DO UPDATE SET not_before = excluded.not_before,"
     " priority = excluded.priority"
 )
-
-
-def sql(template: str, placeholder: str) -> str:
-    return template.format(p=placeholder)
 
 
 def value_of(key: str, not_before: object, priority: object) -> tuple[Instant, int]:

@@ -7,7 +7,7 @@ schedules.py) and `ledger_queue` / `ledger_limit` / `ledger_revoked` (docs/desig
 (`ledger doctor`) and rebuilds (`doctor --fix`) the trigger-kept ready index
 and Ready order against `ledger_tasks`, with the objects, checks and range
 statements each dialect declares (INDEX_DDL, INDEX_CHECKS,
-INDEX_REBUILD_RANGE: *_readyindex.py, *_due.py). A key PostgreSQL cannot
+INDEX_REBUILD_RANGE: *_schema.py, readyindex.py `derived`). A key PostgreSQL cannot
 hold has no row there; writing one is a StoreError (dialect.py `_check_text`).
 """
 
@@ -20,6 +20,9 @@ from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
 from ledger_cli.stores.sql import codec, ddl, queues, rebuildranges, schedules
 from ledger_cli.stores.sql.dialect import SqlDialect
+
+_MARK_PRUNED = "INSERT INTO ledger_pruned (key) VALUES ({p}) ON CONFLICT DO NOTHING"
+_DROP_HISTORY = "DELETE FROM ledger_history WHERE key = {p}"
 
 
 class SqlSideTables(SqlDialect):
@@ -43,17 +46,17 @@ class SqlSideTables(SqlDialect):
         """A key's not-before and priority (docs/design.md §8.1; stores/sql/schedules.py)."""
         if not self._holds(key):
             return None
-        rows = self._rows("schedule", schedules.sql(schedules.SELECT_ONE, self.MARK), (key,))
+        rows = self._rows("schedule", self._sql(schedules.SELECT_ONE), (key,))
         return schedules.value_of(key, *rows[0]) if rows else None
 
     def set_schedule(self, key: str, value: tuple[Instant, int] | None) -> None:
         self._check_text(key)
         with self.batch(), self._lock, self._errors("schedule"):
             if value is None:
-                self._conn.execute(schedules.sql(schedules.DELETE, self.MARK), (key,))
+                self._conn.execute(self._sql(schedules.DELETE), (key,))
             else:
                 args = (key, *schedules.params(value))
-                self._conn.execute(schedules.sql(schedules.UPSERT, self.MARK), args)
+                self._conn.execute(self._sql(schedules.UPSERT), args)
 
     def schedules(self) -> dict[str, tuple[Instant, int]]:
         rows = self._rows("schedule", schedules.SELECT_ALL)
@@ -72,7 +75,7 @@ class SqlSideTables(SqlDialect):
             self._check_open()
             if not self._queue_tables():
                 return None
-            rows = self._rows("queue", queues.sql(queues.SELECT_ONE, self.MARK), (key,))
+            rows = self._rows("queue", self._sql(queues.SELECT_ONE), (key,))
         return str(rows[0][0]) if rows else None
 
     def set_queue(self, key: str, queue: str | None) -> None:
@@ -107,10 +110,10 @@ class SqlSideTables(SqlDialect):
         with self.batch(), self._lock, self._errors(op):
             if value is None:
                 if self._queue_tables():
-                    self._conn.execute(queues.sql(delete, self.MARK), (key,))
+                    self._conn.execute(self._sql(delete), (key,))
                 return
             self._make_queue_tables()
-            self._conn.execute(queues.sql(upsert, self.MARK), (key, value))
+            self._conn.execute(self._sql(upsert), (key, value))
 
     def held_leases(self) -> list[tuple[str, str, Instant, bool]]:
         """Every lease that may hold a slot, in one query: each claimed task's
@@ -153,14 +156,14 @@ class SqlSideTables(SqlDialect):
         if not self._holds(key):
             return  # no record has such a key here: no lease to keep
         mark = self.MARK
-        keep = queues.sql(queues.KEEP_REVOKED, mark)
+        keep = self._sql(queues.KEEP_REVOKED)
         args = (key, codec.check_uint(fence, "fence", key), queue, codec.encode_time(until))
         with self.batch(), self._lock, self._errors("revoked"):
             if not self._revoked_table():
                 self._conn.execute(ddl.revoked(ddl.SQLITE))  # only SQLite's schema lacks it
             # in one order: two revoking transactions (PostgreSQL) never wait in a circle
             ended = sorted((k, f) for k, f, _, end in self._revoked() if end <= now)
-            drop = queues.sql(queues.DROP_REVOKED, mark)
+            drop = self._sql(queues.DROP_REVOKED)
             for stmt, params in [*((drop, pair) for pair in ended), (keep, args)]:
                 if mark == "?" and not all(codec.is_utf8(str(p)) for p in params):
                     stmt, params = codec.raw_binding(stmt, params)  # another writer's bytes
@@ -173,40 +176,31 @@ class SqlSideTables(SqlDialect):
         one transaction per CHUNK records."""
         from ledger_cli.engine.prune import CHUNK
 
-        mark = self.MARK
         done = 0
         for at in range(0, len(pairs), CHUNK):
             with self.batch():
                 for old, new in pairs[at : at + CHUNK]:
                     if self.compare_and_swap(old.key, old, new):
-                        with self._errors("prune"):
-                            self._conn.execute(
-                                f"INSERT INTO ledger_pruned (key) VALUES ({mark})"
-                                " ON CONFLICT DO NOTHING",
-                                (old.key,),
-                            )
-                            self._conn.execute(
-                                f"DELETE FROM ledger_history WHERE key = {mark}", (old.key,)
-                            )
+                        self._mark_pruned("prune", old.key, drop_history=True)
                         done += 1
         return done
+
+    def _mark_pruned(self, op: str, key: str, drop_history: bool = False) -> None:
+        with self._errors(op):
+            self._conn.execute(self._sql(_MARK_PRUNED), (key,))
+            if drop_history:
+                self._conn.execute(self._sql(_DROP_HISTORY), (key,))
 
     def restore_pruned(self, records: Sequence[TaskState]) -> str | None:
         """Insert each pruned record where its key has none, and mark it, in one
         transaction (the caller's, when it has one; engine/prune.py `restore`):
         the first taken key (nothing of `records` written), else None."""
-        mark = self.MARK
         try:
             with self.batch():
                 for rec in records:
                     if not self.compare_and_swap(rec.key, None, rec):
                         raise _Taken(rec.key)  # rolls this block back (a savepoint in a batch)
-                    with self._errors("restore"):
-                        self._conn.execute(
-                            f"INSERT INTO ledger_pruned (key) VALUES ({mark})"
-                            " ON CONFLICT DO NOTHING",
-                            (rec.key,),
-                        )
+                    self._mark_pruned("restore", rec.key)
         except _Taken as taken:
             return taken.key
         return None

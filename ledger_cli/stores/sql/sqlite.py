@@ -30,16 +30,13 @@ it); a value holding such bytes is bound back as those exact bytes
 Sequences, fences and revs are SQLite INTEGERs (signed 64-bit), as in Go; a
 value above 2^63-1 (which the Go store cannot write either) is a StoreError.
 
-The class is assembled over the connection base `SQLiteConnection`
-(sqlite_conn.py: opening, pragmas, errors, text recovery, batches) from the
-groups shared with PostgreSQL: `SqlClaims` (claims.py: the Ready path and the
-pause), `SqlReads` (reads.py: listings and counts) and `SqlSideTables`
-(sidetables.py: schedules, queues and limits, pruning, ready-index upkeep).
-The class supplies their dialect (dialect.py). The schema and its migration
-are in sqlite_schema.py (GO_DDL is re-exported here). What stays here is the
-Store's core: `load`, the compare-and-swap writes and history writes, and
-`ready_apart` (keys that are not valid UTF-8, which SQLite can hold).
-
+The class supplies its dialect (dialect.py) to the groups shared with
+PostgreSQL (claims.py, reads.py, sidetables.py: stores/sql/__init__.py maps
+them), over the connection base (sqlite_conn.py); the schema and its
+migration are sqlite_schema.py's (GO_DDL is re-exported here). What stays
+here is the Store's core: `load`, the compare-and-swap and history writes,
+the named-queue scan and `ready_apart` (keys that are not valid UTF-8, which
+SQLite can hold).
 """
 
 from __future__ import annotations
@@ -49,7 +46,7 @@ from typing import Any
 
 from ledger_cli.engine.history import HistoryEntry
 from ledger_cli.engine.record import TaskState
-from ledger_cli.stores.sql import codec, ddl, queues, readyindex, sqlite_due, sqlite_readyindex
+from ledger_cli.stores.sql import codec, ddl, due, queues, readyindex, sqlite_schema
 from ledger_cli.stores.sql.claims import SqlClaims
 from ledger_cli.stores.sql.reads import SqlReads
 from ledger_cli.stores.sql.sidetables import SqlSideTables
@@ -84,24 +81,15 @@ class SQLiteStore(SQLiteConnection, SqlClaims, SqlReads, SqlSideTables):
     KEY_ORDER = "ORDER BY key"
     IN_MAX = 500
     GAP_WAIT = 0.0
-    INDEX_DDL = (
-        *sqlite_readyindex.SQLITE_TABLES,
-        *sqlite_readyindex.SQLITE_TRIGGERS,
-        *sqlite_due.DDL,
-    )
-    INDEX_CHECKS = (*sqlite_readyindex.SQLITE_CHECKS, *sqlite_due.CHECKS)
-    INDEX_REBUILD_RANGE = (*sqlite_readyindex.SQLITE_REBUILD_RANGE, *sqlite_due.REBUILD_RANGE)
+    INDEX_DDL = sqlite_schema.INDEX_DDL
+    INDEX_CHECKS = sqlite_schema.CHECKS
+    INDEX_REBUILD_RANGE = sqlite_schema.REBUILD_RANGE
     REBUILD_GAP = 0.12
     """Longer than one busy-handler poll: waiting writers get in (cli/chunks.py GAP)."""
-    LEASE = sqlite_readyindex.SQLITE_LEASE
+    LEASE = ddl.SQLITE.sortkey("t.lease_until")
     READY_PAGE = 4
     """A claim mostly takes the first candidate it reads (the scan leaves out
     live leases): a page of 16 read (and converted) 12 rows for nothing."""
-
-    def _rows(self, op: str, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
-        with self._lock:
-            self._check_open()
-            return self._fetchall(op, sql, args)
 
     def _in(self, column: str, values: tuple[str, ...]) -> tuple[str, tuple[Any, ...]]:
         return f"{column} IN ({', '.join('?' * len(values))})", values
@@ -119,8 +107,14 @@ class SQLiteStore(SQLiteConnection, SqlClaims, SqlReads, SqlSideTables):
         return bool(rows and rows[0][0])
 
     def _queue_page_sql(self, *, lock: bool, limit: int, queues: int) -> str:
-        return sqlite_due.queue_page_sql(
-            codec.SELECT_COLUMNS, self.LEASE, limit=limit, queues=queues
+        """Driven from `ledger_queue`'s (queue, key) index (CROSS JOIN keeps that
+        order of the loops): it reads those queues' rows, however many tasks of
+        other queues sort before them, where the (rank, due, key) walk would
+        step over every one."""
+        return (
+            f"SELECT {codec.T_COLUMNS}, d.due FROM ledger_queue q CROSS JOIN ledger_due d"
+            f" CROSS JOIN ledger_tasks t WHERE q.queue IN ({', '.join('?' * queues)}) AND d.key"
+            f" = q.key AND t.key = d.key AND {due.level_sql('?', self.LEASE, limit=limit)}"
         )
 
     def ready_apart(self) -> int:
