@@ -159,6 +159,23 @@ def test_a_key_with_invalid_bytes_is_operated_byte_exactly(store: Path) -> None:
     assert ledger(store, "admit", b"new-\xff").returncode == 2
 
 
+def test_a_completed_key_with_invalid_bytes_is_pruned_byte_exactly(store: Path) -> None:
+    """`prune` marks and keeps it under its exact bytes, as it keeps the record."""
+    conn = go_db(store)
+    go_row(conn, key=b"old-\xff", status="completed", created_at="2024-01-01T00:00:00Z")
+    conn.close()
+    res = ledger(store, "prune", "--older-than", "1h")
+    assert (res.returncode, text(res)) == (0, "pruned 1 records\n"), res.stderr
+    res = ledger(store, "state", b"old-\xff")
+    assert res.returncode == 0 and "pruned:" in text(res), res.stderr
+    conn = sqlite3.connect(store)
+    try:
+        marked = conn.execute("SELECT CAST(key AS BLOB) FROM ledger_pruned").fetchall()
+    finally:
+        conn.close()
+    assert marked == [(b"old-\xff",)]
+
+
 def test_a_key_with_invalid_bytes_keeps_its_attempts_byte_exactly(store: Path) -> None:
     """`run` by the key's exact bytes records its attempt under those bytes
     (no warning, no row under a replacement key), and `output`, `state` and

@@ -187,9 +187,11 @@ class SqlSideTables(SqlDialect):
 
     def _mark_pruned(self, op: str, key: str, drop_history: bool = False) -> None:
         with self._errors(op):
-            self._conn.execute(self._sql(_MARK_PRUNED), (key,))
-            if drop_history:
-                self._conn.execute(self._sql(_DROP_HISTORY), (key,))
+            for stmt in (_MARK_PRUNED, _DROP_HISTORY) if drop_history else (_MARK_PRUNED,):
+                sql, params = self._sql(stmt), (key,)
+                if self.MARK == "?" and not codec.is_utf8(key):
+                    sql, params = codec.raw_binding(sql, params)  # the Go service's bytes
+                self._conn.execute(sql, params)
 
     def restore_pruned(self, records: Sequence[TaskState]) -> str | None:
         """Insert each pruned record where its key has none, and mark it, in one
