@@ -11,6 +11,7 @@ exact bytes works byte-exactly and touches no other row.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import subprocess
@@ -168,11 +169,8 @@ def test_a_completed_key_with_invalid_bytes_is_pruned_byte_exactly(store: Path) 
     assert (res.returncode, text(res)) == (0, "pruned 1 records\n"), res.stderr
     res = ledger(store, "state", b"old-\xff")
     assert res.returncode == 0 and "pruned:" in text(res), res.stderr
-    conn = sqlite3.connect(store)
-    try:
+    with contextlib.closing(sqlite3.connect(store)) as conn:
         marked = conn.execute("SELECT CAST(key AS BLOB) FROM ledger_pruned").fetchall()
-    finally:
-        conn.close()
     assert marked == [(b"old-\xff",)]
 
 
