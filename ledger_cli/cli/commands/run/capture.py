@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import os
 import select
+import stat
 import threading
 from typing import TYPE_CHECKING
 
@@ -328,9 +329,15 @@ def parse_size(text: str, what: str = "--keep-output") -> int:
 
 
 def readers_gone() -> bool:
-    """Whether the reader of our stdout or stderr is gone: the write end of a
-    pipe whose read end is closed polls POLLERR (a terminal or a file never)."""
+    """Whether the reader of our stdout or stderr, a pipe, is gone: the write
+    end of a pipe whose read end is closed polls POLLERR. Only a pipe counts,
+    as only a broken pipe passes on to the command (a terminal that hung up
+    polls POLLERR too, and its EIO only stops the copy: see the module's note)."""
     poller = select.poll()
     for fd in (1, 2):
-        poller.register(fd, select.POLLOUT)
+        try:
+            if stat.S_ISFIFO(os.fstat(fd).st_mode):
+                poller.register(fd, select.POLLOUT)
+        except OSError:  # closed: nothing reads it, nothing to stop for
+            continue
     return any(events & select.POLLERR for _, events in poller.poll(0))
