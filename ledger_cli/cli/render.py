@@ -107,11 +107,20 @@ def needs_text(needs: Sequence[str] | None) -> str:
     return ", ".join(needs) if needs else ""
 
 
+FOLDED = frozenset({"key", "owner", "blocked by"})
+"""The table's columns of one name each, folded over lines rather than cut
+with `…` where the terminal is narrow: names that differ only at the end
+(`…-1`, `…-2`) must not look the same. (`needs`, a list, is cut: `state`
+shows it.)"""
+
+
 def record_table(
     records: Iterable[TaskState], now: Instant, schedules: Mapping[str, Schedule] | None = None
 ) -> Table:
-    """The `list` table; with `schedules` (docs/design.md §8.1, §8.2) a priority and a
-    not-before column too (the not-before only while it is in the future)."""
+    """The `list` (and `watch`) table; with `schedules` (docs/design.md §8.1, §8.2) a
+    priority and a not-before column too (the not-before only while it is in the
+    future). The columns of one name each (`FOLDED`) are folded over lines where
+    the terminal is narrow, never cut with `…`."""
     table = Table(
         box=box.SIMPLE_HEAD,
         show_edge=False,
@@ -131,7 +140,8 @@ def record_table(
         ("blocked by", "left"),
         ("updated", "left"),
     ):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+        overflow = "fold" if name in FOLDED else "ellipsis"
+        table.add_column(name, justify=justify, overflow=overflow)  # type: ignore[arg-type]
     if schedules:
         table.add_column("prio", justify="right")
         table.add_column("not before", justify="left")

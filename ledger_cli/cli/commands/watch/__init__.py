@@ -237,21 +237,11 @@ def fit(
     return max(low, 0)
 
 
-FOLDED = frozenset({"key", "owner", "blocked by"})
-"""The columns of one name each, folded over lines rather than cut with `…`
-where the window is narrow: names that differ only at the end (`…-1`,
-`…-2`) must not look the same. (`needs`, a list, is cut: `state` shows it.)"""
-
-
 def table(rows: list[TaskState], now: Instant) -> Table:
-    """`list`'s table of `rows`, its keys and owners folded (`FOLDED`)."""
+    """`list`'s table of `rows` (its names folded, never cut: `render.FOLDED`)."""
     from ledger_cli.cli import render
 
-    drawn = render.record_table(rows, now)
-    for column in drawn.columns:
-        if column.header in FOLDED:
-            column.overflow = "fold"
-    return drawn
+    return render.record_table(rows, now)
 
 
 def failed(interval: str, now: Instant, error: LedgerError) -> Group:
