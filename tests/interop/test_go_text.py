@@ -233,6 +233,36 @@ def test_attempts_of_a_key_with_invalid_bytes_and_no_record_are_removed(store: P
         conn.close()
 
 
+def test_attempts_of_a_pruned_key_with_invalid_bytes_are_named_as_shown(store: Path) -> None:
+    """`doctor`'s note and `--fix`'s line name such a key as every line shows
+    it (its bad byte as U+FFFD), never as Python's repr (`'old-\\udcff'`)."""
+    conn = go_db(store)
+    go_row(conn, key=b"old-\xff", status="completed", created_at="2024-01-01T00:00:00Z")
+    conn.close()
+    assert ledger(store, "prune", "--older-than", "1h").returncode == 0
+    conn = sqlite3.connect(store)  # a prune that stopped before its attempts
+    try:
+        conn.execute(SQLITE_DDL)
+        conn.execute(
+            "INSERT INTO ledger_attempts (key, n, fence, try_n, owner, host, pid, started,"
+            " timed_out, output_bytes, kept_bytes) VALUES"
+            " (CAST(? AS TEXT), 1, 1, 1, 'w', 'h', 0, '2024-01-01T00:00:00Z', 0, 0, 0)",
+            (b"old-\xff",),
+        )
+        conn.commit()
+    finally:
+        conn.close()
+    doctor = ledger(store, "doctor")  # 9: the key's own line (not valid UTF-8)
+    assert doctor.returncode == 9, doctor.stderr
+    note = "note: attempts of 'old-\ufffd', whose record is pruned (--fix removes them)"
+    assert note in text(doctor).splitlines(), doctor.stdout
+    notes = json.loads(ledger(store, "--json", "doctor").stdout)["notes"]
+    assert note.removeprefix("note: ") in notes
+    fixed = ledger(store, "doctor", "--fix")
+    line = "fixed: removed the attempts of 'old-\ufffd', whose record is pruned"
+    assert line in text(fixed).splitlines(), fixed.stdout
+
+
 def test_needs_with_invalid_bytes_name_their_key_and_are_written_back_unchanged(
     store: Path,
 ) -> None:

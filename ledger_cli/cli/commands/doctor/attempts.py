@@ -41,7 +41,7 @@ def check_attempts(
         except StoreError as exc:
             found.problems.append(output.one_line(str(exc)))
     found.notes.extend(
-        f"attempts of {key!r} kept: its record is lost (see above)"
+        f"attempts of {_named(key)} kept: its record is lost (see above)"
         for key in orphans
         if key in lost
     )
@@ -54,8 +54,14 @@ def check_attempts(
             log.remove_attempts(gone)
         else:
             blocks.runs(gone, log.remove_attempts)
-        found.fixed.extend(f"removed the attempts of {key!r}, {why[key]}" for key in gone)
+        found.fixed.extend(f"removed the attempts of {_named(key)}, {why[key]}" for key in gone)
         return
     found.notes.extend(
-        f"attempts of {key!r}, {why[key]} (--fix removes them)" for key in sorted(why)
+        f"attempts of {_named(key)}, {why[key]} (--fix removes them)" for key in sorted(why)
     )
+
+
+def _named(key: str) -> str:
+    """A key in a line, as every line of `doctor` shows one (`output.shown`: a
+    control as its escape, bytes that were not UTF-8 as U+FFFD), in quotes."""
+    return f"'{output.shown(key)}'"
