@@ -10,22 +10,36 @@ _SHOWN_AS_ESCAPES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
 """Unicode categories drawn as escapes: controls (ESC, CR, LF, TAB, C1),
 format characters (bidirectional overrides, zero-width characters), the line
 and paragraph separators (U+2028, U+2029, which break a line) and lone
-surrogates. Other characters `str.isprintable` refuses are drawn as they
+surrogates; and the 66 noncharacters (`_noncharacter`: U+FDD0..U+FDEF and
+the last two of each plane, U+FFFE and U+FFFF among them, which XML 1.0
+cannot hold). Other characters `str.isprintable` refuses are drawn as they
 are: space separators (no-break space, U+3000), private-use and unassigned
 characters (an emoji newer than this interpreter's Unicode tables)."""
 
 
+def _noncharacter(ch: str) -> bool:
+    """One of Unicode's noncharacters, never assigned (unlike an unassigned
+    character, no newer Unicode draws it): U+FDD0..U+FDEF, U+FFFE, U+FFFF and
+    their likes at the end of every plane."""
+    code = ord(ch)
+    return 0xFDD0 <= code <= 0xFDEF or code & 0xFFFE == 0xFFFE
+
+
 def escaped(text: str, keep: str = "", *, surrogates: bool = False) -> str:
     """`text` with each control or format character (ESC, a newline, a
-    bidirectional override, a zero-width joiner: `_SHOWN_AS_ESCAPES`) as its
-    escape (`\\x1b`, `\\u202e`), but those in `keep` and, with `surrogates`,
-    lone surrogates (bytes that were not UTF-8, left to the output)."""
+    bidirectional override, a zero-width joiner: `_SHOWN_AS_ESCAPES`) and
+    each noncharacter (U+FFFE) as its escape (`\\x1b`, `\\u202e`,
+    `\\ufffe`), but those in `keep` and, with `surrogates`, lone surrogates
+    (bytes that were not UTF-8, left to the output). Without `keep` and
+    `surrogates`, what it returns holds only characters XML 1.0 allows."""
     if text.isprintable():
         return text
     from unicodedata import category
 
     def shown(ch: str) -> str:
-        if ch.isprintable() or ch in keep or category(ch) not in _SHOWN_AS_ESCAPES:
+        if ch.isprintable() or ch in keep:
+            return ch
+        if category(ch) not in _SHOWN_AS_ESCAPES and not _noncharacter(ch):
             return ch
         if surrogates and "\ud800" <= ch <= "\udfff":
             return ch

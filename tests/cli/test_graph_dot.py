@@ -166,3 +166,23 @@ def test_svg_boxes_hold_the_text_they_show(tmp_path: Path, keys: list[str]) -> N
         assert float(rect.get("width", "0")) >= wide * layout.CHAR_WIDTH, text.text
         boxes += 1
     assert boxes == len(keys)
+
+
+NONCHARACTERS = ["nc-\ufffe", "nc-\uffff", "nc-\ufdd0", "nc-\U0010fffe"]
+"""Keys the command line takes (valid UTF-8, no control) holding Unicode's
+noncharacters: U+FFFE and U+FFFF are no characters of XML 1.0."""
+XML_CHARS = re.compile("[\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]*")
+
+
+def test_svg_of_keys_holding_noncharacters_is_xml(tmp_path: Path) -> None:
+    """Drawn raw, U+FFFE made the document unreadable by any XML parser:
+    each noncharacter is drawn as its escape (`\\ufffe`), as a control is."""
+    store = tmp_path / "store"
+    for key in NONCHARACTERS:
+        assert run_ledger(store, "admit", key).returncode == 0
+    text = graph_of(str(store), "--format", "svg")
+    root = ET.fromstring(text)
+    assert XML_CHARS.fullmatch(text)
+    drawn = {t.text for t in root.iter(f"{SVG}text")}
+    assert {"nc-\\ufffe", "nc-\\uffff", "nc-\\ufdd0", "nc-\\U0010fffe"} <= drawn
+    assert {g.get("data-key") for g in root.iter(f"{SVG}g")} >= {"nc-\\ufffe", "nc-\\uffff"}
