@@ -2,7 +2,8 @@
 terminal views (render.safe), the plain lines (output.shown, imported only
 when a line needs it) and the graph's labels in every format (graph/svg.py,
 graph/layout.py, graph/dot.py, graph/mermaid.py) draw keys, payloads and
-output through it (docs/design.md §5.3)."""
+output through it (docs/design.md §5.3); `identifier` names a key one to one
+(the DOT node IDs, the SVG's `data-key`)."""
 
 from __future__ import annotations
 
@@ -46,3 +47,15 @@ def escaped(text: str, keep: str = "", *, surrogates: bool = False) -> str:
         return ascii(ch)[1:-1]
 
     return "".join(shown(ch) for ch in text)
+
+
+def identifier(text: str) -> str:
+    """`text` written one to one, so that two keys never share it: each
+    backslash doubled, then each character that is not printable as its
+    escape with one backslash (`\\x1b`, `\\n`, `\\udcff`): an ESC and the
+    four characters `\\x1b` (written `\\\\x1b`) stay apart, as CR and LF
+    do. The result is printable, and holds only characters XML 1.0 allows."""
+    body = text.replace("\\", "\\\\")
+    if body.isprintable():
+        return body
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in body)

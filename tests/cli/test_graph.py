@@ -276,20 +276,26 @@ def svg_nodes(text: str) -> dict[str, ET.Element]:
     return out
 
 
+def data_key(key: str) -> str:
+    """A printable key's `data-key`: each backslash doubled."""
+    return key.replace("\\", "\\\\")
+
+
 def test_svg_nodes_carry_status_class_colour_and_escaped_keys(pipeline: Path) -> None:
     admit_batch(pipeline, *({"key": k, "needs": ["fetch"]} for k in HOSTILE))
     text = graph(pipeline, "--format", "svg")
     nodes = svg_nodes(text)
     doc = json.loads(_json(pipeline))
-    assert set(nodes) == {n["key"] for n in doc["nodes"]}
+    # data-key: the key, each backslash doubled (one per key, as DOT's node IDs)
+    assert set(nodes) == {data_key(n["key"]) for n in doc["nodes"]}
     for n in doc["nodes"]:
-        g = nodes[n["key"]]
+        g = nodes[data_key(n["key"])]
         assert f"status-{n['status']}" in g.get("class", "").split()
         rect = g.find(f"{SVG}rect")
         assert rect is not None and rect.get("fill") == COLOURS[n["status"]]
     assert nodes["ghost"].find(f"{SVG}rect").get("stroke-dasharray")  # type: ignore[union-attr]
     for key in HOSTILE:  # present only as parsed text, never as markup
-        texts = [t.text for t in nodes[key].iter(f"{SVG}text")]
+        texts = [t.text for t in nodes[data_key(key)].iter(f"{SVG}text")]
         assert texts[0] == key
     assert "<img" not in text
     root = ET.fromstring(text)

@@ -168,6 +168,30 @@ def test_svg_boxes_hold_the_text_they_show(tmp_path: Path, keys: list[str]) -> N
     assert boxes == len(keys)
 
 
+def test_svg_data_keys_are_one_per_key(tmp_path: Path) -> None:
+    """`data-key`, `data-from` and `data-to` were the drawn text, where an ESC
+    and the four characters `\\x1b` look the same: each key has its own,
+    written as DOT's node IDs write it (each backslash of the key doubled)."""
+    import contextlib
+    import json
+
+    from tests.go_support import go_db, go_row
+
+    store = go_store(tmp_path / "go.db", CONTROLS)
+    with contextlib.closing(go_db(tmp_path / "go.db")) as conn:
+        go_row(conn, key="after", status="pending", needs=json.dumps(["k\x1b", "k\\x1b"]))
+        conn.commit()
+    root = ET.fromstring(graph_of(store, "--format", "svg"))
+    nodes = [g for g in root.iter(f"{SVG}g") if "node" in (g.get("class") or "").split()]
+    ids = ["k\\x1b", "k\\\\x1b", "lf\\nx", "lf\\\\nx", "cr\\rx", "cr\\\\rx", "after"]
+    assert sorted(g.get("data-key") or "" for g in nodes) == sorted(ids)
+    edges = {(p.get("data-from"), p.get("data-to")) for p in root.iter(f"{SVG}path")}
+    assert {("k\\x1b", "after"), ("k\\\\x1b", "after")} <= edges
+    # What is drawn is still the key as every view shows it.
+    titles = sorted(t.text or "" for g in nodes for t in g.iter(f"{SVG}title"))
+    assert titles[-2:] == ["lf\\nx (pending)"] * 2
+
+
 NONCHARACTERS = ["nc-\ufffe", "nc-\uffff", "nc-\ufdd0", "nc-\U0010fffe"]
 """Keys the command line takes (valid UTF-8, no control) holding Unicode's
 noncharacters: U+FFFE and U+FFFF are no characters of XML 1.0."""

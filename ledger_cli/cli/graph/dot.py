@@ -17,16 +17,16 @@ def _dot_text(text: str) -> str:
 
 def node_id(key: str) -> str:
     """A node's ID, one per key (`dot -Tplain`'s node names, `dot -Tsvg`'s
-    titles): `_dot_text`, then each character that is not printable as its
-    escape with a single backslash (`\\x1b`, `\\n`, `\\r`): every
-    backslash of the key is doubled, so an ESC (`k\\x1b`) and the four
-    characters `\\x1b` (`k\\\\x1b`) stay two nodes, as CR and LF do.
+    titles): the key's `identifier` (every backslash doubled, each character
+    that is not printable as its escape with a single backslash, so an ESC,
+    `k\\x1b`, and the four characters `\\x1b`, `k\\\\x1b`, stay two nodes,
+    as CR and LF do), then its quotes escaped and each `&` as `&amp;`.
     No control reaches Graphviz (it would copy it into its SVG, which XML
     cannot hold)."""
-    body = _dot_text(key)
-    if not body.isprintable():
-        body = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in body)
-    return f'"{body}"'
+    from ledger_cli.cli.escapes import identifier
+
+    body = identifier(key)  # its backslashes doubled already: `_dot_text`'s other two
+    return '"' + body.replace('"', '\\"').replace("&", "&amp;") + '"'
 
 
 def node_label(key: str, status: str) -> str:

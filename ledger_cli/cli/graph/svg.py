@@ -2,14 +2,16 @@
 
 Every colour is an attribute (no `<style>`, no script), so a page with a
 strict Content-Security-Policy can embed it; every key is XML-escaped text.
-Node groups carry `class="node status-STATUS"` and `data-key="KEY"`.
+Node groups carry `class="node status-STATUS"` and `data-key="KEY"`, edges
+`data-from` and `data-to`: the key's `identifier`, one per key (an ESC is
+`\\x1b`, the four characters `\\x1b` are `\\\\x1b`), as DOT's node IDs.
 """
 
 from __future__ import annotations
 
 from xml.sax import saxutils
 
-from ledger_cli.cli.escapes import escaped
+from ledger_cli.cli.escapes import escaped, identifier
 from ledger_cli.cli.graph import layout
 from ledger_cli.cli.graph.model import BLOCKING_COLOUR, EDGE_COLOUR, Graph, fill
 
@@ -29,9 +31,10 @@ def escape(text: str) -> str:
     return saxutils.escape(escaped(text))
 
 
-def quoteattr(text: str) -> str:
-    """`escape`'s text as a quoted XML attribute value."""
-    return saxutils.quoteattr(escaped(text))
+def key_attr(key: str) -> str:
+    """A key as a quoted XML attribute value, one per key (`identifier`: the
+    drawn text, `escape`'s, is the same for an ESC and the text `\\x1b`)."""
+    return saxutils.quoteattr(identifier(key))
 
 
 def _num(v: float) -> str:
@@ -87,7 +90,7 @@ def to_svg(g: Graph) -> str:
             style = f'stroke="{EDGE_COLOUR}" stroke-width="1.2" marker-end="url(#arrow)"'
         cls = "edge blocking" if e.blocking else "edge"
         out.append(
-            f'<path class="{cls}" data-from={quoteattr(e.source)} data-to={quoteattr(e.target)}'
+            f'<path class="{cls}" data-from={key_attr(e.source)} data-to={key_attr(e.target)}'
             f' d="{d}" fill="none" {style}/>'
         )
     out.append("</g>")
@@ -98,7 +101,7 @@ def to_svg(g: Graph) -> str:
         stroke = BLOCKING_COLOUR if n.status == "failed" else "#333333"
         cx = _num(box.x + box.width / 2)
         out.append(
-            f'<g class="node status-{escape(n.status)}" data-key={quoteattr(n.key)}>'
+            f'<g class="node status-{escape(n.status)}" data-key={key_attr(n.key)}>'
             f"<title>{escape(n.key)} ({escape(n.status)})</title>"
             f'<rect x="{_num(box.x)}" y="{_num(box.y)}" width="{_num(box.width)}"'
             f' height="{_num(box.height)}" rx="6" fill="{fill(n.status)}" stroke="{stroke}"{dash}/>'
