@@ -8,6 +8,7 @@ here imports more than the standard library and the engine's JSON helpers.
 from __future__ import annotations
 
 from datetime import timedelta
+from functools import cache
 from typing import TYPE_CHECKING
 
 from ledger_cli.engine.gojson import NumberRangeError, literal_value
@@ -15,6 +16,7 @@ from ledger_cli.engine.record import go_quote
 from ledger_cli.errors import LedgerError, UnknownStatusError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
     from ledger_cli.engine.instant import Instant
@@ -288,21 +290,17 @@ def _number(literal: str) -> int | float:
         raise _Reject(f"number {literal} is out of float64 range") from None
 
 
-_decoder: Any = None
+@cache
+def _json_decoder() -> Callable[[str], Any]:
+    """The strict decoder, built once, on first use."""
+    import json
 
-
-def _json_decoder() -> Any:
-    global _decoder
-    if _decoder is None:
-        import json
-
-        _decoder = json.JSONDecoder(
-            object_pairs_hook=_no_duplicates,
-            parse_int=_number,
-            parse_float=_number,
-            parse_constant=_constant,
-        ).decode
-    return _decoder
+    return json.JSONDecoder(
+        object_pairs_hook=_no_duplicates,
+        parse_int=_number,
+        parse_float=_number,
+        parse_constant=_constant,
+    ).decode
 
 
 def _depth(text: str) -> int:
