@@ -24,10 +24,11 @@ class TooLargeError(ValueError):
 
 
 def escape(text: str) -> str:
-    """A key (or status) as drawn: each character that is not printable as its
-    escape (`\\x1b`), as the terminal views show it: XML 1.0 holds no ESC or
-    other control at all (nor a lone surrogate), and a key a Go service
-    stored may carry one."""
+    """A key (or status) as drawn: each control, format character or
+    noncharacter as its escape (`\\x1b`, `\\ufffe`: `escaped`), as the
+    terminal views show it: XML 1.0 holds no ESC or other control at all (nor
+    a lone surrogate, U+FFFE or U+FFFF), and a key a Go service stored may
+    carry one."""
     return saxutils.escape(escaped(text))
 
 
