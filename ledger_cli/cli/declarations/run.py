@@ -57,7 +57,8 @@ def run(
             "--drain",
             "With --next: after each task claim the next ready one, over one store "
             "connection, until none is ready and no other worker holds a live lease "
-            "(exit 0; 1 if any command failed), or until `ledger pause` (after the task "
+            "in any queue, --queue or not (exit 0; 1 if any command failed), or until "
+            "`ledger pause` (after the task "
             "in hand: exit 7 and the pause's line; 1, the line still on stderr, if any "
             "command failed).",
         ),
