@@ -154,3 +154,22 @@ def test_the_floor_follows_every_fence_the_store_shows_and_never_falls(tmp_path:
     res = _ledger(store, "doctor", "--fix", "--drop-damaged")
     assert res.returncode == 0 and "fence floor" not in res.stdout, res.stdout
     assert _floor(store) == 20
+
+
+def test_a_lost_record_no_history_line_names_is_bounded_by_the_store(tmp_path: Path) -> None:
+    """The history is lost with the record: no line names k, only its
+    live/ marker is left, which the drop frees. The floor rises to the
+    highest fence the store still shows (another key's, above k's here)."""
+    store = _held(tmp_path)
+    assert _ledger(store, "admit", "other").returncode == 0
+    for fence in range(1, HELD + 3):
+        assert _ledger(store, "claim", "other", "--owner", "o", "--lease", "1h").returncode == 0
+        released = _ledger(store, "release", "other", "--owner", "o", "--fence", str(fence))
+        assert released.returncode == 0
+    _record(store).unlink()
+    (store / "history.jsonl").unlink()
+    res = _ledger(store, "doctor", "--fix", "--drop-damaged")
+    assert res.returncode == 0, res.stdout
+    assert f"fixed: raised the fence floor from 0 to {HELD + 2}" in res.stdout
+    assert _floor(store) == HELD + 2
+    _admitted_again_a_stays_fenced(store)
