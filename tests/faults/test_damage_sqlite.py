@@ -216,3 +216,26 @@ def test_doctor_runs_sqlites_own_check_of_every_page(
         assert "fixed:" not in res.stdout, lines
     res = _ledger(db, "--json", "doctor")
     assert res.returncode == 9 and json.loads(res.stdout)["problems"], res.stdout
+
+
+def test_drop_damaged_deletes_no_row_and_asks_for_a_repair_in_place(
+    template: Path, tmp_path: Path
+) -> None:
+    """A held lease's row that does not decode: no command deletes it
+    (`--drop-damaged` drops nothing on SQL), and the error asks for a repair
+    in place, not a deletion: a deleted row frees its key, whose next admit
+    starts at fence 0 and would hand out the holder's fence a second time."""
+    db = tmp_path / "t.db"
+    shutil.copy(template, db)
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE ledger_tasks SET needs = '{{' WHERE key = 'held'")
+    conn.commit()
+    conn.close()
+    res = _ledger(db, "doctor", "--fix", "--drop-damaged")
+    assert res.returncode == 9, res.stdout
+    assert "unreadable needs column" in res.stdout
+    assert "repair that row in place" in res.stdout and "or delete" not in res.stdout
+    conn = sqlite3.connect(db)
+    rows = conn.execute("SELECT status, fence FROM ledger_tasks WHERE key = 'held'").fetchall()
+    conn.close()
+    assert rows == [("claimed", 1)]

@@ -162,11 +162,16 @@ def refuse_foreign(root: str, root_fd: int) -> None:
         )
 
 
+def meta_bytes(meta: dict[str, Any]) -> bytes:
+    """The metadata file's bytes."""
+    return (json.dumps(meta) + "\n").encode("utf-8")
+
+
 def initialize(root: str, root_fd: int) -> dict[str, Any]:
     """Write the metadata file into an empty directory (under the lock)."""
     refuse_foreign(root, root_fd)
     meta: dict[str, Any] = {"format": FORMAT, "version": FORMAT_VERSION, "fence_floor": 0}
-    data = (json.dumps(meta) + "\n").encode("utf-8")
+    data = meta_bytes(meta)
     try:
         os.fchmod(root_fd, fsutil.DIR_MODE)
     except OSError as exc:

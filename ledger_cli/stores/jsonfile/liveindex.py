@@ -180,3 +180,31 @@ def scan_live(root: str, root_fd: int, read_digest: ReadDigest) -> dict[str, Tas
             if keep != digests or shard in tidy:
                 write_shard_index(root, root_fd, lfd, shard, keep)
     return found
+
+
+def unbacked(root: str, root_fd: int) -> list[str]:
+    """The digests live/ names (markers and shard files) whose record file is
+    missing: lost records, whose entries `scan_live` drops (or a finished
+    record's stale entry, pruned since). `doctor --fix --drop-damaged` raises
+    the fence floor before its scan frees their keys. Under the lock."""
+    named: set[str] = set()
+    with listing(root, root_fd, LIVE_DIR) as lfd:
+        if lfd is None:
+            return []
+        for name in os.listdir(lfd):
+            if DIGEST.matches(name):
+                named.add(name)
+            elif SHARD_INDEX.matches(name):
+                named |= read_shard_index(root, lfd, name[:2])[0]
+    missing: list[str] = []
+    for digest in sorted(named):
+        try:
+            os.stat(
+                f"{RECORDS_DIR}/{digest[:2]}/{digest}.json", dir_fd=root_fd, follow_symlinks=False
+            )
+        except (FileNotFoundError, NotADirectoryError):
+            missing.append(digest)
+        except OSError as exc:
+            path = shown(root, RECORDS_DIR, digest[:2], digest + ".json")
+            raise fail(path, "cannot read", exc) from None
+    return missing

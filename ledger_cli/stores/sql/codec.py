@@ -253,7 +253,8 @@ def read_text(value: Any, key: str, column: str) -> str:
 def corrupt(key: str, column: str, detail: str) -> StoreError:
     return StoreError(
         f"ledger: stored record {shown(key)!r} has an unreadable {column} column ({detail}); "
-        "repair or delete that row"
+        "repair that row in place (deleted, its key could be admitted again and hand out "
+        "its fences a second time)"
     )
 
 

@@ -36,6 +36,7 @@ from ledger_cli.cli.context import Session, Settings, store_url
 from ledger_cli.errors import LedgerError, StoreError
 
 if TYPE_CHECKING:
+    from ledger_cli.cli.commands.doctor.floor import FenceFloor
     from ledger_cli.engine.history import HistoryEntry
     from ledger_cli.engine.record import TaskState
 
@@ -74,13 +75,14 @@ def _drop_damaged(
     damaged: list[tuple[RecordFile, str]],
     history: list[HistoryEntry],
     found: Findings,
+    floor: FenceFloor,
 ) -> None:
     """`--fix --drop-damaged`: damaged record files moved aside (lost.py); each
     one moved is no longer a problem."""
     from ledger_cli.cli.commands.doctor import lost
 
     try:
-        moved = lost.drop_damaged_files(s, root, [f for f, _ in damaged], history)
+        moved = lost.drop_damaged_files(s, root, [f for f, _ in damaged], history, floor)
     except StoreError as exc:
         found.problems.append(output.one_line(str(exc)))
         return
@@ -99,21 +101,21 @@ def _check_lost(
     files: list[RecordFile],
     history: list[HistoryEntry],
     found: Findings,
-    drop: bool,
+    floor: FenceFloor | None,
 ) -> dict[str, str]:
     """Keys whose record file is gone (lost.py): problems, or dropped with
     --fix --drop-damaged. What became of each key without a record that the
-    history knows (for the needs' notes)."""
+    history knows (for the needs' notes). `floor`: with --drop-damaged."""
     from ledger_cli.cli.commands.doctor import lost
 
     gone = dict.fromkeys(lost.dropped_keys(history), "was dropped (doctor --drop-damaged)")
     on_disk = {os.path.basename(f.path).removesuffix(".json") for f in files}
     try:
         keys = lost.lost_keys(s, on_disk, history)
-        if drop:
-            found.fixed.extend(lost.drop_lost(s, root, keys) if keys else ())
+        if floor is not None:
+            found.fixed.extend(lost.drop_lost(s, root, keys, floor) if keys else ())
             gone.update(dict.fromkeys(keys, "was dropped (doctor --drop-damaged)"))
-            lost.free_dropped(s)
+            lost.free_dropped(s, root, floor)
             return gone
     except StoreError as exc:
         found.problems.append(output.one_line(str(exc)))
@@ -232,9 +234,15 @@ def doctor(settings: Settings, fix: bool = False, drop_damaged: bool = False) ->
         gone: dict[str, str] = {}
         if walked and history is not None:
             assert root is not None
-            if drop_damaged and checked.damaged:
-                _drop_damaged(s, root, checked.damaged, history, found)
-            gone = _check_lost(s, root, files.files, history, found, drop_damaged)
+            floor = None
+            if drop_damaged:
+                from ledger_cli.cli.commands.doctor.floor import FenceFloor, drop_floor
+
+                damaged = (f.data for f, _ in checked.damaged)
+                floor = FenceFloor(s.store, drop_floor(records, history, damaged), found)
+                if checked.damaged:
+                    _drop_damaged(s, root, checked.damaged, history, found, floor)
+            gone = _check_lost(s, root, files.files, history, found, floor)
         pruned = _pruned_keys(s, found)
         _check_needs(records, found, gone, pruned)
         from ledger_cli.cli.commands.doctor.cycles import check_cycles

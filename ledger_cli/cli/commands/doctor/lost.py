@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
     from ledger_cli.cli.commands.doctor.files import RecordFile
+    from ledger_cli.cli.commands.doctor.floor import FenceFloor
     from ledger_cli.cli.context import Session
     from ledger_cli.engine.history import HistoryEntry
 
@@ -93,11 +94,11 @@ def lost_problem(root: str, key: str) -> str:
     )
 
 
-def drop_lost(s: Session, root: str, keys: Sequence[str]) -> list[str]:
+def drop_lost(s: Session, root: str, keys: Sequence[str], floor: FenceFloor) -> list[str]:
     """Accept the loss of each key: a `ledger.dropped` history line each, in
-    one unit under the store lock, each key checked again inside it. The
-    derived indexes are rebuilt by the index checks that follow. The lines
-    saying what was dropped."""
+    one unit under the store lock, each key checked again inside it, the
+    fence floor raised first (floor.py). The derived indexes are rebuilt by
+    the index checks that follow. The lines saying what was dropped."""
     from ledger_cli.engine import prune
 
     done: list[str] = []
@@ -117,17 +118,32 @@ def drop_lost(s: Session, root: str, keys: Sequence[str]) -> list[str]:
             )
             done.append(f"dropped {shown(key)}: its record file was lost (a history line says so)")
         if entries:
+            floor.raise_now()
             s.store.append_history(entries)  # type: ignore[attr-defined]
     return [output.clip(line) for line in done]
 
 
-def free_dropped(s: Session) -> None:
+def free_dropped(s: Session, root: str, floor: FenceFloor) -> None:
     """Once `--drop-damaged` has accepted the losses: the JSON store's scan of
     live/ (`by_status`), which drops each marker whose record file is gone,
     so admitting a dropped key again is an ordinary admit, not a lost record
-    (liveindex.refuse_lost). Markers of losses no history names (a write
-    of a damaged wal.log dropped) go too: --drop-damaged accepts them all."""
-    if hasattr(s.store, "check_record_file"):  # the JSON store
+    (liveindex.refuse_lost), at or above the fence floor, raised first
+    under the same lock when there is such a marker. Markers of losses no
+    history names (a write of a damaged wal.log dropped) go too:
+    --drop-damaged accepts them all."""
+    if not hasattr(s.store, "check_record_file"):  # not the JSON store
+        return
+    from ledger_cli.stores.jsonfile import fsutil, liveindex
+
+    with s.store.batch():
+        root_fd = fsutil.open_root(root)
+        if root_fd is None:
+            return
+        try:
+            if liveindex.unbacked(root, root_fd):
+                floor.raise_now()
+        finally:
+            os.close(root_fd)
         s.store.by_status(("pending", "claimed"))  # type: ignore[attr-defined]
 
 
@@ -140,12 +156,17 @@ def dropped_entry(s: Session, now: str, key: str, data: str) -> HistoryEntry:
 
 
 def drop_damaged_files(
-    s: Session, root: str, damaged: Sequence[RecordFile], history: Iterable[HistoryEntry]
+    s: Session,
+    root: str,
+    damaged: Sequence[RecordFile],
+    history: Iterable[HistoryEntry],
+    floor: FenceFloor,
 ) -> list[tuple[RecordFile, str]]:
     """Move each damaged record file into damaged/ (its bytes kept), under the
-    store lock, each file read again first (a file that changed meanwhile is
-    left, and still reported); a `ledger.dropped` history line each, naming
-    the key when the history knows it. (file, what was done) for each moved."""
+    store lock, the fence floor raised first (floor.py), each file read again
+    first (a file that changed meanwhile is left, and still reported); a
+    `ledger.dropped` history line each, naming the key when the history
+    knows it. (file, what was done) for each moved."""
     from ledger_cli.cli.commands.doctor.files import read_regular
     from ledger_cli.stores.jsonfile import fsutil
     from ledger_cli.stores.jsonfile.layout import DAMAGED_DIR, free_name
@@ -175,6 +196,7 @@ def drop_damaged_files(
             try:
                 entries = []
                 now = str(s.now())
+                floor.raise_now()  # durable before the first move
                 for file in damaged:
                     try:
                         if read_regular(file.path) != file.data:
