@@ -1,7 +1,7 @@
 """The PostgreSQL store's connection: opening, reconnecting, errors, transactions.
 
 `PostgresConnection` is the base of `PostgresStore` (postgres.py) and of its
-method groups (postgres_claim.py, claims.py, reads.py, sidetables.py):
+method groups (claims.py, reads.py, sidetables.py):
 it loads psycopg lazily, parses the URL and connects (autocommit), runs the
 schema set-up (postgres_schema.py), replaces a lost connection outside a
 batch, maps driver errors to StoreError / StoreConflictError /
