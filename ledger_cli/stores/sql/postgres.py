@@ -46,9 +46,10 @@ from ledger_cli.engine.history import HistoryEntry
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
 from ledger_cli.engine.rerun import rerun
+from ledger_cli.errors import StoreError
 from ledger_cli.stores.sql import codec, ddl, due, historyfollow, pause, postgres_schema, queues
 from ledger_cli.stores.sql.claims import SqlClaims
-from ledger_cli.stores.sql.postgres_conn import PostgresConnection, no_nul
+from ledger_cli.stores.sql.postgres_conn import PostgresConnection
 from ledger_cli.stores.sql.reads import SqlReads
 from ledger_cli.stores.sql.sidetables import SqlSideTables
 
@@ -133,7 +134,23 @@ class PostgresStore(PostgresConnection, SqlClaims, SqlReads, SqlSideTables):
         return "\x00" not in text and codec.is_utf8(text)
 
     def _check_text(self, key: str, **fields: str) -> None:
-        no_nul(key, **fields)
+        """A key that is not valid UTF-8, or a key or text field holding NUL,
+        is refused: PostgreSQL text cannot hold either."""
+        if not codec.is_utf8(key):
+            raise StoreError(
+                f"ledger: PostgreSQL cannot store key {codec.hex_bytes(key)!r}: "
+                "text must be valid UTF-8"
+            )
+        if "\x00" in key:
+            raise StoreError(
+                f"ledger: PostgreSQL cannot store key {key!r}: text cannot contain a NUL character"
+            )
+        for name, value in fields.items():
+            if isinstance(value, str) and "\x00" in value:
+                raise StoreError(
+                    f"ledger: PostgreSQL cannot store {name} {value!r} of key {key!r}: "
+                    "text cannot contain a NUL character"
+                )
 
     # -- the claim path (claims.py does the rest) -----------------------------------
 
@@ -250,7 +267,7 @@ class PostgresStore(PostgresConnection, SqlClaims, SqlReads, SqlSideTables):
     def load(self, key: str) -> TaskState | None:
         if not codec.is_utf8(key):
             return None  # PostgreSQL text holds valid UTF-8 only: no such row exists
-        no_nul(key)
+        self._check_text(key)
         with self._lock:
             self._check_open()
             if self._depth:
@@ -264,7 +281,7 @@ class PostgresStore(PostgresConnection, SqlClaims, SqlReads, SqlSideTables):
         return None if row is None else codec.row_to_state(row)
 
     def compare_and_swap(self, key: str, old: TaskState | None, new: TaskState) -> bool:
-        no_nul(key, **_state_fields(new))
+        self._check_text(key, **_state_fields(new))
         if old is None:
             params = codec.insert_params(key, new, codec.UINT64_MAX)
             sql, op = _INSERT, "insert"
@@ -301,7 +318,7 @@ class PostgresStore(PostgresConnection, SqlClaims, SqlReads, SqlSideTables):
             return
         params = []
         for e in entries:
-            no_nul(e.key, actor=e.actor, event=e.event, data=e.data, time=e.time)
+            self._check_text(e.key, actor=e.actor, event=e.event, data=e.data, time=e.time)
             fence = codec.check_uint(e.fence, "fence", e.key)
             params.append((e.time, e.actor, e.event, e.key, fence, e.data))
         # Inside a batch (a write's history) the entries join its transaction

@@ -68,24 +68,6 @@ def _quiet(psycopg: Any) -> None:
         log.addHandler(logging.NullHandler())
 
 
-def no_nul(key: str, **fields: str) -> None:
-    if not codec.is_utf8(key):
-        raise StoreError(
-            f"ledger: PostgreSQL cannot store key {codec.hex_bytes(key)!r}: "
-            "text must be valid UTF-8"
-        )
-    if "\x00" in key:
-        raise StoreError(
-            f"ledger: PostgreSQL cannot store key {key!r}: text cannot contain a NUL character"
-        )
-    for name, value in fields.items():
-        if isinstance(value, str) and "\x00" in value:
-            raise StoreError(
-                f"ledger: PostgreSQL cannot store {name} {value!r} of key {key!r}: "
-                "text cannot contain a NUL character"
-            )
-
-
 class PostgresConnection(SqlDialect):
     """The connection, error mapping and batches of a `PostgresStore`."""
 
