@@ -53,15 +53,16 @@ SQLITE_DDL = _DDL.format(big="INTEGER", uint="INTEGER", bool="INTEGER", blob="BL
 PG_DDL = _DDL.format(
     big="BIGINT", uint="NUMERIC(20, 0)", bool="BOOLEAN", blob="BYTEA", empty="''::bytea"
 )
-_PG_SETUP_LOCK = 0x6C6564676572  # postgres_schema.py SETUP_LOCK: openers serialise DDL
 _PG_ATTEMPT_LOCK = 0x61747470  # "attp": (class, hashtext(key)) advisory locks
 
 
 class _SqlAttempts:
-    """The statements, with the placeholder and the driver calls of one store."""
+    """The statements, with the placeholder and the driver calls of one store
+    (SQLite's unless a dialect's class below says otherwise)."""
 
     mark = "?"
     ddl = SQLITE_DDL
+    greatest = "max"
 
     def __init__(self, store: Any) -> None:
         self._store = store
@@ -234,8 +235,6 @@ class _SqlAttempts:
             return b""
         return bytes(rows[0][0])
 
-    greatest = "max"
-
     def read_new(self, key: str, n: int, seen: int) -> tuple[Attempt | None, bytes]:
         if not self._holds(key) or not self._table(create=False):
             return None, b""
@@ -314,9 +313,6 @@ def _number(key: str, row: Any, i: int, n: int | None = None) -> int:
 
 
 class SQLiteAttempts(_SqlAttempts):
-    mark = "?"
-    ddl = SQLITE_DDL
-
     def _run(self, op: str, sql: str, params: tuple[Any, ...]) -> list[Any]:
         # The store's text recovery: a key the Go service wrote with bytes that
         # are not UTF-8 (a lone surrogate each) is bound as those bytes and read
@@ -341,7 +337,9 @@ class PostgresAttempts(_SqlAttempts):
         return bool(rows and rows[0][0])
 
     def _create(self) -> None:
-        self._rows("create", "SELECT pg_advisory_xact_lock(?)", (_PG_SETUP_LOCK,))
+        from ledger_cli.stores.sql.postgres_schema import SETUP_LOCK  # openers serialise DDL
+
+        self._rows("create", "SELECT pg_advisory_xact_lock(?)", (SETUP_LOCK,))
         self._rows("create", self.ddl)
 
     def _lock_key(self, key: str) -> None:

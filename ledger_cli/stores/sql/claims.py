@@ -14,7 +14,7 @@ concurrent claimers spread over the queue; SQLite's batch is BEGIN
 IMMEDIATE, which already keeps every other writer out, so its scans lock
 nothing and read a few rows a page (READY_PAGE). PostgreSQL's claim adds the
 hooks that read the server's clock without a round trip of its own
-(postgres_claim.py).
+(postgres.py).
 """
 
 from __future__ import annotations

@@ -9,8 +9,10 @@ recovery), which text the database can hold, and the checks on text before
 a write. `SQLiteStore` (sqlite.py) and `PostgresStore` (postgres.py) supply
 them over their connection bases (sqlite_conn.py, postgres_conn.py), which
 are dialects too: each names its driver's errors and maps one to a
-StoreError (`_error`), and the wrapping of a block in that mapping, the
-closed check and the repr are written once here.
+StoreError (`_error`), and opens a transaction or a savepoint
+(`_transaction`). Written once here: `batch()` around that transaction (the
+lock, the depth, the collector's hold), `close()`, the wrapping of a block
+in the error mapping, the closed check and the repr.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import threading
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
+from ledger_cli.engine import collector
 from ledger_cli.engine.record import TaskState, byte_order
 from ledger_cli.errors import StoreError
 
@@ -38,6 +41,8 @@ class SqlDialect:
 
     NAME: ClassVar[str]
     """The database in messages: `sqlite` or `postgres`."""
+    CLOSE_WAIT: ClassVar[float] = -1
+    """Seconds `close()` waits for another thread's call on the connection (-1: no limit)."""
 
     _conn: Any
     _depth: int
@@ -56,21 +61,80 @@ class SqlDialect:
 
         def _error(self, op: str, exc: BaseException) -> StoreError: ...
 
-        @contextlib.contextmanager
-        def batch(self) -> Iterator[None]:
-            yield
+        def _setup(self) -> None:
+            """Bring a new connection and the schema up to date."""
+
+        def _transaction(self, depth: int) -> contextlib.AbstractContextManager[None]:
+            """The block as one transaction (`depth` 0) or a savepoint of the
+            open one (`depth` batches already open), committed when it ends,
+            rolled back when it raises (`batch`)."""
+            ...
 
         def _fetchall(self, op: str, sql: str, params: tuple[Any, ...]) -> list[Any]:
             """All rows of one query, under the store's error mapping."""
             ...
-
-        def close(self) -> None: ...
 
         def compare_and_swap(self, key: str, old: TaskState | None, new: TaskState) -> bool: ...
 
         def _in(self, column: str, values: tuple[str, ...]) -> tuple[str, tuple[Any, ...]]:
             """`column` equals one of `values`: the SQL condition and its arguments."""
             ...
+
+    def _set_up(self) -> None:
+        """`_setup` on the new connection; when it fails, the connection is
+        closed (the store never opened) and the error raised."""
+        try:
+            self._setup()
+        except BaseException:
+            with contextlib.suppress(Exception):
+                self._conn.close()
+            self._closed = True
+            raise
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """One write transaction for the block (`_transaction`: one commit).
+
+        Re-entrant: a nested block is a savepoint. An exception rolls back the
+        block it leaves (and, unless caught inside, the outer ones). The
+        store's lock is held for the block, and the outermost one turns the
+        cyclic collector off (engine/collector.py): none while the
+        transaction holds the database's locks. Keep batches short.
+        """
+        with self._lock:
+            self._check_open()
+            depth = self._depth
+            if depth == 0:
+                collector.pause()
+            try:
+                with self._transaction(depth):
+                    self._depth = depth + 1
+                    try:
+                        yield
+                    finally:
+                        self._depth = depth
+            finally:
+                if depth == 0:
+                    collector.resume()
+
+    def _close_connection(self) -> None:
+        """Close the driver's connection (`close`, under the lock)."""
+        with self._errors("close"):
+            self._conn.close()
+
+    def close(self) -> None:
+        # A thread blocked on a stalled connection may hold the lock: the
+        # dialect says how long to wait for it (CLOSE_WAIT) before giving up
+        # on a clean close (the process is ending; the socket goes with it).
+        if not self._lock.acquire(timeout=self.CLOSE_WAIT):
+            self._closed = True
+            return
+        try:
+            if not self._closed:
+                self._closed = True
+                self._close_connection()
+        finally:
+            self._lock.release()
 
     def _rows(self, op: str, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
         """All rows of one query, under the lock and the store's error mapping."""

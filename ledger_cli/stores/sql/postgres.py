@@ -25,25 +25,36 @@ text is a StoreError.
 
 The class supplies its dialect (dialect.py) to the groups shared with SQLite
 (claims.py, reads.py, sidetables.py: stores/sql/__init__.py maps them), over
-`PostgresClaims` (postgres_claim.py) and the connection base (postgres_conn.py);
-the schema and its set-up are postgres_schema.py's. What stays here is the
-Store's core: `load`, the compare-and-swap writes, history writes and `lock_limit`.
+the connection base (postgres_conn.py); the schema and its set-up are
+postgres_schema.py's. What stays here is what only PostgreSQL does on the
+claim path (the hooks that read the server's clock without a round trip of
+its own, `now_with` and `ready_at_clock`; the pause read FOR SHARE by a
+`--next` claim together with the clock, the first priority level and the
+queues' limits; the named queues' candidates read through a MATERIALIZED
+CTE), `lock_limit`, and the Store's core: `load`, the compare-and-swap
+writes and history writes.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
-from typing import Any
+import itertools
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ledger_cli.engine.history import HistoryEntry
+from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
 from ledger_cli.engine.rerun import rerun
-from ledger_cli.stores.sql import codec, historyfollow, postgres_schema, queues
-from ledger_cli.stores.sql.postgres_claim import PostgresClaims
-from ledger_cli.stores.sql.postgres_conn import no_nul
+from ledger_cli.errors import StoreError
+from ledger_cli.stores.sql import codec, ddl, due, historyfollow, pause, postgres_schema, queues
+from ledger_cli.stores.sql.claims import SqlClaims
+from ledger_cli.stores.sql.postgres_conn import PostgresConnection
 from ledger_cli.stores.sql.reads import SqlReads
 from ledger_cli.stores.sql.sidetables import SqlSideTables
+
+if TYPE_CHECKING:
+    from ledger_cli.engine.queuefilter import Filter as QueueFilter
 
 __all__ = ["PostgresStore"]
 
@@ -51,6 +62,23 @@ __all__ = ["PostgresStore"]
 _LOAD, _INSERT, _UPDATE, _HISTORY_INSERT = codec.core_sql(
     "%s", f" RETURNING {codec.SELECT_COLUMNS}"
 )
+
+# The server's clock and a key's row in one statement (a row even for a key
+# with no record): statement_timestamp() is read as the statement starts, so
+# before the row's snapshot is taken, as reading the clock and then the record.
+_CLOCKED_LOAD = (
+    f"SELECT statement_timestamp(), {codec.T_COLUMNS}"
+    " FROM (SELECT 1) c LEFT JOIN ledger_tasks t ON t.key = %s"
+)
+_CLAIM_START = (
+    "SELECT paused, since, actor, reason, clock_timestamp(),"
+    " (SELECT min(rank) FROM ledger_due WHERE rank > -1000001),"
+    " (SELECT coalesce(json_object_agg(queue, n), '{}') FROM ledger_limit)"
+    " FROM ledger_pause WHERE id = 1 FOR SHARE"
+)
+"""A `--next` claim's first statement: the pause (read FOR SHARE, docs/design.md §8.3), the
+server's clock, the first priority level of the due index (docs/design.md §8.2) and the
+queues' limits (docs/design.md §8.7), in one round trip."""
 
 
 def _state_fields(rec: TaskState) -> dict[str, str]:
@@ -63,7 +91,7 @@ def _state_fields(rec: TaskState) -> dict[str, str]:
     }
 
 
-class PostgresStore(PostgresClaims, SqlReads, SqlSideTables):
+class PostgresStore(PostgresConnection, SqlClaims, SqlReads, SqlSideTables):
     """A Store in a PostgreSQL database, for workers on several hosts.
 
     One connection (autocommit; `batch()` opens a transaction), guarded by a
@@ -93,6 +121,7 @@ class PostgresStore(PostgresClaims, SqlReads, SqlSideTables):
     INDEX_REBUILD_RANGE = postgres_schema.REBUILD_RANGE
     REBUILD_LOCK = "LOCK TABLE ledger_tasks IN SHARE ROW EXCLUSIVE MODE"
     REBUILD_GAP = 0.0  # waiting writers queue on the lock
+    LEASE = ddl.PG.sortkey("t.lease_until")
 
     def _fetchall(self, op: str, sql: str, params: tuple[Any, ...]) -> list[Any]:
         with self._errors(op):
@@ -105,7 +134,111 @@ class PostgresStore(PostgresClaims, SqlReads, SqlSideTables):
         return "\x00" not in text and codec.is_utf8(text)
 
     def _check_text(self, key: str, **fields: str) -> None:
-        no_nul(key, **fields)
+        """A key that is not valid UTF-8, or a key or text field holding NUL,
+        is refused: PostgreSQL text cannot hold either."""
+        if not codec.is_utf8(key):
+            raise StoreError(
+                f"ledger: PostgreSQL cannot store key {codec.hex_bytes(key)!r}: "
+                "text must be valid UTF-8"
+            )
+        if "\x00" in key:
+            raise StoreError(
+                f"ledger: PostgreSQL cannot store key {key!r}: text cannot contain a NUL character"
+            )
+        for name, value in fields.items():
+            if isinstance(value, str) and "\x00" in value:
+                raise StoreError(
+                    f"ledger: PostgreSQL cannot store {name} {value!r} of key {key!r}: "
+                    "text cannot contain a NUL character"
+                )
+
+    # -- the claim path (claims.py does the rest) -----------------------------------
+
+    def now_with(self, key: str) -> Instant:
+        """`now()`, and inside a batch the row of `key` read with it (the clock
+        as the statement starts, then the row, as a unit reading its clock and
+        then its record would: one statement). The row is kept for the next
+        `load(key)` in this batch, which costs nothing then. Outside a batch,
+        or for a key no row can have: `now()` alone."""
+        if not codec.is_utf8(key) or "\x00" in key:
+            return self.now()  # load() answers (or refuses) such a key itself
+        with self._lock:
+            self._check_open()
+            if not self._depth:
+                return self.now()
+            with self._errors("clock"):
+                row = self._conn.execute(_CLOCKED_LOAD, (key,)).fetchone()
+            now = self._instant(row)
+            assert row is not None  # (_instant refuses a missing row)
+            if key not in self._held:
+                self._preloaded[key] = None if row[1] is None else codec.row_to_state(row[1:])
+        return now
+
+    def _queue_page_sql(self, *, lock: bool, limit: int, queues: int) -> str:
+        """Their keys are read first from `ledger_queue`'s (queue, key) index (a
+        MATERIALIZED CTE: the planner cannot turn it back into the (rank, due,
+        key) walk that steps over every other queue's task), then joined to
+        their `ledger_due` rows."""
+        sql = (
+            "WITH q AS MATERIALIZED (SELECT key FROM ledger_queue WHERE queue IN"
+            f" ({', '.join(['%s'] * queues)})) SELECT {codec.T_COLUMNS}, d.due FROM q"
+            " JOIN ledger_due d ON d.key = q.key JOIN ledger_tasks t ON t.key = d.key"
+            f" WHERE {due.level_sql('%s', self.LEASE, limit=limit)}"
+        )
+        return sql + " FOR UPDATE OF t SKIP LOCKED" if lock else sql
+
+    def ready_at_clock(
+        self, queues_at: Callable[[Instant], QueueFilter | None] | None = None
+    ) -> tuple[Instant, Iterator[TaskState]] | None:
+        """`(now, ready_candidates(now))` with `now` the server's clock: inside
+        a `--next` claim's batch the clock read with its pause check
+        (`read_pause(for_claim=True)`, with the first priority level), which
+        costs no round trip of its own; else `now()`. Inside a batch, None when
+        there is no candidate (nothing to judge). `queues_at(now)`: the queue
+        filter for that clock (the queues at their limit depend on it), or
+        None for every queue."""
+        with self._lock:
+            self._check_open()
+            start, self._claim_start = self._claim_start, None
+            if start is not None and self._depth:  # read with the pause check
+                now = start[0]
+                filt = None if queues_at is None else queues_at(now)
+                cands = self.ready_candidates(now, (start[1],), filt)
+            else:
+                now = self.now()
+                filt = None if queues_at is None else queues_at(now)
+                cands = self.ready_candidates(now, None, filt)
+            if not self._depth:
+                return now, cands
+            head = next(cands, None)
+            if head is None:
+                return None  # no candidate: nothing to judge
+            return now, itertools.chain((head,), cands)
+
+    def read_pause(self, for_claim: bool = False) -> tuple[str, str, str] | None:
+        """The pause (docs/design.md §8.3; stores/sql/pause.py). A `--next` claim reads the
+        row FOR SHARE in its transaction, so `pause`'s UPDATE waits for it. Any
+        other read inside a batch (`pause`, `resume`: read, then write) locks
+        the row FOR UPDATE, so of two at once the second reads what the first
+        wrote and says "already" instead of both changing it."""
+        with self._lock:
+            self._check_open()
+            if not (for_claim and self._depth):
+                query = pause.READ_FOR_WRITE_PG if self._depth else pause.READ
+                with self._errors("pause"):
+                    row = self._conn.execute(query).fetchone()
+                return pause.state_of(row)
+            with self._errors("pause"):
+                row = self._conn.execute(_CLAIM_START).fetchone()
+            if row is None:
+                return None
+            self._claim_start = (
+                Instant.from_datetime(row[4]).utc(),
+                None if row[5] is None else int(row[5]),
+            )
+            got = row[6] if isinstance(row[6], dict) else {}
+            self._claim_limits = {str(q): queues.limit_of(str(q), n) for q, n in got.items()}
+        return pause.state_of(row[:4])
 
     # -- queues (docs/design.md §8.7; stores/sql/sidetables.py) ------------------
 
@@ -134,7 +267,7 @@ class PostgresStore(PostgresClaims, SqlReads, SqlSideTables):
     def load(self, key: str) -> TaskState | None:
         if not codec.is_utf8(key):
             return None  # PostgreSQL text holds valid UTF-8 only: no such row exists
-        no_nul(key)
+        self._check_text(key)
         with self._lock:
             self._check_open()
             if self._depth:
@@ -148,7 +281,7 @@ class PostgresStore(PostgresClaims, SqlReads, SqlSideTables):
         return None if row is None else codec.row_to_state(row)
 
     def compare_and_swap(self, key: str, old: TaskState | None, new: TaskState) -> bool:
-        no_nul(key, **_state_fields(new))
+        self._check_text(key, **_state_fields(new))
         if old is None:
             params = codec.insert_params(key, new, codec.UINT64_MAX)
             sql, op = _INSERT, "insert"
@@ -185,7 +318,7 @@ class PostgresStore(PostgresClaims, SqlReads, SqlSideTables):
             return
         params = []
         for e in entries:
-            no_nul(e.key, actor=e.actor, event=e.event, data=e.data, time=e.time)
+            self._check_text(e.key, actor=e.actor, event=e.event, data=e.data, time=e.time)
             fence = codec.check_uint(e.fence, "fence", e.key)
             params.append((e.time, e.actor, e.event, e.key, fence, e.data))
         # Inside a batch (a write's history) the entries join its transaction

@@ -1,14 +1,14 @@
 """The PostgreSQL store's connection: opening, reconnecting, errors, transactions.
 
 `PostgresConnection` is the base of `PostgresStore` (postgres.py) and of its
-method groups (postgres_claim.py, claims.py, reads.py, sidetables.py):
+method groups (claims.py, reads.py, sidetables.py):
 it loads psycopg lazily, parses the URL and connects (autocommit), runs the
 schema set-up (postgres_schema.py), replaces a lost connection outside a
 batch, maps driver errors to StoreError / StoreConflictError /
 StoreUnavailableError (a login the server refused is a StoreLoginError:
-postgres_login.py), and owns the batch machinery (a transaction, nested
-savepoints, on a pipeline when psycopg has one: postgres_tx.py), the server's
-clock, the blocks lock of engine/serial.py and `close`. It also holds the
+postgres_login.py), and owns the transaction that `batch()` (dialect.py)
+runs (nested savepoints, on a pipeline when psycopg has one: postgres_tx.py),
+the server's clock and the blocks lock of engine/serial.py. It also holds the
 state a batch keeps: the rows this transaction holds locked and the rows read
 ahead for the next `load`.
 """
@@ -20,7 +20,6 @@ import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from ledger_cli.engine import collector
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
 from ledger_cli.errors import (
@@ -38,9 +37,6 @@ if TYPE_CHECKING:
 # Writers of blocks and un-blocks (engine/serial.py): one lock per schema ("ledg").
 _BLOCKS_LOCK_SQL = "SELECT pg_advisory_xact_lock(1818584167, hashtext(current_schema()))"
 _CLOCK = "SELECT clock_timestamp()"
-
-_CLOSE_WAIT = 1.0
-"""Seconds `close()` waits for another thread's call on the connection."""
 
 _INSTALL_HINT = "pip install 'ledger_cli[postgres]'"
 
@@ -72,28 +68,11 @@ def _quiet(psycopg: Any) -> None:
         log.addHandler(logging.NullHandler())
 
 
-def no_nul(key: str, **fields: str) -> None:
-    if not codec.is_utf8(key):
-        raise StoreError(
-            f"ledger: PostgreSQL cannot store key {codec.hex_bytes(key)!r}: "
-            "text must be valid UTF-8"
-        )
-    if "\x00" in key:
-        raise StoreError(
-            f"ledger: PostgreSQL cannot store key {key!r}: text cannot contain a NUL character"
-        )
-    for name, value in fields.items():
-        if isinstance(value, str) and "\x00" in value:
-            raise StoreError(
-                f"ledger: PostgreSQL cannot store {name} {value!r} of key {key!r}: "
-                "text cannot contain a NUL character"
-            )
-
-
 class PostgresConnection(SqlDialect):
     """The connection, error mapping and batches of a `PostgresStore`."""
 
     NAME = "postgres"
+    CLOSE_WAIT = 1.0  # a thread blocked on a stalled connection holds the lock
 
     def __init__(self, url: str, *, connect_timeout: int = 10) -> None:
         pg = _psycopg()
@@ -154,13 +133,7 @@ class PostgresConnection(SqlDialect):
             postgres_tx.Pipelined(self._conn, pg) if postgres_tx.supported(pg) else None
         )
         """Batches on a pipeline (stores/sql/postgres_tx.py); None: psycopg's transactions."""
-        try:
-            self._setup()
-        except BaseException:
-            with contextlib.suppress(Exception):
-                self._conn.close()
-            self._closed = True
-            raise
+        self._set_up()
 
     def _connect(self) -> psycopg.Connection[Any]:
         pg = self._psycopg
@@ -259,45 +232,34 @@ class PostgresConnection(SqlDialect):
     # -- transactions and the clock ----------------------------------------------
 
     @contextlib.contextmanager
-    def batch(self) -> Iterator[None]:
-        """One transaction for the block; nested blocks are savepoints.
-
-        An exception rolls back the block it leaves. Rows written in a batch stay
-        locked until it ends, so keep batches short.
-        """
-        with self._lock:
-            self._check_open()
-            self._depth += 1
-            done = False
-            tx: contextlib.AbstractContextManager[Any]
-            if self._pipeline is None:
-                tx = self._conn.transaction()
-            elif (
-                self._depth == 1
-            ):  # BEGIN and COMMIT ride with statements (stores/sql/postgres_tx.py)
-                tx = self._pipeline.transaction()
-            else:
-                tx = self._pipeline.savepoint(self._depth)
-            outermost = self._depth == 1
-            if outermost:
-                collector.pause()  # none while the transaction holds locks (engine/collector.py)
-            try:
-                with self._errors("commit"), tx:
-                    yield
-                done = True
-                if outermost:
-                    self.refresh_stats()
-            finally:
-                if outermost:
-                    collector.resume()
-                self._depth -= 1
-                if self._depth < self._blocks_depth:  # committed, or its savepoint left
-                    self._blocks_depth = 0
-                if not done or self._depth == 0:
-                    self._held.clear()  # rolled back, or the locks are gone
-                    self._claim_start = None
-                    self._claim_limits = None
-                    self._preloaded.clear()
+    def _transaction(self, depth: int) -> Iterator[None]:
+        """A transaction, or a savepoint inside it; on a pipeline when psycopg
+        has one (BEGIN and COMMIT ride with statements: postgres_tx.py). Rows
+        written in it stay locked until it ends. What the transaction holds
+        (`_held`, the claim's start, the rows read ahead) is dropped when it
+        ends or a savepoint rolls back."""
+        tx: contextlib.AbstractContextManager[Any]
+        if self._pipeline is None:
+            tx = self._conn.transaction()
+        elif depth == 0:
+            tx = self._pipeline.transaction()
+        else:
+            tx = self._pipeline.savepoint(depth + 1)
+        done = False
+        try:
+            with self._errors("commit"), tx:
+                yield
+            done = True
+            if depth == 0:
+                self.refresh_stats()
+        finally:
+            if depth < self._blocks_depth:  # committed, or its savepoint left
+                self._blocks_depth = 0
+            if not done or depth == 0:
+                self._held.clear()  # rolled back, or the locks are gone
+                self._claim_start = None
+                self._claim_limits = None
+                self._preloaded.clear()
 
     def refresh_stats(self) -> None:
         """ANALYZE the tasks and their needs once this connection has inserted
@@ -368,21 +330,9 @@ class PostgresConnection(SqlDialect):
 
     # -- lifecycle ---------------------------------------------------------------
 
-    def close(self) -> None:
-        # A thread blocked on a stalled connection holds the lock: do not wait
-        # for it (the process is ending; the socket goes with it).
-        if not self._lock.acquire(timeout=_CLOSE_WAIT):
-            self._closed = True
-            return
-        try:
-            if self._closed:
-                return
-            self._closed = True
-            if self._conn.broken:
-                with contextlib.suppress(Exception):
-                    self._conn.close()
-                return
-            with self._errors("close"):
+    def _close_connection(self) -> None:
+        if self._conn.broken:
+            with contextlib.suppress(Exception):
                 self._conn.close()
-        finally:
-            self._lock.release()
+            return
+        super()._close_connection()

@@ -7,7 +7,8 @@ file (autocommit, one connection guarded by a lock), sets the pragmas (WAL,
 migrates the schema when it is incomplete (sqlite_schema.py), maps driver
 errors to StoreError / StoreUnavailableError, runs a statement again after a
 text failure (lossless decoding, raw binding: `_retry`), and owns the batch
-machinery (BEGIN IMMEDIATE … COMMIT, nested savepoints) and `close`.
+transaction (BEGIN IMMEDIATE … COMMIT, nested savepoints) that `batch()`
+(dialect.py) runs.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ledger_cli.engine import collector
 from ledger_cli.errors import StoreError, StoreUnavailableError
 from ledger_cli.stores import sqlite_uri
 from ledger_cli.stores.sql import codec, sqlite_schema
@@ -76,12 +76,7 @@ class SQLiteConnection(SqlDialect):
                 ) from None
             raise self._error("open", exc) from None
         self._cur = self._conn.cursor()  # reused by the hot paths (load, CAS)
-        try:
-            self._setup()
-        except BaseException:
-            self._conn.close()
-            self._closed = True
-            raise
+        self._set_up()
 
     @property
     def path(self) -> str:
@@ -254,60 +249,39 @@ class SQLiteConnection(SqlDialect):
     # -- transactions ------------------------------------------------------------
 
     @contextlib.contextmanager
-    def batch(self) -> Iterator[None]:
-        """One write transaction for the block (BEGIN IMMEDIATE … COMMIT, one fsync).
-
-        Re-entrant: a nested block is a savepoint. An exception rolls back the
-        block it leaves (and, unless caught inside, the outer ones).
-        """
-        with self._lock:
-            self._check_open()
-            depth = self._depth
-            savepoint = f"ledger_batch_{depth}"
-            with self._errors("begin"):
-                self._conn.execute("BEGIN IMMEDIATE" if depth == 0 else f"SAVEPOINT {savepoint}")
-            if depth == 0:
-                collector.pause()  # none while the write lock is held (engine/collector.py)
-                self._seen = {}
+    def _transaction(self, depth: int) -> Iterator[None]:
+        """BEGIN IMMEDIATE … COMMIT (one fsync), or a savepoint inside it; the
+        records `load` read are kept for the transaction (`_seen`)."""
+        savepoint = f"ledger_batch_{depth}"
+        with self._errors("begin"):
+            self._conn.execute("BEGIN IMMEDIATE" if depth == 0 else f"SAVEPOINT {savepoint}")
+        if depth == 0:
+            self._seen = {}
+        try:
             try:
-                self._depth = depth + 1
-                try:
-                    yield
-                except BaseException:
-                    self._depth = depth
-                    self._seen = {}
+                yield
+            except BaseException:
+                self._seen = {}
+                with contextlib.suppress(sqlite3.Error):
+                    if depth == 0:
+                        self._conn.execute("ROLLBACK")
+                    else:
+                        self._conn.execute(f"ROLLBACK TO {savepoint}")
+                        self._conn.execute(f"RELEASE {savepoint}")
+                raise
+            try:
+                with self._errors("commit"):
+                    self._conn.execute("COMMIT" if depth == 0 else f"RELEASE {savepoint}")
+            except StoreError:
+                if depth == 0 and self._conn.in_transaction:
                     with contextlib.suppress(sqlite3.Error):
-                        if depth == 0:
-                            self._conn.execute("ROLLBACK")
-                        else:
-                            self._conn.execute(f"ROLLBACK TO {savepoint}")
-                            self._conn.execute(f"RELEASE {savepoint}")
-                    raise
-                self._depth = depth
-                try:
-                    with self._errors("commit"):
-                        self._conn.execute("COMMIT" if depth == 0 else f"RELEASE {savepoint}")
-                except StoreError:
-                    if depth == 0 and self._conn.in_transaction:
-                        with contextlib.suppress(sqlite3.Error):
-                            self._conn.execute("ROLLBACK")
-                    raise
-            finally:
-                if depth == 0:
-                    self._seen = None
-                    collector.resume()
+                        self._conn.execute("ROLLBACK")
+                raise
+        finally:
+            if depth == 0:
+                self._seen = None
 
     def _records_seen(self) -> dict[str, TaskState] | None:
         """Where a ready scan leaves the records it decodes for `load`: this
         transaction's (None outside one)."""
         return self._seen
-
-    # -- lifecycle ---------------------------------------------------------------
-
-    def close(self) -> None:
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            with self._errors("close"):
-                self._conn.close()
