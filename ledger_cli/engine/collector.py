@@ -11,8 +11,8 @@ Each store turns the collector off where it takes its lock, and back on
 (if it was on) when the last hold of the process ends: every hold of the
 JSON store's lock (stores/jsonfile/locking.py: its writes, and the short
 read holds of its walks), and the outermost write transaction of SQLite
-(BEGIN IMMEDIATE ... COMMIT, stores/sql/sqlite_conn.py) and PostgreSQL
-(stores/sql/postgres_conn.py). So every long write's blocks (`admit
+(BEGIN IMMEDIATE ... COMMIT) and PostgreSQL, both in `batch()`
+(stores/sql/dialect.py). So every long write's blocks (`admit
 --batch`, `restore`, the walks, prune, the ready index rebuild's ranges)
 are covered, whoever drives them. Reference counting still frees everything
 that is not in a cycle; a collection that falls due in a hold runs at the
