@@ -51,7 +51,9 @@ EXIT_CODES: dict[int, str] = {
     "or `claim --next`/`run --next` without `--wait`, "
     "on a `--store`/`LEDGER_STORE` path that does not exist: `no store at PATH` "
     "(only a write creates a store, and a read creates no file; the default store "
-    "may be missing: a fresh user's `list` is empty)",
+    "may be missing: a fresh user's `list` is empty); `list` on a store holding a record "
+    "that does not decode, after printing every record that does (one line names the bad "
+    "ones; `snapshot` then writes nothing)",
     70: "a bug: one line on stderr; set `LEDGER_DEBUG=1` for the traceback",
     74: "the output could not be written to stdout (closed, disk full, I/O error): "
     "one line on stderr, ending `(the command's write was committed)` when it was; "

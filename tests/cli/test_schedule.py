@@ -337,12 +337,12 @@ def test_json_ready_index_of_an_older_release_is_rebuilt_in_the_new_order(tmp_pa
         assert run_ledger(url, "--now", T0, "admit", key, *args).returncode == 0
     manifest = store / "ready" / "manifest"
     head, _, rest = manifest.read_text().partition("\n")
-    assert head.startswith("ledger_cli.ready 4 ")
-    manifest.write_text(head.replace("ready 4", "ready 1") + "\n" + rest)  # an older release's
+    assert head.startswith("ledger_cli.ready 5 ")
+    manifest.write_text(head.replace("ready 5", "ready 1") + "\n" + rest)  # an older release's
     got = [
         run_ledger(url, "--now", T2, "claim", "--next", "--owner", "w", "--lease", "1d").stdout
         for _ in range(3)
     ]
     assert [g.split()[0] if g else None for g in got] == ["b", "a", None]  # c is not due
-    assert manifest.read_text().startswith("ledger_cli.ready 4 ")
+    assert manifest.read_text().startswith("ledger_cli.ready 5 ")
     assert run_ledger(url, "doctor").returncode == 0

@@ -1,8 +1,9 @@
 """The ready index partitioned by queue (stores/jsonfile/readyindex.py
 QUEUES_DIR): `claim --next` takes the Ready order across queues exactly as one
 index would; on the JSON store a queue filter reads only the wanted queues'
-partitions, and a queue at its limit is not read at all; an index of the
-previous format is rebuilt by queue. Through the installed CLI."""
+partitions, and a queue at its limit is not read at all; an index of an
+older format is rebuilt by queue; a partition ready/'s manifest lists whose
+directory is gone is damage, never "nothing ready". Through the installed CLI."""
 
 from __future__ import annotations
 
@@ -137,12 +138,60 @@ def test_an_index_of_the_previous_format_is_rebuilt_by_queue(store: Path) -> Non
     shutil.rmtree(store / "ready" / "q")
     manifest = store / "ready" / "manifest"
     manifest.write_bytes(
-        manifest.read_bytes().replace(b"ledger_cli.ready 4", b"ledger_cli.ready 3")
+        manifest.read_bytes().replace(b"ledger_cli.ready 5", b"ledger_cli.ready 3")
     )
     assert claim_next(str(store), "--queue", "b") == (0, "b1")
-    assert manifest.read_bytes().startswith(b"ledger_cli.ready 4 ")
+    assert manifest.read_bytes().startswith(b"ledger_cli.ready 5 ")
     assert sorted(os.listdir(store / "ready" / "q")) == sorted(q.encode().hex() for q in ("a", "b"))
     assert _drain(str(store), "--queue", "a") == [f"a{i:02}" for i in range(20)]
+
+
+def test_a_store_of_format_4_opens_and_its_partitions_are_listed(store: Path) -> None:
+    """Release 4's index: the same partitions, found by listing ready/q/, and a
+    manifest that lists none; it is rebuilt (format 5) by the next claim."""
+    manifest = store / "ready" / "manifest"
+    lines = manifest.read_text().splitlines(keepends=True)
+    assert lines[0].startswith("ledger_cli.ready 5 ")
+    assert sorted(ln for ln in lines if ln.startswith("+ ")) == ["+ 61\n", "+ 62\n"]
+    kept = [ln for ln in lines[1:] if not ln.startswith("+ ")]
+    manifest.write_text(lines[0].replace("ready 5", "ready 4") + "".join(kept))
+    assert claim_next(str(store), "--queue", "b") == (0, "b1")
+    assert manifest.read_text().startswith("ledger_cli.ready 5 ")
+    assert "+ 61\n" in manifest.read_text()
+    assert _drain(str(store), "--queue", "a") == [f"a{i:02}" for i in range(20)]
+    assert run_ledger(store, "doctor").returncode == 0
+
+
+@pytest.mark.parametrize("gone", ["partition", "every partition", "ready/q"])
+def test_a_lost_partition_directory_is_damage_not_nothing_ready(store: Path, gone: str) -> None:
+    """A queue's partition directory deleted (its entries with it): `claim
+    --next` of that queue, or of every queue, exits 9 naming it, never 7
+    while its tasks are ready; `doctor` names it and `--fix` rebuilds."""
+    if gone == "partition":
+        shutil.rmtree(_partition(store, "a"))
+    elif gone == "every partition":
+        for part in (store / "ready" / "q").iterdir():
+            shutil.rmtree(part)
+    else:
+        shutil.rmtree(store / "ready" / "q")
+    shown = str(_partition(store, "a"))
+    for args in (("--queue", "a"), ()):
+        res = run_ledger(
+            store, "--now", at(100), "claim", "--next", "--owner", "w", "--lease", "1h", *args
+        )
+        assert res.returncode == 9, (args, res.returncode, res.stdout)
+        (line,) = res.stderr.splitlines()
+        assert shown in line and "missing" in line and "doctor --fix" in line, line
+    doctor = run_ledger(store, "doctor")
+    assert doctor.returncode == 9 and shown in doctor.stdout, doctor.stdout
+    assert run_ledger(store, "doctor", "--fix").returncode == 0
+    assert _drain(str(store), "--queue", "a") == [f"a{i:02}" for i in range(20)]
+
+
+def test_a_write_that_meets_a_lost_partition_lands_and_rebuilds(store: Path) -> None:
+    shutil.rmtree(_partition(store, "a"))
+    ok(str(store), "--now", at(7), "admit", "a20", "--queue", "a")
+    assert _drain(str(store), "--queue", "a") == [f"a{i:02}" for i in range(21)]
 
 
 def test_a_rebase_to_another_queue_moves_its_entry(store: Path) -> None:

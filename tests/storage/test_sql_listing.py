@@ -34,14 +34,14 @@ def test_listing_pages_cover_every_unpruned_record_in_key_order(
             ledger.complete("t", key, "w", fence, "completed", T0)
         assert ledger.prune(timedelta(0), T0) == len(keys[::4])
         pages: list[int] = []
-        real = store._records  # type: ignore[attr-defined]
+        real = store._record_page  # type: ignore[attr-defined]
 
-        def spy(sql: str, args: tuple[object, ...]) -> object:
-            rows = real(sql, args)
-            pages.append(len(rows))
-            return rows
+        def spy(sql: str, args: tuple[object, ...]) -> tuple[list[object], int, str]:
+            page: tuple[list[object], int, str] = real(sql, args)
+            pages.append(page[1])
+            return page
 
-        monkeypatch.setattr(store, "_records", spy)
+        monkeypatch.setattr(store, "_record_page", spy)
         listed = [r.key for r in store.visible_range()]  # type: ignore[attr-defined]
         assert listed == [k for k in keys if k not in keys[::4]]
         assert pages == [3, 10, 10, 10, 2]  # the pruned rows never reach Python

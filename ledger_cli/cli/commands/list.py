@@ -36,9 +36,9 @@ def list_records(
     records: list[TaskState] = []
     shown = 0
     more = 0
-    from ledger_cli.engine import queues, schedule
+    from ledger_cli.engine import badrows, queues, schedule
 
-    with Session(settings, reads=True) as s:
+    with Session(settings, reads=True) as s, badrows.around(s.store) as bad:
         kept = schedule.every(s.store) if schedule.any_kept(s.store) else {}
         queued = queues.every(s.store)
         if kept or queued:
@@ -74,7 +74,8 @@ def list_records(
         render.console().print(render.record_table(records, now, kept))
         if more:
             output.line(f"… {more} more (narrow with --status/--owner/--limit, or use --jsonl)")
-    return 0
+    failed = bad.error("list")  # every row that decodes is out; then the bad ones (§5.5)
+    return 0 if failed is None else output.report(failed, json_mode=False)
 
 
 TABLE_MAX = 500

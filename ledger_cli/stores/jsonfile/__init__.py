@@ -11,7 +11,8 @@ Layout of a store directory (mode 0700; every file 0600):
     live/                 the index of pending and claimed records      (liveindex.py)
     ready/                the ready index of `claim --next`: default's  (readyindex.py,
                           queue, and each other's in ready/q/<hex>/,     readyview.py,
-                          each a manifest and sorted chunks              chunkindex.py)
+                          each a manifest and sorted chunks; ready/'s    chunkindex.py,
+                          manifest lists the other partitions            readyrebuild.py)
     deps/                 every record by the needs it names: the       (depsindex.py,
                           dependents walk of retry/cancel/failures,      depsview.py)
                           and the ready/ promotion when a need completes

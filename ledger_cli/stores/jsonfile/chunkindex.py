@@ -5,7 +5,9 @@ the on-disk mechanism of the ready index (readyindex.py says what it holds).
                           line per chunk, `<id> <ns> <keyhex>`, the smallest
                           entry the chunk may hold (chunk i holds the entries
                           from its bound up to the next chunk's bound; `-`
-                          for an empty key)
+                          for an empty key); then any `+ <name>` lines,
+                          the sub-indexes its owner lists (`Chunks.subs`:
+                          the ready index's queue partitions)
     <dir>/c<id>           a chunk: a first line, the number of entries (so an
                           emptied or cut chunk is told from one with no
                           entries), then sorted lines `<ns> <keyhex>` (at most
@@ -68,6 +70,7 @@ class Chunks:
         next_id: int = 0,
         ids: list[int] | None = None,
         bounds: list[Entry] | None = None,
+        subs: list[str] | None = None,
     ) -> None:
         self._fmt = fmt
         self._sub = sub
@@ -78,6 +81,8 @@ class Chunks:
         self.next_id = next_id
         self.ids = [] if ids is None else ids
         self.bounds = [] if bounds is None else bounds
+        self.subs = [] if subs is None else subs
+        """The sub-indexes the manifest lists (names without spaces)."""
 
     def _path(self, *parts: str) -> str:
         return shown(self._root, *self._sub, *parts)
@@ -197,6 +202,7 @@ class Chunks:
             f"{cid} {ns} {hexkey or '-'}\n"
             for cid, (ns, hexkey) in zip(self.ids, self.bounds, strict=True)
         ]
+        lines += [f"+ {name}\n" for name in self.subs]
         fsutil.replace_file(
             self._dfd,
             MANIFEST,
@@ -300,8 +306,12 @@ def load(
         raise damaged_index(fmt.dir_name, path, f"corrupt {fmt.label} manifest header {fix}")
     ids: list[int] = []
     bounds: list[Entry] = []
+    subs: list[str] = []
     for line in lines[1:]:
         parts = line.split()
+        if parts[:1] == ["+"] and len(parts) == 2 and parts[1].isalnum():
+            subs.append(parts[1])
+            continue
         try:
             cid, ns, hexkey = int(parts[0]), int(parts[1]), parts[2].strip("-")
             bytes.fromhex(hexkey)
@@ -316,7 +326,7 @@ def load(
         bounds.append((ns, hexkey))
     if not ids:
         raise damaged_index(fmt.dir_name, path, f"corrupt {fmt.label} manifest: no chunk {fix}")
-    return Chunks(fmt, root, root_fd, dfd, sub, int(head[2]), ids, bounds)
+    return Chunks(fmt, root, root_fd, dfd, sub, int(head[2]), ids, bounds, subs)
 
 
 def write_fresh(
@@ -327,17 +337,18 @@ def write_fresh(
     sub: tuple[str, ...],
     entries: list[Entry],
     keep: tuple[str, ...] = (),
+    subs: list[str] | None = None,
 ) -> Chunks:
-    """Write the index in `dfd` afresh (its sorted `entries`), durably, the
-    manifest removed first and written last; every other file but those named
-    in `keep` is removed."""
+    """Write the index in `dfd` afresh (its sorted `entries`, listing `subs`),
+    durably, the manifest removed first and written last; every other file but
+    those named in `keep` is removed."""
     path = shown(root, *sub)
     fsutil.unlink_quiet(dfd, MANIFEST)
     fsutil.fsync_fd(dfd, path)
     for name in os.listdir(dfd):
         if name != MANIFEST and name not in keep:
             fsutil.unlink_quiet(dfd, name)
-    chunks = Chunks(fmt, root, root_fd, dfd, sub)
+    chunks = Chunks(fmt, root, root_fd, dfd, sub, subs=subs)
     for cid, piece in enumerate(_pieces(entries)):
         chunks.write_chunk(cid, piece, True)
         chunks.ids.append(cid)

@@ -8,6 +8,7 @@ import os
 from typing import TYPE_CHECKING
 
 from ledger_cli.engine.record import TaskState, byte_order
+from ledger_cli.errors import StoreError
 from ledger_cli.stores.jsonfile import fsutil, layout, prunedfile, tally
 from ledger_cli.stores.jsonfile.fsutil import fail
 from ledger_cli.stores.jsonfile.layout import RECORDS_DIR
@@ -22,12 +23,17 @@ from ledger_cli.stores.jsonfile.records import decode_record_file, key_digest, s
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
 
+    from ledger_cli.engine.badrows import BadRows
+
 
 class RecordReader(LockedDirectory):
     _one_scan: dict[str, TaskState] | None = None
     """Every record file's record, read once for the checks of `one_scan`."""
     _in_one_scan = False
     _seen: dict[str, TaskState] | None = None
+    bad_rows: BadRows | None = None
+    """Set by engine/badrows.around: the listings note an undecodable record
+    file there and go on (docs/design.md §5.5)."""
 
     def seen_files(self, seen: dict[str, TaskState]) -> None:
         """Every record file already read and checked without the lock
@@ -99,6 +105,8 @@ class RecordReader(LockedDirectory):
             if rfd is None:
                 return
             seen = dict.fromkeys(tally.STATUSES, 0)
+            bad = self.bad_rows
+            unread = 0
             try:
                 for shard in sorted(os.listdir(rfd)):
                     if not layout.SHARD.matches(shard):
@@ -115,18 +123,26 @@ class RecordReader(LockedDirectory):
                                 continue
                             shown = prefix + fname
                             data = fsutil.read_file(sfd, fname, shown)
-                            if data is not None:
+                            if data is None:
+                                continue
+                            try:
                                 rec = decode_record_file(
                                     data, shown, checksummed=self._checksummed, digest=fname[:-5]
                                 )
-                                seen[rec.status] += 1
-                                yield rec
+                            except StoreError as exc:
+                                if bad is None:
+                                    raise
+                                bad.note(shown, exc)
+                                unread += 1
+                                continue
+                            seen[rec.status] += 1
+                            yield rec
                     finally:
                         os.close(sfd)
             finally:
                 os.close(rfd)
             # Read to its end: checked against the tally, as `_range` is.
-            if counted is not None and seen != {s: counted[s] for s in tally.STATUSES}:
+            if counted is not None and _differs(counted, seen, unread):
                 self._confirm_scan(counted, seen)
 
     def _range(self, *, pruned: bool) -> Iterator[TaskState]:
@@ -134,8 +150,8 @@ class RecordReader(LockedDirectory):
         with self._locked(create=False) as root_fd:
             if root_fd is None:
                 return iter(())
-            found = scan_records(self._root, root_fd, checksummed=self._checksummed, sweep=True)
-            self._refuse_disagreement(root_fd, found.values())
+            found, unread = self._scan_around(root_fd, sweep=True)
+            self._refuse_disagreement(root_fd, found.values(), unread)
             if pruned:
                 seen = {rec.key for rec in found.values()}
                 extra = [r for r in prunedfile.read_all(self._root, root_fd) if r.key not in seen]
@@ -150,21 +166,29 @@ class RecordReader(LockedDirectory):
             records += [r for r in extra if key_digest(r.key) not in found]
         return iter(sorted(records, key=lambda rec: byte_order(rec.key)))
 
-    def _refuse_disagreement(self, root_fd: int, found: Iterable[TaskState]) -> None:
+    def _refuse_disagreement(
+        self, root_fd: int, found: Iterable[TaskState], unread: int = 0
+    ) -> None:
         """Raise StoreDamageError when the lock holder's records (every record
         file's) disagree with the tally's counts: a record file is lost, or the
         tally is damaged, and an answer from either would be wrong. (Under the
         lock the tally is exact; while it is not built there is nothing to
-        compare.)"""
+        compare.) `unread` record files were there but did not decode (a
+        listing that went around them): of unknown status, they account for
+        that many records short, no more."""
         counts = tally.read_counts(self._root, root_fd)
         if counts is None:
             return
         seen = _by_status(found)
+        if not _differs(counts, seen, unread):
+            return
         diff = ", ".join(
             f"{status} {counts[status]} (read {seen[status]})"
             for status in tally.STATUSES
             if counts[status] != seen[status]
         )
+        if diff and unread:
+            diff += f" and {unread} record file{'s' if unread > 1 else ''} unreadable"
         if diff:
             from ledger_cli.errors import StoreDamageError
 
@@ -173,6 +197,22 @@ class RecordReader(LockedDirectory):
                 f"other records than the record files hold: {diff}; a record file is lost "
                 "or the tally is damaged (ledger doctor names which)"
             )
+
+    def _scan_around(self, root_fd: int, *, sweep: bool) -> tuple[dict[str, TaskState], int]:
+        """scan_records, going around the files that do not decode when a
+        listing asks it to (`bad_rows`): the records, and how many it went around."""
+        if self.bad_rows is None:
+            scan = scan_records(self._root, root_fd, checksummed=self._checksummed, sweep=sweep)
+            return scan, 0
+        from ledger_cli.engine.badrows import BadRows
+
+        here = BadRows()
+        found = scan_records(
+            self._root, root_fd, checksummed=self._checksummed, sweep=sweep, bad=here
+        )
+        for name, why in here.found.items():
+            self.bad_rows.found.setdefault(name, why)
+        return found, len(here)
 
     def _confirm_scan(self, counted: dict[str, int], seen: dict[str, int]) -> None:
         """After a scan without the lock that read `seen` records of each status
@@ -183,8 +223,8 @@ class RecordReader(LockedDirectory):
         with self._locked(create=False) as root_fd:
             if root_fd is None or tally.read_counts(self._root, root_fd) != counted:
                 return
-            found = scan_records(self._root, root_fd, checksummed=self._checksummed, sweep=False)
-            self._refuse_disagreement(root_fd, found.values())
+            found, unread = self._scan_around(root_fd, sweep=False)
+            self._refuse_disagreement(root_fd, found.values(), unread)
 
     def _current(self, root_fd: int, key: str, digest: str) -> TaskState | None:
         """The record as this lock holder sees it (its batch's writes included)."""
@@ -242,6 +282,15 @@ class RecordReader(LockedDirectory):
         if data is None:
             return None
         return decode_record_file(data, shown, checksummed=self._checksummed, digest=digest)
+
+
+def _differs(counted: dict[str, int], seen: dict[str, int], unread: int) -> bool:
+    """Whether a scan that read `seen` records of each status, and `unread`
+    files it could not decode, disagrees with the tally's `counted`."""
+    if not unread:
+        return any(counted[s] != seen[s] for s in tally.STATUSES)
+    short = [counted[s] - seen[s] for s in tally.STATUSES]
+    return min(short) < 0 or sum(short) != unread
 
 
 def _by_status(records: Iterable[TaskState]) -> dict[str, int]:

@@ -47,13 +47,19 @@ DEFAULT_QUEUE = "default"
 READY_DIR = "ready"
 LEGACY_NEEDS_DIR = "needs"
 """ready/needs/: the waiter files of older releases; no longer read or written."""
-MANIFEST_HEADER = "ledger_cli.ready 4"
-"""Version 4: partitioned by queue (ready/q/, below). Version 3: each chunk
+MANIFEST_HEADER = "ledger_cli.ready 5"
+"""Version 5: ready/'s manifest lists the queue partitions (`+ <hex>` lines).
+Version 4: partitioned by queue (ready/q/, below). Version 3: each chunk
 starts with its number of entries. Version 2: entries sort in the Ready order
 of docs/design.md §8.2 (`entry_of`). An older manifest (version 1: CreatedAt only; 2:
-chunks without a count; 3: every queue in one partition) means "rebuild", as
-a missing one does."""
-OLDER_HEADERS = ("ledger_cli.ready 1", "ledger_cli.ready 2", "ledger_cli.ready 3")
+chunks without a count; 3: every queue in one partition; 4: partitions found
+by listing ready/q/) means "rebuild", as a missing one does."""
+OLDER_HEADERS = (
+    "ledger_cli.ready 1",
+    "ledger_cli.ready 2",
+    "ledger_cli.ready 3",
+    "ledger_cli.ready 4",
+)
 FORMAT = chunkindex.Format(READY_DIR, MANIFEST_HEADER, "ready index")
 INDEX = derived.Index(READY_DIR, MANIFEST)
 QUEUES_DIR = "q"
@@ -63,9 +69,10 @@ which holds `default`'s. `claim --next --queue X` walks X's partition only, and
 a queue at its limit is not walked at all; a claim from every queue merges the
 partitions' heads, each in the Ready order, so the order across queues is the
 same as one index's. A partition is made (chunk, then manifest, each durable)
-by the first write that adds one of its entries; one without a manifest (a
-crash cut its making short) holds nothing yet, unless its chunks hold
-entries: then its manifest was lost, which is damage (`_refuse_orphans`).
+by the first write that adds one of its entries, then listed in ready/'s
+manifest (durably) before any entry goes in: a partition the manifest lists
+whose directory or manifest is gone is damage (its entries are lost), one it
+does not list holds nothing (a crash cut its making short).
 An entry whose key is no longer in the partition's queue is stale, dropped
 when met (a rebase that changed the queue added the entry to its new queue's
 partition first)."""
@@ -202,17 +209,10 @@ class Partitioned:
         return self._reader(key)
 
     def names(self) -> list[str]:
-        """The queues that have a partition besides `default`, sorted."""
-        qfd = fsutil.open_subdir(
-            self._rfd, QUEUES_DIR, shown(self._root, READY_DIR, QUEUES_DIR), create=False
-        )
-        if qfd is None:
-            return []
-        try:
-            listed = os.listdir(qfd)
-        finally:
-            os.close(qfd)
-        return sorted(q for q in map(_queue_named, listed) if q is not None and q != DEFAULT_QUEUE)
+        """The queues that have a partition besides `default`, sorted: those
+        ready/'s manifest lists."""
+        named = map(_queue_named, self.default.subs)
+        return sorted(q for q in named if q is not None and q != DEFAULT_QUEUE)
 
     @contextmanager
     def part(self, queue: str, *, create: bool = False) -> Iterator[Chunks | None]:
@@ -222,6 +222,10 @@ class Partitioned:
             yield self.default
             return
         sub = (QUEUES_DIR, part_dir(queue))
+        listed = sub[1] in self.default.subs
+        if not listed and not create:  # no partition: nothing to open
+            yield None
+            return
         qfd = fsutil.open_subdir(
             self._rfd, QUEUES_DIR, shown(self._root, READY_DIR, QUEUES_DIR), create=create
         )
@@ -231,12 +235,15 @@ class Partitioned:
                 pfd = fsutil.open_subdir(
                     qfd, sub[1], shown(self._root, READY_DIR, *sub), create=create
                 )
-            chunks = None if pfd is None else _load_part(self._root, self._root_fd, pfd, sub)
-            if chunks is None and pfd is not None:
-                _refuse_orphans(self._root, pfd, sub)
-            if chunks is None and create:
+            if listed:
+                chunks = None if pfd is None else _load_part(self._root, self._root_fd, pfd, sub)
+                if chunks is None:
+                    _refuse_lost(self._root, sub, pfd is None)
+            else:  # made afresh (what a crash left unlisted held nothing), then listed
                 assert pfd is not None
-                chunks = _write_part(self._root, self._root_fd, pfd, sub, [])
+                chunks = write_part(self._root, self._root_fd, pfd, sub, [])
+                self.default.subs.append(sub[1])
+                self.default.write_manifest(True)
             yield chunks
         finally:
             fsutil.close_all([pfd, qfd])
@@ -295,101 +302,30 @@ class Partitioned:
         yield from heapq.merge(self.default.entries(), *rest)
 
 
-def _refuse_orphans(root: str, pfd: int, sub: tuple[str, ...]) -> None:
-    """Refuse a partition without a manifest whose chunks hold entries: its
-    manifest was lost (a crash making a partition leaves an empty chunk; only
-    a rebuild writes one with entries, covered by ready/'s own manifest).
-    Taken as empty, its entries would never be claimed, nor kept by the
-    next admit to the queue, which writes the partition afresh."""
-    for name in os.listdir(pfd):
-        if name[:1] != "c" or not name[1:].isdigit():
-            continue
-        data = fsutil.read_file(pfd, name, shown(root, READY_DIR, *sub, name))
-        if (data or b"0\n")[:2] != b"0\n":
-            manifest = shown(root, READY_DIR, *sub, MANIFEST)
-            fix = "(ledger doctor --fix rebuilds the index)"
-            raise fsutil.damaged_index(
-                READY_DIR, manifest, f"missing, its chunks hold entries {fix}"
-            )
-
-
-def _write_part(
-    root: str, root_fd: int, pfd: int, sub: tuple[str, ...], entries: list[Entry]
-) -> Chunks:
-    """Write one partition afresh (its sorted `entries`), durably, its manifest last."""
-    return chunkindex.write_fresh(
-        FORMAT, root, root_fd, pfd, (READY_DIR, *sub), entries, keep=(QUEUES_DIR,)
+def _refuse_lost(root: str, sub: tuple[str, ...], directory: bool) -> None:
+    """Refuse a partition ready/'s manifest lists whose directory (or its
+    manifest) is gone: taken as empty, its entries would never be claimed,
+    and `claim --next` would answer "nothing ready" while tasks are."""
+    gone = shown(root, READY_DIR, *sub) if directory else shown(root, READY_DIR, *sub, MANIFEST)
+    fix = "(ledger doctor --fix rebuilds the index)"
+    raise fsutil.damaged_index(
+        READY_DIR, gone, f"missing, ready/{MANIFEST} lists this queue's partition {fix}"
     )
 
 
-# -- rebuilding ------------------------------------------------------------------------------
-
-
-def rebuild(
+def write_part(
     root: str,
     root_fd: int,
-    records: Iterable[TaskState],
-    sched: Callable[[str], Schedule | None],
-) -> None:
-    """Write the whole index afresh from `records` (every record of the store),
-    ordered by each key's schedule as `sched` reads it (schedulefile.reader), durably.
-
-    The manifest goes last: a crash in between leaves no manifest, which means
-    "rebuild" to the next holder of the lock.
-    """
-    by_key = {rec.key: rec for rec in records}
-
-    def load(key: str) -> TaskState | None:
-        return by_key.get(key)
-
-    rfd = open_dir(root, root_fd, create=True)
-    assert rfd is not None
-    try:
-        derived.unbuild(root, rfd, INDEX)
-        _clear(root, rfd)
-        from ledger_cli.stores.jsonfile.queueread import reader
-
-        queue_of = reader(root)
-        by_queue: dict[str, list[Entry]] = {DEFAULT_QUEUE: []}
-        for rec in by_key.values():
-            entry = entry_of(rec, sched(rec.key))
-            if entry is not None and is_candidate(rec, load):
-                by_queue.setdefault(queue_of(rec.key), []).append(entry)
-        # The other queues' partitions first: ready/'s manifest, written last,
-        # says the whole index is there.
-        for queue in sorted(by_queue):
-            if queue == DEFAULT_QUEUE:
-                continue
-            sub = (QUEUES_DIR, part_dir(queue))
-            qfd = fsutil.open_subdir(
-                rfd, QUEUES_DIR, shown(root, READY_DIR, QUEUES_DIR), create=True
-            )
-            assert qfd is not None
-            pfd = None
-            try:
-                pfd = fsutil.open_subdir(qfd, sub[1], shown(root, READY_DIR, *sub), create=True)
-                assert pfd is not None
-                _write_part(root, root_fd, pfd, sub, sorted(by_queue[queue]))
-            finally:
-                fsutil.close_all([pfd, qfd])
-        _write_part(root, root_fd, rfd, (), sorted(by_queue[DEFAULT_QUEUE]))
-    finally:
-        os.close(rfd)
-
-
-def _clear(root: str, rfd: int) -> None:
-    """Remove every chunk and partition, and the waiter files of older releases
-    (the manifest is gone already)."""
-    for name in os.listdir(rfd):
-        if name == LEGACY_NEEDS_DIR:
-            drop_legacy(rfd)
-        elif name == QUEUES_DIR:
-            import shutil
-
-            # What cannot be removed is rewritten whole by the partition's rebuild.
-            shutil.rmtree(QUEUES_DIR, ignore_errors=True, dir_fd=rfd)
-        elif name != MANIFEST:
-            fsutil.unlink_quiet(rfd, name)
+    pfd: int,
+    sub: tuple[str, ...],
+    entries: list[Entry],
+    listed: list[str] | None = None,
+) -> Chunks:
+    """Write one partition afresh (its sorted `entries`; ready/'s own lists
+    the `listed` partitions), durably, its manifest last."""
+    return chunkindex.write_fresh(
+        FORMAT, root, root_fd, pfd, (READY_DIR, *sub), entries, (QUEUES_DIR,), listed
+    )
 
 
 def drop_legacy(rfd: int) -> None:

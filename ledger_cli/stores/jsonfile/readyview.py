@@ -354,4 +354,6 @@ class ReadyMethods(RecordReader):
             r for r in prunedfile.read_all(self._root, root_fd) if key_digest(r.key) not in found
         ]
         schedules = schedulefile.reader(self._root)
-        readyindex.rebuild(self._root, root_fd, [*pruned, *found.values()], schedules)
+        from ledger_cli.stores.jsonfile import readyrebuild  # rebuilds only
+
+        readyrebuild.rebuild(self._root, root_fd, [*pruned, *found.values()], schedules)

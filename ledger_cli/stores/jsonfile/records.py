@@ -15,12 +15,16 @@ from __future__ import annotations
 import functools
 import os
 from hashlib import sha256 as _sha256
+from typing import TYPE_CHECKING
 
 from ledger_cli.engine.record import TaskState
-from ledger_cli.errors import DecodeError, ValidationError
+from ledger_cli.errors import DecodeError, StoreError, ValidationError
 from ledger_cli.stores.jsonfile import fsutil
 from ledger_cli.stores.jsonfile.fsutil import fail
 from ledger_cli.stores.jsonfile.layout import RECORD_FILE, RECORDS_DIR, SHARD, listing, shown
+
+if TYPE_CHECKING:
+    from ledger_cli.engine.badrows import BadRows
 
 
 @functools.lru_cache(maxsize=1024)
@@ -119,9 +123,11 @@ def scan_records(
     *,
     checksummed: bool,
     sweep: bool,
+    bad: BadRows | None = None,
 ) -> dict[str, TaskState]:
     """Every record file's record by digest (`sweep`: remove temporary files, under
-    the lock)."""
+    the lock); given `bad`, a file that does not decode is noted there and left
+    out (docs/design.md §5.5), else it raises."""
     found: dict[str, TaskState] = {}
     with listing(root, root_fd, RECORDS_DIR) as rfd:
         if rfd is None:
@@ -148,9 +154,14 @@ def scan_records(
                     if data is None:
                         continue
                     digest = fname[:-5]
-                    found[digest] = decode_record_file(
-                        data, path, checksummed=checksummed, digest=digest
-                    )
+                    try:
+                        found[digest] = decode_record_file(
+                            data, path, checksummed=checksummed, digest=digest
+                        )
+                    except StoreError as exc:
+                        if bad is None:
+                            raise
+                        bad.note(path, exc)
             finally:
                 os.close(sfd)
     return found

@@ -245,18 +245,29 @@ class JsonFileStore(
         if not wanted <= LIVE_STATUSES:
             records: Iterable[TaskState] = (r for r in self.visible_range() if r.status in wanted)
         else:
-            with self._locked(create=False) as root_fd:
-                if root_fd is None:
-                    return []
-                found = liveindex.scan_live(
-                    self._root, root_fd, lambda digest: self._read_digest(root_fd, digest)
-                )
-                batch = self._batch
-                if batch is not None and batch.mine():
-                    for digest, (rec, _) in batch.records.items():
-                        found[digest] = rec
-            records = (r for r in found.values() if r.status in wanted)
+            try:
+                records = (r for r in self._live_records() if r.status in wanted)
+            except StoreError:
+                if self.bad_rows is None:
+                    raise
+                # a listing goes around a bad record (§5.5): every file's, the
+                # files that decode; what else failed fails again there
+                records = (r for r in self.visible_range() if r.status in wanted)
         return sorted(records, key=lambda r: (r.created_at, byte_order(r.key)))
+
+    def _live_records(self) -> list[TaskState]:
+        """The records the live/ index names that are live, under the lock."""
+        with self._locked(create=False) as root_fd:
+            if root_fd is None:
+                return []
+            found = liveindex.scan_live(
+                self._root, root_fd, lambda digest: self._read_digest(root_fd, digest)
+            )
+            batch = self._batch
+            if batch is not None and batch.mine():
+                for digest, (rec, _) in batch.records.items():
+                    found[digest] = rec
+        return list(found.values())
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[None]:

@@ -54,21 +54,23 @@ about 9 ms; a short first page puts the first row out in about 1 ms."""
 
 
 def read_record_pages(
-    fetch: Callable[[str, tuple[Any, ...]], list[TaskState]],
+    fetch: Callable[[str, tuple[Any, ...]], tuple[list[TaskState], int, str]],
     sql: str,
     after: str = "",
     among: tuple[str, ...] = (),
 ) -> Iterator[TaskState]:
     """Records in key order after `after`, read in pages (keyset: `sql` takes the
     last key seen, then `among`, then the page size), so a long listing is never
-    held whole; the first page is short, so the first row comes at once."""
+    held whole; the first page is short, so the first row comes at once.
+    `fetch` returns a page's records, its number of rows and its last row's key:
+    a row a listing went around (docs/design.md §5.5) still moves the keyset on."""
     size = min(FIRST_RECORD_PAGE, RECORD_PAGE)
     while True:
-        page = fetch(sql, (after, *among, size))
+        page, rows, last = fetch(sql, (after, *among, size))
         yield from page
-        if len(page) < size:
+        if rows < size:
             return
-        after = page[-1].key
+        after = last
         size = RECORD_PAGE
 
 

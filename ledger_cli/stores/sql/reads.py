@@ -23,6 +23,7 @@ from ledger_cli.stores.sql import codec, paging, readyindex
 from ledger_cli.stores.sql.dialect import SqlDialect
 
 if TYPE_CHECKING:
+    from ledger_cli.engine.badrows import BadRows
     from ledger_cli.stores.sql.historyfollow import SqlHistoryFollower
 
 _SELECT = f"SELECT {codec.SELECT_COLUMNS} FROM ledger_tasks"
@@ -30,6 +31,10 @@ _SELECT = f"SELECT {codec.SELECT_COLUMNS} FROM ledger_tasks"
 
 class SqlReads(SqlDialect):
     """The listing reads of an SQL store."""
+
+    bad_rows: BadRows | None = None
+    """Set by engine/badrows.around: the listings note a row that does not
+    decode there and go on (docs/design.md §5.5)."""
 
     def range(self) -> Iterator[TaskState]:
         """Every record sorted by key (UTF-8 bytes), read in one statement (one snapshot)."""
@@ -46,7 +51,7 @@ class SqlReads(SqlDialect):
             return []
         cond, args = self._in("status", wanted)
         rows = self._rows("scan", f"{_SELECT} WHERE {cond}", args)
-        return codec.claimable_order(codec.row_to_state(row) for row in rows)
+        return codec.claimable_order(self._decoded(rows))
 
     def by_status_head(self, statuses: Iterable[str], limit: int) -> list[TaskState]:
         """The first `limit` records whose status is one of `statuses`, in key
@@ -70,7 +75,21 @@ class SqlReads(SqlDialect):
 
     def _records(self, sql: str, args: tuple[Any, ...] = (), op: str = "scan") -> list[TaskState]:
         rows = self._rows(op, sql, args)  # lossless text on a bad value
-        return self._in_key_order([codec.row_to_state(row) for row in rows])
+        return self._in_key_order(self._decoded(rows))
+
+    def _decoded(self, rows: list[Any]) -> list[TaskState]:
+        """Each row's record; a row that does not decode raises, or in a
+        listing that goes around bad rows (`bad_rows`) is noted and left out."""
+        bad = self.bad_rows
+        if bad is None:
+            return [codec.row_to_state(row) for row in rows]
+        found: list[TaskState] = []
+        for row in rows:
+            try:
+                found.append(codec.row_to_state(row))
+            except StoreError as exc:
+                bad.note(codec.shown(codec.read_text(row[0], "?", "key")), exc)
+        return found
 
     def dependents(self, keys: Iterable[str]) -> list[TaskState]:
         """The records naming any of `keys` in their needs (engine
@@ -84,6 +103,13 @@ class SqlReads(SqlDialect):
             found += self._records(sql, args)
         return found
 
+    def _record_page(self, sql: str, args: tuple[Any, ...]) -> tuple[list[TaskState], int, str]:
+        """A page of a keyset read: its records, how many rows it held (a row
+        gone around still counts) and the last row's key."""
+        rows = self._rows("scan", sql, args)
+        last = codec.read_text(rows[-1][0], "?", "key") if rows else ""
+        return self._in_key_order(self._decoded(rows)), len(rows), last
+
     def visible_range(self) -> Iterator[TaskState]:
         """Every record but the pruned ones, sorted by key, read in pages of 1000
         (keyset): `list` prints its first rows at once, in constant memory."""
@@ -91,7 +117,7 @@ class SqlReads(SqlDialect):
             yield from self._records(readyindex.visible_sql(codec.SELECT_COLUMNS))
             return
         sql = readyindex.visible_page_sql(codec.SELECT_COLUMNS, self.MARK)
-        yield from paging.read_record_pages(self._records, sql)
+        yield from paging.read_record_pages(self._record_page, sql)
 
     def visible_after(self, after: str, statuses: Iterable[str] = ()) -> Iterator[TaskState]:
         """The unpruned records with a key after `after` (byte order), in key
@@ -111,7 +137,7 @@ class SqlReads(SqlDialect):
             )
             return
         sql = readyindex.visible_page_sql(codec.SELECT_COLUMNS, self.MARK, len(among))
-        yield from paging.read_record_pages(self._records, sql, after, among)
+        yield from paging.read_record_pages(self._record_page, sql, after, among)
 
     def pruned_range(self) -> Iterator[TaskState]:
         """The pruned records, sorted by key."""
