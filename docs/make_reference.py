@@ -153,10 +153,12 @@ JSON_SHAPES: dict[str, str] = {
     "stats": '`{"counts": {"pending", "claimed", "completed", "failed", "blocked"}, "pruned", '
     '"ready", "expired_leases", "oldest_ready_age_seconds", "ready_invalid_keys", "paused", '
     '"scheduled", "queues": {NAME: {"pending", "claimed", "ready", "limit", "held"}}}` '
-    "(the age null with nothing ready; `ready_invalid_keys`: tasks ready by the rule but "
-    "keyed with bytes that are not valid UTF-8, as another program such as the Go service "
-    "may write them: `claim --next` never hands one out, so `ready` and the age leave them "
-    "out and count them here; `ledger doctor` names them)",
+    "(`queues`: `default`, each queue with a limit and each queue the store keeps a task "
+    "of, of any status, pruned ones included, so a drained queue reads 0s; with `--queue`, "
+    "the named ones only; the age null with nothing ready; `ready_invalid_keys`: tasks "
+    "ready by the rule but keyed with bytes that are not valid UTF-8, as another program "
+    "such as the Go service may write them: `claim --next` never hands one out, so "
+    "`ready` and the age leave them out and count them here; `ledger doctor` names them)",
     "check": '`{"key", "owner", "fence", "lease_until", "left_seconds"}`',
     "pause": '`{"paused", "changed", "since", "actor", "reason"}`',
     "resume": '`{"paused", "changed"}`',

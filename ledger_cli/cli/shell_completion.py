@@ -154,24 +154,27 @@ _ZSH = """\
 #compdef ledger
 
 _ledger_completion() {
-  local -a lines values shown plain
+  local -a lines values shown plain dashed
   local line
   lines=("${(@f)$(env _LEDGER_COMPLETE_WORDS="${(pj:\\n:)words[1,CURRENT-1]}" \\
     _LEDGER_COMPLETE_WORD="${words[CURRENT]}" _LEDGER_COMPLETE=complete_zsh ledger)}")
   for line in "${lines[@]}"; do
-    if [[ $line == *$'\\t'* ]]; then
+    if [[ $line == $'\\t'* ]]; then  # a key that starts with -: after a -- of its own
+      dashed+=("${line#$'\\t'}")
+    elif [[ $line == *$'\\t'* ]]; then
       values+=("${line%%$'\\t'*}")
       shown+=("${line#*$'\\t'}")
     elif [[ -n $line ]]; then
       plain+=("$line")
     fi
   done
-  if (( ${#values} + ${#plain} == 0 )); then
+  if (( ${#values} + ${#plain} + ${#dashed} == 0 )); then
     _files
     return
   fi
   (( ${#values} )) && compadd -l -d shown -a values
   (( ${#plain} )) && compadd -a plain
+  (( ${#dashed} )) && compadd -P '-- ' -a dashed
   return 0
 }
 

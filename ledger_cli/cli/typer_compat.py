@@ -34,6 +34,11 @@ ShellComplete = _shell_completion.ShellComplete
 """The base of the shells' completion classes (`completion_shells._WordsComplete`)."""
 add_completion_class = _shell_completion.add_completion_class
 """Click's registry of shells (`_LEDGER_COMPLETE=complete_SHELL` looks the class up there)."""
+resolve_context = _shell_completion._resolve_context
+resolve_incomplete = _shell_completion._resolve_incomplete
+"""Click's two steps of `ShellComplete.get_completions`: the context of the line's
+command, then the parameter (or command) that completes the word; completion_shells.py
+takes them one by one to know when a KEY argument is completed."""
 
 
 def plain_argument(param: Parameter) -> None:
@@ -84,5 +89,7 @@ __all__ = [
     "get_command",
     "plain_argument",
     "registered_commands",
+    "resolve_context",
+    "resolve_incomplete",
     "words_left",
 ]

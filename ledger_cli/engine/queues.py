@@ -229,7 +229,11 @@ def figures(
     """`stats --json`'s `queues`: per queue, its pending and claimed tasks, its
     ready ones (as claim --next sees them), its limit and its held slots.
     Without queues in use, the store's own totals are `default`'s (no extra
-    read); else the keys outside `default` are read, and the ready ones."""
+    read); else the keys outside `default` are read, and the ready ones.
+    Listed: `default`, every queue with a limit, and every queue that holds a
+    record the store keeps, of any status (its figures 0 once it drains:
+    a dashboard's series goes on rather than vanish); the pass over the keys
+    outside `default` names them at no extra read."""
     lim = limits(store)
     side = every(store)
     held = held_by_queue(store, now)
@@ -247,6 +251,8 @@ def figures(
 
         for key, q in side.items():
             rec = store.load(key)
+            if rec is not None:
+                row(q)
             if rec is not None and rec.status in ("pending", "claimed"):
                 row(q)[rec.status] = (row(q)[rec.status] or 0) + 1
                 d[rec.status] = (d[rec.status] or 0) - 1

@@ -148,3 +148,68 @@ def test_a_script_an_earlier_ledger_installed_still_gets_answers(
     full = subprocess_env(_LEDGER_COMPLETE=f"complete_{shell}", **env)
     res = subprocess.run(ledger_cmd(), capture_output=True, text=True, env=full, check=False)
     assert res.returncode == 0 and "list" in res.stdout and "limit" in res.stdout
+
+
+KEY_COMMANDS = [
+    "admit", "claim", "renew", "release", "takeover", "complete", "state", "blocked",
+    "tree", "log", "graph", "run", "output", "wait", "retry", "cancel", "check",
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def dash_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    store = tmp_path_factory.mktemp("dash") / "store"
+    for key in ("-dash", "a"):
+        res = subprocess.run(
+            [*ledger_cmd(), "--store", str(store), "admit", "--", key],
+            capture_output=True,
+            env=subprocess_env(),
+            check=False,
+        )
+        assert res.returncode == 0, res.stderr
+    return store
+
+
+def _answer(store: Path, shell: str, words: list[str], word: str) -> list[str]:
+    """`ledger`'s answer to SHELL's script for the words before the cursor's and WORD."""
+    if shell == "bash":
+        env = {
+            "COMP_WORDS": "\n".join([*words, word]),
+            "COMP_CWORD": str(len(words)),
+            "COMP_LINE": " ".join([*words, word]),
+        }
+    else:
+        env = {"_LEDGER_COMPLETE_WORDS": "\n".join(words), "_LEDGER_COMPLETE_WORD": word}
+    env |= {"_LEDGER_COMPLETE": f"complete_{shell}", "LEDGER_STORE": str(store)}
+    res = subprocess.run(
+        ledger_cmd(), capture_output=True, text=True, env=subprocess_env(**env), check=False
+    )
+    assert res.returncode == 0, res.stderr
+    return [line for line in res.stdout.splitlines() if line]
+
+
+@pytest.mark.parametrize("command", KEY_COMMANDS)
+def test_every_key_argument_puts_a_dash_key_after_a_double_dash(
+    dash_store: Path, command: str
+) -> None:
+    """Each command's KEY: `-dash` comes as `-- -dash` on a line with no `--`
+    (with `-d` typed too), alone after one, never bare before one."""
+    assert sorted(_answer(dash_store, "bash", ["ledger", command], "")) == ["-- -dash", "a"]
+    assert "-- -dash" in _answer(dash_store, "bash", ["ledger", command], "-d")
+    after = _answer(dash_store, "bash", ["ledger", command, "--"], "")
+    assert sorted(after) == ["-dash", "a"]
+
+
+def test_each_shell_gets_its_own_form_of_a_dash_key(dash_store: Path) -> None:
+    words = ["ledger", "state"]
+    assert sorted(_answer(dash_store, "zsh", words, "")) == ["\t-dash", "a"]
+    assert _answer(dash_store, "fish", words, "") == ["a", "--\tthen the key -dash"]
+    assert _answer(dash_store, "fish", words, "-d") == []  # fish: `--` first
+    # A quote begun: bash cannot put `--` before it, so the key is left out.
+    assert _answer(dash_store, "bash", words, "'") == ["a"]
+    # Not a KEY argument: an option's value and a given KEY stay as they are.
+    assert sorted(_answer(dash_store, "bash", ["ledger", "admit", "x", "--needs"], "")) == [
+        "-dash",
+        "a",
+    ]
+    assert "-- -dash" not in _answer(dash_store, "bash", ["ledger", "state", "a"], "-")

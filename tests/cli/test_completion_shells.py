@@ -192,3 +192,78 @@ def test_an_installed_script_completes_in_a_new_shell(
     )
     assert _completed(tmux, 1, "ledger state sp") == _argv("ledger", "state", "sp ace")
     assert _completed(tmux, 2, "ledger state 'sq") == _argv("ledger", "state", "sq'uote")
+
+
+# -- a key that starts with "-" ------------------------------------------------------
+
+
+def _dash_store(base: Path) -> Path:
+    store = base / "dash-store"
+    assert run_ledger(store, "admit", "--", "-dash").returncode == 0
+    return store
+
+
+def _tab(tmux: Tmux, shell: str | None) -> None:
+    """Complete a key that starts with `-` on a line without `--`: one TAB in
+    bash and zsh; in fish TAB (`--`, with no space after it, as fish adds
+    none after a `-`), a space, TAB."""
+    tmux.keys("Tab")
+    if shell == "fish":  # None: one TAB in every shell
+        tmux.type(" ")
+        tmux.keys("Tab")
+
+
+def _tabbed(tmux: Tmux, shell: str | None, n: int, typed: str) -> str:
+    """What the shell passes for `typed` completed by `_tab`."""
+    tmux.type(typed)
+    _tab(tmux, shell)
+    tmux.keys("C-a")
+    tmux.type(f"show D{n} ")
+    tmux.keys("Enter")
+    return tmux.wait_line(f"D{n}:")[len(f"D{n}:") :]
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
+def test_a_key_that_starts_with_a_dash_is_completed_after_a_double_dash(
+    shell: str, tmux: Tmux, tmp_path: Path
+) -> None:
+    """bash and zsh insert `-- -dash` with one TAB; fish (which would escape the
+    space of one candidate `-- -dash`) inserts `--`, then the key at the next
+    TAB after a space. Either way the command receives the key exactly, and
+    `run` its command too."""
+    _need(shell)
+    if shutil.which("ledger", path=str(Path(sys.executable).parent)) is None:
+        pytest.skip("the ledger console script is not installed next to this Python")
+    store = _dash_store(tmp_path)
+    script = (
+        ROOT
+        / "completions"
+        / {"bash": "ledger.bash", "zsh": "_ledger", "fish": "ledger.fish"}[shell]
+    )
+    setup = {
+        "bash": ["PS1='$ '", f"source {script}"],
+        "zsh": ["PS1='$ '", "autoload -Uz compinit && compinit -u", f"source {script}"],
+        "fish": ["function fish_prompt; echo '$ '; end", f"source {script}"],
+    }[shell]
+    _start(tmux, shell, _env(tmp_path, store), setup)
+    dashed = _argv("ledger", "state", "--", "-dash")
+    assert _tabbed(tmux, shell, 1, "ledger state ") == dashed
+    if shell != "fish":  # `-d` typed: click offers options, and the key after a `--`
+        assert _tabbed(tmux, shell, 2, "ledger state -d") == dashed
+    # A `--` already on the line: the key alone.
+    assert _tabbed(tmux, None, 3, "ledger wait a -- ") == _argv(
+        "ledger", "wait", "a", "--", "-dash"
+    )
+    # Run as completed: the command gets the key.
+    tmux.type("ledger --json state ")
+    _tab(tmux, shell)
+    tmux.keys("Enter")
+    tmux.wait_for('"Key":"-dash"')
+    # `run`: the key's `--`, then the command after a second one.
+    tmux.type("ledger run --owner w --lease 1m ")
+    _tab(tmux, shell)
+    tmux.type(" -- printf 'RAN<%s>\\n' done")
+    tmux.keys("Enter")
+    tmux.wait_for("\nRAN<done>")
+    res = run_ledger(store, "--json", "state", "--", "-dash")
+    assert res.returncode == 0 and '"Status":"completed"' in res.stdout, res

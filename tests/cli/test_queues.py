@@ -326,6 +326,40 @@ def test_stats_json_gives_each_queue_its_figures(url: str) -> None:
     assert ("ledger_queue_limit", (("queue", "default"),)) not in got  # no limit, no sample
 
 
+def test_a_drained_queue_stays_in_stats_with_zeros(url: str) -> None:
+    """A queue whose tasks all finished (and were pruned) is still listed, its
+    figures 0: a dashboard's gauges read 0 rather than go missing."""
+    admit(url, "z1", "--queue", "z")
+    admit(url, "y1", "--queue", "y")
+    fence = ok(url, "--now", T0, "claim", "z1", "--owner", "w", "--lease", "1m").strip()
+    ok(url, "--now", T0, "complete", "z1", "--owner", "w", "--fence", fence)
+    fence = ok(url, "--now", T0, "claim", "y1", "--owner", "w", "--lease", "1m").strip()
+    ok(url, "--now", T0, "complete", "y1", "--owner", "w", "--fence", fence, "--failed")
+    ok(url, "--now", LATER, "prune", "--older-than", "0s", "--status", "failed")
+    zeros = {"pending": 0, "claimed": 0, "ready": 0, "limit": None, "held": 0}
+    body = json.loads(ok(url, "--now", LATER, "--json", "stats"))
+    assert body["queues"] == {"default": zeros, "y": zeros, "z": zeros}
+    assert (body["counts"]["completed"], body["pruned"]) == (1, 1)  # y1 pruned
+    prom = ok(url, "--now", LATER, "stats", "--prometheus")
+    for queue in ("y", "z"):
+        for line in (
+            f'ledger_queue_tasks{{queue="{queue}",status="pending"}} 0.0',
+            f'ledger_queue_tasks{{queue="{queue}",status="claimed"}} 0.0',
+            f'ledger_queue_ready_tasks{{queue="{queue}"}} 0.0',
+            f'ledger_queue_held_slots{{queue="{queue}"}} 0.0',
+        ):
+            assert line in prom.splitlines(), (line, prom)
+
+
+def test_stats_help_says_what_no_queue_gives(url: str) -> None:
+    """`stats --help`: without --queue the table has no queue rows, which it says."""
+    admit(url, "a", "--queue", "db")
+    assert "queue db" not in ok(url, "--now", T0, "stats")
+    text = " ".join(ok(url, "stats", "--help").split())
+    assert "Without it, --json and --prometheus give every queue in use and the table none" in text
+    assert "default: every queue" not in text
+
+
 def test_stats_queue_narrows_the_figures_to_the_named_queues(url: str) -> None:
     admit(url, "a", "--queue", "db")
     admit(url, "b", "--queue", "mail")

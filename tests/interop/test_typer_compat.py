@@ -29,6 +29,8 @@ PRIVATE = [
     ("typer._click", "shell_completion.add_completion_class"),
     ("typer._click", "shell_completion.get_completion_class"),
     ("typer._click", "shell_completion.ShellComplete.get_completions"),
+    ("typer._click", "shell_completion._resolve_context"),
+    ("typer._click", "shell_completion._resolve_incomplete"),
     ("typer._completion_classes", "BashComplete.complete"),
     ("typer._completion_classes", "ZshComplete.complete"),
     ("typer._completion_classes", "FishComplete.complete"),

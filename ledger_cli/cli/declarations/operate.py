@@ -19,6 +19,16 @@ from ledger_cli.cli.declarations.base import (
     option,
 )
 
+StatsQueues = Annotated[
+    list[str] | None,
+    option(
+        "--queue",
+        "Q",
+        "Only the queue(s) Q (a,b; repeatable), with a row each in the table. Without "
+        "it, --json and --prometheus give every queue in use and the table none.",
+    ),
+]
+
 
 def complete_watch_status(incomplete: str) -> list[str]:
     """The statuses `watch --status` takes: not completed (exit 2)."""
@@ -68,7 +78,7 @@ def stats(
             "a symlink followed, a FIFO written in place.",
         ),
     ] = None,
-    queue: Queues = None,
+    queue: StatsQueues = None,
 ) -> None:
     """Counts by status, ready tasks, expired leases, the oldest ready task's age;
     with --queue, each named queue's pending, claimed, ready and held slots too."""
