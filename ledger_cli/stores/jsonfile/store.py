@@ -115,6 +115,21 @@ class JsonFileStore(
         return 0 if meta is None else int(meta["fence_floor"])
 
     @store_method
+    def check_log(self, repair: bool = False) -> str | None:
+        """`ledger doctor`: every frame of wal.log this boot applied, read
+        whole (walcheck.check_applied): a damaged one is a LogDamageError, or
+        with `repair` (`--fix`) its writes are made durable and the log set
+        aside. What was done, or None."""
+        from ledger_cli.stores.jsonfile import walcheck  # doctor's path only
+
+        with self._locked(create=False) as root_fd:
+            if root_fd is None:
+                return None
+            how = self._replay(root_fd)
+            done = walcheck.check_applied(self._root, root_fd, how, "applied" if repair else "no")
+        return None if done is None else done[0]
+
+    @store_method
     def check_record_file(self, data: bytes, shown: str, digest: str) -> TaskState:
         """Decode a record file's bytes as the store reads them (`ledger doctor`):
         checksum, wire record, validation, and the file name (`digest`) of its key."""

@@ -282,11 +282,11 @@ def _open(settings: Settings, found: Findings, fix: bool, drop_damaged: bool) ->
     here reported; `--fix` sets the log aside when every write it held was
     applied, and `--fix --drop-damaged` even after a restart (the writes past
     the damage are lost, but for the record files they reached, which no
-    replay rolls back: a history line says so; wal._set_aside)."""
+    replay rolls back: a history line says so; wal.set_aside)."""
     from ledger_cli.stores.jsonfile.wal import LogDamageError
 
     try:
-        return Session(settings, reads=True)
+        s = Session(settings, reads=True)
     except LogDamageError as exc:
         if not fix:
             found.problems.append(output.one_line(str(exc)))
@@ -305,6 +305,25 @@ def _open(settings: Settings, found: Findings, fix: bool, drop_damaged: bool) ->
             if lost:
                 _log_dropped(s, what)
         return s
+    _check_log(s, found, fix)
+    return s
+
+
+def _check_log(s: Session, found: Findings, fix: bool) -> None:
+    """A JSON store's wal.log, every frame this boot applied read whole (which
+    no command reads again before a restart): a damaged one is a problem, its
+    writes in the record files; `--fix` makes them durable and sets the log
+    aside (stores/jsonfile/walcheck.py)."""
+    check_log = getattr(s.store, "check_log", None)
+    if check_log is None:
+        return
+    try:
+        done = check_log(fix)
+    except StoreError as exc:
+        found.problems.append(output.one_line(str(exc)))
+        return
+    if done is not None:
+        found.fixed.append(done)
 
 
 def _log_dropped(s: Session, what: str) -> None:
