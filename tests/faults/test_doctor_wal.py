@@ -42,9 +42,14 @@ def _logged_store(tmp_path: Path) -> Path:
 
 def _flip_applied_frame(store: Path) -> bytes:
     """A byte of the first frame (a's admit, applied already) changed."""
+    return _flip_applied_frame_of(store, b'"a"')
+
+
+def _flip_applied_frame_of(store: Path, key: bytes) -> bytes:
     log = store / "wal.log"
     data = bytearray(log.read_bytes())
-    at = data.find(b'"a"')
+    at = data.find(key)
+    assert at >= 0, "the write is in wal.log"
     data[at + 1] = ord("z")
     log.write_bytes(bytes(data))
     return bytes(data)
@@ -109,3 +114,59 @@ def test_a_flipped_byte_in_wal_applied_is_not_called_a_damaged_log(tmp_path: Pat
         log.truncate(first)
     res = _ledger(store, "list")
     assert res.returncode == 9 and f"{store}/wal.log: damaged" in res.stderr, res.stderr
+
+
+def _pruned_store(tmp_path: Path) -> Path:
+    store = tmp_path / "store"
+    for key in ("old", "new"):
+        assert _ledger(store, "admit", key, "--now", "2026-01-01T00:00:00Z").returncode == 0
+    claim = ("claim", "old", "--owner", "w", "--lease", "1m", "--now", "2026-01-01T00:00:00Z")
+    assert _ledger(store, *claim).returncode == 0
+    done = ("complete", "old", "--owner", "w", "--fence", "1", "--now", "2026-01-01T00:00:00Z")
+    assert _ledger(store, *done).returncode == 0
+    assert _ledger(store, "prune", "--older-than", "1d").returncode == 0
+    return store
+
+
+def test_a_damaged_pruned_count_is_named_and_written_again(tmp_path: Path) -> None:
+    """A digit of pruned/count's line for a shard changed: the shard is intact,
+    so the count is named, and `doctor --fix` writes it again from the shards."""
+    store = _pruned_store(tmp_path)
+    count = store / "pruned" / "count"
+    head, line = count.read_text().splitlines()
+    shard, lines, size, crc = line.split(" ")
+    count.write_text(f"{head}\n{shard} {lines} {int(size) + 1} {crc}\n")
+    shard_file = store / "pruned" / f"{shard}.jsonl"
+    shard_bytes = shard_file.read_bytes()
+
+    for args in (("doctor",), ("stats",), ("snapshot",), ("list", "--pruned")):
+        res = _ledger(store, *args)
+        said = res.stdout if args == ("doctor",) else res.stderr
+        assert res.returncode == 9, (args, res.stdout, res.stderr)
+        assert f"{count}: is damaged" in said, (args, said)
+        assert f"{shard}.jsonl: is damaged" not in said, (args, said)
+        assert "ledger doctor --fix writes it again" in said, (args, said)
+
+    fixed = _ledger(store, "doctor", "--fix")
+    assert fixed.returncode == 0, fixed.stdout
+    assert f"fixed: {count}: written again from the shards" in fixed.stdout, fixed.stdout
+    assert shard_file.read_bytes() == shard_bytes
+    assert count.read_text() == f"{head}\n{line}\n"
+    assert _ledger(store, "doctor").returncode == 0
+    stats = json.loads(_ledger(store, "--json", "stats").stdout)
+    assert stats["pruned"] == 1, stats
+    # A damaged shard is still the shard's damage, which --fix never writes over.
+    shard_file.write_bytes(shard_bytes.replace(b'"w"', b'"v"'))
+    res = _ledger(store, "doctor", "--fix")
+    assert res.returncode == 9 and f"{shard_file}: is damaged" in res.stdout, res.stdout
+
+
+def test_doctor_json_counts_no_pruned_keys_it_could_not_read(tmp_path: Path) -> None:
+    """When doctor could not count the records (a damaged wal.log after a
+    restart), `pruned` is null like `records`, not 0."""
+    store = _pruned_store(tmp_path)
+    assert _ledger(store, "admit", "x").returncode == 0
+    _flip_applied_frame_of(store, b'"x"')
+    _restart(store)
+    report = json.loads(_ledger(store, "--json", "doctor").stdout)
+    assert report["records"] is None and report["pruned"] is None, report

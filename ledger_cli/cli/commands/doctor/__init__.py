@@ -56,16 +56,26 @@ def _check_needs(
                 found.notes.append(f"{rec.key}: needs {need}, which {why}")
 
 
-def _pruned_keys(s: Session, found: Findings) -> frozenset[str]:
+def _pruned_keys(s: Session, found: Findings, fix: bool) -> frozenset[str] | None:
     """The keys `ledger prune` pruned: their needs' notes and their history
-    (which prune dropped) are as expected."""
+    (which prune dropped) are as expected. None: they could not be read. A
+    damaged pruned/count (the JSON store's: derived from the shards) is
+    written again by `fix`."""
     from ledger_cli.engine import prune
+    from ledger_cli.stores.jsonfile.prunedcount import CountDamageError
 
     try:
-        return prune.keys(s.store)
+        try:
+            return prune.keys(s.store)
+        except CountDamageError as exc:
+            if not fix:
+                raise
+            s.store.rewrite_pruned_count()  # type: ignore[attr-defined]
+            found.fixed.append(f"{exc.path}: written again from the shards")
+            return prune.keys(s.store)
     except StoreError as exc:
         found.problems.append(output.one_line(str(exc)))
-        return frozenset()
+        return None
 
 
 def _drop_damaged(
@@ -235,7 +245,8 @@ def doctor(settings: Settings, fix: bool = False, drop_damaged: bool = False) ->
             if drop_damaged and checked.damaged:
                 _drop_damaged(s, root, checked.damaged, history, found)
             gone = _check_lost(s, root, files.files, history, found, drop_damaged)
-        pruned = _pruned_keys(s, found)
+        pruned_read = _pruned_keys(s, found, fix)
+        pruned = pruned_read or frozenset()
         _check_needs(records, found, gone, pruned)
         from ledger_cli.cli.commands.doctor.cycles import check_cycles
 
@@ -273,7 +284,8 @@ def doctor(settings: Settings, fix: bool = False, drop_damaged: bool = False) ->
     # An SQL store keeps a pruned record as a row; the JSON store moves it
     # aside: both count the records that are not pruned, and the pruned apart.
     kept = sum(1 for rec in records if rec.key not in pruned)
-    return _report(settings, url, kept if counted else None, found, len(pruned))
+    n_pruned = len(pruned) if counted and pruned_read is not None else None
+    return _report(settings, url, kept if counted else None, found, n_pruned)
 
 
 def _open(settings: Settings, found: Findings, fix: bool, drop_damaged: bool) -> Session | None:
@@ -336,10 +348,11 @@ def _log_dropped(s: Session, what: str) -> None:
 
 
 def _report(
-    settings: Settings, url: str, records: int | None, found: Findings, pruned: int = 0
+    settings: Settings, url: str, records: int | None, found: Findings, pruned: int | None = None
 ) -> int:
     """The findings; `records` None: not every record could be read, so no
-    count is claimed (`could not count the records`, `--json`: null)."""
+    count is claimed (`could not count the records`, `--json`: null, and
+    so is `pruned`)."""
     problems = list(dict.fromkeys(found.problems))
     code = StoreError.exit_code if problems else 0
     if settings.json:
