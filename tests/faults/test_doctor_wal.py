@@ -9,6 +9,7 @@ import json
 import subprocess
 from pathlib import Path
 
+from ledger_cli.stores.jsonfile.records import key_digest
 from tests.cli_support import run_ledger
 
 NOW = "2026-03-04T05:06:07Z"
@@ -170,3 +171,40 @@ def test_doctor_json_counts_no_pruned_keys_it_could_not_read(tmp_path: Path) -> 
     _restart(store)
     report = json.loads(_ledger(store, "--json", "doctor").stdout)
     assert report["records"] is None and report["pruned"] is None, report
+
+
+def test_a_damaged_attempt_file_names_its_remedy_and_drop_damaged_moves_it(
+    tmp_path: Path,
+) -> None:
+    """An attempt file emptied or garbled: `state` and `output` of its key
+    exit 9 naming it, `doctor` names the remedy, `--fix` keeps it (the only
+    copy), `--fix --drop-damaged` moves it into damaged/, its bytes kept."""
+    for n, damage in enumerate((b"", b"garbled\n")):
+        store = tmp_path / f"store{n}"
+        for key in ("a", "b"):
+            assert _ledger(store, "admit", key).returncode == 0
+            run = ("run", key, "--owner", "w", "--lease", "1m", "--", "echo", "hi")
+            assert _ledger(store, *run).returncode == 0
+        digest = key_digest("a")
+        assert digest is not None
+        attempt = store / "attempts" / digest[:2] / digest / "1.att"
+        attempt.write_bytes(damage)
+        for args in (("state", "a"), ("output", "a")):
+            res = _ledger(store, *args)
+            assert res.returncode == 9 and str(attempt) in res.stderr, (args, res.stderr)
+        res = _ledger(store, "doctor")
+        assert res.returncode == 9, res.stdout
+        assert f"problem: ledger: store: {attempt}: is not an attempt file" in res.stdout
+        assert "accept the loss: ledger doctor --fix --drop-damaged)" in res.stdout, res.stdout
+        fixed = _ledger(store, "doctor", "--fix")
+        assert fixed.returncode == 9 and attempt.read_bytes() == damage, fixed.stdout
+
+        dropped = _ledger(store, "doctor", "--fix", "--drop-damaged")
+        assert dropped.returncode == 0, dropped.stdout
+        assert "fixed: moved a damaged attempt file to" in dropped.stdout, dropped.stdout
+        assert not attempt.exists()
+        assert [p.read_bytes() for p in (store / "damaged").iterdir()] == [damage]
+        assert _ledger(store, "doctor").returncode == 0
+        a_state = json.loads(_ledger(store, "--json", "state", "a").stdout)
+        assert a_state["attempts"] == [], a_state
+        assert _ledger(store, "output", "b").stdout == "hi\n"

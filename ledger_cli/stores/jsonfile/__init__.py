@@ -21,7 +21,8 @@ Layout of a store directory (mode 0700; every file 0600):
                           each file holds (count)                        prunedcount.py,
                                                                          pruning.py)
     attempts/ab/<digest>/ each run attempt of a key, its output after   (attemptfiles.py,
-                          its header                                     attempts.py)
+                          its header                                     attempts.py,
+                                                                         attemptdamage.py)
     queue/, schedule/     a key's queue and its schedule, a small file  (queuefile.py,
                           a key that has one: <digest>.json              schedulefile.py)
     paused.json, limits.json   the pause and the queues' limits          (pausefile.py,

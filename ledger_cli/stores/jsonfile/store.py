@@ -130,6 +130,24 @@ class JsonFileStore(
         return None if done is None else done[0]
 
     @store_method
+    def damaged_attempts(self) -> list[tuple[str, str]]:
+        """`ledger doctor`: every attempt file that does not read, (its key's
+        digest, the error's line) each (attemptdamage.py)."""
+        from ledger_cli.stores.jsonfile import attemptdamage  # doctor's path only
+
+        self._check_open()
+        return attemptdamage.damaged(self._root)
+
+    @store_method
+    def drop_damaged_attempts(self, digest: str) -> list[str]:
+        """`ledger doctor --fix --drop-damaged`: the attempt files of the key
+        of `digest` that do not read, moved into damaged/; where each went."""
+        from ledger_cli.stores.jsonfile import attemptdamage  # doctor's path only
+
+        self._check_open()
+        return attemptdamage.move_aside(self, digest)
+
+    @store_method
     def check_record_file(self, data: bytes, shown: str, digest: str) -> TaskState:
         """Decode a record file's bytes as the store reads them (`ledger doctor`):
         checksum, wire record, validation, and the file name (`digest`) of its key."""

@@ -278,9 +278,8 @@ def doctor(settings: Settings, fix: bool = False, drop_damaged: bool = False) ->
         check_side_data(s.store, found)
 
         # A lost record's attempts are kept: they go with the record, restored or dropped.
-        check_attempts(
-            s.store, found, fix, {key for key, why in gone.items() if why == LOST}, s.blocks
-        )
+        lost_keys = {key for key, why in gone.items() if why == LOST}
+        check_attempts(s.store, found, fix, lost_keys, s.blocks, drop_damaged)
     # An SQL store keeps a pruned record as a row; the JSON store moves it
     # aside: both count the records that are not pruned, and the pruned apart.
     kept = sum(1 for rec in records if rec.key not in pruned)
