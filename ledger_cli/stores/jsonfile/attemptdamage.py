@@ -21,7 +21,7 @@ from ledger_cli.stores.jsonfile.fsutil import fail
 from ledger_cli.stores.jsonfile.layout import DAMAGED_DIR, DIGEST, free_name, shown
 
 if TYPE_CHECKING:
-    from ledger_cli.stores.jsonfile.store import JsonFileStore
+    from collections.abc import Callable
 
 
 def _damaged_in(root: str, root_fd: int, digest: str) -> list[tuple[int, str]]:
@@ -66,36 +66,32 @@ def damaged(root: str) -> list[tuple[str, str]]:
     return found
 
 
-def move_aside(store: JsonFileStore, digest: str) -> list[str]:
-    """`doctor --fix --drop-damaged`: each attempt of the key of `digest`
-    that does not read, moved into damaged/ (checked again under the lock);
-    where each went."""
-    root = store.path
+def move_aside(root: str, root_fd: int, digest: str, before: Callable[[], None]) -> list[str]:
+    """`doctor --fix --drop-damaged`, under the store lock: each attempt of
+    the key of `digest` that does not read, moved into damaged/ (`before`
+    the first move: the checkpoint of wal.log); where each went."""
+    bad = _damaged_in(root, root_fd, digest)
+    if not bad:
+        return []
+    before()
     moved: list[str] = []
-    with store._locked(create=False) as root_fd:
-        if root_fd is None:
-            return moved
-        bad = _damaged_in(root, root_fd, digest)
-        if not bad:
-            return moved
-        store.checkpoint(root_fd)  # a write around wal.log (wal.py)
-        where = files.shown(root, digest[:2], digest)
-        dir_fd = files.key_dir(root, digest, create=False, root_fd=root_fd)
-        dfd = fsutil.open_subdir(root_fd, DAMAGED_DIR, shown(root, DAMAGED_DIR), create=True)
-        assert dir_fd is not None and dfd is not None
-        try:
-            for n, _ in bad:
-                name = f"{n}{files.SUFFIX}"
-                target = free_name(dfd, f"attempt-{digest}-{name}")
-                try:
-                    os.rename(name, target, src_dir_fd=dir_fd, dst_dir_fd=dfd)
-                except OSError as exc:
-                    raise fail(f"{where}/{name}", "cannot move aside", exc) from None
-                files.remove(dir_fd, n)  # its pid note
-                moved.append(shown(root, DAMAGED_DIR, target))
-            fsutil.fsync_fd(dfd, shown(root, DAMAGED_DIR))
-            fsutil.fsync_fd(dir_fd, where)
-        finally:
-            os.close(dir_fd)
-            os.close(dfd)
+    where = files.shown(root, digest[:2], digest)
+    dir_fd = files.key_dir(root, digest, create=False, root_fd=root_fd)
+    dfd = fsutil.open_subdir(root_fd, DAMAGED_DIR, shown(root, DAMAGED_DIR), create=True)
+    assert dir_fd is not None and dfd is not None
+    try:
+        for n, _ in bad:
+            name = f"{n}{files.SUFFIX}"
+            target = free_name(dfd, f"attempt-{digest}-{name}")
+            try:
+                os.rename(name, target, src_dir_fd=dir_fd, dst_dir_fd=dfd)
+            except OSError as exc:
+                raise fail(f"{where}/{name}", "cannot move aside", exc) from None
+            files.remove(dir_fd, n)  # its pid note
+            moved.append(shown(root, DAMAGED_DIR, target))
+        fsutil.fsync_fd(dfd, shown(root, DAMAGED_DIR))
+        fsutil.fsync_fd(dir_fd, where)
+    finally:
+        os.close(dir_fd)
+        os.close(dfd)
     return moved

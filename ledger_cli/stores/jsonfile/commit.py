@@ -40,9 +40,18 @@ class CommitMethods(RecordReader):
         data = fsutil.read_file(root_fd, JOURNAL_NAME, self._shown(JOURNAL_NAME))
         if data is not None:
             journal.replay(self._root, root_fd, data, self._checksummed, self._write_records)
-        done = wal.recover(self._root, root_fd, self._replay(root_fd), self._repair_log)
+        how = self._replay(root_fd)
+        done = wal.recover(
+            self._root, root_fd, how, self._repair_log, lambda: self._mark_damaged(root_fd)
+        )
         if done is not None:
             self.log_repaired = done
+
+    def _mark_damaged(self, root_fd: int) -> bool:
+        """Whether wal.applied, which the log does not hold, is the damage (walcheck.py)."""
+        from ledger_cli.stores.jsonfile import walcheck  # a damaged log or mark only
+
+        return walcheck.mark_damaged(self._root, root_fd)
 
     def _replay(self, root_fd: int) -> wal.Replay:
         """How wal.py applies this store's frames (wal.recover, wal.set_aside)."""

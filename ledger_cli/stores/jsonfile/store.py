@@ -4,6 +4,7 @@ history, the claimable-work scan); the parts live in the sibling modules."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from typing import TYPE_CHECKING
 
@@ -145,7 +146,12 @@ class JsonFileStore(
         from ledger_cli.stores.jsonfile import attemptdamage  # doctor's path only
 
         self._check_open()
-        return attemptdamage.move_aside(self, digest)
+        with self._locked(create=False) as root_fd:
+            if root_fd is None:
+                return []
+            # Moving a file is a write around wal.log: checkpointed first (wal.py).
+            before = functools.partial(self.checkpoint, root_fd)
+            return attemptdamage.move_aside(self._root, root_fd, digest, before)
 
     @store_method
     def check_record_file(self, data: bytes, shown: str, digest: str) -> TaskState:

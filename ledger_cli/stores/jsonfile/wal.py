@@ -314,7 +314,9 @@ class Replay:
         self.replay, self.rewrite_records, self.drop_indexes = replay, rewrite_records, drop_indexes
 
 
-def recover(root: str, root_fd: int, how: Replay, repair: Repair = "no") -> tuple[str, bool] | None:
+def recover(
+    root: str, root_fd: int, how: Replay, repair: Repair, mark_damaged: Callable[[], bool]
+) -> tuple[str, bool] | None:
     """Apply the frames a crash left unapplied (under the store lock). After a
     restart of the machine every frame's records are written first, the
     indexes dropped, every frame applied in order, and the log checkpointed.
@@ -322,19 +324,16 @@ def recover(root: str, root_fd: int, how: Replay, repair: Repair = "no") -> tupl
     A log that no longer holds what its mark says was applied is damaged:
     refused (exit 9), or set aside by `repair` (doctor --fix): "applied" when
     every write it held was applied in this boot, "lossy" (--drop-damaged)
-    even after a restart. A damaged wal.applied (the log whole, the mark a
-    byte or two off one it holds: walcheck.mark_damaged) is no damage of the
-    log: every frame is applied again, as after a restart. What was done to
-    a damaged log and whether writes were lost, or None."""
+    even after a restart. A damaged wal.applied (`mark_damaged`: walcheck.py)
+    is no damage of the log: every frame is applied again, as after a
+    restart. What was done to a damaged log and whether writes were lost, or None."""
     size = _size(root, root_fd)
     mark = read_mark(root, root_fd)
     restarted = mark is None or mark.boot != boot_id()
     if mark is not None and not (
         _mark_holds(root, root_fd, mark, size) or (restarted and mark.start < 0)
     ):
-        from ledger_cli.stores.jsonfile import walcheck  # damage: a rare path
-
-        if walcheck.mark_damaged(root, root_fd):  # wal.applied, not the log: as a restart
+        if mark_damaged():  # wal.applied, not the log: as a restart
             mark, restarted = None, True
         elif repair == "no" or (repair == "applied" and restarted):
             raise LogDamageError(root, restarted, "damaged, writes applied from it are gone")
