@@ -117,12 +117,12 @@ class JsonFileStore(
 
     @store_method
     def check_log(self, repair: bool = False) -> str | None:
-        """`ledger doctor`: every frame of wal.log this boot applied, read
-        whole (walcheck.check_applied): a damaged one is a LogDamageError, or
-        with `repair` (`--fix`) its writes are made durable and the log set
-        aside. What was done, or None."""
+        """`ledger doctor`: wal.log's frames this boot applied, read whole:
+        walcheck.check_applied (`repair`: --fix). What was done, or None."""
         from ledger_cli.stores.jsonfile import walcheck  # doctor's path only
 
+        if not walcheck.looks_damaged(self._root):  # the lock only to confirm (§5.4)
+            return None
         with self._locked(create=False) as root_fd:
             if root_fd is None:
                 return None

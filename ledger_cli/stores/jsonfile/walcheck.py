@@ -17,6 +17,7 @@ from a damaged log.
 
 from __future__ import annotations
 
+import os
 import zlib
 
 from ledger_cli.stores.jsonfile import fsutil, wal
@@ -75,6 +76,26 @@ def mark_damaged(root: str, root_fd: int) -> bool:
     return False
 
 
+def _bad_frame(root: str, root_fd: int) -> int | None:
+    """Where the first damaged frame this boot applied starts, or None."""
+    mark = wal.read_mark(root, root_fd)
+    if mark is None or mark.boot != wal.boot_id() or mark.offset == 0:
+        return None  # nothing applied in this boot is in the log
+    return frames(_log(root, root_fd)[: mark.offset], strict=True)[1]
+
+
+def looks_damaged(root: str) -> bool:
+    """`_bad_frame` without the store lock (`doctor` takes it only to confirm,
+    docs/design.md §5.4: a checkpoint may empty the log meanwhile)."""
+    root_fd = fsutil.open_root(root)
+    if root_fd is None:
+        return False
+    try:
+        return _bad_frame(root, root_fd) is not None
+    finally:
+        os.close(root_fd)
+
+
 def check_applied(
     root: str, root_fd: int, how: wal.Replay, repair: wal.Repair
 ) -> tuple[str, bool] | None:
@@ -83,12 +104,11 @@ def check_applied(
     (LogDamageError: its writes are in the files, durable only through the
     log until the next checkpoint), or with `repair` made durable and the log
     set aside (wal.set_aside). What was done, or None."""
-    mark = wal.read_mark(root, root_fd)
-    if mark is None or mark.boot != wal.boot_id() or mark.offset == 0:
-        return None  # nothing applied in this boot is in the log
-    _, bad = frames(_log(root, root_fd)[: mark.offset], strict=True)
+    bad = _bad_frame(root, root_fd)
     if bad is None:
         return None
     if repair == "no":
         raise LogDamageError(root, False, f"damaged frame at byte {bad}")
+    mark = wal.read_mark(root, root_fd)
+    assert mark is not None
     return wal.set_aside(root, root_fd, how, False, mark.offset)
