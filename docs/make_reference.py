@@ -171,7 +171,8 @@ JSON_SHAPES: dict[str, str] = {
     "restore": '`{"restored", "already_there"}`',
     "doctor": '`{"store", "records", "pruned", "problems", "notes", "fixed"}` (`records` '
     "null when doctor could not count them: a `records/` it cannot walk, a `wal.log` it cannot "
-    "replay; a damaged record file is counted out and named among the problems)",
+    "replay; a damaged record file is counted out and named among the problems; `pruned` null "
+    "too then, or when the pruned keys could not be read)",
     "demo": '`{"store", "runs", "records"}`',
 }
 

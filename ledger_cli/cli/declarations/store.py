@@ -52,7 +52,9 @@ def doctor(
             "--fix",
             "Repair what can be repaired safely: remove a crash's temporary files, "
             "block each escaped block and un-block each orphaned one (the engine's "
-            "walks), rebuild the ready and dependents indexes from the records. "
+            "walks), rebuild the ready and dependents indexes from the records, "
+            "write pruned/count again from its shards, make the writes of a damaged "
+            "wal.log durable when they were applied. "
             "A damaged or lost record is never touched nor forgotten.",
         ),
     ] = False,
@@ -63,7 +65,8 @@ def doctor(
             "With --fix: accept the loss of damaged and lost primary data. A damaged "
             "record file is moved aside into damaged/ (never deleted), a lost one's key is "
             "dropped, a history's torn last line is copied into damaged/ and cut; a history "
-            "line (ledger.dropped) and a line of output each.",
+            "line (ledger.dropped) and a line of output each. A damaged attempt file is "
+            "moved into damaged/ too (a line of output).",
         ),
     ] = False,
 ) -> None:

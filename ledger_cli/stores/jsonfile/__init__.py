@@ -22,15 +22,16 @@ Layout of a store directory (mode 0700; every file 0600):
                           each file holds (count)                        prunedcount.py,
                                                                          pruning.py)
     attempts/ab/<digest>/ each run attempt of a key, its output after   (attemptfiles.py,
-                          its header                                     attempts.py)
+                          its header                                     attempts.py,
+                                                                         attemptdamage.py)
     queue/, schedule/     a key's queue and its schedule, a small file  (queuefile.py,
                           a key that has one: <digest>.json              schedulefile.py)
     paused.json, limits.json   the pause and the queues' limits          (pausefile.py,
     revoked.json          the revoked leases still holding a slot       queuefile.py)
     history.jsonl         the history of writes, one JSON object a line (historyfile.py,
                           rewritten by `prune` without pruned keys       historyrewrite.py)
-    wal.log, wal.applied  the frames of the small writes since the last (wal.py)
-                          checkpoint (their commit point), and how far
+    wal.log, wal.applied  the frames of the small writes since the last (wal.py,
+                          checkpoint (their commit point), and how far   walcheck.py)
                           this boot has applied them
     journal.json          only while a large batch commits (or after a  (journal.py)
                           crash in it)
@@ -43,7 +44,7 @@ its record files made before the lock, spares.py); the writes of an open
 batch wait in locking.py, and commit.py hands a commit's writes to apply.py
 and finishes those a crash interrupted (the journal, then wal.log, wal.py);
 reading.py reads records; store.py is the public face tying the parts
-together. fsutil.py holds the durable, symlink-safe file primitives every
+together, with repairs.py the methods only `ledger doctor` calls. fsutil.py holds the durable, symlink-safe file primitives every
 part uses (swap.py puts an unsynced file in place without ext4's
 writeback); the attempts (docs/design.md §7.1) are
 attempts.py over attemptfiles.py (their files under `attempts/`),

@@ -28,6 +28,7 @@ import os
 from typing import TYPE_CHECKING
 
 from ledger_cli.engine.attempts import KEEP_ATTEMPTS, Attempt
+from ledger_cli.errors import StoreError
 from ledger_cli.stores.jsonfile import fsutil, layout
 from ledger_cli.stores.jsonfile.fsutil import fail
 
@@ -302,7 +303,9 @@ def apply_ops(root: str, root_fd: int, ops: list[Op], *, sync: bool, fresh: bool
 
 
 def scan(root: str) -> tuple[set[str], list[str]]:
-    """(every key with an attempt, the stray temporary files' paths): no lock."""
+    """(every key with an attempt, the stray temporary files' paths): no lock.
+    A key is known by an attempt file that reads (those that do not are
+    `ledger doctor`'s: attemptdamage.py)."""
     keys: set[str] = set()
     strays: list[str] = []
     root_fd = fsutil.open_root(root)
@@ -330,7 +333,10 @@ def scan(root: str) -> tuple[set[str], list[str]]:
                             if name.endswith(fsutil.TEMP_SUFFIX):
                                 strays.append(f"{where}/{name}")
                         for n in names(d, where):
-                            att = header(d, n, where)
+                            try:
+                                att = header(d, n, where)
+                            except StoreError:
+                                continue  # damaged: doctor names it (attemptdamage.py)
                             if att is not None:
                                 keys.add(att.key)
                                 break

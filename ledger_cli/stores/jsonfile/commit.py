@@ -40,7 +40,22 @@ class CommitMethods(RecordReader):
         data = fsutil.read_file(root_fd, JOURNAL_NAME, self._shown(JOURNAL_NAME))
         if data is not None:
             journal.replay(self._root, root_fd, data, self._checksummed, self._write_records)
-        how = wal.Replay(
+        how = self._replay(root_fd)
+        done = wal.recover(
+            self._root, root_fd, how, self._repair_log, lambda: self._mark_damaged(root_fd)
+        )
+        if done is not None:
+            self.log_repaired = done
+
+    def _mark_damaged(self, root_fd: int) -> bool:
+        """Whether wal.applied, which the log does not hold, is the damage (walcheck.py)."""
+        from ledger_cli.stores.jsonfile import walcheck  # a damaged log or mark only
+
+        return walcheck.mark_damaged(self._root, root_fd)
+
+    def _replay(self, root_fd: int) -> wal.Replay:
+        """How wal.py applies this store's frames (wal.recover, wal.set_aside)."""
+        return wal.Replay(
             lambda frame, cut_short: journal.apply_again(
                 self._root,
                 root_fd,
@@ -53,9 +68,6 @@ class CommitMethods(RecordReader):
             lambda frames, cut_short: self._rewrite_logged(root_fd, frames, cut_short),
             lambda: journal.drop_indexes(self._root, root_fd),
         )
-        done = wal.recover(self._root, root_fd, how, self._repair_log)
-        if done is not None:
-            self.log_repaired = done
 
     def _rewrite_logged(self, root_fd: int, frames: list[bytes], cut_short: bool) -> None:
         """After a restart of the machine: every record the log names, written

@@ -108,16 +108,66 @@ def damage(path: str, what: str) -> StoreDamageError:
     return StoreDamageError(f"ledger: store: {path}: {what}")
 
 
+class CountDamageError(StoreDamageError):
+    """pruned/count is what was damaged, not the shard it disagrees with: its
+    line for the shard is at most COUNT_FLIPS bytes off the line the shard's
+    bytes give (a damaged shard changes its CRC-32 in nearly every digit).
+    The count derives from the shards: `doctor --fix` writes it again."""
+
+    def __init__(self, path: str, what: str) -> None:
+        super().__init__(
+            f"ledger: store: {path}: is damaged: {what} "
+            "(ledger doctor --fix writes it again from the shards)"
+        )
+        self.path = path
+
+
+COUNT_FLIPS = 2
+
+
+def _line(shard: str, held: Shard) -> bytes:
+    return f"{shard} {held.lines} {held.size} {held.crc:08x}".encode("ascii")
+
+
+def _count_damaged(path: str, shard: str, want: Shard, got: Shard) -> CountDamageError | None:
+    said, holds = _line(shard, want), _line(shard, got)
+    if (
+        len(said) != len(holds)
+        or sum(a != b for a, b in zip(said, holds, strict=True)) > COUNT_FLIPS
+    ):
+        return None
+    count = os.path.join(os.path.dirname(path), NAME)
+    what = (
+        f"its line for {shard}.jsonl is {said.decode()!r}, the file's bytes give {holds.decode()!r}"
+    )
+    return CountDamageError(count, what)
+
+
 def check(path: str, shard: str, data: bytes | None, shards: dict[str, Shard]) -> None:
     """StoreDamageError naming the shard file at `path` (of shard `shard`)
-    when `data`, its bytes (None: missing), is not what pruned/count says."""
+    when `data`, its bytes (None: missing), is not what pruned/count says;
+    CountDamageError when the count is the one damaged."""
     want = shards.get(shard)
-    _judge(path, want, data is not None, data is not None and of_data(data) == want)
+    same = data is not None and of_data(data) == want
+    if data is not None and want is not None and not same:
+        count_damage = _count_damaged(path, shard, want, of_data(data))
+        if count_damage is not None:
+            raise count_damage
+    _judge(path, want, data is not None, same)
 
 
-def check_size(path: str, shard: str, size: int | None, shards: dict[str, Shard]) -> None:
-    """`check` by the file's size alone (None: missing)."""
+def check_size(
+    path: str,
+    shard: str,
+    size: int | None,
+    shards: dict[str, Shard],
+    read: Callable[[], bytes | None],
+) -> None:
+    """`check` by the file's size alone (None: missing); a size that
+    disagrees has the file `read` to tell which of the two is damaged."""
     want = shards.get(shard)
+    if size is not None and want is not None and size != want.size:
+        check(path, shard, read(), shards)
     _judge(path, want, size is not None, want is not None and size == want.size)
 
 

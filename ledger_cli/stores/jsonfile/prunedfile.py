@@ -25,6 +25,7 @@ pruned key would then run it again).
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 from typing import TYPE_CHECKING, TypeVar
@@ -295,8 +296,10 @@ def _sized(root: str, pfd: int) -> Count:
 
     def check(got: dict[str, int], shards: dict[str, Shard]) -> None:
         for shard in sorted({*got, *shards}):
-            path = shown(root, PRUNED_DIR, shard + ".jsonl")
-            prunedcount.check_size(path, shard, got.get(shard), shards)
+            name = shard + ".jsonl"
+            path = shown(root, PRUNED_DIR, name)
+            read = functools.partial(fsutil.read_file, pfd, name, path)
+            prunedcount.check_size(path, shard, got.get(shard), shards, read)
 
     return _agreeing(root, pfd, sizes, check)[1]
 
@@ -353,7 +356,10 @@ def check_count(root: str, root_fd: int) -> list[str]:
 
 def rewrite_count(root: str, root_fd: int) -> None:
     """`pruned/count` written from the shard files (`ledger doctor --fix`, when
-    `check_count` found only the count wrong: the shards agree with it)."""
+    `check_count` found only the count wrong, or the count is damaged:
+    prunedcount.CountDamageError). Removed first, so that it is not checked
+    against; a crash leaves it missing: counted from the files."""
+    forget_count(root, root_fd)
     total = recount(root, root_fd)
     pfd = _dir(root, root_fd, False)
     if pfd is None:

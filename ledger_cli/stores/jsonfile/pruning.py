@@ -248,6 +248,15 @@ class PruneMethods(RecordReader):
             yield
 
     @store_method
+    def rewrite_pruned_count(self) -> None:
+        """`pruned/count` written again from the shard files (`ledger doctor
+        --fix` of a damaged count: prunedcount.CountDamageError)."""
+        self._check_open()
+        with self._locked(create=False) as root_fd:
+            if root_fd is not None:
+                prunedfile.rewrite_count(self._root, root_fd)
+
+    @store_method
     def count_pruned(self) -> int:
         self._check_open()
         root_fd = fsutil.open_root(self._root)

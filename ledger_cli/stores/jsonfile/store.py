@@ -25,10 +25,10 @@ from ledger_cli.stores.jsonfile.pruning import PruneMethods
 from ledger_cli.stores.jsonfile.queuefile import QueueMethods
 from ledger_cli.stores.jsonfile.readyview import ReadyMethods
 from ledger_cli.stores.jsonfile.records import (
-    decode_record_file,
     encode_record,
     key_digest,
 )
+from ledger_cli.stores.jsonfile.repairs import RepairMethods
 from ledger_cli.stores.jsonfile.schedulefile import ScheduleMethods
 from ledger_cli.stores.jsonfile.tallyview import TallyMethods
 
@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
 
 class JsonFileStore(
+    RepairMethods,
     CommitMethods,
     TallyMethods,
     ReadyMethods,
@@ -100,46 +101,6 @@ class JsonFileStore(
     @property
     def path(self) -> str:
         return self._root
-
-    @property
-    @store_method
-    def fence_floor(self) -> int:
-        """The store-wide fence floor kept in the metadata file (0 for a new store)."""
-        root_fd = fsutil.open_root(self._root)
-        if root_fd is None:
-            return 0
-        try:
-            meta = self._read_meta(root_fd)
-        finally:
-            os.close(root_fd)
-        return 0 if meta is None else int(meta["fence_floor"])
-
-    @store_method
-    def raise_fence_floor(self, fence: int) -> tuple[int, int]:
-        """Raise the fence floor to `fence` when it is lower, durably (the
-        metadata file replaced and synced, under the lock), before `doctor
-        --fix --drop-damaged` drops a record: every key inserted after it (an
-        admit of the dropped key again) starts at the floor, so no claim hands
-        out a fence the dropped record's holder may still hold (docs/design.md
-        §3.2). The floor before and after; (0, 0) for a store not created yet."""
-        self._check_open()
-        with self._locked(create=False) as root_fd:
-            if root_fd is None:
-                return 0, 0
-            meta = self._read_meta(root_fd)
-            assert meta is not None  # the lock is only taken on a store
-            before = int(meta["fence_floor"])
-            if fence > before:
-                meta["fence_floor"] = fence
-                self._write_root_file(root_fd, layout.META_NAME, layout.meta_bytes(meta))
-            self._floor = max(before, fence)
-            return before, self._floor
-
-    @store_method
-    def check_record_file(self, data: bytes, shown: str, digest: str) -> TaskState:
-        """Decode a record file's bytes as the store reads them (`ledger doctor`):
-        checksum, wire record, validation, and the file name (`digest`) of its key."""
-        return decode_record_file(data, shown, checksummed=self._checksummed, digest=digest)
 
     @store_method
     def load(self, key: str) -> TaskState | None:

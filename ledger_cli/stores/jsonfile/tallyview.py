@@ -252,8 +252,15 @@ class TallyMethods(RecordReader):
         def rebuild(root_fd: int) -> None:
             self._rebuild_tally(root_fd)
             # A missing count stays missing; a shard that disagrees with the count
-            # raises here (lost primary data): the count is never rewritten over it.
-            if prunedfile.check_count(self._root, root_fd):
+            # raises here (lost primary data): the count is never rewritten over it,
+            # unless it is the count that is damaged (prunedcount.CountDamageError).
+            from ledger_cli.stores.jsonfile.prunedcount import CountDamageError
+
+            try:
+                stale = bool(prunedfile.check_count(self._root, root_fd))
+            except CountDamageError:
+                stale = True
+            if stale:
                 prunedfile.rewrite_count(self._root, root_fd)
 
         self._on_root(rebuild)

@@ -99,7 +99,7 @@ class Mark:  # Mark and Replay: plain classes, as creating a NamedTuple is slow
         self.boot, self.offset, self.start, self.crc = boot, offset, start, crc
 
 
-def _applied(root: str, root_fd: int) -> Mark | None:
+def read_mark(root: str, root_fd: int) -> Mark | None:
     """The mark in wal.applied; None when missing or unreadable."""
     data = fsutil.read_file(root_fd, APPLIED_NAME, shown(root, APPLIED_NAME))
     if data is None:
@@ -160,7 +160,7 @@ def pending(root: str, root_fd: int) -> tuple[int, bool] | None:
     with its mark answers too: a look without the lock can race a checkpoint,
     so recover() decides under the lock."""
     size = _size(root, root_fd)
-    mark = _applied(root, root_fd)
+    mark = read_mark(root, root_fd)
     if mark is None:
         return (0, True) if size else None
     if mark.boot != boot_id():
@@ -314,7 +314,9 @@ class Replay:
         self.replay, self.rewrite_records, self.drop_indexes = replay, rewrite_records, drop_indexes
 
 
-def recover(root: str, root_fd: int, how: Replay, repair: Repair = "no") -> tuple[str, bool] | None:
+def recover(
+    root: str, root_fd: int, how: Replay, repair: Repair, mark_damaged: Callable[[], bool]
+) -> tuple[str, bool] | None:
     """Apply the frames a crash left unapplied (under the store lock). After a
     restart of the machine every frame's records are written first, the
     indexes dropped, every frame applied in order, and the log checkpointed.
@@ -322,17 +324,23 @@ def recover(root: str, root_fd: int, how: Replay, repair: Repair = "no") -> tupl
     A log that no longer holds what its mark says was applied is damaged:
     refused (exit 9), or set aside by `repair` (doctor --fix): "applied" when
     every write it held was applied in this boot, "lossy" (--drop-damaged)
-    even after a restart. What was done to a damaged log and whether writes
-    were lost, or None."""
+    even after a restart. A damaged wal.applied (`mark_damaged`: walcheck.py)
+    is no damage of the log: every frame is applied again, as after a
+    restart. What was done to a damaged log and whether writes were lost, or None."""
     size = _size(root, root_fd)
-    mark = _applied(root, root_fd)
+    mark = read_mark(root, root_fd)
     restarted = mark is None or mark.boot != boot_id()
     if mark is not None and not (
         _mark_holds(root, root_fd, mark, size) or (restarted and mark.start < 0)
     ):
-        if repair == "no" or (repair == "applied" and restarted):
+        if mark_damaged():  # wal.applied, not the log: as a restart
+            mark, restarted = None, True
+        elif repair == "no" or (repair == "applied" and restarted):
             raise LogDamageError(root, restarted, "damaged, writes applied from it are gone")
-        return _set_aside(root, root_fd, how, restarted, 0 if restarted else min(mark.offset, size))
+        else:
+            return set_aside(
+                root, root_fd, how, restarted, 0 if restarted else min(mark.offset, size)
+            )
     start = 0 if restarted or mark is None else mark.offset
     if start >= size:
         return None
@@ -341,7 +349,7 @@ def recover(root: str, root_fd: int, how: Replay, repair: Repair = "no") -> tupl
     except LogDamageError:
         if repair != "lossy":
             raise
-        return _set_aside(root, root_fd, how, restarted, start, lost=True)
+        return set_aside(root, root_fd, how, restarted, start, lost=True)
     if end != size:
         cut(root, root_fd, end)
     _apply(how, frames, restarted)
@@ -362,7 +370,7 @@ def _apply(how: Replay, frames: list[bytes], restarted: bool, cut_short: bool = 
         how.drop_indexes()  # the records kept may not be the frames' counts
 
 
-def _set_aside(
+def set_aside(
     root: str, root_fd: int, how: Replay, restarted: bool, start: int, lost: bool = False
 ) -> tuple[str, bool]:
     """A damaged log (doctor --fix): its whole frames from `start` applied (all

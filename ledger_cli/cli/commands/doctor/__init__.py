@@ -57,16 +57,26 @@ def _check_needs(
                 found.notes.append(f"{rec.key}: needs {need}, which {why}")
 
 
-def _pruned_keys(s: Session, found: Findings) -> frozenset[str]:
+def _pruned_keys(s: Session, found: Findings, fix: bool) -> frozenset[str] | None:
     """The keys `ledger prune` pruned: their needs' notes and their history
-    (which prune dropped) are as expected."""
+    (which prune dropped) are as expected. None: they could not be read. A
+    damaged pruned/count (the JSON store's: derived from the shards) is
+    written again by `fix`."""
     from ledger_cli.engine import prune
+    from ledger_cli.stores.jsonfile.prunedcount import CountDamageError
 
     try:
-        return prune.keys(s.store)
+        try:
+            return prune.keys(s.store)
+        except CountDamageError as exc:
+            if not fix:
+                raise
+            s.store.rewrite_pruned_count()  # type: ignore[attr-defined]
+            found.fixed.append(f"{exc.path}: written again from the shards")
+            return prune.keys(s.store)
     except StoreError as exc:
         found.problems.append(output.one_line(str(exc)))
-        return frozenset()
+        return None
 
 
 def _drop_damaged(
@@ -243,7 +253,8 @@ def doctor(settings: Settings, fix: bool = False, drop_damaged: bool = False) ->
                 if checked.damaged:
                     _drop_damaged(s, root, checked.damaged, history, found, floor)
             gone = _check_lost(s, root, files.files, history, found, floor)
-        pruned = _pruned_keys(s, found)
+        pruned_read = _pruned_keys(s, found, fix)
+        pruned = pruned_read or frozenset()
         _check_needs(records, found, gone, pruned)
         from ledger_cli.cli.commands.doctor.cycles import check_cycles
 
@@ -275,13 +286,13 @@ def doctor(settings: Settings, fix: bool = False, drop_damaged: bool = False) ->
         check_side_data(s.store, found)
 
         # A lost record's attempts are kept: they go with the record, restored or dropped.
-        check_attempts(
-            s.store, found, fix, {key for key, why in gone.items() if why == LOST}, s.blocks
-        )
+        lost_keys = {key for key, why in gone.items() if why == LOST}
+        check_attempts(s.store, found, fix, lost_keys, s.blocks, drop_damaged)
     # An SQL store keeps a pruned record as a row; the JSON store moves it
     # aside: both count the records that are not pruned, and the pruned apart.
     kept = sum(1 for rec in records if rec.key not in pruned)
-    return _report(settings, url, kept if counted else None, found, len(pruned))
+    n_pruned = len(pruned) if counted and pruned_read is not None else None
+    return _report(settings, url, kept if counted else None, found, n_pruned)
 
 
 def _open(settings: Settings, found: Findings, fix: bool, drop_damaged: bool) -> Session | None:
@@ -290,11 +301,11 @@ def _open(settings: Settings, found: Findings, fix: bool, drop_damaged: bool) ->
     here reported; `--fix` sets the log aside when every write it held was
     applied, and `--fix --drop-damaged` even after a restart (the writes past
     the damage are lost, but for the record files they reached, which no
-    replay rolls back: a history line says so; wal._set_aside)."""
+    replay rolls back: a history line says so; wal.set_aside)."""
     from ledger_cli.stores.jsonfile.wal import LogDamageError
 
     try:
-        return Session(settings, reads=True)
+        s = Session(settings, reads=True)
     except LogDamageError as exc:
         if not fix:
             found.problems.append(output.one_line(str(exc)))
@@ -313,6 +324,25 @@ def _open(settings: Settings, found: Findings, fix: bool, drop_damaged: bool) ->
             if lost:
                 _log_dropped(s, what)
         return s
+    _check_log(s, found, fix)
+    return s
+
+
+def _check_log(s: Session, found: Findings, fix: bool) -> None:
+    """A JSON store's wal.log, every frame this boot applied read whole (which
+    no command reads again before a restart): a damaged one is a problem, its
+    writes in the record files; `--fix` makes them durable and sets the log
+    aside (stores/jsonfile/walcheck.py)."""
+    check_log = getattr(s.store, "check_log", None)
+    if check_log is None:
+        return
+    try:
+        done = check_log(fix)
+    except StoreError as exc:
+        found.problems.append(output.one_line(str(exc)))
+        return
+    if done is not None:
+        found.fixed.append(done)
 
 
 def _log_dropped(s: Session, what: str) -> None:
@@ -325,10 +355,11 @@ def _log_dropped(s: Session, what: str) -> None:
 
 
 def _report(
-    settings: Settings, url: str, records: int | None, found: Findings, pruned: int = 0
+    settings: Settings, url: str, records: int | None, found: Findings, pruned: int | None = None
 ) -> int:
     """The findings; `records` None: not every record could be read, so no
-    count is claimed (`could not count the records`, `--json`: null)."""
+    count is claimed (`could not count the records`, `--json`: null, and
+    so is `pruned`)."""
     problems = list(dict.fromkeys(found.problems))
     code = StoreError.exit_code if problems else 0
     if settings.json:

@@ -1,5 +1,6 @@
 """`ledger doctor`'s check of the attempts (docs/design.md §7.1): an attempt that does
-not read is a problem (`--fix` leaves it: it is the only copy); attempts
+not read is a problem (`--fix` leaves it: it is the only copy; `--fix
+--drop-damaged` moves a JSON store's into damaged/); attempts
 whose key has no record are a note, and `--fix` removes them; so are the attempts of a pruned key
 (`prune` drops them itself, after its records: a crash in between leaves
 them). `--fix` removes them in short blocks (cli/blockwrites.py), as
@@ -7,7 +8,7 @@ them). `--fix` removes them in short blocks (cli/blockwrites.py), as
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ledger_cli.cli import output
 from ledger_cli.errors import StoreError
@@ -18,12 +19,43 @@ if TYPE_CHECKING:
     from ledger_cli.engine.store import Store
 
 
+REMEDY = " (restore it from a backup, or accept the loss: ledger doctor --fix --drop-damaged)"
+
+
+def _check_files(store: Any, found: Findings, drop: bool) -> None:
+    """The JSON store's attempt files, each read as `state` and `output` read
+    it: one that does not is a problem naming it (whatever its key: its
+    header may be what is damaged); `drop` moves it into damaged/."""
+    try:
+        bad = store.damaged_attempts()
+    except StoreError as exc:
+        found.problems.append(output.one_line(str(exc)))
+        return
+    if not drop:
+        found.problems.extend(output.one_line(line) + REMEDY for _, line in bad)
+        return
+    for digest in dict.fromkeys(digest for digest, _ in bad):
+        try:
+            moved = store.drop_damaged_attempts(digest)
+        except StoreError as exc:
+            found.problems.append(output.one_line(str(exc)))
+            continue
+        found.fixed.extend(f"moved a damaged attempt file to {where}" for where in moved)
+
+
 def check_attempts(
-    store: Store, found: Findings, fix: bool, lost: set[str], blocks: Blocks | None = None
+    store: Store,
+    found: Findings,
+    fix: bool,
+    lost: set[str],
+    blocks: Blocks | None = None,
+    drop: bool = False,
 ) -> None:
     """Attempts of keys that have no record or a pruned one: a note (`--fix`
     removes them), but for `lost` keys (a record file gone that a restore may
-    bring back, or `--fix --drop-damaged` drops): those are kept."""
+    bring back, or `--fix --drop-damaged` drops): those are kept. An attempt
+    that does not read is a problem; `drop` (`--fix --drop-damaged`) moves
+    a JSON store's into damaged/ (stores/jsonfile/attemptdamage.py)."""
     from ledger_cli.engine.prune import is_pruned
     from ledger_cli.stores.attemptlog import attempt_log
 
@@ -35,11 +67,14 @@ def check_attempts(
     except StoreError as exc:
         found.problems.append(output.one_line(str(exc)))
         return
-    for key in keys:  # each attempt read as `state` and `output` read it
-        try:
-            log.list_attempts(key)
-        except StoreError as exc:
-            found.problems.append(output.one_line(str(exc)))
+    if hasattr(store, "damaged_attempts"):
+        _check_files(store, found, drop)
+    else:
+        for key in keys:  # each attempt read as `state` and `output` read it
+            try:
+                log.list_attempts(key)
+            except StoreError as exc:
+                found.problems.append(output.one_line(str(exc)))
     found.notes.extend(
         f"attempts of {_named(key)} kept: its record is lost (see above)"
         for key in orphans
