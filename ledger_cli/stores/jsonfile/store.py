@@ -231,12 +231,15 @@ class JsonFileStore(
             self._refilling = before
 
     @store_method
-    def by_status(self, statuses: Iterable[str]) -> list[TaskState]:
+    def by_status(self, statuses: Iterable[str], *, drop_lost: bool = False) -> list[TaskState]:
         """Records whose status is one of `statuses`, oldest CreatedAt first, then key.
 
         For pending/claimed (the claimable-work scan) only the records indexed
         under live/ are read, so finished records cost nothing; other statuses
-        need a full scan.
+        need a full scan. A lost record there (its file missing, not pruned) is
+        a StoreError, not an answer without it; `drop_lost` (doctor --fix
+        --drop-damaged, the fence floor raised) drops its entry instead
+        (liveindex.scan_live).
         """
         self._check_open()
         wanted = frozenset(str(s) for s in statuses)
@@ -249,7 +252,10 @@ class JsonFileStore(
                 if root_fd is None:
                     return []
                 found = liveindex.scan_live(
-                    self._root, root_fd, lambda digest: self._read_digest(root_fd, digest)
+                    self._root,
+                    root_fd,
+                    lambda digest: self._read_digest(root_fd, digest),
+                    drop_lost=drop_lost,
                 )
                 batch = self._batch
                 if batch is not None and batch.mine():

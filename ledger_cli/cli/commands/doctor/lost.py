@@ -144,7 +144,7 @@ def free_dropped(s: Session, root: str, floor: FenceFloor) -> None:
                 floor.raise_now()
         finally:
             os.close(root_fd)
-        s.store.by_status(("pending", "claimed"))  # type: ignore[attr-defined]
+        s.store.by_status(("pending", "claimed"), drop_lost=True)  # type: ignore[attr-defined]
 
 
 def dropped_entry(s: Session, now: str, key: str, data: str) -> HistoryEntry:
