@@ -3,7 +3,8 @@
 An empty marker `live/<digest>` per record a single write made live, and per
 shard a file `live/ab.idx` listing the records a batch made live. The index is
 a superset of the live records: entries are added durably before the record
-is written, dropped after it, or by the scan that finds them stale.
+is written, and dropped after it, by the scan that finds them stale, or by
+`ledger prune` with their records.
 
 A batch appends its entries to the shard files (a line each), so its cost is
 its own size, not the store's: the scan rewrites a file only to drop stale or
@@ -16,8 +17,14 @@ committed (journal or wal.log) before its marker is made, and a replay
 writes the record, so a marker whose record file is missing (not pruned)
 names a lost record. A write that finds its key free checks for it
 (`refuse_lost`): one stat, on the path of a new key only. The scan
-(`scan_live`) drops such a marker: `doctor --fix --drop-damaged` runs it
-once it has accepted the losses.
+(`scan_live`, every read of pending or claimed records) keeps such an
+entry and exits 9 naming it: a read that dropped it would free the key and
+let a claim hand its fence out again. Only `doctor --fix --drop-damaged`
+drops it (`drop_lost`), once it has accepted the losses and raised the
+fence floor. `ledger prune` drops the entries of the records it removes
+before their files go (`forget`); an entry whose key is in pruned/ (a store
+pruned before it did, or a crash in between) is a finished record's stale
+entry, dropped as such (`not_pruned`).
 """
 
 from __future__ import annotations
