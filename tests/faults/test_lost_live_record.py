@@ -118,3 +118,89 @@ def test_drop_damaged_frees_a_dropped_key_whose_marker_came_back(tmp_path: Path)
     assert healed.returncode == 0, healed.stdout
     assert not marker.exists()
     assert _ledger(store, "admit", "job").returncode == 0
+
+
+def test_a_plain_read_never_frees_a_lost_records_key(tmp_path: Path) -> None:
+    """`list --status claimed` reads live/ (the claimable-work scan): it exits 9
+    naming the lost record rather than answer without it, and drops nothing,
+    so the key stays refused and no second owner gets fence 1: the first
+    holder's completion then fails against the fence a later claim granted."""
+    store = _lost_claim(tmp_path)
+    before = _files(store)
+    for status in ("claimed", "pending"):
+        res = _ledger(store, "list", "--status", status)
+        assert res.returncode == 9, (status, res.stdout, res.stderr)
+        assert res.stderr.splitlines() == [res.stderr.strip()]
+        assert f"{_record(store, 'job')}: the record is lost" in res.stderr
+        assert "ledger doctor" in res.stderr
+        assert res.stdout == ""
+    assert _files(store) == before  # the live/ marker kept
+    assert _ledger(store, "admit", "job").returncode == 9
+    assert _ledger(store, "claim", "job", "--owner", "w2", "--lease", "1h").returncode != 0
+    dropped = _ledger(store, "doctor", "--fix", "--drop-damaged")
+    assert dropped.returncode == 0, dropped.stdout
+    assert "raised the fence floor from 0 to 1" in dropped.stdout
+    assert _ledger(store, "admit", "job").returncode == 0
+    claim = _ledger(store, "claim", "job", "--owner", "w2", "--lease", "1h")
+    assert claim.returncode == 0 and claim.stdout.strip() == "2", claim.stdout
+    late = _ledger(store, "complete", "job", "--owner", "w1", "--fence", "1")
+    assert late.returncode == 5, (late.stdout, late.stderr)
+    listed = _ledger(store, "list", "--status", "claimed", "--json")
+    assert [r["Key"] for r in json.loads(listed.stdout)] == ["job"]
+
+
+def _pruned_leftover(tmp_path: Path) -> tuple[Path, Path]:
+    """`job` completed and pruned, then a live/ marker of it put back: what a
+    store made before prune dropped live entries can hold. `other` claimed
+    (fence 1): a floor raised for the leftover would show."""
+    store = tmp_path / "store"
+    assert _ledger(store, "admit", "other").returncode == 0
+    assert _ledger(store, "claim", "other", "--owner", "w1", "--lease", "1h").returncode == 0
+    assert _ledger(store, "admit", "job").returncode == 0
+    assert _ledger(store, "claim", "job", "--owner", "w1", "--lease", "1h").returncode == 0
+    assert _ledger(store, "complete", "job", "--owner", "w1", "--fence", "1").returncode == 0
+    assert _ledger(store, "prune", "--older-than", "0s").returncode == 0
+    digest = key_digest("job")
+    assert digest is not None
+    marker = store / "live" / digest
+    marker.touch()
+    marker.chmod(0o600)
+    return store, marker
+
+
+def test_a_pruned_records_leftover_entry_is_no_loss(tmp_path: Path) -> None:
+    """A marker whose record file is missing because the record was pruned is
+    a finished record's stale entry: a read drops it, and doctor neither
+    reports nor drops a loss for it, nor raises the fence floor."""
+    store, marker = _pruned_leftover(tmp_path)
+    listed = _ledger(store, "list", "--status", "claimed", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert [r["Key"] for r in json.loads(listed.stdout)] == ["other"]
+    assert not marker.exists()
+    marker.touch()
+    marker.chmod(0o600)
+    assert _ledger(store, "doctor").returncode == 0
+    healed = _ledger(store, "doctor", "--fix", "--drop-damaged")
+    assert healed.returncode == 0, healed.stdout
+    assert "fence floor" not in healed.stdout and "dropped" not in healed.stdout, healed.stdout
+    assert not marker.exists()
+    assert _ledger(store, "admit", "job").stdout.strip() == "duplicate"
+
+
+def test_prune_drops_the_live_entries_of_what_it_prunes(tmp_path: Path) -> None:
+    """A batch admit lists its records in live/'s shard files, and their
+    completions leave those entries for a scan: prune drops them with the
+    records, so no entry outlives its record file."""
+    store = tmp_path / "store"
+    keys = [f"t{i}" for i in range(17)]  # more than apply.SYNC_EACH_MAX: shard files
+    batch = "".join(json.dumps({"key": key}) + "\n" for key in keys)
+    admitted = run_ledger(store, "--now", NOW, "admit", "--batch", "-", input=batch.encode())
+    assert admitted.returncode == 0, admitted.stderr
+    assert list((store / "live").glob("*.idx"))
+    for key in keys:
+        assert _ledger(store, "claim", key, "--owner", "w", "--lease", "1h").returncode == 0
+        assert _ledger(store, "complete", key, "--owner", "w", "--fence", "1").returncode == 0
+    assert _ledger(store, "prune", "--older-than", "0s").stdout.strip() == "pruned 17 records"
+    assert [p.name for p in (store / "live").iterdir()] == []
+    healed = _ledger(store, "doctor", "--fix", "--drop-damaged")
+    assert healed.returncode == 0 and "fence floor" not in healed.stdout, healed.stdout

@@ -530,6 +530,7 @@ def test_by_status_reads_only_live_records_and_heals_the_index(
         ledger.complete("t", f"done-{i}", "w", fence, "completed", T0)
     assert ledger.admit("t", "todo", 1, None, T0)
     assert sorted(p.name for p in (root / "live").iterdir()) == [str(key_digest("todo"))]
+    completed = record_path(root, "done-0").read_bytes()
     # Make every finished record unreadable: the ready scan must not touch them.
     for i in range(5):
         record_path(root, f"done-{i}").write_bytes(b"garbage")
@@ -537,9 +538,20 @@ def test_by_status_reads_only_live_records_and_heals_the_index(
     # A stale marker (a crash between the record write and the marker removal) heals.
     for i in range(5):
         record_path(root, f"done-{i}").unlink()
-    (root / "live" / str(key_digest("done-0"))).touch()
+    record_path(root, "done-0").write_bytes(completed)
+    marker = root / "live" / str(key_digest("done-0"))
+    marker.touch()
     assert [r.key for r in store.by_status(["pending"])] == ["todo"]
-    assert not (root / "live" / str(key_digest("done-0"))).exists()
+    assert not marker.exists()
+    # A marker whose record file is missing (not pruned) names a lost record:
+    # kept, and the scan refuses to answer without it, until a drop accepts it.
+    record_path(root, "done-0").unlink()
+    marker.touch()
+    with pytest.raises(StoreError, match=r"the record is lost"):
+        store.by_status(["pending"])
+    assert marker.exists()
+    assert [r.key for r in store.by_status(["pending"], drop_lost=True)] == ["todo"]
+    assert not marker.exists()
 
 
 # -- locking -----------------------------------------------------------------------------------

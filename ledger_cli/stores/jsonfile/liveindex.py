@@ -3,7 +3,8 @@
 An empty marker `live/<digest>` per record a single write made live, and per
 shard a file `live/ab.idx` listing the records a batch made live. The index is
 a superset of the live records: entries are added durably before the record
-is written, dropped after it, or by the scan that finds them stale.
+is written, and dropped after it, by the scan that finds them stale, or by
+`ledger prune` with their records.
 
 A batch appends its entries to the shard files (a line each), so its cost is
 its own size, not the store's: the scan rewrites a file only to drop stale or
@@ -16,8 +17,14 @@ committed (journal or wal.log) before its marker is made, and a replay
 writes the record, so a marker whose record file is missing (not pruned)
 names a lost record. A write that finds its key free checks for it
 (`refuse_lost`): one stat, on the path of a new key only. The scan
-(`scan_live`) drops such a marker: `doctor --fix --drop-damaged` runs it
-once it has accepted the losses.
+(`scan_live`, every read of pending or claimed records) keeps such an
+entry and exits 9 naming it: a read that dropped it would free the key and
+let a claim hand its fence out again. Only `doctor --fix --drop-damaged`
+drops it (`drop_lost`), once it has accepted the losses and raised the
+fence floor. `ledger prune` drops the entries of the records it removes
+before their files go (`forget`); an entry whose key is in pruned/ (a store
+pruned before it did, or a crash in between) is a finished record's stale
+entry, dropped as such (`not_pruned`).
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from ledger_cli.stores.jsonfile.layout import (
     DIGEST,
     LIVE_DIR,
     LIVE_STATUSES,
+    PRUNED_DIR,
     RECORDS_DIR,
     SHARD_INDEX,
     listing,
@@ -145,9 +153,14 @@ def index_batch(
         fsutil.fsync_fd(lfd, shown(root, LIVE_DIR))
 
 
-def scan_live(root: str, root_fd: int, read_digest: ReadDigest) -> dict[str, TaskState]:
+def scan_live(
+    root: str, root_fd: int, read_digest: ReadDigest, *, drop_lost: bool = False
+) -> dict[str, TaskState]:
     """The records the live/ index names that are live; stale entries (a record
-    that went terminal, or never got written: a crash) are dropped. Under the lock."""
+    that went terminal, or was pruned since) are dropped. An entry whose record
+    file is missing and not pruned names a lost record: StoreError (nothing
+    dropped), unless `drop_lost` (`doctor --fix --drop-damaged`, once it has
+    raised the fence floor), which drops it too. Under the lock."""
     found: dict[str, TaskState] = {}
     with listing(root, root_fd, LIVE_DIR) as lfd:
         if lfd is None:
@@ -165,13 +178,22 @@ def scan_live(root: str, root_fd: int, read_digest: ReadDigest) -> dict[str, Tas
             elif name.endswith(fsutil.TEMP_SUFFIX):
                 fsutil.unlink_quiet(lfd, name)
         verdict: dict[str, bool] = {}
+        missing: list[str] = []
         for digest in [*markers, *(d for ds in indexed.values() for d in ds)]:
             if digest not in verdict:
                 rec = read_digest(digest)
                 verdict[digest] = rec is not None and rec.status in LIVE_STATUSES
-                if verdict[digest]:
-                    assert rec is not None
+                if rec is None:
+                    missing.append(digest)
+                elif verdict[digest]:
                     found[digest] = rec
+        lost = not_pruned(root, root_fd, missing) if missing and not drop_lost else []
+        if lost:  # checked before anything is dropped: nothing written
+            raise fail(
+                shown(root, RECORDS_DIR, lost[0][:2], lost[0] + ".json"),
+                f"the record is lost: the file is missing while {LIVE_DIR}/{lost[0]} lists it "
+                "as pending or claimed (ledger doctor names its key)",
+            )
         for digest in markers:
             if not verdict[digest]:
                 fsutil.unlink_quiet(lfd, digest)
@@ -182,11 +204,59 @@ def scan_live(root: str, root_fd: int, read_digest: ReadDigest) -> dict[str, Tas
     return found
 
 
+def not_pruned(root: str, root_fd: int, digests: Iterable[str]) -> list[str]:
+    """The `digests` (of records whose file is missing) whose key is not in
+    pruned/, sorted: lost records. A pruned one is a finished record's stale
+    entry: prune drops a record's entries before its file, but a store made
+    before it did, or a crash in between, can leave one."""
+    from ledger_cli.stores.jsonfile import prunedfile
+    from ledger_cli.stores.jsonfile.records import key_digest
+
+    wanted = set(digests)
+    pfd = fsutil.open_subdir(root_fd, PRUNED_DIR, shown(root, PRUNED_DIR), create=False)
+    if pfd is None or not wanted:
+        if pfd is not None:
+            os.close(pfd)
+        return sorted(wanted)
+    pruned: set[str] = set()
+    try:
+        for shard in sorted({d[:2] for d in wanted}):
+            name = shard + ".jsonl"
+            path = shown(root, PRUNED_DIR, name)
+            data = fsutil.read_file(pfd, name, path) or b""
+            for line in data.split(b"\n")[:-1]:  # the last: b"" or a line a crash tore
+                digest = key_digest(prunedfile.decode(line, path).key)
+                if digest in wanted:
+                    pruned.add(digest)
+    finally:
+        os.close(pfd)
+    return sorted(wanted - pruned)
+
+
+def forget(root: str, root_fd: int, digests: Iterable[str]) -> None:
+    """Drop the live/ entries of `digests` (finished records `ledger prune` is
+    about to remove), before their record files go. Not synced: a crash that
+    keeps an entry leaves a pruned record's, which the scan drops. Under the lock."""
+    drop = set(digests)
+    with listing(root, root_fd, LIVE_DIR) as lfd:
+        if lfd is None or not drop:
+            return
+        names = set(os.listdir(lfd))
+        for digest in sorted(drop & names):
+            fsutil.unlink_quiet(lfd, digest)
+        for shard in sorted({d[:2] for d in drop}):
+            if shard + ".idx" in names:
+                listed, _ = read_shard_index(root, lfd, shard)
+                if listed & drop:
+                    write_shard_index(root, root_fd, lfd, shard, listed - drop)
+
+
 def unbacked(root: str, root_fd: int) -> list[str]:
     """The digests live/ names (markers and shard files) whose record file is
-    missing: lost records, whose entries `scan_live` drops (or a finished
-    record's stale entry, pruned since). `doctor --fix --drop-damaged` raises
-    the fence floor before its scan frees their keys. Under the lock."""
+    missing and whose key is not pruned (a pruned one is a finished record's
+    stale entry): lost records. `doctor --fix --drop-damaged` raises the fence
+    floor before its scan (`scan_live(drop_lost=True)`) frees their keys.
+    Under the lock."""
     named: set[str] = set()
     with listing(root, root_fd, LIVE_DIR) as lfd:
         if lfd is None:
@@ -207,4 +277,4 @@ def unbacked(root: str, root_fd: int) -> list[str]:
         except OSError as exc:
             path = shown(root, RECORDS_DIR, digest[:2], digest + ".json")
             raise fail(path, "cannot read", exc) from None
-    return missing
+    return not_pruned(root, root_fd, missing)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from ledger_cli.engine.record import TaskState, byte_order
 from ledger_cli.errors import StoreError
-from ledger_cli.stores.jsonfile import apply, fsutil, prunedfile, tally
+from ledger_cli.stores.jsonfile import apply, fsutil, liveindex, prunedfile, tally
 from ledger_cli.stores.jsonfile.layout import PRUNED_COUNT, PRUNED_DIR, RECORDS_DIR
 from ledger_cli.stores.jsonfile.locking import store_method
 from ledger_cli.stores.jsonfile.reading import RecordReader
@@ -69,6 +69,9 @@ class PruneMethods(RecordReader):
                 prunedfile.forget_count(self._root, root_fd)  # counted from the files meanwhile
                 # Durable before the record files go.
                 held = prunedfile.append(self._root, root_fd, moved, held)
+                # A finished record's live/ entry (not yet dropped by a scan)
+                # goes first: after its file, it would read as a lost record's.
+                liveindex.forget(self._root, root_fd, digests)
                 self._drop_dirs()
                 shards: set[str] = set()
                 rfd = fsutil.open_subdir(

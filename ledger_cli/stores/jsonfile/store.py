@@ -192,12 +192,15 @@ class JsonFileStore(
             self._refilling = before
 
     @store_method
-    def by_status(self, statuses: Iterable[str]) -> list[TaskState]:
+    def by_status(self, statuses: Iterable[str], *, drop_lost: bool = False) -> list[TaskState]:
         """Records whose status is one of `statuses`, oldest CreatedAt first, then key.
 
         For pending/claimed (the claimable-work scan) only the records indexed
         under live/ are read, so finished records cost nothing; other statuses
-        need a full scan.
+        need a full scan. A lost record there (its file missing, not pruned) is
+        a StoreError, not an answer without it; `drop_lost` (doctor --fix
+        --drop-damaged, the fence floor raised) drops its entry instead
+        (liveindex.scan_live).
         """
         self._check_open()
         wanted = frozenset(str(s) for s in statuses)
@@ -207,7 +210,7 @@ class JsonFileStore(
             records: Iterable[TaskState] = (r for r in self.visible_range() if r.status in wanted)
         else:
             try:
-                records = (r for r in self._live_records() if r.status in wanted)
+                records = (r for r in self._live_records(drop_lost) if r.status in wanted)
             except StoreError:
                 if self.bad_rows is None:
                     raise
@@ -216,13 +219,17 @@ class JsonFileStore(
                 records = (r for r in self.visible_range() if r.status in wanted)
         return sorted(records, key=lambda r: (r.created_at, byte_order(r.key)))
 
-    def _live_records(self) -> list[TaskState]:
-        """The records the live/ index names that are live, under the lock."""
+    def _live_records(self, drop_lost: bool) -> list[TaskState]:
+        """The records the live/ index names that are live, under the lock
+        (`drop_lost`: see `by_status`)."""
         with self._locked(create=False) as root_fd:
             if root_fd is None:
                 return []
             found = liveindex.scan_live(
-                self._root, root_fd, lambda digest: self._read_digest(root_fd, digest)
+                self._root,
+                root_fd,
+                lambda digest: self._read_digest(root_fd, digest),
+                drop_lost=drop_lost,
             )
             batch = self._batch
             if batch is not None and batch.mine():

@@ -125,10 +125,12 @@ def drop_lost(s: Session, root: str, keys: Sequence[str], floor: FenceFloor) -> 
 
 def free_dropped(s: Session, root: str, floor: FenceFloor) -> None:
     """Once `--drop-damaged` has accepted the losses: the JSON store's scan of
-    live/ (`by_status`), which drops each marker whose record file is gone,
-    so admitting a dropped key again is an ordinary admit, not a lost record
+    live/ (`by_status(drop_lost=True)`: every other read of it exits 9 on a
+    lost record), which drops each marker whose record file is gone, so
+    admitting a dropped key again is an ordinary admit, not a lost record
     (liveindex.refuse_lost), at or above the fence floor, raised first
-    under the same lock when there is such a marker. Markers of losses no
+    under the same lock when there is such a marker (not one whose key is
+    pruned: a finished record's stale entry, no loss). Markers of losses no
     history names (a write of a damaged wal.log dropped) go too:
     --drop-damaged accepts them all."""
     if not hasattr(s.store, "check_record_file"):  # not the JSON store
@@ -144,7 +146,7 @@ def free_dropped(s: Session, root: str, floor: FenceFloor) -> None:
                 floor.raise_now()
         finally:
             os.close(root_fd)
-        s.store.by_status(("pending", "claimed"))  # type: ignore[attr-defined]
+        s.store.by_status(("pending", "claimed"), drop_lost=True)  # type: ignore[attr-defined]
 
 
 def dropped_entry(s: Session, now: str, key: str, data: str) -> HistoryEntry:
