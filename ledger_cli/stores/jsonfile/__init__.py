@@ -45,9 +45,9 @@ batch wait in locking.py, and commit.py hands a commit's writes to apply.py
 and finishes those a crash interrupted (the journal, then wal.log, wal.py);
 reading.py reads records; store.py is the public face tying the parts
 together, with repairs.py the methods only `ledger doctor` calls. fsutil.py
-holds the durable, symlink-safe file primitives every part uses (swap.py puts an unsynced file in place without ext4's
-writeback); the attempts (docs/design.md §7.1) are
-attempts.py over attemptfiles.py (their files under `attempts/`),
+holds the durable, symlink-safe file primitives every part uses (swap.py
+puts an unsynced file in place without ext4's writeback); the attempts
+(docs/design.md §7.1) are attempts.py over attemptfiles.py (their files under `attempts/`),
 schedules and the pause schedulefile.py and pausefile.py.
 
 The store refuses, never resets: a record file that is not valid UTF-8, not
