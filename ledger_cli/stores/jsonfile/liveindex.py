@@ -33,6 +33,7 @@ import os
 from typing import TYPE_CHECKING
 
 from ledger_cli.engine.record import TaskState
+from ledger_cli.errors import StoreDamageError
 from ledger_cli.stores.jsonfile import derived, fsutil
 from ledger_cli.stores.jsonfile.fsutil import fail
 from ledger_cli.stores.jsonfile.layout import (
@@ -153,6 +154,12 @@ def index_batch(
         fsutil.fsync_fd(lfd, shown(root, LIVE_DIR))
 
 
+class LostRecordError(StoreDamageError):
+    """A live/ entry whose record file is missing and not pruned: a lost
+    record, which no reading goes around (docs/design.md §5.5: a missing row
+    is not a bad row)."""
+
+
 def scan_live(
     root: str, root_fd: int, read_digest: ReadDigest, *, drop_lost: bool = False
 ) -> dict[str, TaskState]:
@@ -189,10 +196,10 @@ def scan_live(
                     found[digest] = rec
         lost = not_pruned(root, root_fd, missing) if missing and not drop_lost else []
         if lost:  # checked before anything is dropped: nothing written
-            raise fail(
-                shown(root, RECORDS_DIR, lost[0][:2], lost[0] + ".json"),
-                f"the record is lost: the file is missing while {LIVE_DIR}/{lost[0]} lists it "
-                "as pending or claimed (ledger doctor names its key)",
+            path = shown(root, RECORDS_DIR, lost[0][:2], lost[0] + ".json")
+            raise LostRecordError(
+                f"ledger: store: {path}: the record is lost: the file is missing while "
+                f"{LIVE_DIR}/{lost[0]} lists it as pending or claimed (ledger doctor names its key)"
             )
         for digest in markers:
             if not verdict[digest]:
