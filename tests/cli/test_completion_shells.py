@@ -138,22 +138,27 @@ def _check_typed(tmux: Tmux, stores: dict[str, Path]) -> None:
     assert got in (_argv("ledger", "--store", f"{base}/store{end}") for end in ("/", ""))
 
 
-@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
-def test_a_sourced_script_inserts_each_key_as_one_exact_word(
-    shell: str, stores: dict[str, Path], tmux: Tmux, tmp_path: Path
-) -> None:
-    _need(shell)
+def _sourcing(shell: str) -> list[str]:
+    """The lines that give `shell` a plain prompt and source the shipped
+    completion script (completions/), as a user's rc file would."""
     script = (
         ROOT
         / "completions"
         / {"bash": "ledger.bash", "zsh": "_ledger", "fish": "ledger.fish"}[shell]
     )
-    setup = {
+    return {
         "bash": ["PS1='$ '", f"source {script}"],
         "zsh": ["PS1='$ '", "autoload -Uz compinit && compinit -u", f"source {script}"],
         "fish": ["function fish_prompt; echo '$ '; end", f"source {script}"],
     }[shell]
-    _start(tmux, shell, _env(tmp_path, stores["json"]), setup)
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
+def test_a_sourced_script_inserts_each_key_as_one_exact_word(
+    shell: str, stores: dict[str, Path], tmux: Tmux, tmp_path: Path
+) -> None:
+    _need(shell)
+    _start(tmux, shell, _env(tmp_path, stores["json"]), _sourcing(shell))
     _check_typed(tmux, stores)
 
 
@@ -235,17 +240,7 @@ def test_a_key_that_starts_with_a_dash_is_completed_after_a_double_dash(
     if shutil.which("ledger", path=str(Path(sys.executable).parent)) is None:
         pytest.skip("the ledger console script is not installed next to this Python")
     store = _dash_store(tmp_path)
-    script = (
-        ROOT
-        / "completions"
-        / {"bash": "ledger.bash", "zsh": "_ledger", "fish": "ledger.fish"}[shell]
-    )
-    setup = {
-        "bash": ["PS1='$ '", f"source {script}"],
-        "zsh": ["PS1='$ '", "autoload -Uz compinit && compinit -u", f"source {script}"],
-        "fish": ["function fish_prompt; echo '$ '; end", f"source {script}"],
-    }[shell]
-    _start(tmux, shell, _env(tmp_path, store), setup)
+    _start(tmux, shell, _env(tmp_path, store), _sourcing(shell))
     dashed = _argv("ledger", "state", "--", "-dash")
     assert _tabbed(tmux, shell, 1, "ledger state ") == dashed
     if shell != "fish":  # `-d` typed: click offers options, and the key after a `--`

@@ -108,11 +108,7 @@ def test_drop_damaged_frees_a_dropped_key_whose_marker_came_back(tmp_path: Path)
     does not keep the key refused for good."""
     store = _lost_claim(tmp_path)
     assert _ledger(store, "doctor", "--fix", "--drop-damaged").returncode == 0
-    digest = key_digest("job")
-    assert digest is not None
-    marker = store / "live" / digest
-    marker.touch()
-    marker.chmod(0o600)
+    marker = _marker_back(store, "job")
     assert _ledger(store, "admit", "job").returncode == 9
     healed = _ledger(store, "doctor", "--fix", "--drop-damaged")
     assert healed.returncode == 0, healed.stdout
@@ -149,6 +145,16 @@ def test_a_plain_read_never_frees_a_lost_records_key(tmp_path: Path) -> None:
     assert [r["Key"] for r in json.loads(listed.stdout)] == ["job"]
 
 
+def _marker_back(store: Path, key: str) -> Path:
+    """A live/ marker of `key` put back by hand, as a crash can leave one."""
+    digest = key_digest(key)
+    assert digest is not None
+    marker = store / "live" / digest
+    marker.touch()
+    marker.chmod(0o600)
+    return marker
+
+
 def _pruned_leftover(tmp_path: Path) -> tuple[Path, Path]:
     """`job` completed and pruned, then a live/ marker of it put back: what a
     store made before prune dropped live entries can hold. `other` claimed
@@ -160,12 +166,7 @@ def _pruned_leftover(tmp_path: Path) -> tuple[Path, Path]:
     assert _ledger(store, "claim", "job", "--owner", "w1", "--lease", "1h").returncode == 0
     assert _ledger(store, "complete", "job", "--owner", "w1", "--fence", "1").returncode == 0
     assert _ledger(store, "prune", "--older-than", "0s").returncode == 0
-    digest = key_digest("job")
-    assert digest is not None
-    marker = store / "live" / digest
-    marker.touch()
-    marker.chmod(0o600)
-    return store, marker
+    return store, _marker_back(store, "job")
 
 
 def test_a_pruned_records_leftover_entry_is_no_loss(tmp_path: Path) -> None:
