@@ -24,7 +24,10 @@ claimed task, a failed one and the task it blocks, a completed one). Timed:
   of N tasks that each name one completed need (ready too, but the Ready
   rule must read their needs: the SQL stores judge each of them in Python),
   and on the small store plus N pruned records (docs/design.md §6.4: stats should
-  cost the same with or without pruned keys).
+  cost the same with or without pruned keys); and plain `ledger stats` (no
+  queue rows) on a store of N tasks in the queue `q` against the small
+  store, with that store's `stats --json`, whose per-queue figures read
+  every task outside `default`.
 
 The JSON store keeps a tally (stores/jsonfile/tally.py: the counts, and
 the unfinished records that need judging one by one), so its `stats`
@@ -75,9 +78,9 @@ from ledger_cli.stores.jsonfile import JsonFileStore  # noqa: E402
 BASE = 100
 
 
-def build(url: str, n: int, needy: bool = False) -> None:
-    """n ready pending tasks (`needy`: each naming the completed need x-done),
-    and one each of claimed, failed, blocked, completed."""
+def build(url: str, n: int, needy: bool = False, queue: str = "default") -> None:
+    """n ready pending tasks (`needy`: each naming the completed need x-done;
+    `queue`: in that queue), and one each of claimed, failed, blocked, completed."""
     store = open_store(url)
     led = Ledger(store)
     try:
@@ -91,7 +94,7 @@ def build(url: str, n: int, needy: bool = False) -> None:
             led.complete("bench", key, "w", fence, status, T0)
     finally:
         store.close()
-    admit_many(url, [f"p{i:06d}" for i in range(n)], *(("x-done",) if needy else ()))
+    admit_many(url, [f"p{i:06d}" for i in range(n)], *(("x-done",) if needy else ()), queue=queue)
 
 
 def build_pruned(url: str, n: int) -> None:
@@ -165,12 +168,13 @@ def timed(fn: Callable[[], Any]) -> float:
     return time.perf_counter() - t
 
 
-def cli_s(url: str, reps: int) -> float:
+def cli_s(url: str, reps: int, args: tuple[str, ...] = ("--json",)) -> float:
+    """`ledger stats ARGS` as a fresh process, median seconds."""
     times = []
     for _ in range(reps):
         t = time.perf_counter()
         subprocess.run(
-            [sys.executable, "-m", "ledger_cli", "--store", url, "stats", "--json"],
+            [sys.executable, "-m", "ledger_cli", "--store", url, "stats", *args],
             capture_output=True,
             check=True,
             env=env(),
@@ -182,13 +186,18 @@ def cli_s(url: str, reps: int) -> float:
 def bench_kind(kind: str, n: int, reps: int, base: Path, pg: str) -> dict[str, float]:
     out: dict[str, float] = {}
     with places(kind, base, pg) as place:
-        say = f"  [{kind}] building stores of {BASE}, {n:,}, {n:,} naming a need, {n:,} pruned"
+        say = (
+            f"  [{kind}] building stores of {BASE}, {n:,}, {n:,} naming a need,"
+            f" {n:,} pruned, {n:,} in a queue"
+        )
         print(say, file=sys.stderr, flush=True)
         small, big, needy, pruned = place("small"), place("big"), place("needy"), place("pruned")
+        queued = place("queued")
         build(small, BASE)
         build(big, n)
         build(needy, n, needy=True)
         build_pruned(pruned, n)
+        build(queued, n, queue="q")
         now = Instant.now()
         store = open_store(big)
         try:
@@ -226,6 +235,11 @@ def bench_kind(kind: str, n: int, reps: int, base: Path, pg: str) -> dict[str, f
         out[f"  {n:,} naming a need / {BASE}"] = needy_s / small_s
         out[f"  {BASE} + {n:,} pruned (s)"] = pruned_s
         out[f"  {BASE} + {n:,} pruned / {BASE}"] = pruned_s / small_s
+        # The per-queue figures read every task outside `default`: plain
+        # `stats` (no queue rows) does not; `--json` (its "queues") does.
+        text_small, text_s = cli_s(small, reps, ()), cli_s(queued, reps, ())
+        out[f"  {n:,} in a queue, plain stats / {BASE}"] = text_s / text_small
+        out[f"  {n:,} in a queue, --json (s)"] = cli_s(queued, reps)
     return out
 
 

@@ -209,3 +209,39 @@ def test_a_queue_name_is_shown_with_its_format_characters_as_escapes(tmp_path: P
     assert "queue q\\u202eevil " in res.stdout and "\u202e" not in res.stdout
     doc = json.loads(run_ledger(store, "--json", "stats", "--queue", name).stdout)
     assert name in doc["queues"]
+
+
+def test_per_queue_figures_are_read_only_where_they_are_shown(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The per-queue figures read every task outside `default` (a record each):
+    # the text table and `watch` without --queue do not show them, so they
+    # must not pay for them (100,000 tasks in a queue made `stats` take 70 s).
+    from ledger_cli.cli.commands.watch import view
+    from ledger_cli.engine import queues
+
+    cli.ok("admit", "a", "--queue", "q")
+    cli.ok("admit", "b")
+    calls: list[int] = []
+    real = queues.figures
+
+    def counted(*args: object, **kwargs: object) -> object:
+        calls.append(1)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(queues, "figures", counted)
+    for args, shown in [
+        (("stats",), False),
+        (("stats", "--json"), True),
+        (("stats", "--prometheus"), True),
+        (("stats", "--queue", "q"), True),
+    ]:
+        calls.clear()
+        out = cli.ok(*args).stdout
+        assert len(calls) == int(shown), args
+        assert ("queue q" in out or '"q"' in out or 'queue="q"' in out) == shown, out
+    calls.clear()
+    view(cli.store, Instant.parse(T0), None, "2s")
+    assert calls == []
+    view(cli.store, Instant.parse(T0), None, "2s", frozenset({"q"}))
+    assert calls == [1]

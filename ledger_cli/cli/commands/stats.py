@@ -78,17 +78,23 @@ def pruned_count(store: Store) -> int:
     return count_pruned(store)
 
 
-def collect(store: Store, now: Instant) -> Stats:
+def collect(store: Store, now: Instant, per_queue: bool = True) -> Stats:
     """Every figure of `ledger stats` at `now` (`gather`'s figures)."""
-    return gather(store, now)[0]
+    return gather(store, now, per_queue)[0]
 
 
 TRIES_UNLOCKED = 2
 """Reads of the JSON store's figures without its lock before they are read under it."""
 
 
-def gather(store: Store, now: Instant) -> tuple[Stats, dict[str, TaskState] | None]:
+def gather(
+    store: Store, now: Instant, per_queue: bool = True
+) -> tuple[Stats, dict[str, TaskState] | None]:
     """`_gather`'s figures, consistent with one another (docs/design.md §5.5).
+
+    `per_queue=False` leaves the per-queue figures out (`Stats.queues` empty):
+    they read every task outside `default`, so only the outputs that show
+    them (`--json`, `--prometheus`, `--queue`) pay for them.
 
     The JSON store's figures are read without the lock, and a prune moves
     records from the counts (or the record files) to the pruned count block by
@@ -99,17 +105,19 @@ def gather(store: Store, now: Instant) -> tuple[Stats, dict[str, TaskState] | No
     stamp: Callable[[], bytes | None] | None = getattr(store, "pruned_stamp", None)
     locked: Callable[[], AbstractContextManager[None]] | None = getattr(store, "reads_locked", None)
     if stamp is None or locked is None:
-        return _gather(store, now)
+        return _gather(store, now, per_queue)
     for _ in range(TRIES_UNLOCKED):
         before = stamp()
-        got = _gather(store, now)
+        got = _gather(store, now, per_queue)
         if before is not None and stamp() == before:
             return got
     with locked():
-        return _gather(store, now)
+        return _gather(store, now, per_queue)
 
 
-def _gather(store: Store, now: Instant) -> tuple[Stats, dict[str, TaskState] | None]:
+def _gather(
+    store: Store, now: Instant, per_queue: bool
+) -> tuple[Stats, dict[str, TaskState] | None]:
     """Every figure of `ledger stats` at `now`, pruned records left out of
     every count but `pruned` (docs/design.md §6.4); and, when they had to be read for
     the counts, the unpruned records by key (`watch` draws its table from
@@ -188,7 +196,7 @@ def _gather(store: Store, now: Instant) -> tuple[Stats, dict[str, TaskState] | N
         apart,
         is_paused,
         _scheduled(store, now),
-        queues.figures(store, now, counts, ready_count),
+        queues.figures(store, now, counts, ready_count) if per_queue else {},
     )
     return figures, records
 
@@ -316,7 +324,8 @@ def stats(
 
     wanted = parse_queues(queue)
     with Session(settings, reads=True) as s:
-        figures = collect(s.store, s.now())
+        shown = prometheus or settings.json or wanted is not None
+        figures = collect(s.store, s.now(), per_queue=shown)
     if wanted is not None:
         # --queue: the per-queue figures of those queues only (a named queue
         # with no task and no limit reads as zeros); the counts stay the store's.

@@ -127,7 +127,7 @@ def view(
     from ledger_cli.cli import render
     from ledger_cli.cli.commands.stats import STATUSES, gather
 
-    figures, records = gather(store, now)
+    figures, records = gather(store, now, per_queue=in_queues is not None)
     line = Text()
     for status in STATUSES:
         line.append_text(render.status_text(status))
