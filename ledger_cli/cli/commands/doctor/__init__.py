@@ -291,7 +291,7 @@ def doctor(settings: Settings, fix: bool = False, drop_damaged: bool = False) ->
 
         # A lost record's attempts are kept: they go with the record, restored or dropped.
         lost_keys = {key for key, why in gone.items() if why == LOST}
-        check_attempts(s.store, found, fix, lost_keys, s.blocks, drop_damaged)
+        check_attempts(s.store, found, fix, lost_keys, s.blocks, drop_damaged, s)
     # An SQL store keeps a pruned record as a row; the JSON store moves it
     # aside: both count the records that are not pruned, and the pruned apart.
     kept = sum(1 for rec in records if rec.key not in pruned)
