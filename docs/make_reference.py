@@ -31,7 +31,8 @@ EXIT_CODES: dict[int, str] = {
     2: "usage error: bad option, bad duration, bad JSON, bad key, empty owner, "
     "non-positive lease (or a lease or delay under 0.001ms, the clock's resolution), "
     "unknown status, an input over its size limit, "
-    "an empty `--store`/`LEDGER_STORE`, an unknown store URL scheme, a malformed PostgreSQL URL",
+    "an empty `--store`/`LEDGER_STORE`, an unknown store URL scheme, a malformed PostgreSQL URL,"
+    " a store URL naming the other kind of store",
     3: "the key has no record",
     4: (
         "a live lease is in the way (`claim` of a claimed task, `takeover` of a live lease;"

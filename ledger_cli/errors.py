@@ -194,7 +194,9 @@ class NoStoreError(StoreError, code="no_store"):
 
 class StoreURLError(LedgerError, code="store_url", exit_code=2):
     """A store URL that names no store: empty (`--store ''`, an empty
-    LEDGER_STORE), an unknown scheme, a NUL byte, a scheme with no path.
+    LEDGER_STORE), an unknown scheme, a NUL byte, a scheme with no path, a
+    path holding the other kind of store (a JSON store's directory as
+    `sqlite:`, an SQLite file as a JSON store: stores/otherkind.py).
     A usage error (exit 2): nothing was opened."""
 
 

@@ -7,7 +7,14 @@ from typing import TYPE_CHECKING
 from ledger_cli.engine import events
 from ledger_cli.engine.core import Core
 from ledger_cli.engine.instant import Instant
-from ledger_cli.engine.record import BLOCKED, COMPLETED, PENDING, TaskState, is_terminal
+from ledger_cli.engine.record import (
+    BLOCKED,
+    COMPLETED,
+    PENDING,
+    TaskState,
+    check_sequence,
+    is_terminal,
+)
 from ledger_cli.errors import ValidationError
 
 if TYPE_CHECKING:
@@ -33,6 +40,7 @@ def admit(
     """
     if key == "":
         raise ValidationError("ledger: idempotency key must not be empty")
+    seq = check_sequence(seq)  # one rule on every store, before any is read
     if needs:  # the walks over needs: imported only for a record that names some
         from ledger_cli.engine.dependencies import admission_blocker, recheck_needs
     settled = _settled(core, needs) if needs else False

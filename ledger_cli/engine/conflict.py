@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ledger_cli.engine import admission
-from ledger_cli.engine.record import is_terminal
+from ledger_cli.engine.record import check_priority, check_queue, check_sequence, is_terminal
 
 if TYPE_CHECKING:
     from typing import Any
@@ -146,7 +146,13 @@ def admit(
     """`admission.admit`, and what it did. A write (insert or rebase) keeps
     `schedule` and `queue` as the key's (docs/design.md §8.1: a rebase without
     one clears it; with `Core.hold_leases`, a rebase of a live lease is not due
-    before it ends); run it in a `store.batch()` so that all land together."""
+    before it ends); run it in a `store.batch()` so that all land together.
+    The sequence, priority and queue are checked before any store is read
+    (engine/record.py: ValidationError, exit 8, on every store)."""
+    seq = check_sequence(seq)
+    queue = check_queue(queue)
+    if schedule is not None:
+        schedule = (schedule[0], check_priority(schedule[1]))
     if needs:
         _refuse_cycle(core, key, seq, needs)
     seen: list[TaskState] = []

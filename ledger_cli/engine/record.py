@@ -123,6 +123,57 @@ class TaskState(NamedTuple):
         return (self.sequence, self.status, self.fence, self.rev)
 
 
+# -- the arguments of an admission, checked before any store is touched ----------------
+
+UINT64_MAX = 2**64 - 1
+"""Go's Sequence, Fence and Rev are uint64."""
+PRIORITY_MIN, PRIORITY_MAX = -1000, 1000
+"""The range of a priority (docs/design.md §8.2)."""
+QUEUE_MAX_BYTES = 64
+"""The longest queue name, in bytes of UTF-8 (docs/design.md §8.7)."""
+
+
+def check_sequence(seq: object) -> int:
+    """An admission's sequence as Go's uint64 holds it, else ValidationError (exit
+    8) on every store (docs/design.md §2.11): an int (not a bool) from 0 to 2**64-1."""
+    if type(seq) is not int:
+        if isinstance(seq, bool) or not isinstance(seq, int):
+            raise ValidationError(f"ledger: Sequence must be an int, not {type(seq).__name__}")
+        seq = int(seq)
+    if not 0 <= seq <= UINT64_MAX:
+        raise ValidationError(f"ledger: Sequence {seq} is outside the uint64 range")
+    return seq
+
+
+def check_priority(priority: object) -> int:
+    """An int (not a bool) from -1000 to 1000, else ValidationError (exit 8)."""
+    if type(priority) is not int:
+        if isinstance(priority, bool) or not isinstance(priority, int):
+            raise ValidationError(f"ledger: priority must be an int, not {type(priority).__name__}")
+        priority = int(priority)
+    if not PRIORITY_MIN <= priority <= PRIORITY_MAX:
+        raise ValidationError(
+            f"ledger: priority {priority} is outside {PRIORITY_MIN}..{PRIORITY_MAX}"
+        )
+    return priority
+
+
+def check_queue(queue: object) -> str:
+    """A queue name: a str of 1 to 64 bytes of UTF-8, else ValidationError (exit 8)."""
+    if not isinstance(queue, str):
+        raise ValidationError(f"ledger: queue must be a str, not {type(queue).__name__}")
+    try:
+        size = len(queue.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise ValidationError(f"ledger: queue {go_quote(queue)} is not valid Unicode") from None
+    if not 0 < size <= QUEUE_MAX_BYTES:
+        raise ValidationError(
+            f"ledger: queue {go_quote(queue)} is {size} bytes long; "
+            f"a queue name is 1 to {QUEUE_MAX_BYTES} bytes of UTF-8"
+        )
+    return queue
+
+
 def byte_order(key: str) -> bytes:
     """Sort key matching Go's byte-wise string order."""
     return key.encode("utf-8", "surrogatepass")

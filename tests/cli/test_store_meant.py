@@ -4,7 +4,9 @@ A read command (or `claim`/`run --next` without `--wait`, which has
 nothing to claim there) on a `--store`/`LEDGER_STORE` that does not exist, or that is
 a directory holding something but no store, exits 9 and creates nothing (a
 mistyped path is not a healthy, empty queue); an empty
-store setting or an unknown URL scheme is a usage error (2); a write still
+store setting, an unknown URL scheme or a URL naming the other kind of
+store (a JSON store's directory as SQLite, or the reverse) is a usage
+error (2); a write still
 creates its store; the default data directory may be empty.
 """
 
@@ -177,3 +179,42 @@ def test_a_trailing_slash_names_a_directory_so_a_json_store(tmp_path: Path) -> N
     assert run_ledger(f"{tmp_path}/other.sqlite", "admit", "a").returncode == 0
     assert (tmp_path / "other.sqlite").is_file()
     assert run_ledger(f"sqlite:{tmp_path}/other.sqlite", "state", "a").returncode == 0
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+@pytest.mark.parametrize("args", [["list"], ["stats"], ["admit", "zz"], ["doctor"]], ids=str)
+def test_a_url_naming_the_other_kind_of_store_is_one_usage_line(
+    tmp_path: Path, args: list[str]
+) -> None:
+    """A JSON store's directory named as `sqlite:PATH` (or as a plain path
+    ending .db), and an SQLite file named as a JSON store (`json:PATH`, or a
+    plain path without .db): exit 2, one line saying what is there and the
+    URL that opens it, nothing written (stores/otherkind.py). Before, each
+    was exit 9 with SQLite's "unable to open database file" or "not a directory"."""
+    json_dir, sqlite_file = tmp_path / "jobs", tmp_path / "jobs.sqlite"
+    assert run_ledger(json_dir, "admit", "a").returncode == 0
+    assert run_ledger(sqlite_file, "admit", "a").returncode == 0
+    plain = tmp_path / "app.db"  # a JSON store whose name ends .db
+    assert run_ledger(f"json:{plain}", "admit", "a").returncode == 0
+    blob = tmp_path / "ledger-data"  # an SQLite file without the suffix
+    blob.write_bytes(sqlite_file.read_bytes())
+    before = _tree(tmp_path)
+    cases = {
+        f"sqlite:{json_dir}": f"ledger: store sqlite:{json_dir} is a JSON store's directory, not"
+        f" an SQLite database file; use the store URL json:{json_dir}",
+        str(plain): f"ledger: store sqlite:{plain} is a JSON store's directory, not"
+        f" an SQLite database file; use the store URL json:{plain}",
+        f"json:{sqlite_file}": f"ledger: store {sqlite_file} is an SQLite database file, not"
+        f" a JSON store directory; use the store URL sqlite:{sqlite_file}",
+        str(blob): f"ledger: store {blob} is an SQLite database file, not"
+        f" a JSON store directory; use the store URL sqlite:{blob}",
+        f"sqlite:{tmp_path}": f"ledger: store sqlite:{tmp_path} is a directory, not an SQLite"
+        " database file; name the database file (sqlite:DIR/ledger.db)",
+    }
+    for url, message in cases.items():
+        res = run_ledger(url, *args)
+        assert (res.returncode, res.stdout, lines(res.stderr)) == (2, "", [message]), url
+    assert _tree(tmp_path) == before

@@ -178,7 +178,8 @@ def test_a_damaged_attempt_file_names_its_remedy_and_drop_damaged_moves_it(
 ) -> None:
     """An attempt file emptied or garbled: `state` and `output` of its key
     exit 9 naming it, `doctor` names the remedy, `--fix` keeps it (the only
-    copy), `--fix --drop-damaged` moves it into damaged/, its bytes kept."""
+    copy), `--fix --drop-damaged` moves it into damaged/, its bytes kept,
+    with a `ledger.dropped` history line."""
     for n, damage in enumerate((b"", b"garbled\n")):
         store = tmp_path / f"store{n}"
         for key in ("a", "b"):
@@ -204,6 +205,15 @@ def test_a_damaged_attempt_file_names_its_remedy_and_drop_damaged_moves_it(
         assert "fixed: moved a damaged attempt file to" in dropped.stdout, dropped.stdout
         assert not attempt.exists()
         assert [p.read_bytes() for p in (store / "damaged").iterdir()] == [damage]
+        # A history line as a dropped record file has, naming the key and both paths.
+        (aside,) = (store / "damaged").iterdir()
+        log = _ledger(store, "--json", "log", "--event", "ledger.dropped")
+        assert log.returncode == 0, log.stderr
+        (line,) = json.loads(log.stdout)
+        assert (line["key"], line["event"]) == ("a", "ledger.dropped"), line
+        assert line["data"] == (
+            f"an attempt of a dropped: its damaged file {attempt} moved to {aside}"
+        ), line
         assert _ledger(store, "doctor").returncode == 0
         a_state = json.loads(_ledger(store, "--json", "state", "a").stdout)
         assert a_state["attempts"] == [], a_state

@@ -66,15 +66,17 @@ def damaged(root: str) -> list[tuple[str, str]]:
     return found
 
 
-def move_aside(root: str, root_fd: int, digest: str, before: Callable[[], None]) -> list[str]:
+def move_aside(
+    root: str, root_fd: int, digest: str, before: Callable[[], None]
+) -> list[tuple[str, str]]:
     """`doctor --fix --drop-damaged`, under the store lock: each attempt of
     the key of `digest` that does not read, moved into damaged/ (`before`
-    the first move: the checkpoint of wal.log); where each went."""
+    the first move: the checkpoint of wal.log); (where it was, where it went) each."""
     bad = _damaged_in(root, root_fd, digest)
     if not bad:
         return []
     before()
-    moved: list[str] = []
+    moved: list[tuple[str, str]] = []
     where = files.shown(root, digest[:2], digest)
     dir_fd = files.key_dir(root, digest, create=False, root_fd=root_fd)
     dfd = fsutil.open_subdir(root_fd, DAMAGED_DIR, shown(root, DAMAGED_DIR), create=True)
@@ -88,7 +90,7 @@ def move_aside(root: str, root_fd: int, digest: str, before: Callable[[], None])
             except OSError as exc:
                 raise fail(f"{where}/{name}", "cannot move aside", exc) from None
             files.remove(dir_fd, n)  # its pid note
-            moved.append(shown(root, DAMAGED_DIR, target))
+            moved.append((f"{where}/{name}", shown(root, DAMAGED_DIR, target)))
         fsutil.fsync_fd(dfd, shown(root, DAMAGED_DIR))
         fsutil.fsync_fd(dir_fd, where)
     finally:

@@ -39,8 +39,7 @@ O_DIRECTORY: int = getattr(os, "O_DIRECTORY", 0)
 O_CLOEXEC: int = getattr(os, "O_CLOEXEC", 0)
 O_NONBLOCK: int = getattr(os, "O_NONBLOCK", 0)
 """Opening a FIFO planted where a file should be would block until a writer came;
-with O_NONBLOCK it returns at once (and the type check refuses it). Regular
-files ignore the flag."""
+with O_NONBLOCK it returns at once (the type check refuses it; files ignore it)."""
 APPEND_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC
 """Opening an append-only index file (live/ shard indexes, deps/ need files)."""
 _DIR_FLAGS = os.O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC
@@ -76,7 +75,9 @@ def open_root(path: str) -> int | None:
     except FileNotFoundError:
         return None
     except NotADirectoryError as exc:
-        raise fail(path, "not a directory", exc) from None
+        from ledger_cli.stores.otherkind import other_kind  # an error path only
+
+        raise other_kind(path, "json") or fail(path, "not a directory", exc) from None
     except OSError as exc:
         raise fail(path, "cannot open the store directory", exc) from None
 

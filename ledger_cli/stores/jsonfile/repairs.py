@@ -75,9 +75,11 @@ class RepairMethods(CommitMethods):
         return attemptdamage.damaged(self._root)
 
     @store_method
-    def drop_damaged_attempts(self, digest: str) -> list[str]:
+    def drop_damaged_attempts(self, digest: str) -> list[tuple[str, str]]:
         """`ledger doctor --fix --drop-damaged`: the attempt files of the key
-        of `digest` that do not read, moved into damaged/; where each went."""
+        of `digest` that do not read, moved into damaged/; (where each was,
+        where it went). In the caller's batch, when it has one (doctor's, which
+        writes the `ledger.dropped` history lines in the same lock hold)."""
         from ledger_cli.stores.jsonfile import attemptdamage  # doctor's path only
 
         self._check_open()

@@ -23,6 +23,14 @@ from ledger_cli.stores.sql.dialect import SqlDialect
 
 _MARK_PRUNED = "INSERT INTO ledger_pruned (key) VALUES ({p}) ON CONFLICT DO NOTHING"
 _DROP_HISTORY = "DELETE FROM ledger_history WHERE key = {p}"
+_STRAY_MARKS = (
+    "SELECT p.key, t.status FROM ledger_pruned p LEFT JOIN ledger_tasks t ON t.key = p.key"
+    " WHERE t.key IS NULL OR t.status NOT IN ('completed', 'failed') ORDER BY p.key"
+)
+"""Pruned marks on no record, or on one that is not finished: no prune writes
+either (a prune marks a finished record it keeps); a row deleted or edited by
+hand does (`ledger doctor`)."""
+_UNMARK = "DELETE FROM ledger_pruned WHERE key = {p}"
 
 
 class SqlSideTables(SqlDialect):
@@ -206,6 +214,21 @@ class SqlSideTables(SqlDialect):
         except _Taken as taken:
             return taken.key
         return None
+
+    def stray_pruned_marks(self) -> list[tuple[str, str | None]]:
+        """Each pruned mark whose key has no record (None) or an unfinished one
+        (its status): damage that `ledger doctor` names (docs/design.md §6.4)."""
+        rows = self._rows("pruned marks", _STRAY_MARKS)
+        return [(codec.read_text(k, "?", "key"), None if st is None else str(st)) for k, st in rows]
+
+    def drop_pruned_marks(self, keys: Sequence[str]) -> None:
+        """Remove the pruned marks of `keys`, in one transaction (`doctor --fix`)."""
+        with self.batch(), self._errors("pruned marks"):
+            for key in keys:
+                sql, params = self._sql(_UNMARK), (key,)
+                if self.MARK == "?" and not codec.is_utf8(key):
+                    sql, params = codec.raw_binding(sql, params)  # the Go service's bytes
+                self._conn.execute(sql, params)
 
     # -- the ready index (`ledger doctor`) ---------------------------------------------
 

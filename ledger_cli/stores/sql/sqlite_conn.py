@@ -74,7 +74,9 @@ class SQLiteConnection(SqlDialect):
                 raise NoStoreError(
                     f"ledger: no store at {self._path} (the first write creates it)"
                 ) from None
-            raise self._error("open", exc) from None
+            from ledger_cli.stores.otherkind import other_kind  # an error path only
+
+            raise other_kind(self._path, "sqlite") or self._error("open", exc) from None
         self._cur = self._conn.cursor()  # reused by the hot paths (load, CAS)
         self._set_up()
 

@@ -14,7 +14,8 @@ left by a crash (`--fix` removes them, holding the store lock).
 The record-level checks (invalid UTF-8 from another writer, escaped and
 orphaned blocks, writes without a history line) are in `records.py`, the
 derived indexes' in `indexes.py`, the attempts' in `attempts.py`, the
-pause's, schedules', queues' and limits' in `sidedata.py`; an SQLite
+pause's, schedules', queues' and limits' in `sidedata.py`; an SQL store's
+pruned marks in `prunedmarks.py`; an SQLite
 file's pages (SQLite's quick_check) in `sqlcheck.py`.
 
 For a JSON store the directory is walked file by file (`files.py`), so every
@@ -253,6 +254,9 @@ def doctor(settings: Settings, fix: bool = False, drop_damaged: bool = False) ->
                 if checked.damaged:
                     _drop_damaged(s, root, checked.damaged, history, found, floor)
             gone = _check_lost(s, root, files.files, history, found, floor)
+        from ledger_cli.cli.commands.doctor.prunedmarks import check_pruned_marks
+
+        check_pruned_marks(s.store, found, fix)  # before the keys: --fix drops stray marks
         pruned_read = _pruned_keys(s, found, fix)
         pruned = pruned_read or frozenset()
         _check_needs(records, found, gone, pruned)
@@ -287,7 +291,7 @@ def doctor(settings: Settings, fix: bool = False, drop_damaged: bool = False) ->
 
         # A lost record's attempts are kept: they go with the record, restored or dropped.
         lost_keys = {key for key, why in gone.items() if why == LOST}
-        check_attempts(s.store, found, fix, lost_keys, s.blocks, drop_damaged)
+        check_attempts(s.store, found, fix, lost_keys, s.blocks, drop_damaged, s)
     # An SQL store keeps a pruned record as a row; the JSON store moves it
     # aside: both count the records that are not pruned, and the pruned apart.
     kept = sum(1 for rec in records if rec.key not in pruned)

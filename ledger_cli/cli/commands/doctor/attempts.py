@@ -1,10 +1,11 @@
-"""`ledger doctor`'s check of the attempts (docs/design.md §7.1): an attempt that does
-not read is a problem (`--fix` leaves it: it is the only copy; `--fix
---drop-damaged` moves a JSON store's into damaged/); attempts
-whose key has no record are a note, and `--fix` removes them; so are the attempts of a pruned key
-(`prune` drops them itself, after its records: a crash in between leaves
-them). `--fix` removes them in short blocks (cli/blockwrites.py), as
-`prune` does."""
+"""`ledger doctor`'s check of the attempts (docs/design.md §7.1): an attempt
+that does not read is a problem (`--fix` leaves it: it is the only copy;
+`--fix --drop-damaged` moves a JSON store's into damaged/, with a
+`ledger.dropped` history line each, as a dropped record has); attempts whose
+key has no record are a note, and `--fix` removes them; so are the attempts
+of a pruned key (`prune` drops them itself, after its records: a crash in
+between leaves them). `--fix` removes them in short blocks
+(cli/blockwrites.py), as `prune` does."""
 
 from __future__ import annotations
 
@@ -15,17 +16,23 @@ from ledger_cli.errors import StoreError
 
 if TYPE_CHECKING:
     from ledger_cli.cli.commands.doctor.findings import Findings
+    from ledger_cli.cli.context import Session
     from ledger_cli.engine.blocks import Blocks
+    from ledger_cli.engine.history import HistoryEntry
     from ledger_cli.engine.store import Store
 
 
 REMEDY = " (restore it from a backup, or accept the loss: ledger doctor --fix --drop-damaged)"
 
 
-def _check_files(store: Any, found: Findings, drop: bool) -> None:
+def _check_files(
+    store: Any, found: Findings, drop: bool, keys: list[str], session: Session | None
+) -> None:
     """The JSON store's attempt files, each read as `state` and `output` read
     it: one that does not is a problem naming it (whatever its key: its
-    header may be what is damaged); `drop` moves it into damaged/."""
+    header may be what is damaged); `drop` moves it into damaged/, with a
+    `ledger.dropped` history line in the same lock hold, as a dropped record
+    has (lost.py)."""
     try:
         bad = store.damaged_attempts()
     except StoreError as exc:
@@ -34,13 +41,44 @@ def _check_files(store: Any, found: Findings, drop: bool) -> None:
     if not drop:
         found.problems.extend(output.one_line(line) + REMEDY for _, line in bad)
         return
+    names: dict[str, str] | None = None
     for digest in dict.fromkeys(digest for digest, _ in bad):
+        if names is None:
+            names = _names(store, keys)
+        key = names.get(digest, "")
         try:
-            moved = store.drop_damaged_attempts(digest)
+            with store.batch():
+                moved = store.drop_damaged_attempts(digest)
+                if moved and session is not None:
+                    store.append_history(_dropped(session, key, moved))
         except StoreError as exc:
             found.problems.append(output.one_line(str(exc)))
             continue
-        found.fixed.extend(f"moved a damaged attempt file to {where}" for where in moved)
+        found.fixed.extend(f"moved a damaged attempt file to {to}" for _, to in moved)
+
+
+def _names(store: Store, keys: list[str]) -> dict[str, str]:
+    """Each key's file-name digest: the attempt keys', then the records' (a
+    damaged file's key may be known only from its record)."""
+    from ledger_cli.stores.jsonfile.records import key_digest
+
+    names: dict[str, str] = {}
+    for key in [*keys, *(rec.key for rec in store.range())]:
+        digest = key_digest(key)
+        if digest is not None:
+            names.setdefault(digest, key)
+    return names
+
+
+def _dropped(session: Session, key: str, moved: list[tuple[str, str]]) -> list[HistoryEntry]:
+    from ledger_cli.cli.commands.doctor.lost import dropped_entry
+
+    now = str(session.now())
+    what = f"an attempt of {key}" if key else "an attempt of unknown key"
+    return [
+        dropped_entry(session, now, key, f"{what} dropped: its damaged file {was} moved to {to}")
+        for was, to in moved
+    ]
 
 
 def check_attempts(
@@ -50,12 +88,14 @@ def check_attempts(
     lost: set[str],
     blocks: Blocks | None = None,
     drop: bool = False,
+    session: Session | None = None,
 ) -> None:
     """Attempts of keys that have no record or a pruned one: a note (`--fix`
     removes them), but for `lost` keys (a record file gone that a restore may
     bring back, or `--fix --drop-damaged` drops): those are kept. An attempt
     that does not read is a problem; `drop` (`--fix --drop-damaged`) moves
-    a JSON store's into damaged/ (stores/jsonfile/attemptdamage.py)."""
+    a JSON store's into damaged/ (stores/jsonfile/attemptdamage.py), with a
+    `ledger.dropped` history line each when `session` is given."""
     from ledger_cli.engine.prune import is_pruned
     from ledger_cli.stores.attemptlog import attempt_log
 
@@ -68,7 +108,7 @@ def check_attempts(
         found.problems.append(output.one_line(str(exc)))
         return
     if hasattr(store, "damaged_attempts"):
-        _check_files(store, found, drop)
+        _check_files(store, found, drop, keys, session)
     else:
         for key in keys:  # each attempt read as `state` and `output` read it
             try:
