@@ -62,7 +62,8 @@ EXIT_CODES: dict[int, str] = {
     124: "`wait --timeout` ran out; `run --timeout` stopped the last attempt",
     126: "`ledger run`: the command cannot be executed",
     127: "`ledger run`: the command was not found",
-    130: "interrupted (Ctrl-C) outside `ledger run`",
+    130: "interrupted (Ctrl-C) outside `ledger run`; `log --follow` and `watch` "
+    "are left with Ctrl-C and exit 0 (or, for `watch`, its last refresh's error)",
     141: "the output pipe was closed early (`ledger list | head`): quiet",
 }
 """Every exit code a command can end with (`ledger run` otherwise exits with its

@@ -11,10 +11,11 @@ _SHOWN_AS_ESCAPES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
 """Unicode categories drawn as escapes: controls (ESC, CR, LF, TAB, C1),
 format characters (bidirectional overrides, zero-width characters), the line
 and paragraph separators (U+2028, U+2029, which break a line) and lone
-surrogates; and the 66 noncharacters (`_noncharacter`: U+FDD0..U+FDEF and
-the last two of each plane, U+FFFE and U+FFFF among them, which XML 1.0
-cannot hold). Other characters `str.isprintable` refuses are drawn as they
-are: space separators (no-break space, U+3000), private-use and unassigned
+surrogates (which `escaped` draws as U+FFFD); and the 66 noncharacters
+(`_noncharacter`: U+FDD0..U+FDEF and the last two of each plane, U+FFFE and
+U+FFFF among them, which XML 1.0 cannot hold). Other characters
+`str.isprintable` refuses are drawn as they are: space separators (no-break
+space, U+3000), private-use and unassigned
 characters (an emoji newer than this interpreter's Unicode tables)."""
 
 
@@ -30,9 +31,10 @@ def escaped(text: str, keep: str = "", *, surrogates: bool = False) -> str:
     """`text` with each control or format character (ESC, a newline, a
     bidirectional override, a zero-width joiner: `_SHOWN_AS_ESCAPES`) and
     each noncharacter (U+FFFE) as its escape (`\\x1b`, `\\u202e`,
-    `\\ufffe`), but those in `keep` and, with `surrogates`, lone surrogates
-    (bytes that were not UTF-8, left to the output). Without `keep` and
-    `surrogates`, what it returns holds only characters XML 1.0 allows."""
+    `\\ufffe`), but those in `keep`. A lone surrogate (a byte that was not
+    UTF-8) is U+FFFD, as every view shows it (docs/guide.md), or, with
+    `surrogates`, left to the output, which shows it so. Without `keep`,
+    what it returns holds only characters XML 1.0 allows."""
     if text.isprintable():
         return text
     from unicodedata import category
@@ -42,8 +44,8 @@ def escaped(text: str, keep: str = "", *, surrogates: bool = False) -> str:
             return ch
         if category(ch) not in _SHOWN_AS_ESCAPES and not _noncharacter(ch):
             return ch
-        if surrogates and "\ud800" <= ch <= "\udfff":
-            return ch
+        if "\ud800" <= ch <= "\udfff":  # a byte that was not UTF-8
+            return ch if surrogates else "\ufffd"
         return ascii(ch)[1:-1]
 
     return "".join(shown(ch) for ch in text)

@@ -12,7 +12,6 @@ import sys
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import IO
 
-from rich import box
 from rich.console import Console
 from rich.panel import Panel
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
@@ -22,6 +21,7 @@ from rich.tree import Tree
 
 from ledger_cli.cli import output
 from ledger_cli.cli.escapes import escaped
+from ledger_cli.cli.tablefit import Column, FittedTable
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
 from ledger_cli.engine.schedule import Schedule
@@ -116,20 +116,13 @@ shows it.)"""
 
 def record_table(
     records: Iterable[TaskState], now: Instant, schedules: Mapping[str, Schedule] | None = None
-) -> Table:
+) -> FittedTable:
     """The `list` (and `watch`) table; with `schedules` (docs/design.md §8.1, §8.2) a
     priority and a not-before column too (the not-before only while it is in the
     future). The columns of one name each (`FOLDED`) are folded over lines where
-    the terminal is narrow, never cut with `…`."""
-    table = Table(
-        box=box.SIMPLE_HEAD,
-        show_edge=False,
-        pad_edge=False,
-        padding=(0, 1),
-        collapse_padding=True,
-        header_style="bold",
-    )
-    for name, justify in (
+    the terminal is narrow, never cut with `…`; a window too narrow for every
+    column leaves some out, least needed first (`tablefit.DROP_ORDER`), never the key."""
+    names = [
         ("key", "left"),
         ("status", "left"),
         ("seq", "right"),
@@ -139,28 +132,28 @@ def record_table(
         ("needs", "left"),
         ("blocked by", "left"),
         ("updated", "left"),
-    ):
-        overflow = "fold" if name in FOLDED else "ellipsis"
-        table.add_column(name, justify=justify, overflow=overflow)  # type: ignore[arg-type]
+    ]
     if schedules:
-        table.add_column("prio", justify="right")
-        table.add_column("not before", justify="left")
+        names += [("prio", "right"), ("not before", "left")]
+    table = FittedTable(
+        [Column(name, justify, "fold" if name in FOLDED else "ellipsis") for name, justify in names]
+    )
     for rec in records:
-        extra: list[Text | str] = []
+        extra: list[Text] = []
         if schedules:
             kept = schedules.get(rec.key)
             nb = kept[0] if kept is not None and kept[0] > now else None
-            extra = [str(kept[1]) if kept is not None else "0", when(nb) if nb else ""]
+            extra = [Text(str(kept[1]) if kept is not None else "0"), Text(when(nb) if nb else "")]
         table.add_row(
             Text(safe(rec.key)),
             status_text(rec.status),
-            str(rec.sequence),
+            Text(str(rec.sequence)),
             Text(safe(rec.owner)),
-            str(rec.fence),
+            Text(str(rec.fence)),
             lease_left(rec, now),
             Text(safe(needs_text(rec.needs))),
             Text(safe(rec.blocked_by)),
-            when(rec.updated_at),
+            Text(when(rec.updated_at)),
             *extra,
         )
     return table

@@ -78,8 +78,12 @@ class Server(ThreadingHTTPServer):
 class Handler(BaseHTTPRequestHandler):
     server: Server
     server_version = "ledger-serve"
-    sys_version = ""
     protocol_version = "HTTP/1.1"
+
+    def version_string(self) -> str:
+        """The `Server` header: the name alone (the standard library adds a
+        space and the interpreter's version)."""
+        return self.server_version
 
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet: the access log is not the on-call person's concern here."""
@@ -105,12 +109,18 @@ class Handler(BaseHTTPRequestHandler):
         )
 
     def parse_request(self) -> bool:
-        if not super().parse_request():
-            return False
-        if self.request_version == "HTTP/0.9":  # a bare body: no header at all
+        # HTTP/0.9 (`GET /`, no version) is refused as its line is read: its
+        # answer would be a bare body, no header at all, and the standard
+        # library would first wait for headers, which such a client never sends.
+        line = str(self.raw_requestline, "iso-8859-1").rstrip("\r\n")
+        words = line.split()
+        if len(words) == 2:
+            self.requestline, self.command, self.path = line, words[0], words[1]
+            self.request_version = "HTTP/0.9"  # send_error answers as HTTP/1.0
+            self.close_connection = True
             self.send_error(HTTPStatus.HTTP_VERSION_NOT_SUPPORTED, "HTTP/0.9 is not served")
             return False
-        return True
+        return super().parse_request()
 
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
         # An error found before the request line's version is read (400, 505)

@@ -61,6 +61,32 @@ def test_list_table() -> None:
     )  # fmt: skip
 
 
+def test_list_table_on_narrow_consoles() -> None:
+    """A console too narrow for every column leaves columns out, least needed
+    first (docs/design.md §6.6), rather than cut each to `…`: the key and every
+    column drawn stay whole."""
+    table = render.record_table(sorted(RECORDS.values(), key=lambda r: r.key), NOW)
+    assert show(table, 20) == (
+        "key     status\n"
+        "─────────────────\n"
+        "build   claimed\n"
+        "deploy  blocked\n"
+        "fetch   completed\n"
+        "notify  pending\n"
+        "test    failed\n"
+    )
+    assert show(table, 40).splitlines()[:3] == [
+        "                                   lease",
+        "key     status     seq  owner       left",
+        "────────────────────────────────────────",
+    ]
+    at80 = show(table, 80)
+    assert at80.splitlines()[3] == (
+        "build   claimed      2  w2         3       4m20s            2026-01-02T03:04:05Z"
+    )
+    assert "…" not in show(table, 20) + show(table, 40) + at80
+
+
 def test_state_panel() -> None:
     panel = render.state_panel(RECORDS["build"], NOW, {"fetch": "completed"}, "null")
     assert show(panel) == (

@@ -160,12 +160,29 @@ def test_unknown_key_and_bad_format_are_one_line_errors(pipeline: Path) -> None:
     done = run_ledger(pipeline, "graph", "nope")
     assert (done.returncode, done.stdout) == (3, "")
     assert done.stderr == "ledger: key has no record: nope\n"
-    done = run_ledger(pipeline, "graph", "ghost")  # a need without a record
-    assert done.returncode == 3
     done = run_ledger(pipeline, "graph", "--format", "png\x1b[2J")
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr == 'ledger: --format must be dot, mermaid or svg, not "png\\x1b[2J"\n'
     assert "Traceback" not in done.stderr
+
+
+def test_a_need_never_admitted_is_drawn_with_what_needs_it(pipeline: Path) -> None:
+    """`graph ghost` exited 3 ("key has no record") for the need the whole
+    graph draws as `missing`: focused on, it is that node and what needs it,
+    in every format (docs/design.md §5.3); a key nobody needs still exits 3."""
+    doc = json.loads(_json(pipeline, "ghost"))
+    assert doc == {
+        "nodes": [{"key": "docs", "status": "pending"}, {"key": "ghost", "status": "missing"}],
+        "edges": [{"from": "ghost", "to": "docs", "blocking": False}],
+    }
+    for fmt in ("dot", "mermaid", "svg"):
+        done = run_ledger(pipeline, "graph", "ghost", "--format", fmt)
+        assert (done.returncode, done.stderr) == (0, ""), (fmt, done.stderr)
+        assert "ghost" in done.stdout and "docs" in done.stdout and "missing" in done.stdout
+        assert "ship" not in done.stdout
+    done = run_ledger(pipeline, "graph", "ghost", "nope")
+    assert (done.returncode, done.stdout) == (3, "")
+    assert done.stderr == "ledger: key has no record: nope\n"
 
 
 def need_dot() -> str:

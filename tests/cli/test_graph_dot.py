@@ -210,3 +210,39 @@ def test_svg_of_keys_holding_noncharacters_is_xml(tmp_path: Path) -> None:
     drawn = {t.text for t in root.iter(f"{SVG}text")}
     assert {"nc-\\ufffe", "nc-\\uffff", "nc-\\ufdd0", "nc-\\U0010fffe"} <= drawn
     assert {g.get("data-key") for g in root.iter(f"{SVG}g")} >= {"nc-\\ufffe", "nc-\\uffff"}
+
+
+NOT_UTF8 = "sur\udc80<b>"
+"""A key whose byte 0x80 is not UTF-8 (a Go service or the library stored it;
+the command line refuses it), read back as a lone surrogate."""
+
+
+def test_a_byte_that_is_not_utf8_is_drawn_as_u_fffd(tmp_path: Path) -> None:
+    """Every format drew Python's escape (`sur\\udc80<b>`) where `list` and
+    the web view's tables show U+FFFD (docs/guide.md); the graph on the web
+    view's `/` too. A DOT node ID and an SVG `data-key` still name the key
+    one to one (`identifier`)."""
+    from datetime import UTC, datetime
+
+    from ledger_cli import Ledger
+    from ledger_cli.stores import open_store
+    from tests.web_support import served
+
+    store = f"sqlite:{tmp_path / 'x.db'}"
+    Ledger(open_store(store)).admit("me", NOT_UTF8, 1, None, datetime.now(UTC))
+    assert "sur\ufffd<b>" in run_ledger(store, "list").stdout
+    dot = graph_of(store)
+    assert 'label="sur\ufffd<b>\\npending"' in dot, dot
+    mermaid = graph_of(store, "--format", "mermaid")
+    assert '["sur#65533;#60;b#62;<br/>pending"]' in mermaid, mermaid
+    svg = graph_of(store, "--format", "svg")
+    root = ET.fromstring(svg)
+    assert "sur\ufffd<b>" in {t.text for t in root.iter(f"{SVG}text")}
+    assert "sur\ufffd<b> (pending)" in {t.text for t in root.iter(f"{SVG}title")}
+    with served(store) as web:
+        page = web.get("/").text
+    assert "sur\ufffd&lt;b&gt;" in page and "sur\\udc80&lt;b&gt; (" not in page
+    for text in (dot, mermaid, svg):
+        assert "\\udc80" not in text.replace('"sur\\udc80<b>" [', "").replace(
+            'data-key="sur\\udc80&lt;b&gt;"', ""
+        ), text

@@ -104,6 +104,21 @@ def test_output_refusals(url: str) -> None:
     assert ledger(url, "output", "job", "--tail", "many").returncode == 2
 
 
+@pytest.mark.parametrize("bad", ["0", "-1", "00", "x"])
+def test_attempt_zero_and_negative_are_one_refusal(tmp_path: Path, bad: str) -> None:
+    """`--attempt 0` said `usage` "--attempt counts from 1", `--attempt -1`
+    `bad_number` "must be a non-negative integer" (as if 0 were allowed):
+    one code and one message for every number that names no attempt."""
+    store = str(tmp_path / "store")
+    assert ledger(store, "admit", "job").returncode == 0
+    res = ledger(store, "--json", "output", "job", "--attempt", bad)
+    assert res.returncode == 2
+    message = f'ledger: --attempt must be a positive integer (attempts count from 1), got "{bad}"'
+    assert json.loads(res.stdout)["error"] == {"code": "bad_number", "message": message, "exit": 2}
+    plain = ledger(store, "output", "job", "--attempt", bad)
+    assert (plain.returncode, plain.stdout, plain.stderr) == (2, b"", message.encode() + b"\n")
+
+
 def test_follow_streams_another_process_writing(url: str) -> None:
     """The reader is a `ledger output --follow` process; the writer is this one,
     saving as a runner's flusher does; each step waits for the reader's state."""

@@ -199,3 +199,17 @@ def test_a_page_of_zero_rows_is_refused(go_store: str) -> None:
         assert got.json()["error"]["message"] == "limit is 1 to 1000, not 0"
         assert web.get("/tasks?limit=0").status == 400
         assert web.get("/api/tasks?limit=1000").status == 200
+
+
+@pytest.mark.parametrize("line", [b"GET /\r\n", b"GET /api/stats\r\n", b"GET /\r\n\r\n"])
+def test_an_http09_request_is_refused_at_once(go_store: str, line: bytes) -> None:
+    """The request line alone, the connection held open: the standard library
+    waited for headers an HTTP/0.9 client never sends, so `GET /` got no
+    answer at all; each is answered 505 at once, and the connection closed.
+    The `Server` header is the name alone, no trailing space."""
+    with served(go_store) as web:
+        status, headers = raw_reply(web.host, web.port, line)
+        assert status.startswith("HTTP/1.1 505 "), status
+        assert headers["Connection"] == "close"
+        assert headers["Server"] == "ledger-serve"
+        assert web.get("/api/stats").headers["Server"] == "ledger-serve"

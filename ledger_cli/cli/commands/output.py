@@ -102,9 +102,7 @@ def output_cmd(
     follow: bool = False,
     tail: str | None = None,
 ) -> int:
-    n_wanted = parse_uint(attempt, "--attempt") if attempt is not None else None
-    if n_wanted == 0:
-        raise InputError("ledger: --attempt counts from 1")
+    n_wanted = parse_attempt(attempt) if attempt is not None else None
     lines = parse_uint(tail, "--tail") if tail is not None else None
     from ledger_cli.engine.attempts import judge, taken_lease
     from ledger_cli.stores.attemptlog import attempt_log
@@ -189,3 +187,17 @@ def _follow(s: Session, log: AttemptLog, att: Attempt, quiet: bool = False) -> A
                 att = again
                 att.abandoned = att.ended is None
     return att
+
+
+def parse_attempt(text: str) -> int:
+    """`--attempt N`: attempts count from 1, so 0 and -1 are refused alike
+    (exit 2, `bad_number`), in the words of every other number's refusal."""
+    if not (text.isascii() and text.isdigit()) or not text.strip("0"):
+        from ledger_cli.engine.record import go_quote
+
+        raise InputError(
+            f"ledger: --attempt must be a positive integer (attempts count from 1), "
+            f"got {go_quote(text)}",
+            "bad_number",
+        )
+    return parse_uint(text, "--attempt")

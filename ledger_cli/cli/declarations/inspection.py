@@ -115,7 +115,11 @@ def graph(
     ctx: typer.Context,
     keys: Annotated[
         list[str] | None,
-        keys_arg("KEY...", "Only these tasks, what they need and what needs them."),
+        keys_arg(
+            "KEY...",
+            "Only these tasks, what they need and what needs them (a need never "
+            "admitted too: missing, with what needs it; a key neither exits 3).",
+        ),
     ] = None,
     fmt: Annotated[
         str,

@@ -72,7 +72,9 @@ def collect(store: Store, keys: Sequence[str] = ()) -> Graph:
     """The graph of every record but the pruned ones (a pruned need is drawn:
     its record is kept, with its status), or with `keys` only those keys, their
     ancestors (what they need, transitively) and their descendants (what needs
-    them). Raises NoKeyError for a key without a record. Nodes and edges are
+    them). A key never admitted that a record needs is drawn as the whole
+    graph draws it, missing, with what needs it; NoKeyError for a key that
+    is neither a record nor a need. Nodes and edges are
     sorted by key, so the output is stable."""
     from ledger_cli.engine.prune import visible
 
@@ -82,7 +84,7 @@ def collect(store: Store, keys: Sequence[str] = ()) -> Graph:
         found = store.load(key)  # a pruned record is still what it was: drawn with its status
         if found is not None:
             records[key] = found
-        elif key in keys:
+        elif key in keys and key not in absent:  # nobody's need either: nothing to draw
             raise NoKeyError(key=key)
     if keys:
         chosen = _around(records, keys)

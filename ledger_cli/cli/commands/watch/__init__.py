@@ -32,9 +32,9 @@ from ledger_cli.errors import LedgerError
 
 if TYPE_CHECKING:
     from rich.console import Console, Group, RenderableType
-    from rich.table import Table
     from rich.text import Text
 
+    from ledger_cli.cli.tablefit import FittedTable
     from ledger_cli.engine.instant import Instant
     from ledger_cli.engine.record import TaskState
     from ledger_cli.engine.store import Store
@@ -237,7 +237,7 @@ def fit(
     return max(low, 0)
 
 
-def table(rows: list[TaskState], now: Instant) -> Table:
+def table(rows: list[TaskState], now: Instant) -> FittedTable:
     """`list`'s table of `rows` (its names folded, never cut: `render.FOLDED`)."""
     from ledger_cli.cli import render
 
