@@ -134,7 +134,7 @@ def restore(settings: Settings, source: str) -> int:
     same restore again finishes it.
     """
     from ledger_cli.cli.chunks import chunked, gap_for
-    from ledger_cli.cli.commands.restore_held import Held
+    from ledger_cli.cli.commands.restore_held import Held, history_bounds
     from ledger_cli.cli.inputs import MAX_INPUT_BYTES
     from ledger_cli.engine.snapshot import Snapshot
     from ledger_cli.errors import RestoreConflictError, StoreError, ValidationError
@@ -157,7 +157,8 @@ def restore(settings: Settings, source: str) -> int:
         now = s.now()
         # Damage its commit would refuse stops it before its first file.
         getattr(s.store, "refuse_damage", lambda: None)()
-        held = Held(s.store, extensions, queued, marked)
+        bounds = history_bounds(s.store, (rec.key for rec in tasks))
+        held = Held(s.store, extensions, queued, marked, bounds)
         there: set[str] = set()  # the keys an earlier run of this restore filled
         for rec in tasks:
             cur = s.load(rec.key)
@@ -206,6 +207,9 @@ def restore(settings: Settings, source: str) -> int:
                     raise RestoreConflictError(_landed(rec.key, landed, already, tasks))
                 block_there.append(rec)  # restored by an earlier run of this restore
                 return
+            # Above every fence the key's history shows (restore_held.py): a
+            # lost record's holder stays fenced off.
+            rec = held.as_inserted(rec)
             if rec.key in marked:
                 # Its side entries first: the JSON store's pruned lines are durable
                 # at once, so a crash between leaves nothing a re-run would refuse.

@@ -9,11 +9,17 @@ conflict (exit 8, nothing written).
 
 "Exactly the snapshot's record" is what `ledger snapshot` would write for the
 key, but for what the store sets itself on an insert: the wire record (§2.10)
-but its `Rev` (every store assigns 0) and a `Fence` raised to the store's fence
-floor (the JSON store and MemStore raise a new key's fence to it, §3.1); its
-extensions, the schedule and the queue (§8.1, §8.7); and whether it is pruned
-(§6.4). Any write to a restored record (a claim, a rebase, a retry) changes its
-UpdatedAt, so a record changed since it was restored never passes for it.
+but its `Rev` (every store assigns 0) and its `Fence`, which an insert raises
+(`as_inserted`) to the store's fence floor (the JSON store and MemStore raise
+a new key's fence to it, §3.1, §3.2) and to the highest fence the key's own
+history shows (`history_bounds`: a record restored over a lost one never
+hands out again a fence the lost one granted); its extensions, the schedule
+and the queue (§8.1, §8.7); and whether it is pruned (§6.4). Any write to a
+restored record (a claim, a rebase, a retry) changes its UpdatedAt, so a
+record changed since it was restored never passes for it. The fence is
+compared before it is raised: an earlier run inserted it raised to what the
+floor and the history showed then (both only rise), so the store's may be
+anything from the snapshot's to today's raised one.
 """
 
 from __future__ import annotations
@@ -24,6 +30,8 @@ from ledger_cli.engine import prune, queues, schedule
 from ledger_cli.engine.wire.encode import FIELD_NAMES, record_to_json
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from ledger_cli.engine.record import TaskState
     from ledger_cli.engine.schedule import Schedule
     from ledger_cli.engine.store import Store
@@ -38,11 +46,13 @@ class Held:
         schedules: dict[str, Schedule],
         queued: dict[str, str],
         marked: frozenset[str],
+        bounds: dict[str, int] | None = None,
     ) -> None:
         self._store = store
         self._schedules = schedules
         self._queued = queued
         self._marked = marked
+        self._bounds = bounds or {}
         self._floor: int | None = None
 
     def floor(self) -> int:
@@ -53,16 +63,21 @@ class Held:
         return self._floor
 
     def as_inserted(self, rec: TaskState) -> TaskState:
-        """`rec` as the store keeps it once inserted: Rev 0, its fence at least the floor."""
-        return rec.replace(rev=0, fence=max(rec.fence, self.floor()))
+        """`rec` as the store keeps it once inserted: Rev 0, its fence at least
+        the floor and the highest fence its key's history shows."""
+        fence = max(rec.fence, self.floor(), self._bounds.get(rec.key, 0))
+        return rec.replace(rev=0, fence=fence)
 
     def differs(self, held: TaskState, rec: TaskState) -> list[str]:
         """What the store's record of the key, `held`, has other than the
         snapshot's `rec` (its pruned form when marked): the wire names of the
         fields, `NotBefore/Priority`, `Queue` or `Pruned`; empty when the key
         already holds the snapshot's record."""
-        if record_to_json(held.replace(rev=0)) != record_to_json(self.as_inserted(rec)):
-            return _fields(held.replace(rev=0), self.as_inserted(rec))
+        held, rec = held.replace(rev=0), rec.replace(rev=0)
+        # Compared before the raise (see above): a fence an insert may have set passes.
+        fence = held.fence if rec.fence <= held.fence <= self.as_inserted(rec).fence else rec.fence
+        if record_to_json(held) != record_to_json(rec.replace(fence=fence)):
+            return _fields(held, rec)  # what differs from the snapshot's own
         key, store = rec.key, self._store
         found = []
         if schedule.of(store, key) != self._schedules.get(key):
@@ -72,6 +87,30 @@ class Held:
         if held.status in prune.PRUNABLE and prune.is_pruned(store, key) != (key in self._marked):
             found.append("Pruned")
         return found
+
+
+def history_bounds(store: Store, keys: Iterable[str]) -> dict[str, int]:
+    """The highest fence each of `keys` has in the store's history, where it
+    has one (a claim's line carries the fence it granted, committed with the
+    record). A key whose record was lost (its file gone, its row deleted)
+    still shows there every fence the lost record granted; restoring it at a
+    lower fence would let a claim hand one out again, and the worker still
+    holding it would complete over the new holder (docs/design.md §2.9).
+    The SQL stores answer through their index by key (`history_fences`);
+    the others in one pass over the history."""
+    wanted = set(keys)
+    indexed = getattr(store, "history_fences", None)
+    if indexed is not None and wanted:
+        found: dict[str, int] = indexed(wanted)
+        return found
+    read = getattr(store, "read_history", None)
+    bounds: dict[str, int] = {}
+    if read is None or not wanted:
+        return bounds
+    for entry in read():
+        if entry.key in wanted and entry.fence > bounds.get(entry.key, 0):
+            bounds[entry.key] = entry.fence
+    return bounds
 
 
 def _fields(a: TaskState, b: TaskState) -> list[str]:

@@ -4,11 +4,12 @@
 than load one key: the whole range, the by-status scans `watch` and
 `by_status` use, the dependents walk through `ledger_needs` (`IN_MAX` keys a
 statement), the prune-aware listings (paged by key: paging.py), the pruned
-marks, the status counts of `ledger stats`, and the history read in pages by
-id. What differs by database comes from the dialect (dialect.py): on an
-SQLite database whose encoding is not UTF-8 key order is not byte order, so
-those reads sort in Python; a status or key PostgreSQL cannot hold (a NUL,
-bytes that are not UTF-8) matches no row there, so it is not sent.
+marks, the status counts of `ledger stats`, the history read in pages by
+id and its highest fence a key (`ledger restore`). What differs by database
+comes from the dialect (dialect.py): on an SQLite database whose encoding is
+not UTF-8 key order is not byte order, so those reads sort in Python; a
+status or key PostgreSQL cannot hold (a NUL, bytes that are not UTF-8)
+matches no row there, so it is not sent.
 """
 
 from __future__ import annotations
@@ -172,6 +173,19 @@ class SqlReads(SqlDialect):
         if key is not None and not self._holds(key):
             return
         yield from paging.read_history_pages(self._history_rows, self.MARK, key)
+
+    def history_fences(self, keys: Iterable[str]) -> dict[str, int]:
+        """The highest fence each of `keys` has in `ledger_history` (a key with
+        no row left out), `IN_MAX` keys a statement through the index by key:
+        `ledger restore` starts each record above it (docs/design.md §2.9)."""
+        wanted = self._holdable(keys)
+        found: dict[str, int] = {}
+        for at in range(0, len(wanted), self.IN_MAX):
+            cond, args = self._in("key", wanted[at : at + self.IN_MAX])
+            sql = f"SELECT key, MAX(fence) FROM ledger_history WHERE {cond} GROUP BY key"
+            for key, fence in self._history_rows(sql, args):
+                found[codec.read_text(key, "?", "key")] = int(fence)
+        return found
 
     def history_follower(self) -> SqlHistoryFollower:
         """`ledger log --follow`: reads the rows past the last one seen (historyfollow.py)."""

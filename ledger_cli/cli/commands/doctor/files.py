@@ -189,8 +189,9 @@ def check_record_files(store: Any, walked: Walked, found: Findings) -> Checked:
         except LedgerError as exc:
             detail = output.one_line(str(exc)).removeprefix(f"ledger: store: {path}: ")
             problem = (
-                f"{path}: {detail} (restore the record from a snapshot or backup, or move "
-                "the file aside: ledger doctor --fix --drop-damaged)"
+                f"{path}: {detail} (move the file aside: ledger doctor --fix --drop-damaged; "
+                "then, to have the record back, restore it from a snapshot or backup with "
+                "`ledger restore`, which refuses while the file is there)"
             )
             found.problems.append(problem)
             damaged.append((file, problem))
