@@ -33,7 +33,7 @@ import os
 from typing import TYPE_CHECKING
 
 from ledger_cli.engine.record import TaskState
-from ledger_cli.errors import StoreDamageError, StoreError
+from ledger_cli.errors import StoreDamageError
 from ledger_cli.stores.jsonfile import derived, fsutil
 from ledger_cli.stores.jsonfile.fsutil import fail
 from ledger_cli.stores.jsonfile.layout import (
@@ -90,6 +90,13 @@ def refuse_lost(root: str, root_fd: int, digest: str) -> None:
     )
 
 
+class LiveIndexDamage(StoreDamageError):
+    """live/ names fewer pending or claimed records than the tally counts (an
+    entry is lost: a marker deleted, an index file cut; or a record file with
+    it), or a shard file of it does not read: an answer from live/ would miss
+    a record, which no reading goes around (`doctor --fix` repairs live/)."""
+
+
 def read_shard_index(root: str, lfd: int, shard: str) -> tuple[set[str], bool]:
     """The digests a shard's index file lists, and whether the file holds more
     than those (repeated entries, a torn fragment): worth rewriting."""
@@ -106,9 +113,9 @@ def read_shard_index(root: str, lfd: int, shard: str) -> tuple[set[str], bool]:
     )
     if got is None:
         # The entry itself is not shown: damaged bytes never reach the terminal.
-        raise fail(
-            shown(root, LIVE_DIR, name),
-            "corrupt index entry (ledger doctor --fix rebuilds the index)",
+        raise LiveIndexDamage(
+            f"ledger: store: {shown(root, LIVE_DIR, name)}: "
+            "corrupt index entry (ledger doctor --fix rebuilds the index)"
         )
     return got
 
@@ -160,14 +167,8 @@ class LostRecordError(StoreDamageError):
     is not a bad row)."""
 
 
-class LiveIndexShort(StoreDamageError):
-    """live/ names fewer pending or claimed records than the tally counts: an
-    entry is lost (a marker deleted, an index file cut), or a record file with
-    it; an answer from live/ would miss a record, which no reading goes around."""
-
-
 def refuse_short(root: str, found: Iterable[TaskState], counted: Mapping[str, int]) -> None:
-    """LiveIndexShort when the live records `found` through live/ are fewer, of
+    """LiveIndexDamage when the live records `found` through live/ are fewer, of
     either live status, than the tally's `counted` (exact under the lock)."""
     seen = dict.fromkeys(LIVE_STATUSES, 0)
     for rec in found:
@@ -175,7 +176,7 @@ def refuse_short(root: str, found: Iterable[TaskState], counted: Mapping[str, in
     short = [s for s in sorted(LIVE_STATUSES) if seen[s] < counted[s]]
     if short:
         diff = ", ".join(f"{s} {counted[s]} (listed {seen[s]})" for s in short)
-        raise LiveIndexShort(
+        raise LiveIndexDamage(
             f"ledger: store: {shown(root, LIVE_DIR)}: the tally counts more live records "
             f"than the index lists: {diff}; an index entry or a record file is lost "
             "(ledger doctor names which, and --fix rebuilds the index)"
@@ -196,7 +197,7 @@ def scan_live(
     dropped), unless `drop_lost` (`doctor --fix --drop-damaged`, once it has
     raised the fence floor), which drops it too. `counted`: the tally's counts
     (read under this lock hold; None while it is not built): fewer live records
-    found than they count is LiveIndexShort (nothing dropped). Under the lock."""
+    found than they count is LiveIndexDamage (nothing dropped). Under the lock."""
     found: dict[str, TaskState] = {}
     with listing(root, root_fd, LIVE_DIR) as lfd:
         if lfd is None:
@@ -337,7 +338,7 @@ def salvage(root: str, root_fd: int) -> list[str]:
                 continue
             try:
                 read_shard_index(root, lfd, name[:2])
-            except StoreError:
+            except LiveIndexDamage:
                 data = fsutil.read_file(lfd, name, shown(root, LIVE_DIR, name)) or b""
                 tokens = data.decode("ascii", "replace").split()
                 kept = {d for d in tokens if DIGEST.matches(d) and d[:2] == name[:2]}

@@ -212,7 +212,7 @@ class JsonFileStore(
         else:
             try:
                 records = (r for r in self._live_records(drop_lost) if r.status in wanted)
-            except (liveindex.LostRecordError, liveindex.LiveIndexShort):
+            except (liveindex.LostRecordError, liveindex.LiveIndexDamage):
                 raise  # a missing row is no bad row to go around (§5.5)
             except StoreError:
                 if self.bad_rows is None:
