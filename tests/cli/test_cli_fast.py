@@ -291,8 +291,10 @@ LIFE = [  # a task's life as benchmarks/bench_startup.py times it, one command a
 
 UNCALLED = [
     # What none of these commands calls is not imported (docs/design.md §5.1):
-    # `log --follow`'s reader, and the outage handling of `--next --wait`.
+    # `log --follow`'s reader, the outage handling of `--next --wait`, and
+    # doctor's check and repair of live/.
     "ledger_cli.stores.jsonfile.historyfollow",
+    "ledger_cli.stores.jsonfile.liveview",
     "ledger_cli.cli.outage",
 ]
 

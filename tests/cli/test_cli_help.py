@@ -49,5 +49,10 @@ def test_optional_and_required_keys_read_as_usage_lines_do(
 
 def test_doctor_fix_says_what_it_repairs(monkeypatch: pytest.MonkeyPatch) -> None:
     text = " ".join(_help(monkeypatch, "doctor").split())
-    for what in ("temporary files", "escaped block", "orphaned", "ready and dependents indexes"):
+    for what in (
+        "temporary files",
+        "escaped block",
+        "orphaned",
+        "ready, dependents and live indexes",
+    ):
         assert what in text

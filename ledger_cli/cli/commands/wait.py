@@ -213,13 +213,19 @@ def _wait_all(
             if failing is not None:
                 raise failing
             left = now.get("pending", 0) + now.get("claimed", 0)
-            records = "record" if left == 1 else "records"
-            output.diag(f"ledger: timed out; {left:,} {records} still pending or claimed")
+            doc: dict[str, Any] | None = None
             if s.settings.json:
                 # reference.md: `settled` lists every failed and blocked record here too.
+                # Read before a line is printed: a store that cannot name the
+                # records it counted (a lost live/ entry) fails alone (exit 9).
                 settled = _settled_items(s.store, _bad(s.store, in_queues))
                 unsettled = _live_keys(s.store, in_queues)
-                output.json_line({"settled": settled, "unsettled": unsettled, "timed_out": True})
+                doc = {"settled": settled, "unsettled": unsettled, "timed_out": True}
+                left = len(unsettled)  # the line says what the document lists
+            records = "record" if left == 1 else "records"
+            output.diag(f"ledger: timed out; {left:,} {records} still pending or claimed")
+            if doc is not None:
+                output.json_line(doc)
             return TIMED_OUT_EXIT
     bad = _bad(s.store, in_queues)
     if s.settings.json:

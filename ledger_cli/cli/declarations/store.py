@@ -52,7 +52,7 @@ def doctor(
             "--fix",
             "Repair what can be repaired safely: remove a crash's temporary files, "
             "block each escaped block and un-block each orphaned one (the engine's "
-            "walks), rebuild the ready and dependents indexes from the records, "
+            "walks), rebuild the ready, dependents and live indexes from the records, "
             "write pruned/count again from its shards, make the writes of a damaged "
             "wal.log durable when they were applied. "
             "A damaged or lost record is never touched nor forgotten.",

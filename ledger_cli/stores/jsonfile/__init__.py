@@ -8,7 +8,8 @@ Layout of a store directory (mode 0700; every file 0600):
     records/ab/<sha256 of the UTF-8 key>.json
                           one file per key: the wire record object with a
                           checksum member last                          (records.py)
-    live/                 the index of pending and claimed records      (liveindex.py)
+    live/                 the index of pending and claimed records      (liveindex.py,
+                          (doctor's check and repair: liveview.py)       liveview.py)
     ready/                the ready index of `claim --next`: default's  (readyindex.py,
                           queue, and each other's in ready/q/<hex>/,     readyview.py,
                           each a manifest and sorted chunks; ready/'s    chunkindex.py,

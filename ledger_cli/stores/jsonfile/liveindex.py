@@ -48,7 +48,7 @@ from ledger_cli.stores.jsonfile.layout import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable, Iterable, Mapping
 
     ReadDigest = Callable[[str], "TaskState | None"]
 
@@ -90,6 +90,13 @@ def refuse_lost(root: str, root_fd: int, digest: str) -> None:
     )
 
 
+class LiveIndexDamage(StoreDamageError):
+    """live/ names fewer pending or claimed records than the tally counts (an
+    entry is lost: a marker deleted, an index file cut; or a record file with
+    it), or a shard file of it does not read: an answer from live/ would miss
+    a record, which no reading goes around (`doctor --fix` repairs live/)."""
+
+
 def read_shard_index(root: str, lfd: int, shard: str) -> tuple[set[str], bool]:
     """The digests a shard's index file lists, and whether the file holds more
     than those (repeated entries, a torn fragment): worth rewriting."""
@@ -106,9 +113,9 @@ def read_shard_index(root: str, lfd: int, shard: str) -> tuple[set[str], bool]:
     )
     if got is None:
         # The entry itself is not shown: damaged bytes never reach the terminal.
-        raise fail(
-            shown(root, LIVE_DIR, name),
-            "corrupt index entry (ledger doctor --fix rebuilds the index)",
+        raise LiveIndexDamage(
+            f"ledger: store: {shown(root, LIVE_DIR, name)}: "
+            "corrupt index entry (ledger doctor --fix rebuilds the index)"
         )
     return got
 
@@ -160,14 +167,37 @@ class LostRecordError(StoreDamageError):
     is not a bad row)."""
 
 
+def refuse_short(root: str, found: Iterable[TaskState], counted: Mapping[str, int]) -> None:
+    """LiveIndexDamage when the live records `found` through live/ are fewer, of
+    either live status, than the tally's `counted` (exact under the lock)."""
+    seen = dict.fromkeys(LIVE_STATUSES, 0)
+    for rec in found:
+        seen[rec.status] += 1
+    short = [s for s in sorted(LIVE_STATUSES) if seen[s] < counted[s]]
+    if short:
+        diff = ", ".join(f"{s} {counted[s]} (listed {seen[s]})" for s in short)
+        raise LiveIndexDamage(
+            f"ledger: store: {shown(root, LIVE_DIR)}: the tally counts more live records "
+            f"than the index lists: {diff}; an index entry or a record file is lost "
+            "(ledger doctor names which, and --fix rebuilds the index)"
+        )
+
+
 def scan_live(
-    root: str, root_fd: int, read_digest: ReadDigest, *, drop_lost: bool = False
+    root: str,
+    root_fd: int,
+    read_digest: ReadDigest,
+    *,
+    drop_lost: bool = False,
+    counted: Mapping[str, int] | None = None,
 ) -> dict[str, TaskState]:
     """The records the live/ index names that are live; stale entries (a record
     that went terminal, or was pruned since) are dropped. An entry whose record
     file is missing and not pruned names a lost record: StoreError (nothing
     dropped), unless `drop_lost` (`doctor --fix --drop-damaged`, once it has
-    raised the fence floor), which drops it too. Under the lock."""
+    raised the fence floor), which drops it too. `counted`: the tally's counts
+    (read under this lock hold; None while it is not built): fewer live records
+    found than they count is LiveIndexDamage (nothing dropped). Under the lock."""
     found: dict[str, TaskState] = {}
     with listing(root, root_fd, LIVE_DIR) as lfd:
         if lfd is None:
@@ -201,6 +231,8 @@ def scan_live(
                 f"ledger: store: {path}: the record is lost: the file is missing while "
                 f"{LIVE_DIR}/{lost[0]} lists it as pending or claimed (ledger doctor names its key)"
             )
+        if counted is not None and not drop_lost:
+            refuse_short(root, found.values(), counted)
         for digest in markers:
             if not verdict[digest]:
                 fsutil.unlink_quiet(lfd, digest)
@@ -264,17 +296,8 @@ def unbacked(root: str, root_fd: int) -> list[str]:
     stale entry): lost records. `doctor --fix --drop-damaged` raises the fence
     floor before its scan (`scan_live(drop_lost=True)`) frees their keys.
     Under the lock."""
-    named: set[str] = set()
-    with listing(root, root_fd, LIVE_DIR) as lfd:
-        if lfd is None:
-            return []
-        for name in os.listdir(lfd):
-            if DIGEST.matches(name):
-                named.add(name)
-            elif SHARD_INDEX.matches(name):
-                named |= read_shard_index(root, lfd, name[:2])[0]
     missing: list[str] = []
-    for digest in sorted(named):
+    for digest in sorted(listed(root, root_fd)):
         try:
             os.stat(
                 f"{RECORDS_DIR}/{digest[:2]}/{digest}.json", dir_fd=root_fd, follow_symlinks=False
@@ -285,3 +308,54 @@ def unbacked(root: str, root_fd: int) -> list[str]:
             path = shown(root, RECORDS_DIR, digest[:2], digest + ".json")
             raise fail(path, "cannot read", exc) from None
     return not_pruned(root, root_fd, missing)
+
+
+def listed(root: str, root_fd: int) -> set[str]:
+    """Every digest live/ names, markers and shard files (StoreError for a
+    shard file that does not read)."""
+    named: set[str] = set()
+    with listing(root, root_fd, LIVE_DIR) as lfd:
+        if lfd is None:
+            return named
+        for name in os.listdir(lfd):
+            if DIGEST.matches(name):
+                named.add(name)
+            elif SHARD_INDEX.matches(name):
+                named |= read_shard_index(root, lfd, name[:2])[0]
+    return named
+
+
+def salvage(root: str, root_fd: int) -> list[str]:
+    """Rewrite each shard file that does not read with the entries of its
+    shard it still holds (`doctor --fix`: what else it listed, the records
+    tell, `add_markers`); the paths rewritten. Under the lock."""
+    done: list[str] = []
+    with listing(root, root_fd, LIVE_DIR) as lfd:
+        if lfd is None:
+            return done
+        for name in sorted(os.listdir(lfd)):
+            if not SHARD_INDEX.matches(name):
+                continue
+            try:
+                read_shard_index(root, lfd, name[:2])
+            except LiveIndexDamage:
+                data = fsutil.read_file(lfd, name, shown(root, LIVE_DIR, name)) or b""
+                tokens = data.decode("ascii", "replace").split()
+                kept = {d for d in tokens if DIGEST.matches(d) and d[:2] == name[:2]}
+                path = shown(root, LIVE_DIR, name)
+                derived.put_digests(lfd, name, kept, path, root_fd, sync=True)
+                done.append(path)
+        if done:
+            fsutil.fsync_fd(lfd, shown(root, LIVE_DIR))
+    return done
+
+
+def add_markers(root: str, root_fd: int, digests: Iterable[str]) -> None:
+    """Create the markers of `digests` (records live/ misses), durably. Under the lock."""
+    lfd = fsutil.open_subdir(root_fd, LIVE_DIR, shown(root, LIVE_DIR), create=True)
+    assert lfd is not None
+    try:
+        if any([mark_live(root, lfd, digest) for digest in digests]):
+            fsutil.fsync_fd(lfd, shown(root, LIVE_DIR))
+    finally:
+        os.close(lfd)

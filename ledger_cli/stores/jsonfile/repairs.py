@@ -1,6 +1,7 @@
 """The JSON store's methods that only `ledger doctor` calls: the fence floor
 it raises before a drop (docs/design.md §3.2), wal.log's applied frames,
-damaged attempt files, a record file's bytes decoded as the store reads them.
+damaged attempt files, a record file's bytes decoded as the store reads them,
+the live/ index's check and repair (liveview.py).
 Their work is imported on their call (doctor's path only)."""
 
 from __future__ import annotations
@@ -95,3 +96,19 @@ class RepairMethods(CommitMethods):
         """Decode a record file's bytes as the store reads them (`ledger doctor`):
         checksum, wire record, validation, and the file name (`digest`) of its key."""
         return decode_record_file(data, shown, checksummed=self._checksummed, digest=digest)
+
+    @store_method
+    def check_live_index(self) -> list[str]:
+        """`ledger doctor`: the pending and claimed records live/ misses (liveview.py)."""
+        from ledger_cli.stores.jsonfile import liveview  # doctor's path only
+
+        self._check_open()
+        return liveview.check(self)
+
+    @store_method
+    def rebuild_live_index(self) -> None:
+        """`ledger doctor --fix`: put back the live/ entries it misses (liveview.py)."""
+        from ledger_cli.stores.jsonfile import liveview  # doctor's path only
+
+        self._check_open()
+        liveview.rebuild(self)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from ledger_cli.engine.history import HistoryEntry
 from ledger_cli.engine.record import TaskState, byte_order
 from ledger_cli.errors import StoreError
-from ledger_cli.stores.jsonfile import fsutil, historyfile, journal, layout, liveindex, wal
+from ledger_cli.stores.jsonfile import fsutil, historyfile, journal, layout, liveindex, tally, wal
 from ledger_cli.stores.jsonfile.commit import CommitMethods
 from ledger_cli.stores.jsonfile.depsview import DepsMethods
 from ledger_cli.stores.jsonfile.layout import JOURNAL_NAME, LIVE_STATUSES
@@ -200,7 +200,8 @@ class JsonFileStore(
         need a full scan. A lost record there (its file missing, not pruned) is
         a StoreError, not an answer without it; `drop_lost` (doctor --fix
         --drop-damaged, the fence floor raised) drops its entry instead
-        (liveindex.scan_live).
+        (liveindex.scan_live). So is a live/ that lists fewer live records
+        than the tally counts (a lost entry): one small file read, no scan.
         """
         self._check_open()
         wanted = frozenset(str(s) for s in statuses)
@@ -211,7 +212,7 @@ class JsonFileStore(
         else:
             try:
                 records = (r for r in self._live_records(drop_lost) if r.status in wanted)
-            except liveindex.LostRecordError:
+            except (liveindex.LostRecordError, liveindex.LiveIndexDamage):
                 raise  # a missing row is no bad row to go around (§5.5)
             except StoreError:
                 if self.bad_rows is None:
@@ -232,6 +233,7 @@ class JsonFileStore(
                 root_fd,
                 lambda digest: self._read_digest(root_fd, digest),
                 drop_lost=drop_lost,
+                counted=tally.read_counts(self._root, root_fd),
             )
             batch = self._batch
             if batch is not None and batch.mine():
@@ -322,8 +324,6 @@ class JsonFileStore(
         that commit would refuse: a damaged tally, a lost or torn history
         (StoreDamageError, nothing written)."""
         self._check_open()
-        from ledger_cli.stores.jsonfile import tally
-
         with self._locked(create=False) as root_fd:
             if root_fd is None:
                 return

@@ -269,13 +269,14 @@ def doctor(settings: Settings, fix: bool = False, drop_damaged: bool = False) ->
         check_records(s, records, found, fix, history, pruned)
         from ledger_cli.cli.commands.doctor.indexes import (
             check_deps_index,
+            check_live_index,
             check_ready_index,
             check_tally,
         )
 
         # The dependents index first: the JSON store's ready index finds the tasks
         # a completed need makes ready through it. The JSON store reads its
-        # records once for the three (without the lock; under it to confirm).
+        # records once for the four (without the lock; under it to confirm).
         with contextlib.ExitStack() as stack:
             one_scan = getattr(s.store, "one_scan", None)
             if one_scan is not None:
@@ -283,6 +284,7 @@ def doctor(settings: Settings, fix: bool = False, drop_damaged: bool = False) ->
                     stack.enter_context(one_scan())
             check_deps_index(s.store, found, fix)
             check_ready_index(s.store, found, fix)
+            check_live_index(s.store, found, fix)
             check_tally(s.store, found, fix, lost=LOST in gone.values())
         from ledger_cli.cli.commands.doctor.attempts import check_attempts
         from ledger_cli.cli.commands.doctor.sidedata import check_side_data

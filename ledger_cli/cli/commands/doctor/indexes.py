@@ -29,6 +29,12 @@ def check_deps_index(store: object, found: _Findings, fix: bool) -> None:
     _check_index(store, found, fix, "deps")
 
 
+def check_live_index(store: object, found: _Findings, fix: bool) -> None:
+    """Problems when the JSON store's live/ index misses a pending or claimed
+    record (every scan of it exits 9 then); `fix` puts its markers back."""
+    _check_index(store, found, fix, "live")
+
+
 def check_tally(store: object, found: _Findings, fix: bool, *, lost: bool = False) -> None:
     """Problems when the JSON store's tally (its counts) disagrees with the
     records; `fix` rebuilds it, unless a record is `lost` (lost.py): then the
@@ -70,7 +76,12 @@ def _counts_missing(store: object) -> Callable[[], None] | None:
         return None  # the check that follows names it
 
 
-_WHAT = {"ready": "ready index", "deps": "dependents index", "tally": "tally"}
+_WHAT = {
+    "ready": "ready index",
+    "deps": "dependents index",
+    "live": "live index",
+    "tally": "tally",
+}
 
 
 def _check_index(

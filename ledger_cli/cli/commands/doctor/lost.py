@@ -4,7 +4,7 @@ A record file leaves the store only through `ledger prune` (its record then
 lives on in pruned/), so a key the history has writes for, that has no
 record file and is not pruned, has lost its record: someone deleted the
 file, or the file system lost it. That is a problem (exit 9), named by key,
-and `--fix` does not accept it: it rebuilds the ready and dependents
+and `--fix` does not accept it: it rebuilds the ready, dependents and live
 indexes, but keeps the tally as it is (its counts are what makes every scan,
 `list`, `snapshot`, exit 9 rather than answer without the record) and keeps
 reporting the key, because the history still has its writes. The operator
