@@ -23,10 +23,11 @@ def check_ready_index(store: object, found: _Findings, fix: bool) -> None:
     """Problems when the ready index disagrees with the records; `fix` rebuilds it.
     Its rebuild reads every key's schedule and queue: while one of those does
     not read (side data is the only copy: sidedata.py names it and its
-    remedy), no rebuild is tried, and the line says what must come first."""
+    remedy), the rebuild stops at it, leaving the index to be built again by
+    the first writer after the remedy, and the line says what must come first."""
     blocked = _side_data_damaged(store)
     before = len(found.problems)
-    _check_index(store, found, fix and not blocked, "ready", _AFTER_SIDE if blocked else _HINT)
+    _check_index(store, found, fix, "ready", _AFTER_SIDE if blocked else _HINT)
     if blocked:
         found.problems[before:] = [
             p.replace("(ledger doctor --fix rebuilds the index)", _AFTER_SIDE.strip())
