@@ -41,6 +41,10 @@ def admit(
     if key == "":
         raise ValidationError("ledger: idempotency key must not be empty")
     seq = check_sequence(seq)  # one rule on every store, before any is read
+    if not (key.isascii() and all(n.isascii() for n in needs or ())):
+        from ledger_cli.engine.arguments import check_keys  # only for a key beyond ASCII
+
+        check_keys(key, needs)
     if needs:  # the walks over needs: imported only for a record that names some
         from ledger_cli.engine.dependencies import admission_blocker, recheck_needs
     settled = _settled(core, needs) if needs else False

@@ -94,6 +94,15 @@ class Ledger:
         from ledger_cli.engine.schedule import normal
 
         nb = Instant.coerce(not_before) if not_before is not None else None
+        if nb is not None or queue != "default":
+            # What the command line checks besides the numbers (docs/design.md §2.11,
+            # departure 6), before any store is read; imported only then.
+            from ledger_cli.engine import arguments
+
+            if nb is not None:
+                arguments.check_not_before(nb)
+            if isinstance(queue, str):  # any other type: record.check_queue's error
+                arguments.check_queue_name(queue)
         return conflict.admit(
             self._core,
             actor,
@@ -177,7 +186,14 @@ class Ledger:
         return Snapshot(tasks or None)
 
     def restore(self, snapshot: Snapshot) -> None:
-        """Insert every record; stop at the first occupied key (earlier inserts stay)."""
+        """Insert every record; stop at the first occupied key (earlier inserts stay).
+
+        Every record is validated first (`Snapshot.validate`: ValidationError,
+        exit 8, nothing written), on every store: Go's Restore does not, and a
+        record no store would write (an unknown status, an empty key, a
+        claimed record without an owner) made later reads fail (docs/design.md
+        §2.9, §2.11 departure 6)."""
+        snapshot.validate()
         for rec in snapshot.tasks or ():
             if not self._core.store.compare_and_swap(rec.key, None, rec):
                 raise RestoreConflictError(

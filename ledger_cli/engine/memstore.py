@@ -83,6 +83,7 @@ class MemStore:
             return self._tasks.get(key)
 
     def compare_and_swap(self, key: str, old: TaskState | None, new: TaskState) -> bool:
+        new = as_stored(new)
         with self._lock:
             cur = self._tasks.get(key)
             if cur is None:
@@ -269,6 +270,24 @@ class MemStore:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def as_stored(rec: TaskState) -> TaskState:
+    """`rec` as a durable store writes it and reads it back: EncodeError (exit
+    8) where the JSON store's encoding fails (a Task Go cannot marshal: NaN,
+    infinity, a set, bytes, a dict with keys that are not str; a time past
+    the year 9999, such as the end of a lease of `timedelta.max`), and its
+    Task as the stores read it back (an integer beyond 64 bits a float64, a
+    tuple a list). The JSON store's own two functions (`record_to_json`,
+    `record_from_canonical`), so that a program tried on `memory:` fails
+    where a real store fails (docs/design.md §3.1)."""
+    from ledger_cli.engine.fastwire import record_from_canonical
+    from ledger_cli.engine.wire.encode import record_to_json
+
+    text = record_to_json(rec)
+    if rec.task is None:
+        return rec
+    return rec.replace(task=record_from_canonical(text).task)
 
 
 def _set_or_drop(mapping: dict[str, T], key: str, value: T | None) -> None:

@@ -94,7 +94,10 @@ def entry_of(rec: TaskState, value: Schedule | None = None) -> Entry | None:
     due = rec.created_at.unix_ns
     priority = 0
     if value is not None:
-        priority = value[1]
+        # Clamped to the range (docs/design.md §8.2): a schedule written out of it
+        # (by the library before it checked) must not make an entry no chunk can
+        # hold, or a rebuild could never mend the index (ledger doctor notes it).
+        priority = min(max(value[1], -1000), 1000)
         if value[0].unix_ns > due:
             due = value[0].unix_ns
     return ((1000 - priority) * RANK + DUE_OFFSET + due, raw.hex())

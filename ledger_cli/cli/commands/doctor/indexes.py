@@ -20,8 +20,43 @@ class _Findings(Protocol):
 
 
 def check_ready_index(store: object, found: _Findings, fix: bool) -> None:
-    """Problems when the ready index disagrees with the records; `fix` rebuilds it."""
-    _check_index(store, found, fix, "ready")
+    """Problems when the ready index disagrees with the records; `fix` rebuilds it.
+    Its rebuild reads every key's schedule and queue: while one of those does
+    not read (side data is the only copy: sidedata.py names it and its
+    remedy), the rebuild stops at it, leaving the index to be built again by
+    the first writer after the remedy, and the line says what must come first."""
+    blocked = _side_data_damaged(store)
+    before = len(found.problems)
+    _check_index(store, found, fix, "ready", _AFTER_SIDE if blocked else _HINT)
+    if blocked:
+        found.problems[before:] = [
+            p.replace("(ledger doctor --fix rebuilds the index)", _AFTER_SIDE.strip())
+            for p in found.problems[before:]
+        ]
+
+
+_HINT = " (ledger doctor --fix rebuilds the index)"
+_AFTER_SIDE = (
+    " (ledger doctor --fix rebuilds the index once the schedule or queue file"
+    " named below is repaired or removed)"
+)
+
+
+def _side_data_damaged(store: object) -> bool:
+    """Whether a schedule or queue file that the JSON store's ready-index rebuild
+    reads does not read (an SQL store's rebuild reads `ledger_tasks` alone)."""
+    from ledger_cli.stores.jsonfile import JsonFileStore
+
+    if not isinstance(store, JsonFileStore):
+        return False
+    for name in ("schedules", "queues"):
+        read: Callable[[], object] | None = getattr(store, name, None)
+        try:
+            if read is not None:
+                read()
+        except StoreError:
+            return True
+    return False
 
 
 def check_deps_index(store: object, found: _Findings, fix: bool) -> None:
@@ -89,7 +124,7 @@ def _check_index(
     found: _Findings,
     fix: bool,
     name: str,
-    hint: str = " (ledger doctor --fix rebuilds the index)",
+    hint: str = _HINT,
 ) -> None:
     check: Callable[[], list[str]] | None = getattr(store, f"check_{name}_index", None)
     rebuild: Callable[[], None] | None = getattr(store, f"rebuild_{name}_index", None)
