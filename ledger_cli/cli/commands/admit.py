@@ -17,6 +17,7 @@ from ledger_cli.cli.inputs import (
     parse_uint,
     validate_key,
 )
+from ledger_cli.cli.numberlimit import refuse_sequence
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
@@ -93,6 +94,7 @@ def admit(
         raise InputError("ledger: admit needs a KEY (or --batch FILE)")
     validate_key(key)
     seq_n = parse_uint(seq if seq is not None else "1", "--seq")
+    refuse_sequence(settings, seq_n, "--seq")
     need_keys = [validate_key(n, "need") for n in needs or ()]
     if task is not None and task_file is not None:
         raise InputError("ledger: give --task or --task-file, not both")
@@ -222,6 +224,8 @@ def admit_batch(settings: Settings, source: str) -> int:
     for number, raw in enumerate(data.split(b"\n"), start=1):
         if raw.strip():
             entries.append((number, *parse_batch_line(number, raw)))
+    for entry in entries:  # before anything is written, as a malformed line is
+        refuse_sequence(settings, entry[2], f'line {entry[0]}: "seq"')
     results: list[dict[str, Any]] = []
     block_lines: list[str] = []  # printed once their block is committed
     refused = 0
