@@ -160,9 +160,9 @@ def parse_status(text: str) -> str:
     return text
 
 
-def parse_now(text: str) -> Instant:
-    """An RFC 3339 instant for --now / LEDGER_NOW."""
-    return parse_time(text, "--now")
+def parse_now(text: str, what: str = "--now") -> Instant:
+    """An RFC 3339 instant for --now / LEDGER_NOW (`what`: the one it came from)."""
+    return parse_time(text, what)
 
 
 def parse_time(text: str, what: str) -> Instant:

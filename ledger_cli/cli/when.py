@@ -58,7 +58,7 @@ class When:
         (a store with its own clock is asked again in the command's session)."""
         from ledger_cli.engine.instant import Instant
 
-        self.at(parse_now(settings.now) if settings.now else Instant.now())
+        self.at(parse_now(settings.now, settings.now_from) if settings.now else Instant.now())
 
     def at(self, now: Instant) -> Instant | None:
         """The not-before time; InputError (exit 2) when `--delay` puts it
