@@ -146,6 +146,10 @@ def run(
         wanted = parse_queues(queue)
     owner = validate_text(owner, "owner")
     lease_td = parse_duration(lease, "lease", exact=True)
+    if settings.now:  # (the clock's now cannot reach the year 9999: nothing to import)
+        from ledger_cli.cli.when import check_lease
+
+        check_lease(settings, lease, lease_td)
     if lease_td < MIN_LEASE:
         raise InputError(
             f'ledger: run needs a lease of at least 100ms, got "{lease}": it renews the lease'
