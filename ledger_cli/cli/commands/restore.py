@@ -42,6 +42,16 @@ def _check_records(tasks: tuple[TaskState, ...], limit: int = UINT64_MAX) -> Non
                 f"ledger: snapshot entry {i}: Fence {rec.fence} leaves no fence for the "
                 f"task's next claim{_on(limit)}"
             )
+        for name, at in (
+            ("CreatedAt", rec.created_at),
+            ("UpdatedAt", rec.updated_at),
+            ("LeaseUntil", rec.lease_until),
+        ):
+            if abs(at.offset_seconds) >= 86_400:  # +23:60, +24:00: Go's encoder refuses it
+                raise ValidationError(
+                    f"ledger: snapshot entry {i}: {name} has a UTC offset of 24 hours"
+                    " or more (at most ±23:59)"
+                )
         if rec.sequence > limit:
             raise ValidationError(
                 f"ledger: snapshot entry {i}: Sequence {rec.sequence} is more than this "
