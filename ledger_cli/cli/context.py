@@ -109,11 +109,19 @@ class Session:
     recording bus, the actor, and the clock. A context manager (closes the store).
     """
 
-    def __init__(self, settings: Settings, store: Store | None = None, reads: bool = False) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store | None = None,
+        reads: bool = False,
+        existing: bool = False,
+    ) -> None:
         """`reads`: the command only reads (or, as `claim --next` without
         `--wait`, can do nothing on an empty store), so a `--store`/LEDGER_STORE
         that does not exist is a NoStoreError rather than a new, empty store:
-        a mistyped path is not taken for an empty ledger."""
+        a mistyped path is not taken for an empty ledger. `existing`: it writes
+        only to what the store holds (a record, a pause): nothing is created
+        (stores.open_store)."""
         from ledger_cli.engine.events import Recorder
         from ledger_cli.engine.ledger import Ledger
 
@@ -126,7 +134,8 @@ class Session:
         )
         if store is None:
             # A command that only reads never creates the store it was pointed at.
-            store = open_store(store_url(settings), create=not reads or settings.store is None)
+            create = not reads or settings.store is None
+            store = open_store(store_url(settings), create, existing and settings.store is not None)
         self.store: Store = store
         self.recorder: Recorder = Recorder()
         from ledger_cli.cli.blockwrites import SessionBlocks
@@ -384,8 +393,8 @@ class Attempt:
         return self.again
 
 
-def open_store(url: str, create: bool = True) -> Store:
+def open_store(url: str, create: bool = True, existing: bool = False) -> Store:
     """The store behind a URL (a seam tests may replace)."""
     from ledger_cli.stores import open_store as resolve
 
-    return resolve(url, create)
+    return resolve(url, create, existing)

@@ -102,7 +102,7 @@ def claim(
         from ledger_cli.cli.when import check_lease
 
         check_lease(settings, lease, lease_td)
-    with Session(settings) as s:
+    with Session(settings, existing=True) as s:
         fence, rec = claim_key(s, key, owner, lease_td)
     output.fence_line(settings.json, key, fence, rec)
     return 0

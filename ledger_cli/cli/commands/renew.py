@@ -14,7 +14,7 @@ def renew(settings: Settings, key: str, owner: str, fence: str, lease: str) -> i
 
         check_lease(settings, lease, lease_td)
     fence_n = parse_uint(fence, "--fence")
-    with Session(settings) as s:
+    with Session(settings, existing=True) as s:
         for attempt in s.writes(s.unit_now()):  # now: once the write lock is held
             with attempt:
                 now = attempt.clock(key)

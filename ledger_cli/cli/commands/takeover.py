@@ -13,7 +13,7 @@ def takeover(settings: Settings, key: str, owner: str, lease: str) -> int:
         from ledger_cli.cli.when import check_lease
 
         check_lease(settings, lease, lease_td)
-    with Session(settings) as s:
+    with Session(settings, existing=True) as s:
         for attempt in s.writes(s.unit_now()):  # now: once the write lock is held
             with attempt:
                 now = attempt.clock(key)
