@@ -97,23 +97,28 @@ def test_offsets_up_to_23_59_are_taken(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "command",
+    ("now", "command"),
     [
-        ("claim", "a", "--owner", "w", "--lease", "2d"),
-        ("claim", "--next", "--owner", "w", "--lease", "2d"),
-        ("renew", "a", "--owner", "w", "--fence", "1", "--lease", "2d"),
-        ("takeover", "a", "--owner", "w", "--lease", "2d"),
-        ("run", "a", "--owner", "w", "--lease", "2d", "--", "true"),
+        ("9999-12-31T00:00:00Z", ("claim", "b", "--owner", "w", "--lease", "2d")),
+        ("9999-12-31T00:00:00Z", ("claim", "--next", "--owner", "w", "--lease", "2d")),
+        ("9999-12-30T12:00:00Z", ("renew", "a", "--owner", "w", "--fence", "1", "--lease", "2d")),
+        ("9999-12-31T01:00:00Z", ("takeover", "a", "--owner", "v", "--lease", "2d")),
+        ("9999-12-31T00:00:00Z", ("run", "b", "--owner", "w", "--lease", "2d", "--", "true")),
     ],
+    ids=lambda c: c if isinstance(c, str) and c[0].isdigit() else " ".join(c[:2]),
 )
-def test_a_lease_past_the_year_9999_is_exit_2(tmp_path: Path, command: tuple[str, ...]) -> None:
+def test_a_lease_past_the_year_9999_is_exit_2(
+    tmp_path: Path, now: str, command: tuple[str, ...]
+) -> None:
     store = tmp_path / "s"
-    assert run_ledger(store, "--now", "9999-12-30T00:00:00Z", "admit", "a").returncode == 0
+    start = ("--now", "9999-12-30T00:00:00Z")
+    for args in (("admit", "a"), ("admit", "b"), ("claim", "a", "--owner", "w", "--lease", "1d")):
+        assert run_ledger(store, *start, *args).returncode == 0
     before = _fingerprint(store)
-    now = "9999-12-31T00:00:00Z"
     _refused(run_ledger(store, "--now", now, *command), 2, "--lease", "past the year 9999")
     assert _fingerprint(store) == before
-    ok = run_ledger(store, "--now", now, "claim", "a", "--owner", "w", "--lease", "1h")
+    fit = tuple("1h" if word == "2d" else word for word in command)
+    ok = run_ledger(store, "--now", now, *fit)
     assert ok.returncode == 0, ok.stderr
 
 
