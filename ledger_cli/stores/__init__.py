@@ -120,6 +120,15 @@ def scheme_of(url: str) -> str:
     return _parse(url)[0]
 
 
+def missing_sqlite(url: str) -> bool:
+    """Whether `url` names an SQLite file that is not there (nor its -wal)."""
+    return _missing_sqlite(*_parse(url))
+
+
+def _missing_sqlite(scheme: str, target: str) -> bool:
+    return scheme == "sqlite" and not any(map(os.path.lexists, (target, target + "-wal")))
+
+
 def _parse(url: str) -> tuple[str, str]:
     if not isinstance(url, str) or url.strip() == "":
         raise StoreURLError(f"ledger: store URL is empty; {_HELP}")
@@ -235,9 +244,7 @@ def open_store(url: str, create: bool = True, existing: bool = False) -> Store:
     scheme, target = _parse(url)
     if not create:
         _require(scheme, target)
-    if scheme == "memory" or (
-        existing and scheme == "sqlite" and not any(map(os.path.lexists, (target, target + "-wal")))
-    ):
+    if scheme == "memory" or (existing and _missing_sqlite(scheme, target)):
         from ledger_cli.engine.memstore import MemStore
 
         return MemStore()

@@ -74,6 +74,10 @@ def claim(
             from ledger_cli.cli.when import check_lease
 
             check_lease(settings, lease, owner_and_lease(owner, lease)[1])
+        if wait is not None:  # a store that is not there is waited for, not created
+            from ledger_cli.cli.storeappears import wait_for_store
+
+            wait = wait_for_store(settings, wait)
         from ledger_cli.cli.outage import open_session
 
         # Without --wait there is nothing to claim in a store that does not exist.

@@ -162,6 +162,10 @@ def run(
 
     options = RunOptions(keep_output, timeout, kill_after)  # docs/design.md §7.1, §7.4
     retried = give_up if drain or wait is not None else None
+    if next_ and wait is not None and not drain:  # waited for, not created
+        from ledger_cli.cli.storeappears import wait_for_store
+
+        wait = wait_for_store(settings, wait)
     # --next without --wait has nothing to claim in a store that does not exist.
     with open_session(settings, retried, reads=next_ and wait is None) as s:
         if drain:
