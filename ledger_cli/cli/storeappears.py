@@ -18,10 +18,10 @@ if TYPE_CHECKING:
 
 def wait_for_store(
     settings: Settings, wait: str, sleep: Callable[[float], None] = time.sleep
-) -> str:
+) -> str | None:
     """`wait`, or when `--store` names an SQLite file that is not there, what
     is left of it once the file is (looked for at growing pauses, 50 ms to 1 s,
-    as the claims' own tries); NothingReadyError (exit 7) when it never is."""
+    as the claims' own tries); None when it never is (the caller's exit 7)."""
     from ledger_cli.cli.inputs import parse_duration
     from ledger_cli.stores import missing_sqlite
 
@@ -32,9 +32,7 @@ def wait_for_store(
     while missing_sqlite(settings.store):
         left = deadline - time.monotonic()
         if left <= 0:
-            from ledger_cli.cli.commands.claim import NothingReadyError
-
-            raise NothingReadyError()
+            return None
         sleep(min(pause, left))
         pause = min(pause * 2, 1.0)
     return f"{max(deadline - time.monotonic(), 0.0):.6f}"

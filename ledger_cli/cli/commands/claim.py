@@ -78,6 +78,8 @@ def claim(
             from ledger_cli.cli.storeappears import wait_for_store
 
             wait = wait_for_store(settings, wait)
+            if wait is None:
+                raise NothingReadyError()
         from ledger_cli.cli.outage import open_session
 
         # Without --wait there is nothing to claim in a store that does not exist.

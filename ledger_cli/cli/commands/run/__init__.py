@@ -166,6 +166,8 @@ def run(
         from ledger_cli.cli.storeappears import wait_for_store
 
         wait = wait_for_store(settings, wait)
+        if wait is None:
+            raise NothingReadyError()
     # --next without --wait has nothing to claim in a store that does not exist.
     with open_session(settings, retried, reads=next_ and wait is None) as s:
         if drain:
