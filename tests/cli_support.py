@@ -54,7 +54,9 @@ class Cli:
     def __init__(self, store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
         self.store = store
         self.runner = CliRunner()
-        monkeypatch.setattr(context, "open_store", lambda url, create=True: _Unclosable(store))
+        monkeypatch.setattr(
+            context, "open_store", lambda url, create=True, existing=False: _Unclosable(store)
+        )
         for var in ("LEDGER_STORE", "LEDGER_ACTOR", "LEDGER_NOW", "NO_COLOR", "LEDGER_DEBUG"):
             monkeypatch.delenv(var, raising=False)
 

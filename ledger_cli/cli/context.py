@@ -45,7 +45,7 @@ class Settings:
     actor to user@host, now to the store's clock or the system clock.
     """
 
-    __slots__ = ("actor", "json", "now", "store")
+    __slots__ = ("actor", "json", "now", "now_from", "store")
 
     def __init__(
         self,
@@ -53,11 +53,14 @@ class Settings:
         actor: str | None = None,
         now: str | None = None,
         json: bool = False,
+        now_from: str = "--now",
     ) -> None:
         self.store = store
         self.actor = actor
         self.now = now
         self.json = json
+        self.now_from = now_from
+        """Where `now` came from (`--now` or LEDGER_NOW), for its error."""
 
     def __repr__(self) -> str:
         return (
@@ -68,14 +71,16 @@ class Settings:
     @classmethod
     def from_env(cls, **given: Any) -> Settings:
         """Command-line values where given, else LEDGER_* variables."""
+        now = given.get("now")
         return cls(
             # An empty --store or LEDGER_STORE is kept (store_url refuses it,
             # exit 2) rather than read as "not given": `LEDGER_STORE=$UNSET_VAR`
             # must not quietly open the default store.
             store=given["store"] if given.get("store") is not None else os.environ.get(ENV_STORE),
             actor=given.get("actor") if given.get("actor") is not None else env(ENV_ACTOR),
-            now=given.get("now") or env(ENV_NOW),
+            now=now or env(ENV_NOW),
             json=bool(given.get("json")),
+            now_from="--now" if now else ENV_NOW,
         )
 
 
@@ -104,11 +109,19 @@ class Session:
     recording bus, the actor, and the clock. A context manager (closes the store).
     """
 
-    def __init__(self, settings: Settings, store: Store | None = None, reads: bool = False) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store | None = None,
+        reads: bool = False,
+        existing: bool = False,
+    ) -> None:
         """`reads`: the command only reads (or, as `claim --next` without
         `--wait`, can do nothing on an empty store), so a `--store`/LEDGER_STORE
         that does not exist is a NoStoreError rather than a new, empty store:
-        a mistyped path is not taken for an empty ledger."""
+        a mistyped path is not taken for an empty ledger. `existing`: it writes
+        only to what the store holds (a record, a pause): nothing is created
+        (stores.open_store)."""
         from ledger_cli.engine.events import Recorder
         from ledger_cli.engine.ledger import Ledger
 
@@ -116,10 +129,13 @@ class Session:
         self.actor = validate_text(
             settings.actor if settings.actor is not None else default_actor(), "actor"
         )
-        self.fixed_now: Instant | None = parse_now(settings.now) if settings.now else None
+        self.fixed_now: Instant | None = (
+            parse_now(settings.now, settings.now_from) if settings.now else None
+        )
         if store is None:
             # A command that only reads never creates the store it was pointed at.
-            store = open_store(store_url(settings), create=not reads or settings.store is None)
+            create = not reads or settings.store is None
+            store = open_store(store_url(settings), create, existing and settings.store is not None)
         self.store: Store = store
         self.recorder: Recorder = Recorder()
         from ledger_cli.cli.blockwrites import SessionBlocks
@@ -377,8 +393,8 @@ class Attempt:
         return self.again
 
 
-def open_store(url: str, create: bool = True) -> Store:
+def open_store(url: str, create: bool = True, existing: bool = False) -> Store:
     """The store behind a URL (a seam tests may replace)."""
     from ledger_cli.stores import open_store as resolve
 
-    return resolve(url, create)
+    return resolve(url, create, existing)

@@ -160,9 +160,9 @@ def parse_status(text: str) -> str:
     return text
 
 
-def parse_now(text: str) -> Instant:
-    """An RFC 3339 instant for --now / LEDGER_NOW."""
-    return parse_time(text, "--now")
+def parse_now(text: str, what: str = "--now") -> Instant:
+    """An RFC 3339 instant for --now / LEDGER_NOW (`what`: the one it came from)."""
+    return parse_time(text, what)
 
 
 def parse_time(text: str, what: str) -> Instant:
@@ -170,7 +170,10 @@ def parse_time(text: str, what: str) -> Instant:
     from ledger_cli.engine.instant import Instant
 
     try:
-        return Instant.parse(text)
+        at = Instant.parse(text)
+        if text[-1] != "Z" and (text[-5:-3] > "23" or text[-2:] > "59"):
+            raise ValueError(text)  # an offset of 24h (+23:60, +24:00): Go cannot encode it
+        return at
     except (ValueError, TypeError):
         raise InputError(
             f"ledger: {what} {go_quote(text)} is not an RFC 3339 time (e.g. 2026-01-02T15:04:05Z)",

@@ -10,6 +10,7 @@ from ledger_cli.cli.inputs import InputError, parse_duration, parse_now, parse_t
 from ledger_cli.engine.record import go_quote
 
 if TYPE_CHECKING:
+    from datetime import timedelta
     from typing import Any
 
     from ledger_cli.cli.context import Settings
@@ -35,6 +36,22 @@ LAST_YEAR = 9999
 writes four digits, so a later not-before could be neither stored nor read."""
 
 
+def check_lease(settings: Settings, lease: str, lease_td: timedelta) -> None:
+    """InputError (exit 2) when `--lease` from --now (or LEDGER_NOW) ends past
+    the year 9999, as `--delay` does: the record could not be written. (From the
+    clock, no lease of at most 2^63-1 ns reaches that year.)"""
+    if not settings.now:
+        return
+    now = parse_now(settings.now, settings.now_from)
+    ns = (lease_td.days * 86_400 + lease_td.seconds) * 10**9 + lease_td.microseconds * 1000
+    if now.add_ns(ns).year > LAST_YEAR:
+        raise InputError(
+            f"ledger: --lease {go_quote(lease)} ends the lease past the year "
+            f"{LAST_YEAR}, which a stored time cannot name",
+            "bad_duration",
+        )
+
+
 class When:
     """`--not-before` or `--delay`, resolved against the admission's now."""
 
@@ -58,7 +75,7 @@ class When:
         (a store with its own clock is asked again in the command's session)."""
         from ledger_cli.engine.instant import Instant
 
-        self.at(parse_now(settings.now) if settings.now else Instant.now())
+        self.at(parse_now(settings.now, settings.now_from) if settings.now else Instant.now())
 
     def at(self, now: Instant) -> Instant | None:
         """The not-before time; InputError (exit 2) when `--delay` puts it

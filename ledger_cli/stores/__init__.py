@@ -120,6 +120,15 @@ def scheme_of(url: str) -> str:
     return _parse(url)[0]
 
 
+def missing_sqlite(url: str) -> bool:
+    """Whether `url` names an SQLite file that is not there (nor its -wal)."""
+    return _missing_sqlite(*_parse(url))
+
+
+def _missing_sqlite(scheme: str, target: str) -> bool:
+    return scheme == "sqlite" and not any(map(os.path.lexists, (target, target + "-wal")))
+
+
 def _parse(url: str) -> tuple[str, str]:
     if not isinstance(url, str) or url.strip() == "":
         raise StoreURLError(f"ledger: store URL is empty; {_HELP}")
@@ -223,15 +232,19 @@ def _empty_file(path: str, missing: bool = False) -> bool:
     return stat.S_ISREG(st.st_mode) and st.st_size == 0
 
 
-def open_store(url: str, create: bool = True) -> Store:
+def open_store(url: str, create: bool = True, existing: bool = False) -> Store:
     """Open the store a URL names. A bad URL is a StoreURLError (exit 2), a
     missing backend a StoreError. With `create` False (a command that only
     reads) a JSON directory or SQLite file that does not exist is a
-    NoStoreError, and nothing is created."""
+    NoStoreError, and nothing is created. With `existing` (a command that
+    writes only to what the store holds: a record, a pause) an SQLite file
+    that is not there (nor its -wal) is an empty MemStore: the command answers
+    as on an empty store, and no file is created (a JSON store creates its
+    directory only when a write commits)."""
     scheme, target = _parse(url)
     if not create:
         _require(scheme, target)
-    if scheme == "memory":
+    if scheme == "memory" or (existing and _missing_sqlite(scheme, target)):
         from ledger_cli.engine.memstore import MemStore
 
         return MemStore()

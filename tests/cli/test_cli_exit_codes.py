@@ -28,7 +28,7 @@ def cli(monkeypatch: pytest.MonkeyPatch) -> Cli:
 
 
 def _store_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken(url: str, create: bool = True) -> object:
+    def broken(url: str, create: bool = True, existing: bool = False) -> object:
         raise StoreError("ledger: store: /nowhere: cannot open the store directory")
 
     monkeypatch.setattr(context, "open_store", broken)

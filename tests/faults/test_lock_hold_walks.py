@@ -146,7 +146,9 @@ def _run(
     now: str = NOW,
 ) -> tuple[Counting, Any]:
     counting = Counting(_open(kind, location), between)
-    monkeypatch.setattr("ledger_cli.cli.context.open_store", lambda url, create=True: counting)
+    monkeypatch.setattr(
+        "ledger_cli.cli.context.open_store", lambda url, create=True, existing=False: counting
+    )
     res = invoke(KINDS[kind].url(location), "--json", *argv, now=now)
     assert res.code == 0, (argv, res.stdout, res.stderr)
     return counting, json.loads(res.stdout.splitlines()[-1])

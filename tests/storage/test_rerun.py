@@ -254,7 +254,7 @@ def test_the_command_line_says_exit_9_when_every_attempt_is_rolled_back(
         "from ledger_cli.cli import context\n"
         "from tests.storage.test_rerun import ConflictingCommits\n"
         "time.sleep = lambda s: None\n"
-        "context.open_store = lambda url, create=True: ConflictingCommits(fail=100)\n"
+        "context.open_store = lambda url, *a: ConflictingCommits(fail=100)\n"
         "from ledger_cli.cli.app import main\n"
         "sys.argv = ['ledger', '--json', 'admit', 'k']\n"
         "main()\n"

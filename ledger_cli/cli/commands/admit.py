@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from ledger_cli.engine.conflict import Outcome
     from ledger_cli.engine.instant import Instant
 
+INT64_MAX = 2**63 - 1
+"""Every store holds a sequence up to here (SQLite stops at it: cli/numberlimit.py)."""
 CONFLICT = "conflict"  # engine.conflict.CONFLICT, without importing it for every admit
 
 _BATCH_FIELDS = ("key", "seq", "task", "needs", "not_before", "priority", "queue")
@@ -93,6 +95,10 @@ def admit(
         raise InputError("ledger: admit needs a KEY (or --batch FILE)")
     validate_key(key)
     seq_n = parse_uint(seq if seq is not None else "1", "--seq")
+    if seq_n > INT64_MAX:  # past what an SQLite store holds: a rare path, imported here
+        from ledger_cli.cli.numberlimit import refuse_sequence
+
+        refuse_sequence(settings, seq_n, "--seq")
     need_keys = [validate_key(n, "need") for n in needs or ()]
     if task is not None and task_file is not None:
         raise InputError("ledger: give --task or --task-file, not both")
@@ -222,6 +228,11 @@ def admit_batch(settings: Settings, source: str) -> int:
     for number, raw in enumerate(data.split(b"\n"), start=1):
         if raw.strip():
             entries.append((number, *parse_batch_line(number, raw)))
+    for entry in entries:  # before anything is written, as a malformed line is
+        if entry[2] > INT64_MAX:
+            from ledger_cli.cli.numberlimit import refuse_sequence
+
+            refuse_sequence(settings, entry[2], f'line {entry[0]}: "seq"')
     results: list[dict[str, Any]] = []
     block_lines: list[str] = []  # printed once their block is committed
     refused = 0

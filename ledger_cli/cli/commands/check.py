@@ -12,7 +12,13 @@ from __future__ import annotations
 from ledger_cli.cli import output
 from ledger_cli.cli.context import Session, Settings
 from ledger_cli.cli.inputs import parse_uint, validate_key, validate_text
-from ledger_cli.errors import FencedError, NoKeyError, NotClaimedError, state_detail
+from ledger_cli.errors import (
+    EmptyOwnerError,
+    FencedError,
+    NoKeyError,
+    NotClaimedError,
+    state_detail,
+)
 
 
 def left_text(ns: int) -> str:
@@ -23,6 +29,8 @@ def left_text(ns: int) -> str:
 def check(settings: Settings, key: str, owner: str, fence: str) -> int:
     key = validate_key(key)
     owner = validate_text(owner, "owner")
+    if owner == "":
+        raise EmptyOwnerError()  # as claim refuses it: no lease is ever held by ""
     fence_n = parse_uint(fence, "--fence")
     with Session(settings, reads=True) as s:
         rec = s.load(key)

@@ -70,6 +70,16 @@ def claim(
     if next_:
         if key is not None:
             raise InputError("ledger: claim takes a KEY or --next, not both")
+        if settings.now:  # the clock's now cannot reach the year 9999: nothing to import
+            from ledger_cli.cli.when import check_lease
+
+            check_lease(settings, lease, owner_and_lease(owner, lease)[1])
+        if wait is not None:  # a store that is not there is waited for, not created
+            from ledger_cli.cli.storeappears import wait_for_store
+
+            wait = wait_for_store(settings, wait)
+            if wait is None:
+                raise NothingReadyError()
         from ledger_cli.cli.outage import open_session
 
         # Without --wait there is nothing to claim in a store that does not exist.
@@ -94,7 +104,11 @@ def claim(
     if wanted is not None:
         raise InputError("ledger: --queue goes with --next")
     owner, lease_td = owner_and_lease(owner, lease)
-    with Session(settings) as s:
+    if settings.now:  # (the clock's now cannot reach the year 9999: nothing to import)
+        from ledger_cli.cli.when import check_lease
+
+        check_lease(settings, lease, lease_td)
+    with Session(settings, existing=True) as s:
         fence, rec = claim_key(s, key, owner, lease_td)
     output.fence_line(settings.json, key, fence, rec)
     return 0

@@ -11,7 +11,7 @@ def complete(settings: Settings, key: str, owner: str, fence: str, failed: bool 
     owner = validate_text(owner, "owner")
     fence_n = parse_uint(fence, "--fence")
     status = "failed" if failed else "completed"
-    with Session(settings) as s:
+    with Session(settings, existing=True) as s:
         # None: the unit reads the store's clock with its load of the key
         # (PostgreSQL: no round trip of its own); else --now, or the clock
         # read once the write lock is held.

@@ -10,7 +10,7 @@ from ledger_cli.cli.inputs import parse_uint, validate_text
 def release(settings: Settings, key: str, owner: str, fence: str) -> int:
     owner = validate_text(owner, "owner")
     fence_n = parse_uint(fence, "--fence")
-    with Session(settings) as s:
+    with Session(settings, existing=True) as s:
         for attempt in s.writes(s.unit_now()):  # now: once the write lock is held
             with attempt:
                 s.ledger.release(s.actor, key, owner, fence_n, attempt.clock(key))

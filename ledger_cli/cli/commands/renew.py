@@ -9,8 +9,12 @@ from ledger_cli.cli.inputs import owner_and_lease, parse_uint
 
 def renew(settings: Settings, key: str, owner: str, fence: str, lease: str) -> int:
     owner, lease_td = owner_and_lease(owner, lease)
+    if settings.now:  # (the clock's now cannot reach the year 9999: nothing to import)
+        from ledger_cli.cli.when import check_lease
+
+        check_lease(settings, lease, lease_td)
     fence_n = parse_uint(fence, "--fence")
-    with Session(settings) as s:
+    with Session(settings, existing=True) as s:
         for attempt in s.writes(s.unit_now()):  # now: once the write lock is held
             with attempt:
                 now = attempt.clock(key)

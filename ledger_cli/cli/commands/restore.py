@@ -9,6 +9,8 @@ from ledger_cli.cli import output
 from ledger_cli.cli.commands.admit import read_source
 from ledger_cli.cli.context import Session, Settings
 from ledger_cli.cli.inputs import UINT64_MAX, InputError
+from ledger_cli.cli.numberlimit import number_max as _limit
+from ledger_cli.cli.numberlimit import why as _on
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -40,6 +42,16 @@ def _check_records(tasks: tuple[TaskState, ...], limit: int = UINT64_MAX) -> Non
                 f"ledger: snapshot entry {i}: Fence {rec.fence} leaves no fence for the "
                 f"task's next claim{_on(limit)}"
             )
+        for name, at in (
+            ("CreatedAt", rec.created_at),
+            ("UpdatedAt", rec.updated_at),
+            ("LeaseUntil", rec.lease_until),
+        ):
+            if abs(at.offset_seconds) >= 86_400:  # +23:60, +24:00: Go's encoder refuses it
+                raise ValidationError(
+                    f"ledger: snapshot entry {i}: {name} has a UTC offset of 24 hours"
+                    " or more (at most ±23:59)"
+                )
         if rec.sequence > limit:
             raise ValidationError(
                 f"ledger: snapshot entry {i}: Sequence {rec.sequence} is more than this "
@@ -61,26 +73,6 @@ def _prefixed_once(exc: ValidationError) -> ValidationError:
     `ledger:` once, as `output.at_line` makes a batch line's."""
     head, sep, rest = str(exc).partition(": ledger: ")
     return type(exc)(f"{head}: {rest}") if sep else exc
-
-
-def _on(limit: int) -> str:
-    """Why a store's limit is lower than Go's uint64 (docs/stores.md)."""
-    if limit >= UINT64_MAX:
-        return ""
-    return f" (SQLite's signed 64-bit INTEGER holds at most {limit})"
-
-
-def _limit(settings: Settings) -> int:
-    """The largest sequence or fence the store restored into holds, told by its
-    URL (the store is not opened for a snapshot it refuses)."""
-    from ledger_cli.cli.context import store_url
-    from ledger_cli.stores import scheme_of
-
-    if scheme_of(store_url(settings)) == "sqlite":
-        from ledger_cli.stores.sql.sqlite_conn import SQLiteConnection
-
-        return SQLiteConnection.NUMBER_MAX
-    return UINT64_MAX
 
 
 def _pruned_forms(tasks: tuple[TaskState, ...], marked: frozenset[str]) -> tuple[TaskState, ...]:

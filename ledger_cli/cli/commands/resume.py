@@ -14,7 +14,7 @@ from ledger_cli.errors import StoreDamageError
 
 
 def resume(settings: Settings) -> int:
-    with Session(settings) as s, s.store.batch():
+    with Session(settings, existing=True) as s, s.store.batch():
         now = s.now()  # once the write lock is held: in the history's order
         damaged = False
         try:

@@ -42,7 +42,7 @@ def remedy(
     (`{"key", "record", "unblocked": [...]}`, or a line each)."""
     validate_key(key)
     why = reason_text(reason)
-    with Session(settings) as s:
+    with Session(settings, existing=True) as s:
         now = s.blocks.now = s.now()
         walked = call(s)(s.actor, key, now, why)
         rec = s.load(key)

@@ -9,7 +9,11 @@ from ledger_cli.cli.inputs import owner_and_lease
 
 def takeover(settings: Settings, key: str, owner: str, lease: str) -> int:
     owner, lease_td = owner_and_lease(owner, lease)
-    with Session(settings) as s:
+    if settings.now:  # (the clock's now cannot reach the year 9999: nothing to import)
+        from ledger_cli.cli.when import check_lease
+
+        check_lease(settings, lease, lease_td)
+    with Session(settings, existing=True) as s:
         for attempt in s.writes(s.unit_now()):  # now: once the write lock is held
             with attempt:
                 now = attempt.clock(key)

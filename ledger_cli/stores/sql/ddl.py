@@ -52,8 +52,17 @@ class Types(NamedTuple):
 
 
 def _sqlite_sortkey(x: str) -> str:
-    """Built-in functions only (the Go service's connection runs the triggers too)."""
-    tz = f"CASE WHEN substr({x}, -1) = 'Z' THEN 'Z' ELSE substr({x}, -6) END"
+    """Built-in functions only (the Go service's connection runs the triggers too).
+
+    The offset is taken off with `±N hours` and `±N minutes` modifiers, not
+    given to strftime as a suffix: SQLite reads a suffix only up to ±14:59,
+    and RFC 3339 (and Go) allow up to ±23:59. A text that is not RFC 3339
+    (no `Z` nor `±hh:mm` at its end) stays itself, as before."""
+    off = (
+        f"CASE WHEN substr({x}, -1) = 'Z' THEN '+00:00'"
+        f" WHEN substr({x}, -6) GLOB '[+-][0-9][0-9]:[0-9][0-9]' THEN substr({x}, -6) END"
+    )
+    back = f"CASE substr({off}, 1, 1) WHEN '+' THEN '-' ELSE '+' END"
     tzlen = f"CASE WHEN substr({x}, -1) = 'Z' THEN 1 ELSE 6 END"
     frac = (
         f"CASE WHEN instr({x}, '.') = 0 THEN '' ELSE "
@@ -61,7 +70,8 @@ def _sqlite_sortkey(x: str) -> str:
     )
     return (
         f"CASE WHEN {x} = '' THEN '' ELSE coalesce("
-        f"strftime('%Y-%m-%dT%H:%M:%S', substr({x}, 1, 19) || {tz})"
+        f"strftime('%Y-%m-%dT%H:%M:%S', substr({x}, 1, 19),"
+        f" {back} || substr({off}, 2, 2) || ' hours', {back} || substr({off}, 5, 2) || ' minutes')"
         f" || '.' || substr({frac} || '000000000', 1, 9), {x}) END"
     )
 

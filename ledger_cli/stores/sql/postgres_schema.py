@@ -58,6 +58,10 @@ DDL: tuple[str, ...] = (
 
 
 PG_SYNC_VERSION = "ledger_ready_sync v2"
+SORTKEY_VERSION = "ledger_sortkey v2"
+"""Named in `ledger_sortkey`'s body: v1 gave offsets past ±15:59 to timestamptz,
+which refuses them, and kept the text as it was (the wrong instant). An opener
+that finds v1 replaces it and rebuilds the ready index and the Ready order."""
 """Named in the trigger function's body: `PostgresStore` runs READY_DDL again over
 an older one (v1 kept the index on claims and renewals too, planned the
 promotion of dependents on every completion, and left ledger_ready's
@@ -71,15 +75,21 @@ READY_DDL = (
     # deleted rows rather than the default 20% of the table.
     "ALTER TABLE ledger_ready SET (autovacuum_vacuum_scale_factor = 0,"
     " autovacuum_vacuum_threshold = 1000)",
-    """CREATE OR REPLACE FUNCTION ledger_sortkey(x text) RETURNS text
+    f"""CREATE OR REPLACE FUNCTION ledger_sortkey(x text) RETURNS text
 LANGUAGE plpgsql IMMUTABLE AS $$
-DECLARE tz text; frac text; dot int;
+-- {SORTKEY_VERSION}: the offset taken off by arithmetic (timestamptz input stops at ±15:59)
+DECLARE tz text; frac text; dot int; off interval := interval '0';
 BEGIN
   IF x = '' THEN RETURN ''; END IF;
   IF right(x, 1) = 'Z' THEN tz := 'Z'; ELSE tz := right(x, 6); END IF;
+  IF tz <> 'Z' THEN
+    IF tz !~ '^[+-][0-9][0-9]:[0-9][0-9]$' THEN RETURN x; END IF;
+    off := make_interval(hours => substr(tz, 2, 2)::int, mins => substr(tz, 5, 2)::int);
+    IF left(tz, 1) = '-' THEN off := -off; END IF;
+  END IF;
   dot := strpos(x, '.');
   IF dot = 0 THEN frac := ''; ELSE frac := substr(x, dot + 1, length(x) - dot - length(tz)); END IF;
-  RETURN to_char((substr(x, 1, 19) || tz)::timestamptz AT TIME ZONE 'UTC',
+  RETURN to_char(substr(x, 1, 19)::timestamp - off,
                  'YYYY-MM-DD"T"HH24:MI:SS') || '.' || rpad(frac, 9, '0');
 EXCEPTION WHEN others THEN RETURN x;
 END $$""",
@@ -219,7 +229,7 @@ SCHEMA_CHECK = (
     " AND attnum > 0 AND NOT attisdropped AND attname = ANY(%s)), "
     + ", ".join(f"{_rel(name)} IS NOT NULL" for name in _RELATIONS)
     + f", {_function('ledger_due_sync')}, {_trigger('ledger_ready_sync', 'ledger_tasks')}"
-    + f", {_function('ledger_ready_sync')}"
+    + f", {_function('ledger_ready_sync')}, {_function('ledger_sortkey')}"
 )
 """One round trip on open: every Go column, the indexes, the history table, the
 ready index's trigger (docs/design.md §6.1) and its function's version. When all are
@@ -240,6 +250,7 @@ def setup(conn: psycopg.Connection[Any]) -> None:
         list(codec.ALL_COLUMNS),
         DUE_VERSION,
         PG_SYNC_VERSION,
+        SORTKEY_VERSION,
     )
     row = conn.execute(SCHEMA_CHECK, args).fetchone()
     if row is not None and row[0] == len(codec.ALL_COLUMNS) and all(row[1:]):
@@ -249,7 +260,11 @@ def setup(conn: psycopg.Connection[Any]) -> None:
         for stmt in DDL:
             conn.execute(stmt)
         ready = conn.execute(_READY_INSTALLED).fetchone()
-        if not (ready and ready[0]):  # the ready index (docs/design.md §6.1), built once
+        # An older ledger_sortkey put times of large offsets at the wrong instant:
+        # the rows it computed are rebuilt with the new one.
+        keys = conn.execute(f"SELECT {_function('ledger_sortkey')}", (SORTKEY_VERSION,)).fetchone()
+        stale = not (keys and keys[0])
+        if not (ready and ready[0]) or stale:  # the ready index (docs/design.md §6.1)
             for stmt in (*READY_DDL, *READY_REBUILD):
                 conn.execute(stmt)
         else:  # an older trigger function: replace it (the index stays)
@@ -260,6 +275,6 @@ def setup(conn: psycopg.Connection[Any]) -> None:
         row = conn.execute(_DUE_INSTALLED, (DUE_VERSION,)).fetchone()
         for stmt in DUE_DDL:
             conn.execute(stmt)
-        if row is None or not row[0]:
+        if row is None or not row[0] or stale:
             for sql in DUE_REBUILD:
                 conn.execute(sql)

@@ -71,7 +71,13 @@ def _row_of(key: str, created: str) -> str:
     )
 
 
-INDEX_DDL = (
+SORTKEY_VERSION = "ledger sortkey v2"
+"""Named in each trigger's text (sqlite_master): v1's sortable times read the
+offset through strftime, which stops at ±14:59, and kept a text of a larger
+offset as it was (the wrong instant). `migrate` replaces v1's triggers and
+rebuilds the ready index and the Ready order."""
+
+_INDEX_DDL = (
     # The Ready order's table first, so that it follows every ledger_ready row
     # a rebuild writes.
     *ddl.due(T),
@@ -126,9 +132,16 @@ INDEX_DDL = (
         for event, row in (("insert", "NEW"), ("update", "NEW"), ("delete", "OLD"))
     ),
 )
+INDEX_DDL = tuple(
+    stmt.replace(" BEGIN ", f" BEGIN /* {SORTKEY_VERSION} */ ", 1)
+    if stmt.startswith("CREATE TRIGGER")
+    else stmt
+    for stmt in _INDEX_DDL
+)
 """The tables, indexes and triggers, in the order a migration makes them."""
 
 OBJECTS = ddl.created(INDEX_DDL)
+TRIGGERS = ddl.created(s for s in INDEX_DDL if s.startswith("CREATE TRIGGER"))
 DUE_OBJECTS = tuple(name for name in OBJECTS if name.startswith("ledger_due"))
 """The Ready order's table, index and triggers (`ledger_due` first, then its index)."""
 _ALL_OBJECTS = (*ddl.created(EXTRA_DDL), *OBJECTS)
@@ -139,7 +152,18 @@ def schema_complete(conn: sqlite3.Connection) -> bool:
     cols = {row[1] for row in conn.execute("PRAGMA table_info(ledger_tasks)")}
     if not set(codec.ALL_COLUMNS) <= cols:
         return False
-    return _installed(conn, _ALL_OBJECTS)
+    return _installed(conn, _ALL_OBJECTS) and _current(conn)
+
+
+def _current(conn: sqlite3.Connection) -> bool:
+    """Every trigger is of this SORTKEY_VERSION."""
+    marks = ", ".join("?" for _ in TRIGGERS)
+    found = conn.execute(
+        f"SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name IN ({marks})"
+        " AND instr(sql, ?) > 0",
+        (*TRIGGERS, SORTKEY_VERSION),
+    ).fetchone()[0]
+    return bool(found == len(TRIGGERS))
 
 
 def _installed(conn: sqlite3.Connection, names: tuple[str, ...]) -> bool:
@@ -173,6 +197,11 @@ def migrate(conn: sqlite3.Connection, path: str) -> None:
             )
         for stmt in EXTRA_DDL:
             conn.execute(stmt)
+        if _installed(conn, OBJECTS) and not _current(conn):
+            # Triggers of an older SORTKEY_VERSION: replaced, and what they
+            # derived rebuilt (below, as for a first build).
+            for name in TRIGGERS:
+                conn.execute(f"DROP TRIGGER IF EXISTS {name}")
         if not _installed(conn, OBJECTS):  # the ready index, built once
             # (docs/design.md §6.1): a ledger_ready of an older release is rebuilt by
             # the first opener that migrates, ledger_due (§8.2) built if missing.

@@ -146,6 +146,10 @@ def run(
         wanted = parse_queues(queue)
     owner = validate_text(owner, "owner")
     lease_td = parse_duration(lease, "lease", exact=True)
+    if settings.now:  # (the clock's now cannot reach the year 9999: nothing to import)
+        from ledger_cli.cli.when import check_lease
+
+        check_lease(settings, lease, lease_td)
     if lease_td < MIN_LEASE:
         raise InputError(
             f'ledger: run needs a lease of at least 100ms, got "{lease}": it renews the lease'
@@ -158,6 +162,12 @@ def run(
 
     options = RunOptions(keep_output, timeout, kill_after)  # docs/design.md §7.1, §7.4
     retried = give_up if drain or wait is not None else None
+    if next_ and wait is not None and not drain:  # waited for, not created
+        from ledger_cli.cli.storeappears import wait_for_store
+
+        wait = wait_for_store(settings, wait)
+        if wait is None:
+            raise NothingReadyError()
     # --next without --wait has nothing to claim in a store that does not exist.
     with open_session(settings, retried, reads=next_ and wait is None) as s:
         if drain:

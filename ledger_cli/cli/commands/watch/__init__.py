@@ -289,7 +289,7 @@ def watch(
     from ledger_cli.engine.instant import Instant
 
     fd = sys.stdin.fileno()
-    fixed = parse_now(settings.now) if settings.now else None
+    fixed = parse_now(settings.now, settings.now_from) if settings.now else None
     reads = FreshReads(settings)  # the first open: a store that is not there exits 9 at once
     error: LedgerError | None = None
     came: list[int] = []  # the stopping signal, once one arrived
