@@ -240,6 +240,18 @@ JSON: dict[str, Case] = {
     "attempt-exit": Case(
         *_attempt_exit(ATTEMPT), (("state", "j"), ("output", "j")), ATTEMPT, _remove(ATTEMPT)
     ),
+    "attempt-flipped": Case(  # the run's outcome changed, the header still valid: its sum tells
+        *_flip(ATTEMPT, b'"exit":0', b'"exit":4'),
+        (("state", "j"), ("output", "j")),
+        ATTEMPT,
+        _remove(ATTEMPT),
+    ),
+    "attempt-sum-renamed": Case(  # a flip in the sum's own name: not taken for an older file
+        *_flip(ATTEMPT, b',"sum":"', b',"sun":"'),
+        (("state", "j"), ("output", "j")),
+        ATTEMPT,
+        _remove(ATTEMPT),
+    ),
     "queue-flipped": Case(
         *_flip(QUEUE, b'"queue": "db"', b'"queue": "dc"'),
         (("stats",), ("list",)),
@@ -372,3 +384,19 @@ def test_damaged_side_data_on_postgres(name: str) -> None:
             assert _ledger(url, *remedy).returncode == 0
         res = _ledger(url, "doctor")
         assert res.returncode == 0, f"postgres {name}: doctor after the remedy: {res.stdout!r}"
+
+
+def test_an_attempt_written_before_the_sum_still_reads(
+    templates: dict[str, Path], tmp_path: Path
+) -> None:
+    """An older store's attempt file (a header without its "sum") reads as
+    before: `state` shows its run and `doctor` finds nothing (a guard for the
+    sum above, which must not take every older header for damage)."""
+    root, url = _copy(templates, "json", tmp_path)
+    head, _, output = (root / ATTEMPT).read_bytes().partition(b"\n")
+    obj = json.loads(head)
+    del obj["sum"]
+    (root / ATTEMPT).write_bytes(json.dumps(obj, separators=(",", ":")).encode() + b"\n" + output)
+    res = _ledger(url, "--json", "state", "j")
+    assert res.returncode == 0 and json.loads(res.stdout)["attempts"][0]["exit"] == 0, res
+    assert _ledger(url, "doctor").returncode == 0

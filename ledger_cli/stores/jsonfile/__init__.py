@@ -31,6 +31,7 @@ Layout of a store directory (mode 0700; every file 0600):
     revoked.json          the revoked leases still holding a slot       queuefile.py)
     history.jsonl         the history of writes, one JSON object a line (historyfile.py,
                           rewritten by `prune` without pruned keys       historyrewrite.py)
+    history.started       the history is kept: its first line's sum     (historymark.py)
     wal.log, wal.applied  the frames of the small writes since the last (wal.py,
                           checkpoint (their commit point), and how far   walcheck.py)
                           this boot has applied them

@@ -6,8 +6,12 @@ AttemptLog over them).
     attempts/<first two hex digits>/<key digest>/<n>.pid
 
 `<n>.att`: a first line that is a JSON object (the docs/design.md §7.1 fields, the key and
-a format tag; no newline inside), then the kept output, raw bytes as the
-command wrote them; replaced whole, never torn.
+a format tag; no newline inside) with a `"sum"` member last, the SHA-256 of
+the line without it (as a record file's, records.py: a flipped byte that
+still parses, an exit status of 4 read as 0, is damage, not a changed
+outcome), then the kept output, raw bytes as the command wrote them;
+replaced whole, never torn. A header written before the sum was added (it
+ends with its `"kept_bytes"` member) is read without one.
 
 `<n>.pid`: the command's pid, written (not fsynced) once the command
 outlives the runner's first poll when the start itself went with the
@@ -25,6 +29,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+from hashlib import sha256
 from typing import TYPE_CHECKING
 
 from ledger_cli.engine.attempts import KEEP_ATTEMPTS, Attempt
@@ -44,9 +50,17 @@ Op = tuple[str, int, "bytes | None"]
 """A batch's attempt write: (key digest, n, the whole file; None: remove it)."""
 
 
+_SUM_HEAD = b',"sum":"'
+_SUM_LEN = len(_SUM_HEAD) + 64 + 2  # the hex digits, then `"}`
+_UNSUMMED = re.compile(rb',"kept_bytes":\d+\}\Z')
+"""How every header written before the sum ends (to_obj's last member)."""
+
+
 def encode(att: Attempt, output: bytes) -> bytes:
     head = {"format": FORMAT, "key": att.key, **att.to_obj()}
-    return json.dumps(head, ensure_ascii=True, separators=(",", ":")).encode() + b"\n" + output
+    body = json.dumps(head, ensure_ascii=True, separators=(",", ":")).encode()
+    summed = b"".join((body[:-1], _SUM_HEAD, sha256(body).hexdigest().encode(), b'"}'))
+    return summed + b"\n" + output
 
 
 def attempt_number(name: str) -> int | None:
@@ -143,12 +157,26 @@ def open_attempt(dir_fd: int, name: str, where: str) -> tuple[int, dict[str, obj
 
 
 def parse_head(line: bytes, path: str) -> dict[str, object]:
+    """The header line's object, its sum verified (none: an older file, read
+    as before); StoreError naming `path` on damage."""
+    tail = len(line) - _SUM_LEN
+    summed: bool | None = None  # None: no sum member where it is written
+    if tail > 0 and line[tail : tail + len(_SUM_HEAD)] == _SUM_HEAD and line.endswith(b'"}'):
+        body = line[:tail] + b"}"
+        summed = sha256(body).hexdigest().encode() == line[tail + len(_SUM_HEAD) : -2]
     try:
         obj = json.loads(line)
     except ValueError as exc:
         raise fail(path, f"is not an attempt file ({exc})") from None
     if not isinstance(obj, dict) or obj.get("format") != FORMAT:
         raise fail(path, "is not an attempt file (unknown format)")
+    if summed is False:
+        raise fail(path, "corrupt attempt: checksum mismatch (the file was damaged or edited)")
+    if summed is None and ("sum" in obj or not _UNSUMMED.search(line)):
+        raise fail(
+            path, "corrupt attempt: no checksum where the store writes it (damaged or edited)"
+        )
+    obj.pop("sum", None)
     return obj
 
 

@@ -8,12 +8,14 @@ torn last line (perhaps an append in progress) looks again under the lock
 `ledger doctor --fix --drop-damaged` accepts its loss (`keep_torn_tail`: the
 torn bytes kept in damaged/, a `ledger.dropped` line).
 
-history.started, an empty file, is created beside the history's first line
-(and beside an older store's history at its next append): from then on a
-missing history.jsonl is lost primary data, and writers refuse to start a
-new one (exit 9 naming it) — a store written through the library, which
-keeps no history, has neither file. `ledger doctor --fix --drop-damaged`
-accepts the loss: it starts a new file with a `ledger.dropped` line.
+history.started is written beside the history's first line (and beside an
+older store's history at its next append), holding that line's length and
+sum (historymark.py): from then on a missing, emptied or cut-short
+history.jsonl is lost primary data, and writers refuse to start a new one
+(exit 9 naming it) — a store written through the library, which keeps no
+history, has neither file. `ledger doctor --fix --drop-damaged` accepts the
+loss: it moves what is left into damaged/ and starts a new file with a
+`ledger.dropped` line.
 
 `ledger prune` drops the lines of the keys it pruned by rewriting the file,
 mostly outside the lock: historyrewrite.py."""
@@ -26,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from ledger_cli.engine.history import HistoryEntry
 from ledger_cli.errors import StoreDamageError
-from ledger_cli.stores.jsonfile import fsutil
+from ledger_cli.stores.jsonfile import fsutil, historymark
 from ledger_cli.stores.jsonfile.fsutil import fail
 from ledger_cli.stores.jsonfile.layout import (
     DAMAGED_DIR,
@@ -46,7 +48,15 @@ _BLOCK = 1 << 20
 
 
 def open_for_append(root: str, root_fd: int, at: int | None = None) -> tuple[int, int]:
-    """Open history.jsonl for appending. (fd, size)
+    """Open history.jsonl for appending. (fd, size)"""
+    fd, size, _ = _open(root, root_fd, at)
+    return fd, size
+
+
+def _open(
+    root: str, root_fd: int, at: int | None
+) -> tuple[int, int, list[historymark.Mark] | None]:
+    """open_for_append, and history.started's marks (historymark.read).
 
     Every append goes through a journal (journal.py), whose `history_at` is the
     size before its lines: a line a crash tore is cut back by the journal's
@@ -62,41 +72,47 @@ def open_for_append(root: str, root_fd: int, at: int | None = None) -> tuple[int
             if at is None and exists(root, root_fd, HISTORY_MARK):
                 raise lost_history(root) from None
             fd = os.open(HISTORY_NAME, flags | os.O_CREAT, fsutil.FILE_MODE, dir_fd=root_fd)
-        _mark(root_fd)
     except OSError as exc:
         raise fsutil.open_failed(path, exc) from None
     size = fsutil.require_regular(fd, path).st_size
     try:
+        marks = historymark.read(root_fd)
         if size == 0:
             os.fchmod(fd, fsutil.FILE_MODE)
         elif at is None and os.pread(fd, 1, size - 1) != b"\n":
             os.close(fd)
             raise damaged_history(path)
+        if at is None and marks and not historymark.starts_as_marked(fd, size, marks):
+            os.close(fd)
+            raise cut_history(root)
     except OSError as exc:
         os.close(fd)
         raise fail(path, "cannot prepare for appending", exc) from None
-    return fd, size
+    return fd, size, marks
 
 
-def _mark(root_fd: int) -> None:
-    """Create history.started unless it is there (one open: EEXIST when it is).
-    Once created, the root directory is fsynced (once a store: a wal.log commit
-    syncs no directory)."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | fsutil.O_NOFOLLOW | fsutil.O_CLOEXEC
-    try:
-        fd = os.open(HISTORY_MARK, flags, fsutil.FILE_MODE, dir_fd=root_fd)
-    except FileExistsError:
-        return
-    try:
-        os.fchmod(fd, fsutil.FILE_MODE)
-    finally:
-        os.close(fd)
-    fsutil.fsync_fd(root_fd, HISTORY_MARK)
+def damage(root: str, root_fd: int) -> StoreDamageError | None:
+    """What is wrong with a history history.started says the store kept:
+    missing, or emptied or cut short (it does not start with the marked
+    line); None when nothing is."""
+    path = shown(root, HISTORY_NAME)
+    fd = fsutil.open_regular(root_fd, HISTORY_NAME, fsutil.READ_FLAGS, path)
+    if fd is None:
+        return lost_history(root) if exists(root, root_fd, HISTORY_MARK) else None
+    with io_scope(fd, path, "cannot read"):
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            return None  # torn: that report first (torn_tail), and its remedy
+        marks = historymark.read(root_fd)
+        if marks and not historymark.starts_as_marked(fd, size, marks):
+            return cut_history(root)
+    return None
 
 
 def is_lost(root: str, root_fd: int) -> bool:
-    """Whether history.jsonl is missing while history.started says the store kept one."""
-    return not exists(root, root_fd, HISTORY_NAME) and exists(root, root_fd, HISTORY_MARK)
+    """Whether history.jsonl is missing, emptied or cut short while
+    history.started says the store kept one."""
+    return damage(root, root_fd) is not None
 
 
 def lost_history(root: str) -> StoreDamageError:
@@ -107,12 +123,33 @@ def lost_history(root: str) -> StoreDamageError:
     )
 
 
+def cut_history(root: str) -> StoreDamageError:
+    return StoreDamageError(
+        f"ledger: store: {shown(root, HISTORY_NAME)}: the history was emptied or cut short "
+        f"(it does not start with the line {HISTORY_MARK} names); restore the file from a "
+        "backup, or accept its loss: ledger doctor --fix --drop-damaged"
+    )
+
+
 def start_again(root: str, root_fd: int) -> None:
     """Create an empty history.jsonl in place of a lost one (`doctor --fix
-    --drop-damaged`, under the store lock; its first line says why)."""
+    --drop-damaged`, under the store lock; its first line says why): what is
+    left of an emptied or cut one moved into damaged/ first, its mark
+    emptied (the first line's append writes it again)."""
     path = shown(root, HISTORY_NAME)
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | fsutil.O_NOFOLLOW | fsutil.O_CLOEXEC
     try:
+        if exists(root, root_fd, HISTORY_NAME):
+            kept = shown(root, DAMAGED_DIR)
+            dfd = fsutil.open_subdir(root_fd, DAMAGED_DIR, kept, create=True)
+            assert dfd is not None
+            try:
+                target = free_name(dfd, HISTORY_NAME + ".cut")
+                os.rename(HISTORY_NAME, target, src_dir_fd=root_fd, dst_dir_fd=dfd)
+                fsutil.fsync_fd(dfd, kept)
+            finally:
+                os.close(dfd)
+        historymark.write(root, root_fd, [])
         fd = os.open(HISTORY_NAME, flags, fsutil.FILE_MODE, dir_fd=root_fd)
         try:
             os.fchmod(fd, fsutil.FILE_MODE)
@@ -206,6 +243,8 @@ def keep_torn_tail(root: str, root_fd: int) -> tuple[int, str] | None:
             os.close(dfd)
         os.ftruncate(fd, whole)
         os.fsync(fd)
+        if whole == 0:  # its first line was the torn one: the next append marks it
+            historymark.write(root, root_fd, [])
     return size - whole, kept
 
 
@@ -215,7 +254,7 @@ def append_lines(
     """Append `lines`; `at`: the size the file must have before they go in (a
     journal replay cuts what a crashed apply appended); None = the end."""
     path = shown(root, HISTORY_NAME)
-    fd, size = open_for_append(root, root_fd, at)
+    fd, size, marks = _open(root, root_fd, at)
     new = size == 0  # perhaps just created: its name wants the root directory fsynced
     with io_scope(fd, path, "cannot append"):
         if at is not None:
@@ -232,6 +271,8 @@ def append_lines(
         fsutil.write_all(fd, b"".join(lines))
         if sync:
             os.fsync(fd)
+        if not historymark.checks(marks):  # once a store (and after a prune emptied it)
+            historymark.write(root, root_fd, [historymark.mark_of(historymark.first_line(fd))])
     if new and sync:
         fsutil.fsync_fd(root_fd, root)
 
@@ -286,16 +327,16 @@ def stream(
     path = shown(root, HISTORY_NAME)
     with io_errors(root):
         fd = None
-        lost = False
+        lost: StoreDamageError | None = None
         root_fd = fsutil.open_root(root)
         if root_fd is not None:
             try:
+                lost = damage(root, root_fd)
                 fd = fsutil.open_regular(root_fd, HISTORY_NAME, fsutil.READ_FLAGS, path)
-                lost = fd is None and exists(root, root_fd, HISTORY_MARK)
             finally:
                 os.close(root_fd)
-            if lost:
-                raise lost_history(root)
+            if lost is not None:
+                raise lost
         number = 0
         if fd is not None:
             try:

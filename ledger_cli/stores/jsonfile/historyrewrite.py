@@ -23,11 +23,12 @@ O_TMPFILE or /proc is missing, the file is rewritten under one hold
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from typing import TYPE_CHECKING
 
-from ledger_cli.stores.jsonfile import fsutil, historyfile, spares
+from ledger_cli.stores.jsonfile import fsutil, historyfile, historymark, spares
 from ledger_cli.stores.jsonfile.fsutil import fail
 from ledger_cli.stores.jsonfile.layout import HISTORY_NAME, shown
 
@@ -96,8 +97,8 @@ def _rewrite(root: str, locked: Locked, keys: set[str]) -> bool:
                     continue  # much arrived meanwhile: copy it outside the lock first
                 _copy_kept(src, out, copied, end, keys, path)
                 _fsync(out, path)
-                _link_over(root_fd, out, path)
-                fsutil.fsync_fd(root_fd, root)
+                swap = functools.partial(_swap_in, root, root_fd, out, path)
+                historymark.around_swap(root, root_fd, swap)
                 return True
         raise AssertionError("unreachable: the last round renames")  # pragma: no cover
     finally:
@@ -120,8 +121,12 @@ def drop_keys(root: str, root_fd: int, keys: set[str]) -> None:
             raise fail(path, "corrupt history entry; refusing to rewrite it") from None
         if key not in keys:
             kept.append(line + b"\n")
-    fsutil.replace_file(root_fd, HISTORY_NAME, b"".join(kept), path, sync=True)
-    fsutil.fsync_fd(root_fd, root)
+
+    def swap() -> None:
+        fsutil.replace_file(root_fd, HISTORY_NAME, b"".join(kept), path, sync=True)
+        fsutil.fsync_fd(root_fd, root)
+
+    historymark.around_swap(root, root_fd, swap)
 
 
 def _complete_size(fd: int, path: str) -> int:
@@ -193,6 +198,11 @@ def _fsync(fd: int, path: str) -> None:
         os.fsync(fd)
     except OSError as exc:
         raise fail(path, "cannot fsync the rewritten history", exc) from None
+
+
+def _swap_in(root: str, root_fd: int, fd: int, path: str) -> None:
+    _link_over(root_fd, fd, path)
+    fsutil.fsync_fd(root_fd, root)
 
 
 def _link_over(root_fd: int, fd: int, path: str) -> None:

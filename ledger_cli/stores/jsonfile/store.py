@@ -328,8 +328,9 @@ class JsonFileStore(
             if root_fd is None:
                 return
             tally.read_counts(self._root, root_fd)
-            if historyfile.is_lost(self._root, root_fd):
-                raise historyfile.lost_history(self._root)
+            lost = historyfile.damage(self._root, root_fd)
+            if lost is not None:
+                raise lost
             self._refuse_torn_history()  # under the lock it holds: damage
 
     def _refuse_torn_history(self) -> None:

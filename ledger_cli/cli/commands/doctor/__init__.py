@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from ledger_cli.cli import output
 from ledger_cli.cli.commands.doctor.files import RecordFile, check_record_files, walk
-from ledger_cli.cli.commands.doctor.findings import Findings
+from ledger_cli.cli.commands.doctor.findings import Findings, distinct
 from ledger_cli.cli.commands.doctor.records import check_records
 from ledger_cli.cli.context import Session, Settings, store_url
 from ledger_cli.errors import LedgerError, StoreError
@@ -47,14 +47,21 @@ def _check_needs(
     found: Findings,
     gone: dict[str, str] | None = None,
     pruned: frozenset[str] = frozenset(),
+    damaged: frozenset[str] = frozenset(),
 ) -> None:
     """A note per need naming no record; `gone`: why a key has none (lost,
-    dropped). A `pruned` key is a record still (the listings leave it out)."""
+    dropped). A `pruned` key is a record still (the listings leave it out).
+    `damaged`: the file names (digests) of the record files that do not
+    read, reported as problems: a need filed there was admitted."""
     keys = {rec.key for rec in records} | pruned
+    if damaged:
+        from ledger_cli.stores.jsonfile.records import key_digest
     for rec in records:
         for need in dict.fromkeys(rec.needs or ()):
             if need not in keys:
                 why = (gone or {}).get(need, "was never admitted")
+                if damaged and key_digest(need) in damaged:
+                    why = "has a damaged record file (named above)"
                 found.notes.append(f"{rec.key}: needs {need}, which {why}")
 
 
@@ -188,6 +195,7 @@ def doctor(settings: Settings, fix: bool = False, drop_damaged: bool = False) ->
         check_pages(s.store, root or "", found)  # SQLite's own check of its pages
         temps: list[str] = []
         records: list[TaskState] = []
+        damaged_files: frozenset[str] = frozenset()  # digests of record files that do not read
         walked = root is not None and os.path.isdir(root) and hasattr(s.store, "check_record_file")
         if walked:
             assert root is not None
@@ -197,6 +205,9 @@ def doctor(settings: Settings, fix: bool = False, drop_damaged: bool = False) ->
             temps = files.temps
             checked = check_record_files(s.store, files, found)
             records = checked.records
+            damaged_files = frozenset(
+                os.path.basename(f.path).removesuffix(".json") for f, _ in checked.damaged
+            )
             counted = files.listed
             seen_files = getattr(s.store, "seen_files", None)
             if seen_files is not None and checked.scanned is not None:
@@ -259,7 +270,7 @@ def doctor(settings: Settings, fix: bool = False, drop_damaged: bool = False) ->
         check_pruned_marks(s.store, found, fix)  # before the keys: --fix drops stray marks
         pruned_read = _pruned_keys(s, found, fix)
         pruned = pruned_read or frozenset()
-        _check_needs(records, found, gone, pruned)
+        _check_needs(records, found, gone, pruned, damaged_files)
         from ledger_cli.cli.commands.doctor.cycles import check_cycles
 
         check_cycles(records, found)
@@ -366,7 +377,7 @@ def _report(
     """The findings; `records` None: not every record could be read, so no
     count is claimed (`could not count the records`, `--json`: null, and
     so is `pruned`)."""
-    problems = list(dict.fromkeys(found.problems))
+    problems = distinct(found.problems)
     code = StoreError.exit_code if problems else 0
     if settings.json:
         doc: dict[str, Any] = {
