@@ -134,3 +134,15 @@ KINDS: dict[str, StoreKind] = {
         transactional=False,
     ),
 }
+
+
+@contextlib.contextmanager
+def fresh_store(name: str, tmp: Path, clock: Clock) -> Iterator[Store]:
+    """A store of kind `name` at a fresh location under `tmp`, closed after."""
+    kind = KINDS[name]
+    with kind.place(tmp) as location:
+        opened = kind.open(location, clock)
+        try:
+            yield opened
+        finally:
+            opened.close()

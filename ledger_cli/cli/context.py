@@ -55,10 +55,7 @@ class Settings:
         json: bool = False,
         now_from: str = "--now",
     ) -> None:
-        self.store = store
-        self.actor = actor
-        self.now = now
-        self.json = json
+        self.store, self.actor, self.now, self.json = store, actor, now, json
         self.now_from = now_from
         """Where `now` came from (`--now` or LEDGER_NOW), for its error."""
 

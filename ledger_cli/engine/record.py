@@ -11,7 +11,7 @@ annotations below are evaluated instead, so each name in them is imported.
 from typing import Any, NamedTuple, Self
 
 from ledger_cli.engine.instant import Instant
-from ledger_cli.errors import ValidationError
+from ledger_cli.errors import LedgerError, ValidationError
 
 PENDING = "pending"
 CLAIMED = "claimed"
@@ -133,29 +133,30 @@ QUEUE_MAX_BYTES = 64
 """The longest queue name, in bytes of UTF-8 (docs/design.md §8.7)."""
 
 
+def whole_number(
+    value: object, name: str, low: int, high: int, span: str, error: type[LedgerError]
+) -> int:
+    """`value` as an int (not a bool) from `low` to `high`, else `error` naming
+    `name` and `span` (the range in words)."""
+    if type(value) is not int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise error(f"ledger: {name} must be an int, not {type(value).__name__}")
+        value = int(value)
+    if not low <= value <= high:
+        raise error(f"ledger: {name} {value} is outside {span}")
+    return value
+
+
 def check_sequence(seq: object) -> int:
     """An admission's sequence as Go's uint64 holds it, else ValidationError (exit
     8) on every store (docs/design.md §2.11): an int (not a bool) from 0 to 2**64-1."""
-    if type(seq) is not int:
-        if isinstance(seq, bool) or not isinstance(seq, int):
-            raise ValidationError(f"ledger: Sequence must be an int, not {type(seq).__name__}")
-        seq = int(seq)
-    if not 0 <= seq <= UINT64_MAX:
-        raise ValidationError(f"ledger: Sequence {seq} is outside the uint64 range")
-    return seq
+    return whole_number(seq, "Sequence", 0, UINT64_MAX, "the uint64 range", ValidationError)
 
 
 def check_priority(priority: object) -> int:
     """An int (not a bool) from -1000 to 1000, else ValidationError (exit 8)."""
-    if type(priority) is not int:
-        if isinstance(priority, bool) or not isinstance(priority, int):
-            raise ValidationError(f"ledger: priority must be an int, not {type(priority).__name__}")
-        priority = int(priority)
-    if not PRIORITY_MIN <= priority <= PRIORITY_MAX:
-        raise ValidationError(
-            f"ledger: priority {priority} is outside {PRIORITY_MIN}..{PRIORITY_MAX}"
-        )
-    return priority
+    span = f"{PRIORITY_MIN}..{PRIORITY_MAX}"
+    return whole_number(priority, "priority", PRIORITY_MIN, PRIORITY_MAX, span, ValidationError)
 
 
 def check_queue(queue: object) -> str:

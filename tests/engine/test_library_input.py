@@ -21,7 +21,7 @@ from ledger_cli.engine.record import TaskState
 from ledger_cli.engine.snapshot import Snapshot
 from ledger_cli.engine.store import Store
 from ledger_cli.errors import ValidationError
-from tests.stores import KINDS
+from tests.stores import KINDS, fresh_store
 
 T = Instant.parse("2026-01-02T03:04:05Z")
 GOOD = TaskState(key="good", status="pending", sequence=1, created_at=T, updated_at=T)
@@ -29,13 +29,8 @@ GOOD = TaskState(key="good", status="pending", sequence=1, created_at=T, updated
 
 @pytest.fixture(params=sorted(KINDS))
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    kind = KINDS[str(request.param)]
-    with kind.place(tmp_path) as location:
-        opened = kind.open(location, lambda: T)
-        try:
-            yield opened
-        finally:
-            opened.close()
+    with fresh_store(str(request.param), tmp_path, lambda: T) as opened:
+        yield opened
 
 
 def _refused(store: Store, call: Callable[[Ledger], object], message: str) -> None:

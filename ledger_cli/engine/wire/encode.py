@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from ledger_cli.engine import gojson
 from ledger_cli.engine.gojson import UINT64_MAX, encode_string
 from ledger_cli.engine.instant import Instant
+from ledger_cli.engine.record import whole_number
 from ledger_cli.errors import EncodeError
 
 if TYPE_CHECKING:
@@ -51,13 +52,7 @@ def _enc_str(value: object, field: str) -> str:
 
 
 def _enc_uint(value: object, field: str) -> str:
-    if type(value) is not int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise EncodeError(f"ledger: {field} must be an int, not {type(value).__name__}")
-        value = int(value)
-    if not 0 <= value <= UINT64_MAX:
-        raise EncodeError(f"ledger: {field} {value} is outside the uint64 range")
-    return str(value)
+    return str(whole_number(value, field, 0, UINT64_MAX, "the uint64 range", EncodeError))
 
 
 def _enc_time(value: object, field: str) -> str:
