@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from ledger_cli.cli import output
 from ledger_cli.cli.commands.doctor.files import RecordFile, check_record_files, walk
 from ledger_cli.cli.commands.doctor.findings import Findings, distinct
-from ledger_cli.cli.commands.doctor.records import check_records
+from ledger_cli.cli.commands.doctor.records import check_needs, check_records
 from ledger_cli.cli.context import Session, Settings, store_url
 from ledger_cli.errors import LedgerError, StoreError
 
@@ -40,29 +40,6 @@ if TYPE_CHECKING:
     from ledger_cli.cli.commands.doctor.floor import FenceFloor
     from ledger_cli.engine.history import HistoryEntry
     from ledger_cli.engine.record import TaskState
-
-
-def _check_needs(
-    records: list[TaskState],
-    found: Findings,
-    gone: dict[str, str] | None = None,
-    pruned: frozenset[str] = frozenset(),
-    damaged: frozenset[str] = frozenset(),
-) -> None:
-    """A note per need naming no record; `gone`: why a key has none (lost,
-    dropped). A `pruned` key is a record still (the listings leave it out).
-    `damaged`: the file names (digests) of the record files that do not
-    read, reported as problems: a need filed there was admitted."""
-    keys = {rec.key for rec in records} | pruned
-    if damaged:
-        from ledger_cli.stores.jsonfile.records import key_digest
-    for rec in records:
-        for need in dict.fromkeys(rec.needs or ()):
-            if need not in keys:
-                why = (gone or {}).get(need, "was never admitted")
-                if damaged and key_digest(need) in damaged:
-                    why = "has a damaged record file (named above)"
-                found.notes.append(f"{rec.key}: needs {need}, which {why}")
 
 
 def _pruned_keys(s: Session, found: Findings, fix: bool) -> frozenset[str] | None:
@@ -270,7 +247,7 @@ def doctor(settings: Settings, fix: bool = False, drop_damaged: bool = False) ->
         check_pruned_marks(s.store, found, fix)  # before the keys: --fix drops stray marks
         pruned_read = _pruned_keys(s, found, fix)
         pruned = pruned_read or frozenset()
-        _check_needs(records, found, gone, pruned, damaged_files)
+        check_needs(records, found, gone, pruned, damaged_files)
         from ledger_cli.cli.commands.doctor.cycles import check_cycles
 
         check_cycles(records, found)

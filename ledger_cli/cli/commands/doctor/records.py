@@ -10,7 +10,9 @@ Problems (exit 9):
 Notes (exit 0):
 - records whose latest write left no history line: the Go service (or any
   other writer) keeps no history, so `ledger log` is incomplete for them
-  (but for pruned records, whose history `ledger prune` dropped).
+  (but for pruned records, whose history `ledger prune` dropped);
+- a need that names no record (`check_needs`): never admitted, lost,
+  dropped, or filed in a record file that does not read.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import TYPE_CHECKING, Protocol
 from ledger_cli.stores.sql.codec import hex_bytes, is_utf8, shown
 
 if TYPE_CHECKING:
+    from ledger_cli.cli.commands.doctor.findings import Findings
     from ledger_cli.cli.context import Session
     from ledger_cli.engine.history import HistoryEntry
     from ledger_cli.engine.record import TaskState
@@ -184,3 +187,26 @@ def history_coverage(
         + (", or lost with part of the history: see its ledger.dropped line" if cut else "")
         + "; ledger log is incomplete for them)"
     )
+
+
+def check_needs(
+    records: list[TaskState],
+    found: Findings,
+    gone: dict[str, str] | None = None,
+    pruned: frozenset[str] = frozenset(),
+    damaged: frozenset[str] = frozenset(),
+) -> None:
+    """A note per need naming no record; `gone`: why a key has none (lost,
+    dropped). A `pruned` key is a record still (the listings leave it out).
+    `damaged`: the file names (digests) of the record files that do not
+    read, reported as problems: a need filed there was admitted."""
+    keys = {rec.key for rec in records} | pruned
+    if damaged:
+        from ledger_cli.stores.jsonfile.records import key_digest
+    for rec in records:
+        for need in dict.fromkeys(rec.needs or ()):
+            if need not in keys:
+                why = (gone or {}).get(need, "was never admitted")
+                if damaged and key_digest(need) in damaged:
+                    why = "has a damaged record file (named above)"
+                found.notes.append(f"{rec.key}: needs {need}, which {why}")
