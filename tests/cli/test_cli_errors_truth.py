@@ -114,13 +114,14 @@ def test_a_long_key_is_shown_on_one_line_and_clipped(tmp_path: Path) -> None:
 
 
 def test_a_lease_past_year_9999_is_one_ledger_line(store: str) -> None:
-    """The wire format cannot hold an instant past 9999 (Go's MarshalJSON
-    error on the JSON store, the codec's on SQL): one `ledger:` line, exit 8,
+    """The wire format cannot hold an instant past 9999: the lease is refused
+    before the store is touched, one `ledger:` line, exit 2 (as `--delay`),
     the same message in the --json object, and no claim written."""
     ok(store, "admit", "a")
     far = ("--now", "9999-12-31T23:59:59Z")
     res = run_ledger(store, *far, "claim", "a", "--owner", "w", "--lease", "5s")
-    assert res.returncode == 8, res.stderr
+    assert res.returncode == 2, res.stderr
+    assert "past the year 9999" in res.stderr, res.stderr
     assert res.stderr.startswith("ledger: ") and res.stderr.count("\n") == 1, res.stderr
     as_json = run_ledger(store, "--json", *far, "claim", "a", "--owner", "w", "--lease", "5s")
     assert json.loads(as_json.stdout)["error"]["message"] == res.stderr.strip()
