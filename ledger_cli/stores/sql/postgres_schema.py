@@ -58,14 +58,14 @@ DDL: tuple[str, ...] = (
 
 
 PG_SYNC_VERSION = "ledger_ready_sync v2"
-SORTKEY_VERSION = "ledger_sortkey v2"
-"""Named in `ledger_sortkey`'s body: v1 gave offsets past ±15:59 to timestamptz,
-which refuses them, and kept the text as it was (the wrong instant). An opener
-that finds v1 replaces it and rebuilds the ready index and the Ready order."""
 """Named in the trigger function's body: `PostgresStore` runs READY_DDL again over
 an older one (v1 kept the index on claims and renewals too, planned the
 promotion of dependents on every completion, and left ledger_ready's
 autovacuum at the default)."""
+SORTKEY_VERSION = "ledger_sortkey v2"
+"""Named in `ledger_sortkey`'s body: v1 gave offsets past ±15:59 to timestamptz,
+which refuses them, and kept the text as it was (the wrong instant). An opener
+that finds v1 replaces it and rebuilds the ready index and the Ready order."""
 
 READY_DDL = (
     *ddl.ready(ddl.PG),
