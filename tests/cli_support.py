@@ -119,6 +119,14 @@ def run_ledger(
     )
 
 
+def run_sane(store: str | Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`ledger --store STORE ARGS` as a fresh process that, whatever its exit,
+    never crashed (no exit 70, no traceback)."""
+    res = run_ledger(store, *args)
+    assert res.returncode != 70 and "Traceback" not in res.stderr, res.stderr
+    return res
+
+
 def ledger_ok(store: str | Path, *args: str) -> str:
     """The stdout of `ledger --store STORE ARGS`, a fresh process that must exit 0."""
     res = run_ledger(store, *args)

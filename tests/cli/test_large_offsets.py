@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from tests.cli_support import ledger_ok as _ok
 from tests.cli_support import run_ledger
 
 if TYPE_CHECKING:
@@ -22,10 +23,10 @@ if TYPE_CHECKING:
 OFFSETS = ("+14:59", "-14:59", "+15:00", "-15:00", "+20:00", "-20:00", "+23:59", "-23:59")
 
 
-def _ok(url: str, *args: str) -> str:
-    r = run_ledger(url, *args)
-    assert r.returncode == 0, (args, r.stderr)
-    return r.stdout
+def _admit_due(url: str, offset: str = "+20:00") -> None:
+    """`job`, due 2026-12-01T00:00:00 at `offset` (+20:00: 2026-11-30T04:00Z)."""
+    not_before = f"2026-12-01T00:00:00{offset}"
+    _ok(url, "--now", "2026-11-01T00:00:00Z", "admit", "job", "--not-before", not_before)
 
 
 def _stats(url: str, now: str) -> dict[str, int]:
@@ -44,15 +45,7 @@ def test_not_before_of_any_offset_is_its_instant(url: str, offset: str) -> None:
     # 2026-12-01T00:00:00±hh:mm is 2026-12-01T00:00Z ∓ hh:mm; claims an hour
     # before that instant find nothing, an hour after find the task.
     due_min = -_shift(offset)  # minutes from 2026-12-01T00:00Z
-    _ok(
-        url,
-        "--now",
-        "2026-11-01T00:00:00Z",
-        "admit",
-        "job",
-        "--not-before",
-        f"2026-12-01T00:00:00{offset}",
-    )
+    _admit_due(url, offset)
     early, late = _instant(due_min - 60), _instant(due_min + 60)
     assert _stats(url, early)["ready"] == 0
     assert _stats(url, early)["scheduled"] == 1
@@ -96,15 +89,7 @@ def test_an_older_sqlite_index_is_rebuilt_on_open(tmp_path: Path) -> None:
 
     db = tmp_path / "old.db"
     url = f"sqlite:{db}"
-    _ok(
-        url,
-        "--now",
-        "2026-11-01T00:00:00Z",
-        "admit",
-        "job",
-        "--not-before",
-        "2026-12-01T00:00:00+20:00",
-    )
+    _admit_due(url)
     # What an older release left: triggers without the version, the due time as text.
     conn = sqlite3.connect(db)
     with conn:
@@ -130,15 +115,7 @@ def test_an_older_postgres_index_is_rebuilt_on_open(tmp_path: Path) -> None:
     from tests.stores import KINDS
 
     with KINDS["postgresql"].place(tmp_path) as url:
-        _ok(
-            url,
-            "--now",
-            "2026-11-01T00:00:00Z",
-            "admit",
-            "job",
-            "--not-before",
-            "2026-12-01T00:00:00+20:00",
-        )
+        _admit_due(url)
         # What an older release left: ledger_sortkey v1, the due time as text.
         with psycopg.connect(url, autocommit=True) as conn:
             row = conn.execute(
