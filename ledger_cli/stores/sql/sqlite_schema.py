@@ -152,26 +152,20 @@ def schema_complete(conn: sqlite3.Connection) -> bool:
     cols = {row[1] for row in conn.execute("PRAGMA table_info(ledger_tasks)")}
     if not set(codec.ALL_COLUMNS) <= cols:
         return False
-    return _installed(conn, _ALL_OBJECTS) and _current(conn)
+    return _installed(conn, _ALL_OBJECTS, current=True)
 
 
-def _current(conn: sqlite3.Connection) -> bool:
-    """Every trigger is of this SORTKEY_VERSION."""
-    marks = ", ".join("?" for _ in TRIGGERS)
-    found = conn.execute(
-        f"SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name IN ({marks})"
-        " AND instr(sql, ?) > 0",
-        (*TRIGGERS, SORTKEY_VERSION),
-    ).fetchone()[0]
-    return bool(found == len(TRIGGERS))
-
-
-def _installed(conn: sqlite3.Connection, names: tuple[str, ...]) -> bool:
-    """Every one of `names` (tables, indexes, triggers) is in the schema."""
+def _installed(conn: sqlite3.Connection, names: tuple[str, ...], current: bool = False) -> bool:
+    """Every one of `names` (tables, indexes, triggers) is in the schema;
+    `current`: and each trigger among them is of this SORTKEY_VERSION (one
+    query either way: an open asks it every time)."""
     marks = ", ".join("?" for _ in names)
-    found = conn.execute(
-        f"SELECT count(*) FROM sqlite_master WHERE name IN ({marks})", names
-    ).fetchone()[0]
+    sql = f"SELECT count(*) FROM sqlite_master WHERE name IN ({marks})"
+    args: tuple[str, ...] = names
+    if current:
+        sql += " AND (type <> 'trigger' OR instr(sql, ?) > 0)"
+        args = (*names, SORTKEY_VERSION)
+    found = conn.execute(sql, args).fetchone()[0]
     return bool(found == len(names))
 
 
@@ -197,7 +191,7 @@ def migrate(conn: sqlite3.Connection, path: str) -> None:
             )
         for stmt in EXTRA_DDL:
             conn.execute(stmt)
-        if _installed(conn, OBJECTS) and not _current(conn):
+        if _installed(conn, OBJECTS) and not _installed(conn, TRIGGERS, current=True):
             # Triggers of an older SORTKEY_VERSION: replaced, and what they
             # derived rebuilt (below, as for a first build).
             for name in TRIGGERS:
