@@ -31,6 +31,21 @@ def is_loopback(host: str) -> bool:
         return False  # a host name: it may resolve to anything
 
 
+def loopback_host(value: str) -> bool:
+    """True for a `Host` value `NAME`, `NAME:PORT`, `[V6]` or `[V6]:PORT` whose
+    name is loopback (is_loopback) and whose port is digits. Anything else
+    (`127.0.0.1:80@evil.example`, `localhost:x`, a bare `::1`) is refused."""
+    if value.startswith("["):
+        end = value.find("]")
+        name, rest = (value[1:end], value[end + 1 :]) if end > 0 else ("", "")
+    else:
+        name, colon, port = value.partition(":")
+        rest = colon + port
+    if rest and not (rest[0] == ":" and rest[1:].isascii() and rest[1:].isdigit()):
+        return False
+    return bool(name) and is_loopback(name)
+
+
 class Guard:
     """The token check of every request (no token: every request passes)."""
 
@@ -47,17 +62,13 @@ class Guard:
         return not self.token
 
     def host_ok(self, host: str | None) -> bool:
-        """Whether a request's `Host` header may be served: any with a token;
-        without one, a loopback name or address (with or without a port), or
-        none at all (an HTTP/1.0 client, never a browser)."""
+        """Whether a request's one `Host` header may be served: any with a
+        token; without one, a loopback name or address with an optional port
+        of digits and nothing else, or none at all (an HTTP/1.0 client, never
+        a browser; server.py answers an HTTP/1.1 request without one 400)."""
         if not self.open or host is None:
             return True
-        name = host.strip()
-        if name.startswith("["):  # [::1]:port
-            name = name[1 : name.find("]")] if "]" in name else name
-        elif name.count(":") == 1:  # name:port
-            name = name.partition(":")[0]
-        return is_loopback(name)
+        return loopback_host(host.strip())
 
     def session_cookie(self) -> str:
         """The Set-Cookie value a right `?token=` earns."""

@@ -179,8 +179,20 @@ class Handler(BaseHTTPRequestHandler):
     # -- the guard (auth.py) ------------------------------------------------------
 
     def _refused_host(self, head: bool) -> bool:
-        """403 (and True) when the Host rule refuses the request."""
-        if self.server.guard.host_ok(self.headers.get("Host")):
+        """400 or 403 (and True) when the Host rule refuses the request: more
+        than one Host header, or none in HTTP/1.1 (RFC 9112 §3.2), is 400."""
+        hosts = self.headers.get_all("Host") or []
+        if len(hosts) > 1 or (not hosts and self.request_version != "HTTP/1.0"):
+            self.close_connection = True
+            self._send(
+                HTTPStatus.BAD_REQUEST,
+                b"400 a request names one Host header (HTTP/1.1 needs it)\n",
+                "text/plain; charset=utf-8",
+                {"Connection": "close"},
+                head,
+            )
+            return True
+        if self.server.guard.host_ok(hosts[0] if hosts else None):
             return False
         self._send(
             HTTPStatus.FORBIDDEN,

@@ -165,7 +165,14 @@ def test_token_bearer_and_cookie(store: Path) -> None:
 def test_without_a_token_only_a_loopback_host_is_served(store: Path) -> None:
     """A DNS-rebinding page sends its own host name as Host: refused."""
     with served(store) as web:
-        for host in ("evil.example.com", "evil.example.com:80", f"attacker:{web.port}", "10.0.0.1"):
+        loose = (f"127.0.0.1:{web.port}@evil.example", "localhost:x", "[::1]evil", "::1", ":80")
+        for host in (
+            "evil.example.com",
+            "evil.example.com:80",
+            f"attacker:{web.port}",
+            "10.0.0.1",
+            *loose,
+        ):
             reply = web.get("/api/tasks", {"Host": host})
             assert reply.status == 403, host
             assert b"fetch" not in reply.body

@@ -213,3 +213,16 @@ def test_an_http09_request_is_refused_at_once(go_store: str, line: bytes) -> Non
         assert headers["Connection"] == "close"
         assert headers["Server"] == "ledger-serve"
         assert web.get("/api/stats").headers["Server"] == "ledger-serve"
+
+
+def test_a_request_names_exactly_one_host(go_store: str) -> None:
+    """HTTP/1.1 without Host, or any request with two, is 400 (RFC 9112 §3.2),
+    token or none; HTTP/1.0 without Host (no browser sends that) is served."""
+    two = b"GET /api/stats HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: evil.example\r\n\r\n"
+    for args in ((), ("--token", "t0ken")):
+        with served(go_store, *args) as web:
+            status, _ = raw_reply(web.host, web.port, b"GET /api/stats HTTP/1.1\r\n\r\n")
+            assert status.startswith("HTTP/1.1 400 "), status
+            assert raw_reply(web.host, web.port, two)[0].startswith("HTTP/1.1 400 ")
+            status, _ = raw_reply(web.host, web.port, b"GET /api/stats HTTP/1.0\r\n\r\n")
+            assert status.startswith("HTTP/1.1 200 " if not args else "HTTP/1.1 401 "), status
