@@ -12,7 +12,7 @@ No `from __future__ import annotations` here: the annotations of a
 """
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Self
 
 if TYPE_CHECKING:
@@ -52,6 +52,32 @@ class HistoryEntry(NamedTuple):
         """An entry from a store's values in field order (a JSON object's, an
         SQL row's), each made its field's type: one rule for every store."""
         return cls(str(time), str(actor), str(event), str(key), int(fence), str(data))
+
+
+def history_bounds(store: object, keys: Iterable[str]) -> dict[str, int]:
+    """The highest fence each of `keys` has in the store's history, where it
+    has one (a claim's line carries the fence it granted, committed with the
+    record). A key whose record was lost (its file gone, its row deleted)
+    still shows there every fence the lost record granted; restoring it at a
+    lower fence would let a claim hand one out again, and the worker still
+    holding it would complete over the new holder (docs/design.md §2.9:
+    `Ledger.restore` and `ledger restore` raise an inserted record's fence
+    to it).
+    The SQL stores answer through their index by key (`history_fences`);
+    the others in one pass over the history."""
+    wanted = set(keys)
+    indexed = getattr(store, "history_fences", None)
+    if indexed is not None and wanted:
+        found: dict[str, int] = indexed(wanted)
+        return found
+    read = getattr(store, "read_history", None)
+    bounds: dict[str, int] = {}
+    if read is None or not wanted:
+        return bounds
+    for entry in read():
+        if entry.key in wanted and entry.fence > bounds.get(entry.key, 0):
+            bounds[entry.key] = entry.fence
+    return bounds
 
 
 if TYPE_CHECKING:

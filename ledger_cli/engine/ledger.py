@@ -192,13 +192,25 @@ class Ledger:
         exit 8, nothing written), on every store: Go's Restore does not, and a
         record no store would write (an unknown status, an empty key, a
         claimed record without an owner) made later reads fail (docs/design.md
-        §2.9, §2.11 departure 6)."""
+        §2.9, §2.11 departure 6). A record's fence is raised to the highest
+        its key's history shows (`history_bounds`, §2.9): a lost record put
+        back never hands out again a fence it granted."""
+        import contextlib
+
+        from ledger_cli.engine.history import history_bounds
+
         snapshot.validate()
-        for rec in snapshot.tasks or ():
-            if not self._core.store.compare_and_swap(rec.key, None, rec):
-                raise RestoreConflictError(
-                    f"ledger: restore: key {go_quote(rec.key)} already has a record"
-                )
+        store, tasks = self._core.store, snapshot.tasks or ()
+        bounds = history_bounds(store, (rec.key for rec in tasks))
+        # The JSON store refuses any other write the key of a lost record.
+        with getattr(store, "refilling", contextlib.nullcontext)():
+            for rec in tasks:
+                if bounds.get(rec.key, 0) > rec.fence:
+                    rec = rec.replace(fence=bounds[rec.key])
+                if not store.compare_and_swap(rec.key, None, rec):
+                    raise RestoreConflictError(
+                        f"ledger: restore: key {go_quote(rec.key)} already has a record"
+                    )
 
     def prune(
         self,

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import subprocess
+import sys
 from pathlib import Path
 
 from ledger_cli.stores.jsonfile.records import key_digest
@@ -91,6 +92,31 @@ def test_a_restored_record_starts_above_every_fence_its_history_shows(
         assert res.stderr.startswith("ledger: fence token is stale"), res.stderr
     state = json.loads(_ok(url, "--json", "state", "x"))
     assert (state["Status"], state["Owner"], state["Fence"]) == ("claimed", "new", HELD + 1)
+
+
+LIBRARY_RESTORE = """
+import sys
+from ledger_cli import Ledger, Snapshot, open_store
+store = open_store(sys.argv[1])
+Ledger(store).restore(Snapshot.decode(open(sys.argv[2], "rb").read()))
+getattr(store, "close", lambda: None)()
+"""
+
+
+def test_the_library_restore_raises_the_fence_as_the_command_does(
+    url: str, tmp_path: Path
+) -> None:
+    """`Ledger.restore` (a fresh Python process) puts a lost record back at
+    the highest fence its history shows, as `ledger restore` does."""
+    snap = _held_then_lost(url, tmp_path)
+    lib = subprocess.run(
+        [sys.executable, "-c", LIBRARY_RESTORE, url, str(snap)], capture_output=True, text=True
+    )
+    assert lib.returncode == 0, lib.stderr
+    assert _fence(url, "x") == HELD
+    assert _ok(url, "claim", "x", "--owner", "new", "--lease", "1h") == f"{HELD + 1}\n"
+    res = _ledger(url, "complete", "x", "--owner", "old", "--fence", str(HELD))
+    assert res.returncode == 5, (res.stdout, res.stderr)
 
 
 def _damage(url: str, key: str) -> None:

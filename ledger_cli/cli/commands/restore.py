@@ -126,8 +126,9 @@ def restore(settings: Settings, source: str) -> int:
     same restore again finishes it.
     """
     from ledger_cli.cli.chunks import chunked, gap_for
-    from ledger_cli.cli.commands.restore_held import Held, history_bounds
+    from ledger_cli.cli.commands.restore_held import Held
     from ledger_cli.cli.inputs import MAX_INPUT_BYTES
+    from ledger_cli.engine.history import history_bounds
     from ledger_cli.engine.snapshot import Snapshot
     from ledger_cli.errors import RestoreConflictError, StoreError, ValidationError
 

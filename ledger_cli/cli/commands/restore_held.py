@@ -30,8 +30,6 @@ from ledger_cli.engine import prune, queues, schedule
 from ledger_cli.engine.wire.encode import FIELD_NAMES, record_to_json
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
-
     from ledger_cli.engine.record import TaskState
     from ledger_cli.engine.schedule import Schedule
     from ledger_cli.engine.store import Store
@@ -87,30 +85,6 @@ class Held:
         if held.status in prune.PRUNABLE and prune.is_pruned(store, key) != (key in self._marked):
             found.append("Pruned")
         return found
-
-
-def history_bounds(store: Store, keys: Iterable[str]) -> dict[str, int]:
-    """The highest fence each of `keys` has in the store's history, where it
-    has one (a claim's line carries the fence it granted, committed with the
-    record). A key whose record was lost (its file gone, its row deleted)
-    still shows there every fence the lost record granted; restoring it at a
-    lower fence would let a claim hand one out again, and the worker still
-    holding it would complete over the new holder (docs/design.md §2.9).
-    The SQL stores answer through their index by key (`history_fences`);
-    the others in one pass over the history."""
-    wanted = set(keys)
-    indexed = getattr(store, "history_fences", None)
-    if indexed is not None and wanted:
-        found: dict[str, int] = indexed(wanted)
-        return found
-    read = getattr(store, "read_history", None)
-    bounds: dict[str, int] = {}
-    if read is None or not wanted:
-        return bounds
-    for entry in read():
-        if entry.key in wanted and entry.fence > bounds.get(entry.key, 0):
-            bounds[entry.key] = entry.fence
-    return bounds
 
 
 def _fields(a: TaskState, b: TaskState) -> list[str]:
