@@ -103,9 +103,7 @@ getattr(store, "close", lambda: None)()
 """
 
 
-def test_the_library_restore_raises_the_fence_as_the_command_does(
-    url: str, tmp_path: Path
-) -> None:
+def test_the_library_restore_raises_the_fence_as_the_command_does(url: str, tmp_path: Path) -> None:
     """`Ledger.restore` (a fresh Python process) puts a lost record back at
     the highest fence its history shows, as `ledger restore` does."""
     snap = _held_then_lost(url, tmp_path)
