@@ -141,14 +141,16 @@ class Outage:
         self.backoff.reset()
 
 
-def open_session(settings: Settings, give_up: float | None, reads: bool = False) -> Session:
-    """`Session(settings, reads=reads)`; with `give_up` (a long-lived command:
+def open_session(
+    settings: Settings, give_up: float | None, reads: bool = False, existing: bool = False
+) -> Session:
+    """`Session(settings, reads=reads, existing=existing)`; with `give_up` (a long-lived command:
     `--drain`, `--wait`), a store that cannot be reached yet is tried again as
     any outage is, up to `give_up` seconds."""
     outage = Outage("opening the store", give_up if give_up is not None else 0.0)
     while True:
         try:
-            return Session(settings, reads=reads)
+            return Session(settings, reads=reads, existing=existing)
         except StoreError as exc:
             if give_up is None or not is_outage(exc):
                 raise

@@ -1,8 +1,9 @@
-"""`claim --next --wait` and `run --next --wait` on an SQLite file that is not
-there: only a write creates a store (docs/design.md §3), so the wait is spent
-looking for the file, not creating it. Once a write has created it, the
-command opens it and waits out what is left; when none does, it exits 7 as on
-an empty store, and no file is left behind.
+"""`claim --next --wait` and `run --next [--drain] --wait` on an SQLite file
+that is not there: only a write creates a store (docs/design.md §3), so the
+wait is spent looking for the file, not creating it. Once a write has created
+it, the command opens it and waits out what is left (a drain: its first claim
+waits a whole --wait, as each of its claims does); when none does, it exits 7
+as on an empty store, and no file is left behind.
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ COMMANDS = (
     ("cancel", "x"),
     ("takeover", "x", "--owner", "w", "--lease", "1m"),
     ("resume",),
+    ("run", "x", "--owner", "w", "--lease", "1m", "--", "true"),
 )
 
 
@@ -50,11 +51,12 @@ def test_a_write_still_creates_the_file(tmp_path: Path) -> None:
 WAITING = (
     ("claim", "--next", "--owner", "w", "--lease", "1m", "--wait"),
     ("run", "--next", "--owner", "w", "--lease", "1m", "--wait"),
+    ("run", "--next", "--drain", "--owner", "w", "--lease", "1m", "--wait"),
 )
 """Each followed by the wait (and `run`'s command)."""
 
 
-@pytest.mark.parametrize("command", WAITING, ids=lambda c: c[0])
+@pytest.mark.parametrize("command", WAITING, ids=lambda c: "-".join(c[:3]))
 def test_a_wait_on_a_missing_sqlite_file_creates_nothing(
     tmp_path: Path, command: tuple[str, ...]
 ) -> None:
@@ -65,7 +67,7 @@ def test_a_wait_on_a_missing_sqlite_file_creates_nothing(
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("command", WAITING, ids=lambda c: c[0])
+@pytest.mark.parametrize("command", WAITING[:2], ids=lambda c: c[0])
 def test_a_wait_takes_the_store_a_write_creates(tmp_path: Path, command: tuple[str, ...]) -> None:
     import subprocess
 
@@ -92,3 +94,36 @@ def test_a_wait_takes_the_store_a_write_creates(tmp_path: Path, command: tuple[s
 
 def _command_of(command: tuple[str, ...]) -> tuple[str, ...]:
     return ("--", "true") if command[0] == "run" else ()
+
+
+def test_a_drain_waits_for_the_store_a_write_creates(tmp_path: Path) -> None:
+    """`run --next --drain --wait` on a missing SQLite file runs the task an
+    admit later puts in it (then SIGTERM between tasks: exit 143)."""
+    import signal
+    import subprocess
+
+    from tests.cli_support import ledger_cmd, subprocess_env
+    from tests.timing_support import wait_until
+
+    url = f"sqlite:{tmp_path / 'later.db'}"
+    drain = ("run", "--next", "--drain", "--owner", "w", "--lease", "1m", "--wait", "120s")
+    waiter = subprocess.Popen(
+        [*ledger_cmd(), "--store", url, *drain, "--", "true"],
+        env=subprocess_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert run_ledger(url, "admit", "job").returncode == 0
+
+        def done() -> bool:
+            state = run_ledger(url, "--json", "state", "job").stdout
+            return bool(state) and json.loads(state)["Status"] == "completed"
+
+        wait_until(done, "the drain to complete the job")
+        waiter.send_signal(signal.SIGTERM)
+        _out, err = waiter.communicate(timeout=120)
+    finally:
+        waiter.kill()
+    assert waiter.returncode == 143, err

@@ -162,14 +162,18 @@ def run(
 
     options = RunOptions(keep_output, timeout, kill_after)  # docs/design.md §7.1, §7.4
     retried = give_up if drain or wait is not None else None
-    if next_ and wait is not None and not drain:  # waited for, not created
+    if next_ and wait is not None:  # waited for, not created
         from ledger_cli.cli.storeappears import wait_for_store
 
-        wait = wait_for_store(settings, wait)
-        if wait is None:
+        left = wait_for_store(settings, wait)
+        if left is None:
             raise NothingReadyError()
-    # --next without --wait has nothing to claim in a store that does not exist.
-    with open_session(settings, retried, reads=next_ and wait is None) as s:
+        # A drain's --wait is each claim's: the first waits it whole again.
+        wait = wait if drain else left
+    # --next without --wait has nothing to claim in a store that does not exist;
+    # `run KEY` claims only a record the store holds.
+    reads = next_ and wait is None
+    with open_session(settings, retried, reads=reads, existing=not next_) as s:
         if drain:
             worker = Drainer(s, owner, lease, lease_td, command, wait)
             worker.attempts, worker.backoff, worker.outage.give_up = attempts, backoff_td, give_up
