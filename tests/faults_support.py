@@ -71,7 +71,10 @@ def invoke(
     actor: str = "tester",
     env: Mapping[str, str | None] | None = None,
 ) -> Outcome:
-    """Run `ledger --store STORE --actor ACTOR [--now NOW] ARGV…` in this process."""
+    """Run `ledger --store STORE --actor ACTOR [--now NOW] ARGV…` in this process;
+    return once its retired files are unlinked too (swap.py), as the command's
+    own process exits after them: its calls all happen inside the caller's
+    OsFaults."""
     args = ["--store", str(store), "--actor", actor]
     if now is not None:
         args += ["--now", now]
@@ -83,6 +86,8 @@ def invoke(
             code = app.run(args)
         except SystemExit as exc:
             code = int(exc.code or 0)
+        finally:
+            swap.wait_retired()
         sys.stdout.flush()
         sys.stderr.flush()
         return Outcome(
@@ -99,7 +104,9 @@ LOCK_INFRA = ("ledger.lock", "queue")
 
 def files(root: str | Path) -> dict[str, bytes]:
     """Every regular file under the store (relative path -> bytes), except the lock
-    file and the lock queue, which every command touches."""
+    file and the lock queue, which every command touches. This process's own
+    retired files are unlinked first (swap.py: a thread unlinks them)."""
+    swap.wait_retired()
     root = Path(root)
     out: dict[str, bytes] = {}
     if not root.exists():
@@ -114,7 +121,9 @@ def files(root: str | Path) -> dict[str, bytes]:
 
 
 def temps(root: str | Path) -> list[str]:
-    """Temporary files left anywhere in the store."""
+    """Temporary files left anywhere in the store (after this process's own
+    retired files are unlinked: swap.py)."""
+    swap.wait_retired()
     root = Path(root)
     if not root.exists():
         return []

@@ -25,7 +25,7 @@ from ledger_cli.engine.wire.decode import record_from_json
 from ledger_cli.engine.wire.encode import record_to_json
 from ledger_cli.errors import StoreDamageError, StoreError
 from ledger_cli.stores import jsonfile
-from ledger_cli.stores.jsonfile import JsonFileStore, durability, fsutil, key_digest, wal
+from ledger_cli.stores.jsonfile import JsonFileStore, durability, fsutil, key_digest, swap, wal
 from ledger_cli.stores.jsonfile.locking import DEFAULT_LOCK_TIMEOUT
 from tests.faults_support import unapplied
 
@@ -70,6 +70,7 @@ def store(root: Path) -> Iterator[JsonFileStore]:
 
 
 def all_files(path: Path) -> dict[str, bytes]:
+    swap.wait_retired()  # this process's old files, unlinked by a thread (swap.py)
     return {
         str(p.relative_to(path)): p.read_bytes()
         for p in sorted(path.rglob("*"))

@@ -1,5 +1,6 @@
 """swap.py: an unsynced file put in place by renameat2(RENAME_EXCHANGE) and an
-unlink, from a process's `EXCHANGE_AFTER`-th unsynced replace on."""
+unlink by the process's retiring thread, from its `EXCHANGE_AFTER`-th
+unsynced replace on."""
 
 from __future__ import annotations
 
@@ -51,6 +52,7 @@ def test_an_unsynced_file_replaces_its_target_and_leaves_no_temporary(
     finally:
         os.close(fd)
     assert exchange_now == ["target", "fresh"]
+    swap.wait_retired()
     assert (tmp_path / "target").read_bytes() == b"new"
     assert (tmp_path / "fresh").read_bytes() == b"first"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fresh", "target"]
@@ -65,6 +67,67 @@ def test_a_missing_temporary_is_an_error(tmp_path: Path, exchange_now: list[str]
     finally:
         os.close(fd)
     assert (tmp_path / "target").read_bytes() == b"old"
+
+
+def test_the_old_file_is_unlinked_by_another_thread(
+    tmp_path: Path, exchange_now: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The exchange returns before the old file's unlink (which may wait for a
+    discard, ~3 ms: bench_unlink.py), made by the retiring thread."""
+    import threading
+
+    release = threading.Event()
+    callers: list[str] = []
+    real_unlink = os.unlink
+
+    def slow_unlink(name: str, *, dir_fd: int | None = None) -> None:
+        callers.append(threading.current_thread().name)
+        assert release.wait(timeout=60)
+        real_unlink(name, dir_fd=dir_fd)
+
+    monkeypatch.setattr(swap.os, "unlink", slow_unlink)
+    (tmp_path / "target").write_bytes(b"old")
+    (tmp_path / ".target.1.tmp").write_bytes(b"new")
+    fd = _dir_fd(tmp_path)
+    try:
+        swap.into_place(".target.1.tmp", "target", src_dir_fd=fd, dst_dir_fd=fd, synced=False)
+    finally:
+        os.close(fd)  # the thread holds its own descriptor of the directory
+    assert (tmp_path / "target").read_bytes() == b"new"
+    assert (tmp_path / ".target.1.tmp").read_bytes() == b"old"  # not unlinked yet
+    release.set()
+    swap.wait_retired()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["target"]
+    assert callers == ["ledger-retire"]
+
+
+def test_a_forked_child_unlinks_its_own_retired_files(
+    tmp_path: Path, exchange_now: list[str]
+) -> None:
+    """The retiring thread does not survive fork(2): a child starts its own,
+    and its exit waits for its files, not for the parent's."""
+    fd = _dir_fd(tmp_path)
+    try:
+        for name in ("parent", "child"):
+            (tmp_path / name).write_bytes(b"old")
+        (tmp_path / ".parent.1.tmp").write_bytes(b"new")
+        swap.into_place(".parent.1.tmp", "parent", src_dir_fd=fd, dst_dir_fd=fd, synced=False)
+        pid = os.fork()
+        if pid == 0:  # the child: retire one file, wait for it, report by exit status
+            code = 1
+            try:
+                (tmp_path / ".child.1.tmp").write_bytes(b"new")
+                swap.into_place(".child.1.tmp", "child", src_dir_fd=fd, dst_dir_fd=fd, synced=False)
+                swap.wait_retired()
+                code = 0 if not (tmp_path / ".child.1.tmp").exists() else 2
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+    finally:
+        os.close(fd)
+    assert os.waitstatus_to_exitcode(status) == 0
+    swap.wait_retired()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["child", "parent"]
 
 
 _DRAIN = """

@@ -14,6 +14,14 @@ the old file or the new, whole) and starts no writeback. A crash between
 the exchange and the unlink leaves a `.tmp` file, which a later lock
 holder removes as any crash's leftover.
 
+The old file is unlinked by a thread of the writer (`retire`), not under
+the store lock: on a file system that discards freed blocks (ext4 mounted
+with `discard`, without a journal) the unlink of a file whose bytes were
+written back waits for the discard, ~3 ms (benchmarks/bench_unlink.py), and
+a claim replaces such a file (its record, written back since its
+admission). Nothing reads a `.tmp` name but the sweep of leftovers, which
+may remove it first; the process waits for its retired files at exit.
+
 renameat2 is reached through ctypes (Linux, glibc 2.28 or later), whose
 import costs about what a few such write-backs do: a process switches to it
 after `EXCHANGE_AFTER` unsynced replaces, so a one-shot command keeps
@@ -23,10 +31,12 @@ write-back a file. A file system without the call (EINVAL) gets rename(2).
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import errno
 import os
 import sys
+import threading
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -75,8 +85,7 @@ def unsynced(tmp: str, name: str, src_dir_fd: int, dst_dir_fd: int) -> None:
     if fn is not None:
         if fn(src_dir_fd, os.fsencode(tmp), dst_dir_fd, os.fsencode(name), RENAME_EXCHANGE) == 0:
             # The old file; if it stays, a leftover .tmp the next lock holder removes.
-            with contextlib.suppress(OSError):
-                os.unlink(tmp, dir_fd=src_dir_fd)
+            retire(src_dir_fd, tmp)
             return
         import ctypes
 
@@ -86,3 +95,71 @@ def unsynced(tmp: str, name: str, src_dir_fd: int, dst_dir_fd: int) -> None:
         elif err != errno.ENOENT:  # ENOENT: no target yet, so a plain rename
             raise OSError(err, os.strerror(err), name)
     os.rename(tmp, name, src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd)
+
+
+_retired: list[tuple[int, str]] = []
+_pending = 0
+_wake: threading.Condition | None = None
+_thread: threading.Thread | None = None
+
+
+def retire(dir_fd: int, name: str) -> None:
+    """Unlink `name` in `dir_fd` from the process's retiring thread (started
+    on first use), which holds its own duplicate of `dir_fd` until then."""
+    global _wake, _pending, _thread
+    if _wake is None:
+        _wake = threading.Condition()
+        _thread = threading.Thread(target=_unlink_retired, name="ledger-retire", daemon=True)
+        _thread.start()
+        atexit.register(wait_retired)
+    try:
+        fd = os.dup(dir_fd)
+    except OSError:  # no descriptor to spare: unlink it here
+        with contextlib.suppress(OSError):
+            os.unlink(name, dir_fd=dir_fd)
+        return
+    with _wake:
+        _retired.append((fd, name))
+        _pending += 1
+        _wake.notify_all()
+
+
+def _unlink_retired() -> None:
+    global _pending
+    wake = _wake
+    assert wake is not None
+    while True:
+        with wake:
+            while not _retired:
+                wake.wait()
+            fd, name = _retired.pop()
+        try:
+            # Gone already (a sweep took it), or not removable: a leftover the
+            # next sweep removes. Linux closes a descriptor whose close fails.
+            with contextlib.suppress(OSError):
+                os.unlink(name, dir_fd=fd)
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        finally:
+            with wake:
+                _pending -= 1
+                wake.notify_all()
+
+
+def wait_retired() -> None:
+    """Return once every file retired so far is unlinked (at exit, and in tests)."""
+    if _wake is None:
+        return
+    with _wake:
+        while _pending and _thread is not None and _thread.is_alive():
+            _wake.wait(0.1)  # a bound only against a thread that died
+
+
+def _forget_retired() -> None:
+    """In a forked child: the thread did not come along; the parent unlinks its own."""
+    global _wake, _pending, _thread
+    _wake, _pending, _thread = None, 0, None
+    _retired.clear()
+
+
+os.register_at_fork(after_in_child=_forget_retired)
