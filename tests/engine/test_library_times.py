@@ -113,3 +113,19 @@ def test_a_time_in_any_whole_minute_offset_is_kept_at_its_instant(
     assert rec.updated_at == at
     assert rec.lease_until == at + LEASE
     assert Instant.parse(str(rec.lease_until)) == at + LEASE
+
+
+def test_a_memstore_clock_in_an_offset_of_seconds_still_evicts() -> None:
+    """The eviction clock of a bounded MemStore is compared, never written, so
+    an offset of seconds there is no error: the write that evicts succeeds, a
+    claimed record under a live lease is kept, and the oldest other record goes."""
+    from ledger_cli.engine.memstore import MemStore, MemStoreOptions
+
+    clock = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone(timedelta(seconds=30)))
+    store = MemStore(MemStoreOptions(max_entries=2, now=lambda: clock))
+    led = Ledger(store)
+    assert led.admit("me", "held", 1, {}, T)
+    assert led.claim("me", "held", "w", timedelta(hours=1), T) == 1
+    assert led.admit("me", "old", 1, {}, T)
+    assert led.admit("me", "new", 1, {}, T)
+    assert [rec.key for rec in store.range()] == ["held", "new"]
