@@ -95,12 +95,35 @@ class Instant:
 
     @classmethod
     def coerce(cls, value: Instant | datetime) -> Instant:
-        """An Instant as is; an aware datetime converted; anything else TypeError."""
+        """A time the library is given (every `Ledger` method's `now` and
+        `not_before`): an Instant as is, an aware datetime converted; anything
+        else TypeError, a naive datetime ValueError.
+
+        A UTC offset that is not a whole minute (`timezone(timedelta(seconds=30))`;
+        zoneinfo's Africa/Monrovia before 1972, -00:44:30) is a `ValidationError` (exit 8):
+        RFC 3339, which every store writes, has no seconds in an offset, so the
+        text written would name another instant (docs/design.md §2.11,
+        departure 6). A sub-second part of an offset is no such problem: it
+        moves the instant, which is kept to the nanosecond, not the text.
+        """
         if isinstance(value, Instant):
-            return value
-        if isinstance(value, datetime):
-            return cls.from_datetime(value)
-        raise TypeError(f"expected an Instant or an aware datetime, not {type(value).__name__}")
+            inst = value
+        elif isinstance(value, datetime):
+            inst = cls.from_datetime(value)
+        else:
+            raise TypeError(f"expected an Instant or an aware datetime, not {type(value).__name__}")
+        if inst._offset % 60:
+            from ledger_cli.errors import ValidationError
+
+            if isinstance(value, datetime):  # as given, a sub-second offset too
+                given = value.isoformat()
+            else:
+                given = inst._wall() + _offset_text(inst._offset)
+            raise ValidationError(
+                f"ledger: time {given} is not a time a store can keep"
+                " (RFC 3339, an offset of whole minutes)"
+            )
+        return inst
 
     @classmethod
     def now(cls) -> Instant:
@@ -250,8 +273,20 @@ class Instant:
             return text
 
     def _format(self) -> str:
+        text = self._wall()
         offset = self._offset
-        secs, frac = divmod(self._ns + offset * _NS_PER_SECOND, _NS_PER_SECOND)
+        if offset == 0:
+            return text + "Z"
+        # Go: zone := offset / 60 (truncated toward zero), then the sign of zone.
+        zone = offset // 60 if offset > 0 else -(-offset // 60)
+        sign = "-" if zone < 0 else "+"
+        zone = abs(zone)
+        return f"{text}{sign}{zone // 60:02d}:{zone % 60:02d}"
+
+    def _wall(self) -> str:
+        """The date and clock time in the instant's own offset, the fraction
+        without trailing zeros: RFC3339Nano before its zone."""
+        secs, frac = divmod(self._ns + self._offset * _NS_PER_SECOND, _NS_PER_SECOND)
         days, sod = divmod(secs, 86_400)
         year, month, day = civil_from_days(days)
         hour, rem = divmod(sod, 3600)
@@ -262,16 +297,17 @@ class Instant:
             text = f"{year_text(year)}-{month:02d}-{day:02d}T{hour:02d}:{minute:02d}:{second:02d}"
         if frac:
             text += "." + f"{frac:09d}".rstrip("0")
-        if offset == 0:
-            return text + "Z"
-        # Go: zone := offset / 60 (truncated toward zero), then the sign of zone.
-        zone = offset // 60 if offset > 0 else -(-offset // 60)
-        sign = "-" if zone < 0 else "+"
-        zone = abs(zone)
-        return f"{text}{sign}{zone // 60:02d}:{zone % 60:02d}"
+        return text
 
     def __repr__(self) -> str:
         return f"Instant({str(self)!r})"
+
+
+def _offset_text(offset: int) -> str:
+    """An offset in seconds as `+HH:MM:SS` (as `datetime.isoformat` shows one)."""
+    sign = "-" if offset < 0 else "+"
+    hours, rest = divmod(abs(offset), 3600)
+    return f"{sign}{hours:02d}:{rest // 60:02d}:{rest % 60:02d}"
 
 
 def parse_printed(text: str) -> Instant:

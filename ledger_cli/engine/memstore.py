@@ -104,14 +104,19 @@ class MemStore:
                 self._evict(key)
             return True
 
+    def _clock(self) -> Instant:
+        """The eviction clock's instant. Not `Instant.coerce`, which refuses an
+        offset of seconds as no store can write it: this time is compared, never
+        written, and the write it follows is already done."""
+        now = self._now()
+        return Instant.from_datetime(now) if isinstance(now, datetime) else now
+
     def _evict(self, written: str) -> None:
         rotations = 0
         while len(self._tasks) > self._max:
             head = self._queue.popleft()
             rec = self._tasks[head]
-            if head == written or (
-                rec.status == CLAIMED and rec.lease_until > Instant.coerce(self._now())
-            ):
+            if head == written or (rec.status == CLAIMED and rec.lease_until > self._clock()):
                 self._queue.append(head)
                 rotations += 1
                 if rotations >= EVICT_SCAN_BUDGET:

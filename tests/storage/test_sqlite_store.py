@@ -642,7 +642,7 @@ def test_uint_values_beyond_int64_are_refused(store: SQLiteStore) -> None:
 
 def test_unencodable_task_writes_nothing(store: SQLiteStore) -> None:
     rec = TaskState(key="k", status="pending", sequence=1, task=float("nan"))
-    with pytest.raises(errors.EncodeError, match="encode task"):
+    with pytest.raises(errors.EncodeError, match=r"^json: unsupported value: NaN$"):
         store.compare_and_swap("k", None, rec)
     assert store.load("k") is None
 

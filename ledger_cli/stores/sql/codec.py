@@ -74,7 +74,13 @@ def core_sql(p: str, returning: str = "") -> tuple[str, str, str, str]:
     )
 
 
-_MARSHAL_TIME_ERROR = "ledger: encode time: year outside of range [0,9999]"
+_MARSHAL_TIME_ERROR = (
+    "json: error calling MarshalJSON for type time.Time: "
+    "Time.MarshalJSON: year outside of range [0,9999]"
+)
+"""Go's `json.Marshal` error, as engine/wire/encode.py words it for the JSON
+store and `memory:`: one message on every store (not imported from there,
+which the SQL stores' writes do not otherwise load)."""
 
 
 # -- scalars -------------------------------------------------------------------
@@ -178,11 +184,9 @@ def decode_needs(text: Any, key: str) -> tuple[str, ...] | None:
 
 
 def encode_task(task: Any) -> bytes:
-    """Go's `json.Marshal` bytes of the payload (EncodeError when Go could not)."""
-    try:
-        return gojson.encode_value(task).encode("utf-8")
-    except EncodeError as exc:
-        raise EncodeError(f"ledger: encode task: {exc}") from None
+    """Go's `json.Marshal` bytes of the payload: EncodeError when Go could not,
+    worded as the JSON store and `memory:` word it (`json: unsupported value: NaN`)."""
+    return gojson.encode_value(task).encode("utf-8")
 
 
 def decode_task(blob: Any, key: str) -> Any:
