@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from ledger_cli.engine.core import Core
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import BLOCKED, TaskState, check_str, go_quote
-from ledger_cli.errors import RestoreConflictError
+from ledger_cli.errors import RestoreConflictError, ValidationError
 
 if TYPE_CHECKING:
     from typing import Any
@@ -219,12 +219,15 @@ class Ledger:
         claimed record without an owner) made later reads fail (docs/design.md
         §2.9, §2.11 departure 6). A record's fence is raised to the highest
         its key's history shows (`history_bounds`, §2.9): a lost record put
-        back never hands out again a fence it granted."""
+        back never hands out again a fence it granted. A key twice in the
+        snapshot is a RestoreConflictError before anything is written, as
+        `ledger restore` refuses it (`Snapshot.check_keys_once`)."""
         import contextlib
 
         from ledger_cli.engine.history import history_bounds
 
         snapshot.validate()
+        snapshot.check_keys_once()
         store, tasks = self._core.store, snapshot.tasks or ()
         bounds = history_bounds(store, (rec.key for rec in tasks))
         # The JSON store refuses any other write the key of a lost record.
@@ -245,9 +248,22 @@ class Ledger:
         dry_run: bool = False,
     ) -> int:
         """Prune finished records last updated at least `older_than` before `now`
-        (docs/design.md §6.4; engine/prune.py); the number pruned (or, `dry_run`, that would be)."""
+        (docs/design.md §6.4; engine/prune.py); the number pruned (or, `dry_run`, that would be).
+
+        `older_than` is a `timedelta` of zero or more, else ValidationError
+        (exit 8), as `ledger prune --older-than -1s` is refused (exit 2): a
+        negative age would prune records updated after `now`."""
         from ledger_cli.engine import prune
 
+        if not isinstance(older_than, timedelta):
+            raise ValidationError(
+                f"ledger: older_than must be a timedelta, not {type(older_than).__name__}"
+            )
+        if older_than < timedelta(0):
+            raise ValidationError(
+                f"ledger: older_than {older_than.total_seconds():g}s is negative"
+                " (a prune takes records last updated at least that long before now)"
+            )
         return prune.prune(
             self._core.store, older_than, statuses, Instant.coerce(now), dry_run, self._core.blocks
         )

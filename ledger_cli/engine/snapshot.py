@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from ledger_cli.engine.record import TaskState
+from ledger_cli.engine.record import TaskState, go_quote
 from ledger_cli.engine.wire.decode import decode_snapshot
 from ledger_cli.engine.wire.encode import encode_snapshot
-from ledger_cli.errors import ValidationError
+from ledger_cli.errors import RestoreConflictError, ValidationError
 
 __all__ = ["Snapshot"]
 
@@ -29,6 +29,20 @@ class Snapshot:
                 rec.validate()
             except ValidationError as exc:
                 raise ValidationError(f"ledger: snapshot entry {i}: {exc}") from None
+
+    def check_keys_once(self) -> None:
+        """RestoreConflictError (exit 8) when a key appears twice, naming both
+        entries, as `ledger restore` says it: `Ledger.restore` calls it before
+        writing anything. Not part of `validate`: Go's Decode reads such a
+        snapshot (tests/data/conformance/decode-cases.json,
+        "duplicate-record-keys"), and so does `decode`."""
+        first: dict[str, int] = {}
+        for i, rec in enumerate(self.tasks or ()):
+            if first.setdefault(rec.key, i) != i:
+                raise RestoreConflictError(
+                    f"ledger: restore: key {go_quote(rec.key)} appears twice in the snapshot "
+                    f"(entries {first[rec.key]} and {i})"
+                )
 
     def encode(self) -> bytes:
         """Validate, then Go's compact JSON (no trailing newline), UTF-8."""

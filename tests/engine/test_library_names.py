@@ -7,7 +7,9 @@ create may also be a key the Go service wrote with bytes that are not UTF-8,
 as the command line reads them (U+DC80..U+DCFF). Anything else is one
 ValidationError (exit 8) with one message on every store, and the store is
 left as it was: no memory-only EncodeError, no JSON AttributeError, no
-PostgreSQL TypeError, no row SQLite writes as "123" or as a BLOB."""
+PostgreSQL TypeError, no row SQLite writes as "123" or as a BLOB.
+`Ledger.prune` refuses a negative age, and `Ledger.restore` a snapshot naming
+a key twice, before writing, as `ledger prune` and `ledger restore` do."""
 
 from __future__ import annotations
 
@@ -15,15 +17,19 @@ import os
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.ledger import Ledger
+from ledger_cli.engine.record import TaskState
+from ledger_cli.engine.snapshot import Snapshot
 from ledger_cli.engine.store import Store
 from ledger_cli.errors import (
     LedgerError,
     NoKeyError,
+    RestoreConflictError,
     ValidationError,
 )
 from tests.stores import KINDS, fresh_store
@@ -222,3 +228,36 @@ def test_an_empty_need_is_refused_as_the_command_line_refuses_it(store: Store) -
         lambda led: led.admit_outcome("me", "x", 1, None, T, "k", ""),
     ):
         _refused(store, call, "ledger: need must not be empty")
+
+
+@pytest.mark.parametrize(
+    ("older_than", "message"),
+    [
+        (timedelta(seconds=-1), "ledger: older_than -1s is negative"),
+        (timedelta(days=-2), "ledger: older_than -172800s is negative"),
+        (3600, "ledger: older_than must be a timedelta, not int"),
+    ],
+)
+def test_prune_refuses_an_age_the_command_line_refuses(
+    store: Store, older_than: Any, message: str
+) -> None:
+    """A negative age would prune records updated after `now` (`ledger prune
+    --older-than -1s` is exit 2); an age of zero prunes as before."""
+    led = Ledger(store)
+    led.complete("me", "c", "w", 1, "completed", T)
+    tail = " (a prune takes records last updated at least that long before now)"
+    full = message + tail if "negative" in message else message
+    _refused(store, lambda led: led.prune(older_than, T), full)
+    assert led.prune(timedelta(0), T, dry_run=True) == 1
+
+
+def test_restore_of_a_key_twice_writes_nothing(store: Store) -> None:
+    """As `ledger restore` says it (RestoreConflictError, exit 8), before the
+    first copy is written."""
+    rec = TaskState(key="z", status="pending", sequence=1, created_at=T, updated_at=T)
+    other = rec.replace(key="y")
+    twice = Snapshot((rec, other, rec.replace(sequence=2)))
+    message = 'ledger: restore: key "z" appears twice in the snapshot (entries 0 and 2)'
+    _refused(store, lambda led: led.restore(twice), message, RestoreConflictError)
+    Ledger(store).restore(Snapshot((rec, other)))
+    assert [r.key for r in store.range()] == ["c", "k", "y", "z"]
