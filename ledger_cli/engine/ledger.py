@@ -219,15 +219,16 @@ class Ledger:
         claimed record without an owner) made later reads fail (docs/design.md
         §2.9, §2.11 departure 6). A record's fence is raised to the highest
         its key's history shows (`history_bounds`, §2.9): a lost record put
-        back never hands out again a fence it granted. A key twice in the
-        snapshot is a RestoreConflictError before anything is written, as
-        `ledger restore` refuses it (`Snapshot.check_keys_once`)."""
+        back never hands out again a fence it granted. A record whose names
+        are not str of valid Unicode, or a key twice in the snapshot, is
+        refused before anything is written too (`Snapshot.check_restorable`:
+        ValidationError; RestoreConflictError, as `ledger restore` says it)."""
         import contextlib
 
         from ledger_cli.engine.history import history_bounds
 
         snapshot.validate()
-        snapshot.check_keys_once()
+        snapshot.check_restorable()
         store, tasks = self._core.store, snapshot.tasks or ()
         bounds = history_bounds(store, (rec.key for rec in tasks))
         # The JSON store refuses any other write the key of a lost record.

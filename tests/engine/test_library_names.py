@@ -261,3 +261,38 @@ def test_restore_of_a_key_twice_writes_nothing(store: Store) -> None:
     _refused(store, lambda led: led.restore(twice), message, RestoreConflictError)
     Ledger(store).restore(Snapshot((rec, other)))
     assert [r.key for r in store.range()] == ["c", "k", "y", "z"]
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        (
+            {"key": b"z"},
+            "ledger: snapshot entry 1: ledger: key must be a str, not bytes",
+        ),
+        (
+            {"status": "claimed", "owner": BAD_OWNER, "fence": 1, "lease_until": T},
+            'ledger: snapshot entry 1: ledger: owner "worker-\\ufffd" is not valid Unicode',
+        ),
+        (
+            {"updated_by": "a\ud800"},
+            'ledger: snapshot entry 1: ledger: updated_by "a\\ufffd" is not valid Unicode',
+        ),
+        (
+            {"needs": ("y", 3)},
+            "ledger: snapshot entry 1: ledger: need must be a str, not int",
+        ),
+        (
+            {"key": "z\udcff"},
+            'ledger: snapshot entry 1: ledger: key "z\\ufffd" is not valid Unicode',
+        ),
+    ],
+)
+def test_restore_of_a_record_with_a_name_no_store_keeps_writes_nothing(
+    store: Store, bad: dict[str, Any], message: str
+) -> None:
+    """The good record before it is not written either: a restored owner of
+    bytes was kept by SQLite as bytes `doctor` calls damage."""
+    rec = TaskState(key="z", status="pending", sequence=1, created_at=T, updated_at=T)
+    snap = Snapshot((rec.replace(key="y"), rec.replace(**bad)))
+    _refused(store, lambda led: led.restore(snap), message)

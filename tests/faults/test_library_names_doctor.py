@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from ledger_cli import Ledger, open_store
+from ledger_cli import Ledger, Snapshot, TaskState, open_store
 from ledger_cli.engine.instant import Instant
 from ledger_cli.errors import ValidationError
 from tests.cli_support import run_ledger
@@ -65,6 +65,24 @@ CALLS: dict[str, tuple[Callable[[Ledger], Any], str]] = {
     "cancel-unnameable-key": (
         lambda led: led.cancel("me", "a\ud800", T),
         'ledger: key "a\\ufffd" is not valid Unicode',
+    ),
+    "restore-owner-not-utf8": (
+        lambda led: led.restore(
+            Snapshot(
+                (
+                    TaskState(
+                        key="r",
+                        status="claimed",
+                        owner=os.fsdecode(b"worker-\xff"),
+                        fence=1,
+                        lease_until=T,
+                        created_at=T,
+                        updated_at=T,
+                    ),
+                )
+            )
+        ),
+        'ledger: snapshot entry 0: ledger: owner "worker-\\ufffd" is not valid Unicode',
     ),
     "state-unnameable-key": (
         lambda led: led.state("a\ud800"),
