@@ -73,7 +73,12 @@ def test_a_postgresql_url_libpq_refuses_is_exit_2_in_one_line(url: str, said: st
 
 @pytest.mark.parametrize(
     ("url", "named"),
-    [(123, "int"), (b"/x", "bytes"), (None, "NoneType"), (Path("/x"), "PosixPath (pass str(path))")],
+    [
+        (123, "int"),
+        (b"/x", "bytes"),
+        (None, "NoneType"),
+        (Path("/x"), f"{type(Path('/x')).__name__} (pass str(path))"),
+    ],
 )
 def test_open_store_of_what_is_not_a_str_names_its_type(url: object, named: str) -> None:
     with pytest.raises(StoreURLError) as caught:
