@@ -13,12 +13,33 @@ from ledger_cli.engine.record import (
     PENDING,
     TaskState,
     check_sequence,
+    check_str,
     is_terminal,
 )
 from ledger_cli.errors import ValidationError
 
 if TYPE_CHECKING:
     from typing import Any
+
+
+def check_names(actor: object, key: object, needs: tuple[object, ...] | None) -> None:
+    """An admission's key, actor and needs, before any store is read, with one
+    rule on every store (docs/design.md §2.11, departures 5 and 6): each a str
+    (`check_str`), the key and each need not empty (the command line's "need
+    must not be empty"), and beyond ASCII valid Unicode (engine/arguments.py,
+    imported only then): else ValidationError (exit 8), nothing written."""
+    name = check_str(key, "key")
+    if name == "":
+        raise ValidationError("ledger: idempotency key must not be empty")
+    who = check_str(actor, "actor")
+    named = tuple(check_str(need, "need") for need in needs or ())
+    if "" in named:
+        raise ValidationError("ledger: need must not be empty")
+    if not (name.isascii() and who.isascii() and all(n.isascii() for n in named)):
+        from ledger_cli.engine.arguments import check_keys, check_text
+
+        check_keys(name, named)
+        check_text(who, "actor")
 
 
 def admit(
@@ -38,13 +59,8 @@ def admit(
     outcome of docs/design.md §8.4 is judged from that very record: engine/conflict.py);
     on a rebase, the record it replaced (its lease: engine/schedule.py `wait_out`).
     """
-    if key == "":
-        raise ValidationError("ledger: idempotency key must not be empty")
+    check_names(actor, key, needs)
     seq = check_sequence(seq)  # one rule on every store, before any is read
-    if not (key.isascii() and all(n.isascii() for n in needs or ())):
-        from ledger_cli.engine.arguments import check_keys  # only for a key beyond ASCII
-
-        check_keys(key, needs)
     if needs:  # the walks over needs: imported only for a record that names some
         from ledger_cli.engine.dependencies import admission_blocker, recheck_needs
     settled = _settled(core, needs) if needs else False

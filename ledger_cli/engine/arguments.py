@@ -1,6 +1,7 @@
-"""What the library refuses of an admission besides its numbers (docs/design.md §2.11,
-departure 6): a key that is not valid Unicode, a not-before no store can
-write, a queue name the command line could never name.
+"""What the library refuses of its arguments besides their numbers and types
+(docs/design.md §2.11, departure 6): a key, need, actor or owner that is not
+valid Unicode, a not-before no store can write, a queue name the command line
+could never name.
 
 The sequence, priority and queue length are `record.py`'s (`check_sequence`,
 `check_priority`, `check_queue`); these are the rest of what the command line
@@ -9,8 +10,9 @@ program that writes through the library cannot store what a `ledger` command
 then fails to read. Each is a `ValidationError` (exit 8) raised before any
 store is read: nothing is written, and every store says the same.
 
-Imported only when an admission names a not-before or a queue, or a key
-that is not ASCII (the hot commands' start-up: CONTRIBUTING).
+Imported only when an admission names a not-before or a queue, or a key,
+need, actor or owner is not ASCII (the hot commands' start-up: CONTRIBUTING);
+the types are `record.check_str`'s.
 """
 
 from __future__ import annotations
@@ -43,6 +45,32 @@ def check_keys(key: str, needs: Iterable[str] | None) -> None:
             name.encode("utf-8")
         except UnicodeEncodeError:
             raise ValidationError(f"ledger: {what} {go_quote(name)} is not valid Unicode") from None
+
+
+def check_text(value: str, what: str) -> None:
+    """An actor or owner: valid Unicode, as the command line's (cli/inputs.py
+    `validate_text`), else ValidationError. A lone surrogate (what `os.fsdecode`
+    makes of bytes that are not UTF-8) was a StoreError on PostgreSQL, U+FFFD
+    in a JSON file, and bytes `doctor` reports on SQLite."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValidationError(f"ledger: {what} {go_quote(value)} is not valid Unicode") from None
+
+
+def check_named_key(key: str) -> None:
+    """A key an operation names but does not create (claim, complete, state…):
+    valid Unicode, or a key the Go service wrote with bytes that are not UTF-8
+    as the command line reads it (each such byte one surrogate U+DC80..U+DCFF,
+    `ledger claim $'key-\\xff'`: docs/stores.md, "One bad row is one bad row").
+    Any other lone surrogate stands for no byte, so names no key a store could
+    hold: ValidationError, as `check_keys`, not SQLite's StoreError."""
+    try:
+        if key.encode("utf-8", "surrogateescape").decode("utf-8", "surrogateescape") == key:
+            return
+    except UnicodeEncodeError:
+        pass
+    raise ValidationError(f"ledger: key {go_quote(key)} is not valid Unicode")
 
 
 def check_not_before(not_before: Instant) -> Instant:

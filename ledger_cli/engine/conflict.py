@@ -147,8 +147,10 @@ def admit(
     `schedule` and `queue` as the key's (docs/design.md §8.1: a rebase without
     one clears it; with `Core.hold_leases`, a rebase of a live lease is not due
     before it ends); run it in a `store.batch()` so that all land together.
-    The sequence, priority and queue are checked before any store is read
-    (engine/record.py: ValidationError, exit 8, on every store)."""
+    The key, actor and needs (`admission.check_names`), the sequence,
+    priority and queue are checked before any store is read (engine/record.py:
+    ValidationError, exit 8, on every store)."""
+    admission.check_names(actor, key, needs)
     seq = check_sequence(seq)
     queue = check_queue(queue)
     if schedule is not None:

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 from ledger_cli.engine.core import Core
 from ledger_cli.engine.instant import Instant
-from ledger_cli.engine.record import BLOCKED, TaskState, go_quote
-from ledger_cli.errors import RestoreConflictError
+from ledger_cli.engine.record import BLOCKED, TaskState, check_str, go_quote
+from ledger_cli.errors import RestoreConflictError, ValidationError
 
 if TYPE_CHECKING:
     from typing import Any
@@ -21,6 +21,22 @@ if TYPE_CHECKING:
     from ledger_cli.engine.store import Store
 
 TimeLike = Instant | datetime
+
+
+def _names(actor: object = "", key: object = "", owner: object = "") -> None:
+    """The actor, key and owner of a call on a record, before any store is
+    read, with one rule on every store (docs/design.md §2.11, departure 6):
+    each a str (`check_str`), and beyond ASCII valid Unicode, the key as an
+    operation names one (engine/arguments.py, imported only then): else
+    ValidationError (exit 8), nothing written. The command line checks its
+    own first (exit 2); these cost its hot commands a few type tests."""
+    who, name, holder = check_str(actor, "actor"), check_str(key, "key"), check_str(owner, "owner")
+    if not (who.isascii() and name.isascii() and holder.isascii()):
+        from ledger_cli.engine import arguments
+
+        arguments.check_text(who, "actor")
+        arguments.check_named_key(name)
+        arguments.check_text(holder, "owner")
 
 
 class Ledger:
@@ -118,6 +134,7 @@ class Ledger:
     def claim(self, actor: str, key: str, owner: str, lease: timedelta, now: TimeLike) -> int:
         from ledger_cli.engine import leases
 
+        _names(actor, key, owner)
         return leases.claim(self._core, actor, key, owner, lease, Instant.coerce(now))
 
     def renew(
@@ -125,16 +142,19 @@ class Ledger:
     ) -> None:
         from ledger_cli.engine import leases
 
+        _names(actor, key, owner)
         leases.renew(self._core, actor, key, owner, fence, lease, Instant.coerce(now))
 
     def release(self, actor: str, key: str, owner: str, fence: int, now: TimeLike) -> None:
         from ledger_cli.engine import leases
 
+        _names(actor, key, owner)
         leases.release(self._core, actor, key, owner, fence, Instant.coerce(now))
 
     def takeover(self, actor: str, key: str, owner: str, lease: timedelta, now: TimeLike) -> int:
         from ledger_cli.engine import leases
 
+        _names(actor, key, owner)
         return leases.takeover(self._core, actor, key, owner, lease, Instant.coerce(now))
 
     def complete(
@@ -142,6 +162,7 @@ class Ledger:
     ) -> None:
         from ledger_cli.engine import completion
 
+        _names(actor, key, owner)
         completion.complete(self._core, actor, key, owner, fence, status, Instant.coerce(now))
 
     # -- extensions beyond the Go package (docs/design.md §6) ---------------------------------
@@ -155,6 +176,7 @@ class Ledger:
         """
         from ledger_cli.engine import retry
 
+        _names(actor, key)
         return retry.retry(self._core, actor, key, Instant.coerce(now), reason)
 
     def cancel(self, actor: str, key: str, now: TimeLike, reason: str | None = None) -> list[str]:
@@ -166,13 +188,16 @@ class Ledger:
         """
         from ledger_cli.engine import cancel
 
+        _names(actor, key)
         return cancel.cancel(self._core, actor, key, Instant.coerce(now), reason)
 
     def state(self, key: str) -> TaskState | None:
+        _names(key=key)
         return self._core.store.load(key)
 
     def blocked(self, key: str) -> str | None:
         """The BlockedBy key when the record is blocked; None otherwise (or missing)."""
+        _names(key=key)
         rec = self._core.store.load(key)
         if rec is None or rec.status != BLOCKED:
             return None
@@ -194,12 +219,16 @@ class Ledger:
         claimed record without an owner) made later reads fail (docs/design.md
         §2.9, §2.11 departure 6). A record's fence is raised to the highest
         its key's history shows (`history_bounds`, §2.9): a lost record put
-        back never hands out again a fence it granted."""
+        back never hands out again a fence it granted. A record whose names
+        are not str of valid Unicode, or a key twice in the snapshot, is
+        refused before anything is written too (`Snapshot.check_restorable`:
+        ValidationError; RestoreConflictError, as `ledger restore` says it)."""
         import contextlib
 
         from ledger_cli.engine.history import history_bounds
 
         snapshot.validate()
+        snapshot.check_restorable()
         store, tasks = self._core.store, snapshot.tasks or ()
         bounds = history_bounds(store, (rec.key for rec in tasks))
         # The JSON store refuses any other write the key of a lost record.
@@ -220,9 +249,22 @@ class Ledger:
         dry_run: bool = False,
     ) -> int:
         """Prune finished records last updated at least `older_than` before `now`
-        (docs/design.md §6.4; engine/prune.py); the number pruned (or, `dry_run`, that would be)."""
+        (docs/design.md §6.4; engine/prune.py); the number pruned (or, `dry_run`, that would be).
+
+        `older_than` is a `timedelta` of zero or more, else ValidationError
+        (exit 8), as `ledger prune --older-than -1s` is refused (exit 2): a
+        negative age would prune records updated after `now`."""
         from ledger_cli.engine import prune
 
+        if not isinstance(older_than, timedelta):
+            raise ValidationError(
+                f"ledger: older_than must be a timedelta, not {type(older_than).__name__}"
+            )
+        if older_than < timedelta(0):
+            raise ValidationError(
+                f"ledger: older_than {older_than.total_seconds():g}s is negative"
+                " (a prune takes records last updated at least that long before now)"
+            )
         return prune.prune(
             self._core.store, older_than, statuses, Instant.coerce(now), dry_run, self._core.blocks
         )

@@ -159,6 +159,15 @@ def check_priority(priority: object) -> int:
     return whole_number(priority, "priority", PRIORITY_MIN, PRIORITY_MAX, span, ValidationError)
 
 
+def check_str(value: object, what: str) -> str:
+    """A key, need, actor or owner: a str (a bytes, an int or None is a
+    mistake a store would write as something else, or not at all), else
+    ValidationError (exit 8) naming its type, as `check_queue` does."""
+    if not isinstance(value, str):
+        raise ValidationError(f"ledger: {what} must be a str, not {type(value).__name__}")
+    return value
+
+
 def check_queue(queue: object) -> str:
     """A queue name: a str of 1 to 64 bytes of UTF-8, else ValidationError (exit 8)."""
     if not isinstance(queue, str):

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from ledger_cli.engine.record import TaskState
+from ledger_cli.engine.record import TaskState, check_str, go_quote
 from ledger_cli.engine.wire.decode import decode_snapshot
 from ledger_cli.engine.wire.encode import encode_snapshot
-from ledger_cli.errors import ValidationError
+from ledger_cli.errors import RestoreConflictError, ValidationError
 
 __all__ = ["Snapshot"]
 
@@ -30,6 +30,27 @@ class Snapshot:
             except ValidationError as exc:
                 raise ValidationError(f"ledger: snapshot entry {i}: {exc}") from None
 
+    def check_restorable(self) -> None:
+        """What `Ledger.restore` refuses beyond `validate`, before writing
+        anything: a key, need, blocker, owner or actor that is not a str or
+        not valid Unicode (ValidationError, `ledger: snapshot entry I: …`: a
+        store would write it as something `doctor` reports, or fail), and a
+        key that appears twice (RestoreConflictError naming both entries, as
+        `ledger restore` says it). Not part of `validate`: Go's Decode reads
+        a snapshot with a key twice (tests/data/conformance/decode-cases.json,
+        "duplicate-record-keys"), and so does `decode`."""
+        first: dict[str, int] = {}
+        for i, rec in enumerate(self.tasks or ()):
+            try:
+                _check_names(rec)
+            except ValidationError as exc:
+                raise ValidationError(f"ledger: snapshot entry {i}: {exc}") from None
+            if first.setdefault(rec.key, i) != i:
+                raise RestoreConflictError(
+                    f"ledger: restore: key {go_quote(rec.key)} appears twice in the snapshot "
+                    f"(entries {first[rec.key]} and {i})"
+                )
+
     def encode(self) -> bytes:
         """Validate, then Go's compact JSON (no trailing newline), UTF-8."""
         self.validate()
@@ -41,3 +62,21 @@ class Snapshot:
         snap = cls(decode_snapshot(data))
         snap.validate()
         return snap
+
+
+def _check_names(rec: TaskState) -> None:
+    """Each text field of `rec` a str (`check_str`) of valid Unicode
+    (engine/arguments.py, imported only for one beyond ASCII)."""
+    named = [
+        ("key", rec.key),
+        ("owner", rec.owner),
+        ("blocked_by", rec.blocked_by),
+        ("created_by", rec.created_by),
+        ("updated_by", rec.updated_by),
+        *(("need", need) for need in rec.needs or ()),
+    ]
+    for what, value in named:
+        if not check_str(value, what).isascii():
+            from ledger_cli.engine.arguments import check_text
+
+            check_text(value, what)

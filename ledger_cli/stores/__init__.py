@@ -130,7 +130,12 @@ def _missing_sqlite(scheme: str, target: str) -> bool:
 
 
 def _parse(url: str) -> tuple[str, str]:
-    if not isinstance(url, str) or url.strip() == "":
+    if not isinstance(url, str):  # bytes, a Path, a number: not a URL this reads
+        hint = " (pass str(path))" if isinstance(url, os.PathLike) else ""
+        raise StoreURLError(
+            f"ledger: store URL must be a str, not {type(url).__name__}{hint}; {_HELP}"
+        )
+    if url.strip() == "":
         raise StoreURLError(f"ledger: store URL is empty; {_HELP}")
     if "\x00" in url:
         raise StoreURLError(f"ledger: store URL {redact_url(url)!r} contains a NUL byte; {_HELP}")

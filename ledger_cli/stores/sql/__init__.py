@@ -13,7 +13,8 @@ the store modules (PostgreSQL's clock hooks, its pause read with the claim;
 each one's named-queue scan), `*_conn.py` (connecting, pragmas, error
 mapping, the transaction and its savepoints; PostgreSQL's pipelined
 transaction is in `postgres_tx.py`, its refused logins told from outages in
-`postgres_login.py`), `*_schema.py` (the DDL, the ready index's and the
+`postgres_login.py`, a URL's settings libpq would refuse in
+`postgres_url.py`), `*_schema.py` (the DDL, the ready index's and the
 Ready order's triggers included, and the set-up or migration on open). Both
 share `codec.py` (a record as a row of Go's `ledger_tasks`), `utf8.py` (text
 that is not valid UTF-8), `paging.py` (paged history and listings),

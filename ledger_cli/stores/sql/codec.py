@@ -31,6 +31,7 @@ from ledger_cli.stores.sql.utf8 import is_utf8 as is_utf8
 from ledger_cli.stores.sql.utf8 import lossless_text as lossless_text
 from ledger_cli.stores.sql.utf8 import raw_binding as raw_binding
 from ledger_cli.stores.sql.utf8 import shown as shown
+from ledger_cli.stores.sql.utf8 import spells_bytes as spells_bytes
 
 UINT64_MAX = 2**64 - 1
 INT64_MAX = 2**63 - 1

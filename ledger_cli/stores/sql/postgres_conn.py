@@ -27,8 +27,9 @@ from ledger_cli.errors import (
     StoreError,
     StoreLoginError,
     StoreUnavailableError,
+    StoreURLError,
 )
-from ledger_cli.stores.sql import codec, postgres_schema, postgres_tx
+from ledger_cli.stores.sql import codec, postgres_schema, postgres_tx, postgres_url
 from ledger_cli.stores.sql.dialect import SqlDialect
 
 if TYPE_CHECKING:
@@ -66,6 +67,17 @@ def _quiet(psycopg: Any) -> None:
     log = logging.getLogger("psycopg")
     if not any(isinstance(h, logging.NullHandler) for h in log.handlers):
         log.addHandler(logging.NullHandler())
+
+
+def _bad_url(text: str, url: str, what: str = "URL") -> StoreURLError:
+    """A usage error (exit 2): `text` says what libpq refuses, the URL's
+    password never shown."""
+    from ledger_cli.stores import without_secrets
+
+    return StoreURLError(
+        f"ledger: bad PostgreSQL {what}: {without_secrets(text, url)}; "
+        "use postgresql://USER:PASSWORD@HOST:PORT/DATABASE"
+    )
 
 
 class PostgresConnection(SqlDialect):
@@ -114,14 +126,11 @@ class PostgresConnection(SqlDialect):
         try:
             params = pg.conninfo.conninfo_to_dict(url)
         except pg.Error as exc:
-            from ledger_cli.errors import StoreURLError
-            from ledger_cli.stores import without_secrets
-
             # A usage error (nothing was opened); libpq quotes the URL: no password shown.
-            raise StoreURLError(
-                f"ledger: bad PostgreSQL URL: {without_secrets(codec.one_line(exc), url)}; "
-                "use postgresql://USER:PASSWORD@HOST:PORT/DATABASE"
-            ) from None
+            raise _bad_url(codec.one_line(exc), url) from None
+        bad = postgres_url.check(params)
+        if bad is not None:  # before connecting (docs/design.md §3.4)
+            raise _bad_url(bad, url)
         self._where = self._describe(params)
         if "connect_timeout" not in params:
             kwargs["connect_timeout"] = connect_timeout
@@ -144,6 +153,9 @@ class PostgresConnection(SqlDialect):
             from ledger_cli.stores.sql import postgres_login
 
             text = codec.one_line(exc)
+            if postgres_url.refused_setting(text):  # libpq's verdict on a setting, no outage
+                text = text.removeprefix("connection is bad: ")
+                raise _bad_url(text, self._url, "setting (in the URL or a PG* variable)") from None
             reason = postgres_login.refusal(exc, text)
             if reason is not None:  # a verdict: trying again changes nothing
                 raise StoreLoginError(

@@ -137,6 +137,8 @@ class SQLiteStore(SQLiteConnection, SqlClaims, SqlReads, SqlSideTables):
             try:
                 row = self._cur.execute(_LOAD, (key,)).fetchone()
             except DRIVER_ERRORS as exc:
+                if isinstance(exc, UnicodeEncodeError) and not codec.spells_bytes(key):
+                    return None  # no row holds it (`a\ud800`): as on the other stores
                 row = self._retry("load", exc, _LOAD, (key,), one=True)
             if row is None:
                 return None

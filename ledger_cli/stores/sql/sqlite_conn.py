@@ -170,6 +170,21 @@ class SQLiteConnection(SqlDialect):
         lines = [line for row in rows for line in str(row[0]).splitlines()]
         return [line for line in lines if line not in ("ok", "*** in database main ***")]
 
+    def blob_keys(self, most: int) -> list[bytes]:
+        """The keys of rows (at most `most`) stored as a BLOB, not TEXT: a
+        program bound bytes (an older release's `Ledger.admit(…, b"job", …)`).
+        No command names such a row (`key = ?` compares text with text), and
+        an admission of the same text writes a second one. One pass over the
+        table, as `doctor` reads every row anyway."""
+        with self._lock:
+            self._check_open()
+            rows = self._fetchall(
+                "check keys",
+                "SELECT key FROM ledger_tasks WHERE typeof(key) = 'blob' LIMIT ?",
+                (int(most),),
+            )
+        return [bytes(row[0]) for row in rows]
+
     # -- errors ------------------------------------------------------------------
 
     def _error(self, op: str, exc: BaseException) -> StoreError:

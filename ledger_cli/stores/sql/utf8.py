@@ -39,6 +39,18 @@ def is_utf8(text: str) -> bool:
     return True
 
 
+def spells_bytes(text: str) -> bool:
+    """Whether `text` is what `lossless_text` reads of some bytes: valid
+    UTF-8, or each lone surrogate one invalid byte (U+DC80..U+DCFF). Any other
+    (`a\ud800`, bad input) names no value a text column holds."""
+    if text.isascii():
+        return True
+    try:
+        return lossless_text(text.encode("utf-8", "surrogateescape")) == text
+    except UnicodeEncodeError:
+        return False
+
+
 def shown(text: str) -> str:
     """`text` as Go's encoder shows it: each lone surrogate becomes U+FFFD."""
     if is_utf8(text):

@@ -167,9 +167,10 @@ def doctor(settings: Settings, fix: bool = False, drop_damaged: bool = False) ->
     counted = True  # every record was read: else no count is claimed, only the problems
     with session as s:
         root: str | None = getattr(s.store, "path", None)
-        from ledger_cli.cli.commands.doctor.sqlcheck import check_pages
+        from ledger_cli.cli.commands.doctor.sqlcheck import check_key_types, check_pages
 
         check_pages(s.store, root or "", found)  # SQLite's own check of its pages
+        check_key_types(s.store, root or "", found)
         temps: list[str] = []
         records: list[TaskState] = []
         damaged_files: frozenset[str] = frozenset()  # digests of record files that do not read

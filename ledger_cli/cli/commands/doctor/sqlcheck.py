@@ -1,5 +1,6 @@
-"""`ledger doctor`'s check of an SQLite file's pages (docs/reliability.md,
-"The SQLite rows"): SQLite's own `PRAGMA quick_check`.
+"""`ledger doctor`'s checks of an SQLite file: its pages (docs/reliability.md,
+"The SQLite rows"), SQLite's own `PRAGMA quick_check`, and keys stored as a
+BLOB (`check_key_types`).
 
 Reading every row, as the other checks do, goes through each table's pages
 but not through every index's (nor `sqlite_sequence`'s, nor the queue
@@ -50,3 +51,30 @@ def check_pages(store: object, path: str, found: Findings) -> None:
         most = " or more" if len(lines) >= MOST else ""
         found.problems.append(f"{head} {more}{most} more lines like these")
     found.problems.append(f"sqlite store {path}: {REMEDY}")
+
+
+def check_key_types(store: object, path: str, found: Findings) -> None:
+    """A problem per row whose key SQLite holds as a BLOB (the first SHOWN,
+    then a count): no command reaches it, and `admit` of the same text writes
+    a second row. `--fix` leaves it: which of the two rows to keep is the
+    user's choice."""
+    check: Callable[[int], list[bytes]] | None = getattr(store, "blob_keys", None)
+    if check is None:
+        return
+    keys = check(MOST)
+    if not keys:
+        return
+    from ledger_cli.stores.sql.codec import hex_bytes, lossless_text
+
+    for key in keys[:SHOWN]:
+        named, blob = hex_bytes(lossless_text(key)), f"x'{key.hex()}'"
+        found.problems.append(
+            f"sqlite store {path}: record key {blob} ('{named}') is stored as a BLOB,"
+            " not text: no command names it and `admit` of that key writes a second row;"
+            f" repair it (UPDATE ledger_tasks SET key = CAST(key AS TEXT) WHERE key = {blob},"
+            " once no row holds that text)"
+        )
+    more = len(keys) - SHOWN
+    if more > 0:
+        most = " or more" if len(keys) >= MOST else ""
+        found.problems.append(f"sqlite store {path}: {more}{most} more keys stored as a BLOB")
