@@ -10,8 +10,9 @@
 - Shared by the commands: `context.py` (settings, the session over one store),
   `freshreads.py` (a store opened afresh per refresh or request),
   `inputs.py` and `when.py` (parsing), `output.py` (plain and JSON output),
-  `render.py` and `outcome.py` (rich output), `escapes.py` (untrusted text's
-  controls as escapes), `outage.py` (riding out a store
+  `render.py` and `outcome.py` (rich output; `tablefit.py` fits `list`'s
+  table to the window, `wholefold.py` folds keys whole), `escapes.py`
+  (untrusted text's controls as escapes), `outage.py` (riding out a store
   outage), `chunks.py` and `blockwrites.py` (long writes in short blocks),
   `shell_completion.py` (the scripts, the completion options, keys and
   statuses) with `completion_shells.py` (each shell's answer) and

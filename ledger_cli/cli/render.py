@@ -12,16 +12,15 @@ import sys
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import IO
 
-from rich.console import Console
-from rich.panel import Panel
+from rich.console import Console, RenderableType
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
 from ledger_cli.cli import output
 from ledger_cli.cli.escapes import escaped
 from ledger_cli.cli.tablefit import Column, FittedTable
+from ledger_cli.cli.wholefold import Folded, KeyPanel
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
 from ledger_cli.engine.schedule import Schedule
@@ -165,16 +164,16 @@ def state_panel(
     need_status: Mapping[str, str | None],
     task_json: str,
     schedule: Schedule | None = None,
-) -> Panel:
-    """One record as a panel; each need shows its own status (or "never admitted")."""
-    grid = Table.grid(padding=(0, 2))
-    grid.add_column(style="bold")
-    grid.add_column()
-    grid.add_row("status", status_text(rec.status))
-    grid.add_row("sequence", str(rec.sequence))
+) -> KeyPanel:
+    """One record as a panel; each need shows its own status (or "never
+    admitted"). The key (its title, or its first row where the window is
+    too narrow for the title), the owner, the needs and the blocking key are
+    folded whole, never cut (wholefold.py)."""
+    rows: list[tuple[str, RenderableType]] = [("status", status_text(rec.status))]
+    rows.append(("sequence", str(rec.sequence)))
     if rec.owner or rec.status == "claimed":
-        grid.add_row("owner", Text(safe(rec.owner)))
-    grid.add_row("fence", str(rec.fence))
+        rows.append(("owner", Folded(Text(safe(rec.owner)))))
+    rows.append(("fence", str(rec.fence)))
     if not rec.lease_until.is_zero():
         lease = Text(str(rec.lease_until))
         left = lease_left(rec, now)
@@ -182,7 +181,7 @@ def state_panel(
             lease.append(" (")
             lease.append_text(left)
             lease.append(" left)" if left.plain != "expired" else ")")
-        grid.add_row("lease until", lease)
+        rows.append(("lease until", lease))
     if rec.needs is not None:
         needs = Text()
         for i, need in enumerate(rec.needs):
@@ -195,19 +194,19 @@ def state_panel(
                 needs.append("never admitted", style=MISSING_STYLE)
             else:
                 needs.append_text(status_text(status))
-        grid.add_row("needs", needs if rec.needs else Text("[]"))
+        rows.append(("needs", Folded(needs) if rec.needs else Text("[]")))
     if rec.blocked_by:
-        grid.add_row("blocked by", Text(safe(rec.blocked_by)))
+        rows.append(("blocked by", Folded(Text(safe(rec.blocked_by)))))
     if schedule is not None and schedule[1]:
-        grid.add_row("priority", str(schedule[1]))
+        rows.append(("priority", str(schedule[1])))
     if schedule is not None and schedule[0] > now:
         wait = duration((schedule[0] - now).total_seconds())
-        grid.add_row("not before", Text(f"{schedule[0]} (in {wait})"))
-    grid.add_row("task", Text(safe(task_json, lines=True)))
-    grid.add_row("rev", str(rec.rev))
-    grid.add_row("created", _stamp(rec.created_at, rec.created_by))
-    grid.add_row("updated", _stamp(rec.updated_at, rec.updated_by))
-    return Panel(grid, title=Text(safe(rec.key)), title_align="left", expand=False)
+        rows.append(("not before", Text(f"{schedule[0]} (in {wait})")))
+    rows.append(("task", Text(safe(task_json, lines=True))))
+    rows.append(("rev", str(rec.rev)))
+    rows.append(("created", _stamp(rec.created_at, rec.created_by)))
+    rows.append(("updated", _stamp(rec.updated_at, rec.updated_by)))
+    return KeyPanel(Text(safe(rec.key)), rows)
 
 
 def _stamp(at: Instant, by: str) -> Text:
@@ -268,13 +267,15 @@ def _grow(
         if child in shown:
             if child in path:
                 cycle = " → ".join([*path[path.index(child) :], child])
-                node.add(Text(safe(f"{child}  (cycle: {cycle})"), style=STATUS_STYLE["failed"]))
+                node.add(
+                    Folded(Text(safe(f"{child}  (cycle: {cycle})"), style=STATUS_STYLE["failed"]))
+                )
             else:
-                node.add(Text(safe(f"{child}  (see above)"), style="dim"))
+                node.add(Folded(Text(safe(f"{child}  (see above)"), style="dim")))
             continue
         shown.add(child)
         path.append(child)
-        stack.append((node.add(label(child)), iter(children(child))))
+        stack.append((node.add(Folded(label(child))), iter(children(child))))
 
 
 def failure_trees(
@@ -299,7 +300,7 @@ def failure_trees(
 
     trees = []
     for key in sorted(k for k, r in records.items() if r.status == "failed"):
-        root = Tree(label(key))
+        root = Tree(Folded(label(key)))
         _grow(root, key, children, label)
         trees.append(root)
     return trees
@@ -326,7 +327,7 @@ def needs_tree(
     def label(k: str) -> Text:
         return _label(k, records.get(k), escaped, marks, pruned)
 
-    root = Tree(label(key))
+    root = Tree(Folded(label(key)))
     _grow(root, key, children, label)
     return root
 

@@ -20,7 +20,9 @@ LEDGER_STORE, else the default store; at most MAX_KEYS candidates, none that
 is not printable (a newline or ESC in a key a program stored: such a key can
 still be typed, quoted); nothing, silently, when the store cannot be read
 (completion must never print an error into the user's prompt). `--status`
-completes the five statuses.
+completes the statuses the command takes (`list`'s five, `watch`'s four,
+`prune`'s completed and failed), `graph --format` its formats and `log
+--event` the event names: never the shell's file names.
 """
 
 from __future__ import annotations
@@ -45,6 +47,27 @@ STATUSES = ("pending", "claimed", "completed", "failed", "blocked")
 
 def complete_status(incomplete: str) -> list[str]:
     return [s for s in STATUSES if s.startswith(incomplete)]
+
+
+def complete_prune_status(incomplete: str) -> list[str]:
+    """The statuses `prune --status` takes: completed and failed."""
+    from ledger_cli.engine.prune import PRUNABLE
+
+    return [s for s in PRUNABLE if s.startswith(incomplete)]
+
+
+def complete_graph_format(incomplete: str) -> list[str]:
+    """The formats `graph --format` draws: dot, mermaid, svg."""
+    from ledger_cli.cli.commands.graph import FORMATS
+
+    return [f for f in FORMATS if f.startswith(incomplete)]
+
+
+def complete_event(incomplete: str) -> list[str]:
+    """The event names `log --event` takes (commands/log.py `event_names`)."""
+    from ledger_cli.cli.commands.log import event_names
+
+    return [e for e in event_names() if e.startswith(incomplete)]
 
 
 def store_on_line(ctx: Any) -> str | None:

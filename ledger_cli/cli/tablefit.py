@@ -15,10 +15,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rich import box
-from rich.console import Console, ConsoleOptions, RenderResult
+from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
+
+from ledger_cli.cli.wholefold import Folded
 
 FLOORS: dict[str, int] = {"key": 10, "owner": 8, "blocked by": 8, "needs": 5}
 """The narrowest a column of names (folded) or of needs (cut) is drawn;
@@ -59,6 +61,11 @@ class Column:
 
     def widest(self) -> int:
         return max((cell.cell_len for cell in self.cells), default=0)
+
+    def cell(self, row: int) -> RenderableType:
+        """Its cell in `row`; a name of a folded column folded whole (wholefold.py)."""
+        cell = self.cells[row]
+        return Folded(cell) if self.overflow == "fold" else cell
 
     def natural(self) -> int:
         """Its widest cell or header, on one line."""
@@ -128,7 +135,7 @@ class FittedTable:
                 width=widths[column.header],
             )
         for i in range(len(shown[0].cells) if shown else 0):
-            table.add_row(*(column.cells[i] for column in shown))
+            table.add_row(*(column.cell(i) for column in shown))
         return table
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:

@@ -40,6 +40,14 @@ TYPED = [
     ("ledger state dq", 'dq"'),
 ]
 
+CHOICES = [
+    ("ledger prune --status compl", "completed"),
+    ("ledger prune --status=fai", "--status=failed"),
+    ("ledger graph --format merm", "mermaid"),
+    ("ledger log --event ledger.compl", "ledger.completed"),
+]
+"""Typed before the TAB (the option's values), and the word it must come back as."""
+
 SHOW = {
     "bash": "show() { local n=$1; shift; printf '%s:' \"$n\"; printf '<%s>' \"$@\"; echo; }",
     "zsh": "show() { local n=$1; shift; printf '%s:' \"$n\"; printf '<%s>' \"$@\"; echo; }",
@@ -130,6 +138,9 @@ def _check_typed(tmux: Tmux, stores: dict[str, Path]) -> None:
     assert _completed(tmux, 101, "ledger list --status=compl") == _argv(
         "ledger", "list", "--status=completed"
     )
+    # An option of a few values completes them, never the shell's file names.
+    for n, (typed, word) in enumerate(CHOICES, start=110):
+        assert _completed(tmux, n, typed) == _argv(*typed.split()[:-1], word), typed
     assert {name: _files(store) for name, store in stores.items()} == before  # nothing written
     # No candidate from the ledger: the shell's own file names (zsh drops the
     # directory's slash when the line is run).

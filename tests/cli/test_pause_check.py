@@ -62,8 +62,9 @@ def test_check_says_whether_the_lease_is_still_held(cli: Cli) -> None:
 
 
 def test_check_refuses_bad_text_with_one_line(cli: Cli) -> None:
-    """A key or owner the writes would refuse is refused here too (exit 2, one
-    line), not looked up."""
+    """An owner the writes would refuse, or an empty key, is refused here too
+    (exit 2, one line), not looked up (any other key is looked up, as `renew`
+    and `complete` look it up: docs/design.md §5.2)."""
     cli.ok("admit", "a")
     fence = cli.ok("claim", "a", "--owner", "w", "--lease", "1m").stdout.strip()
     bad_owner = cli("check", "a", "--owner", "w\x07", "--fence", fence)

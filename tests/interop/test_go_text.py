@@ -310,3 +310,21 @@ def test_postgresql_cannot_hold_invalid_utf8(tmp_path: Path) -> None:
         assert (res.returncode, json.loads(res.stdout)) == (0, [])
         with psycopg.connect(url, autocommit=True) as conn:  # `run` started no attempt
             assert conn.execute("SELECT to_regclass('ledger_attempts')").fetchone() == (None,)
+
+
+def test_a_key_with_invalid_bytes_is_cancelled_and_retried_byte_exactly(store: Path) -> None:
+    """`cancel`, `retry`, `check` and `graph` name such a key by its exact
+    bytes, as `claim` does (docs/design.md §5.2: only the commands that create
+    a key refuse one that is not UTF-8); the row is written under those bytes."""
+    _add_bad(store, "key")
+    bad = b"key-\xff"
+    res = ledger(store, "cancel", bad)
+    assert (res.returncode, text(res)) == (0, "cancelled key-\ufffd\n"), res.stderr
+    assert raw_rows(store)[bad][1] == b"failed"
+    res = ledger(store, "retry", bad)
+    assert (res.returncode, text(res)) == (0, "retried key-\ufffd\n"), res.stderr
+    assert raw_rows(store)[bad][1] == b"pending"
+    assert ledger(store, "check", bad, "--owner", "w", "--fence", "0").returncode == 6
+    res = ledger(store, "--json", "graph", bad)
+    assert res.returncode == 0, res.stderr
+    assert set(raw_rows(store)) == {b"a", b"b", bad}  # no row under a replacement key

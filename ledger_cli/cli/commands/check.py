@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ledger_cli.cli import output
 from ledger_cli.cli.context import Session, Settings
-from ledger_cli.cli.inputs import parse_uint, validate_key, validate_text
+from ledger_cli.cli.inputs import parse_uint, validate_text
 from ledger_cli.errors import (
     EmptyOwnerError,
     FencedError,
@@ -27,7 +27,6 @@ def left_text(ns: int) -> str:
 
 
 def check(settings: Settings, key: str, owner: str, fence: str) -> int:
-    key = validate_key(key)
     owner = validate_text(owner, "owner")
     if owner == "":
         raise EmptyOwnerError()  # as claim refuses it: no lease is ever held by ""

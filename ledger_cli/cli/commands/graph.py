@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from ledger_cli.cli import output
 from ledger_cli.cli.context import Session, Settings
-from ledger_cli.cli.inputs import InputError, validate_key
+from ledger_cli.cli.inputs import InputError
 from ledger_cli.engine.record import go_quote
 
 FORMATS = ("dot", "mermaid", "svg")
@@ -17,9 +17,7 @@ def graph(settings: Settings, keys: Sequence[str] | None = None, fmt: str = "dot
     descendants: DOT (default), Mermaid, SVG, or `--json`."""
     if fmt not in FORMATS:
         raise InputError(f"ledger: --format must be dot, mermaid or svg, not {go_quote(fmt)}")
-    keys = keys or ()
-    for key in keys:
-        validate_key(key)
+    keys = keys or ()  # any key a store holds (docs/design.md §5.2): one it does not exits 3
     from ledger_cli.cli.graph import model
 
     with Session(settings, reads=True) as s:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from ledger_cli.cli import output
 from ledger_cli.cli.context import Session, Settings
-from ledger_cli.cli.inputs import validate_key, validate_text
+from ledger_cli.cli.inputs import validate_text
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -39,8 +39,9 @@ def remedy(
 ) -> int:
     """`retry` and `cancel`: the engine `call` through the session's block
     driver, then the key's record and the dependents its walk `moved`
-    (`{"key", "record", "unblocked": [...]}`, or a line each)."""
-    validate_key(key)
+    (`{"key", "record", "unblocked": [...]}`, or a line each). KEY is any
+    key a store holds (docs/design.md §5.2), a key the Go service wrote with
+    bytes that are not UTF-8 among them: one no store holds exits 3."""
     why = reason_text(reason)
     with Session(settings, existing=True) as s:
         now = s.blocks.now = s.now()

@@ -19,6 +19,24 @@ from ledger_cli.cli.declarations.base import (
 )
 
 
+def complete_prune_status(incomplete: str) -> list[str]:
+    from ledger_cli.cli import shell_completion
+
+    return shell_completion.complete_prune_status(incomplete)
+
+
+def complete_graph_format(incomplete: str) -> list[str]:
+    from ledger_cli.cli import shell_completion
+
+    return shell_completion.complete_graph_format(incomplete)
+
+
+def complete_event(incomplete: str) -> list[str]:
+    from ledger_cli.cli import shell_completion
+
+    return shell_completion.complete_event(incomplete)
+
+
 @command("ledger state report", "ledger --json state report | jq .Status")
 def state(ctx: typer.Context, key: Key) -> None:
     """Show one record."""
@@ -54,7 +72,8 @@ def prune(
         str, option("--older-than", "D", "Only records last updated at least D ago.")
     ],
     statuses: Annotated[
-        list[str] | None, option("--status", "S", "completed or failed (default both).")
+        list[str] | None,
+        option("--status", "S", "completed or failed (default both).", complete_prune_status),
     ] = None,
     dry_run: Annotated[
         bool, flag("--dry-run", "Count what would be pruned; change nothing.")
@@ -100,6 +119,7 @@ def log(
             "NAME",
             "Only this event, such as ledger.completed (repeatable; an unknown name "
             "is a usage error that lists the names).",
+            complete_event,
         ),
     ] = None,
 ) -> None:
@@ -129,6 +149,7 @@ def graph(
             "dot (Graphviz, the default; each `&` written `&amp;`, so Graphviz "
             "shows keys as stored), mermaid (a flowchart) or svg (drawn without "
             "Graphviz; at most 2000 tasks).",
+            complete_graph_format,
         ),
     ] = "dot",
 ) -> None:
