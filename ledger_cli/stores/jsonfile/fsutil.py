@@ -11,9 +11,8 @@ fsync the target's directory (an unsynced file goes in by swap.py). Every
 temporary file is made in the store's root directory (rename(2) moves it into
 its shard), so a lock holder finds a crash's leftovers with one listing.
 They end in `.tmp` and exist only while a writer holds the store lock, or
-(an old file a long-lived writer exchanged out, swap.py) until that
-writer's retiring thread unlinks it, so a `.tmp` file seen under the lock
-was left by a crash or awaits its unlink, and may be removed either way.
+until its thread unlinks an old file it exchanged out (swap.py), so a `.tmp`
+file seen under the lock may be removed.
 """
 
 from __future__ import annotations
