@@ -10,9 +10,8 @@ A durable replace: write a temporary file, fsync it, rename it over the target,
 fsync the target's directory (an unsynced file goes in by swap.py). Every
 temporary file is made in the store's root directory (rename(2) moves it into
 its shard), so a lock holder finds a crash's leftovers with one listing.
-They end in `.tmp` and exist only while a writer holds the store lock, or
-until its thread unlinks an old file it exchanged out (swap.py), so a `.tmp`
-file seen under the lock may be removed.
+They end in `.tmp` and exist only while a writer holds the store lock (or its
+thread unlinks an old file, swap.py): one seen under the lock may go.
 """
 
 from __future__ import annotations
