@@ -37,6 +37,7 @@ from ledger_cli.engine.attempts import KEEP_ATTEMPTS, Attempt
 from ledger_cli.errors import StoreError
 from ledger_cli.stores.jsonfile import fsutil, layout
 from ledger_cli.stores.jsonfile.fsutil import fail
+from ledger_cli.stores.jsonfile.records import key_digest
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -149,6 +150,7 @@ def open_attempt(dir_fd: int, name: str, where: str) -> tuple[int, dict[str, obj
             head += chunk
         line = head.partition(b"\n")[0]
         obj = parse_head(line, path)
+        _check_whole(obj, where, path, os.fstat(fd).st_size - len(line) - 1)
         os.lseek(fd, len(line) + 1, os.SEEK_SET)
         return fd, obj
     except BaseException:
@@ -178,6 +180,24 @@ def parse_head(line: bytes, path: str) -> dict[str, object]:
         )
     obj.pop("sum", None)
     return obj
+
+
+def _check_whole(obj: dict[str, object], where: str, path: str, output: int) -> None:
+    """An attempt file in its key's directory (`where` ends with the key's
+    digest: a file moved or copied from another key's is damage, not that
+    key's run), holding the output its header counts: every write replaces
+    the file whole, header and output together, a running attempt's too, so
+    any other length (bytes appended after it, or cut off) is damage."""
+    key = obj.get("key")
+    if isinstance(key, str) and key_digest(key) != where.rpartition("/")[2]:
+        raise fail(path, f"holds key {key!r}, which belongs elsewhere")
+    kept = obj.get("kept_bytes")
+    if type(kept) is int and output != kept:
+        raise fail(
+            path,
+            f"corrupt attempt: {output:,} bytes of output where its header counts {kept:,} "
+            "(the file was damaged or edited)",
+        )
 
 
 def decode(dir_fd: int, n: int, obj: dict[str, object], where: str) -> Attempt:
