@@ -6,8 +6,8 @@ AttemptLog over them).
     attempts/<first two hex digits>/<key digest>/<n>.pid
 
 `<n>.att`: a first line that is a JSON object (the docs/design.md §7.1 fields, the key and
-a format tag; no newline inside) with a `"sum"` member last, the SHA-256 of
-the line without it (as a record file's, records.py: a flipped byte that
+a format tag, the `"size"` of the output after it; no newline inside) with a
+`"sum"` member last, the SHA-256 of the line without it (as a record file's, records.py: a flipped byte that
 still parses, an exit status of 4 read as 0, is damage, not a changed
 outcome), then the kept output, raw bytes as the command wrote them;
 replaced whole, never torn. A header written before the sum was added (it
@@ -58,7 +58,7 @@ _UNSUMMED = re.compile(rb',"kept_bytes":\d+\}\Z')
 
 
 def encode(att: Attempt, output: bytes) -> bytes:
-    head = {"format": FORMAT, "key": att.key, **att.to_obj()}
+    head = {"format": FORMAT, "key": att.key, **att.to_obj(), "size": len(output)}
     body = json.dumps(head, ensure_ascii=True, separators=(",", ":")).encode()
     summed = b"".join((body[:-1], _SUM_HEAD, sha256(body).hexdigest().encode(), b'"}'))
     return summed + b"\n" + output
@@ -185,17 +185,18 @@ def parse_head(line: bytes, path: str) -> dict[str, object]:
 def _check_whole(obj: dict[str, object], where: str, path: str, output: int) -> None:
     """An attempt file in its key's directory (`where` ends with the key's
     digest: a file moved or copied from another key's is damage, not that
-    key's run), holding the output its header counts: every write replaces
-    the file whole, header and output together, a running attempt's too, so
-    any other length (bytes appended after it, or cut off) is damage."""
+    key's run), holding the output its header's `size` counts: every write
+    replaces the file whole, a running attempt's too, so any other length
+    (bytes appended after the output, or cut from it) is damage. A header
+    written before `size` was added has none to check."""
     key = obj.get("key")
     if isinstance(key, str) and key_digest(key) != where.rpartition("/")[2]:
         raise fail(path, f"holds key {key!r}, which belongs elsewhere")
-    kept = obj.get("kept_bytes")
-    if type(kept) is int and output != kept:
+    size = obj.pop("size", None)
+    if size is not None and size != output:
         raise fail(
             path,
-            f"corrupt attempt: {output:,} bytes of output where its header counts {kept:,} "
+            f"corrupt attempt: {output:,} bytes of output where its header counts {size} "
             "(the file was damaged or edited)",
         )
 
