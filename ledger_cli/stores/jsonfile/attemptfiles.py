@@ -5,11 +5,12 @@ AttemptLog over them).
     attempts/<first two hex digits>/<key digest>/<n>.att
     attempts/<first two hex digits>/<key digest>/<n>.pid
 
-`<n>.att`: a first line that is a JSON object (the docs/design.md §7.1 fields, the key and
-a format tag, the `"size"` of the output after it; no newline inside) with a
-`"sum"` member last, the SHA-256 of the line without it (as a record file's, records.py: a flipped byte that
-still parses, an exit status of 4 read as 0, is damage, not a changed
-outcome), then the kept output, raw bytes as the command wrote them;
+`<n>.att`: a first line that is a JSON object (the docs/design.md §7.1
+fields, the key and a format tag, the `"size"` of the output after it; no
+newline inside) with a `"sum"` member last, the SHA-256 of the line without
+it (as a record file's, records.py: a flipped byte that still parses, an
+exit status of 4 read as 0, is damage, not a changed outcome), then the
+kept output, raw bytes as the command wrote them;
 replaced whole, never torn. A header written before the sum was added (it
 ends with its `"kept_bytes"` member) is read without one.
 
