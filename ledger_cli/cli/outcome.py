@@ -9,11 +9,13 @@ from typing import TYPE_CHECKING
 from ledger_cli.errors import StoreError
 
 if TYPE_CHECKING:
+    from collections.abc import Collection, Iterable
     from typing import Any
 
     from rich.console import RenderableType
 
     from ledger_cli.engine.attempts import Attempt
+    from ledger_cli.engine.history import HistoryEntry
     from ledger_cli.engine.instant import Instant
     from ledger_cli.engine.record import TaskState
     from ledger_cli.engine.store import Store
@@ -42,16 +44,34 @@ def judged_attempts(store: Store, rec: TaskState, now: Instant) -> list[Attempt]
 
 def cancellation(store: Store, key: str) -> str | None:
     """`cancelled by ACTOR[: REASON]` when the key's last ending was `cancel`."""
+    return cancellations(store, [key]).get(key)
+
+
+def cancellations(store: Store, keys: Collection[str]) -> dict[str, str]:
+    """`cancelled by ACTOR[: REASON]` of each of `keys` whose last ending was
+    `cancel`. A store that reads its history by key through an index (the SQL
+    stores: `history_fences`, as engine/history.py asks) is read key by key;
+    the others, whose read of one key's history is a pass over all of it (the
+    JSON store's history.jsonl), once for every key together."""
+    wanted = set(keys)
     read = getattr(store, "read_history", None)
-    if read is None:
-        return None
-    last = None
-    for entry in read(key):
-        if entry.event in ("ledger.cancelled", "ledger.completed"):
-            last = entry
-    if last is None or last.event != "ledger.cancelled":
-        return None
-    text = last.data.partition(" cancelled by ")[2] or last.actor
+    if read is None or not wanted:
+        return {}
+    if len(wanted) == 1 or getattr(store, "history_fences", None) is not None:
+        entries: Iterable[HistoryEntry] = (entry for key in wanted for entry in read(key))
+    else:
+        entries = read()
+    last: dict[str, HistoryEntry] = {}
+    for entry in entries:
+        if entry.event in ("ledger.cancelled", "ledger.completed") and entry.key in wanted:
+            last[entry.key] = entry
+    return {
+        key: _cancelled(entry) for key, entry in last.items() if entry.event == "ledger.cancelled"
+    }
+
+
+def _cancelled(entry: HistoryEntry) -> str:
+    text = entry.data.partition(" cancelled by ")[2] or entry.actor
     who, _, reason = text.partition(" (reason: ")
     return f"cancelled by {who}: {reason.removesuffix(')')}" if reason else f"cancelled by {who}"
 
@@ -65,12 +85,39 @@ def failure_mark(
     the record's: when the latest attempt holds it, no cancel came after that
     attempt (a cancel raises the fence: engine/cancel.py), and the history is
     not read."""
-    fields: dict[str, Any] = {"exit": None, "signal": None, "timed_out": False}
+    return failure_outcomes(store, [(key, fence)])[key]
+
+
+def failure_outcomes(
+    store: Store, failed: Iterable[tuple[str, int | None]]
+) -> dict[str, tuple[str | None, dict[str, Any]]]:
+    """`failure_mark` of each (key, fence) of `failed`, the history read once
+    for all of them (`cancellations`): a thousand failures cost one pass over
+    it, not a thousand."""
+    atts_of: dict[str, list[Attempt] | None] = {}
+    asked: list[str] = []
+    for key, fence in failed:
+        try:
+            atts: list[Attempt] | None = attempts_of(store, key)
+        except StoreError:
+            atts = None
+        atts_of[key] = atts
+        if atts is not None and not (fence is not None and atts and atts[-1].fence == fence):
+            asked.append(key)
     try:
-        atts = attempts_of(store, key)
-        ran_last = fence is not None and bool(atts) and atts[-1].fence == fence
-        cancelled = None if ran_last else cancellation(store, key)
+        cancelled = cancellations(store, asked)
     except StoreError:
+        for key in asked:
+            atts_of[key] = None
+        cancelled = {}
+    return {key: _outcome(atts, cancelled.get(key)) for key, atts in atts_of.items()}
+
+
+def _outcome(
+    atts: list[Attempt] | None, cancelled: str | None
+) -> tuple[str | None, dict[str, Any]]:
+    fields: dict[str, Any] = {"exit": None, "signal": None, "timed_out": False}
+    if atts is None:
         return None, fields
     if cancelled is not None:
         return cancelled, fields
@@ -84,12 +131,8 @@ def failure_mark(
 
 
 def failure_marks(store: Store, keys: list[str]) -> dict[str, str]:
-    marks = {}
-    for key in keys:
-        mark, _fields = failure_mark(store, key)
-        if mark is not None:
-            marks[key] = mark
-    return marks
+    found = failure_outcomes(store, [(key, None) for key in keys])
+    return {key: mark for key, (mark, _fields) in found.items() if mark is not None}
 
 
 def state_attempts(

@@ -22,6 +22,7 @@ from ledger_cli.cli.inputs import InputError, parse_duration
 from ledger_cli.errors import NoKeyError, StoreError
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any
 
     from ledger_cli.engine.record import TaskState
@@ -53,19 +54,30 @@ def latest_exit(store: Store, key: str) -> int | None:
     return atts[-1].exit if atts else None
 
 
-def settled_outcome(store: Store, rec: TaskState) -> tuple[str | None, int | None]:
-    """The mark after a settled record's status and its `--json` exit: a
-    failure's as `tree` marks it (`exit 1`, `SIGTERM`, `timed out`,
-    `cancelled by A: R`: cli/outcome.py), a completion's exit (0 after a run),
-    nothing for a blocked record (it never ran)."""
-    if rec.status == "blocked":
-        return None, None
-    if rec.status == "failed":
-        from ledger_cli.cli.outcome import failure_mark
+def settled_outcomes(
+    store: Store, recs: Sequence[TaskState]
+) -> list[tuple[str | None, int | None]]:
+    """The mark after each settled record's status and its `--json` exit, in
+    order: a failure's as `tree` marks it (`exit 1`, `SIGTERM`, `timed out`,
+    `cancelled by A: R`: cli/outcome.py, which reads the history once for
+    all of them), a completion's exit (0 after a run), nothing for a blocked
+    record (it never ran)."""
+    failed = [(rec.key, rec.fence) for rec in recs if rec.status == "failed"]
+    marks: dict[str, tuple[str | None, dict[str, Any]]] = {}
+    if failed:
+        from ledger_cli.cli.outcome import failure_outcomes
 
-        mark, fields = failure_mark(store, rec.key, rec.fence)
-        return mark, fields["exit"]
-    return None, latest_exit(store, rec.key)
+        marks = failure_outcomes(store, failed)
+    found: list[tuple[str | None, int | None]] = []
+    for rec in recs:
+        if rec.status == "blocked":
+            found.append((None, None))
+        elif rec.status == "failed":
+            mark, fields = marks[rec.key]
+            found.append((mark, fields["exit"]))
+        else:
+            found.append((None, latest_exit(store, rec.key)))
+    return found
 
 
 def settled_line(rec: TaskState, mark: str | None) -> str:
@@ -125,12 +137,14 @@ def _wait_keys(s: Session, keys: list[str], every: float, deadline: float | None
     while True:
         try:
             still = []
+            now: list[TaskState] = []
             for key in unsettled:
                 rec = s.load(key)
                 if rec is None or rec.status not in SETTLED:
                     still.append(key)
-                    continue
-                mark, exit_ = settled_outcome(s.store, rec)
+                else:
+                    now.append(rec)
+            for rec, (mark, exit_) in zip(now, settled_outcomes(s.store, now), strict=True):
                 bad = bad or rec.status != "completed"
                 settled.append(_settled_item(rec, exit_))
                 if not s.settings.json:
@@ -250,7 +264,8 @@ def _bad(store: Store, in_queues: frozenset[str] | None) -> list[TaskState]:
 
 
 def _settled_items(store: Store, bad: list[TaskState]) -> list[dict[str, Any]]:
-    return [_settled_item(rec, settled_outcome(store, rec)[1]) for rec in bad]
+    outcomes = settled_outcomes(store, bad)
+    return [_settled_item(rec, exit_) for rec, (_mark, exit_) in zip(bad, outcomes, strict=True)]
 
 
 def _live_keys(store: Store, in_queues: frozenset[str] | None) -> list[str]:

@@ -52,7 +52,9 @@ def wait(
     ctx: typer.Context,
     keys: Annotated[list[str] | None, keys_arg("KEY", "The keys to wait for.")] = None,
     all_: Annotated[bool, flag("--all", "Wait until no record is pending or claimed.")] = False,
-    timeout: Annotated[str | None, option("--timeout", "D", "Give up after D (exit 124).")] = None,
+    timeout: Annotated[
+        str | None, option("--timeout", "D", "Give up waiting after D (exit 124).")
+    ] = None,
     interval: Annotated[str | None, option("--interval", "D", "Poll every D (default 1s).")] = None,
     queue: Queues = None,
 ) -> None:

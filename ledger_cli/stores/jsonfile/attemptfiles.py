@@ -5,11 +5,12 @@ AttemptLog over them).
     attempts/<first two hex digits>/<key digest>/<n>.att
     attempts/<first two hex digits>/<key digest>/<n>.pid
 
-`<n>.att`: a first line that is a JSON object (the docs/design.md §7.1 fields, the key and
-a format tag; no newline inside) with a `"sum"` member last, the SHA-256 of
-the line without it (as a record file's, records.py: a flipped byte that
-still parses, an exit status of 4 read as 0, is damage, not a changed
-outcome), then the kept output, raw bytes as the command wrote them;
+`<n>.att`: a first line that is a JSON object (the docs/design.md §7.1
+fields, the key and a format tag, the `"size"` of the output after it; no
+newline inside) with a `"sum"` member last, the SHA-256 of the line without
+it (as a record file's, records.py: a flipped byte that still parses, an
+exit status of 4 read as 0, is damage, not a changed outcome), then the
+kept output, raw bytes as the command wrote them;
 replaced whole, never torn. A header written before the sum was added (it
 ends with its `"kept_bytes"` member) is read without one.
 
@@ -37,6 +38,7 @@ from ledger_cli.engine.attempts import KEEP_ATTEMPTS, Attempt
 from ledger_cli.errors import StoreError
 from ledger_cli.stores.jsonfile import fsutil, layout
 from ledger_cli.stores.jsonfile.fsutil import fail
+from ledger_cli.stores.jsonfile.records import key_digest
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -57,7 +59,7 @@ _UNSUMMED = re.compile(rb',"kept_bytes":\d+\}\Z')
 
 
 def encode(att: Attempt, output: bytes) -> bytes:
-    head = {"format": FORMAT, "key": att.key, **att.to_obj()}
+    head = {"format": FORMAT, "key": att.key, **att.to_obj(), "size": len(output)}
     body = json.dumps(head, ensure_ascii=True, separators=(",", ":")).encode()
     summed = b"".join((body[:-1], _SUM_HEAD, sha256(body).hexdigest().encode(), b'"}'))
     return summed + b"\n" + output
@@ -149,6 +151,7 @@ def open_attempt(dir_fd: int, name: str, where: str) -> tuple[int, dict[str, obj
             head += chunk
         line = head.partition(b"\n")[0]
         obj = parse_head(line, path)
+        _check_whole(obj, where, path, os.fstat(fd).st_size - len(line) - 1)
         os.lseek(fd, len(line) + 1, os.SEEK_SET)
         return fd, obj
     except BaseException:
@@ -178,6 +181,25 @@ def parse_head(line: bytes, path: str) -> dict[str, object]:
         )
     obj.pop("sum", None)
     return obj
+
+
+def _check_whole(obj: dict[str, object], where: str, path: str, output: int) -> None:
+    """An attempt file in its key's directory (`where` ends with the key's
+    digest: a file moved or copied from another key's is damage, not that
+    key's run), holding the output its header's `size` counts: every write
+    replaces the file whole, a running attempt's too, so any other length
+    (bytes appended after the output, or cut from it) is damage. A header
+    written before `size` was added has none to check."""
+    key = obj.get("key")
+    if isinstance(key, str) and key_digest(key) != where.rpartition("/")[2]:
+        raise fail(path, f"holds key {key!r}, which belongs elsewhere")
+    size = obj.pop("size", None)
+    if size is not None and size != output:
+        raise fail(
+            path,
+            f"corrupt attempt: {output:,} bytes of output where its header counts {size} "
+            "(the file was damaged or edited)",
+        )
 
 
 def decode(dir_fd: int, n: int, obj: dict[str, object], where: str) -> Attempt:
