@@ -261,6 +261,7 @@ class JsonFileStore(
                     outer.marks.pop()
                     if not outer.marks:
                         outer.undo.clear()
+                        outer.side_undo.clear()
                 return
             batch = PendingBatch()
             # Lock now if the store exists; otherwise the first write inside the
@@ -272,7 +273,7 @@ class JsonFileStore(
             self._batch = batch
             try:
                 yield
-                if batch.records or batch.history or batch.attempts:
+                if batch.pending():
                     root_fd = self._root_fd
                     assert root_fd is not None
                     with io_errors(self._root):
