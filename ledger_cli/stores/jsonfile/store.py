@@ -321,7 +321,7 @@ class JsonFileStore(
     @store_method
     def refuse_damage(self) -> None:
         """Before a write that cannot be undone in part (`ledger restore`: its
-        pruned lines and side files land before its records' commit), what
+        pruned lines land before its records' commit), what
         that commit would refuse: a damaged tally, a lost or torn history
         (StoreDamageError, nothing written)."""
         self._check_open()
