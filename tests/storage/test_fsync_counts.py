@@ -206,7 +206,7 @@ def test_an_admission_with_a_queue_or_a_schedule_syncs_once(
 
 
 def _batch_lines(n: int, member: str) -> str:
-    return "".join('{"key":"k%04d"%s}\n' % (i, member) for i in range(n))
+    return "".join(f'{{"key":"k{i:04d}"{member}}}\n' for i in range(n))
 
 
 @needs_syncfs
