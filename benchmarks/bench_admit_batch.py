@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/bench_admit_batch.py [--tasks N] [--rounds N]
         [--dir DIR] [--postgres-url URL] [--stores json,json-nodeps,sqlite,postgresql]
-        [--needs K] [--per-admit] [--pruned P]
+        [--needs K] [--per-admit] [--pruned P] [--queue Q] [--priority N]
 
 Each round admits N tasks (default 10,000) through `Ledger.admit` inside one
 `store.batch()` on a fresh, empty store of each kind, stores interleaved round
@@ -25,6 +25,11 @@ in its own batch, durable on its own, as `ledger admit` does (use fewer
 index switched off, to put beside `json`: the admission cost with no
 reverse-needs index at all (a floor only: such a store would not promote the
 waiting tasks when their needs complete).
+
+`--queue Q`, `--priority N`: every task is admitted into queue Q, with
+priority N (through `Ledger.admit_outcome`, as `ledger admit --batch` does),
+so the stores write each key's queue and schedule beside its record (the
+JSON store: its side files, carried by the batch's commit).
 
 `--pruned P`: each store also runs a round on a store that first holds P
 finished records, pruned (made before the clock starts), where the batch
@@ -73,13 +78,26 @@ def payload(i: int) -> dict[str, Any]:
     return {"cmd": f"backup.sh --shard {i % 64}", "n": i}
 
 
-def admit_round(store: Store, tasks: int, needs: int = 0, per_admit: bool = False) -> float:
+def admit_round(
+    store: Store,
+    tasks: int,
+    needs: int = 0,
+    per_admit: bool = False,
+    queue: str | None = None,
+    priority: int = 0,
+) -> float:
     ledger = Ledger(store)
     now = Instant.now()
 
     def admit(i: int) -> None:
         named = [f"task-{j:06d}" for j in range(max(0, i - needs), i)]
-        ledger.admit("bench", f"task-{i:06d}", 1, payload(i), now, *named)
+        key = f"task-{i:06d}"
+        if queue is None and not priority:
+            ledger.admit("bench", key, 1, payload(i), now, *named)
+            return
+        ledger.admit_outcome(
+            "bench", key, 1, payload(i), now, *named, priority=priority, queue=queue or "default"
+        )
 
     started = time.perf_counter()
     if per_admit:
@@ -239,6 +257,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--needs", type=int, default=0, help="needs per task (earlier tasks)")
     parser.add_argument("--per-admit", action="store_true", help="one batch per admit")
     parser.add_argument("--pruned", type=int, default=0, help="pruned records beside, re-admitted")
+    parser.add_argument("--queue", default=None, help="every task in this queue")
+    parser.add_argument("--priority", type=int, default=0, help="every task at this priority")
     args = parser.parse_args(argv)
 
     base = Path(tempfile.mkdtemp(prefix="ledger-bench-", dir=args.dir))
@@ -247,8 +267,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"refusing {base.parent}: it is tmpfs, where fsync costs nothing", file=sys.stderr)
         return 2
     how = "one batch each" if args.per_admit else "in one batch"
+    side = f", queue {args.queue}" if args.queue else ""
+    side += f", priority {args.priority}" if args.priority else ""
     print(
-        f"{args.tasks} admits {how} per round, {args.needs} needs each, "
+        f"{args.tasks} admits {how} per round, {args.needs} needs each{side}, "
         f"{args.rounds} rounds; files in {base}"
     )
     results: dict[str, list[float]] = {}
@@ -274,7 +296,14 @@ def main(argv: list[str] | None = None) -> int:
                 for name, opener in kinds.items():
                     store = opener(r)
                     try:
-                        seconds = admit_round(store, args.tasks, args.needs, args.per_admit)
+                        seconds = admit_round(
+                            store,
+                            args.tasks,
+                            args.needs,
+                            args.per_admit,
+                            args.queue,
+                            args.priority,
+                        )
                     finally:
                         store.close()
                     with contextlib.closing(opener(r)) as again:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import errno
+import json
 import os
 import re
 import signal
@@ -137,13 +138,27 @@ State = tuple[tuple[str, ...], tuple[str, ...]]
 
 def logical_state(root: str | Path) -> State:
     """(every record as wire JSON, every history line) as a fresh process sees them:
-    opening replays a journal a failure left, range() validates every record."""
+    opening replays a journal a failure left, range() validates every record.
+    A record's queue and schedule (its side files) follow the records, one
+    `{"Key":…,"Queue":…}` or `{"Key":…,"Schedule":[not-before, priority]}` each;
+    a side file of a key without a record is no task's, and left out."""
     if not Path(root).exists():
         return ((), ())
     store = JsonFileStore(root)
     records = tuple(record_to_json(r) for r in store.range())
+    keys = {r.key for r in store.range()}
+    sides = [
+        json.dumps({"Key": key, "Queue": queue}, separators=(",", ":"))
+        for key, queue in sorted(store.queues().items())
+        if key in keys
+    ]
+    sides += [
+        json.dumps({"Key": key, "Schedule": [str(nb), prio]}, separators=(",", ":"))
+        for key, (nb, prio) in sorted(store.schedules().items())
+        if key in keys
+    ]
     history = tuple(e.to_json() for e in store.read_history())
-    return records, history
+    return (*records, *sides), history
 
 
 def unblocked_note(state: State) -> State:

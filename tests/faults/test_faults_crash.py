@@ -67,6 +67,12 @@ BATCH = b"".join(
 )
 
 
+SIDE_BATCH = b"".join(
+    b'{"key":"side-%02d","queue":"q%d","priority":%d}\n' % (i, i % 2, i)
+    for i in range(jsonfile.SYNC_EACH_MAX + 1)
+)
+
+
 def _snapshot_bytes() -> bytes:
     return (
         b'{"Tasks":[{"Key":"restored","Status":"pending","Sequence":3,"Owner":"","Fence":4,'
@@ -153,6 +159,12 @@ OPS: list[Callable[[Path], None]] = [
     _cli("admit", "e", "--needs", "d"),
     _cli("admit", "c", "--seq", "2", "--needs", "e"),
     _cli("retry", "a"),
+    # Side files (a key's queue and schedule) ride in the commit of their
+    # records: an admission with both, a rebase moving them, and a large
+    # batch (journal.json) of queued and prioritized keys.
+    _cli("admit", "f", "--queue", "q", "--priority", "5"),
+    _cli("admit", "f", "--seq", "2", "--queue", "r", "--not-before", "2026-01-02T03:05:05Z"),
+    _cli("admit", "--batch", "-", data=SIDE_BATCH),
 ]
 # (A prune is no single write, so no prefix of OPS: its tally is removed
 # first and written after; tests/storage/test_tally.py kills one in between.)
@@ -240,13 +252,17 @@ class _RangeOnly:
 
 
 def _ready_index_agrees(root: Path, where: str) -> None:
+    from ledger_cli.engine import schedule
     from ledger_cli.engine.ready import is_ready, order_key, ready_iter
 
     store = JsonFileStore(root)
     assert store.check_ready_index() == [], where
     records = {r.key: r for r in store.range()}
+    kept = store.schedules()  # the Ready order and due instants (docs/design.md §8.2)
     brute = [
-        r.key for r in sorted(records.values(), key=order_key) if is_ready(r, records.get, NOW)
+        r.key
+        for r in sorted(records.values(), key=lambda r: schedule.order_key(r, kept.get(r.key)))
+        if is_ready(r, records.get, NOW) and schedule.is_due(r, kept.get(r.key), NOW)
     ]
     assert [r.key for r in ready_iter(store, store.load, NOW)] == brute, where
     live = [r.key for r in sorted(records.values(), key=order_key) if r.status in LIVE]

@@ -18,6 +18,7 @@ from ledger_cli.stores.jsonfile import (
     depsindex,
     fsutil,
     historyfile,
+    keyfiles,
     liveindex,
     readyindex,
     spares,
@@ -28,8 +29,10 @@ from ledger_cli.stores.jsonfile.readyindex import Entry
 from ledger_cli.stores.jsonfile.records import key_digest
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
     from typing import Literal
+
+    from ledger_cli.stores.jsonfile.keyfiles import SideOp
 
     Durability = Literal["now", "end", "log"]
     """How a write becomes durable: "now", synced file by file before it
@@ -62,6 +65,7 @@ def write_records(
     *,
     moved: set[str] | None = None,
     on_disk: Callable[[str], TaskState | None] = lambda digest: None,
+    sides: Sequence[SideOp] = (),
 ) -> None:
     """Write records, their live/ markers, ready/ and deps/ entries and history
     lines; durable on return.
@@ -94,7 +98,11 @@ def write_records(
     end's sync; `also_fsyncs` the fsyncs it makes with `sync`. `moved`: the
     records whose tally membership changes (tally.apply), None: all of them.
     `on_disk(digest)`: that record as read from disk under this lock hold,
-    None when it is not there or was not read.
+    None when it is not there or was not read. `sides`: the side files of
+    the commit (a key's queue or schedule, keyfiles.py), written first, so
+    the ready/ entries of the write go where they say; a key whose side file
+    changes gets the entry its record has under it, when a candidate (the one
+    under its old queue or schedule is stale, dropped when met).
     """
     files = len(records) + (1 if history else 0)
     bulk = files > SYNC_EACH_MAX
@@ -104,12 +112,12 @@ def write_records(
     elif bulk:
         from ledger_cli.stores.jsonfile import durability  # large commits only
 
-        use_syncfs = durability.use_syncfs(files)
+        use_syncfs = durability.use_syncfs(files + len(sides))
     else:
         # The fsyncs a small journalled apply makes without syncfs: a record
         # file and its directory each, the history, the tally's two or three.
         saved = 2 * len(records) + (1 if history else 0) + (3 if counts is not None else 0)
-        saved += also_fsyncs
+        saved += also_fsyncs + (keyfiles.side_fsyncs(sides) if sides else 0)
         use_syncfs = False
         if journaled == "end":  # a journal's commit ("now": synced file by file)
             from ledger_cli.stores.jsonfile import durability
@@ -120,10 +128,16 @@ def write_records(
     ready: _ReadyWork | None = None
     try:
         sync = not use_syncfs and not logged
+        changed: frozenset[str] = frozenset()
+        if sides:
+            keyfiles.apply_sides(root, root_fd, sides, sync=sync)
+            changed = frozenset(key for _, key, _ in sides)
         if records:
             index_needs(root, root_fd, records, listed_needs, rebuild_deps, sync=sync)
+        if records or changed:
             ready = _ReadyWork(root, root_fd, records, read_digest, rebuild_ready, read_key)
-            ready.before(rebuild_deps, completed_before, on_disk, sync=sync)
+            ready.before(rebuild_deps, completed_before, on_disk, changed, sync=sync)
+        if records:
             rfd = fsutil.open_subdir(
                 root_fd, RECORDS_DIR, shown(root, RECORDS_DIR), create=True, sync=sync
             )
@@ -260,11 +274,14 @@ class _ReadyWork:
         rebuild_deps: Callable[[], None],
         completed_before: Callable[[str], bool],
         on_disk: Callable[[str], TaskState | None],
+        changed: frozenset[str] = frozenset(),
         *,
         sync: bool,
     ) -> None:
         """Add the candidates this write makes: its live records whose needs are
-        all met, and the dependents (listed by deps/) of the needs it completes.
+        all met, the dependents (listed by deps/) of the needs it completes,
+        and the records of the `changed` keys (a new queue or schedule, its
+        file written already) under their new entry.
         A record that stays live with the same entry and needs (a claim, a
         renewal, a release) adds nothing: if it is a candidate now, it was one
         on disk, so the index holds its entry already (a chunk read spared)."""
@@ -274,12 +291,22 @@ class _ReadyWork:
         for digest, (rec, _) in self.records.items():
             if rec.status in LIVE_STATUSES:
                 entry = readyindex.entry_of(rec, self.sched(rec.key))
-                if entry is None or self._indexed_before(on_disk(digest), rec, entry):
+                if entry is None:
+                    continue
+                if rec.key not in changed and self._indexed_before(on_disk(digest), rec, entry):
                     continue
                 if readyindex.is_candidate(rec, self.load):
                     adds.add(entry)
             elif rec.status == "completed" and not completed_before(digest):
                 completed.append(digest)
+        for key in changed:
+            if key_digest(key) in self.records:
+                continue  # looked at above
+            on = self.load(key)  # on disk: its record this write leaves alone
+            if on is not None and readyindex.is_candidate(on, self.load):
+                entry = readyindex.entry_of(on, self.sched(key))
+                if entry is not None:
+                    adds.add(entry)
         if completed:
             adds |= self._promoted(completed, rebuild_deps)
         if adds:

@@ -338,22 +338,27 @@ def write_fresh(
     entries: list[Entry],
     keep: tuple[str, ...] = (),
     subs: list[str] | None = None,
+    *,
+    sync: bool = True,
 ) -> Chunks:
     """Write the index in `dfd` afresh (its sorted `entries`, listing `subs`),
-    durably, the manifest removed first and written last; every other file but
-    those named in `keep` is removed."""
+    durably with `sync` (else the caller's syncfs does), the manifest removed
+    first and written last; every other file but those named in `keep` is
+    removed."""
     path = shown(root, *sub)
     fsutil.unlink_quiet(dfd, MANIFEST)
-    fsutil.fsync_fd(dfd, path)
+    if sync:
+        fsutil.fsync_fd(dfd, path)
     for name in os.listdir(dfd):
         if name != MANIFEST and name not in keep:
             fsutil.unlink_quiet(dfd, name)
     chunks = Chunks(fmt, root, root_fd, dfd, sub, subs=subs)
     for cid, piece in enumerate(_pieces(entries)):
-        chunks.write_chunk(cid, piece, True)
+        chunks.write_chunk(cid, piece, sync)
         chunks.ids.append(cid)
         chunks.bounds.append(piece[0] if piece else (0, ""))
     chunks.next_id = len(chunks.ids)
-    fsutil.fsync_fd(dfd, path)
-    chunks.write_manifest(True)
+    if sync:
+        fsutil.fsync_fd(dfd, path)
+    chunks.write_manifest(sync)
     return chunks

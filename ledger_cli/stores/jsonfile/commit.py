@@ -1,7 +1,8 @@
 """How a commit's writes reach the JSON store, and how a new lock holder
 finishes those a crash interrupted: the tally counts a commit leaves
 (tally.py), the writes `journal.commit` applies (apply.py, with the
-attempt files' when it carries some), and the recovery of the journal, then
+attempt files' and side files' when it carries some: a key's queue or
+schedule, staged by `_stage_side`), and the recovery of the journal, then
 of wal.log (wal.py). JsonFileStore (store.py) builds its batches on these."""
 
 from __future__ import annotations
@@ -12,14 +13,19 @@ from typing import TYPE_CHECKING
 from ledger_cli.errors import StoreError
 from ledger_cli.stores.jsonfile import apply, fsutil, historyfile, journal, tally, wal
 from ledger_cli.stores.jsonfile.layout import JOURNAL_NAME, LIVE_STATUSES, RECORDS_DIR
+from ledger_cli.stores.jsonfile.locking import PendingBatch
 from ledger_cli.stores.jsonfile.reading import RecordReader
+from ledger_cli.stores.jsonfile.records import key_digest
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from typing import TypeVar
 
     from ledger_cli.engine.record import TaskState
     from ledger_cli.stores.jsonfile import attemptfiles
-    from ledger_cli.stores.jsonfile.locking import PendingBatch
+    from ledger_cli.stores.jsonfile.keyfiles import KeyFiles, SideOp
+
+    _V = TypeVar("_V")
 
 
 class CommitMethods(RecordReader):
@@ -112,6 +118,59 @@ class CommitMethods(RecordReader):
                 newer.add(digest)
         return {d: r for d, r in records.items() if d not in newer}, newer
 
+    def _staged_side(self, files: KeyFiles[_V], key: str) -> tuple[_V | None] | None:
+        """What the open batch of this thread wrote to `key`'s side file of
+        `files`' kind, not committed yet: (value,) ((None,): removed); None
+        when it wrote none (the file on disk holds)."""
+        batch = self._batch
+        if batch is None or not batch.sides or not batch.mine():
+            return None
+        slot = (files.dirname, key)
+        if slot not in batch.sides:
+            return None
+        data = batch.sides[slot]
+        if data is None:
+            return (None,)
+        return (files.decode(data, self._shown(files.dirname))[1],)
+
+    def _with_staged(self, files: KeyFiles[_V]) -> dict[str, _V]:
+        """Every key's value of `files`' kind (KeyFiles.all), with what the open
+        batch of this thread wrote and has not committed yet."""
+        found = files.all()
+        batch = self._batch
+        if batch is None or not batch.sides or not batch.mine():
+            return found
+        for dirname, key in list(batch.sides):
+            if dirname == files.dirname:
+                staged = self._staged_side(files, key)
+                assert staged is not None
+                if staged[0] is None:
+                    found.pop(key, None)
+                else:
+                    found[key] = staged[0]
+        return found
+
+    def _stage_side(self, files: KeyFiles[_V], key: str, body: dict[str, object] | None) -> None:
+        """Write `key`'s side file of `files`' kind (`body`; None: remove it)
+        with the open batch, else as a batch of one: its commit carries it
+        (journal.py) and its apply writes it before the records (apply.py).
+        A removal of no file changes nothing."""
+        if body is None and key_digest(key) is None:
+            return  # no file can name it: there is none to remove
+        data = files.encode(key, body)
+        with self._locked(create=True) as root_fd:
+            assert root_fd is not None
+            batch = self._batch
+            staged = batch is not None and (files.dirname, key) in batch.sides
+            if data is None and not staged and not files.exists(key):
+                return
+            if batch is not None:
+                batch.put_side(files.dirname, key, data)
+                return
+            one_call = PendingBatch()
+            one_call.put_side(files.dirname, key, data)
+            journal.commit(self._root, root_fd, one_call, self._write_records)
+
     def _write_kept(self, root_fd: int) -> journal.WriteRecords:
         """`_write_records` for a frame before a damage in wal.log (doctor --fix
         --drop-damaged): a frame past the damage may have written records,
@@ -126,14 +185,16 @@ class CommitMethods(RecordReader):
             durable: apply.Durability,
             attempts: list[attemptfiles.Op],
             moved: set[str] | None,
+            sides: list[SideOp] | None = None,
         ) -> None:
             records, newer = self._not_newer_on_disk(root_fd, records)
             attempts = [op for op in attempts if op[0] not in newer]
+            sides = [op for op in sides or () if key_digest(op[1]) not in newer]
             if history_at is not None and historyfile.holds(
                 self._root, root_fd, history, history_at
             ):
                 history, history_at = [], None  # in place: a cut would drop later lines
-            self._write_records(records, history, history_at, None, durable, attempts, None)
+            self._write_records(records, history, history_at, None, durable, attempts, None, sides)
 
         return write
 
@@ -172,11 +233,13 @@ class CommitMethods(RecordReader):
         journaled: apply.Durability = "now",
         attempts: list[attemptfiles.Op] | None = None,
         moved: set[str] | None = None,
+        sides: list[SideOp] | None = None,
         *,
         before: dict[str, TaskState | None] | None = None,
     ) -> None:
         """Apply writes durably (`attempts`: attempt files, journalled with them;
-        `moved`: the records whose tally membership changes, None: all).
+        `moved`: the records whose tally membership changes, None: all;
+        `sides`: the side files, keyfiles.py).
         `before`: the records as they are on disk (read under this lock
         hold), by digest; default the open batch's cache."""
         root_fd = self._root_fd
@@ -230,6 +293,7 @@ class CommitMethods(RecordReader):
             ),
             moved=moved,
             on_disk=known.get,
+            sides=sides or (),
         )
         # A large commit: a run of them (chunked) likely goes on, so files for
         # the next one are made before it takes the lock.

@@ -6,8 +6,9 @@ by one fdatasync(2), and applied unsynced. A large batch, or any batch where
 the log is not used, first checkpoints the log, then goes as follows.
 
 When the outermost batch exits, the journal (all records and history lines,
-the tally counts after them: tally.py, and the attempt files written in the
-batch: attemptfiles.py, after the lines) is written, fsynced and renamed
+the tally counts after them: tally.py, the attempt files written in the
+batch: attemptfiles.py, after the lines, then its side files: a key's queue
+or schedule, keyfiles.py) is written, fsynced and renamed
 into place — the commit point — then applied to the record files, made
 durable, and removed. A journal found later (a crash during apply) is
 replayed first thing under the lock. A journal that does not parse is
@@ -40,6 +41,7 @@ from ledger_cli.stores.jsonfile import (
 )
 from ledger_cli.stores.jsonfile.apply import SYNC_EACH_MAX
 from ledger_cli.stores.jsonfile.fsutil import fail
+from ledger_cli.stores.jsonfile.keyfiles import SIDE_DIRS
 from ledger_cli.stores.jsonfile.layout import JOURNAL_NAME, shown
 from ledger_cli.stores.jsonfile.locking import PendingBatch
 from ledger_cli.stores.jsonfile.records import decode_record_file, key_digest
@@ -51,10 +53,11 @@ if TYPE_CHECKING:
 
     from ledger_cli.stores.jsonfile.apply import Durability
     from ledger_cli.stores.jsonfile.attemptfiles import Op
+    from ledger_cli.stores.jsonfile.keyfiles import SideOp
 
     # Apply (records, history lines, history size before them, the tally counts
     # after them or None: unchanged, journalled, attempt files, the records whose
-    # tally membership changes or None: unknown, all), durably.
+    # tally membership changes or None: unknown, all, side files), durably.
     WriteRecords = Callable[
         [
             dict[str, tuple[TaskState, bytes]],
@@ -64,6 +67,7 @@ if TYPE_CHECKING:
             "Durability",
             "list[Op]",
             "set[str] | None",
+            "list[SideOp]",
         ],
         None,
     ]
@@ -75,6 +79,10 @@ ATTEMPTS_VERSION = 2
 """A journal that carries attempt files (after its lines, their bytes: the
 header lists each one's key digest, n and length; null: a removal). An
 older release refuses it (corrupt header) rather than lose them."""
+SIDES_VERSION = 3
+"""A journal that carries side files (a key's queue or schedule, keyfiles.py),
+after everything else, their bytes: the header's "sides" lists each one's
+directory, key and length (null: a removal). An older release refuses it."""
 JOURNAL_FORMAT = "ledger_cli.journal"
 
 
@@ -87,6 +95,7 @@ def commit(
     unsynced (wal.py). A large one, or any where the log is not used, goes
     through journal.json, after a checkpoint empties the log."""
     records = batch.records
+    sides = batch.side_ops()
     small = len(records) <= SYNC_EACH_MAX
     if small and wal.enabled():
         history_at = _history_size(root, root_fd, batch)
@@ -96,19 +105,21 @@ def commit(
             root_fd,
             counts,
             batch.moved,
-            lambda c, m: write(records, batch.history, history_at, c, "log", batch.attempts, m),
+            lambda c, m: write(
+                records, batch.history, history_at, c, "log", batch.attempts, m, sides
+            ),
         )
         wal.mark_applied(root, root_fd, end, frame)
         if end > wal.CHECKPOINT_BYTES:
             wal.checkpoint(root, root_fd)
         return
     wal.checkpoint(root, root_fd)  # a frame replayed after this write could undo it
-    if len(records) <= 1 and not batch.history and counts is None and not batch.attempts:
+    if len(records) <= 1 and counts is None and not (batch.history or batch.attempts or sides):
         # One record file: atomic by itself. (A history line always goes through
         # the journal: only its replay may cut a torn line, historyfile.py.)
         # The root directory first: the last journal's removal is durable.
         fsutil.fsync_fd(root_fd, root)
-        write(records, batch.history, None, None, "now", [], None)
+        write(records, batch.history, None, None, "now", [], None, [])
         return
     history_at = _history_size(root, root_fd, batch)
     journal = encode(batch, history_at, counts)
@@ -119,7 +130,7 @@ def commit(
         root_fd,
         counts,
         batch.moved,
-        lambda c, m: write(records, batch.history, history_at, c, "end", batch.attempts, m),
+        lambda c, m: write(records, batch.history, history_at, c, "end", batch.attempts, m, sides),
     )
     fsutil.unlink_quiet(root_fd, JOURNAL_NAME)  # not fsynced: see the module's note
 
@@ -135,7 +146,8 @@ def _history_size(root: str, root_fd: int, batch: PendingBatch) -> int | None:
 
 def encode(batch: PendingBatch, history_at: int | None, counts: Counts | None) -> bytes:
     """A batch as journal.json (and a wal.log frame) holds it: a header line,
-    the records, the history lines, then the attempt files' bytes."""
+    the records, the history lines, then the attempt files' bytes, then the
+    side files'."""
     records = batch.records
     header = {
         "format": JOURNAL_FORMAT,
@@ -150,12 +162,17 @@ def encode(batch: PendingBatch, history_at: int | None, counts: Counts | None) -
         header["attempts"] = [
             [digest, n, None if data is None else len(data)] for digest, n, data in batch.attempts
         ]
+    sides = batch.side_ops()
+    if sides:  # last of all, their bytes
+        header["version"] = SIDES_VERSION
+        header["sides"] = [[d, key, None if data is None else len(data)] for d, key, data in sides]
     return b"".join(
         [
             (json.dumps(header) + "\n").encode("utf-8"),
             *(data for _, data in records.values()),
             *batch.history,
             *(data for _, _, data in batch.attempts if data is not None),
+            *(data for _, _, data in sides if data is not None),
         ]
     )
 
@@ -175,11 +192,14 @@ def decode_records(
 
 def _decode(
     root: str, journal: bytes, checksummed: bool, name: str
-) -> tuple[dict[str, tuple[TaskState, bytes]], list[bytes], int | None, Any, list[Op]]:
+) -> tuple[
+    dict[str, tuple[TaskState, bytes]], list[bytes], int | None, Any, list[Op], list[SideOp]
+]:
     """A journal or log frame (`name` says which) checked and decoded: its
     records by digest, history lines, history_at, counts (_UNKNOWN: a release
-    before the tally) and attempt files."""
+    before the tally), attempt files and side files."""
     path = shown(root, name)
+    journal, sides = _sides_part(journal, path)
     journal, attempts = _attempts_part(journal, path)
     lines = journal.split(b"\n")
     if lines[-1] != b"":
@@ -197,7 +217,7 @@ def _decode(
                 raise ValueError("damaged counts")
         ok = (
             header["format"] == JOURNAL_FORMAT
-            and header["version"] in (JOURNAL_VERSION, ATTEMPTS_VERSION)
+            and header["version"] in (JOURNAL_VERSION, ATTEMPTS_VERSION, SIDES_VERSION)
             and type(n_records) is int
             and type(n_history) is int
             and len(lines) == 1 + n_records + n_history
@@ -214,7 +234,7 @@ def _decode(
         assert digest is not None
         records[digest] = (rec, line + b"\n")
     history = [line + b"\n" for line in lines[1 + n_records :]]
-    return records, history, history_at, counts, attempts
+    return records, history, history_at, counts, attempts, sides
 
 
 def apply_again(
@@ -228,7 +248,9 @@ def apply_again(
 ) -> None:
     """Apply a committed journal (or log frame, `name` says which) again."""
     path = shown(root, name)
-    records, history, history_at, counts, attempts = _decode(root, journal, checksummed, name)
+    records, history, history_at, counts, attempts, sides = _decode(
+        root, journal, checksummed, name
+    )
     historyfile.parse_history(b"".join(history), path)  # refuse a corrupt journal before writing
     if counts is _UNKNOWN:
         tally.invalidate(root, root_fd)
@@ -240,7 +262,7 @@ def apply_again(
         root_fd,
         counts,
         None,
-        lambda c, m: write(records, history, history_at, c, durable, attempts, m),
+        lambda c, m: write(records, history, history_at, c, durable, attempts, m, sides),
     )
 
 
@@ -307,7 +329,7 @@ def _attempts_part(journal: bytes, path: str) -> tuple[bytes, list[Op]]:
                 raise ValueError("a bad attempt entry")
             ops.append((digest, n, None if length is None else b""))
             size += length or 0
-        if header.get("version") != ATTEMPTS_VERSION or size > len(journal):
+        if header.get("version") not in (ATTEMPTS_VERSION, SIDES_VERSION) or size > len(journal):
             raise ValueError("no room for the attempts")
     except (TypeError, UnicodeDecodeError, ValueError):
         raise fail(path, "corrupt journal header; refusing to replay") from None
@@ -320,6 +342,42 @@ def _attempts_part(journal: bytes, path: str) -> tuple[bytes, list[Op]]:
             tail = tail[length:]
         else:
             out.append((digest, n, None))
+    return journal[:at], out
+
+
+def _sides_part(journal: bytes, path: str) -> tuple[bytes, list[SideOp]]:
+    """(the journal but its side files, the side files at its end: version 3).
+    Each must be a JSON object naming its key (keyfiles.py): a journal whose
+    are not is refused before anything is written."""
+    first = journal.partition(b"\n")[0]
+    try:
+        header = json.loads(first.decode("utf-8"))
+        listed = header.get("sides") if isinstance(header, dict) else None
+        if listed is None:
+            return journal, []
+        size = 0
+        for dirname, key, length in listed:
+            if dirname not in SIDE_DIRS or type(key) is not str or key_digest(key) is None:
+                raise ValueError("a bad side file entry")
+            if not (length is None or (type(length) is int and length > 0)):
+                raise ValueError("a bad side file length")
+            size += length or 0
+        if header.get("version") != SIDES_VERSION or size > len(journal):
+            raise ValueError("no room for the side files")
+        at = len(journal) - size
+        tail = memoryview(journal)[at:]
+        out: list[SideOp] = []
+        for dirname, key, length in listed:
+            data = None
+            if length is not None:
+                data = bytes(tail[:length])
+                tail = tail[length:]
+                obj = json.loads(data)
+                if type(obj) is not dict or obj.get("key") != key:
+                    raise ValueError("a side file of another key")
+            out.append((dirname, key, data))
+    except (TypeError, UnicodeDecodeError, ValueError):
+        raise fail(path, "corrupt journal header; refusing to replay") from None
     return journal[:at], out
 
 

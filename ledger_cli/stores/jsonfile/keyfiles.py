@@ -6,10 +6,17 @@ collision or a file moved in from another key reads as no value, and a
 `"sum"` member last: the SHA-256 of the file's JSON without it, so a flipped
 byte that still parses (2027 read as 2037, another queue) is damage, not a
 silent change of when or where the task runs (a file written before the sum
-was added is read without one). Files are
-written atomically (temporary file, fsync, rename, directory fsync) under
-the store lock; a key without a file has the default value. Reads take no
-lock: a rename replaces a file whole.
+was added is read without one). A key without a file has the default value.
+
+A write goes with the batch that makes it, as its records do (a write outside
+a batch is a batch of one): staged in the batch (`PendingBatch.put_side`,
+read back by the same batch), carried by its commit (a wal.log frame or
+journal.json: journal.py) and written by its apply (`apply_sides`) before
+its records and their ready-index entries, unsynced where the commit's log
+or journal covers them, each replaced atomically (temporary file, rename).
+A crash after the commit point writes them again on the replay; one before
+it leaves neither them nor the records. Reads take no lock: a rename
+replaces a file whole.
 """
 
 from __future__ import annotations
@@ -25,10 +32,17 @@ from ledger_cli.stores.jsonfile.fsutil import fail
 from ledger_cli.stores.jsonfile.records import key_digest
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
 
 V = TypeVar("V")
 D = TypeVar("D")
+
+SideOp = tuple[str, str, "bytes | None"]
+"""A side file a batch writes: (its directory, the key, the file's bytes or
+None, its removal)."""
+SIDE_DIRS = ("queue", "schedule")
+"""The directories of side files a batch writes: queueread.QUEUE_DIR,
+schedulefile.SCHEDULE_DIR."""
 
 
 def unreadable(path: str, what: str, remedy: str) -> StoreDamageError:
@@ -95,35 +109,25 @@ class KeyFiles(Generic[V]):
         stored, value = self.decode(data, shown)
         return value if stored == key else None
 
-    def write(self, key: str, body: dict[str, object] | None) -> bool:
-        """Write the key's file (`body`, which names the key), or remove it
-        (None), durably; the caller holds the store lock. False when a removal
-        found no file (nothing changed)."""
+    def exists(self, key: str) -> bool:
+        """Whether `key` has a file (of any content)."""
         digest = key_digest(key)
-        if digest is None:
-            if body is None:
-                return False
+        return digest is not None and os.path.lexists(
+            os.path.join(self.root, self.dirname, digest + ".json")
+        )
+
+    def encode(self, key: str, body: dict[str, object] | None) -> bytes | None:
+        """The bytes of `key`'s file holding `body` (which names the key; None:
+        no file). StoreError for a key no file can name."""
+        if key_digest(key) is None:
             from ledger_cli.errors import StoreError
 
             raise StoreError("ledger: store: this key cannot be stored")
-        name = digest + ".json"
-        shown = os.path.join(self.root, self.dirname, name)
-        fd = self._dir(create=body is not None)
-        if fd is None:
-            return False
-        try:
-            if body is None:
-                if not fsutil.unlink_quiet(fd, name):
-                    return False
-            else:
-                data = json.dumps({**body, "sum": _sum(body)}, ensure_ascii=False).encode(
-                    "utf-8", "surrogatepass"
-                )
-                fsutil.replace_file(fd, name, data, shown, sync=True)
-            fsutil.fsync_fd(fd, shown)
-        finally:
-            os.close(fd)
-        return True
+        if body is None:
+            return None
+        return json.dumps({**body, "sum": _sum(body)}, ensure_ascii=False).encode(
+            "utf-8", "surrogatepass"
+        )
 
     def all(self) -> dict[str, V]:
         """Every key's value, by key (a listing: for rebuilds and reports)."""
@@ -192,3 +196,43 @@ def _sum(body: dict[str, object]) -> str:
     """The checksum of a side file's members (the "sum" member left out)."""
     text = json.dumps(body, ensure_ascii=False).encode("utf-8", "surrogatepass")
     return sha256(text).hexdigest()
+
+
+def apply_sides(root: str, root_fd: int, ops: Iterable[SideOp], *, sync: bool) -> None:
+    """Write a committed batch's side files (each replaced whole, or removed),
+    in its order; with `sync` each file and its directory are fsynced, else
+    the commit's log or journal covers them. Repeating them (a replay) is
+    harmless (`side_fsyncs`: the fsyncs it makes at most)."""
+    dirs: dict[str, int | None] = {}
+    try:
+        for dirname, key, data in ops:
+            digest = key_digest(key)
+            if digest is None:
+                continue  # never staged (KeyFiles.encode refuses it)
+            where = os.path.join(root, dirname)
+            if dirname not in dirs or (dirs[dirname] is None and data is not None):
+                fsutil.close_all([dirs.get(dirname)])
+                dirs[dirname] = fsutil.open_subdir(
+                    root_fd, dirname, where, create=data is not None, sync=sync
+                )
+            fd = dirs[dirname]
+            if fd is None:
+                continue  # a removal where there is no directory: no file
+            name = digest + ".json"
+            if data is None:
+                fsutil.unlink_quiet(fd, name)
+            else:
+                path = os.path.join(where, name)
+                fsutil.replace_file(fd, name, data, path, sync=sync, tmp_dir_fd=root_fd)
+        if sync:
+            for dirname, fd in dirs.items():
+                if fd is not None:
+                    fsutil.fsync_fd(fd, os.path.join(root, dirname))
+    finally:
+        fsutil.close_all(dirs.values())
+
+
+def side_fsyncs(ops: Iterable[SideOp]) -> int:
+    """At most the fsyncs `apply_sides` makes with `sync`: a file a write, a directory each."""
+    ops = list(ops)
+    return sum(1 for op in ops if op[2] is not None) + len({op[0] for op in ops})

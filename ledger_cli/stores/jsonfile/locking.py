@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
     from ledger_cli.engine.record import TaskState
     from ledger_cli.stores.jsonfile.attemptfiles import Op
+    from ledger_cli.stores.jsonfile.keyfiles import SideOp
     from ledger_cli.stores.jsonfile.prunedcount import Held
 
     _P = ParamSpec("_P")
@@ -81,6 +82,8 @@ class PendingBatch:
         "owns_lock",
         "pruned",
         "records",
+        "side_undo",
+        "sides",
         "thread",
         "undo",
     )
@@ -90,10 +93,16 @@ class PendingBatch:
         self.history: list[bytes] = []
         self.attempts: list[Op] = []
         """Attempt files written with the batch, in order (attemptfiles.py)."""
+        self.sides: dict[tuple[str, str], bytes | None] = {}
+        """The side files written with the batch (a key's queue or schedule,
+        keyfiles.py), by (directory, key): the file's bytes, None a removal."""
+        self.side_undo: list[tuple[tuple[str, str], tuple[bytes | None] | None]] = []
+        """While a savepoint is open: each side write's (directory, key) and what
+        the batch held for it before ((bytes or None,), None: nothing staged)."""
         self.thread = threading.get_ident()
         self.owns_lock = False
         self.undo: list[tuple[str, tuple[TaskState, bytes] | None]] = []
-        self.marks: list[tuple[int, int, int]] = []
+        self.marks: list[tuple[int, int, int, int]] = []
         self.cache: dict[str, TaskState | None] = {}
         """Records read while the batch holds the lock: nobody else can change them."""
         self.files: dict[str, TaskState | None] = {}
@@ -121,20 +130,42 @@ class PendingBatch:
     def add_attempt(self, op: Op) -> None:
         self.attempts.append(op)
 
-    def mark(self) -> tuple[int, int, int]:
-        """Where a savepoint begins (what `rollback` goes back to)."""
-        return len(self.undo), len(self.history), len(self.attempts)
+    def put_side(self, dirname: str, key: str, data: bytes | None) -> None:
+        """Stage a side file of `key` (keyfiles.py: `data`, None its removal),
+        written with the batch's records at its commit."""
+        slot = (dirname, key)
+        if self.marks:
+            self.side_undo.append((slot, (self.sides[slot],) if slot in self.sides else None))
+        self.sides[slot] = data
 
-    def rollback(self, mark: tuple[int, int, int]) -> None:
-        undo_at, history_at, attempts_at = mark
+    def side_ops(self) -> list[SideOp]:
+        """The staged side files as the commit writes them (keyfiles.apply_sides)."""
+        return [(dirname, key, data) for (dirname, key), data in self.sides.items()]
+
+    def pending(self) -> bool:
+        """Whether the batch has anything to commit."""
+        return bool(self.records or self.history or self.attempts or self.sides)
+
+    def mark(self) -> tuple[int, int, int, int]:
+        """Where a savepoint begins (what `rollback` goes back to)."""
+        return len(self.undo), len(self.history), len(self.attempts), len(self.side_undo)
+
+    def rollback(self, mark: tuple[int, int, int, int]) -> None:
+        undo_at, history_at, attempts_at, sides_at = mark
         for digest, previous in reversed(self.undo[undo_at:]):
             if previous is None:
                 del self.records[digest]
             else:
                 self.records[digest] = previous
+        for slot, staged in reversed(self.side_undo[sides_at:]):
+            if staged is None:
+                del self.sides[slot]
+            else:
+                self.sides[slot] = staged[0]
         del self.undo[undo_at:]
         del self.history[history_at:]
         del self.attempts[attempts_at:]
+        del self.side_undo[sides_at:]
 
     def mine(self) -> bool:
         """True in the thread that opened the batch."""

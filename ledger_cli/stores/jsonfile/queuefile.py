@@ -1,10 +1,11 @@
 """The JSON store's queues and limits (engine/queues.py).
 
 `queue/<digest>.json` (`{"key", "queue"}`, keyfiles.py) for each key outside
-the `default` queue, and `limits.json` (`{QUEUE: N}`) in the store directory,
-each written atomically under the store lock (in the lock hold of the admission or the
-`ledger limit` that set it). A key without a file is in `default`: a record
-the Go service wrote is in `default` and its bytes never change.
+the `default` queue, written with the batch of the admission that set it (its
+commit carries it: keyfiles.py), and `limits.json` (`{QUEUE: N}`) in the store
+directory, written atomically and durably under the store lock by the `ledger
+limit` that set it. A key without a file is in `default`: a record the Go
+service wrote is in `default` and its bytes never change.
 
 `revoked.json` (`[[KEY, FENCE, QUEUE, LEASE_UNTIL], …]`) holds the leases a
 cancel, rebase or block took from a holder that may still run: each holds a
@@ -20,16 +21,19 @@ import json
 import os
 from typing import TYPE_CHECKING
 
-from ledger_cli.stores.jsonfile import fsutil, queueread
+from ledger_cli.stores.jsonfile import queueread
 from ledger_cli.stores.jsonfile.keyfiles import unreadable
 from ledger_cli.stores.jsonfile.locking import store_method
-from ledger_cli.stores.jsonfile.queueread import DEFAULT
 from ledger_cli.stores.jsonfile.reading import RecordReader
-from ledger_cli.stores.jsonfile.records import key_digest
 
 if TYPE_CHECKING:
+    from typing import TypeVar
+
     from ledger_cli.engine.instant import Instant
     from ledger_cli.engine.record import TaskState
+    from ledger_cli.stores.jsonfile.keyfiles import KeyFiles
+
+    _V = TypeVar("_V")
 
 LIMITS_NAME = "limits.json"
 REVOKED_NAME = "revoked.json"
@@ -41,57 +45,38 @@ class QueueMethods(RecordReader):
 
         def load(self, key: str) -> TaskState | None: ...
 
+        def _stage_side(
+            self, files: KeyFiles[_V], key: str, body: dict[str, object] | None
+        ) -> None: ...
+
+        def _staged_side(self, files: KeyFiles[_V], key: str) -> tuple[_V | None] | None: ...
+
+        def _with_staged(self, files: KeyFiles[_V]) -> dict[str, _V]: ...
+
     @store_method
     def queue_of(self, key: str) -> str | None:
         self._check_open()
-        return queueread.files(self._root).read(key)
+        files = queueread.files(self._root)
+        staged = self._staged_side(files, key)
+        return files.read(key) if staged is None else staged[0]
 
     @store_method
     def set_queue(self, key: str, queue: str | None) -> None:
+        """Keep `queue` as `key`'s (None: `default`), with the open batch (else
+        as a batch of one). Its commit writes the file before the records and
+        adds the ready-index entry of `key`'s record, if a candidate, to the
+        new queue's partition (apply.py); the entry left in the old one is
+        stale, dropped when met."""
         self._check_open()
-        with self._locked(create=True):
-            # The entry in the new queue's partition first: until the file
-            # says so it is stale (harmless), and the old one still holds.
-            self._index_queue(key, DEFAULT if queue is None else queue)
-            body: dict[str, object] | None = None
-            if queue is not None:
-                body = {"key": key, "queue": queue}
-            queueread.files(self._root).write(key, body)
-
-    def _index_queue(self, key: str, queue: str) -> None:
-        """Add the ready-index entry of `key`'s record on disk to `queue`'s
-        partition when it is a candidate (the entry in its old queue's
-        partition is then stale, dropped when met). A key with no record on
-        disk yet has no entry anywhere: the write of its record, in this
-        batch, adds it where its queue file says. Nothing when the index is
-        not built (its rebuild reads the queue files)."""
-        from ledger_cli.stores.jsonfile import readyindex
-        from ledger_cli.stores.jsonfile.schedulefile import reader
-
-        digest = key_digest(key)
-        root_fd = fsutil.open_root(self._root)
-        if digest is None or root_fd is None:
-            fsutil.close_all([root_fd])
-            return
-        try:
-            rec = self._read_record(root_fd, key, digest)
-            if rec is None or not readyindex.is_candidate(rec, self.load):
-                return
-            entry = readyindex.entry_of(rec, reader(self._root)(key))
-            if entry is None:
-                return
-            with readyindex.opened(self._root, root_fd) as chunks:
-                if chunks is not None:
-                    with chunks.part(queue, create=True) as part:
-                        assert part is not None
-                        part.add([entry], sync=True)
-        finally:
-            os.close(root_fd)
+        body: dict[str, object] | None = None
+        if queue is not None:
+            body = {"key": key, "queue": queue}
+        self._stage_side(queueread.files(self._root), key, body)
 
     @store_method
     def queues(self) -> dict[str, str]:
         self._check_open()
-        return queueread.files(self._root).all()
+        return self._with_staged(queueread.files(self._root))
 
     @store_method
     def limits(self) -> dict[str, int]:

@@ -218,9 +218,12 @@ class Partitioned:
         return sorted(q for q in named if q is not None and q != DEFAULT_QUEUE)
 
     @contextmanager
-    def part(self, queue: str, *, create: bool = False) -> Iterator[Chunks | None]:
+    def part(
+        self, queue: str, *, create: bool = False, sync: bool = True
+    ) -> Iterator[Chunks | None]:
         """The partition of `queue` (None: it has none yet); with `create`, a
-        missing one is made, durably, empty."""
+        missing one is made, empty (durably with `sync`; else the caller's
+        syncfs, or wal.log's rebuild of the indexes after a restart, covers it)."""
         if queue == DEFAULT_QUEUE:
             yield self.default
             return
@@ -230,13 +233,17 @@ class Partitioned:
             yield None
             return
         qfd = fsutil.open_subdir(
-            self._rfd, QUEUES_DIR, shown(self._root, READY_DIR, QUEUES_DIR), create=create
+            self._rfd,
+            QUEUES_DIR,
+            shown(self._root, READY_DIR, QUEUES_DIR),
+            create=create,
+            sync=sync,
         )
         pfd = None
         try:
             if qfd is not None:
                 pfd = fsutil.open_subdir(
-                    qfd, sub[1], shown(self._root, READY_DIR, *sub), create=create
+                    qfd, sub[1], shown(self._root, READY_DIR, *sub), create=create, sync=sync
                 )
             if listed:
                 chunks = None if pfd is None else _load_part(self._root, self._root_fd, pfd, sub)
@@ -244,9 +251,9 @@ class Partitioned:
                     _refuse_lost(self._root, sub, pfd is None)
             else:  # made afresh (what a crash left unlisted held nothing), then listed
                 assert pfd is not None
-                chunks = write_part(self._root, self._root_fd, pfd, sub, [])
+                chunks = write_part(self._root, self._root_fd, pfd, sub, [], sync=sync)
                 self.default.subs.append(sub[1])
-                self.default.write_manifest(True)
+                self.default.write_manifest(sync)
             yield chunks
         finally:
             fsutil.close_all([pfd, qfd])
@@ -260,7 +267,7 @@ class Partitioned:
     def add(self, entries: Iterable[Entry], *, sync: bool) -> None:
         """Insert entries, each in its key's queue's partition (`Chunks.add`)."""
         for queue, group in self._by_queue(entries).items():
-            with self.part(queue, create=True) as chunks:
+            with self.part(queue, create=True, sync=sync) as chunks:
                 assert chunks is not None
                 chunks.add(group, sync=sync)
 
@@ -323,11 +330,13 @@ def write_part(
     sub: tuple[str, ...],
     entries: list[Entry],
     listed: list[str] | None = None,
+    *,
+    sync: bool = True,
 ) -> Chunks:
     """Write one partition afresh (its sorted `entries`; ready/'s own lists
-    the `listed` partitions), durably, its manifest last."""
+    the `listed` partitions), durably with `sync`, its manifest last."""
     return chunkindex.write_fresh(
-        FORMAT, root, root_fd, pfd, (READY_DIR, *sub), entries, (QUEUES_DIR,), listed
+        FORMAT, root, root_fd, pfd, (READY_DIR, *sub), entries, (QUEUES_DIR,), listed, sync=sync
     )
 
 

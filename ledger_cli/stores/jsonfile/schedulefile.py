@@ -1,7 +1,8 @@
 """The JSON store's schedules (docs/design.md §8.1, §8.2; engine/schedule.py): one small
 file per key that has a not-before or a priority, `schedule/<digest>.json`
-(`{"key", "not_before", "priority"}`), written atomically under the store lock
-in the same lock hold as the admission that set it. A key without a file has
+(`{"key", "not_before", "priority"}`), written with the batch of the admission
+that set it: its commit carries it, and writes it before the records
+(keyfiles.py). A key without a file has
 priority 0 and is due at its CreatedAt. Derived from nothing else: the
 schedule is the only copy of an admission's `--not-before`/`--priority`.
 """
@@ -11,14 +12,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ledger_cli.engine.instant import Instant
-from ledger_cli.stores.jsonfile import fsutil
 from ledger_cli.stores.jsonfile.keyfiles import KeyFiles
 from ledger_cli.stores.jsonfile.locking import LockedDirectory, store_method
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from typing import TypeVar
 
     from ledger_cli.engine.record import TaskState
+
+    _V = TypeVar("_V")
 
 SCHEDULE_DIR = "schedule"
 
@@ -43,52 +46,46 @@ class ScheduleMethods(LockedDirectory):
 
         def load(self, key: str) -> TaskState | None: ...
 
+        def _stage_side(
+            self, files: KeyFiles[_V], key: str, body: dict[str, object] | None
+        ) -> None: ...
+
+        def _staged_side(self, files: KeyFiles[_V], key: str) -> tuple[_V | None] | None: ...
+
+        def _with_staged(self, files: KeyFiles[_V]) -> dict[str, _V]: ...
+
     @store_method
     def schedule_of(self, key: str) -> tuple[Instant, int] | None:
         self._check_open()
-        return files(self._root).read(key)
+        kind = files(self._root)
+        staged = self._staged_side(kind, key)
+        return kind.read(key) if staged is None else staged[0]
 
     @store_method
     def set_schedule(self, key: str, value: tuple[Instant, int] | None) -> None:
+        """Keep `value` as `key`'s schedule (None: none), with the open batch
+        (else as a batch of one). Its commit writes the file before the
+        records and adds the ready-index entry `key`'s record has under it,
+        if a candidate (apply.py); the entry of its old schedule is stale,
+        dropped when met."""
         self._check_open()
         body: dict[str, object] | None = None
         if value is not None:
             nb, priority = value
             body = {"key": key, "not_before": "" if nb.is_zero() else str(nb), "priority": priority}
-        with self._locked(create=True):
-            if files(self._root).write(key, body):  # a removal of no file changes nothing
-                self._index_schedule(key, value)
-
-    def _index_schedule(self, key: str, value: tuple[Instant, int] | None) -> None:
-        """Add the ready-index entry the key has under its new schedule when it is
-        a candidate (under the lock, before its record's next write: the index is
-        a superset; the entry of its old schedule is stale, dropped when met)."""
-        from ledger_cli.stores.jsonfile import readyindex
-
-        rec = self.load(key)
-        if rec is None or not readyindex.is_candidate(rec, self.load):
-            return
-        entry = readyindex.entry_of(rec, value)
-        if entry is None:
-            return
-        root_fd = fsutil.open_root(self._root)
-        if root_fd is None:
-            return
-        try:
-            with readyindex.opened(self._root, root_fd) as chunks:
-                if chunks is not None:  # else not built: its rebuild reads the schedules
-                    chunks.add([entry], sync=True)
-        finally:
-            fsutil.close_all([root_fd])
+        self._stage_side(files(self._root), key, body)
 
     @store_method
     def schedules(self) -> dict[str, tuple[Instant, int]]:
         self._check_open()
-        return files(self._root).all()
+        return self._with_staged(files(self._root))
 
     @store_method
     def has_schedules(self) -> bool:
         self._check_open()
+        batch = self._batch
+        if batch is not None and batch.mine() and batch.sides:
+            return bool(self.schedules())
         return files(self._root).any()
 
 

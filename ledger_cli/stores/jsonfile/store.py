@@ -261,6 +261,7 @@ class JsonFileStore(
                     outer.marks.pop()
                     if not outer.marks:
                         outer.undo.clear()
+                        outer.side_undo.clear()
                 return
             batch = PendingBatch()
             # Lock now if the store exists; otherwise the first write inside the
@@ -272,7 +273,7 @@ class JsonFileStore(
             self._batch = batch
             try:
                 yield
-                if batch.records or batch.history or batch.attempts:
+                if batch.pending():
                     root_fd = self._root_fd
                     assert root_fd is not None
                     with io_errors(self._root):
@@ -320,7 +321,7 @@ class JsonFileStore(
     @store_method
     def refuse_damage(self) -> None:
         """Before a write that cannot be undone in part (`ledger restore`: its
-        pruned lines and side files land before its records' commit), what
+        pruned lines land before its records' commit), what
         that commit would refuse: a damaged tally, a lost or torn history
         (StoreDamageError, nothing written)."""
         self._check_open()
