@@ -55,15 +55,22 @@ MIGRATED_COLUMNS: tuple[str, ...] = ("created_at", "updated_at", "created_by", "
 HISTORY_COLUMNS = "time, actor, event, key, fence, data"
 
 
-def core_sql(p: str, returning: str = "") -> tuple[str, str, str, str]:
+def core_sql(p: str, greatest: str, returning: str = "") -> tuple[str, str, str, str]:
     """The store core's statements with placeholder `p`: load a key, insert at
     rev 0 (nothing when the key exists), the compare-and-swap update (which,
     as the Go store's, never writes created_at/created_by) and a history row;
-    each write ends with `returning`."""
+    each write ends with `returning`. The insert's fence is raised to the
+    highest its key's `ledger_history` rows show (`greatest`: the dialect's
+    larger of two values), through the index by key: a row deleted by hand
+    never lets its key hand out a fence again (docs/design.md §3.3)."""
+    fence = (
+        f"{greatest}({p}, coalesce((SELECT max(h.fence) FROM ledger_history h"
+        f" WHERE h.key = {p}), 0))"
+    )
     return (
         f"SELECT {SELECT_COLUMNS} FROM ledger_tasks WHERE key = {p}",
         f"INSERT INTO ledger_tasks ({_GO_COLUMNS})"
-        f" VALUES ({p}, {p}, {p}, {p}, {p}, {p}, {p}, {p}, {p}, 0, {p}, {p}, {p}, {p})"
+        f" VALUES ({p}, {p}, {p}, {p}, {fence}, {p}, {p}, {p}, {p}, 0, {p}, {p}, {p}, {p})"
         f" ON CONFLICT (key) DO NOTHING{returning}",
         f"UPDATE ledger_tasks SET status = {p}, sequence = {p}, owner = {p}, fence = {p},"
         f" lease_until = {p}, needs = {p}, blocked_by = {p}, task = {p}, rev = rev + 1,"
@@ -311,11 +318,15 @@ def _written(key: str, new: TaskState, limit: int) -> tuple[Any, ...]:
 
 
 def insert_params(key: str, new: TaskState, limit: int) -> tuple[Any, ...]:
-    """Parameters for INSERT (key, status, sequence, owner, fence, lease_until,
-    needs, blocked_by, task, rev=0, created_at, updated_at, created_by, updated_by)."""
+    """Parameters for INSERT (key, status, sequence, owner, fence and the key
+    its history is read by, lease_until, needs, blocked_by, task, rev=0,
+    created_at, updated_at, created_by, updated_by)."""
+    written = _written(key, new, limit)
     return (
         key,
-        *_written(key, new, limit),
+        *written[:4],
+        key,
+        *written[4:],
         encode_time(new.created_at),
         encode_time(new.updated_at),
         new.created_by,
