@@ -25,7 +25,13 @@ from typing import Any
 from ledger_cli.engine import gojson
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState, byte_order
-from ledger_cli.errors import DecodeError, EncodeError, StoreDamageError, StoreError
+from ledger_cli.errors import (
+    DecodeError,
+    EncodeError,
+    StoreDamageError,
+    StoreError,
+    ValidationError,
+)
 from ledger_cli.stores.sql.utf8 import hex_bytes as hex_bytes
 from ledger_cli.stores.sql.utf8 import is_utf8 as is_utf8
 from ledger_cli.stores.sql.utf8 import lossless_text as lossless_text
@@ -276,9 +282,12 @@ def damaged_row(row: str, column: str, detail: str, remedy: str) -> StoreDamageE
 
 
 def row_to_state(row: Sequence[Any]) -> TaskState:
-    """A row in SELECT_COLUMNS order -> TaskState."""
+    """A row in SELECT_COLUMNS order -> TaskState, which must validate (an
+    unknown status, a claimed row without owner, a blocked one naming no
+    BlockedBy: another writer's or a hand's damage, named by key as a row
+    that does not decode, on every read path: docs/reliability.md)."""
     key = read_text(row[0], "?", "key")
-    return TaskState(
+    rec = TaskState(
         key=key,
         status=read_text(row[1], key, "status"),
         sequence=read_uint(row[2], key, "sequence"),
@@ -294,6 +303,15 @@ def row_to_state(row: Sequence[Any]) -> TaskState:
         updated_by=read_text(row[12], key, "updated_by"),
         updated_at=decode_time(row[13], key, "updated_at"),
     )
+    try:
+        rec.validate()
+    except ValidationError as exc:
+        raise StoreDamageError(
+            f"ledger: stored record {shown(key)!r} does not validate"
+            f" ({str(exc).removeprefix('ledger: ')}); repair that row in place, or restore it"
+            " from a snapshot or backup"
+        ) from None
+    return rec
 
 
 def _uint(value: int, field: str, key: str, limit: int) -> int:

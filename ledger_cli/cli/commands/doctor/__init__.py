@@ -202,8 +202,12 @@ def doctor(settings: Settings, fix: bool = False, drop_damaged: bool = False) ->
                 f"{path}: a temporary file left by a crash (--fix removes it)" for path in temps
             )
         if not walked:
-            try:
-                records = list(s.store.range())
+            from ledger_cli.engine import badrows
+
+            try:  # every row that does not decode or validate named (an SQL store's)
+                with badrows.around(s.store) as bad:
+                    records = list(s.store.range())
+                found.problems.extend(output.one_line(why) for why in bad.found.values())
             except StoreError as exc:
                 found.problems.append(output.one_line(str(exc)))
                 counted = False
@@ -239,10 +243,10 @@ def doctor(settings: Settings, fix: bool = False, drop_damaged: bool = False) ->
                 if checked.damaged:
                     _drop_damaged(s, root, checked.damaged, history, found, floor)
             gone = _check_lost(s, root, files.files, history, found, floor)
-        elif history is not None:
+        elif not walked:
             from ledger_cli.cli.commands.doctor.lost import lost_rows
 
-            gone = lost_rows(s.store, history, found)  # an SQL store's rows deleted by hand
+            gone = lost_rows(s.store, history or (), found)  # an SQL store's rows deleted by hand
         from ledger_cli.cli.commands.doctor.prunedmarks import check_pruned_marks
 
         check_pruned_marks(s.store, found, fix)  # before the keys: --fix drops stray marks
