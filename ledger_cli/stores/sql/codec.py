@@ -25,7 +25,13 @@ from typing import Any
 from ledger_cli.engine import gojson
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState, byte_order
-from ledger_cli.errors import DecodeError, EncodeError, StoreDamageError, StoreError
+from ledger_cli.errors import (
+    DecodeError,
+    EncodeError,
+    StoreDamageError,
+    StoreError,
+    ValidationError,
+)
 from ledger_cli.stores.sql.utf8 import hex_bytes as hex_bytes
 from ledger_cli.stores.sql.utf8 import is_utf8 as is_utf8
 from ledger_cli.stores.sql.utf8 import lossless_text as lossless_text
@@ -56,15 +62,22 @@ MIGRATED_COLUMNS: tuple[str, ...] = ("created_at", "updated_at", "created_by", "
 HISTORY_COLUMNS = "time, actor, event, key, fence, data"
 
 
-def core_sql(p: str, returning: str = "") -> tuple[str, str, str, str]:
+def core_sql(p: str, greatest: str, returning: str = "") -> tuple[str, str, str, str]:
     """The store core's statements with placeholder `p`: load a key, insert at
     rev 0 (nothing when the key exists), the compare-and-swap update (which,
     as the Go store's, never writes created_at/created_by) and a history row;
-    each write ends with `returning`."""
+    each write ends with `returning`. The insert's fence is raised to the
+    highest its key's `ledger_history` rows show (`greatest`: the dialect's
+    larger of two values), through the index by key: a row deleted by hand
+    never lets its key hand out a fence again (docs/design.md §3.3)."""
+    fence = (
+        f"{greatest}({p}, coalesce((SELECT max(h.fence) FROM ledger_history h"
+        f" WHERE h.key = {p}), 0))"
+    )
     return (
         f"SELECT {SELECT_COLUMNS} FROM ledger_tasks WHERE key = {p}",
         f"INSERT INTO ledger_tasks ({_GO_COLUMNS})"
-        f" VALUES ({p}, {p}, {p}, {p}, {p}, {p}, {p}, {p}, {p}, 0, {p}, {p}, {p}, {p})"
+        f" VALUES ({p}, {p}, {p}, {p}, {fence}, {p}, {p}, {p}, {p}, 0, {p}, {p}, {p}, {p})"
         f" ON CONFLICT (key) DO NOTHING{returning}",
         f"UPDATE ledger_tasks SET status = {p}, sequence = {p}, owner = {p}, fence = {p},"
         f" lease_until = {p}, needs = {p}, blocked_by = {p}, task = {p}, rev = rev + 1,"
@@ -274,9 +287,12 @@ def damaged_row(row: str, column: str, detail: str, remedy: str) -> StoreDamageE
 
 
 def row_to_state(row: Sequence[Any]) -> TaskState:
-    """A row in SELECT_COLUMNS order -> TaskState."""
+    """A row in SELECT_COLUMNS order -> TaskState, which must validate (an
+    unknown status, a claimed row without owner, a blocked one naming no
+    BlockedBy: another writer's or a hand's damage, named by key as a row
+    that does not decode, on every read path: docs/reliability.md)."""
     key = read_text(row[0], "?", "key")
-    return TaskState(
+    rec = TaskState(
         key=key,
         status=read_text(row[1], key, "status"),
         sequence=read_uint(row[2], key, "sequence"),
@@ -292,6 +308,15 @@ def row_to_state(row: Sequence[Any]) -> TaskState:
         updated_by=read_text(row[12], key, "updated_by"),
         updated_at=decode_time(row[13], key, "updated_at"),
     )
+    try:
+        rec.validate()
+    except ValidationError as exc:
+        raise StoreDamageError(
+            f"ledger: stored record {shown(key)!r} does not validate"
+            f" ({str(exc).removeprefix('ledger: ')}); repair that row in place, or restore it"
+            " from a snapshot or backup"
+        ) from None
+    return rec
 
 
 def _uint(value: int, field: str, key: str, limit: int) -> int:
@@ -316,11 +341,15 @@ def _written(key: str, new: TaskState, limit: int) -> tuple[Any, ...]:
 
 
 def insert_params(key: str, new: TaskState, limit: int) -> tuple[Any, ...]:
-    """Parameters for INSERT (key, status, sequence, owner, fence, lease_until,
-    needs, blocked_by, task, rev=0, created_at, updated_at, created_by, updated_by)."""
+    """Parameters for INSERT (key, status, sequence, owner, fence and the key
+    its history is read by, lease_until, needs, blocked_by, task, rev=0,
+    created_at, updated_at, created_by, updated_by)."""
+    written = _written(key, new, limit)
     return (
         key,
-        *_written(key, new, limit),
+        *written[:4],
+        key,
+        *written[4:],
         encode_time(new.created_at),
         encode_time(new.updated_at),
         new.created_by,

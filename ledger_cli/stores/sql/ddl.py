@@ -148,6 +148,25 @@ def history(t: Types) -> tuple[str, ...]:
     )
 
 
+HISTORY_LOST = "ledger.history_lost"
+"""The event of the row a store's open writes when it makes `ledger_history`
+again: the table was dropped (by hand) after our schema was set up, its rows
+lost (`ledger doctor` names it; docs/design.md §3.3)."""
+
+
+def history_lost_row(now: str) -> tuple[str, tuple[str, ...]]:
+    """The statement (placeholder `?`) and parameters of that row, at `now`."""
+    data = (
+        "ledger_history was missing (dropped) and was made again empty: the writes"
+        " before this line have no history"
+    )
+    sql = (
+        "INSERT INTO ledger_history (time, actor, event, key, fence, data)"
+        " VALUES (?, '', ?, '', 0, ?)"
+    )
+    return sql, (now, HISTORY_LOST, data)
+
+
 def pause(t: Types) -> tuple[str, ...]:
     """`ledger_pause` and its one row (docs/design.md §8.3; pause.py)."""
     return (

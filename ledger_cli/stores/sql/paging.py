@@ -10,12 +10,16 @@ them; nothing here imports a database driver.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from decimal import Decimal
+from typing import Any, NoReturn
 
 from ledger_cli.engine.history import HistoryEntry
+from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.record import TaskState
-from ledger_cli.stores.sql.codec import HISTORY_COLUMNS
+from ledger_cli.errors import StoreDamageError
+from ledger_cli.stores.sql.codec import HISTORY_COLUMNS, read_text
 
 HISTORY_PAGE = 1000
 
@@ -75,5 +79,41 @@ def read_record_pages(
 
 
 def history_entry(row: Sequence[Any]) -> HistoryEntry:
-    """A `SELECT id, {HISTORY_COLUMNS}` row as the entry every store returns."""
-    return HistoryEntry.from_values(*row[1:7])
+    """A `SELECT id, {HISTORY_COLUMNS}` row as the entry every store returns.
+    A row that does not decode (a time that is not RFC 3339, a fence that is
+    not a whole number from 0, a column that is not text) is damage naming
+    the row (`log` and `doctor` exit 9), as the JSON store's corrupt history
+    line is: never shown as it is."""
+    rid, time, actor, event, key, fence, data = row[:7]
+    texts = {"time": time, "actor": actor, "event": event, "key": key, "data": data}
+    for column, value in texts.items():
+        if not isinstance(value, str):
+            if not isinstance(value, (bytes, bytearray, memoryview)):
+                _corrupt(rid, column, "not text")
+            texts[column] = read_text(value, "?", column)
+    if not _is_time(texts["time"]):
+        _corrupt(rid, "time", "not an RFC 3339 time")
+    if isinstance(fence, bool) or not isinstance(fence, (int, Decimal)) or fence < 0:
+        _corrupt(rid, "fence", "not a whole number from 0")
+    if fence != int(fence):
+        _corrupt(rid, "fence", "not a whole number from 0")
+    return HistoryEntry(
+        texts["time"], texts["actor"], texts["event"], texts["key"], int(fence), texts["data"]
+    )
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_time(text: str) -> bool:
+    """Whether `text` is an RFC 3339 time (a write's lines repeat one `now`)."""
+    try:
+        Instant.parse(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _corrupt(rid: object, column: str, detail: str) -> NoReturn:
+    raise StoreDamageError(
+        f"ledger: ledger_history row {rid}: corrupt history entry ({column} is {detail});"
+        " repair that row in place (or delete it: its writes then have no history line)"
+    )

@@ -60,7 +60,7 @@ __all__ = ["PostgresStore"]
 
 # Both writes return the row they wrote (no second round trip to read it back).
 _LOAD, _INSERT, _UPDATE, _HISTORY_INSERT = codec.core_sql(
-    "%s", f" RETURNING {codec.SELECT_COLUMNS}"
+    "%s", "greatest", f" RETURNING {codec.SELECT_COLUMNS}"
 )
 
 # The server's clock and a key's row in one statement (a row even for a key

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ledger_cli.engine.instant import Instant
 from ledger_cli.stores.sql import codec, ddl
 from ledger_cli.stores.sql.readyindex import LIVE, derived
 
@@ -241,6 +242,7 @@ _DUE_INSTALLED = (
     f" AND {_trigger('ledger_due_schedule', 'ledger_schedule')} AND {_function('ledger_due_sync')}"
 )
 
+_HISTORY_DROPPED = f"SELECT {_rel('ledger_pause')} IS NOT NULL AND {_rel('ledger_history')} IS NULL"
 SETUP_LOCK = 0x6C6564676572  # pg_advisory_xact_lock key ("ledger"): openers serialise DDL
 
 
@@ -257,8 +259,14 @@ def setup(conn: psycopg.Connection[Any]) -> None:
         return  # up to date: no DDL, no lock
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (SETUP_LOCK,))
+        # Our tables are made together: ledger_pause without ledger_history
+        # is a history dropped by hand, made again with a row saying so.
+        found = conn.execute(_HISTORY_DROPPED).fetchone()
         for stmt in DDL:
             conn.execute(stmt)
+        if found is not None and found[0]:
+            sql, params = ddl.history_lost_row(str(Instant.now().utc()))
+            conn.execute(sql.replace("?", "%s"), params)
         ready = conn.execute(_READY_INSTALLED).fetchone()
         # An older ledger_sortkey put times of large offsets at the wrong instant:
         # the rows it computed are rebuilt with the new one.

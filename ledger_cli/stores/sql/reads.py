@@ -28,6 +28,11 @@ if TYPE_CHECKING:
     from ledger_cli.stores.sql.historyfollow import SqlHistoryFollower
 
 _SELECT = f"SELECT {codec.SELECT_COLUMNS} FROM ledger_tasks"
+_LOST_ROWS = (
+    "SELECT key FROM ledger_history WHERE key <> ''"
+    " EXCEPT SELECT key FROM ledger_tasks EXCEPT SELECT key FROM ledger_pruned"
+)
+"""The keys of a lost row: history keys, but for those in the table or pruned."""
 
 
 class SqlReads(SqlDialect):
@@ -186,6 +191,13 @@ class SqlReads(SqlDialect):
             for key, fence in self._history_rows(sql, args):
                 found[codec.read_text(key, "?", "key")] = int(fence)
         return found
+
+    def lost_rows(self) -> list[str]:
+        """The keys `ledger_history` has writes for that are neither in
+        `ledger_tasks` nor pruned: rows deleted by hand (no command deletes
+        one), in key order, in one query (`ledger doctor`, docs/design.md §3.3)."""
+        rows = self._history_rows(_LOST_ROWS, ())
+        return sorted((codec.read_text(k, "?", "key") for (k,) in rows), key=byte_order)
 
     def history_follower(self) -> SqlHistoryFollower:
         """`ledger log --follow`: reads the rows past the last one seen (historyfollow.py)."""

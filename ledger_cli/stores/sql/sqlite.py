@@ -55,7 +55,7 @@ from ledger_cli.stores.sql.sqlite_schema import GO_DDL
 
 __all__ = ["GO_DDL", "SQLiteStore"]
 
-_LOAD, _INSERT, _UPDATE, _HISTORY_INSERT = codec.core_sql("?")
+_LOAD, _INSERT, _UPDATE, _HISTORY_INSERT = codec.core_sql("?", "max")
 _HISTORY_MORE = ", (?, ?, ?, ?, ?, ?)"
 _HISTORY_ROWS = 500
 """History rows a statement inserts at most (6 parameters each: SQLite takes 32,766)."""

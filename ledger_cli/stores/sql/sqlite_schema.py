@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 
+from ledger_cli.engine.instant import Instant
 from ledger_cli.errors import StoreError
 from ledger_cli.stores.sql import codec, ddl, due
 from ledger_cli.stores.sql.readyindex import LIVE, derived
@@ -189,8 +190,13 @@ def migrate(conn: sqlite3.Connection, path: str) -> None:
                 f"ledger: sqlite store {path}: table ledger_tasks lacks column(s) "
                 f"{', '.join(missing)}; this is not a ledger database"
             )
+        # Our tables are made together: ledger_pause without ledger_history
+        # is a history dropped by hand, made again with a row saying so.
+        dropped = _installed(conn, ("ledger_pause",)) and not _installed(conn, ("ledger_history",))
         for stmt in EXTRA_DDL:
             conn.execute(stmt)
+        if dropped:
+            conn.execute(*ddl.history_lost_row(str(Instant.now().utc())))
         if _installed(conn, OBJECTS) and not _installed(conn, TRIGGERS, current=True):
             # Triggers of an older SORTKEY_VERSION: replaced, and what they
             # derived rebuilt (below, as for a first build).

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from ledger_cli.cli import output
 from ledger_cli.cli.commands.doctor.files import RecordFile, check_record_files, walk
 from ledger_cli.cli.commands.doctor.findings import Findings, distinct
+from ledger_cli.cli.commands.doctor.lost import LOST
 from ledger_cli.cli.commands.doctor.records import check_needs, check_records
 from ledger_cli.cli.context import Session, Settings, store_url
 from ledger_cli.errors import LedgerError, StoreError
@@ -84,10 +85,6 @@ def _drop_damaged(
     gone = {problem for f, problem in damaged if any(m is f for m, _ in moved)}
     found.problems = [p for p in found.problems if p not in gone]
     found.fixed.extend(line for _, line in moved)
-
-
-LOST = "is lost (see above)"
-"""What became of a key whose record file is gone while its history has writes."""
 
 
 def _check_lost(
@@ -206,8 +203,12 @@ def doctor(settings: Settings, fix: bool = False, drop_damaged: bool = False) ->
                 f"{path}: a temporary file left by a crash (--fix removes it)" for path in temps
             )
         if not walked:
-            try:
-                records = list(s.store.range())
+            from ledger_cli.engine import badrows
+
+            try:  # every row that does not decode or validate named (an SQL store's)
+                with badrows.around(s.store) as bad:
+                    records = list(s.store.range())
+                found.problems.extend(output.one_line(why) for why in bad.found.values())
             except StoreError as exc:
                 found.problems.append(output.one_line(str(exc)))
                 counted = False
@@ -243,6 +244,10 @@ def doctor(settings: Settings, fix: bool = False, drop_damaged: bool = False) ->
                 if checked.damaged:
                     _drop_damaged(s, root, checked.damaged, history, found, floor)
             gone = _check_lost(s, root, files.files, history, found, floor)
+        elif not walked:
+            from ledger_cli.cli.commands.doctor.lost import lost_rows
+
+            gone = lost_rows(s.store, history or (), found)  # an SQL store's rows deleted by hand
         from ledger_cli.cli.commands.doctor.prunedmarks import check_pruned_marks
 
         check_pruned_marks(s.store, found, fix)  # before the keys: --fix drops stray marks

@@ -30,13 +30,16 @@ from ledger_cli.errors import StoreError
 from ledger_cli.stores.sql.codec import shown
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Callable, Iterable, Sequence
 
     from ledger_cli.cli.commands.doctor.files import RecordFile
+    from ledger_cli.cli.commands.doctor.findings import Findings
     from ledger_cli.cli.commands.doctor.floor import FenceFloor
     from ledger_cli.cli.context import Session
     from ledger_cli.engine.history import HistoryEntry
 
+LOST = "is lost (see above)"
+"""What became of a key whose record file (or row) is gone while its history has writes."""
 DROPPED = "ledger.dropped"
 """The history event of a key whose lost or damaged record `doctor --fix
 --drop-damaged` accepted the loss of."""
@@ -92,6 +95,47 @@ def lost_problem(root: str, key: str) -> str:
         "the history has its writes (restore it from a snapshot or backup with "
         "`ledger restore`, or accept the loss: ledger doctor --fix --drop-damaged)"
     )
+
+
+ROW_REMEDY = (
+    "restore it from a snapshot or backup with `ledger restore`, or accept the loss by"
+    " admitting the key again; either starts it above every fence its history shows."
+    " An SQL store has no --drop-damaged"
+)
+
+
+def lost_rows(store: object, history: Iterable[HistoryEntry], found: Findings) -> dict[str, str]:
+    """An SQL store's keys the history has writes for whose row in
+    `ledger_tasks` is gone (neither there nor pruned: deleted by hand): a
+    problem each, as a JSON store's lost record file; and a dropped
+    `ledger_history` (the row its open wrote on making it again), as a JSON
+    store's lost history. What became of each key (for the needs' notes)."""
+    rows: Callable[[], list[str]] | None = getattr(store, "lost_rows", None)
+    if rows is None:
+        return {}
+    from ledger_cli.stores.sql.ddl import HISTORY_LOST
+
+    found.problems.extend(
+        f"ledger_history was dropped and made again empty at {shown(entry.time)}: every write"
+        " before it has no history, so a row deleted before then is not found; restore the"
+        " database from a backup, or accept the loss by deleting that row"
+        f" (DELETE FROM ledger_history WHERE event = '{HISTORY_LOST}')"
+        for entry in history
+        if entry.event == HISTORY_LOST and not entry.key
+    )
+    try:
+        keys = rows()
+    except StoreError as exc:
+        found.problems.append(output.one_line(str(exc)))
+        return {}
+    found.problems.extend(
+        output.clip(
+            f"record {shown(key)} is lost: its row in ledger_tasks is missing while the"
+            f" history has its writes ({ROW_REMEDY})"
+        )
+        for key in keys
+    )
+    return dict.fromkeys(keys, LOST)
 
 
 def drop_lost(s: Session, root: str, keys: Sequence[str], floor: FenceFloor) -> list[str]:
