@@ -194,6 +194,12 @@ class SqlDialect:
         """The database can hold `text` (else no row has it: a read of it finds nothing)."""
         return True
 
+    def holds(self, key: str) -> bool:
+        """Whether a record could have `key` (False: PostgreSQL cannot hold it,
+        so no row has it; `load` refuses it as a write would: `serve` answers
+        no such key instead, as `list` finds none)."""
+        return self._holds(key)
+
     def _check_text(self, key: str, **fields: str) -> None:
         """Refuse (StoreError) a key or text the database cannot store."""
 
