@@ -267,6 +267,12 @@ def output_failed(exc: LedgerError) -> int:
     return exc.exit_code
 
 
+def counted(n: int, noun: str, *, commas: bool = False) -> str:
+    """`1 record`, `0 records`, `2 records` (`commas`: `1,000 records`)."""
+    number = f"{n:,}" if commas else str(n)
+    return f"{number} {noun if n == 1 else noun + 's'}"
+
+
 def one_line(text: str) -> str:
     return " ".join(part.strip() for part in text.splitlines() if part.strip())
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ledger_cli.cli import output
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
     from ledger_cli.cli.context import Session
     from ledger_cli.engine.attempts import Attempt
@@ -106,7 +106,7 @@ class Reader:
             else:  # keyset pages from the cursor (or the prefix) on
                 start = after if after_b >= prefix_b else prefix
                 records = iter(view(start, sorted(statuses)))
-                first = s.load(prefix) if prefix and start == prefix else None
+                first = _load(s, prefix) if prefix and start == prefix else None
                 if first is not None and not prune.is_pruned(s.store, prefix):
                     records = itertools.chain((first,), records)  # `view` starts after it
             found: list[TaskState] = []
@@ -123,7 +123,7 @@ class Reader:
 
     def load(self, key: str) -> TaskState | None:
         with self._reading() as s:
-            return s.load(key)
+            return _load(s, key)
 
     def task(self, key: str) -> tuple[TaskState, list[Attempt], list[HistoryEntry]] | None:
         """A record, its kept attempts (the abandoned ones judged so) and its
@@ -131,7 +131,7 @@ class Reader:
         from ledger_cli.cli.outcome import judged_attempts
 
         with self._reading() as s:
-            rec = s.load(key)
+            rec = _load(s, key)
             if rec is None:
                 return None
             atts = judged_attempts(s.store, rec, s.now())
@@ -145,7 +145,7 @@ class Reader:
         from ledger_cli.engine import schedule
 
         with self._reading() as s:
-            rec = s.load(key)
+            rec = _load(s, key)
             if rec is None:
                 return None
             kept = schedule.of(s.store, key)
@@ -165,7 +165,7 @@ class Reader:
         from ledger_cli.stores.attemptlog import attempt_log
 
         with self._reading() as s:
-            rec = s.load(key)
+            rec = _load(s, key)
             if rec is None:
                 return None
             log = attempt_log(s.store)
@@ -210,6 +210,16 @@ class Reader:
             return graph.to_obj(), svg.to_svg(graph)
         except svg.TooLargeError:
             return graph.to_obj(), None
+
+
+def _load(s: Session, key: str) -> TaskState | None:
+    """`s.load(key)`; None for a key the store cannot hold (PostgreSQL: a NUL),
+    which no record has: a read of it is no such key on every store, as
+    `list` finds none (docs/design.md §3.4), never a store error."""
+    holds: Callable[[str], bool] | None = getattr(s.store, "holds", None)
+    if holds is not None and not holds(key):
+        return None
+    return s.load(key)
 
 
 def unfinished_char(data: bytes) -> int:

@@ -253,7 +253,10 @@ class Handler(BaseHTTPRequestHandler):
             self._error(HTTPStatus.BAD_REQUEST, str(exc), api, head)
         except Exception as exc:  # a store error: one line, the server stays up
             self._error(HTTPStatus.INTERNAL_SERVER_ERROR, _one_line(exc), api, head)
-            output.diag(output.within(f"serve: {self.command} {url.path}", _one_line(exc)))
+            # The query string too (its token left out), escaped as every line is.
+            asked = [(k, v) for k, vs in query.items() if k != "token" for v in vs]
+            where = url.path + ("?" + _urlencode(asked) if asked else "")
+            output.diag(output.within(f"serve: {self.command} {where}", _one_line(exc)))
 
     def _route(self, seg: list[str], query: dict[str, list[str]], head: bool) -> None:
         reader = self.server.reader

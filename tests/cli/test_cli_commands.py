@@ -224,7 +224,7 @@ def test_snapshot_and_restore(cli: Cli, tmp_path: object) -> None:
     assert res.json() == {"output": str(f), "records": 1}
     assert f.read_text() == snap
     # Restoring a snapshot whose record the key already holds restores nothing more.
-    assert cli.ok("restore", str(f)).stdout == "restored 1 records (1 already there)\n"
+    assert cli.ok("restore", str(f)).stdout == "restored 1 record (1 already there)\n"
     # Over a key that holds another record it refuses and writes nothing.
     cli.ok("renew", "a", "--owner", "w", "--fence", "1", "--lease", "2h")
     res = cli("restore", str(f))
@@ -233,7 +233,7 @@ def test_snapshot_and_restore(cli: Cli, tmp_path: object) -> None:
     )
     other = Path(str(tmp_path)) / "other.json"
     other.write_text(snap.replace('"Key":"a"', '"Key":"b"'))
-    assert cli.ok("restore", str(other)).stdout == "restored 1 records\n"
+    assert cli.ok("restore", str(other)).stdout == "restored 1 record\n"
     assert [k for k, _, _ in cli.dump()] == ["a", "b"]
     assert cli.ok("restore", "-", "--json", input='{"Tasks":null}').json() == {
         "restored": 0,

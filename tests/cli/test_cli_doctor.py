@@ -134,8 +134,8 @@ def test_every_store_counts_pruned_records_apart(tmp_path: Path, name: str) -> N
         ledger_ok(store, "admit", key)
     claimed = json.loads(ledger_ok(store, "--json", "claim", "a", "--owner", "w", "--lease", "1m"))
     ledger_ok(store, "complete", "a", "--owner", "w", "--fence", str(claimed["fence"]))
-    assert ledger_ok(store, "prune", "--older-than", "0s") == "pruned 1 records\n"
-    assert ledger_ok(store, "doctor").splitlines()[0] == f"store {store}: 1 records, 1 pruned"
+    assert ledger_ok(store, "prune", "--older-than", "0s") == "pruned 1 record\n"
+    assert ledger_ok(store, "doctor").splitlines()[0] == f"store {store}: 1 record, 1 pruned"
     doc = json.loads(ledger_ok(store, "doctor", "--json"))
     assert (doc["records"], doc["pruned"], doc["problems"]) == (1, 1, [])
 

@@ -270,6 +270,18 @@ def test_mermaid_is_the_flowchart_subset_and_hostile_keys_stay_labels(pipeline: 
     assert re.search(rf"^  class [n\d,]*\b{ids['build']}\b[n\d,]* failed$", text, re.M)
 
 
+def test_a_key_like_an_icon_stays_text(tmp_path: Path) -> None:
+    """Mermaid draws `fa:fa-NAME` in a label as a Font Awesome icon: its `:`
+    is an entity, so the key shows as stored."""
+    store = tmp_path / "store"
+    admit_batch(store, {"key": "fa:fa-bomb"}, {"key": "x fab:fa-github"})
+    text = graph(store, "--format", "mermaid")
+    labels = check_mermaid(text)
+    assert not re.search(r"fa[bklrs]?:fa-", text), text
+    shown = {unentity(lbl).split("<br/>")[0] for lbl in labels.values()}
+    assert shown == {"fa:fa-bomb", "x fab:fa-github"}
+
+
 def test_the_mermaid_checker_rejects_a_break_out() -> None:
     with pytest.raises(AssertionError):
         check_mermaid('flowchart LR\n  n0["a"]\n  n1["x"] --> evil["y"]\n')

@@ -49,7 +49,7 @@ def test_a_symlink_is_followed_and_kept(tmp_path: Path) -> None:
     link.symlink_to("target.txt")
     res = run_ledger(store, "snapshot", "-o", str(link))
     assert res.returncode == 0, res.stderr
-    assert res.stderr == f"wrote 1 records to {link}\n"
+    assert res.stderr == f"wrote 1 record to {link}\n"
     assert link.is_symlink() and os.readlink(link) == "target.txt"
     assert _keys(target.read_text()) == ["z"]
 

@@ -264,7 +264,7 @@ def test_wait_all(url: str) -> None:
     assert ledger(url, "complete", "b", "--owner", "w", "--fence", f, "--failed").returncode == 0
     res = ledger(url, "wait", "--all")
     assert res.returncode == 1
-    assert res.stderr == b"ledger: 1 records failed or blocked: b\n"
+    assert res.stderr == b"ledger: 1 record failed or blocked: b\n"
 
 
 def test_wait_all_timing_out_lists_what_is_unsettled(url: str) -> None:

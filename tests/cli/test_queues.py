@@ -117,6 +117,25 @@ def test_at_the_limit_claim_next_passes_over_and_claim_key_exits_4(url: str) -> 
     assert json.loads(ok(url, "--now", LATER, "--json", "limit"))[1]["limit"] is None
 
 
+def test_limit_prints_a_queue_the_same_way_setting_showing_and_listing(url: str) -> None:
+    """`limit QUEUE N`, `limit QUEUE --clear`, `limit QUEUE` and the listing
+    print one line format, `QUEUE limit=N held=H`; `limit QUEUE` shows that
+    queue's line (a queue with neither limit nor task too)."""
+    admit(url, "a", "--queue", "q")
+    ok(url, "--now", T0, "claim", "a", "--owner", "w", "--lease", "1h")
+    assert ok(url, "--now", T0, "limit", "q", "2") == "q limit=2 held=1\n"
+    assert ok(url, "--now", T0, "limit", "q") == "q limit=2 held=1\n"
+    assert ok(url, "--now", T0, "limit") == "q limit=2 held=1\n"
+    assert json.loads(ok(url, "--now", T0, "--json", "limit", "q")) == {
+        "queue": "q",
+        "limit": 2,
+        "held": 1,
+    }
+    assert ok(url, "limit", "other") == "other limit=- held=0\n"
+    assert ok(url, "--now", T0, "limit", "q", "--clear") == "q limit=- held=1\n"
+    assert ok(url, "--now", T0, "limit") == "q limit=- held=1\n"
+
+
 def test_takeover_of_a_stale_lease_reuses_its_own_slot(url: str) -> None:
     admit(url, "a", "--queue", "q")
     admit(url, "b", "--queue", "q")
@@ -143,7 +162,6 @@ BAD_N = "N must be a whole number from 1 to 1000000 (--clear removes the limit),
         (("limit", "q", "1000001"), f'{BAD_N}"1000001"'),
         (("limit", "q", "x"), f'{BAD_N}"x"'),
         (("limit", "q", "2", "--clear"), "give N or --clear, not both"),
-        (("limit", "q"), "needs N"),
         (("limit", "x" * 65, "2"), "a queue name is at most 64 bytes"),
         (("admit", "k", "--queue", "x" * 2000), "a queue name is at most 64 bytes"),
         (("admit", "k", "--queue", "a,b"), "no comma"),  # --queue a,b selects a and b

@@ -17,7 +17,7 @@ def test_a_pruned_completed_need_shows_its_status(url: str) -> None:
     fence = ok(url, *T0, "claim", "c", "--owner", "w", "--lease", "1m").strip()
     ok(url, *T0, "complete", "c", "--owner", "w", "--fence", fence)
     ok(url, "admit", "h", "--needs", "c")
-    assert ok(url, "prune", "--older-than", "30d") == "pruned 1 records\n"
+    assert ok(url, "prune", "--older-than", "30d") == "pruned 1 record\n"
     assert ok(url, "tree", "h") == "h  pending\n└── c  completed (pruned)\n"
     assert json.loads(ok(url, "--json", "tree", "h")) == {
         "key": "h",

@@ -47,7 +47,7 @@ def _pruned(url: str) -> None:
     ledger_ok(url, "admit", KEY)
     fence = ledger_ok(url, "claim", KEY, "--owner", "w1", "--lease", "5m").strip()
     ledger_ok(url, "complete", KEY, "--owner", "w1", "--fence", fence)
-    assert ledger_ok(url, "prune", "--older-than", "0s").strip() == "pruned 1 records"
+    assert ledger_ok(url, "prune", "--older-than", "0s").strip() == "pruned 1 record"
     _execute(url, f"DELETE FROM ledger_tasks WHERE key = '{KEY}'")
 
 

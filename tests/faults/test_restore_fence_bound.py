@@ -78,13 +78,13 @@ def test_a_restored_record_starts_above_every_fence_its_history_shows(
     url: str, tmp_path: Path
 ) -> None:
     snap = _held_then_lost(url, tmp_path)
-    assert _ok(url, "restore", str(snap)) == "restored 1 records\n"
+    assert _ok(url, "restore", str(snap)) == "restored 1 record\n"
     assert _fence(url, "x") == HELD
     log = json.loads(_ok(url, "--json", "log", "x"))
     restored = [entry["fence"] for entry in log if entry["event"] == "ledger.restored"]
     assert restored == [HELD]  # the line carries the record's own fence
     # The same restore run again: x holds the snapshot's record as inserted.
-    assert _ok(url, "restore", str(snap)) == "restored 1 records (1 already there)\n"
+    assert _ok(url, "restore", str(snap)) == "restored 1 record (1 already there)\n"
     assert _ok(url, "claim", "x", "--owner", "new", "--lease", "1h") == f"{HELD + 1}\n"
     for verb, extra in (("complete", ()), ("renew", ("--lease", "1h")), ("release", ())):
         res = _ledger(url, verb, "x", "--owner", "old", "--fence", str(HELD), *extra)
@@ -161,5 +161,5 @@ def test_doctor_names_the_drop_a_damaged_record_needs_before_its_restore(
     refused = _ledger(url, "restore", str(snap))
     assert refused.returncode == 9 and "corrupt record" in refused.stderr, refused.stderr
     _ok(url, "doctor", "--fix", "--drop-damaged")
-    assert _ok(url, "restore", str(snap)) == "restored 1 records\n"
+    assert _ok(url, "restore", str(snap)) == "restored 1 record\n"
     assert _ok(url, "doctor").endswith("no problems found\n")

@@ -310,7 +310,7 @@ def test_a_fence_the_json_store_raised_to_its_floor_is_the_snapshots(tmp_path: P
     meta.write_text(meta.read_text().replace('"fence_floor": 0', '"fence_floor": 5'))
     snap = _snapshot(_record("k1", "completed"))
     first = run_ledger(store, "restore", "-", input=snap)
-    assert first.stdout == "restored 1 records\n", first.stderr
+    assert first.stdout == "restored 1 record\n", first.stderr
     assert json.loads(ledger_ok(store, "--json", "state", "k1"))["Fence"] == 5
     res = run_ledger(store, "restore", "-", input=snap)
-    assert (res.returncode, res.stdout) == (0, "restored 1 records (1 already there)\n"), res.stderr
+    assert (res.returncode, res.stdout) == (0, "restored 1 record (1 already there)\n"), res.stderr

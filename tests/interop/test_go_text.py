@@ -176,7 +176,7 @@ def test_a_completed_key_with_invalid_bytes_is_pruned_byte_exactly(store: Path) 
     go_row(conn, key=b"old-\xff", status="completed", created_at="2024-01-01T00:00:00Z")
     conn.close()
     res = ledger(store, "prune", "--older-than", "1h")
-    assert (res.returncode, text(res)) == (0, "pruned 1 records\n"), res.stderr
+    assert (res.returncode, text(res)) == (0, "pruned 1 record\n"), res.stderr
     res = ledger(store, "state", b"old-\xff")
     assert res.returncode == 0 and "pruned:" in text(res), res.stderr
     with contextlib.closing(sqlite3.connect(store)) as conn:

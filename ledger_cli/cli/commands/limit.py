@@ -2,9 +2,11 @@
 engine/queues.py).
 
 `ledger limit QUEUE N` sets QUEUE's limit (N ≥ 1); `--clear` removes it;
-without a QUEUE it lists every queue that has a limit or holds a pending or
-claimed task, with its limit and its held slots (live leases). A change is
-one unit under the store's write lock.
+`ledger limit QUEUE` shows it; without a QUEUE it lists every queue that has
+a limit or holds a pending or claimed task, with its limit and its held
+slots (live leases). Each prints a queue's line the same way: `QUEUE
+limit=N held=H` (`limit=-`: none), or with `--json` its object. A change
+is one unit under the store's write lock.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ def limit(
     if clear and n is not None:
         raise InputError("ledger: give N or --clear, not both")
     if not clear and n is None:
-        raise InputError("ledger: limit QUEUE needs N (at least 1) or --clear")
+        return _list(settings, queue)
     value = None if n is None else _limit_value(n)
     with Session(settings) as s:
         now = s.now()
@@ -40,12 +42,11 @@ def limit(
             queues.set_limit(s.store, queue, value)
             held = queues.held_by_queue(s.store, now).get(queue, 0)
     output.note_committed()  # a failed stdout's line says so (exit 74)
+    row = {"queue": queue, "limit": value, "held": held}
     if settings.json:
-        output.json_line({"queue": queue, "limit": value, "held": held})
-    elif value is None:
-        output.line(f"{output.one_line(queue)}: no limit ({held} held)")
+        output.json_line(row)
     else:
-        output.line(f"{output.one_line(queue)}: limit {value} ({held} held)")
+        output.human_line(_line(row))
     return 0
 
 
@@ -79,13 +80,28 @@ def rows(s: Session) -> list[dict[str, Any]]:
     return [{"queue": q, "limit": limits.get(q), "held": held.get(q, 0)} for q in sorted(names)]
 
 
-def _list(settings: Settings) -> int:
+def _line(row: dict[str, Any]) -> str:
+    """A queue's line: `QUEUE limit=N held=H` (`limit=-`: no limit)."""
+    shown = "-" if row["limit"] is None else str(row["limit"])
+    return f"{row['queue']} limit={shown} held={row['held']}"
+
+
+def _list(settings: Settings, queue: str | None = None) -> int:
+    """Every queue's line; `queue`: that queue's alone (a queue with no limit
+    and no task: `limit=- held=0`), with `--json` its object."""
     with Session(settings, reads=True) as s:
         found = rows(s)
+    if queue is not None:
+        row = next((r for r in found if r["queue"] == queue), None)
+        row = row or {"queue": queue, "limit": None, "held": 0}
+        if settings.json:
+            output.json_line(row)
+        else:
+            output.human_line(_line(row))
+        return 0
     if settings.json:
         output.json_line(found)
         return 0
     for row in found:
-        shown = "-" if row["limit"] is None else str(row["limit"])
-        output.human_line(f"{row['queue']} limit={shown} held={row['held']}")
+        output.human_line(_line(row))
     return 0

@@ -32,7 +32,7 @@ def prune(
     if settings.json:
         output.json_line({"pruned": n, "dry_run": dry_run})
     else:
-        output.line(f"{'would prune' if dry_run else 'pruned'} {n} records")
+        output.line(f"{'would prune' if dry_run else 'pruned'} {output.counted(n, 'record')}")
     return 0
 
 

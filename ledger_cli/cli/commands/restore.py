@@ -229,9 +229,9 @@ def restore(settings: Settings, source: str) -> int:
     if settings.json:
         output.json_line({"restored": len(tasks), "already_there": already})
     elif already:
-        output.line(f"restored {len(tasks)} records ({already} already there)")
+        output.line(f"restored {output.counted(len(tasks), 'record')} ({already} already there)")
     else:
-        output.line(f"restored {len(tasks)} records")
+        output.line(f"restored {output.counted(len(tasks), 'record')}")
     return 0
 
 
@@ -253,7 +253,7 @@ def _landed(key: str, landed: int, already: int, tasks: tuple[TaskState, ...]) -
     """The refusal when another writer took `key` during the restore: what landed."""
     head = f"{_taken(key)} (another writer took it during the restore); "
     if landed == 0:
-        return head + f"nothing was restored (0 of {len(tasks)} records)"
+        return head + f"nothing was restored (0 of {output.counted(len(tasks), 'record')})"
     return head + _prefix(landed, already, tasks) + "; none after them was written"
 
 

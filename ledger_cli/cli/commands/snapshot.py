@@ -30,5 +30,5 @@ def snapshot(settings: Settings, out: str | None = None) -> int:
     if settings.json:
         output.json_line({"output": out, "records": count})
     else:
-        output.diag(f"wrote {count} records to {out}")
+        output.diag(f"wrote {output.counted(count, 'record')} to {out}")
     return 0

@@ -87,25 +87,45 @@ TRIES_UNLOCKED = 2
 """Reads of the JSON store's figures without its lock before they are read under it."""
 
 
+def instant(store: Store) -> AbstractContextManager[None]:
+    """The store's read snapshot (an SQL store's `snapshot()`: every read in the
+    block sees one instant, and none blocks a writer), else a block that does
+    nothing."""
+    snap: Callable[[], AbstractContextManager[None]] | None = getattr(store, "snapshot", None)
+    if snap is None:
+        import contextlib
+
+        return contextlib.nullcontext()
+    return snap()
+
+
 def gather(
     store: Store, now: Instant, per_queue: bool = True
 ) -> tuple[Stats, dict[str, TaskState] | None]:
-    """`_gather`'s figures, consistent with one another (docs/design.md §5.5).
+    """`_gather`'s figures, consistent with one another: they describe the
+    store at one instant (docs/design.md §6.5).
 
     `per_queue=False` leaves the per-queue figures out (`Stats.queues` empty):
     they read every task outside `default`, so only the outputs that show
     them (`--json`, `--prometheus`, `--queue`) pay for them.
 
-    The JSON store's figures are read without the lock, and a prune moves
-    records from the counts (or the record files) to the pruned count block by
-    block: read across a block, a record was counted twice (completed and
-    pruned) or not at all. Figures read between two equal `pruned_stamp()`s
-    saw no block; after TRIES_UNLOCKED reads that did, they are read again
-    under the lock (`reads_locked`: a block's wait, then the same reads)."""
-    stamp: Callable[[], bytes | None] | None = getattr(store, "pruned_stamp", None)
+    An SQL store's figures are read in its `snapshot()` (PostgreSQL: one
+    REPEATABLE READ, READ ONLY transaction; SQLite: one deferred read
+    transaction, which in WAL mode sees one snapshot): writers go on beside it.
+
+    The JSON store's figures are read without the lock, each file as it is
+    then: read across a commit, a task could be counted pending and its queue
+    claimed, a queue show more claimed than its limit, a record be counted
+    completed and pruned both. Figures read between two equal
+    `commit_stamp()`s (changed by every commit, None while one is being
+    applied: jsonfile/commitstamp.py) saw no commit; after TRIES_UNLOCKED
+    reads that saw one, they are read again under the lock (`reads_locked`:
+    a commit's wait, then the same reads)."""
+    stamp: Callable[[], bytes | None] | None = getattr(store, "commit_stamp", None)
     locked: Callable[[], AbstractContextManager[None]] | None = getattr(store, "reads_locked", None)
     if stamp is None or locked is None:
-        return _gather(store, now, per_queue)
+        with instant(store):
+            return _gather(store, now, per_queue)
     for _ in range(TRIES_UNLOCKED):
         before = stamp()
         got = _gather(store, now, per_queue)

@@ -248,7 +248,8 @@ def _wait_all(
     if bad:
         shown = ", ".join(rec.key for rec in bad[:SHOWN_BAD])
         more = f" and {len(bad) - SHOWN_BAD:,} more" if len(bad) > SHOWN_BAD else ""
-        output.diag(f"ledger: {len(bad):,} records failed or blocked: {shown}{more}")
+        failed = output.counted(len(bad), "record", commas=True)
+        output.diag(f"ledger: {failed} failed or blocked: {shown}{more}")
     return 1 if bad else 0
 
 

@@ -54,7 +54,12 @@ class LimitCommand(TyperCommand):
         return super().parse_args(ctx, args)
 
 
-@command("ledger limit db 2", "ledger limit db --clear", "ledger limit --json", cls=LimitCommand)
+@command(
+    "ledger limit db 2",
+    "ledger limit db",
+    "ledger limit db --clear",
+    cls=LimitCommand,
+)
 def limit(
     ctx: typer.Context,
     queue: Annotated[
@@ -66,11 +71,13 @@ def limit(
         typer.Argument(
             metavar="N",
             show_default=False,
-            help="At most N live leases (a whole number, 1 to 1000000).",
+            help="At most N live leases (a whole number, 1 to 1000000; none: show QUEUE's).",
         ),
     ] = None,
     clear: Annotated[bool, flag("--clear", "Remove QUEUE's limit.")] = False,
 ) -> None:
     """Limit QUEUE to N live leases across every worker (a lease that runs out
     frees its slot; one that cancel, a rebase or a block takes away, only when
-    it would have run out); without QUEUE, list the queues with their limits and held slots."""
+    it would have run out); with QUEUE alone, show its limit and held slots;
+    without QUEUE, list the queues with theirs, a line each as a change prints it:
+    `QUEUE limit=N held=H` (`limit=-`: no limit)."""

@@ -5,14 +5,15 @@ inside a quoted label, as every view shows it (a control or format character
 as its escape: `\x1b`, `\n`, `\u202e`, never a line break or an override),
 where every character but a few plain ones is a numeric entity (`#34;` for
 `"`), so no key can close the label, start an edge or inject markup (`<` is
-`#60;`).
+`#60;`), nor be drawn as a Font Awesome icon: Mermaid draws `fa:fa-bomb`
+(and `fab:`, `fas:`…) anywhere in a label as one, so `:` is `#58;` too.
 """
 
 from __future__ import annotations
 
 from ledger_cli.cli.graph.model import BLOCKING_COLOUR, MISSING, STATUS_COLOURS, Graph
 
-PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 _.,:/+@=-")
+PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 _.,/+@=-")
 
 
 def label(text: str) -> str:

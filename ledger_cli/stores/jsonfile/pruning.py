@@ -223,23 +223,27 @@ class PruneMethods(RecordReader):
             os.close(root_fd)
 
     @store_method
-    def pruned_stamp(self) -> bytes | None:
-        """`pruned/count` as it reads now, without the lock: b"" while nothing
-        was ever pruned, None while it is missing (inside a prune's block, or a
-        prune cut short). Each block of a prune rewrites it, and the tally's
-        counts are missing inside a block: figures read between two equal
-        stamps (not None) saw no block (`stats`, docs/design.md §5.5)."""
+    def commit_stamp(self) -> bytes | None:
+        """What changes with every commit, read without the lock; None while one
+        is being applied (inside a prune's block too: `pruned/count` is
+        missing there). Figures read between two equal stamps saw no commit
+        (`stats`: commitstamp.py, docs/design.md §6.5)."""
+        from ledger_cli.stores.jsonfile import commitstamp  # stats and watch only
+
         self._check_open()
         root_fd = fsutil.open_root(self._root)
         if root_fd is None:
             return b""
         try:
             pfd = fsutil.open_subdir(root_fd, PRUNED_DIR, self._shown(PRUNED_DIR), create=False)
+            pruned = (
+                b""  # nothing was ever pruned
+                if pfd is None
+                else fsutil.read_in(pfd, PRUNED_COUNT, self._shown(PRUNED_DIR, PRUNED_COUNT))
+            )
+            return commitstamp.stamp(self._root, root_fd, pruned)
         finally:
             os.close(root_fd)
-        if pfd is None:
-            return b""
-        return fsutil.read_in(pfd, PRUNED_COUNT, self._shown(PRUNED_DIR, PRUNED_COUNT))
 
     @contextlib.contextmanager
     def reads_locked(self) -> Iterator[None]:

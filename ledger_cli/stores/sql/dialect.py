@@ -52,6 +52,8 @@ class SqlDialect:
     """The database in messages: SQLite's path, PostgreSQL's user@host:port/dbname."""
     _driver_errors: tuple[type[BaseException], ...]
     """What the driver raises: `_errors` maps them to StoreError (`_error`)."""
+    _snapshot: bool = False
+    """Inside `snapshot()`: the transaction `_transaction` opens only reads."""
     _claim_limits: dict[str, int] | None = None
     """The queues' limits read with a claim's start in this batch (PostgreSQL)."""
     _utf8: bool
@@ -67,7 +69,8 @@ class SqlDialect:
         def _transaction(self, depth: int) -> contextlib.AbstractContextManager[None]:
             """The block as one transaction (`depth` 0) or a savepoint of the
             open one (`depth` batches already open), committed when it ends,
-            rolled back when it raises (`batch`)."""
+            rolled back when it raises (`batch`); a read-only transaction on
+            one snapshot while `_snapshot` is set (`snapshot`)."""
             ...
 
         def _fetchall(self, op: str, sql: str, params: tuple[Any, ...]) -> list[Any]:
@@ -117,6 +120,32 @@ class SqlDialect:
                 if depth == 0:
                     collector.resume()
 
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """One read-only transaction for the block: every read in it sees the
+        database at one instant, and none blocks a writer nor waits for one.
+        PostgreSQL: REPEATABLE READ, READ ONLY (at READ COMMITTED each
+        statement sees its own instant), whose ready scans lock no row
+        (postgres_conn.py `_locking_reads`). SQLite: a deferred transaction
+        (BEGIN, never BEGIN IMMEDIATE, which would keep writers out) with
+        `query_only` on: in WAL mode its first read fixes the snapshot every
+        later read of the transaction sees, while writers commit beside it.
+        For reads that must agree with one another: `ledger stats`' figures
+        (cli/commands/stats.py `gather`), the drain's stop rule
+        (cli/commands/run/idle.py). Inside a snapshot: the same snapshot;
+        inside a batch: not allowed."""
+        with self._lock:
+            if self._snapshot:  # nested: one instant still
+                yield
+                return
+            assert self._depth == 0, "a snapshot opens its own transaction"
+            self._snapshot = True
+            try:
+                with self.batch():
+                    yield
+            finally:
+                self._snapshot = False
+
     def _close_connection(self) -> None:
         """Close the driver's connection (`close`, under the lock)."""
         with self._errors("close"):
@@ -164,6 +193,12 @@ class SqlDialect:
     def _holds(self, text: str) -> bool:
         """The database can hold `text` (else no row has it: a read of it finds nothing)."""
         return True
+
+    def holds(self, key: str) -> bool:
+        """Whether a record could have `key` (False: PostgreSQL cannot hold it,
+        so no row has it; `load` refuses it as a write would: `serve` answers
+        no such key instead, as `list` finds none)."""
+        return self._holds(key)
 
     def _check_text(self, key: str, **fields: str) -> None:
         """Refuse (StoreError) a key or text the database cannot store."""

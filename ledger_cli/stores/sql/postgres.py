@@ -224,7 +224,9 @@ class PostgresStore(PostgresConnection, SqlClaims, SqlReads, SqlSideTables):
         with self._lock:
             self._check_open()
             if not (for_claim and self._depth):
-                query = pause.READ_FOR_WRITE_PG if self._depth else pause.READ
+                # in a snapshot (read only) or outside a batch: a plain read
+                locks = self._depth and not self._snapshot
+                query = pause.READ_FOR_WRITE_PG if locks else pause.READ
                 with self._errors("pause"):
                     row = self._conn.execute(query).fetchone()
                 return pause.state_of(row)

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 # Writers of blocks and un-blocks (engine/serial.py): one lock per schema ("ledg").
 _BLOCKS_LOCK_SQL = "SELECT pg_advisory_xact_lock(1818584167, hashtext(current_schema()))"
 _CLOCK = "SELECT clock_timestamp()"
+_SNAPSHOT_SQL = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
 
 _INSTALL_HINT = "pip install 'ledger_cli[postgres]'"
 
@@ -93,7 +94,6 @@ class PostgresConnection(SqlDialect):
         self._lock = threading.RLock()
         self._depth = 0
         self._blocks_depth = 0  # the batch depth that took lock_blocks' lock; 0: not held
-        self._snapshot = False  # in snapshot(): reads lock no row
         self._closed = False
         self._lost = False
         """A connection error was seen: reconnect before the next statement
@@ -260,6 +260,9 @@ class PostgresConnection(SqlDialect):
         done = False
         try:
             with self._errors("commit"), tx:
+                if depth == 0 and self._snapshot:  # snapshot() (dialect.py)
+                    with self._errors("snapshot"):
+                        self._conn.execute(_SNAPSHOT_SQL)
                 yield
             done = True
             if depth == 0:
@@ -288,27 +291,11 @@ class PostgresConnection(SqlDialect):
         with contextlib.suppress(self._psycopg.Error):
             self._conn.execute("ANALYZE ledger_tasks, ledger_needs")
 
-    @contextlib.contextmanager
-    def snapshot(self) -> Iterator[None]:
-        """A read-only transaction at REPEATABLE READ: every read in the block
-        sees one instant (at READ COMMITTED each statement sees its own), and
-        the ready scans lock no row (`_locking_reads`), so a row another worker
-        is claiming reads as it was, ready, and a row committed since the
-        snapshot raises no serialization error (`run --drain`'s stop check,
-        cli/commands/run/__init__.py `Drainer._left`). Outside any batch only."""
-        assert self._depth == 0, "a snapshot opens its own transaction"
-        with self.batch():
-            with self._lock, self._errors("snapshot"):
-                self._conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-            self._snapshot = True
-            try:
-                yield
-            finally:
-                self._snapshot = False
-
     def _locking_reads(self) -> bool:
         """Whether the ready scans lock what they read (FOR UPDATE SKIP LOCKED):
-        inside a batch, but for a snapshot."""
+        inside a batch, but for a snapshot (dialect.py `snapshot`: a row another
+        worker is claiming reads as it was, ready, and a row committed since
+        the snapshot raises no serialization error)."""
         return self._depth > 0 and not self._snapshot
 
     def now(self) -> Instant:

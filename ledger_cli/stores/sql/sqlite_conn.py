@@ -8,7 +8,7 @@ migrates the schema when it is incomplete (sqlite_schema.py), maps driver
 errors to StoreError / StoreUnavailableError, runs a statement again after a
 text failure (lossless decoding, raw binding: `_retry`), and owns the batch
 transaction (BEGIN IMMEDIATE … COMMIT, nested savepoints) that `batch()`
-(dialect.py) runs.
+(dialect.py) runs, and the deferred read transaction of its `snapshot()`.
 """
 
 from __future__ import annotations
@@ -268,14 +268,21 @@ class SQLiteConnection(SqlDialect):
     @contextlib.contextmanager
     def _transaction(self, depth: int) -> Iterator[None]:
         """BEGIN IMMEDIATE … COMMIT (one fsync), or a savepoint inside it; the
-        records `load` read are kept for the transaction (`_seen`)."""
+        records `load` read are kept for the transaction (`_seen`). A
+        snapshot (dialect.py) is a deferred BEGIN with `query_only` on: it
+        takes no write lock, and no row changes under it."""
         savepoint = f"ledger_batch_{depth}"
+        reading = depth == 0 and self._snapshot
         with self._errors("begin"):
-            self._conn.execute("BEGIN IMMEDIATE" if depth == 0 else f"SAVEPOINT {savepoint}")
+            begin = "BEGIN" if reading else "BEGIN IMMEDIATE"
+            self._conn.execute(begin if depth == 0 else f"SAVEPOINT {savepoint}")
         if depth == 0:
             self._seen = {}
         try:
             try:
+                if reading:  # a write in the block fails, rather than take the write lock
+                    with self._errors("begin"):
+                        self._conn.execute("PRAGMA query_only=ON")
                 yield
             except BaseException:
                 self._seen = {}
@@ -297,6 +304,9 @@ class SQLiteConnection(SqlDialect):
         finally:
             if depth == 0:
                 self._seen = None
+            if reading:
+                with contextlib.suppress(sqlite3.Error):
+                    self._conn.execute("PRAGMA query_only=OFF")
 
     def _records_seen(self) -> dict[str, TaskState] | None:
         """Where a ready scan leaves the records it decodes for `load`: this

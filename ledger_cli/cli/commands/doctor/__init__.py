@@ -376,7 +376,7 @@ def _report(
     if records is None:
         output.human_line(f"store {url}: could not count the records")
     else:
-        count = f"{records} records" + (f", {pruned} pruned" if pruned else "")
+        count = output.counted(records, "record") + (f", {pruned} pruned" if pruned else "")
         output.human_line(f"store {url}: {count}")
     for p in problems:
         output.human_line(f"problem: {p}")

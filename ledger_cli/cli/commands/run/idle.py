@@ -15,11 +15,16 @@ def what_keeps_going(s: Session, wanted: frozenset[str] | None) -> str | None:
     flight), None when neither: the graph, but for new admissions, is done.
 
     Read in one consistent unit, the store's `snapshot()` (PostgreSQL: a
-    REPEATABLE READ transaction whose reads lock no row) or else its batch
-    (the JSON store's lock, SQLite's write transaction): a check of leases
-    and a later check of the ready tasks could each miss a task that went
-    from ready to claimed between them, and stop a worker while the graph
-    is still running. A conflict with another writer is "look again"."""
+    REPEATABLE READ transaction whose reads lock no row; SQLite: a deferred
+    read transaction, one WAL snapshot, which keeps no writer out) or else
+    its batch (the JSON store's lock): a check of leases and a later check
+    of the ready tasks could each miss a task that went from ready to
+    claimed between them, and stop a worker while the graph is still
+    running. A snapshot may be a moment old, which is enough: if at that
+    instant nothing was held and nothing ready, only a new admission can
+    make work again (a claim needs a ready task, a completion a held one),
+    as under a lock taken at that instant. A conflict with another writer
+    is "look again"."""
     from ledger_cli.engine import queues
     from ledger_cli.engine.queuefilter import Filter
     from ledger_cli.engine.ready import live_lease_held, nameable, ready_iter

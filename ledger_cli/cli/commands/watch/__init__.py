@@ -120,7 +120,22 @@ def view(
 ) -> Group:
     """The screen: the header, the pause banner, the stats line, and as many
     rows of the table as the console's height leaves room for, with the line
-    that counts the rest kept on the screen (`fit`); all of them without a console."""
+    that counts the rest kept on the screen (`fit`); all of them without a
+    console. An SQL store's are read in one snapshot (`stats.instant`)."""
+    from ledger_cli.cli.commands.stats import instant
+
+    with instant(store):
+        return _view(store, now, statuses, interval, in_queues, console)
+
+
+def _view(
+    store: Store,
+    now: Instant,
+    statuses: set[str] | None,
+    interval: str,
+    in_queues: frozenset[str] | None,
+    console: Console | None,
+) -> Group:
     from rich.console import Group
     from rich.text import Text
 
