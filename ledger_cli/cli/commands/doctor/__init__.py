@@ -25,7 +25,6 @@ their API.
 
 from __future__ import annotations
 
-import contextlib
 import os
 from typing import TYPE_CHECKING, Any
 
@@ -71,19 +70,20 @@ def _drop_damaged(
     history: list[HistoryEntry],
     found: Findings,
     floor: FenceFloor,
-) -> None:
+) -> frozenset[str]:
     """`--fix --drop-damaged`: damaged record files moved aside (lost.py); each
-    one moved is no longer a problem."""
+    one moved is no longer a problem. The digests of those moved."""
     from ledger_cli.cli.commands.doctor import lost
 
     try:
         moved = lost.drop_damaged_files(s, root, [f for f, _ in damaged], history, floor)
     except StoreError as exc:
         found.problems.append(output.one_line(str(exc)))
-        return
+        return frozenset()
     gone = {problem for f, problem in damaged if any(m is f for m, _ in moved)}
     found.problems = [p for p in found.problems if p not in gone]
     found.fixed.extend(line for _, line in moved)
+    return frozenset(os.path.basename(m.path).removesuffix(".json") for m, _ in moved)
 
 
 LOST = "is lost (see above)"
@@ -173,6 +173,7 @@ def doctor(settings: Settings, fix: bool = False, drop_damaged: bool = False) ->
         temps: list[str] = []
         records: list[TaskState] = []
         damaged_files: frozenset[str] = frozenset()  # digests of record files that do not read
+        dropped: frozenset[str] = frozenset()  # those of them --drop-damaged moved aside
         walked = root is not None and os.path.isdir(root) and hasattr(s.store, "check_record_file")
         if walked:
             assert root is not None
@@ -240,40 +241,25 @@ def doctor(settings: Settings, fix: bool = False, drop_damaged: bool = False) ->
                 damaged = (f.data for f, _ in checked.damaged)
                 floor = FenceFloor(s.store, drop_floor(records, history, damaged), found)
                 if checked.damaged:
-                    _drop_damaged(s, root, checked.damaged, history, found, floor)
+                    dropped = _drop_damaged(s, root, checked.damaged, history, found, floor)
             gone = _check_lost(s, root, files.files, history, found, floor)
         from ledger_cli.cli.commands.doctor.prunedmarks import check_pruned_marks
 
         check_pruned_marks(s.store, found, fix)  # before the keys: --fix drops stray marks
         pruned_read = _pruned_keys(s, found, fix)
         pruned = pruned_read or frozenset()
-        check_needs(records, found, gone, pruned, damaged_files)
+        check_needs(records, found, gone, pruned, damaged_files - dropped)
         from ledger_cli.cli.commands.doctor.cycles import check_cycles
 
         check_cycles(records, found)
         from ledger_cli.cli.commands.doctor.fences import check_fences
 
         check_fences(s.store, records, found, pruned)
-        check_records(s, records, found, fix, history, pruned)
-        from ledger_cli.cli.commands.doctor.indexes import (
-            check_deps_index,
-            check_live_index,
-            check_ready_index,
-            check_tally,
-        )
+        unreadable = bool(damaged_files - dropped)  # record files that still do not read
+        check_records(s, records, found, fix, history, pruned, damaged_files - dropped)
+        from ledger_cli.cli.commands.doctor.indexes import check_indexes
 
-        # The dependents index first: the JSON store's ready index finds the tasks
-        # a completed need makes ready through it. The JSON store reads its
-        # records once for the four (without the lock; under it to confirm).
-        with contextlib.ExitStack() as stack:
-            one_scan = getattr(s.store, "one_scan", None)
-            if one_scan is not None:
-                with contextlib.suppress(StoreError):  # then each check reports it
-                    stack.enter_context(one_scan())
-            check_deps_index(s.store, found, fix)
-            check_ready_index(s.store, found, fix)
-            check_live_index(s.store, found, fix)
-            check_tally(s.store, found, fix, lost=LOST in gone.values())
+        check_indexes(s.store, found, fix, lost=LOST in gone.values(), unreadable=unreadable)
         from ledger_cli.cli.commands.doctor.attempts import check_attempts
         from ledger_cli.cli.commands.doctor.sidedata import check_side_data
 
