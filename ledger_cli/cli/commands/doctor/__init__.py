@@ -216,6 +216,11 @@ def doctor(settings: Settings, fix: bool = False, drop_damaged: bool = False) ->
                     rec.validate()
                 except LedgerError as exc:
                     found.problems.append(f"record {rec.key}: {output.one_line(str(exc))}")
+        if walked:
+            assert root is not None
+            from ledger_cli.cli.commands.doctor.history import check_mark
+
+            check_mark(s, root, found, fix, drop_damaged)
         if walked and drop_damaged:
             assert root is not None
             _accept_lost_history(s, root, found)
