@@ -48,7 +48,7 @@ def test_a_cut_mark_is_named_refused_and_written_again(tmp_path: Path) -> None:
 
     res = _ledger(store, "doctor", "--fix")
     assert res.returncode == 0, res.stdout
-    assert f"fixed: {mark}: written again from the first line" in res.stdout, res.stdout
+    assert f"fixed: {mark}: written again from the first line of history.jsonl" in res.stdout
     assert _ledger(store, "admit", "c").returncode == 0
     res = _ledger(store, "doctor")
     assert res.returncode == 0 and res.stdout.endswith("no problems found\n"), res.stdout

@@ -34,6 +34,7 @@ def check_mark(s: Session, root: str, found: Findings, fix: bool, drop: bool) ->
     from ledger_cli.stores.jsonfile.layout import HISTORY_MARK, HISTORY_NAME, shown
 
     path = shown(root, HISTORY_MARK)
+    done = None
     try:
         root_fd = fsutil.open_root(root)
         if root_fd is None:
@@ -47,31 +48,37 @@ def check_mark(s: Session, root: str, found: Findings, fix: bool, drop: bool) ->
                 if data is None or historymark.parse(data) is not None:
                     return
                 first = _first_line(root, root_fd)
-                marks = historymark.repaired(data, first)
-                if fix and (marks is not None or drop):
-                    historymark.write(root, root_fd, marks or [])
-                    if marks is None:
-                        from ledger_cli.cli.commands.doctor.lost import dropped_entry
+                if first is None and drop:
+                    return  # a lost history: accepted as such (doctor's _accept_lost_history)
+                marks = historymark.repaired(data, first or b"")
+                if fix and marks is not None:
+                    historymark.write(root, root_fd, marks)
+                    done = f"{path}: written again from the first line of {HISTORY_NAME}"
+                elif fix and drop:
+                    from ledger_cli.cli.commands.doctor.lost import dropped_entry
 
-                        what = f"{path} was damaged: {HISTORY_NAME} accepted as it is"
-                        entry = dropped_entry(s, str(s.now()), "", what)
-                        s.store.append_history([entry])  # type: ignore[attr-defined]
-                        found.fixed.append(f"{what} (its mark written again)")
-                    else:
-                        found.fixed.append(
-                            f"{path}: written again from the first line of {HISTORY_NAME}, "
-                            "which what was left of it names"
-                        )
-                    return
+                    historymark.write(root, root_fd, [])  # the next append writes it
+                    done = f"{path} was damaged: {HISTORY_NAME} accepted as it is"
+                    entry = dropped_entry(s, str(s.now()), "", done)
+                    s.store.append_history([entry])  # type: ignore[attr-defined]
         finally:
             os.close(root_fd)
     except StoreError as exc:
         found.problems.append(output.one_line(str(exc)))
         return
+    if done is not None:
+        found.fixed.append(done)
+        return
     if marks is not None:
         remedy = "ledger doctor --fix writes it again from the history's first line"
     else:
-        why = "is empty" if not first else "does not start with the line it names"
+        why = (
+            "is missing"
+            if first is None
+            else "is empty"
+            if not first
+            else "does not start with the line it names"
+        )
         remedy = (
             f"{HISTORY_NAME} {why}: it may have been emptied, cut or replaced; restore "
             "both from a backup, or accept the history as it is: "
@@ -80,15 +87,15 @@ def check_mark(s: Session, root: str, found: Findings, fix: bool, drop: bool) ->
     found.problems.append(f"{path}: damaged mark of the history's first line ({remedy})")
 
 
-def _first_line(root: str, root_fd: int) -> bytes:
-    """history.jsonl's first whole line (b"" when it has none or is missing)."""
+def _first_line(root: str, root_fd: int) -> bytes | None:
+    """history.jsonl's first whole line (b"" when it has none; None when it is missing)."""
     from ledger_cli.stores.jsonfile import fsutil, historymark
     from ledger_cli.stores.jsonfile.layout import HISTORY_NAME, io_scope, shown
 
     path = shown(root, HISTORY_NAME)
     fd = fsutil.open_regular(root_fd, HISTORY_NAME, fsutil.READ_FLAGS, path)
     if fd is None:
-        return b""
+        return None
     with io_scope(fd, path, "cannot read"):
         return historymark.first_line(fd)
 
