@@ -84,7 +84,48 @@ def test_unknown_format_version_is_a_problem(tmp_path: Path) -> None:
     meta.write_text(json.dumps(doc))
     res = run_ledger(store, "doctor")
     assert res.returncode == 9
-    assert "unknown store format version 99" in res.stdout + res.stderr
+    assert "unknown store format version 99 (made by a newer ledger_cli release)" in (
+        res.stdout + res.stderr
+    )
+
+
+@pytest.mark.parametrize("version", [True, None, "2", 2.0, [2]])
+def test_a_format_version_that_is_no_number_is_one_plain_line(
+    tmp_path: Path, version: object
+) -> None:
+    """A version that is not a whole number is shown in words, never as Python
+    writes the value (`True`, `None`, `'2'`)."""
+    store = _store(tmp_path)
+    meta = store / "ledger-store.json"
+    doc = json.loads(meta.read_text())
+    doc["version"] = version
+    meta.write_text(json.dumps(doc))
+    res = run_ledger(store, "list")
+    assert res.returncode == 9, res.stdout
+    assert res.stderr == (
+        f"ledger: store: {meta}: corrupt store metadata "
+        "(its format version is not a whole number)\n"
+    )
+
+
+def test_a_ready_index_of_a_newer_format_says_so(tmp_path: Path) -> None:
+    """A ready index manifest of a future format is one made by a newer
+    release, not a corrupt one; `doctor --fix` rebuilds it for this one."""
+    store = _store(tmp_path)
+    manifest = store / "ready" / "manifest"
+    head, _, rest = manifest.read_text().partition("\n")
+    assert head.startswith("ledger_cli.ready 5 ")
+    manifest.write_text(head.replace("ready 5", "ready 6") + "\n" + rest)
+    res = run_ledger(store, "claim", "--next", "--owner", "w", "--lease", "1m")
+    assert res.returncode == 9, res.stdout
+    assert res.stderr == (
+        f"ledger: store: {manifest}: ready index of format 6, made by a newer ledger_cli "
+        "release (this one reads format 5): use that release, or rebuild the index for "
+        "this one: ledger doctor --fix\n"
+    )
+    assert "corrupt" not in run_ledger(store, "doctor").stdout
+    assert run_ledger(store, "doctor", "--fix").returncode == 0
+    assert ledger_ok(store, "claim", "--next", "--owner", "w", "--lease", "1m") == "a 1\n"
 
 
 def test_a_dependents_index_missing_a_record_is_a_problem_and_fix_rebuilds_it(

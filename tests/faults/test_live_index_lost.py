@@ -155,3 +155,40 @@ def test_a_shard_index_of_random_bytes_is_named_and_rebuilt(tmp_path: Path) -> N
     assert f"{shard}: corrupt index entry" in res.stderr, res.stderr
     _repaired(store, f"{shard}: corrupt index entry")
     assert sorted(_keys(store, "pending")) == sorted(f"k{i}" for i in range(BATCH))
+
+
+@pytest.mark.parametrize("lost", ["every shard file", "one shard file"])
+def test_a_lost_entry_is_damage_while_the_tally_is_not_built(tmp_path: Path, lost: str) -> None:
+    """With tally/counts missing (the tally not built: an older store, a
+    prune or a `doctor --fix` cut short), there are no counts to check live/
+    against: the scan checks it against the records, counted under the same
+    lock hold, so a lost entry is still exit 9 naming live/, never a short
+    answer with exit 0. ("one shard file": what a `doctor --fix` killed
+    halfway through putting markers back leaves.)"""
+    store, shard = _batch_store(tmp_path)
+    assert _ledger(store, "claim", "k0", "--owner", "w", "--lease", "1h").returncode == 0
+    (store / "tally" / "counts").unlink()
+    for path in (store / "live").glob("*.idx") if lost == "every shard file" else [shard]:
+        path.unlink()
+
+    res = _refused(store, "list", "--status", "pending")
+    assert "the record files hold more live records than the index lists" in res.stderr
+    _refused(store, "list", "--status", "pending", "--status", "claimed")
+    _refused(store, "--json", "wait", "--all", "--timeout", "100ms")
+
+    _repaired(store, "live index: pending record ")
+    assert sorted(_keys(store, "pending")) == sorted(f"k{i}" for i in range(1, BATCH))
+    assert _keys(store, "claimed") == ["k0"]
+
+
+def test_live_without_the_tally_answers_whole(tmp_path: Path) -> None:
+    """With tally/counts missing and live/ whole, the live/ scan answers, every
+    pending and claimed record, exit 0."""
+    store, _ = _batch_store(tmp_path)
+    assert _ledger(store, "claim", "k0", "--owner", "w", "--lease", "1h").returncode == 0
+    (store / "tally" / "counts").unlink()
+    assert sorted(_keys(store, "pending")) == sorted(f"k{i}" for i in range(1, BATCH))
+    assert _keys(store, "claimed") == ["k0"]
+    res = _ledger(store, "--json", "wait", "--all", "--timeout", "100ms")
+    assert res.returncode == 124, res.stderr
+    assert len(json.loads(res.stdout)["unsettled"]) == BATCH

@@ -302,6 +302,15 @@ def load(
     if " ".join(head[:2]) in older:
         return None
     fix = "(ledger doctor --fix rebuilds it)"
+    name, _, version = fmt.header.rpartition(" ")
+    if head[:1] == [name] and len(head) > 1 and head[1].isdigit() and int(head[1]) > int(version):
+        raise damaged_index(
+            fmt.dir_name,
+            path,
+            f"{fmt.label} of format {int(head[1])}, made by a newer ledger_cli release (this "
+            f"one reads format {version}): use that release, or rebuild the index for this "
+            "one: ledger doctor --fix",
+        )
     if len(head) != 3 or " ".join(head[:2]) != fmt.header or not head[2].isdigit():
         raise damaged_index(fmt.dir_name, path, f"corrupt {fmt.label} manifest header {fix}")
     ids: list[int] = []

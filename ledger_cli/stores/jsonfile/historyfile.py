@@ -76,7 +76,13 @@ def _open(
         raise fsutil.open_failed(path, exc) from None
     size = fsutil.require_regular(fd, path).st_size
     try:
-        marks = historymark.read(root_fd)
+        try:
+            marks = historymark.read(root, root_fd)
+        except historymark.MarkDamageError:
+            if at is None:
+                os.close(fd)
+                raise
+            marks = historymark.LEFT  # a replay: doctor names the mark
         if size == 0:
             os.fchmod(fd, fsutil.FILE_MODE)
         elif at is None and os.pread(fd, 1, size - 1) != b"\n":
@@ -103,7 +109,7 @@ def damage(root: str, root_fd: int) -> StoreDamageError | None:
         size = os.fstat(fd).st_size
         if size and os.pread(fd, 1, size - 1) != b"\n":
             return None  # torn: that report first (torn_tail), and its remedy
-        marks = historymark.read(root_fd)
+        marks = historymark.read(root, root_fd)
         if marks and not historymark.starts_as_marked(fd, size, marks):
             return cut_history(root)
     return None

@@ -129,12 +129,15 @@ def read_meta(root: str, root_fd: int) -> dict[str, Any] | None:
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise fail(path, f"not a ledger_cli JSON store metadata file (format {FORMAT!r})")
     version = meta.get("version")
-    if type(version) is not int or version not in READABLE_VERSIONS:
+    if type(version) is not int:  # a bool, a string, null: never shown as Python writes it
+        raise fail(path, "corrupt store metadata (its format version is not a whole number)")
+    if version not in READABLE_VERSIONS:
+        made = "made by a newer ledger_cli release" if version > max(READABLE_VERSIONS) else ""
         raise fail(
             path,
-            f"unknown store format version {version!r} (this ledger_cli reads versions "
-            f"{' and '.join(map(str, READABLE_VERSIONS))}); use the ledger_cli release "
-            "that wrote it",
+            f"unknown store format version {version}{' (' + made + ')' if made else ''}; "
+            f"this ledger_cli reads versions {' and '.join(map(str, READABLE_VERSIONS))}: "
+            "use the ledger_cli release that wrote it",
         )
     floor = meta.get("fence_floor", 0)
     if type(floor) is not int or floor < 0:

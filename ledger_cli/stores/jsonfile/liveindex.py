@@ -167,17 +167,22 @@ class LostRecordError(StoreDamageError):
     is not a bad row)."""
 
 
-def refuse_short(root: str, found: Iterable[TaskState], counted: Mapping[str, int]) -> None:
+def refuse_short(
+    root: str, found: Iterable[TaskState], counted: Mapping[str, int], *, tallied: bool = True
+) -> None:
     """LiveIndexDamage when the live records `found` through live/ are fewer, of
-    either live status, than the tally's `counted` (exact under the lock)."""
+    either live status, than the tally's `counted` (exact under the lock), or
+    than the records hold (`tallied` False: counted by a scan of them, while
+    the tally is not built)."""
     seen = dict.fromkeys(LIVE_STATUSES, 0)
     for rec in found:
         seen[rec.status] += 1
     short = [s for s in sorted(LIVE_STATUSES) if seen[s] < counted[s]]
     if short:
         diff = ", ".join(f"{s} {counted[s]} (listed {seen[s]})" for s in short)
+        counter = "the tally counts" if tallied else "the record files hold"
         raise LiveIndexDamage(
-            f"ledger: store: {shown(root, LIVE_DIR)}: the tally counts more live records "
+            f"ledger: store: {shown(root, LIVE_DIR)}: {counter} more live records "
             f"than the index lists: {diff}; an index entry or a record file is lost "
             "(ledger doctor names which, and --fix rebuilds the index)"
         )
@@ -190,14 +195,17 @@ def scan_live(
     *,
     drop_lost: bool = False,
     counted: Mapping[str, int] | None = None,
+    tallied: bool = True,
 ) -> dict[str, TaskState]:
     """The records the live/ index names that are live; stale entries (a record
     that went terminal, or was pruned since) are dropped. An entry whose record
     file is missing and not pruned names a lost record: StoreError (nothing
     dropped), unless `drop_lost` (`doctor --fix --drop-damaged`, once it has
     raised the fence floor), which drops it too. `counted`: the tally's counts
-    (read under this lock hold; None while it is not built): fewer live records
-    found than they count is LiveIndexDamage (nothing dropped). Under the lock."""
+    (read under this lock hold), or with `tallied` False, while the tally is
+    not built, the records' own, counted by a scan in this hold (None: no
+    check): fewer live records found than they count is LiveIndexDamage
+    (nothing dropped). Under the lock."""
     found: dict[str, TaskState] = {}
     with listing(root, root_fd, LIVE_DIR) as lfd:
         if lfd is None:
@@ -232,7 +240,7 @@ def scan_live(
                 f"{LIVE_DIR}/{lost[0]} lists it as pending or claimed (ledger doctor names its key)"
             )
         if counted is not None and not drop_lost:
-            refuse_short(root, found.values(), counted)
+            refuse_short(root, found.values(), counted, tallied=tallied)
         for digest in markers:
             if not verdict[digest]:
                 fsutil.unlink_quiet(lfd, digest)

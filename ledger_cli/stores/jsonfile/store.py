@@ -201,7 +201,8 @@ class JsonFileStore(
         a StoreError, not an answer without it; `drop_lost` (doctor --fix
         --drop-damaged, the fence floor raised) drops its entry instead
         (liveindex.scan_live). So is a live/ that lists fewer live records
-        than the tally counts (a lost entry): one small file read, no scan.
+        than the tally counts (a lost entry): one small file read, no scan;
+        while the tally is not built, against the records, counted by a scan.
         """
         self._check_open()
         wanted = frozenset(str(s) for s in statuses)
@@ -228,12 +229,20 @@ class JsonFileStore(
         with self._locked(create=False) as root_fd:
             if root_fd is None:
                 return []
+            counted = tally.read_counts(self._root, root_fd)
+            tallied = counted is not None
+            if counted is None and not drop_lost:
+                # The tally is not built (an older store, a prune or a rebuild
+                # cut short): live/ is checked against the records themselves,
+                # counted in this hold, as readers read them meanwhile.
+                counted = tally.count(self._scan_unswept(root_fd, fresh=True).values())
             found = liveindex.scan_live(
                 self._root,
                 root_fd,
                 lambda digest: self._read_digest(root_fd, digest),
                 drop_lost=drop_lost,
-                counted=tally.read_counts(self._root, root_fd),
+                counted=counted,
+                tallied=tallied,
             )
             batch = self._batch
             if batch is not None and batch.mine():

@@ -300,7 +300,16 @@ def check(root: str, root_fd: int, records: dict[str, TaskState]) -> list[str]:
     for kind in KINDS:
         if counts[kind] != truth[kind]:
             problems.append(f"tally: {kind} count is {counts[kind]}, the records say {truth[kind]}")
-    noted = set(read_noted(root, root_fd))
+    noted: set[str] = set()
+    twice: set[str] = set()
+    for digest in read_noted(root, root_fd):
+        (twice if digest in noted else noted).add(digest)
+    if twice:  # `stats` counts the lines, and refuses more than the counts imply
+        first = min(twice)
+        problems.append(
+            f"tally: {shown(root, TALLY_DIR, first[:2])}: "
+            f"{len(twice)} unfinished record(s) listed more than once"
+        )
     want = {d for d, rec in records.items() if is_noted(rec)}
     if noted != want:
         problems.append(

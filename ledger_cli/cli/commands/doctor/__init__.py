@@ -3,9 +3,11 @@
 Problems (exit 9): a record that does not parse or validate, a record or
 history.jsonl that is gone (`lost.py`; `--fix --drop-damaged` accepts the
 loss, with a history line), a history.jsonl that ends mid-line (`history.py`,
-accepted the same way), a cycle of needs (`cycles.py`), a file mode
-wider than 0600 (directories: 0700), a symlink inside the store, an unknown
-format version, anything else the store itself refuses to read. When not
+accepted the same way), a damaged history.started (`history.py`: `--fix`
+writes it again when safe, `--fix --drop-damaged` accepts the history), a
+cycle of needs (`cycles.py`), a file mode wider than 0600 (directories:
+0700), a symlink inside the store, an unknown format version, anything else
+the store itself refuses to read. When not
 every record could be read (the store would not open, `records/` could not
 be walked) no count is claimed: `could not count the records`.
 Notes (exit 0): needs naming keys never admitted (a pruned need is no note:
@@ -25,7 +27,6 @@ their API.
 
 from __future__ import annotations
 
-import contextlib
 import os
 from typing import TYPE_CHECKING, Any
 
@@ -72,19 +73,20 @@ def _drop_damaged(
     history: list[HistoryEntry],
     found: Findings,
     floor: FenceFloor,
-) -> None:
+) -> frozenset[str]:
     """`--fix --drop-damaged`: damaged record files moved aside (lost.py); each
-    one moved is no longer a problem."""
+    one moved is no longer a problem. The digests of those moved."""
     from ledger_cli.cli.commands.doctor import lost
 
     try:
         moved = lost.drop_damaged_files(s, root, [f for f, _ in damaged], history, floor)
     except StoreError as exc:
         found.problems.append(output.one_line(str(exc)))
-        return
+        return frozenset()
     gone = {problem for f, problem in damaged if any(m is f for m, _ in moved)}
     found.problems = [p for p in found.problems if p not in gone]
     found.fixed.extend(line for _, line in moved)
+    return frozenset(os.path.basename(m.path).removesuffix(".json") for m, _ in moved)
 
 
 def _check_lost(
@@ -171,6 +173,7 @@ def doctor(settings: Settings, fix: bool = False, drop_damaged: bool = False) ->
         temps: list[str] = []
         records: list[TaskState] = []
         damaged_files: frozenset[str] = frozenset()  # digests of record files that do not read
+        dropped: frozenset[str] = frozenset()  # those of them --drop-damaged moved aside
         walked = root is not None and os.path.isdir(root) and hasattr(s.store, "check_record_file")
         if walked:
             assert root is not None
@@ -217,6 +220,11 @@ def doctor(settings: Settings, fix: bool = False, drop_damaged: bool = False) ->
                     rec.validate()
                 except LedgerError as exc:
                     found.problems.append(f"record {rec.key}: {output.one_line(str(exc))}")
+        if walked:
+            assert root is not None
+            from ledger_cli.cli.commands.doctor.history import check_mark
+
+            check_mark(s, root, found, fix, drop_damaged)
         if walked and drop_damaged:
             assert root is not None
             _accept_lost_history(s, root, found)
@@ -242,7 +250,7 @@ def doctor(settings: Settings, fix: bool = False, drop_damaged: bool = False) ->
                 damaged = (f.data for f, _ in checked.damaged)
                 floor = FenceFloor(s.store, drop_floor(records, history, damaged), found)
                 if checked.damaged:
-                    _drop_damaged(s, root, checked.damaged, history, found, floor)
+                    dropped = _drop_damaged(s, root, checked.damaged, history, found, floor)
             gone = _check_lost(s, root, files.files, history, found, floor)
         elif not walked:
             from ledger_cli.cli.commands.doctor.lost import lost_rows
@@ -253,33 +261,18 @@ def doctor(settings: Settings, fix: bool = False, drop_damaged: bool = False) ->
         check_pruned_marks(s.store, found, fix)  # before the keys: --fix drops stray marks
         pruned_read = _pruned_keys(s, found, fix)
         pruned = pruned_read or frozenset()
-        check_needs(records, found, gone, pruned, damaged_files)
+        check_needs(records, found, gone, pruned, damaged_files - dropped)
         from ledger_cli.cli.commands.doctor.cycles import check_cycles
 
         check_cycles(records, found)
         from ledger_cli.cli.commands.doctor.fences import check_fences
 
         check_fences(s.store, records, found, pruned)
-        check_records(s, records, found, fix, history, pruned)
-        from ledger_cli.cli.commands.doctor.indexes import (
-            check_deps_index,
-            check_live_index,
-            check_ready_index,
-            check_tally,
-        )
+        unreadable = bool(damaged_files - dropped)  # record files that still do not read
+        check_records(s, records, found, fix, history, pruned, damaged_files - dropped)
+        from ledger_cli.cli.commands.doctor.indexes import check_indexes
 
-        # The dependents index first: the JSON store's ready index finds the tasks
-        # a completed need makes ready through it. The JSON store reads its
-        # records once for the four (without the lock; under it to confirm).
-        with contextlib.ExitStack() as stack:
-            one_scan = getattr(s.store, "one_scan", None)
-            if one_scan is not None:
-                with contextlib.suppress(StoreError):  # then each check reports it
-                    stack.enter_context(one_scan())
-            check_deps_index(s.store, found, fix)
-            check_ready_index(s.store, found, fix)
-            check_live_index(s.store, found, fix)
-            check_tally(s.store, found, fix, lost=LOST in gone.values())
+        check_indexes(s.store, found, fix, lost=LOST in gone.values(), unreadable=unreadable)
         from ledger_cli.cli.commands.doctor.attempts import check_attempts
         from ledger_cli.cli.commands.doctor.sidedata import check_side_data
 

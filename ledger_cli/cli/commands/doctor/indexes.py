@@ -6,6 +6,7 @@ dependents index, so that one is checked (and rebuilt) first."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Protocol
 
@@ -17,6 +18,34 @@ class _Findings(Protocol):
     problems: list[str]
     notes: list[str]
     fixed: list[str]
+
+
+def check_indexes(
+    store: object, found: _Findings, fix: bool, *, lost: bool, unreadable: bool
+) -> None:
+    """Every derived index, the dependents index first: the JSON store's ready
+    index finds the tasks a completed need makes ready through it. The JSON
+    store reads its records once for the four (without the lock; under it to
+    confirm). While a record file does not read (`unreadable`: a problem
+    named already) none is checked or rebuilt, each needing every record:
+    a note says so, rather than a check that stops at that file unseen."""
+    if unreadable:
+        found.notes.append(
+            "the derived indexes (dependents, ready, live, tally) were not checked"
+            + (" or rebuilt" if fix else "")
+            + " while a record file does not read (named above): each needs every"
+            " record; once the file is restored or dropped, ledger doctor checks them"
+        )
+        return
+    with contextlib.ExitStack() as stack:
+        one_scan = getattr(store, "one_scan", None)
+        if one_scan is not None:
+            with contextlib.suppress(StoreError):  # then each check reports it
+                stack.enter_context(one_scan())
+        check_deps_index(store, found, fix)
+        check_ready_index(store, found, fix)
+        check_live_index(store, found, fix)
+        check_tally(store, found, fix, lost=lost)
 
 
 def check_ready_index(store: object, found: _Findings, fix: bool) -> None:

@@ -17,7 +17,7 @@ Notes (exit 0):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from ledger_cli.stores.sql.codec import hex_bytes, is_utf8, shown
@@ -47,11 +47,13 @@ def check_records(
     fix: bool,
     history: Sequence[HistoryEntry] | None,
     pruned: frozenset[str] = frozenset(),
+    damaged: frozenset[str] = frozenset(),
 ) -> None:
     """Every record check, in the order doctor prints them. `pruned`: the
-    keys `ledger prune` pruned (it dropped their history)."""
+    keys `ledger prune` pruned (it dropped their history). `damaged`: the
+    file names (digests) of the record files that do not read."""
     invalid_text(records, found)
-    dependency_invariants(s, _with_pruned(s, records, pruned), found, fix)
+    dependency_invariants(s, _with_pruned(s, records, pruned), found, fix, damaged)
     if history is not None:
         history_coverage(records, history, found, pruned)
 
@@ -100,14 +102,56 @@ def _with_pruned(
     return [*records, *(rec for rec in prune.pruned(s.store) if rec.key not in seen)]
 
 
+def _behind_damage(records: Sequence[TaskState], damaged: frozenset[str]) -> set[str]:
+    """The keys whose transitive needs reach a need filed in a record file of
+    `damaged` (digests): whether something failed below them is not known,
+    and the walks that repair a block would read that file."""
+    if not damaged:
+        return set()
+    from ledger_cli.stores.jsonfile.records import key_digest
+
+    have = {rec.key for rec in records}
+    dependents: dict[str, list[str]] = {}
+    for rec in records:
+        for need in dict.fromkeys(rec.needs or ()):
+            dependents.setdefault(need, []).append(rec.key)
+    todo = [n for n in dependents if n not in have and key_digest(n) in damaged]
+    behind: set[str] = set()
+    while todo:
+        for dep in dependents.get(todo.pop(), ()):
+            if dep not in behind:
+                behind.add(dep)
+                todo.append(dep)
+    return behind
+
+
+_AFTER_DAMAGE = "once the damaged record file named above is repaired or dropped"
+
+
 def dependency_invariants(
-    s: Session, records: Sequence[TaskState], found: Found, fix: bool
+    s: Session,
+    records: Sequence[TaskState],
+    found: Found,
+    fix: bool,
+    damaged: frozenset[str] = frozenset(),
 ) -> None:
-    """Escaped and orphaned blocks: problems, or repaired with --fix."""
+    """Escaped and orphaned blocks: problems, or repaired with --fix. A record
+    whose transitive needs reach a `damaged` record file is no orphaned block
+    (that record may be the failure), and an escaped one is not repaired
+    (the walk would read that file): a problem until it is repaired."""
     from ledger_cli.engine import invariants
 
+    behind = _behind_damage(records, damaged)
     escaped = invariants.find_escaped_blocks(records)
-    orphaned = invariants.find_orphaned_blocks(records)
+    orphaned = [o for o in invariants.find_orphaned_blocks(records) if o.key not in behind]
+    if fix and behind:
+        for e in escaped:
+            if e.key in behind:
+                found.problems.append(
+                    f"record {shown(e.key)}: escaped block: {e.status} while {shown(e.failure)} "
+                    f"in its transitive needs failed (--fix blocks it {_AFTER_DAMAGE})"
+                )
+        escaped = [e for e in escaped if e.key not in behind]
     if not escaped and not orphaned:
         return
     if not fix:
@@ -140,9 +184,19 @@ def dependency_invariants(
         done = invariants.fix_orphaned_block(core, s.actor, now, o)
         return f"un-blocked {shown(o.key)}" if done else None
 
-    for line in [*s.blocks.each(escaped, block), *s.blocks.each(orphaned, unblock)]:
-        if line is not None:
-            found.fixed.append(line)
+    from ledger_cli.cli.output import one_line
+    from ledger_cli.errors import StoreError
+
+    def each(run: Callable[[], list[str | None]]) -> None:
+        try:
+            lines = run()
+        except StoreError as exc:  # its block rolled back; doctor goes on
+            found.problems.append(f"{one_line(str(exc))} (a block's repair stopped there)")
+            return
+        found.fixed.extend(line for line in lines if line is not None)
+
+    each(lambda: s.blocks.each(escaped, block))
+    each(lambda: s.blocks.each(orphaned, unblock))
 
 
 def history_coverage(
