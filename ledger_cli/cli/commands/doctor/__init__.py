@@ -271,7 +271,7 @@ def doctor(settings: Settings, fix: bool = False, drop_damaged: bool = False) ->
                 with contextlib.suppress(StoreError):  # then each check reports it
                     stack.enter_context(one_scan())
             check_deps_index(s.store, found, fix)
-            check_ready_index(s.store, found, fix)
+            check_ready_index(s.store, found, fix, drop_damaged)
             check_live_index(s.store, found, fix)
             check_tally(s.store, found, fix, lost=LOST in gone.values())
         from ledger_cli.cli.commands.doctor.attempts import check_attempts
