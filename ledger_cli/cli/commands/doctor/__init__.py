@@ -3,11 +3,13 @@
 Problems (exit 9): a record that does not parse or validate, a record or
 history.jsonl that is gone (`lost.py`; `--fix --drop-damaged` accepts the
 loss, with a history line), a history.jsonl that ends mid-line (`history.py`,
-accepted the same way), a cycle of needs (`cycles.py`), a file mode
-wider than 0600 (directories: 0700), a symlink inside the store, an unknown
-format version, anything else the store itself refuses to read. When not
-every record could be read (the store would not open, `records/` could not
-be walked) no count is claimed: `could not count the records`.
+accepted the same way), a JSON store's queue or schedule file the ready index
+tells is lost (`indexes.py`: kept by `--fix`, accepted by `--drop-damaged`),
+a cycle of needs (`cycles.py`), a file mode wider than 0600 (directories:
+0700), a symlink inside the store, an unknown format version, anything
+else the store itself refuses to read. When not every record could be read
+(the store would not open, `records/` could not be walked) no count is
+claimed: `could not count the records`.
 Notes (exit 0): needs naming keys never admitted (a pruned need is no note:
 it is the terminal record it was, docs/design.md §6.4); stray temporary files
 left by a crash (`--fix` removes them, holding the store lock).
