@@ -69,7 +69,9 @@ def test_many_missing_candidates_are_added_in_blocks(
     holds: list[int] = []
     add = store._add_candidates
     monkeypatch.setattr(
-        store, "_add_candidates", lambda fd, keys: holds.append(len(keys)) or add(fd, keys)
+        store,
+        "_add_candidates",
+        lambda fd, keys, *more: holds.append(len(keys)) or add(fd, keys, *more),
     )
     store.rebuild_ready_index()
     assert store.check_ready_index() == []

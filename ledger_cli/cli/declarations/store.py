@@ -66,7 +66,9 @@ def doctor(
             "record file is moved aside into damaged/ (never deleted), a lost one's key is "
             "dropped, a history's torn last line is copied into damaged/ and cut; a history "
             "line (ledger.dropped) and a line of output each. A damaged attempt file is "
-            "moved into damaged/ too, with a history line and a line of output.",
+            "moved into damaged/ too, with a history line and a line of output. A lost "
+            "queue or schedule file the ready index tells of is accepted (the task goes "
+            "to the default queue, due at once), with a line of output.",
         ),
     ] = False,
 ) -> None:

@@ -26,7 +26,8 @@ Layout of a store directory (mode 0700; every file 0600):
                           its header                                     attempts.py,
                                                                          attemptdamage.py)
     queue/, schedule/     a key's queue and its schedule, a small file  (queuefile.py,
-                          a key that has one: <digest>.json              schedulefile.py)
+                          a key that has one: <digest>.json; one lost,   schedulefile.py,
+                          the ready index's entry of its task tells      sidelost.py)
     paused.json, limits.json   the pause and the queues' limits          (pausefile.py,
     revoked.json          the revoked leases still holding a slot       queuefile.py)
     history.jsonl         the history of writes, one JSON object a line (historyfile.py,

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from ledger_cli.engine.queuefilter import Filter as QueueFilter
+    from ledger_cli.stores.jsonfile import sidelost
     from ledger_cli.stores.jsonfile.locking import PendingBatch
 
 _READY_PAGE = 8
@@ -191,6 +192,12 @@ class ReadyMethods(RecordReader):
                 assert rec is not None
                 yield rec
             elif key_digest(key) not in writing:
+                if rec is not None:  # a lost queue or schedule file is refused, not dropped
+                    from ledger_cli.stores.jsonfile import sidelost
+
+                    with io_errors(self._root):
+                        q, at = queue_of(key), (queue, entry)
+                        sidelost.refuse(self._root, root_fd, rec, at, load, q, sched(key))
                 stale.setdefault(queue, []).append(entry)
         if stale and (batch is None or self._batch is batch):  # judged under this hold
             with io_errors(self._root), self._locked(create=False) as held_fd:
@@ -226,14 +233,34 @@ class ReadyMethods(RecordReader):
                 if root_fd is None:
                     return []
                 got = self._still_missing(root_fd, block)
+                if got is not None:
+                    confirmed += self._missing_lines(root_fd, got)
             if got is None:  # the index went away meanwhile: the next writer rebuilds it
                 return []
-            confirmed += got
-        return [f"ready index: ready candidate {key!r} is missing" for key in confirmed]
+        return confirmed
 
     def _ready_problems(self, root_fd: int, fresh: bool = False) -> list[str]:
         missing = self._missing_candidates(root_fd, fresh)
-        return [f"ready index: ready candidate {key!r} is missing" for key in missing or ()]
+        return self._missing_lines(root_fd, missing or [])
+
+    def _missing_lines(self, root_fd: int, missing: list[str]) -> list[str]:
+        """Under the lock: a line for each candidate the index misses, or for
+        each file of it the index tells is lost (sidelost.py) instead."""
+        from ledger_cli.stores.jsonfile import sidelost
+
+        lost = self._lost_sides(root_fd, missing)
+        return sidelost.lines(self._root, missing, lost)
+
+    def _lost_sides(self, root_fd: int, missing: list[str]) -> dict[str, sidelost.Lost]:
+        """Under the lock: those of the candidates `missing` from the index
+        whose other entries in it tell a lost queue or schedule file."""
+        from ledger_cli.stores.jsonfile import sidelost
+
+        def load(key: str) -> TaskState | None:
+            digest = key_digest(key)
+            return None if digest is None else self._current(root_fd, key, digest)
+
+        return sidelost.told(self._root, root_fd, missing, load) if missing else {}
 
     def _missing_candidates(self, root_fd: int, fresh: bool = False) -> list[str] | None:
         """The keys of the candidates the index misses, in key order; None
@@ -259,7 +286,7 @@ class ReadyMethods(RecordReader):
         return sorted(missing)  # sorted after: the missing are few, the records many
 
     @store_method
-    def rebuild_ready_index(self) -> None:
+    def rebuild_ready_index(self, accept_lost: bool = False) -> None:
         """Repair the ready/ index from the records (`ledger doctor --fix`).
 
         The index is a superset of the candidates that every writer keeps
@@ -269,7 +296,12 @@ class ReadyMethods(RecordReader):
         added in short lock holds, each judged again under the lock from its
         record as it is then: a record that stopped being a candidate meanwhile
         is left out; one that became one meanwhile was added by its writer. An
-        index that is missing or unreadable is rebuilt whole, under the lock."""
+        index that is missing or unreadable is rebuilt whole, under the lock.
+
+        A candidate whose other entries tell a lost queue or schedule file
+        (sidelost.py) is left out, those entries kept, unless `accept_lost`
+        (`--fix --drop-damaged`): its entry by the files would hand the task
+        out from the default queue, or early, and lose the only trace."""
         self._check_open()
         with io_errors(self._root):
             missing = self._missing_unlocked()
@@ -279,7 +311,7 @@ class ReadyMethods(RecordReader):
                 with io_errors(self._root), self._locked(create=False) as root_fd:
                     if root_fd is None:
                         return
-                    if not self._add_candidates(root_fd, block):
+                    if not self._add_candidates(root_fd, block, accept_lost):
                         self._rebuild_ready(root_fd)  # the index went away meanwhile
                         return
             return
@@ -327,13 +359,19 @@ class ReadyMethods(RecordReader):
             and (entry := readyindex.entry_of(rec, sched(rec.key))) is not None
         ]
 
-    def _add_candidates(self, root_fd: int, keys: list[str]) -> bool:
+    def _add_candidates(self, root_fd: int, keys: list[str], accept_lost: bool = False) -> bool:
         """Under the lock: add the index entries of those of `keys` that are
-        candidates now; False when the index is not there to add to."""
+        candidates now (but those whose lost file the index tells, unless
+        `accept_lost`); False when the index is not there to add to."""
+        lost: dict[str, sidelost.Lost] = {}
+        if not accept_lost:
+            still = self._still_missing(root_fd, keys)
+            lost = self._lost_sides(root_fd, still or [])
         with readyindex.opened(self._root, root_fd) as chunks:
             if chunks is None:
                 return False
-            entries = [entry for _, entry in self._candidate_entries(root_fd, keys)]
+            pairs = self._candidate_entries(root_fd, keys)
+            entries = [entry for key, entry in pairs if key not in lost]
             chunks.add(entries, sync=True)
             chunks.drop_legacy()
             return True

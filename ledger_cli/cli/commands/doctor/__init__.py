@@ -5,11 +5,13 @@ history.jsonl that is gone (`lost.py`; `--fix --drop-damaged` accepts the
 loss, with a history line), a history.jsonl that ends mid-line (`history.py`,
 accepted the same way), a damaged history.started (`history.py`: `--fix`
 writes it again when safe, `--fix --drop-damaged` accepts the history), a
-cycle of needs (`cycles.py`), a file mode wider than 0600 (directories:
-0700), a symlink inside the store, an unknown format version, anything else
-the store itself refuses to read. When not
-every record could be read (the store would not open, `records/` could not
-be walked) no count is claimed: `could not count the records`.
+JSON store's queue or schedule file the ready index tells is lost
+(`indexes.py`: kept by `--fix`, accepted by `--drop-damaged`), a cycle of
+needs (`cycles.py`), a file mode wider than 0600 (directories: 0700), a
+symlink inside the store, an unknown format version, anything else the
+store itself refuses to read. When not every record could be read (the
+store would not open, `records/` could not be walked) no count is claimed:
+`could not count the records`.
 Notes (exit 0): needs naming keys never admitted (a pruned need is no note:
 it is the terminal record it was, docs/design.md §6.4); stray temporary files
 left by a crash (`--fix` removes them, holding the store lock).
@@ -272,7 +274,14 @@ def doctor(settings: Settings, fix: bool = False, drop_damaged: bool = False) ->
         check_records(s, records, found, fix, history, pruned, damaged_files - dropped)
         from ledger_cli.cli.commands.doctor.indexes import check_indexes
 
-        check_indexes(s.store, found, fix, lost=LOST in gone.values(), unreadable=unreadable)
+        check_indexes(
+            s.store,
+            found,
+            fix,
+            lost=LOST in gone.values(),
+            unreadable=unreadable,
+            drop_damaged=drop_damaged,
+        )
         from ledger_cli.cli.commands.doctor.attempts import check_attempts
         from ledger_cli.cli.commands.doctor.sidedata import check_side_data
 

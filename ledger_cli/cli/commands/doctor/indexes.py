@@ -7,6 +7,7 @@ dependents index, so that one is checked (and rebuilt) first."""
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable
 from typing import Protocol
 
@@ -21,7 +22,13 @@ class _Findings(Protocol):
 
 
 def check_indexes(
-    store: object, found: _Findings, fix: bool, *, lost: bool, unreadable: bool
+    store: object,
+    found: _Findings,
+    fix: bool,
+    *,
+    lost: bool,
+    unreadable: bool,
+    drop_damaged: bool = False,
 ) -> None:
     """Every derived index, the dependents index first: the JSON store's ready
     index finds the tasks a completed need makes ready through it. The JSON
@@ -43,20 +50,32 @@ def check_indexes(
             with contextlib.suppress(StoreError):  # then each check reports it
                 stack.enter_context(one_scan())
         check_deps_index(store, found, fix)
-        check_ready_index(store, found, fix)
+        check_ready_index(store, found, fix, drop_damaged)
         check_live_index(store, found, fix)
         check_tally(store, found, fix, lost=lost)
 
 
-def check_ready_index(store: object, found: _Findings, fix: bool) -> None:
+def check_ready_index(
+    store: object, found: _Findings, fix: bool, drop_damaged: bool = False
+) -> None:
     """Problems when the ready index disagrees with the records; `fix` rebuilds it.
     Its rebuild reads every key's schedule and queue: while one of those does
     not read (side data is the only copy: sidedata.py names it and its
     remedy), the rebuild stops at it, leaving the index to be built again by
-    the first writer after the remedy, and the line says what must come first."""
+    the first writer after the remedy, and the line says what must come first.
+
+    A queue or schedule file the JSON store's index tells is lost
+    (stores/jsonfile/sidelost.py: the task's entry sits in another queue's
+    partition, or is ordered by a schedule no file backs) is a problem
+    `--fix` leaves as it is, as a lost record: its rebuild keeps those
+    entries, the only trace; `--fix --drop-damaged` accepts the loss (the
+    task's entry by its files goes in)."""
     blocked = _side_data_damaged(store)
     before = len(found.problems)
-    _check_index(store, found, fix, "ready", _AFTER_SIDE if blocked else _HINT)
+    rebuild: Callable[[], None] | None = None
+    if drop_damaged and _side_data_kept(store):
+        rebuild = functools.partial(store.rebuild_ready_index, accept_lost=True)  # type: ignore[attr-defined]
+    _check_index(store, found, fix, "ready", _AFTER_SIDE if blocked else _HINT, rebuild)
     if blocked:
         found.problems[before:] = [
             p.replace("(ledger doctor --fix rebuilds the index)", _AFTER_SIDE.strip())
@@ -86,6 +105,13 @@ def _side_data_damaged(store: object) -> bool:
         except StoreError:
             return True
     return False
+
+
+def _side_data_kept(store: object) -> bool:
+    """Whether the store is the JSON store (its ready index tells lost side files)."""
+    from ledger_cli.stores.jsonfile import JsonFileStore
+
+    return isinstance(store, JsonFileStore)
 
 
 def check_deps_index(store: object, found: _Findings, fix: bool) -> None:
@@ -154,23 +180,43 @@ def _check_index(
     fix: bool,
     name: str,
     hint: str = _HINT,
+    rebuild: Callable[[], None] | None = None,
 ) -> None:
+    """`rebuild`: the store's own `rebuild_NAME_index` unless given. A rebuild
+    that leaves every problem as it was (a lost file it keeps the trace of)
+    is not said to have fixed anything."""
     check: Callable[[], list[str]] | None = getattr(store, f"check_{name}_index", None)
-    rebuild: Callable[[], None] | None = getattr(store, f"rebuild_{name}_index", None)
+    if rebuild is None:
+        rebuild = getattr(store, f"rebuild_{name}_index", None)
     if check is None or rebuild is None:
         return
     try:
         problems = _check_or_rebuild(check, rebuild, found, fix, name)
         if problems and fix:
             rebuild()
-            found.fixed.append(f"rebuilt the {_WHAT[name]} from the records")
-            problems = check()
+            left = check()
+            if left != problems:
+                found.fixed.append(f"rebuilt the {_WHAT[name]} from the records")
+            found.fixed.extend(_accepted(problems, left))
+            problems = left
     except StoreError as exc:
         found.problems.append(output.one_line(str(exc)))
         return
     found.problems.extend(
         output.one_line(p) + ("" if "doctor --fix" in p else hint) for p in problems
     )
+
+
+def _accepted(before: list[str], after: list[str]) -> list[str]:
+    """What `--fix --drop-damaged` accepted: the lost side files named before
+    the rebuild and no more after it."""
+    from ledger_cli.stores.jsonfile.sidelost import LOST
+
+    return [
+        output.one_line(f"accepted the loss of {p.split(': ', 1)[0]}")
+        for p in before
+        if LOST in p and p not in after
+    ]
 
 
 def _check_or_rebuild(
