@@ -181,6 +181,14 @@ class PruneMethods(RecordReader):
             if not placed:
                 return None
             self.checkpoint(root_fd)  # a write around wal.log (wal.py)
+            if batch is not None and batch.sides:
+                # Their queue and schedule first, durably, as the lines are: a
+                # kill between must not leave a pruned record without them.
+                from ledger_cli.stores.jsonfile.keyfiles import apply_sides
+
+                keys = {rec.key for _, rec in placed}
+                ops = [op for op in batch.side_ops() if op[1] in keys]
+                apply_sides(self._root, root_fd, ops, sync=True)
             digests = [digest for digest, _ in placed]
             before, held = prunedfile.before_append(self._root, root_fd, digests)
             prunedfile.forget_count(self._root, root_fd)  # counted from the files meanwhile
