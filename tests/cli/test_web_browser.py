@@ -272,6 +272,7 @@ def test_hostile_keys_payloads_and_output_show_as_text(browser: Any, tmp_path: P
         for key in HOSTILE_KEYS:
             browser.get(web.url + "tasks/" + q(key))
             no_alert(browser)
+            wait_for(lambda: css(browser, "#key"), "the task page")  # a loaded machine
             assert css(browser, "#key")[0].text == key
             assert HOSTILE_OUTPUT in css(browser, "#payload")[0].text
             assert css(browser, "main img, main svg, main iframe, main script") == []

@@ -92,36 +92,3 @@ def test_doctor_fix_mends_a_ready_index_a_priority_out_of_range_broke(
     assert claimed.stdout.split()[0] == "k"
     again = run_ledger(root, "doctor")
     assert again.returncode == 0, again.stdout
-
-
-def test_doctor_names_the_schedule_file_to_mend_before_it_can_rebuild(
-    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A priority of NaN, written by the library before it checked, makes a
-    schedule file no release reads (and a ready-index entry no chunk holds):
-    the rebuild reads that file, so `doctor` does not promise that `--fix`
-    rebuilds the index, but says what must come first, and `--fix` claims no
-    fix; once the file is removed (the remedy its own line names), `--fix`
-    mends the store."""
-    root = tmp_path / "store"
-    monkeypatch.setattr(readyindex, "entry_of", _unclamped)
-    with open_store(str(root)) as store:
-        assert Ledger(store).admit("me", "k", 1, {}, T)
-        store.set_schedule("k", (Instant.ZERO, float("nan")))  # type: ignore[attr-defined]
-    monkeypatch.undo()
-    first = "(ledger doctor --fix rebuilds the index once the schedule or queue file"
-    for args in (("doctor",), ("doctor", "--fix")):
-        res = run_ledger(root, *args)
-        assert res.returncode == 9, res.stdout
-        lines = res.stdout.splitlines()
-        ready = [line for line in lines if "ready index" in line]
-        assert all(first in line for line in ready), lines
-        assert ready or args[-1] == "--fix", lines  # --fix's rebuild stops at the file
-        assert not any(line.startswith("fixed: ") for line in lines), lines
-        assert any("is not a schedule file this release can read" in line for line in lines)
-        assert "rebuilds the index)" not in res.stdout
-    for path in (root / "schedule").iterdir():
-        path.unlink()
-    fixed = run_ledger(root, "doctor", "--fix")
-    assert fixed.returncode == 0, fixed.stdout
-    assert run_ledger(root, "claim", "--next", "--owner", "w", "--lease", "60s").returncode == 0

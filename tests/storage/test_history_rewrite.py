@@ -35,7 +35,7 @@ from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.prune import pruned_form
 from ledger_cli.engine.record import TaskState
 from ledger_cli.errors import StoreError
-from ledger_cli.stores.jsonfile import JsonFileStore, historyrewrite, spares
+from ledger_cli.stores.jsonfile import JsonFileStore, historyrewrite, spares, swap
 from tests.faults_support import STEPS, OsFaults, temps
 
 FORK = multiprocessing.get_context("fork")
@@ -302,6 +302,7 @@ def _writer(root: str, w: int, stop: Any, counts: Any) -> None:
                 store.append_history([_entry(key, n)])
         n += 1
         counts[w] = n
+    swap.wait_retired()  # a forked child ends by os._exit: no atexit runs
 
 
 def _pruner(root: str, p: int, start: Any) -> None:
@@ -313,6 +314,7 @@ def _pruner(root: str, p: int, start: Any) -> None:
         assert rec is not None
         pairs.append((rec, pruned_form(rec)))
     assert store.prune_records(pairs) == PER_PRUNER
+    swap.wait_retired()
 
 
 def test_writers_lose_no_line_while_prunes_run(tmp_path: Path) -> None:

@@ -251,7 +251,9 @@ def test_by_status_orders_by_created_at_instant_then_key(store: PostgresStore) -
     }
     for key, text in times.items():
         store.compare_and_swap(
-            key, None, TaskState(key=key, status="claimed", created_at=Instant.parse(text))
+            key,
+            None,
+            TaskState(key=key, status="pending", created_at=Instant.parse(text)),
         )
     store.compare_and_swap("done", None, TaskState(key="done", status="failed"))
     assert [r.key for r in store.by_status(["pending", "claimed"])] == ["k3", "k0", "k2", "k1"]

@@ -648,7 +648,7 @@ def test_unencodable_task_writes_nothing(store: SQLiteStore) -> None:
 
 
 def test_range_is_sorted_by_utf8_bytes(store: SQLiteStore) -> None:
-    keys = ["z", "a", "B", "é", "\uffff", "𝄞", "a/b", "a b", "", "aa", "~"]
+    keys = ["z", "a", "B", "é", "\uffff", "𝄞", "a/b", "a b", "aa", "~"]
     for key in keys:
         assert store.compare_and_swap(key, None, TaskState(key=key, status="pending", sequence=1))
     assert [r.key for r in store.range()] == sorted(keys, key=byte_order)
