@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
 
+import pytest
+
 from ledger_cli.engine.instant import Instant
 from ledger_cli.engine.store import Store
 
@@ -146,3 +148,27 @@ def fresh_store(name: str, tmp: Path, clock: Clock) -> Iterator[Store]:
             yield opened
         finally:
             opened.close()
+
+
+@pytest.fixture(params=["postgresql", "sqlite"])
+def sql_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """The URL of a fresh SQL store, once per SQL backend (PostgreSQL skips when
+    unreachable, as its place does)."""
+    kind = KINDS[str(request.param)]
+    with kind.place(tmp_path) as location:
+        yield kind.url(location)
+
+
+def execute_sql(url: str, statement: str) -> None:
+    """One statement run by another program, as a person at a SQL prompt would."""
+    if url.startswith("sqlite:"):
+        import sqlite3
+
+        with sqlite3.connect(url.removeprefix("sqlite:")) as conn:
+            conn.execute(statement)
+        conn.close()
+        return
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as pg:
+        pg.execute(statement.encode())

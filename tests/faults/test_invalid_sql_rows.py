@@ -10,37 +10,15 @@ PostgreSQL (which skips when unreachable, and cannot hold a NUL)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from tests.cli_support import ledger_ok, run_ledger
-from tests.stores import KINDS
+from tests.stores import execute_sql as _execute
+from tests.stores import sql_url
+
+url = sql_url  # the fixture, under the name its tests take
 
 KEY = "p3"
-
-
-@pytest.fixture(params=["postgresql", "sqlite"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    kind = KINDS[str(request.param)]
-    with kind.place(tmp_path) as location:
-        yield kind.url(location)
-
-
-def _execute(url: str, statement: str) -> None:
-    """One statement run by another program, as a person at a SQL prompt would."""
-    if url.startswith("sqlite:"):
-        import sqlite3
-
-        with sqlite3.connect(url.removeprefix("sqlite:")) as conn:
-            conn.execute(statement)
-        conn.close()
-        return
-    import psycopg
-
-    with psycopg.connect(url, autocommit=True) as pg:
-        pg.execute(statement.encode())
 
 
 DAMAGE = {

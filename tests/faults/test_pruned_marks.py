@@ -9,37 +9,16 @@ if any, is listed again (cli/commands/doctor/prunedmarks.py)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from tests.cli_support import ledger_ok, run_ledger
-from tests.stores import KINDS
+from tests.stores import execute_sql as _execute
+from tests.stores import sql_url
+
+url = sql_url  # the fixture, under the name its tests take
 
 KEY = "pay-42"
-
-
-@pytest.fixture(params=["postgresql", "sqlite"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    kind = KINDS[str(request.param)]
-    with kind.place(tmp_path) as location:
-        yield kind.url(location)
-
-
-def _execute(url: str, statement: str) -> None:
-    """One statement run by another program, as a person at a SQL prompt would."""
-    if url.startswith("sqlite:"):
-        import sqlite3
-
-        with sqlite3.connect(url.removeprefix("sqlite:")) as conn:
-            conn.execute(statement)
-        conn.close()
-        return
-    import psycopg
-
-    with psycopg.connect(url, autocommit=True) as pg:
-        pg.execute(statement.encode())
 
 
 @pytest.fixture(autouse=True)
